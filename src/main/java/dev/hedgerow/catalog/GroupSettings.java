@@ -1,0 +1,86 @@
+package dev.hedgerow.catalog;
+
+import java.time.Duration;
+import java.util.Set;
+
+/**
+ * The settings of one alias group. A strategy only orders candidates; everything else here (failover, hedging,
+ * resume, breaker, timeouts) is applied by the dispatcher for every strategy. Immutable.
+ */
+public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean hedging, Breaker breaker,
+                            Retry retry, Timeouts timeouts, Balancer balancer, Slo slo) {
+
+    public static GroupSettings defaults() {
+        return new GroupSettings(Strategy.AUTO, true, true, Breaker.defaults(), Retry.defaults(), Timeouts.defaults(),
+                Balancer.defaults(), Slo.defaults());
+    }
+
+    public GroupSettings withStrategy(Strategy s) {
+        return new GroupSettings(s, resumeMidStream, hedging, breaker, retry, timeouts, balancer, slo);
+    }
+
+    /**
+     * Circuit breaker with Kong's counting: total (not consecutive) failures; at {@code maxFails} the route is
+     * excluded for {@code failTimeout}, then exactly one half-open probe is let through fleet-wide. Trifrost's
+     * 30 s cooldown is {@code maxFails 1, failTimeout 30s}, the default.
+     */
+    public record Breaker(int maxFails, Duration failTimeout) {
+        public static Breaker defaults() {
+            return new Breaker(1, Duration.ofSeconds(30));
+        }
+    }
+
+    /**
+     * @param maxAttempts       attempts before the first content frame (Trifrost/Keln: 3); Kong's {@code retries}
+     *                          is {@code maxAttempts - 1}
+     * @param maxResumes        resumes after the first content frame
+     * @param failoverCriteria  which failures fail over (Kong {@code failover_criteria})
+     * @param maxRetryAfterWait a 429 whose Retry-After is at most this is waited for (priority strategy)
+     */
+    public record Retry(int maxAttempts, int maxResumes, Set<FailoverCriterion> failoverCriteria,
+                        Duration maxRetryAfterWait) {
+        public Retry {
+            failoverCriteria = Set.copyOf(failoverCriteria);
+        }
+
+        public static Retry defaults() {
+            return new Retry(3, 3, FailoverCriterion.defaults(), Duration.ofSeconds(3));
+        }
+    }
+
+    /**
+     * @param connect time to establish the TCP/TLS connection
+     * @param read    time to the response head (the first-token window is the dispatcher's, not this)
+     * @param write   time to send the request body
+     * @param firstTokenFloor the smallest first-token (hedge) window; {@code firstTokenCeiling} the wait after
+     *                which a silent attempt is abandoned (scaled up with prompt size)
+     */
+    public record Timeouts(Duration connect, Duration read, Duration write, Duration firstTokenFloor,
+                           Duration firstTokenCeiling, Duration stallFloor) {
+        public static Timeouts defaults() {
+            return new Timeouts(Duration.ofSeconds(5), Duration.ofSeconds(60), Duration.ofSeconds(10),
+                    Duration.ofMillis(500), Duration.ofSeconds(30), Duration.ofSeconds(5));
+        }
+    }
+
+    /** Strategy-specific knobs (Kong's {@code config.balancer}). */
+    public record Balancer(String hashOnHeader, LatencyStrategy latencyStrategy,
+                           TokensCountStrategy tokensCountStrategy, Duration usageWindow, String embeddingsRoute,
+                           double threshold, double slowBar) {
+        public static Balancer defaults() {
+            return new Balancer("X-Hedgerow-Session", LatencyStrategy.TPOT, TokensCountStrategy.TOTAL_TOKENS,
+                    Duration.ofMinutes(10), null, 0.5, 2.0);
+        }
+    }
+
+    /** Keln's speed targets: sustained decode and first token on standard-size prompts. */
+    public record Slo(double decodeTokensPerSecond, Duration firstToken, int standardPromptMaxTokens) {
+        public static Slo defaults() {
+            return new Slo(50, Duration.ofSeconds(5), 8192);
+        }
+    }
+
+    public enum LatencyStrategy { TPOT, E2E }
+
+    public enum TokensCountStrategy { PROMPT_TOKENS, COMPLETION_TOKENS, TOTAL_TOKENS, COST }
+}

@@ -1,0 +1,37 @@
+package dev.hedgerow.catalog;
+
+import java.util.List;
+import java.util.Set;
+
+/**
+ * One upstream model on one provider, under an alias. Health, latency models, leases and usage are kept per
+ * route (not per provider). Immutable.
+ *
+ * @param capabilities what the route can do: {@code tools, json_mode, images, reasoning_off, prefill} and the
+ *                     transport-specific forms {@code tools:stream}, {@code json_mode:nonstream}, ...
+ * @param parameters   request parameters the route honours (for {@code provider.require_parameters})
+ */
+public record Route(String id, String alias, String provider, String model, int weight, int priority,
+                    int contextWindow, Set<String> capabilities, Set<String> parameters, Price price,
+                    String description, List<String> tags) {
+
+    public Route {
+        capabilities = Set.copyOf(capabilities);
+        parameters = Set.copyOf(parameters);
+        tags = tags == null ? List.of() : List.copyOf(tags);
+    }
+
+    /** True when the route declares the capability for every transport or for the one asked for. */
+    public boolean can(String capability, boolean stream) {
+        return capabilities.contains(capability)
+                || capabilities.contains(capability + (stream ? ":stream" : ":nonstream"));
+    }
+
+    public record Price(double promptPerMtok, double completionPerMtok) {
+        public static final Price FREE = new Price(0, 0);
+
+        public double cost(long promptTokens, long completionTokens) {
+            return (promptTokens * promptPerMtok + completionTokens * completionPerMtok) / 1_000_000d;
+        }
+    }
+}

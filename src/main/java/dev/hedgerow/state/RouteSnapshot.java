@@ -1,0 +1,28 @@
+package dev.hedgerow.state;
+
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * What the store knows of one route at one moment.
+ *
+ * @param coolingDown          inside a breaker cooldown (excluded)
+ * @param fails                total failures counted by the breaker
+ * @param probeTaken           a half-open probe is in flight somewhere in the fleet
+ * @param retryAfterMillis     remaining hold from an upstream 429 Retry-After (0 = none)
+ * @param inflight             live leases (in-flight requests) across the fleet
+ * @param usage                usage summed over the route's sliding window
+ * @param blobs                named blobs (latency models, capacity report, verification, standing)
+ */
+public record RouteSnapshot(String routeId, boolean coolingDown, long cooldownRemainingMillis, long fails,
+                            boolean probeTaken, long retryAfterMillis, int inflight, UsageSample usage,
+                            Map<String, String> blobs) {
+
+    public static RouteSnapshot empty(String routeId) {
+        return new RouteSnapshot(routeId, false, 0, 0, false, 0, 0, UsageSample.ZERO, Map.of());
+    }
+
+    public Optional<String> blob(String name) {
+        return Optional.ofNullable(blobs.get(name));
+    }
+}

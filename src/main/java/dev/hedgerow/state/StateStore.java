@@ -1,0 +1,141 @@
+package dev.hedgerow.state;
+
+import io.smallrye.mutiny.Uni;
+
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The shared state of the fleet: everything one gateway instance must see of another's decisions. Two
+ * implementations pass one contract suite: {@code RedisStateStore} (a real Redis or Redis Cluster) and
+ * {@code MemoryStateStore} (the embedded default, one process).
+ *
+ * <p>Every operation is non-blocking. Keys are built only by {@link StateKeys}; every multi-key operation touches
+ * keys of one hash tag (one cluster slot). Cooldowns, probe slots, retry-after holds, leases and capacity reports
+ * are TTLs in the store, never clock comparisons between machines. Everything here may be lost and rebuilt from
+ * traffic, except the catalog. Implementations are thread-safe.
+ */
+public interface StateStore {
+
+    // ---- catalog -------------------------------------------------------------------------------------------
+
+    /** Stored catalog version per org, for every org ever stored (one round trip where possible). */
+    Uni<Map<String, Long>> catalogVersions();
+
+    /** The org's stored catalog document, if any. */
+    Uni<Optional<VersionedDoc>> orgCatalog(String orgId);
+
+    /**
+     * Compare-and-set of the org's catalog: writes {@code doc} as version {@code expectedVersion + 1} only when the
+     * stored version is still {@code expectedVersion} (0 = never stored). Returns the new version, or empty when
+     * another writer got there first.
+     */
+    Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion);
+
+    // ---- route health: Kong-counted breaker, Trifrost cooldown and fleet-wide half-open probe -------------------
+
+    /**
+     * Everything ranking needs about these routes, in one batched read; usage is summed over the last
+     * {@code usageWindow}. Unknown routes get an empty snapshot.
+     */
+    Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow);
+
+    /**
+     * Counts one failure: total failures (not consecutive) go up, the "last failure" marker lives for
+     * {@code failTimeout}; at {@code maxFails} or more the route cools down for {@code failTimeout}. A probe slot
+     * held for this route is released.
+     */
+    Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout);
+
+    /**
+     * Counts one success: the failure counter resets only when no failure happened within the last
+     * {@code failTimeout} (Kong); a probe slot held for this route is released.
+     */
+    Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout);
+
+    /**
+     * Takes the route's single half-open probe slot: succeeds for exactly one caller fleet-wide while the route is
+     * out of cooldown but still at {@code maxFails}. The slot expires after {@code ttl} so a dead instance cannot
+     * hold it.
+     */
+    Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl);
+
+    /** Holds the route out of rotation for {@code wait} (an upstream 429's Retry-After). */
+    Uni<Void> holdRetryAfter(String routeId, Duration wait);
+
+    /** Milliseconds until the route's cooldown ends (0 when it is not cooling down). */
+    Uni<Long> cooldownRemainingMillis(String routeId);
+
+    /** Clears every health record of the route (admin "reset"). */
+    Uni<Void> resetHealth(String routeId);
+
+    // ---- per-route named blobs: latency/TTFT models, capacity reports, verification, standing ------------------
+
+    /** Stores a small named value for a route (e.g. "ttft", "ewma", "capacity"); {@code ttl} null = no expiry. */
+    Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl);
+
+    // ---- leases (least connections): in-flight requests counted across instances, never leaking ---------------
+
+    /** Registers an in-flight request on the route; the lease dies by itself after {@code ttl} unless renewed. */
+    Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl);
+
+    Uni<Void> renewLease(String routeId, String leaseId, Duration ttl);
+
+    Uni<Void> releaseLease(String routeId, String leaseId);
+
+    // ---- usage over a sliding window (lowest usage) --------------------------------------------------------
+
+    /** Adds usage to the route's current window bucket; windows are one-minute buckets summed over the window. */
+    Uni<Void> addUsage(String routeId, UsageSample sample, Duration window);
+
+    // ---- group rotation ------------------------------------------------------------------------------------
+
+    /** Increments and returns the group's rotation cursor (survives catalog and admin writes). */
+    Uni<Long> nextCursor(String orgId, String alias);
+
+    // ---- per-org: hedge budget, audit stream, usage ledger, prefix affinity, caches ---------------------------
+
+    /**
+     * Counts one primary upstream request in the org's sliding hedge window and reports whether a hedge may be
+     * spent: hedges in window &lt; max(minPerWindow, ratio × requests in window). {@code spend} = true takes it.
+     */
+    Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window);
+
+    /** Counts one request toward the hedge budget's denominator. */
+    Uni<Void> countRequest(String orgId, Duration window);
+
+    /** Appends an event (a flat string map) to the org's audit stream, trimmed to about {@code maxLen}. */
+    Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen);
+
+    /** The org's newest audit events first, at most {@code limit}. */
+    Uni<List<AuditRecord>> readAudit(String orgId, int limit);
+
+    /** Adds billed usage to the org's ledger (per alias and day). */
+    Uni<Void> addLedger(String orgId, String alias, UsageSample sample);
+
+    /** The org's ledger totals per alias. */
+    Uni<Map<String, UsageSample>> ledger(String orgId);
+
+    /** Route ids that recently served each prefix hash (absent hashes are left out). */
+    Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes);
+
+    Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl);
+
+    /** A small org-scoped cache (e.g. description embeddings). */
+    Uni<Optional<String>> getOrgBlob(String orgId, String name);
+
+    Uni<Void> putOrgBlob(String orgId, String name, String value, Duration ttl);
+
+    // ---- coordination --------------------------------------------------------------------------------------
+
+    /** A fleet-wide lock that expires after {@code ttl} (e.g. one prober round at a time). */
+    Uni<Boolean> tryLock(String name, String owner, Duration ttl);
+
+    Uni<Void> unlock(String name, String owner);
+
+    /** Liveness of the store itself (a PING). */
+    Uni<Boolean> ping();
+}
