@@ -1,0 +1,76 @@
+package dev.hedgerow.api;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * An error in the OpenAI envelope {@code {"error":{"message","type","code","param"}}}, with its HTTP status and
+ * an optional {@code Retry-After} in seconds. Immutable.
+ */
+public record ApiError(int status, String type, String code, String message, String param, Long retryAfterSeconds) {
+
+    public static ApiError invalidRequest(String message, String param) {
+        return new ApiError(400, "invalid_request_error", "invalid_request", message, param, null);
+    }
+
+    public static ApiError invalidRequest(String code, String message, String param) {
+        return new ApiError(400, "invalid_request_error", code, message, param, null);
+    }
+
+    public static ApiError unauthorized() {
+        return new ApiError(401, "authentication_error", "invalid_api_key",
+                "Incorrect API key provided. Send 'Authorization: Bearer <key>' with a key of your organization.",
+                null, null);
+    }
+
+    public static ApiError modelNotFound(String alias) {
+        return new ApiError(404, "invalid_request_error", "model_not_found",
+                "The model '" + alias + "' does not exist or you do not have access to it.", "model", null);
+    }
+
+    public static ApiError notFound(String message) {
+        return new ApiError(404, "invalid_request_error", "not_found", message, null, null);
+    }
+
+    public static ApiError tooLarge(long limit) {
+        return new ApiError(413, "invalid_request_error", "request_too_large",
+                "Request body exceeds the limit of " + limit + " bytes.", null, null);
+    }
+
+    public static ApiError noHealthyProvider(String alias, long retryAfterSeconds) {
+        return new ApiError(503, "server_error", "no_healthy_provider",
+                "Every provider of '" + alias + "' is cooling down after failures; retry after " + retryAfterSeconds
+                        + " s.", null, retryAfterSeconds);
+    }
+
+    public static ApiError upstreamExhausted(int status, String message, long retryAfterSeconds) {
+        return new ApiError(status, "server_error", status == 503 ? "no_healthy_provider" : "upstream_error",
+                message, null, retryAfterSeconds);
+    }
+
+    public ApiError withStatus(int s) {
+        return new ApiError(s, type, code, message, param, retryAfterSeconds);
+    }
+
+    public ObjectNode toNode() {
+        ObjectNode root = JsonNodeFactory.instance.objectNode();
+        ObjectNode e = root.putObject("error");
+        e.put("message", message);
+        e.put("type", type);
+        if (code == null) {
+            e.putNull("code");
+        } else {
+            e.put("code", code);
+        }
+        if (param == null) {
+            e.putNull("param");
+        } else {
+            e.put("param", param);
+        }
+        return root;
+    }
+
+    public String toJson() {
+        return Json.write(toNode());
+    }
+}

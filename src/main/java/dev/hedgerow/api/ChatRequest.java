@@ -1,0 +1,278 @@
+package dev.hedgerow.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * A validated view of one chat completions request body. The parsed body is kept for every attempt (per-request
+ * state); {@link #upstreamBody(String)} makes each attempt's own copy with Hedgerow-only fields stripped.
+ * Unknown fields pass through untouched. Immutable after construction (the body is never mutated).
+ */
+public final class ChatRequest {
+    /** Fields that belong to Hedgerow and never reach a provider. */
+    public static final Set<String> HEDGEROW_FIELDS = Set.of("provider", "hedgerow");
+
+    /** Request parameters a route may have to honour under {@code provider.require_parameters}. */
+    public static final List<String> KNOWN_PARAMETERS = List.of("temperature", "top_p", "top_k", "min_p", "seed",
+            "stop", "frequency_penalty", "presence_penalty", "repetition_penalty", "logit_bias", "logprobs",
+            "top_logprobs", "tools", "tool_choice", "parallel_tool_calls", "response_format", "max_tokens",
+            "max_completion_tokens", "reasoning", "reasoning_effort", "n", "structured_outputs");
+
+    private final ObjectNode body;
+    private final String model;
+    private final boolean stream;
+    private final boolean includeUsage;
+    private final ProviderPrefs prefs;
+    private final Integer maxTokens;
+
+    private ChatRequest(ObjectNode body, String modelOverride) {
+        this.body = body;
+        JsonNode m = body.get("model");
+        if (modelOverride != null) {
+            this.model = modelOverride;
+        } else if (m == null || m.isNull()) {
+            throw new RequestException(ApiError.invalidRequest("'model' is required.", "model"));
+        } else if (!m.isTextual() || m.asText().isBlank()) {
+            throw new RequestException(ApiError.invalidRequest("'model' must be a non-empty string.", "model"));
+        } else {
+            this.model = m.asText();
+        }
+        JsonNode s = body.get("stream");
+        if (s != null && !s.isNull() && !s.isBoolean()) {
+            throw new RequestException(ApiError.invalidRequest("'stream' must be a boolean.", "stream"));
+        }
+        this.stream = s != null && s.asBoolean(false);
+        JsonNode so = body.get("stream_options");
+        if (so != null && !so.isNull() && !so.isObject()) {
+            throw new RequestException(ApiError.invalidRequest("'stream_options' must be an object.", "stream_options"));
+        }
+        this.includeUsage = so != null && so.path("include_usage").asBoolean(false);
+        validateMessages(body.get("messages"));
+        this.maxTokens = readMaxTokens();
+        this.prefs = ProviderPrefs.parse(body.get("provider"));
+    }
+
+    /** Parses and validates a request body; throws {@link RequestException} with a 400 on anything malformed. */
+    public static ChatRequest parse(byte[] bytes, String modelOverride) {
+        JsonNode node;
+        try {
+            node = Json.parse(bytes);
+        } catch (IOException e) {
+            throw new RequestException(ApiError.invalidRequest("invalid_json",
+                    "We could not parse the JSON body of your request: " + shorten(e.getMessage()), null));
+        }
+        if (node == null || !node.isObject()) {
+            throw new RequestException(ApiError.invalidRequest("invalid_json",
+                    "The request body must be a JSON object.", null));
+        }
+        return new ChatRequest((ObjectNode) node, modelOverride);
+    }
+
+    private static String shorten(String s) {
+        if (s == null) {
+            return "";
+        }
+        int nl = s.indexOf('\n');
+        String first = nl > 0 ? s.substring(0, nl) : s;
+        return first.length() > 200 ? first.substring(0, 200) : first;
+    }
+
+    private static void validateMessages(JsonNode messages) {
+        if (messages == null || messages.isNull()) {
+            throw new RequestException(ApiError.invalidRequest("'messages' is required.", "messages"));
+        }
+        if (!messages.isArray() || messages.isEmpty()) {
+            throw new RequestException(ApiError.invalidRequest("'messages' must be a non-empty array.", "messages"));
+        }
+        int i = 0;
+        for (JsonNode msg : messages) {
+            String p = "messages[" + i + "]";
+            if (!msg.isObject()) {
+                throw new RequestException(ApiError.invalidRequest("'" + p + "' must be an object.", p));
+            }
+            JsonNode role = msg.get("role");
+            if (role == null || !role.isTextual() || role.asText().isBlank()) {
+                throw new RequestException(ApiError.invalidRequest("'" + p + ".role' must be a non-empty string.",
+                        p + ".role"));
+            }
+            JsonNode content = msg.get("content");
+            if (content != null && !content.isNull() && !content.isTextual() && !content.isArray()) {
+                throw new RequestException(ApiError.invalidRequest(
+                        "'" + p + ".content' must be a string or an array of content parts.", p + ".content"));
+            }
+            i++;
+        }
+    }
+
+    private Integer readMaxTokens() {
+        for (String f : List.of("max_completion_tokens", "max_tokens")) {
+            JsonNode n = body.get(f);
+            if (n != null && !n.isNull()) {
+                if (!n.canConvertToInt() || !n.isIntegralNumber() || n.asInt() < 1) {
+                    throw new RequestException(ApiError.invalidRequest("'" + f + "' must be a positive integer.", f));
+                }
+                return n.asInt();
+            }
+        }
+        return null;
+    }
+
+    public String model() {
+        return model;
+    }
+
+    public boolean stream() {
+        return stream;
+    }
+
+    public boolean includeUsage() {
+        return includeUsage;
+    }
+
+    public ProviderPrefs prefs() {
+        return prefs;
+    }
+
+    /** The requested completion limit, or null when the request sets none. */
+    public Integer maxTokens() {
+        return maxTokens;
+    }
+
+    public ArrayNode messages() {
+        return (ArrayNode) body.get("messages");
+    }
+
+    /** The body as received (read-only by convention: never mutate it). */
+    public ObjectNode body() {
+        return body;
+    }
+
+    public boolean wantsTools() {
+        JsonNode t = body.get("tools");
+        return (t != null && t.isArray() && !t.isEmpty()) || body.hasNonNull("functions");
+    }
+
+    public boolean wantsJsonMode() {
+        JsonNode rf = body.get("response_format");
+        if (rf == null || !rf.isObject()) {
+            return false;
+        }
+        String type = rf.path("type").asText("");
+        return type.equals("json_object") || type.equals("json_schema");
+    }
+
+    public boolean hasImages() {
+        for (JsonNode msg : messages()) {
+            JsonNode c = msg.get("content");
+            if (c != null && c.isArray()) {
+                for (JsonNode part : c) {
+                    String type = part.path("type").asText("");
+                    if (type.equals("image_url") || type.equals("input_image") || type.equals("image")) {
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
+    }
+
+    /** The request asks the model not to reason ({@code reasoning_effort: none} or {@code reasoning.enabled: false}). */
+    public boolean wantsReasoningOff() {
+        JsonNode eff = body.get("reasoning_effort");
+        if (eff != null && eff.isTextual() && eff.asText().equalsIgnoreCase("none")) {
+            return true;
+        }
+        JsonNode r = body.get("reasoning");
+        if (r != null && r.isObject()) {
+            JsonNode en = r.get("enabled");
+            if (en != null && en.isBoolean() && !en.asBoolean()) {
+                return true;
+            }
+            return r.path("effort").asText("").equalsIgnoreCase("none");
+        }
+        return false;
+    }
+
+    /** The request explicitly asks for reasoning (a thinking model may pause before its first visible token). */
+    public boolean wantsReasoning() {
+        if (wantsReasoningOff()) {
+            return false;
+        }
+        return body.hasNonNull("reasoning_effort") || body.hasNonNull("reasoning");
+    }
+
+    /** Known parameters this request carries. */
+    public Set<String> parametersPresent() {
+        Set<String> out = new LinkedHashSet<>();
+        for (String p : KNOWN_PARAMETERS) {
+            if (body.hasNonNull(p)) {
+                out.add(p);
+            }
+        }
+        return out;
+    }
+
+    /** The text of every message, for token counting and semantic routing. */
+    public String promptText() {
+        StringBuilder sb = new StringBuilder();
+        for (JsonNode msg : messages()) {
+            JsonNode c = msg.get("content");
+            if (c == null || c.isNull()) {
+                continue;
+            }
+            if (c.isTextual()) {
+                sb.append(c.asText()).append('\n');
+            } else {
+                for (JsonNode part : c) {
+                    if (part.path("type").asText("").equals("text")) {
+                        sb.append(part.path("text").asText("")).append('\n');
+                    }
+                }
+            }
+        }
+        return sb.toString();
+    }
+
+    /** The last user message's text (semantic routing embeds this). */
+    public String lastUserText() {
+        String last = "";
+        for (JsonNode msg : messages()) {
+            if ("user".equals(msg.path("role").asText())) {
+                JsonNode c = msg.get("content");
+                if (c != null && c.isTextual()) {
+                    last = c.asText();
+                } else if (c != null && c.isArray()) {
+                    StringBuilder sb = new StringBuilder();
+                    for (JsonNode part : c) {
+                        sb.append(part.path("text").asText(""));
+                    }
+                    last = sb.toString();
+                }
+            }
+        }
+        return last;
+    }
+
+    /**
+     * A fresh copy of the body for one upstream attempt: Hedgerow-only fields removed and {@code model} set to the
+     * route's upstream model name. Unknown fields stay.
+     */
+    public ObjectNode upstreamBody(String upstreamModel) {
+        ObjectNode copy = body.deepCopy();
+        Iterator<String> it = copy.fieldNames();
+        while (it.hasNext()) {
+            if (HEDGEROW_FIELDS.contains(it.next())) {
+                it.remove();
+            }
+        }
+        copy.put("model", upstreamModel);
+        return copy;
+    }
+}

@@ -1,0 +1,56 @@
+package dev.hedgerow.api;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+
+/** The one shared Jackson mapper of the wire format, with nesting and size limits. Thread-safe. */
+public final class Json {
+    /** Deeper JSON is refused: no legitimate chat request nests this far. */
+    public static final int MAX_DEPTH = 64;
+
+    public static final ObjectMapper MAPPER = JsonMapper.builder()
+            .build();
+
+    static {
+        MAPPER.getFactory().setStreamReadConstraints(StreamReadConstraints.builder()
+                .maxNestingDepth(MAX_DEPTH).maxStringLength(32 * 1024 * 1024).build());
+    }
+
+    private Json() {
+    }
+
+    public static JsonNode parse(byte[] bytes) throws IOException {
+        return MAPPER.readTree(bytes);
+    }
+
+    public static JsonNode parse(String s) throws IOException {
+        return MAPPER.readTree(s);
+    }
+
+    public static String write(Object node) {
+        try {
+            return MAPPER.writeValueAsString(node);
+        } catch (JsonProcessingException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public static byte[] bytes(Object node) {
+        try {
+            return MAPPER.writeValueAsBytes(node);
+        } catch (JsonProcessingException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    public static String utf8(byte[] b) {
+        return new String(b, StandardCharsets.UTF_8);
+    }
+}

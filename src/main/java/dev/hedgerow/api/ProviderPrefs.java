@@ -1,0 +1,110 @@
+package dev.hedgerow.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * OpenRouter-style per-request provider preferences (the request's {@code provider} object), matched by provider
+ * slug. {@code only} is strict, {@code ignore} excludes, {@code order} is a soft preference, {@code allowFallbacks}
+ * false stops failover after the first choice, {@code sort} re-orders by latency, throughput or price.
+ * Immutable.
+ */
+public record ProviderPrefs(List<String> only, List<String> ignore, List<String> order, boolean allowFallbacks,
+                            boolean requireParameters, Sort sort, Double maxPromptPrice, Double maxCompletionPrice) {
+
+    public static final ProviderPrefs NONE = new ProviderPrefs(List.of(), List.of(), List.of(), true, false, null,
+            null, null);
+
+    public enum Sort { LATENCY, THROUGHPUT, PRICE }
+
+    public boolean isEmpty() {
+        return this.equals(NONE);
+    }
+
+    /** Parses the {@code provider} field; throws {@link RequestException} naming the bad parameter. */
+    public static ProviderPrefs parse(JsonNode node) {
+        if (node == null || node.isNull() || node.isMissingNode()) {
+            return NONE;
+        }
+        if (!node.isObject()) {
+            throw new RequestException(ApiError.invalidRequest("'provider' must be an object.", "provider"));
+        }
+        List<String> only = slugs(node, "only");
+        List<String> ignore = slugs(node, "ignore");
+        List<String> order = slugs(node, "order");
+        boolean allowFallbacks = bool(node, "allow_fallbacks", true);
+        boolean requireParameters = bool(node, "require_parameters", false);
+        Sort sort = null;
+        JsonNode s = node.get("sort");
+        if (s != null && !s.isNull()) {
+            if (!s.isTextual()) {
+                throw new RequestException(ApiError.invalidRequest("'provider.sort' must be a string.", "provider.sort"));
+            }
+            try {
+                sort = Sort.valueOf(s.asText().toUpperCase(Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new RequestException(ApiError.invalidRequest(
+                        "'provider.sort' must be one of latency, throughput, price.", "provider.sort"));
+            }
+        }
+        Double maxPrompt = null;
+        Double maxCompletion = null;
+        JsonNode mp = node.get("max_price");
+        if (mp != null && !mp.isNull()) {
+            if (!mp.isObject()) {
+                throw new RequestException(ApiError.invalidRequest("'provider.max_price' must be an object.",
+                        "provider.max_price"));
+            }
+            maxPrompt = number(mp, "prompt", "provider.max_price.prompt");
+            maxCompletion = number(mp, "completion", "provider.max_price.completion");
+        }
+        return new ProviderPrefs(only, ignore, order, allowFallbacks, requireParameters, sort, maxPrompt, maxCompletion);
+    }
+
+    private static List<String> slugs(JsonNode node, String field) {
+        JsonNode n = node.get(field);
+        if (n == null || n.isNull()) {
+            return List.of();
+        }
+        String param = "provider." + field;
+        if (!n.isArray()) {
+            throw new RequestException(ApiError.invalidRequest("'" + param + "' must be an array of provider slugs.",
+                    param));
+        }
+        List<String> out = new ArrayList<>();
+        for (JsonNode e : n) {
+            if (!e.isTextual() || e.asText().isBlank()) {
+                throw new RequestException(ApiError.invalidRequest("'" + param + "' must hold non-empty strings.",
+                        param));
+            }
+            out.add(e.asText().trim().toLowerCase(Locale.ROOT));
+        }
+        return List.copyOf(out);
+    }
+
+    private static boolean bool(JsonNode node, String field, boolean dflt) {
+        JsonNode n = node.get(field);
+        if (n == null || n.isNull()) {
+            return dflt;
+        }
+        if (!n.isBoolean()) {
+            throw new RequestException(ApiError.invalidRequest("'provider." + field + "' must be a boolean.",
+                    "provider." + field));
+        }
+        return n.asBoolean();
+    }
+
+    private static Double number(JsonNode node, String field, String param) {
+        JsonNode n = node.get(field);
+        if (n == null || n.isNull()) {
+            return null;
+        }
+        if (!n.isNumber() || n.asDouble() < 0) {
+            throw new RequestException(ApiError.invalidRequest("'" + param + "' must be a non-negative number.", param));
+        }
+        return n.asDouble();
+    }
+}

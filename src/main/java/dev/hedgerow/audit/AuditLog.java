@@ -1,0 +1,56 @@
+package dev.hedgerow.audit;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.state.StateStore;
+import io.smallrye.mutiny.Uni;
+
+import java.time.InstantSource;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Writes the audit stream: one {@code blocked} event per refusal (reason, org, alias, time) and one
+ * {@code request} event per request that needed more than one attempt or failed (its attempt trail).
+ * Writes are fire-and-forget: an audit write never delays or fails a request. Thread-safe.
+ */
+public final class AuditLog {
+    public static final int MAX_EVENTS = 10_000;
+
+    private final StateStore store;
+    private final InstantSource clock;
+    private final System.Logger log = System.getLogger("dev.hedgerow.audit");
+
+    public AuditLog(StateStore store, InstantSource clock) {
+        this.store = store;
+        this.clock = clock;
+    }
+
+    public Uni<String> blocked(String orgId, String alias, String reason, String message, String requestId) {
+        Map<String, String> e = new LinkedHashMap<>();
+        e.put("type", "blocked");
+        e.put("reason", reason);
+        e.put("org", orgId);
+        e.put("alias", alias == null ? "" : alias);
+        e.put("message", message == null ? "" : message);
+        e.put("request_id", requestId == null ? "" : requestId);
+        e.put("time", clock.instant().toString());
+        log.log(System.Logger.Level.INFO, "blocked org={0} alias={1} reason={2} request={3}", orgId, alias, reason,
+                requestId);
+        return store.appendAudit(orgId, e, MAX_EVENTS);
+    }
+
+    public Uni<String> request(String orgId, String alias, String requestId, int status, ArrayNode trail,
+                               String route) {
+        Map<String, String> e = new LinkedHashMap<>();
+        e.put("type", "request");
+        e.put("org", orgId);
+        e.put("alias", alias);
+        e.put("request_id", requestId);
+        e.put("status", Integer.toString(status));
+        e.put("route", route == null ? "" : route);
+        e.put("attempt_trail", Json.write(trail));
+        e.put("time", clock.instant().toString());
+        return store.appendAudit(orgId, e, MAX_EVENTS);
+    }
+}

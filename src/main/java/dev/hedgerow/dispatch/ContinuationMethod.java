@@ -1,0 +1,71 @@
+package dev.hedgerow.dispatch;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.catalog.Dialect;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * How a resumed attempt asks a route to continue the text already delivered. Prefill methods continue exactly;
+ * {@link #INSTRUCTION} asks in words and needs overlap trimming.
+ */
+public enum ContinuationMethod {
+    /** vLLM / SGLang: {@code continue_final_message: true, add_generation_prompt: false}. */
+    CONTINUE_FINAL_MESSAGE,
+    /** DeepSeek / Mistral style {@code "prefix": true} on the trailing assistant message. */
+    PREFIX_FLAG,
+    /** Anthropic-style: a trailing assistant message is continued as is. */
+    TRAILING_ASSISTANT,
+    /** No prefill: the partial answer plus an instruction to continue; the re-emitted overlap is trimmed. */
+    INSTRUCTION;
+
+    static final String INSTRUCTION_TEXT = "Continue exactly where your previous message stopped, mid-word if "
+            + "needed. Do not repeat any of it and do not add any preamble.";
+
+    /** The methods to try on a route, best first: the dialect's own prefill (when declared), then instruction. */
+    static List<ContinuationMethod> forRoute(Dialect dialect, boolean prefillCapable) {
+        List<ContinuationMethod> out = new ArrayList<>();
+        if (prefillCapable) {
+            switch (dialect) {
+                case VLLM, SGLANG -> out.add(CONTINUE_FINAL_MESSAGE);
+                case PREFIX -> out.add(PREFIX_FLAG);
+                case ANTHROPIC -> out.add(TRAILING_ASSISTANT);
+                case OPENAI -> out.add(PREFIX_FLAG);
+            }
+        }
+        out.add(INSTRUCTION);
+        return out;
+    }
+
+    boolean exact() {
+        return this != INSTRUCTION;
+    }
+
+    /** Adds the continuation to an upstream body that already holds the original messages. */
+    void apply(ObjectNode body, Transcript t) {
+        ArrayNode messages = (ArrayNode) body.get("messages");
+        ObjectNode assistant = messages.addObject();
+        assistant.put("role", "assistant");
+        assistant.put("content", t.content.toString());
+        if (t.reasoning.length() > 0) {
+            assistant.put("reasoning_content", t.reasoning.toString());
+        }
+        switch (this) {
+            case CONTINUE_FINAL_MESSAGE -> {
+                body.put("continue_final_message", true);
+                body.put("add_generation_prompt", false);
+            }
+            case PREFIX_FLAG -> assistant.put("prefix", true);
+            case TRAILING_ASSISTANT -> {
+                // the trailing assistant message itself is the prefill
+            }
+            case INSTRUCTION -> {
+                ObjectNode user = messages.addObject();
+                user.put("role", "user");
+                user.put("content", INSTRUCTION_TEXT);
+            }
+        }
+    }
+}

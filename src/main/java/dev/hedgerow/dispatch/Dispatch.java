@@ -1,0 +1,1143 @@
+package dev.hedgerow.dispatch;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.api.Sse;
+import dev.hedgerow.catalog.FailoverCriterion;
+import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.state.UsageSample;
+import dev.hedgerow.time.Cancellable;
+import dev.hedgerow.upstream.SseDecoder;
+import dev.hedgerow.upstream.SseEvent;
+import dev.hedgerow.upstream.TransportFailure;
+import dev.hedgerow.upstream.UpstreamClient;
+import dev.hedgerow.upstream.UpstreamHandler;
+import dev.hedgerow.upstream.UpstreamRequest;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+
+/**
+ * One request's life: attempts, the hedging race, failover before the first content, resume after it, the stall
+ * watchdog and the attempt trail. Every entry point (upstream events, timers, store replies, client hang-up)
+ * synchronizes on this object, so the state below is confined to it.
+ *
+ * <p>The commit point: until some attempt streams content, nothing reaches the client (the response head is held),
+ * so failover and hedging are invisible. The first content commits that attempt; from then on a failure resumes
+ * the stream on another route from the exact text already delivered ({@link Transcript}).
+ */
+final class Dispatch {
+    private static final int MAX_ERROR_BODY = 64 * 1024;
+    private static final int MAX_NONSTREAM_BODY = 16 * 1024 * 1024;
+    private static final Duration LEASE_TTL = Duration.ofSeconds(90);
+
+    private final Dispatcher.Deps deps;
+    private final DispatchRequest req;
+    private final ClientSink sink;
+    private final GroupSettings settings;
+    private final boolean stream;
+    private final long startNanos;
+    private final Transcript transcript = new Transcript();
+    private final List<Attempt> attempts = new ArrayList<>();
+    private final List<AttemptRecord> trail = new ArrayList<>();
+    private final Set<String> tried = new HashSet<>();
+
+    private int preCommitAttempts;
+    private int resumes;
+    private boolean committed;
+    private Attempt winner;
+    private boolean headSent;
+    private boolean finished;
+    private int contextLimit = -1;
+    private Attempt contextError;
+    private boolean sawCapacityError;
+    private Cancellable stallTimer = Cancellable.NONE;
+    private Cancellable leaseTimer = Cancellable.NONE;
+    private long lastActivityNanos;
+    private String promptUsageFrom;
+    private long billedPromptTokens = -1;
+
+    Dispatch(Dispatcher.Deps deps, DispatchRequest req, ClientSink sink) {
+        this.deps = deps;
+        this.req = req;
+        this.sink = sink;
+        this.settings = req.settings();
+        this.stream = req.chat().stream();
+        this.startNanos = deps.ticker().nanos();
+    }
+
+    // ---- lifecycle -------------------------------------------------------------------------------------------
+
+    synchronized void start() {
+        deps.store().countRequest(req.org().id(), deps.hedge().window()).subscribe().with(v -> { }, t -> { });
+        Candidate first = nextCandidate(false, null);
+        if (first == null) {
+            finalError();
+            return;
+        }
+        launch(first, Kind.PRIMARY, null);
+        leaseTimer = deps.scheduler().schedule(LEASE_TTL.dividedBy(3), this::renewLeases);
+    }
+
+    synchronized void clientGone() {
+        if (finished) {
+            return;
+        }
+        finished = true;
+        for (Attempt a : attempts) {
+            if (a.live) {
+                endAttempt(a, "client_cancelled", null, false);
+            }
+        }
+        stopTimers();
+        deps.observer().finished(req, 499, List.copyOf(trail), null, winner == null ? null : winner.cand);
+    }
+
+    private enum Kind { PRIMARY, FAILOVER, HEDGE, RESUME }
+
+    /** One upstream exchange and what it has produced so far. Guarded by the enclosing dispatch. */
+    private final class Attempt implements UpstreamHandler, SseDecoder.Listener {
+        final int index;
+        final Candidate cand;
+        final Kind kind;
+        final ContinuationMethod method;
+        final long startNanos = deps.ticker().nanos();
+        final String leaseId = UUID.randomUUID().toString();
+        UpstreamClient.Exchange exchange;
+        Cancellable windowTimer = Cancellable.NONE;
+        Cancellable abandonTimer = Cancellable.NONE;
+        boolean live = true;
+        int status;
+        Map<String, String> headers = Map.of();
+        SseDecoder decoder;
+        ByteArrayOutputStream body;
+        final List<ObjectNode> pending = new ArrayList<>();
+        boolean hasContent;
+        long firstContentNanos = -1;
+        long lastContentNanos;
+        int contentChunks;
+        String finishReason;
+        JsonNode usage;
+        OverlapTrimmer trimmer;
+        boolean trimReasoning;
+        boolean wrongContentType;
+
+        Attempt(int index, Candidate cand, Kind kind, ContinuationMethod method) {
+            this.index = index;
+            this.cand = cand;
+            this.kind = kind;
+            this.method = method;
+        }
+
+        @Override
+        public void onHead(int status, Map<String, String> headers) {
+            synchronized (Dispatch.this) {
+                if (!live) {
+                    return;
+                }
+                this.status = status;
+                this.headers = headers;
+                String ct = headers.getOrDefault("content-type", "");
+                if (status == 200 && stream) {
+                    wrongContentType = !ct.contains("text/event-stream");
+                    if (!wrongContentType) {
+                        decoder = new SseDecoder(this, 2 * 1024 * 1024);
+                        return;
+                    }
+                }
+                body = new ByteArrayOutputStream();
+            }
+        }
+
+        @Override
+        public void onData(byte[] bytes) {
+            synchronized (Dispatch.this) {
+                if (!live) {
+                    return;
+                }
+                if (decoder != null) {
+                    try {
+                        decoder.feed(bytes);
+                    } catch (SseDecoder.OversizeException e) {
+                        attemptFailed(this, Failure.transport("oversize_event", e.getMessage()));
+                    }
+                    return;
+                }
+                int limit = status == 200 && !wrongContentType ? MAX_NONSTREAM_BODY : MAX_ERROR_BODY;
+                if (body.size() + bytes.length > limit) {
+                    if (status == 200 && !wrongContentType) {
+                        attemptFailed(this, Failure.transport("oversize_body", "response body over " + limit));
+                        return;
+                    }
+                    body.write(bytes, 0, Math.max(0, limit - body.size()));
+                    return;
+                }
+                body.write(bytes, 0, bytes.length);
+            }
+        }
+
+        @Override
+        public void onEnd() {
+            synchronized (Dispatch.this) {
+                if (!live) {
+                    return;
+                }
+                if (decoder != null) {
+                    decoder.finish();
+                    streamEnded(this, null);
+                } else {
+                    bodyEnded(this);
+                }
+            }
+        }
+
+        @Override
+        public void onError(TransportFailure failure) {
+            synchronized (Dispatch.this) {
+                if (!live) {
+                    return;
+                }
+                if (decoder != null && (hasContent || finishReason != null)) {
+                    streamEnded(this, failure);
+                    return;
+                }
+                attemptFailed(this, Failure.transport("transport_" + failure.kind().name().toLowerCase(),
+                        failure.detail()));
+            }
+        }
+
+        @Override
+        public void onEvent(SseEvent event) {
+            if (live) {
+                streamEvent(this, event);
+            }
+        }
+
+        @Override
+        public void onComment(String comment) {
+            if (live) {
+                life(this);
+            }
+        }
+    }
+
+    /** Why an attempt failed, and what that means for the route and the request. */
+    private record Failure(String errorClass, String detail, int status, FailoverCriterion criterion,
+                           boolean routeFault, long retryAfterSeconds) {
+        static Failure transport(String cls, String detail) {
+            return new Failure(cls, detail, 0, FailoverCriterion.ERROR, true, 0);
+        }
+
+        static Failure timeout(String cls, String detail) {
+            return new Failure(cls, detail, 0, FailoverCriterion.TIMEOUT, true, 0);
+        }
+    }
+
+    // ---- choosing and launching ------------------------------------------------------------------------------
+
+    /** The next route to try, in ranked order: untried first; for a resume, a tried one other than the last. */
+    private Candidate nextCandidate(boolean resume, Candidate failed) {
+        for (Candidate c : req.candidates()) {
+            if (tried.contains(c.id())) {
+                continue;
+            }
+            if (contextLimit >= 0 && c.route().contextWindow() <= contextLimit) {
+                continue;
+            }
+            return c;
+        }
+        if (resume) {
+            for (Candidate c : req.candidates()) {
+                if (failed == null || !c.id().equals(failed.id())) {
+                    return c;
+                }
+            }
+            return failed;
+        }
+        if (priorityRetryTarget(failed) != null) {
+            return priorityRetryTarget(failed);
+        }
+        return null;
+    }
+
+    /**
+     * Kong's priority rule: with a single top-tier target whose breaker is still closed, one failed attempt is
+     * retried on that same target before falling back a tier.
+     */
+    private Candidate priorityRetryTarget(Candidate failed) {
+        if (failed == null || settings.strategy() != dev.hedgerow.catalog.Strategy.PRIORITY) {
+            return null;
+        }
+        long sameTier = req.candidates().stream().filter(c -> c.route().priority() == failed.route().priority())
+                .count();
+        long triesOnIt = attempts.stream().filter(a -> a.cand.id().equals(failed.id())).count();
+        if (sameTier == 1 && triesOnIt < 2 && failed.route().priority() == req.candidates().get(0).route().priority()) {
+            return failed;
+        }
+        return null;
+    }
+
+    private void launch(Candidate c, Kind kind, ContinuationMethod method) {
+        tried.add(c.id());
+        if (kind != Kind.RESUME) {
+            preCommitAttempts++;
+        }
+        if (c.halfOpen()) {
+            // a half-open route serves only as the fleet's single probe: take the slot first
+            Duration slot = abandonAfter(c).plus(Duration.ofSeconds(5));
+            deps.store().tryAcquireProbe(c.id(), settings.breaker().maxFails(), slot).subscribe().with(
+                    ok -> probeDecided(c, kind, method, ok), t -> probeDecided(c, kind, method, false));
+            return;
+        }
+        doLaunch(c, kind, method);
+    }
+
+    private synchronized void probeDecided(Candidate c, Kind kind, ContinuationMethod method, boolean acquired) {
+        if (finished) {
+            return;
+        }
+        if (acquired) {
+            doLaunch(c, kind, method);
+            return;
+        }
+        trail.add(new AttemptRecord(trail.size() + 1, c.id(), c.route().provider(), kindName(kind), "skipped", 0,
+                "half_open_probe_taken", elapsedMs(startNanos), -1, 0));
+        if (kind != Kind.RESUME) {
+            preCommitAttempts--;
+        }
+        Candidate next = nextCandidate(kind == Kind.RESUME, null);
+        if (next == null || (kind == Kind.RESUME && next.id().equals(c.id()))) {
+            if (liveCount() == 0) {
+                exhausted();
+            }
+            return;
+        }
+        launch(next, kind, kind == Kind.RESUME ? methods(next).get(0) : null);
+    }
+
+    private List<ContinuationMethod> methods(Candidate c) {
+        return ContinuationMethod.forRoute(c.provider().dialect(), c.route().can("prefill", true));
+    }
+
+    private void doLaunch(Candidate c, Kind kind, ContinuationMethod method) {
+        Attempt a = new Attempt(attempts.size() + 1, c, kind, method);
+        attempts.add(a);
+        ObjectNode body = req.chat().upstreamBody(c.route().model());
+        if (stream) {
+            body.put("stream", true);
+            ObjectNode so = body.has("stream_options") && body.get("stream_options").isObject()
+                    ? (ObjectNode) body.get("stream_options") : body.putObject("stream_options");
+            so.put("include_usage", true);
+        }
+        if (kind == Kind.RESUME) {
+            method.apply(body, transcript);
+            if (!method.exact()) {
+                boolean reasoningPhase = transcript.inReasoning();
+                a.trimReasoning = reasoningPhase;
+                a.trimmer = new OverlapTrimmer(reasoningPhase ? transcript.reasoning : transcript.content, 64, 4);
+            }
+            Integer max = req.chat().maxTokens();
+            if (max != null) {
+                int used = deps.tokens().applyAsInt(transcript.content.toString() + transcript.reasoning);
+                int left = Math.max(1, max - used);
+                body.remove("max_tokens");
+                body.put(body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", left);
+            }
+        }
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("content-type", "application/json");
+        headers.put("accept", stream ? "text/event-stream" : "application/json");
+        String key = c.provider().apiKey();
+        if (key != null && !key.isEmpty()) {
+            headers.put("authorization", "Bearer " + key);
+        }
+        headers.put("x-request-id", req.requestId() + "-" + a.index);
+        String base = c.provider().baseUrl();
+        String url = (base.endsWith("/") ? base.substring(0, base.length() - 1) : base) + "/chat/completions";
+        UpstreamRequest ur = new UpstreamRequest(url, headers, Json.bytes(body), settings.timeouts().connect());
+        deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL).subscribe().with(v -> { }, t -> { });
+        a.exchange = deps.upstream().send(ur, a);
+        a.abandonTimer = deps.scheduler().schedule(abandonAfter(c), () -> abandon(a));
+        if (kind != Kind.RESUME && settings.hedging()) {
+            a.windowTimer = deps.scheduler().schedule(firstTokenWindow(c), () -> windowPassed(a));
+        }
+    }
+
+    // ---- windows ---------------------------------------------------------------------------------------------
+
+    /** The first-token window: the route's predicted P90 for this prompt size, never below the floor. */
+    private Duration firstTokenWindow(Candidate c) {
+        double p90 = c.estimate().p90Ms();
+        if (!stream) {
+            // a non-streamed answer arrives whole: allow the expected decode too
+            int expected = req.chat().maxTokens() == null ? 256 : Math.min(req.chat().maxTokens(), 1024);
+            p90 += expected * 1000.0 / Math.max(1, settings.slo().decodeTokensPerSecond());
+        }
+        long ms = Math.max(settings.timeouts().firstTokenFloor().toMillis(), (long) p90);
+        return Duration.ofMillis(ms);
+    }
+
+    /**
+     * How long a silent attempt may run before it is abandoned and retried elsewhere: scales with prompt size
+     * (through the prediction) and is reset by signs of life (keep-alive comments); never an overall deadline.
+     */
+    private Duration abandonAfter(Candidate c) {
+        long window = firstTokenWindow(c).toMillis();
+        long ceiling = settings.timeouts().firstTokenCeiling().toMillis();
+        long ms = Math.max(ceiling, window * 3);
+        if (req.facts().reasoning()) {
+            ms *= 2;
+        }
+        return Duration.ofMillis(ms);
+    }
+
+    private synchronized void windowPassed(Attempt a) {
+        if (finished || committed || !a.live || a.hasContent) {
+            return;
+        }
+        if (liveCount() > 1 || preCommitAttempts >= settings.retry().maxAttempts()) {
+            return;
+        }
+        Candidate next = nextCandidate(false, null);
+        if (next == null || (!req.facts().prefs().allowFallbacks())) {
+            return;
+        }
+        GroupSettings.Retry r = settings.retry();
+        Dispatcher.HedgeBudget hb = deps.hedge();
+        deps.store().hedgeBudget(req.org().id(), true, hb.ratio(), hb.minPerWindow(), hb.window()).subscribe().with(
+                ok -> hedgeDecided(a, ok), t -> hedgeDecided(a, false));
+    }
+
+    private synchronized void hedgeDecided(Attempt a, boolean allowed) {
+        deps.observer().hedge(req, allowed);
+        if (!allowed || finished || committed || !a.live || a.hasContent
+                || preCommitAttempts >= settings.retry().maxAttempts()) {
+            return;
+        }
+        Candidate next = nextCandidate(false, null);
+        if (next != null) {
+            launch(next, Kind.HEDGE, null);
+        }
+    }
+
+    private synchronized void abandon(Attempt a) {
+        if (finished || !a.live || a.hasContent) {
+            return;
+        }
+        if (a.status == 0) {
+            attemptFailed(a, Failure.timeout("timeout_no_response", "no response head within "
+                    + abandonAfter(a.cand).toMillis() + " ms"));
+        } else {
+            attemptFailed(a, Failure.timeout("timeout_first_token", "no first token within "
+                    + abandonAfter(a.cand).toMillis() + " ms"));
+        }
+    }
+
+    private void life(Attempt a) {
+        synchronized (this) {
+            if (!a.live) {
+                return;
+            }
+            lastActivityNanos = deps.ticker().nanos();
+            if (!a.hasContent) {
+                a.abandonTimer.cancel();
+                a.abandonTimer = deps.scheduler().schedule(abandonAfter(a.cand), () -> abandon(a));
+            }
+        }
+    }
+
+    // ---- streaming -------------------------------------------------------------------------------------------
+
+    private synchronized void streamEvent(Attempt a, SseEvent event) {
+        if (!a.live || finished) {
+            return;
+        }
+        lastActivityNanos = deps.ticker().nanos();
+        if (event.isDone()) {
+            streamEnded(a, null);
+            return;
+        }
+        JsonNode node;
+        try {
+            node = Json.parse(event.data());
+        } catch (IOException e) {
+            node = null;
+        }
+        if (node == null || !node.isObject()) {
+            deps.observer().malformedFrame(a.cand);
+            return;
+        }
+        if (node.hasNonNull("error")) {
+            JsonNode err = node.get("error");
+            String msg = err.isObject() ? err.path("message").asText("upstream error event") : err.asText();
+            if (a.hasContent || a.finishReason != null) {
+                midStreamFailure(a, "upstream_error_event", msg);
+            } else {
+                attemptFailed(a, Failure.transport("upstream_error_event", msg));
+            }
+            return;
+        }
+        JsonNode usage = node.get("usage");
+        if (usage != null && usage.isObject()) {
+            a.usage = usage;
+        }
+        JsonNode choices = node.get("choices");
+        if (choices == null || !choices.isArray() || choices.isEmpty()) {
+            return;
+        }
+        JsonNode choice = choices.get(0);
+        JsonNode delta = choice.path("delta");
+        String content = text(delta.get("content"));
+        String reasoning = delta.hasNonNull("reasoning_content") ? text(delta.get("reasoning_content"))
+                : text(delta.get("reasoning"));
+        JsonNode toolCalls = delta.get("tool_calls");
+        boolean hasTools = toolCalls != null && toolCalls.isArray() && !toolCalls.isEmpty();
+        String finish = choice.hasNonNull("finish_reason") ? choice.get("finish_reason").asText() : null;
+        boolean substantive = !content.isEmpty() || !reasoning.isEmpty() || hasTools;
+        if (finish != null && a.finishReason == null) {
+            a.finishReason = finish;
+        }
+        if (!a.hasContent) {
+            if (!substantive && finish == null) {
+                if (a.kind != Kind.RESUME) {
+                    a.pending.add((ObjectNode) node);
+                }
+                return;
+            }
+            contentArrived(a, reasoning.isEmpty() ? false : content.isEmpty());
+        }
+        if (a != winner) {
+            return;
+        }
+        long now = deps.ticker().nanos();
+        if (a.contentChunks > 0) {
+            deps.observer().gap(a.cand, (now - a.lastContentNanos) / 1_000_000L);
+        }
+        a.lastContentNanos = now;
+        a.contentChunks++;
+        emitChunk(a, (ObjectNode) node, content, reasoning, hasTools, finish);
+    }
+
+    private static String text(JsonNode n) {
+        return n == null || n.isNull() ? "" : n.asText("");
+    }
+
+    /** The attempt produced its first content: it wins the race (or takes over a resumed stream). */
+    private void contentArrived(Attempt a, boolean reasoningFirst) {
+        a.hasContent = true;
+        a.firstContentNanos = deps.ticker().nanos();
+        a.windowTimer.cancel();
+        a.abandonTimer.cancel();
+        deps.observer().firstToken(a.cand, req.facts().promptTokens(), (a.firstContentNanos - a.startNanos) / 1_000_000L,
+                reasoningFirst);
+        for (Attempt other : attempts) {
+            if (other != a && other.live) {
+                endAttempt(other, "lost_race", null, false);
+                deps.observer().wastedTokens(req.facts().promptTokens());
+            }
+        }
+        winner = a;
+        if (!committed) {
+            committed = true;
+            if (stream) {
+                headSent = true;
+                sink.head(200, responseHeaders(a, "text/event-stream"));
+                for (ObjectNode p : a.pending) {
+                    JsonNode d = p.path("choices").path(0).path("delta");
+                    if (d.has("role")) {
+                        transcript.roleSent = true;
+                    }
+                    writeChunk(a, p);
+                }
+                a.pending.clear();
+            }
+        }
+        if (stream) {
+            armStallWatchdog();
+        }
+    }
+
+    private void emitChunk(Attempt a, ObjectNode node, String content, String reasoning, boolean hasTools,
+                           String finish) {
+        ObjectNode choice = (ObjectNode) node.get("choices").get(0);
+        ObjectNode delta = choice.has("delta") && choice.get("delta").isObject() ? (ObjectNode) choice.get("delta")
+                : choice.putObject("delta");
+        String outContent = content;
+        String outReasoning = reasoning;
+        if (a.kind == Kind.RESUME) {
+            delta.remove("role");
+            if (a.trimmer != null && !a.trimmer.decided()) {
+                if (a.trimReasoning) {
+                    outReasoning = a.trimmer.feed(reasoning);
+                    if (!content.isEmpty() || finish != null || hasTools) {
+                        outReasoning = outReasoning + a.trimmer.flush();
+                    }
+                } else {
+                    outContent = a.trimmer.feed(content);
+                    if (finish != null || hasTools) {
+                        outContent = outContent + a.trimmer.flush();
+                    }
+                }
+            }
+        } else if (delta.has("role")) {
+            if (transcript.roleSent) {
+                delta.remove("role");
+            }
+            transcript.roleSent = true;
+        }
+        if (!outContent.equals(content)) {
+            delta.put("content", outContent);
+        }
+        if (!outReasoning.equals(reasoning)) {
+            delta.put(delta.has("reasoning_content") ? "reasoning_content" : "reasoning", outReasoning);
+        }
+        transcript.content.append(outContent);
+        transcript.reasoning.append(outReasoning);
+        if (hasTools) {
+            transcript.toolCallStarted = true;
+        }
+        if (finish != null) {
+            transcript.finishReason = finish;
+        }
+        if (outContent.isEmpty() && outReasoning.isEmpty() && !hasTools && finish == null && delta.size() <= 1
+                && !delta.has("role")) {
+            return;
+        }
+        writeChunk(a, node);
+    }
+
+    private void writeChunk(Attempt a, ObjectNode node) {
+        node.remove("usage");
+        rewriteIdentity(a, node);
+        transcript.chunks++;
+        sink.write(Sse.data(node));
+    }
+
+    private void rewriteIdentity(Attempt a, ObjectNode node) {
+        node.put("id", req.requestId());
+        node.put("created", req.createdEpochSeconds());
+        node.put("model", a.cand.route().model());
+        node.put("provider", a.cand.route().provider());
+    }
+
+    /** The upstream stream ended ({@code failure} null = clean EOF or [DONE]). */
+    private void streamEnded(Attempt a, TransportFailure failure) {
+        if (a.finishReason != null && (a == winner || !a.hasContent)) {
+            if (a != winner) {
+                // a finish with no content at all is an empty but complete answer
+                contentArrived(a, false);
+            }
+            complete(a);
+            return;
+        }
+        if (!a.hasContent) {
+            // zero-content truncation: the route failed despite its 200
+            String cls = failure == null ? "zero_content" : "transport_" + failure.kind().name().toLowerCase();
+            attemptFailed(a, Failure.transport(cls, failure == null ? "stream ended before any content"
+                    : failure.detail()));
+            return;
+        }
+        if (a == winner) {
+            midStreamFailure(a, failure == null ? "eof_before_finish" : "transport_" + failure.kind().name()
+                    .toLowerCase(), failure == null ? "stream ended before a finish_reason" : failure.detail());
+        }
+    }
+
+    private void armStallWatchdog() {
+        stallTimer.cancel();
+        lastActivityNanos = deps.ticker().nanos();
+        stallTimer = deps.scheduler().schedule(stallGap(), this::stallCheck);
+    }
+
+    /** The allowed silence after the first content: adapts to the route's measured inter-token time. */
+    private Duration stallGap() {
+        long floor = settings.timeouts().stallFloor().toMillis();
+        long learned = winner == null ? 0 : winner.cand.state().blob("gap").map(Dispatch::parseGapAllowance)
+                .orElse(0L);
+        return Duration.ofMillis(Math.max(floor, learned));
+    }
+
+    private static long parseGapAllowance(String blob) {
+        try {
+            return (long) Double.parseDouble(blob.split(",")[0]);
+        } catch (RuntimeException e) {
+            return 0;
+        }
+    }
+
+    private synchronized void stallCheck() {
+        if (finished || winner == null) {
+            return;
+        }
+        long silentMs = (deps.ticker().nanos() - lastActivityNanos) / 1_000_000L;
+        long gap = stallGap().toMillis();
+        if (silentMs < gap) {
+            stallTimer = deps.scheduler().schedule(Duration.ofMillis(gap - silentMs), this::stallCheck);
+            return;
+        }
+        Attempt a = winner;
+        if (a.finishReason != null) {
+            // finished but the upstream never closed: the answer is complete
+            complete(a);
+            return;
+        }
+        midStreamFailure(a, "stall", "no progress for " + silentMs + " ms");
+    }
+
+    private void midStreamFailure(Attempt a, String cls, String detail) {
+        endAttempt(a, "failed", cls, true);
+        recordHealthFailure(a, new Failure(cls, detail, a.status, FailoverCriterion.ERROR, true, 0));
+        resumeOrEnd(a.cand, cls, detail);
+    }
+
+    private void resumeOrEnd(Candidate failed, String cls, String detail) {
+        if (finished) {
+            return;
+        }
+        winner = null;
+        stallTimer.cancel();
+        if (transcript.toolCallStarted) {
+            endWithErrorEvent("A tool call was interrupted mid-stream (" + cls + ") and cannot be continued exactly.");
+            return;
+        }
+        if (!settings.resumeMidStream()) {
+            endWithErrorEvent("The upstream stream failed after content was sent (" + cls + ").");
+            return;
+        }
+        if (resumes >= settings.retry().maxResumes()) {
+            endWithErrorEvent("The stream failed (" + cls + ") and every resume attempt was used.");
+            return;
+        }
+        Candidate next = nextCandidate(true, failed);
+        if (next == null) {
+            endWithErrorEvent("The stream failed (" + cls + ") and no other route can resume it.");
+            return;
+        }
+        resumes++;
+        deps.observer().resumed(req, cls);
+        sink.write(Sse.KEEP_ALIVE);
+        launch(next, Kind.RESUME, methods(next).get(0));
+    }
+
+    // ---- non-streaming ---------------------------------------------------------------------------------------
+
+    private void bodyEnded(Attempt a) {
+        byte[] bytes = a.body.toByteArray();
+        if (a.status != 200 || a.wrongContentType) {
+            if (a.status == 200) {
+                attemptFailed(a, Failure.transport("wrong_content_type", "200 with content-type "
+                        + a.headers.getOrDefault("content-type", "none")));
+            } else {
+                httpError(a, bytes);
+            }
+            return;
+        }
+        JsonNode node;
+        try {
+            node = Json.parse(bytes);
+        } catch (IOException e) {
+            node = null;
+        }
+        if (node == null || !node.isObject() || !node.path("choices").isArray() || node.path("choices").isEmpty()) {
+            attemptFailed(a, Failure.transport("malformed_body", "200 without a chat completion"));
+            return;
+        }
+        if (node.hasNonNull("error")) {
+            attemptFailed(a, Failure.transport("upstream_error_body", node.get("error").toString()));
+            return;
+        }
+        JsonNode msg = node.path("choices").path(0).path("message");
+        boolean empty = text(msg.get("content")).isEmpty() && !msg.path("tool_calls").isArray()
+                && text(msg.get("reasoning_content")).isEmpty();
+        if (empty && node.path("choices").path(0).path("finish_reason").isNull()) {
+            attemptFailed(a, Failure.transport("zero_content", "200 with no content"));
+            return;
+        }
+        contentArrived(a, false);
+        ObjectNode out = (ObjectNode) node;
+        rewriteIdentity(a, out);
+        UsageSample billed = usageOf(a, msg);
+        ObjectNode u = out.putObject("usage");
+        u.put("prompt_tokens", billed.promptTokens());
+        u.put("completion_tokens", billed.completionTokens());
+        u.put("total_tokens", billed.totalTokens());
+        finished = true;
+        endAttempt(a, "success", null, false);
+        recordSuccess(a);
+        Map<String, String> headers = responseHeaders(a, "application/json");
+        headers.put("x-hedgerow-attempts", Json.write(trailNode()));
+        sink.head(200, headers);
+        sink.write(Json.bytes(out));
+        sink.end();
+        stopTimers();
+        long e2e = elapsedMs(a.startNanos);
+        deps.observer().decoded(a.cand, (int) billed.completionTokens(), e2e, e2e);
+        deps.observer().finished(req, 200, List.copyOf(trail), billed, a.cand);
+    }
+
+    // ---- outcomes --------------------------------------------------------------------------------------------
+
+    private void httpError(Attempt a, byte[] bytes) {
+        int status = a.status;
+        String code = null;
+        try {
+            JsonNode n = Json.parse(bytes);
+            code = n.path("error").path("code").asText(null);
+        } catch (IOException | RuntimeException e) {
+            code = null;
+        }
+        long retryAfter = parseRetryAfter(a.headers.get("retry-after"));
+        if (status == 400 && a.kind == Kind.RESUME && a.method != null && a.method.exact()) {
+            // a route refusing prefill is no failure of the request: try the next continuation method
+            endAttempt(a, "failed", "prefill_refused", false);
+            List<ContinuationMethod> ms = methods(a.cand);
+            int i = ms.indexOf(a.method);
+            if (i >= 0 && i + 1 < ms.size()) {
+                tried.remove(a.cand.id());
+                launch(a.cand, Kind.RESUME, ms.get(i + 1));
+            } else {
+                resumeOrEnd(a.cand, "prefill_refused", "prefill refused");
+            }
+            return;
+        }
+        FailoverCriterion criterion = FailoverCriterion.forStatus(status);
+        boolean failsOver = criterion != null && settings.retry().failoverCriteria().contains(criterion);
+        if (status == 400 && "context_length_exceeded".equals(code)) {
+            contextLimit = Math.max(contextLimit, a.cand.route().contextWindow());
+            contextError = a;
+            a.body = new ByteArrayOutputStream();
+            a.body.writeBytes(bytes);
+            attemptFailed(a, new Failure("context_length_exceeded", "context length exceeded", status, null, false,
+                    0));
+            return;
+        }
+        if (!failsOver && status >= 400 && status < 500) {
+            // a client error reaches the client at once, as the provider sent it
+            clientErrorPassthrough(a, bytes);
+            return;
+        }
+        boolean routeFault = status == 429 || status >= 500 || failsOver;
+        Failure f = new Failure("http_" + status, shorten(new String(bytes, StandardCharsets.UTF_8)), status,
+                criterion, routeFault, status == 429 ? retryAfter : 0);
+        if (!failsOver && status >= 500) {
+            // not a failover criterion for this group: report it after this one attempt
+            recordHealthFailure(a, f);
+            clientErrorPassthrough(a, bytes);
+            return;
+        }
+        if (a.hasContent) {
+            midStreamFailure(a, f.errorClass(), f.detail());
+            return;
+        }
+        attemptFailed(a, f);
+    }
+
+    private static long parseRetryAfter(String v) {
+        if (v == null) {
+            return 0;
+        }
+        try {
+            return Math.max(0, Long.parseLong(v.trim()));
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    private static String shorten(String s) {
+        return s.length() > 300 ? s.substring(0, 300) : s;
+    }
+
+    private void clientErrorPassthrough(Attempt a, byte[] bytes) {
+        finished = true;
+        endAttempt(a, "client_error", "http_" + a.status, false);
+        for (Attempt other : attempts) {
+            if (other.live) {
+                endAttempt(other, "cancelled", null, false);
+            }
+        }
+        stopTimers();
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("content-type", a.headers.getOrDefault("content-type", "application/json"));
+        headers.put("x-hedgerow-request-id", req.requestId());
+        headers.put("x-hedgerow-route", a.cand.id());
+        headers.put("x-hedgerow-attempts", Json.write(trailNode()));
+        if (a.headers.containsKey("retry-after")) {
+            headers.put("retry-after", a.headers.get("retry-after"));
+        }
+        sink.head(a.status, headers);
+        sink.write(bytes);
+        sink.end();
+        deps.observer().finished(req, a.status, List.copyOf(trail), null, null);
+    }
+
+    /** An attempt failed before it streamed content: fail over (or wait for a racing attempt). */
+    private void attemptFailed(Attempt a, Failure f) {
+        if (a.kind == Kind.RESUME) {
+            endAttempt(a, "failed", f.errorClass(), true);
+            recordHealthFailure(a, f);
+            resumeOrEnd(a.cand, f.errorClass(), f.detail());
+            return;
+        }
+        endAttempt(a, "failed", f.errorClass(), true);
+        recordHealthFailure(a, f);
+        if (f.status() == 429 || f.status() == 503 || f.status() == 529) {
+            sawCapacityError = true;
+        }
+        if (finished || committed) {
+            return;
+        }
+        if (liveCount() > 0) {
+            return;
+        }
+        boolean criterionAllows = f.criterion() == null || settings.retry().failoverCriteria().contains(f.criterion());
+        Candidate next = nextCandidate(false, a.cand);
+        boolean fallbackAllowed = req.facts().prefs().allowFallbacks();
+        if (next != null && criterionAllows && fallbackAllowed && preCommitAttempts < settings.retry().maxAttempts()) {
+            if (next == a.cand) {
+                tried.remove(a.cand.id());
+            }
+            launch(next, Kind.FAILOVER, null);
+            return;
+        }
+        exhausted();
+    }
+
+    private void exhausted() {
+        if (contextError != null) {
+            byte[] bytes = contextError.body.toByteArray();
+            clientErrorPassthrough(contextError, bytes);
+            return;
+        }
+        finalError();
+    }
+
+    private void finalError() {
+        if (finished) {
+            return;
+        }
+        finished = true;
+        stopTimers();
+        int status = sawCapacityError ? 503 : 502;
+        long retryAfter = Math.max(1, settings.breaker().failTimeout().toSeconds());
+        String msg = "Every capable provider of '" + req.alias() + "' was tried and none could serve ("
+                + trail.size() + " attempts). Retry after " + retryAfter + " s.";
+        ApiError err = ApiError.upstreamExhausted(status, msg, retryAfter);
+        if (headSent) {
+            endWithErrorEvent(msg);
+            return;
+        }
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("content-type", "application/json");
+        headers.put("retry-after", Long.toString(retryAfter));
+        headers.put("x-hedgerow-request-id", req.requestId());
+        headers.put("x-hedgerow-attempts", Json.write(trailNode()));
+        sink.head(status, headers);
+        sink.write(Json.bytes(err.toNode()));
+        sink.end();
+        deps.observer().finished(req, status, List.copyOf(trail), null, null);
+    }
+
+    private void endWithErrorEvent(String message) {
+        finished = true;
+        stopTimers();
+        for (Attempt other : attempts) {
+            if (other.live) {
+                endAttempt(other, "cancelled", null, false);
+            }
+        }
+        ObjectNode err = new ApiError(502, "server_error", "stream_interrupted", message, null, null).toNode();
+        err.put("id", req.requestId());
+        err.set("attempt_trail", trailNode());
+        sink.write(Sse.data(err));
+        sink.write(Sse.DONE);
+        sink.end();
+        deps.observer().finished(req, 502, List.copyOf(trail), null, null);
+    }
+
+    private void complete(Attempt a) {
+        if (finished) {
+            return;
+        }
+        if (a.trimmer != null && !a.trimmer.decided()) {
+            String rest = a.trimmer.flush();
+            if (!rest.isEmpty()) {
+                ObjectNode chunk = baseChunk(a);
+                ObjectNode delta = chunk.putArray("choices").addObject().put("index", 0).putObject("delta");
+                delta.put(a.trimReasoning ? "reasoning_content" : "content", rest);
+                (a.trimReasoning ? transcript.reasoning : transcript.content).append(rest);
+                writeChunk(a, chunk);
+            }
+        }
+        finished = true;
+        endAttempt(a, "success", null, false);
+        recordSuccess(a);
+        UsageSample billed = usageOf(a, null);
+        if (req.chat().includeUsage()) {
+            ObjectNode chunk = baseChunk(a);
+            chunk.putArray("choices");
+            ObjectNode u = chunk.putObject("usage");
+            u.put("prompt_tokens", billed.promptTokens());
+            u.put("completion_tokens", billed.completionTokens());
+            u.put("total_tokens", billed.totalTokens());
+            chunk.set("attempt_trail", trailNode());
+            sink.write(Sse.data(chunk));
+        } else {
+            ObjectNode chunk = baseChunk(a);
+            chunk.putArray("choices");
+            chunk.set("attempt_trail", trailNode());
+            sink.write(Sse.data(chunk));
+        }
+        sink.write(Sse.DONE);
+        sink.end();
+        stopTimers();
+        long decodeMs = a.firstContentNanos < 0 ? 0 : (deps.ticker().nanos() - a.firstContentNanos) / 1_000_000L;
+        deps.observer().decoded(a.cand, (int) billed.completionTokens(), decodeMs, elapsedMs(a.startNanos));
+        deps.observer().finished(req, 200, List.copyOf(trail), billed, a.cand);
+    }
+
+    private ObjectNode baseChunk(Attempt a) {
+        ObjectNode chunk = JsonNodeFactory.instance.objectNode();
+        chunk.put("id", req.requestId());
+        chunk.put("object", "chat.completion.chunk");
+        chunk.put("created", req.createdEpochSeconds());
+        chunk.put("model", a.cand.route().model());
+        chunk.put("provider", a.cand.route().provider());
+        return chunk;
+    }
+
+    /**
+     * What the request is billed: once, however many attempts ran. Without a resume the winner's own usage (or
+     * a count with the tokenizer when it sent none); after a resume the original prompt once plus every
+     * completion token the client received.
+     */
+    private UsageSample usageOf(Attempt a, JsonNode nonStreamMessage) {
+        long prompt = req.facts().promptTokens();
+        long completion;
+        if (resumes == 0 && a.usage != null && a.usage.has("prompt_tokens")) {
+            prompt = a.usage.path("prompt_tokens").asLong(prompt);
+            completion = a.usage.path("completion_tokens").asLong(0);
+        } else if (nonStreamMessage != null) {
+            StringBuilder sb = new StringBuilder(text(nonStreamMessage.get("content")));
+            sb.append(text(nonStreamMessage.get("reasoning_content")));
+            if (nonStreamMessage.has("tool_calls")) {
+                sb.append(nonStreamMessage.get("tool_calls").toString());
+            }
+            completion = deps.tokens().applyAsInt(sb.toString());
+        } else {
+            completion = deps.tokens().applyAsInt(transcript.content.toString() + transcript.reasoning);
+        }
+        double cost = a.cand.route().price().cost(prompt, completion);
+        return new UsageSample(prompt, completion, cost);
+    }
+
+    // ---- bookkeeping -----------------------------------------------------------------------------------------
+
+    private void endAttempt(Attempt a, String outcome, String error, boolean cancelExchange) {
+        if (!a.live) {
+            return;
+        }
+        a.live = false;
+        a.windowTimer.cancel();
+        a.abandonTimer.cancel();
+        if (a.exchange != null && (cancelExchange || !"success".equals(outcome))) {
+            a.exchange.cancel();
+        }
+        deps.store().releaseLease(a.cand.id(), a.leaseId).subscribe().with(v -> { }, t -> { });
+        long ttft = a.firstContentNanos < 0 ? -1 : (a.firstContentNanos - a.startNanos) / 1_000_000L;
+        trail.add(new AttemptRecord(a.index, a.cand.id(), a.cand.route().provider(), kindName(a.kind), outcome,
+                a.status, error, (a.startNanos - startNanos) / 1_000_000L, ttft, elapsedMs(a.startNanos)));
+    }
+
+    private static String kindName(Kind k) {
+        return k.name().toLowerCase();
+    }
+
+    private void recordHealthFailure(Attempt a, Failure f) {
+        if (!f.routeFault()) {
+            return;
+        }
+        GroupSettings.Breaker b = settings.breaker();
+        deps.store().recordFailure(a.cand.id(), b.maxFails(), b.failTimeout()).subscribe().with(v -> { }, t -> { });
+        if (f.retryAfterSeconds() > 0) {
+            deps.store().holdRetryAfter(a.cand.id(), Duration.ofSeconds(f.retryAfterSeconds()))
+                    .subscribe().with(v -> { }, t -> { });
+        }
+    }
+
+    private void recordSuccess(Attempt a) {
+        if (a.cand.halfOpen() || a.cand.state().fails() > 0) {
+            GroupSettings.Breaker b = settings.breaker();
+            deps.store().recordSuccess(a.cand.id(), b.maxFails(), b.failTimeout()).subscribe().with(v -> { },
+                    t -> { });
+        }
+    }
+
+    private Map<String, String> responseHeaders(Attempt a, String contentType) {
+        Map<String, String> h = new LinkedHashMap<>();
+        h.put("content-type", contentType);
+        if (stream) {
+            h.put("cache-control", "no-cache");
+            h.put("x-accel-buffering", "no");
+        }
+        h.put("x-hedgerow-request-id", req.requestId());
+        h.put("x-hedgerow-route", a.cand.id());
+        return h;
+    }
+
+    private ArrayNode trailNode() {
+        ArrayNode arr = JsonNodeFactory.instance.arrayNode();
+        trail.forEach(r -> arr.add(r.toNode()));
+        return arr;
+    }
+
+    private int liveCount() {
+        int n = 0;
+        for (Attempt a : attempts) {
+            if (a.live) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    private void renewLeases() {
+        synchronized (this) {
+            if (finished) {
+                return;
+            }
+            for (Attempt a : attempts) {
+                if (a.live) {
+                    deps.store().renewLease(a.cand.id(), a.leaseId, LEASE_TTL).subscribe().with(v -> { }, t -> { });
+                }
+            }
+            leaseTimer = deps.scheduler().schedule(LEASE_TTL.dividedBy(3), this::renewLeases);
+        }
+    }
+
+    private void stopTimers() {
+        stallTimer.cancel();
+        leaseTimer.cancel();
+        for (Attempt a : attempts) {
+            a.windowTimer.cancel();
+            a.abandonTimer.cancel();
+        }
+    }
+
+    private long elapsedMs(long since) {
+        return (deps.ticker().nanos() - since) / 1_000_000L;
+    }
+}

@@ -1,0 +1,48 @@
+package dev.hedgerow.dispatch;
+
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.state.UsageSample;
+
+import java.util.List;
+
+/**
+ * Receives what a request teaches about routes and what it cost: the learning and accounting side of dispatch
+ * (latency models, metrics, usage ledger, request log). Implementations must not block. Thread-safe.
+ */
+public interface DispatchObserver {
+
+    /** First content after {@code ttftMs} on a route, for a prompt of {@code promptTokens}. */
+    default void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
+    }
+
+    /** A finished stream's decode: {@code tokens} after the first in {@code decodeMs}, and its mean gap. */
+    default void decoded(Candidate route, int tokens, long decodeMs, long e2eMs) {
+    }
+
+    /** An inter-chunk gap observed after the first content. */
+    default void gap(Candidate route, long gapMs) {
+    }
+
+    /** The request finished (any outcome): its trail, final status and billed usage (null when nothing billed). */
+    default void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
+                          Candidate winner) {
+    }
+
+    /** A hedge was fired; {@code wastedTokens} counted when the loser is cancelled. */
+    default void hedge(DispatchRequest request, boolean fired) {
+    }
+
+    default void wastedTokens(long tokens) {
+    }
+
+    /** A mid-stream resume started. */
+    default void resumed(DispatchRequest request, String reason) {
+    }
+
+    /** A malformed data frame was skipped. */
+    default void malformedFrame(Candidate route) {
+    }
+
+    DispatchObserver NONE = new DispatchObserver() {
+    };
+}

@@ -1,0 +1,58 @@
+package dev.hedgerow.dispatch;
+
+/**
+ * Removes text a resumed route re-emits: holds the first {@code window} characters of the new text, then drops
+ * the longest prefix of it that the delivered text already ends with (at least {@code minOverlap} characters, so
+ * a coincidental short match is kept). Strings here are whole code points (JSON-decoded), so a cut never splits a
+ * character. Not thread-safe.
+ */
+final class OverlapTrimmer {
+    private final String delivered;
+    private final int window;
+    private final int minOverlap;
+    private final StringBuilder held = new StringBuilder();
+    private boolean decided;
+
+    OverlapTrimmer(CharSequence delivered, int window, int minOverlap) {
+        int keep = Math.min(delivered.length(), window * 2);
+        this.delivered = delivered.subSequence(delivered.length() - keep, delivered.length()).toString();
+        this.window = window;
+        this.minOverlap = minOverlap;
+    }
+
+    /** Feeds new text; returns what may be released now ("" while still deciding). */
+    String feed(String text) {
+        if (decided) {
+            return text;
+        }
+        held.append(text);
+        if (held.length() < window) {
+            return "";
+        }
+        return decide();
+    }
+
+    /** The stream ended or moved past text: release whatever is held, trimmed. */
+    String flush() {
+        return decided ? "" : decide();
+    }
+
+    boolean decided() {
+        return decided;
+    }
+
+    private String decide() {
+        decided = true;
+        String h = held.toString();
+        int best = 0;
+        int max = Math.min(h.length(), delivered.length());
+        for (int k = max; k >= minOverlap; k--) {
+            if (delivered.endsWith(h.substring(0, k))) {
+                best = k;
+                break;
+            }
+        }
+        // delivered ends with a whole code point, so a match never ends between the halves of a surrogate pair
+        return h.substring(best);
+    }
+}

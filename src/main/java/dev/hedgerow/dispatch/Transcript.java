@@ -1,0 +1,23 @@
+package dev.hedgerow.dispatch;
+
+/**
+ * What the client has received so far: the exact content and reasoning text, whether a tool call is in
+ * progress, and the finish reason. Resume continues from exactly this. Confined to its dispatch (guarded by it).
+ */
+final class Transcript {
+    final StringBuilder content = new StringBuilder();
+    final StringBuilder reasoning = new StringBuilder();
+    boolean toolCallStarted;
+    boolean roleSent;
+    String finishReason;
+    int chunks;
+
+    boolean isEmpty() {
+        return content.length() == 0 && reasoning.length() == 0 && !toolCallStarted;
+    }
+
+    /** True while the stream is still in its reasoning phase (no visible content yet). */
+    boolean inReasoning() {
+        return content.length() == 0 && reasoning.length() > 0;
+    }
+}

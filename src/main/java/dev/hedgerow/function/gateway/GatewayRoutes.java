@@ -1,0 +1,251 @@
+package dev.hedgerow.function.gateway;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.ChatRequest;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.api.RequestException;
+import dev.hedgerow.catalog.Keys;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.dispatch.ClientSink;
+import dev.hedgerow.dispatch.DispatchRequest;
+import dev.hedgerow.dispatch.Dispatcher;
+import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.RoutePlan;
+import dev.hedgerow.runtime.Hedgerow;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+
+import java.security.SecureRandom;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Supplier;
+
+/**
+ * The gateway function's HTTP edge: {@code POST /v1/chat/completions} (and the path-alias form
+ * {@code /models/{alias}/v1/chat/completions}) and {@code GET /v1/models}. Thin: authenticate, parse, call the
+ * core, write. A plain Vert.x route rather than a JAX-RS resource because the response head must wait for the
+ * first content (or the final error) and the status is only known then; the client hang-up must reach the core
+ * at once. Thread-safe.
+ */
+public final class GatewayRoutes {
+    /** Header that may carry the alias instead of the body's {@code model} (a routing rule). */
+    public static final String ALIAS_HEADER = "x-hedgerow-alias";
+    private static final SecureRandom RANDOM = new SecureRandom();
+    private static final String ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+
+    private final Supplier<Hedgerow> core;
+    private final long bodyLimit;
+
+    public GatewayRoutes(Supplier<Hedgerow> core, long bodyLimit) {
+        this.core = core;
+        this.bodyLimit = bodyLimit;
+    }
+
+    public void mount(Router router) {
+        BodyHandler body = BodyHandler.create(false).setBodyLimit(bodyLimit).setHandleFileUploads(false);
+        router.post("/v1/chat/completions").handler(body).handler(ctx -> chat(ctx, null))
+                .failureHandler(this::failure);
+        router.post("/models/:alias/v1/chat/completions").handler(body)
+                .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(this::failure);
+        router.get("/v1/models").handler(this::models).failureHandler(this::failure);
+    }
+
+    private void failure(RoutingContext ctx) {
+        int status = ctx.statusCode();
+        ApiError err;
+        if (status == 413) {
+            err = ApiError.tooLarge(bodyLimit);
+        } else if (status >= 400 && status < 500) {
+            err = ApiError.invalidRequest("The request could not be read.", null).withStatus(status);
+        } else {
+            System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "unexpected failure",
+                    ctx.failure());
+            err = new ApiError(500, "server_error", "internal_error", "Internal error.", null, null);
+        }
+        writeError(ctx.response(), err);
+    }
+
+    private Optional<Org> authenticate(HttpServerRequest req) {
+        String auth = req.getHeader("authorization");
+        if (auth == null || !auth.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            return Optional.empty();
+        }
+        String key = auth.substring(7).trim();
+        if (key.isEmpty()) {
+            return Optional.empty();
+        }
+        return core.get().catalog().current().orgForKeyHash(Keys.sha256Hex(key));
+    }
+
+    private void models(RoutingContext ctx) {
+        Optional<Org> org = authenticate(ctx.request());
+        if (org.isEmpty()) {
+            writeError(ctx.response(), ApiError.unauthorized());
+            return;
+        }
+        ObjectNode root = JsonNodeFactory.instance.objectNode();
+        root.put("object", "list");
+        ArrayNode data = root.putArray("data");
+        for (String alias : org.get().aliases()) {
+            ObjectNode m = data.addObject();
+            m.put("id", alias);
+            m.put("object", "model");
+            m.put("created", 0);
+            m.put("owned_by", org.get().id());
+            m.put("strategy", org.get().group(alias).strategy().wireName());
+        }
+        ctx.response().putHeader("content-type", "application/json").end(Buffer.buffer(Json.bytes(root)));
+    }
+
+    private void chat(RoutingContext ctx, String pathAlias) {
+        Hedgerow h = core.get();
+        HttpServerRequest httpReq = ctx.request();
+        HttpServerResponse resp = ctx.response();
+        Optional<Org> maybeOrg = authenticate(httpReq);
+        if (maybeOrg.isEmpty()) {
+            writeError(resp, ApiError.unauthorized());
+            return;
+        }
+        Org org = maybeOrg.get();
+        String requestId = newId();
+        String alias = null;
+        try {
+            Buffer b = ctx.body().buffer();
+            if (b == null || b.length() == 0) {
+                throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
+            }
+            String headerAlias = httpReq.getHeader(ALIAS_HEADER);
+            ChatRequest chat = ChatRequest.parse(b.getBytes(), pathAlias != null ? pathAlias : headerAlias);
+            alias = chat.model();
+            if (org.routesOf(alias).isEmpty()) {
+                ApiError err = ApiError.modelNotFound(alias);
+                h.audit().blocked(org.id(), alias, "model_not_found", err.message(), requestId).subscribe()
+                        .with(v -> { }, t -> { });
+                writeError(resp, err);
+                return;
+            }
+            RequestFacts facts = facts(h, chat, httpReq);
+            String finalAlias = alias;
+            h.router().plan(org, alias, facts).subscribe().with(
+                    plan -> onPlan(h, org, finalAlias, chat, facts, plan, requestId, resp),
+                    t -> {
+                        System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "routing failed", t);
+                        writeError(resp, new ApiError(503, "server_error", "routing_unavailable",
+                                "Routing state is unavailable; retry shortly.", null, 1L));
+                    });
+        } catch (RequestException e) {
+            h.audit().blocked(org.id(), alias, e.error().code(), e.error().message(), requestId).subscribe()
+                    .with(v -> { }, t -> { });
+            writeError(resp, e.error());
+        }
+    }
+
+    private void onPlan(Hedgerow h, Org org, String alias, ChatRequest chat, RequestFacts facts, RoutePlan plan,
+                        String requestId, HttpServerResponse resp) {
+        if (plan instanceof RoutePlan.Blocked b) {
+            h.audit().blocked(org.id(), alias, b.reason(), b.error().message(), requestId).subscribe()
+                    .with(v -> { }, t -> { });
+            writeError(resp, b.error());
+            return;
+        }
+        RoutePlan.Ready ready = (RoutePlan.Ready) plan;
+        if (resp.closed()) {
+            return;
+        }
+        DispatchRequest dr = new DispatchRequest(requestId, h.clock().instant().getEpochSecond(), org, alias,
+                org.group(alias), chat, facts, ready.candidates());
+        Dispatcher.Handle handle = h.dispatcher().start(dr, new ResponseSink(resp));
+        resp.closeHandler(v -> handle.clientGone());
+        if (resp.closed()) {
+            handle.clientGone();
+        }
+    }
+
+    static RequestFacts facts(Hedgerow h, ChatRequest chat, HttpServerRequest req) {
+        Set<String> needs = new LinkedHashSet<>();
+        if (chat.wantsTools()) {
+            needs.add("tools");
+        }
+        if (chat.wantsJsonMode()) {
+            needs.add("json_mode");
+        }
+        if (chat.hasImages()) {
+            needs.add("images");
+        }
+        if (chat.wantsReasoningOff()) {
+            needs.add("reasoning_off");
+        }
+        Map<String, String> headers = new HashMap<>();
+        req.headers().forEach(e -> headers.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue()));
+        headers.remove("authorization");
+        int promptTokens = h.tokens().countRequest(chat.body());
+        List<String> prefixes = h.prefixes().hashRequest(chat.model(), chat.body());
+        return new RequestFacts(promptTokens, chat.maxTokens(), chat.stream(), chat.wantsReasoning(), needs,
+                chat.parametersPresent(), chat.prefs(), prefixes, headers, null, chat.lastUserText());
+    }
+
+    static void writeError(HttpServerResponse resp, ApiError err) {
+        if (resp.closed() || resp.ended()) {
+            return;
+        }
+        resp.setStatusCode(err.status());
+        resp.putHeader("content-type", "application/json");
+        if (err.retryAfterSeconds() != null) {
+            resp.putHeader("retry-after", Long.toString(err.retryAfterSeconds()));
+        }
+        resp.end(Buffer.buffer(Json.bytes(err.toNode())));
+    }
+
+    private static String newId() {
+        StringBuilder sb = new StringBuilder("chatcmpl-hr");
+        for (int i = 0; i < 24; i++) {
+            sb.append(ID_CHARS.charAt(RANDOM.nextInt(ID_CHARS.length())));
+        }
+        return sb.toString();
+    }
+
+    /** Writes the dispatcher's output to the Vert.x response; everything is dropped once the client is gone. */
+    private static final class ResponseSink implements ClientSink {
+        private final HttpServerResponse resp;
+
+        ResponseSink(HttpServerResponse resp) {
+            this.resp = resp;
+        }
+
+        @Override
+        public void head(int status, Map<String, String> headers) {
+            if (resp.closed()) {
+                return;
+            }
+            resp.setStatusCode(status);
+            headers.forEach(resp::putHeader);
+            resp.setChunked(true);
+        }
+
+        @Override
+        public void write(byte[] bytes) {
+            if (!resp.closed() && !resp.ended()) {
+                resp.write(Buffer.buffer(bytes));
+            }
+        }
+
+        @Override
+        public void end() {
+            if (!resp.closed() && !resp.ended()) {
+                resp.end();
+            }
+        }
+    }
+}

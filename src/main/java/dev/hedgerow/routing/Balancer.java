@@ -1,0 +1,24 @@
+package dev.hedgerow.routing;
+
+import dev.hedgerow.catalog.GroupSettings;
+
+import java.util.List;
+
+/**
+ * Orders a group's eligible candidates for one request, best first. A balancer only orders: filtering, failover,
+ * hedging and resume belong to the dispatcher and apply to every strategy. Implementations are stateless
+ * (shared state arrives in the candidates' snapshots and the rotation cursor) and thread-safe.
+ */
+public interface Balancer {
+
+    List<Candidate> order(List<Candidate> candidates, BalanceContext ctx);
+
+    /** The rotation context of one request. */
+    record BalanceContext(RequestFacts facts, long cursor, GroupSettings settings, long nowMillis) {
+    }
+
+    /** Even rotation over the healthy members (Trifrost {@code rr_health}). */
+    static Balancer roundRobin() {
+        return new RoundRobin();
+    }
+}

@@ -1,0 +1,219 @@
+package dev.hedgerow.routing;
+
+import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.ProviderPrefs;
+import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Provider;
+import dev.hedgerow.catalog.Route;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
+import io.smallrye.mutiny.Uni;
+
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+
+/**
+ * Filters an alias group's routes for one request and ranks the rest: preferences, capabilities, standing,
+ * breaker state, headroom, then the group's balancer, then the request's soft preferences. All shared state is
+ * read in one batched round trip (plus the rotation cursor). Thread-safe.
+ */
+public final class Router {
+    private final StateStore store;
+    private final InstantSource clock;
+    private final Function<GroupSettings, Balancer> balancers;
+    private final RouteModels models;
+
+    public Router(StateStore store, InstantSource clock, Function<GroupSettings, Balancer> balancers,
+                  RouteModels models) {
+        this.store = store;
+        this.clock = clock;
+        this.balancers = balancers;
+        this.models = models;
+    }
+
+    /** Plans a request for {@code alias}; the alias must have routes in {@code org}. */
+    public Uni<RoutePlan> plan(Org org, String alias, RequestFacts facts) {
+        GroupSettings settings = org.group(alias);
+        List<Route> members = org.routesOf(alias);
+        List<RoutePlan.Rejection> rejected = new ArrayList<>();
+
+        RoutePlan.Blocked prefsBlock = applyPreferences(members, facts.prefs(), alias, rejected);
+        if (prefsBlock != null) {
+            return Uni.createFrom().item(prefsBlock);
+        }
+        List<Route> allowed = members.stream()
+                .filter(r -> rejected.stream().noneMatch(x -> x.routeId().equals(r.id())))
+                .collect(Collectors.toList());
+
+        List<Route> capable = new ArrayList<>();
+        Set<String> missing = new LinkedHashSet<>();
+        for (Route r : allowed) {
+            List<String> lacks = lacks(r, facts);
+            if (lacks.isEmpty()) {
+                capable.add(r);
+            } else {
+                missing.addAll(lacks);
+                rejected.add(new RoutePlan.Rejection(r.id(), "lacks " + String.join(", ", lacks)));
+            }
+        }
+        if (capable.isEmpty()) {
+            ApiError err = ApiError.invalidRequest("no_capable_provider",
+                    "No provider of '" + alias + "' can serve this request: missing " + String.join(", ", missing)
+                            + ".", null);
+            return Uni.createFrom().item(new RoutePlan.Blocked(err, "no_capable_provider", rejected));
+        }
+
+        List<String> ids = capable.stream().map(Route::id).toList();
+        return Uni.combine().all()
+                .unis(store.snapshot(ids, settings.balancer().usageWindow()), store.nextCursor(org.id(), alias))
+                .asTuple()
+                .map(t -> rank(org, alias, settings, facts, capable, t.getItem1(), t.getItem2(), rejected));
+    }
+
+    private RoutePlan rank(Org org, String alias, GroupSettings settings, RequestFacts facts, List<Route> capable,
+                           Map<String, RouteSnapshot> states, long cursor, List<RoutePlan.Rejection> rejected) {
+        List<Candidate> healthy = new ArrayList<>();
+        List<Candidate> lowHeadroom = new ArrayList<>();
+        long minCooldown = Long.MAX_VALUE;
+        int maxFails = settings.breaker().maxFails();
+        for (Route r : capable) {
+            RouteSnapshot s = states.getOrDefault(r.id(), RouteSnapshot.empty(r.id()));
+            Provider p = org.provider(r.provider()).orElseThrow();
+            String standing = standing(s);
+            if (standing != null) {
+                rejected.add(new RoutePlan.Rejection(r.id(), standing));
+                continue;
+            }
+            if (s.coolingDown()) {
+                minCooldown = Math.min(minCooldown, Math.max(1, s.cooldownRemainingMillis()));
+                rejected.add(new RoutePlan.Rejection(r.id(), "cooling down"));
+                continue;
+            }
+            if (s.retryAfterMillis() > 0) {
+                minCooldown = Math.min(minCooldown, s.retryAfterMillis());
+                rejected.add(new RoutePlan.Rejection(r.id(), "retry-after hold"));
+                continue;
+            }
+            boolean halfOpen = s.fails() >= maxFails;
+            if (halfOpen && s.probeTaken()) {
+                minCooldown = Math.min(minCooldown, 1000);
+                rejected.add(new RoutePlan.Rejection(r.id(), "half-open probe in flight"));
+                continue;
+            }
+            Candidate c = new Candidate(r, p, s, halfOpen, models.ttft(s, facts));
+            if (models.hasHeadroom(s)) {
+                healthy.add(c);
+            } else {
+                lowHeadroom.add(c);
+            }
+        }
+        if (healthy.isEmpty() && lowHeadroom.isEmpty()) {
+            long seconds = minCooldown == Long.MAX_VALUE ? 1 : Math.max(1, (minCooldown + 999) / 1000);
+            return new RoutePlan.Blocked(ApiError.noHealthyProvider(alias, seconds), "no_healthy_provider", rejected);
+        }
+        Balancer.BalanceContext ctx = new Balancer.BalanceContext(facts, cursor, settings, clock.millis());
+        Balancer balancer = balancers.apply(settings);
+        List<Candidate> ordered = new ArrayList<>(balancer.order(healthy, ctx));
+        // a route without real headroom is passed over while others have it, but still serves as a last resort
+        ordered.addAll(balancer.order(lowHeadroom, ctx));
+        ordered = applySoftPreferences(ordered, facts.prefs());
+        return new RoutePlan.Ready(List.copyOf(ordered), cursor, rejected);
+    }
+
+    private static String standing(RouteSnapshot s) {
+        if (s.blob("verification").map(v -> v.startsWith("fail")).orElse(false)) {
+            return "failing verification";
+        }
+        if (s.blob("standing").map(v -> !v.equals("good")).orElse(false)) {
+            return "operator not in good standing";
+        }
+        return null;
+    }
+
+    /** Strict preferences ({@code only}, {@code ignore}, {@code max_price}); returns a block or null. */
+    static RoutePlan.Blocked applyPreferences(List<Route> members, ProviderPrefs prefs, String alias,
+                                              List<RoutePlan.Rejection> rejected) {
+        Set<String> slugs = members.stream().map(r -> r.provider().toLowerCase(Locale.ROOT))
+                .collect(Collectors.toCollection(LinkedHashSet::new));
+        for (String s : prefs.only()) {
+            if (!slugs.contains(s)) {
+                ApiError e = ApiError.invalidRequest("provider_not_in_group",
+                        "Provider '" + s + "' in provider.only is not a member of '" + alias + "' (members: "
+                                + String.join(", ", slugs) + ").", "provider.only");
+                return new RoutePlan.Blocked(e, "provider_not_in_group", rejected);
+            }
+        }
+        int kept = 0;
+        for (Route r : members) {
+            String slug = r.provider().toLowerCase(Locale.ROOT);
+            if (!prefs.only().isEmpty() && !prefs.only().contains(slug)) {
+                rejected.add(new RoutePlan.Rejection(r.id(), "not in provider.only"));
+            } else if (prefs.ignore().contains(slug)) {
+                rejected.add(new RoutePlan.Rejection(r.id(), "in provider.ignore"));
+            } else if (prefs.maxPromptPrice() != null && r.price().promptPerMtok() > prefs.maxPromptPrice()
+                    || prefs.maxCompletionPrice() != null && r.price().completionPerMtok() > prefs.maxCompletionPrice()) {
+                rejected.add(new RoutePlan.Rejection(r.id(), "above provider.max_price"));
+            } else {
+                kept++;
+            }
+        }
+        if (kept == 0) {
+            ApiError e = ApiError.invalidRequest("provider_excluded_all",
+                    "The provider preferences exclude every member of '" + alias + "'.", "provider");
+            return new RoutePlan.Blocked(e, "provider_excluded_all", rejected);
+        }
+        return null;
+    }
+
+    /** What the route lacks to serve this request (empty = capable). */
+    static List<String> lacks(Route r, RequestFacts f) {
+        List<String> out = new ArrayList<>();
+        String transport = f.stream() ? " (streaming)" : " (non-streaming)";
+        for (String need : f.needs()) {
+            if (!r.can(need, f.stream())) {
+                out.add(need.equals("images") || need.equals("reasoning_off") ? need : need + transport);
+            }
+        }
+        if (f.prefs().requireParameters()) {
+            for (String p : f.parameters()) {
+                if (!r.parameters().contains(p) && !p.equals("max_tokens") && !p.equals("max_completion_tokens")) {
+                    out.add("parameter " + p);
+                }
+            }
+        }
+        if (r.contextWindow() > 0 && f.contextNeeded() > r.contextWindow()) {
+            out.add("context window (" + f.contextNeeded() + " tokens needed, " + r.contextWindow() + " available)");
+        }
+        return out;
+    }
+
+    /** Soft preferences: {@code sort} then {@code order}; never excludes. */
+    private List<Candidate> applySoftPreferences(List<Candidate> ordered, ProviderPrefs prefs) {
+        List<Candidate> out = new ArrayList<>(ordered);
+        if (prefs.sort() != null) {
+            Comparator<Candidate> cmp = switch (prefs.sort()) {
+                case LATENCY -> Comparator.comparingDouble(c -> c.estimate().meanMs());
+                case THROUGHPUT -> Comparator.comparingDouble(c -> -models.decodeSpeed(c.state()));
+                case PRICE -> Comparator.comparingDouble(c -> c.route().price().promptPerMtok()
+                        + c.route().price().completionPerMtok());
+            };
+            out.sort(cmp);
+        }
+        if (!prefs.order().isEmpty()) {
+            out.sort(Comparator.comparingInt(c -> {
+                int i = prefs.order().indexOf(c.route().provider().toLowerCase(Locale.ROOT));
+                return i < 0 ? Integer.MAX_VALUE : i;
+            }));
+        }
+        return out;
+    }
+}

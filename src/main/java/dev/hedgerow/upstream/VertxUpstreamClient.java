@@ -1,0 +1,117 @@
+package dev.hedgerow.upstream;
+
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientRequest;
+import io.vertx.core.http.HttpClientResponse;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.http.RequestOptions;
+
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * {@link UpstreamClient} on the Vert.x HTTP client: non-blocking, keep-alive connection pools per host, bodies
+ * streamed to the handler as they arrive (no buffering). A cancel resets the request, which closes an HTTP/1.1
+ * connection so the provider stops generating. Thread-safe.
+ */
+public final class VertxUpstreamClient implements UpstreamClient {
+    private final HttpClient client;
+
+    public VertxUpstreamClient(Vertx vertx, int maxConnectionsPerHost) {
+        HttpClientOptions options = new HttpClientOptions()
+                .setKeepAlive(true)
+                .setKeepAliveTimeout(30)
+                .setTcpNoDelay(true)
+                .setDecompressionSupported(true)
+                .setMaxInitialLineLength(16 * 1024)
+                .setMaxHeaderSize(64 * 1024);
+        this.client = vertx.createHttpClient(options, new PoolOptions().setHttp1MaxSize(maxConnectionsPerHost)
+                .setMaxWaitQueueSize(10_000));
+    }
+
+    @Override
+    public Exchange send(UpstreamRequest req, UpstreamHandler handler) {
+        AtomicBoolean done = new AtomicBoolean();
+        HttpClientRequest[] holder = new HttpClientRequest[1];
+        RequestOptions options = new RequestOptions()
+                .setMethod(HttpMethod.POST)
+                .setAbsoluteURI(req.url())
+                .setConnectTimeout(req.connectTimeout().toMillis());
+        req.headers().forEach(options::putHeader);
+        client.request(options).onComplete(ar -> {
+            if (done.get()) {
+                if (ar.succeeded()) {
+                    ar.result().reset();
+                }
+                return;
+            }
+            if (ar.failed()) {
+                if (done.compareAndSet(false, true)) {
+                    handler.onError(TransportFailure.classify(ar.cause()));
+                }
+                return;
+            }
+            HttpClientRequest request = ar.result();
+            synchronized (holder) {
+                holder[0] = request;
+            }
+            request.exceptionHandler(t -> {
+                if (done.compareAndSet(false, true)) {
+                    handler.onError(TransportFailure.classify(t));
+                }
+            });
+            request.response().onComplete(rar -> {
+                if (rar.failed()) {
+                    if (done.compareAndSet(false, true)) {
+                        handler.onError(TransportFailure.classify(rar.cause()));
+                    }
+                    return;
+                }
+                HttpClientResponse resp = rar.result();
+                resp.exceptionHandler(t -> {
+                    if (done.compareAndSet(false, true)) {
+                        handler.onError(TransportFailure.classify(t));
+                    }
+                });
+                if (done.get()) {
+                    return;
+                }
+                Map<String, String> headers = new HashMap<>();
+                resp.headers().forEach(e -> headers.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue()));
+                handler.onHead(resp.statusCode(), headers);
+                resp.handler(buf -> {
+                    if (!done.get()) {
+                        handler.onData(buf.getBytes());
+                    }
+                });
+                resp.endHandler(v -> {
+                    if (done.compareAndSet(false, true)) {
+                        handler.onEnd();
+                    }
+                });
+            });
+            request.end(Buffer.buffer(req.body()));
+        });
+        return () -> {
+            if (done.compareAndSet(false, true)) {
+                HttpClientRequest r;
+                synchronized (holder) {
+                    r = holder[0];
+                }
+                if (r != null) {
+                    r.reset();
+                }
+            }
+        };
+    }
+
+    public void close() {
+        client.close();
+    }
+}
