@@ -1,0 +1,201 @@
+package dev.hedgerow.routing;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.knuddels.jtokkit.Encodings;
+import com.knuddels.jtokkit.api.Encoding;
+import com.knuddels.jtokkit.api.EncodingType;
+import com.knuddels.jtokkit.api.IntArrayList;
+
+import java.util.Iterator;
+import java.util.Map;
+
+/**
+ * Counts the prompt tokens of an OpenAI chat request with a real BPE tokenizer (jtokkit, {@code o200k_base},
+ * falling back to {@code cl100k_base} if that cannot be loaded), the way OpenAI's cookbook counts chat tokens:
+ * every message costs {@value #TOKENS_PER_MESSAGE} tokens of framing plus the tokens of each of its string fields
+ * ({@code role}, {@code content}, {@code name}, ...), a {@code name} costs {@value #TOKENS_PER_NAME} more, and the
+ * reply is primed with {@value #REPLY_PRIMING} tokens.
+ *
+ * <p>Content parts arrays are counted part by part: a {@code text} part by its text; an {@code image_url} part
+ * counts a fixed amount because the image's size is not known without fetching it: {@value #IMAGE_TOKENS_LOW} for
+ * {@code detail: "low"} (OpenAI's base tile cost), otherwise {@value #IMAGE_TOKENS_HIGH} (a 1024×1024 image at high
+ * detail: 85 + 4 tiles × 170); an {@code input_audio} part {@value #AUDIO_TOKENS}; other parts by their JSON text.
+ * Assistant {@code tool_calls} count their function names and arguments; the request's {@code tools} definitions
+ * count by their JSON text plus {@value #TOKENS_PER_TOOL} per tool. Tool schemas are rendered differently by every
+ * model, so those two are close approximations, not exact; plain messages match OpenAI's {@code usage} exactly
+ * for {@code o200k_base} models.
+ *
+ * <p>The count is for routing (context-window filter, TTFT prediction), not billing: upstream models use their own
+ * tokenizers, so expect a few percent of difference on non-OpenAI models.
+ *
+ * <p>Thread-safe and cheap to share: one instance ({@link #shared()}) holds the immutable encoding tables.
+ * Text that happens to contain special-token markers (such as {@code <|endoftext|>}) is counted as ordinary text.
+ */
+public final class TokenCounter {
+    public static final int TOKENS_PER_MESSAGE = 3;
+    public static final int TOKENS_PER_NAME = 1;
+    public static final int REPLY_PRIMING = 3;
+    public static final int IMAGE_TOKENS_LOW = 85;
+    public static final int IMAGE_TOKENS_HIGH = 765;
+    public static final int AUDIO_TOKENS = 1000;
+    public static final int TOKENS_PER_TOOL = 8;
+
+    private final Encoding encoding;
+
+    private TokenCounter(Encoding encoding) {
+        this.encoding = encoding;
+    }
+
+    /** The process-wide counter, loaded on first use. */
+    public static TokenCounter shared() {
+        return Holder.INSTANCE;
+    }
+
+    /** A counter with {@code o200k_base}, or {@code cl100k_base} if {@code o200k_base} cannot be loaded. */
+    public static TokenCounter create() {
+        var registry = Encodings.newLazyEncodingRegistry();
+        Encoding enc;
+        try {
+            enc = registry.getEncoding(EncodingType.O200K_BASE);
+            enc.countTokensOrdinary("warm up");
+        } catch (RuntimeException | Error e) {
+            enc = registry.getEncoding(EncodingType.CL100K_BASE);
+        }
+        return new TokenCounter(enc);
+    }
+
+    /** The name of the encoding in use ({@code o200k_base} or {@code cl100k_base}). */
+    public String encodingName() {
+        return encoding.getName();
+    }
+
+    /** Tokens of plain text; {@code null} or empty text is 0. */
+    public int countText(String text) {
+        if (text == null || text.isEmpty()) {
+            return 0;
+        }
+        return encoding.countTokensOrdinary(text);
+    }
+
+    /**
+     * The token ids of the first {@code maxTokens} tokens of {@code text}: the same ids the whole text would start
+     * with (the tokenizer stops early, so a long text is cheap).
+     */
+    public int[] encodeLeading(String text, int maxTokens) {
+        if (text == null || text.isEmpty() || maxTokens <= 0) {
+            return new int[0];
+        }
+        IntArrayList ids = encoding.encodeOrdinary(text, maxTokens).getTokens();
+        return ids.toArray();
+    }
+
+    /**
+     * Prompt tokens of a chat completion request body: its {@code messages} and {@code tools}, with the framing
+     * OpenAI adds. A body without messages counts only the reply priming.
+     */
+    public int countRequest(JsonNode request) {
+        if (request == null || !request.isObject()) {
+            return REPLY_PRIMING;
+        }
+        int tokens = countMessages(request.get("messages"));
+        JsonNode tools = request.get("tools");
+        if (tools != null && tools.isArray() && !tools.isEmpty()) {
+            for (JsonNode tool : tools) {
+                tokens += TOKENS_PER_TOOL + countText(tool.toString());
+            }
+        }
+        return tokens;
+    }
+
+    /** Prompt tokens of a {@code messages} array, with per-message framing and the reply priming. */
+    public int countMessages(JsonNode messages) {
+        int tokens = REPLY_PRIMING;
+        if (messages == null || !messages.isArray()) {
+            return tokens;
+        }
+        for (JsonNode message : messages) {
+            tokens += countMessage(message);
+        }
+        return tokens;
+    }
+
+    /** Tokens of one message, framing included (the reply priming is not). */
+    public int countMessage(JsonNode message) {
+        int tokens = TOKENS_PER_MESSAGE;
+        if (message == null || !message.isObject()) {
+            return tokens;
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> it = message.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> field = it.next();
+            JsonNode value = field.getValue();
+            switch (field.getKey()) {
+                case "content" -> tokens += countContent(value);
+                case "tool_calls" -> tokens += countToolCalls(value);
+                case "name" -> tokens += TOKENS_PER_NAME + (value.isTextual() ? countText(value.asText()) : 0);
+                default -> {
+                    if (value.isTextual()) {
+                        tokens += countText(value.asText());
+                    }
+                }
+            }
+        }
+        return tokens;
+    }
+
+    /** Tokens of a message's {@code content}: a string, or an array of content parts. */
+    public int countContent(JsonNode content) {
+        if (content == null || content.isNull()) {
+            return 0;
+        }
+        if (content.isTextual()) {
+            return countText(content.asText());
+        }
+        if (!content.isArray()) {
+            return countText(content.toString());
+        }
+        int tokens = 0;
+        for (JsonNode part : content) {
+            tokens += countPart(part);
+        }
+        return tokens;
+    }
+
+    private int countPart(JsonNode part) {
+        if (part.isTextual()) {
+            return countText(part.asText());
+        }
+        String type = part.path("type").asText("");
+        switch (type) {
+            case "text", "input_text" -> {
+                return countText(part.path("text").asText(""));
+            }
+            case "image_url", "input_image" -> {
+                String detail = part.path("image_url").path("detail").asText(part.path("detail").asText("auto"));
+                return "low".equals(detail) ? IMAGE_TOKENS_LOW : IMAGE_TOKENS_HIGH;
+            }
+            case "input_audio" -> {
+                return AUDIO_TOKENS;
+            }
+            default -> {
+                return countText(part.toString());
+            }
+        }
+    }
+
+    private int countToolCalls(JsonNode toolCalls) {
+        if (toolCalls == null || !toolCalls.isArray()) {
+            return 0;
+        }
+        int tokens = 0;
+        for (JsonNode call : toolCalls) {
+            JsonNode fn = call.path("function");
+            tokens += TOKENS_PER_MESSAGE + countText(fn.path("name").asText(""))
+                    + countText(fn.path("arguments").asText(""));
+        }
+        return tokens;
+    }
+
+    private static final class Holder {
+        static final TokenCounter INSTANCE = create();
+    }
+}

@@ -1,0 +1,108 @@
+package dev.hedgerow.routing;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TokenCounterTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private final TokenCounter counter = TokenCounter.shared();
+
+    private static JsonNode json(String s) throws Exception {
+        return JSON.readTree(s);
+    }
+
+    @Test
+    void usesO200kBase() {
+        assertEquals("o200k_base", counter.encodingName());
+    }
+
+    @Test
+    void countsPlainText() {
+        assertEquals(0, counter.countText(""));
+        assertEquals(0, counter.countText(null));
+        assertEquals(2, counter.countText("Hello world"));
+    }
+
+    @Test
+    void countsSpecialTokenMarkersAsOrdinaryText() {
+        assertTrue(counter.countText("a <|endoftext|> b") > 3);
+    }
+
+    @Test
+    void countsChatLikeOpenAiCookbookExample() throws Exception {
+        // openai-cookbook "How to count tokens with tiktoken": gpt-4o reports 124 prompt tokens for these messages
+        JsonNode req = json("""
+                {"model":"gpt-4o","messages":[
+                 {"role":"system","content":"You are a helpful, pattern-following assistant that translates corporate jargon into plain English."},
+                 {"role":"system","name":"example_user","content":"New synergies will help drive top-line growth."},
+                 {"role":"system","name":"example_assistant","content":"Things working well together will increase revenue."},
+                 {"role":"system","name":"example_user","content":"Let's circle back when we have more time to touch base on opportunities for increased leverage."},
+                 {"role":"system","name":"example_assistant","content":"Let's talk later when we're less busy about how to do better."},
+                 {"role":"user","content":"This late pivot means we don't have time to boil the ocean for the client deliverable."}]}
+                """);
+        assertEquals(124, counter.countRequest(req));
+    }
+
+    @Test
+    void addsFramingPerMessageAndReplyPriming() throws Exception {
+        JsonNode req = json("{\"messages\":[{\"role\":\"user\",\"content\":\"Hello world\"}]}");
+        int expected = TokenCounter.REPLY_PRIMING + TokenCounter.TOKENS_PER_MESSAGE + counter.countText("user")
+                + counter.countText("Hello world");
+        assertEquals(expected, counter.countRequest(req));
+    }
+
+    @Test
+    void contentPartsCountTheirTextLikeAStringDoes() throws Exception {
+        JsonNode asString = json("{\"role\":\"user\",\"content\":\"Hello world, again\"}");
+        JsonNode asParts = json("""
+                {"role":"user","content":[{"type":"text","text":"Hello world,"},{"type":"text","text":" again"}]}
+                """);
+        assertEquals(counter.countText("Hello world,") + counter.countText(" again"),
+                counter.countContent(asParts.get("content")));
+        assertTrue(Math.abs(counter.countMessage(asString) - counter.countMessage(asParts)) <= 1);
+    }
+
+    @Test
+    void imagePartsCountAFixedAmountByDetail() throws Exception {
+        JsonNode content = json("""
+                [{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA","detail":"low"}},
+                 {"type":"image_url","image_url":{"url":"https://example.com/cat.png"}}]
+                """);
+        assertEquals(TokenCounter.IMAGE_TOKENS_LOW + TokenCounter.IMAGE_TOKENS_HIGH, counter.countContent(content));
+    }
+
+    @Test
+    void toolDefinitionsAndToolCallsAddTokens() throws Exception {
+        JsonNode plain = json("{\"messages\":[{\"role\":\"user\",\"content\":\"weather?\"}]}");
+        JsonNode withTools = json("""
+                {"messages":[{"role":"user","content":"weather?"},
+                  {"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",
+                    "function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]}],
+                 "tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}
+                """);
+        assertTrue(counter.countRequest(withTools) > counter.countRequest(plain) + 20);
+    }
+
+    @Test
+    void malformedRequestsCountOnlyFraming() throws Exception {
+        assertEquals(TokenCounter.REPLY_PRIMING, counter.countRequest(json("{}")));
+        assertEquals(TokenCounter.REPLY_PRIMING, counter.countRequest(json("[1,2]")));
+        assertEquals(TokenCounter.REPLY_PRIMING + TokenCounter.TOKENS_PER_MESSAGE,
+                counter.countRequest(json("{\"messages\":[7]}")));
+    }
+
+    @Test
+    void encodeLeadingStopsAtTheLimitWithTheSameIdsAsTheWholeText() {
+        String text = "The quick brown fox jumps over the lazy dog. ".repeat(200);
+        int[] head = counter.encodeLeading(text, 50);
+        int[] more = counter.encodeLeading(text, 500);
+        assertEquals(50, head.length);
+        for (int i = 0; i < head.length; i++) {
+            assertEquals(more[i], head[i]);
+        }
+    }
+}

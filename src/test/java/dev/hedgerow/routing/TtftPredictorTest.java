@@ -1,0 +1,134 @@
+package dev.hedgerow.routing;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.SplittableRandom;
+import java.util.random.RandomGenerator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TtftPredictorTest {
+    private static final TtftPredictor.Prior PRIOR = TtftPredictor.Prior.defaults();
+
+    /** Feeds {@code n} samples of {@code a + b·tokens} (±5 % noise) at log-uniform sizes 100..200 000. */
+    private static TtftPredictor feed(TtftPredictor p, RandomGenerator rnd, int n, double a, double b) {
+        for (int i = 0; i < n; i++) {
+            long tokens = Math.round(Math.exp(rnd.nextDouble(Math.log(100), Math.log(200_000))));
+            double ttft = (a + b * tokens) * (1 + rnd.nextDouble(-0.05, 0.05));
+            p = p.update(tokens, ttft);
+        }
+        return p;
+    }
+
+    @Test
+    void neverMeasuredRoutePredictsFromPrior() {
+        TtftPredictor p = TtftPredictor.fresh(new TtftPredictor.Prior(300, 0.01, 100, 0.98));
+        TtftPredictor.Prediction at1000 = p.predict(1000);
+        assertEquals(0, p.samples());
+        assertEquals(310, at1000.meanMs(), 1e-9);
+        assertEquals(310 + 128.16, at1000.p90Ms(), 1e-9);
+    }
+
+    @Test
+    void ranksRoutesByPredictedTtftForThePromptSize() {
+        RandomGenerator rnd = new SplittableRandom(7);
+        TtftPredictor a = feed(TtftPredictor.fresh(PRIOR), rnd, 200, 200, 0.01);
+        TtftPredictor b = feed(TtftPredictor.fresh(PRIOR), rnd, 200, 800, 0.002);
+
+        assertTrue(a.predict(500).meanMs() < b.predict(500).meanMs(), "A is faster for a short prompt");
+        assertTrue(b.predict(200_000).meanMs() < a.predict(200_000).meanMs(), "B is faster for a huge prompt");
+        assertEquals(205, a.predict(500).meanMs(), 40);
+        assertEquals(2200, a.predict(200_000).meanMs(), 200);
+        assertEquals(801, b.predict(500).meanMs(), 80);
+        assertEquals(1200, b.predict(200_000).meanMs(), 120);
+    }
+
+    @Test
+    void forgettingTracksARouteThatSlowsDown() {
+        RandomGenerator rnd = new SplittableRandom(11);
+        TtftPredictor p = feed(TtftPredictor.fresh(PRIOR), rnd, 200, 200, 0.01);
+        p = feed(p, rnd, 150, 1500, 0.02);
+
+        assertEquals(1510, p.predict(500).meanMs(), 200);
+        assertEquals(5500, p.predict(200_000).meanMs(), 600);
+    }
+
+    @Test
+    void p90IsNeverBelowMean() {
+        RandomGenerator rnd = new SplittableRandom(3);
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < 500; i++) {
+            p = p.update(rnd.nextLong(0, 300_000), rnd.nextDouble(0, 20_000));
+            for (long tokens : new long[]{0, 500, 50_000, 300_000}) {
+                TtftPredictor.Prediction pr = p.predict(tokens);
+                assertTrue(pr.p90Ms() >= pr.meanMs(), "p90 >= mean after sample " + i);
+            }
+        }
+    }
+
+    @Test
+    void p90WindowNarrowsAsTheRouteProvesSteady() {
+        RandomGenerator rnd = new SplittableRandom(5);
+        TtftPredictor p = feed(TtftPredictor.fresh(PRIOR), rnd, 300, 400, 0.004);
+        TtftPredictor.Prediction pr = p.predict(2000);
+        assertTrue(pr.p90Ms() - pr.meanMs() < 200, "window " + (pr.p90Ms() - pr.meanMs()));
+    }
+
+    @Test
+    void predictionsAndParametersStayNonNegative() {
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        // a line that would fit a negative intercept, then one with a negative slope
+        for (int i = 0; i < 100; i++) {
+            p = p.update(1000 + i * 1000L, Math.max(0, -500 + 0.02 * (1000 + i * 1000)));
+        }
+        assertTrue(p.interceptMs() >= 0);
+        for (int i = 0; i < 100; i++) {
+            p = p.update(1000 + i * 1000L, 5000 - 0.04 * (1000 + i * 1000));
+        }
+        assertTrue(p.slopeMsPerToken() >= 0);
+        assertTrue(p.predict(0).meanMs() >= 0);
+        assertTrue(p.predict(1_000_000).meanMs() >= 0);
+    }
+
+    @Test
+    void staysFiniteWhenEverySampleHasTheSameSizeAndThenLearnsASlope() {
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < 5000; i++) {
+            p = p.update(1000, 300);
+        }
+        assertEquals(300, p.predict(1000).meanMs(), 1);
+        assertTrue(Double.isFinite(p.predict(100_000).meanMs()));
+        for (int i = 0; i < 30; i++) {
+            p = p.update(100_000, 2300);
+            p = p.update(1000, 300);
+        }
+        assertEquals(2300, p.predict(100_000).meanMs(), 150);
+    }
+
+    @Test
+    void ignoresSamplesThatAreNotFiniteNonNegativeNumbers() {
+        TtftPredictor p = TtftPredictor.fresh(PRIOR).update(1000, 250);
+        assertEquals(p.encode(), p.update(1000, Double.NaN).update(1000, -1).update(1, Double.POSITIVE_INFINITY)
+                .encode());
+    }
+
+    @Test
+    void encodeAndDecodeRoundTrip() {
+        TtftPredictor p = feed(TtftPredictor.fresh(PRIOR), new SplittableRandom(1), 40, 200, 0.01);
+        TtftPredictor back = TtftPredictor.decode(p.encode(), PRIOR);
+        assertEquals(p.encode(), back.encode());
+        assertEquals(p.predict(12_345), back.predict(12_345));
+        assertEquals(40, back.samples());
+        assertTrue(p.encode().startsWith("t1;"));
+    }
+
+    @Test
+    void decodingGarbageYieldsThePrior() {
+        String fresh = TtftPredictor.fresh(PRIOR).encode();
+        for (String garbage : new String[]{null, "", "t1", "x1;1;2;3;4;5;6;7", "t1;1;2;3;4;5;6",
+                "t1;NaN;2;3;4;5;6;7", "t1;1;2;-3;0;5;6;7", "t1;1;2;1;5;1;6;7", "t1;a;b;c;d;e;f;g", "t1;;;;;;;"}) {
+            assertEquals(fresh, TtftPredictor.decode(garbage, PRIOR).encode(), String.valueOf(garbage));
+        }
+    }
+}
