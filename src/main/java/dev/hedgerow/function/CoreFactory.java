@@ -1,0 +1,109 @@
+package dev.hedgerow.function;
+
+import dev.hedgerow.audit.AuditLog;
+import dev.hedgerow.audit.RequestRecorder;
+import dev.hedgerow.catalog.CatalogCodec;
+import dev.hedgerow.catalog.CatalogService;
+import dev.hedgerow.dispatch.AttemptRecord;
+import dev.hedgerow.dispatch.DispatchObserver;
+import dev.hedgerow.dispatch.DispatchRequest;
+import dev.hedgerow.dispatch.Dispatcher;
+import dev.hedgerow.routing.Balancers;
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.PrefixHasher;
+import dev.hedgerow.routing.Router;
+import dev.hedgerow.routing.TokenCounter;
+import dev.hedgerow.routing.TtftPredictor;
+import dev.hedgerow.runtime.Hedgerow;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.state.UsageSample;
+import dev.hedgerow.time.Scheduler;
+import dev.hedgerow.time.Ticker;
+import dev.hedgerow.upstream.UpstreamClient;
+
+import java.time.InstantSource;
+import java.util.List;
+
+/**
+ * Assembles one gateway instance's core from its ports. The one place where the parts meet; used by the Quarkus
+ * wiring and by tests that run several instances in one JVM.
+ */
+public final class CoreFactory {
+    private CoreFactory() {
+    }
+
+    /** Extra observers (metrics) are chained after learning and accounting. */
+    public static Hedgerow create(StateStore store, UpstreamClient upstream, Scheduler scheduler, Ticker ticker,
+                                  InstantSource clock, DispatchObserver extra) {
+        CatalogService catalog = new CatalogService(store, CatalogCodec::toJson, CatalogCodec::fromJson);
+        TokenCounter tokens = TokenCounter.shared();
+        PrefixHasher prefixes = PrefixHasher.defaults(tokens);
+        LearnedModels models = new LearnedModels(store, clock, TtftPredictor.Prior.defaults());
+        Router router = new Router(store, clock, settings -> Balancers.forSettings(settings, models), models);
+        AuditLog audit = new AuditLog(store, clock);
+        DispatchObserver observers = chain(new Learning(models), new RequestRecorder(store, audit), extra);
+        Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
+                tokens::countText, observers, Dispatcher.HedgeBudget.defaults()));
+        return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock);
+    }
+
+    /** Feeds what dispatch observed into the learned route models. */
+    private record Learning(LearnedModels models) implements DispatchObserver {
+        @Override
+        public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
+            models.learnFirstToken(route.state(), promptTokens, ttftMs, reasoningFirst);
+        }
+
+        @Override
+        public void decoded(Candidate route, int tokens, long decodeMs, long e2eMs) {
+            models.learnDecode(route.state(), tokens, decodeMs, e2eMs);
+        }
+    }
+
+    static DispatchObserver chain(DispatchObserver... all) {
+        List<DispatchObserver> list = java.util.Arrays.stream(all).filter(o -> o != null).toList();
+        return new DispatchObserver() {
+            @Override
+            public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
+                list.forEach(o -> o.firstToken(route, promptTokens, ttftMs, reasoningFirst));
+            }
+
+            @Override
+            public void decoded(Candidate route, int tokens, long decodeMs, long e2eMs) {
+                list.forEach(o -> o.decoded(route, tokens, decodeMs, e2eMs));
+            }
+
+            @Override
+            public void gap(Candidate route, long gapMs) {
+                list.forEach(o -> o.gap(route, gapMs));
+            }
+
+            @Override
+            public void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
+                                 Candidate winner) {
+                list.forEach(o -> o.finished(request, status, trail, billed, winner));
+            }
+
+            @Override
+            public void hedge(DispatchRequest request, boolean fired) {
+                list.forEach(o -> o.hedge(request, fired));
+            }
+
+            @Override
+            public void wastedTokens(long tokens) {
+                list.forEach(o -> o.wastedTokens(tokens));
+            }
+
+            @Override
+            public void resumed(DispatchRequest request, String reason) {
+                list.forEach(o -> o.resumed(request, reason));
+            }
+
+            @Override
+            public void malformedFrame(Candidate route) {
+                list.forEach(o -> o.malformedFrame(route));
+            }
+        };
+    }
+}

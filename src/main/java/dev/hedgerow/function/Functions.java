@@ -1,0 +1,28 @@
+package dev.hedgerow.function;
+
+import java.util.Locale;
+import java.util.Set;
+
+/** Which function edges this process serves: {@code HEDGEROW_FUNCTION=gateway|prober|console|all} (a list works). */
+public record Functions(Set<String> enabled) {
+
+    public static Functions parse(String value) {
+        if (value == null || value.isBlank() || value.trim().equalsIgnoreCase("all")) {
+            return new Functions(Set.of("gateway", "prober", "console"));
+        }
+        Set<String> out = new java.util.HashSet<>();
+        for (String s : value.split(",")) {
+            String f = s.trim().toLowerCase(Locale.ROOT);
+            if (!Set.of("gateway", "prober", "console").contains(f)) {
+                throw new IllegalArgumentException("HEDGEROW_FUNCTION: unknown function '" + f
+                        + "' (gateway, prober, console or all)");
+            }
+            out.add(f);
+        }
+        return new Functions(Set.copyOf(out));
+    }
+
+    public boolean has(String function) {
+        return enabled.contains(function);
+    }
+}

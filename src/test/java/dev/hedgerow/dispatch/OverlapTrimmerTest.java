@@ -1,0 +1,43 @@
+package dev.hedgerow.dispatch;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+class OverlapTrimmerTest {
+
+    @Test
+    void dropsTextTheNewRouteRepeats() {
+        OverlapTrimmer t = new OverlapTrimmer("The quick brown fox jumps", 16, 4);
+        String out = t.feed("fox jumps over the lazy dog");
+        assertEquals(" over the lazy dog", out);
+    }
+
+    @Test
+    void holdsTextUntilTheWindowIsFull() {
+        OverlapTrimmer t = new OverlapTrimmer("hello wor", 16, 4);
+        assertEquals("", t.feed("wor"));
+        assertEquals("", t.feed("ld and "));
+        assertEquals("ld and more text", t.feed("more text") + t.flush());
+    }
+
+    @Test
+    void keepsACoincidentalShortMatch() {
+        OverlapTrimmer t = new OverlapTrimmer("ends with a", 8, 4);
+        assertEquals("a new sentence", t.feed("a new sentence"));
+    }
+
+    @Test
+    void flushTrimsWhatIsHeldAtTheEnd() {
+        OverlapTrimmer t = new OverlapTrimmer("abc caf\u00e9 \ud83c\udf3f", 64, 4);
+        t.feed("caf\u00e9 \ud83c\udf3f!");
+        assertEquals("!", t.flush());
+    }
+
+    @Test
+    void passesEverythingAfterTheDecision() {
+        OverlapTrimmer t = new OverlapTrimmer("xyz", 4, 4);
+        t.feed("abcd");
+        assertEquals("efg", t.feed("efg"));
+    }
+}
