@@ -11,7 +11,7 @@ import java.util.Optional;
  * Aliases resolve only inside their org: another org's alias can never shadow or leak into this one.
  */
 public record Org(String id, List<ApiKey> keys, List<ApiKey> adminKeys, List<Provider> providers, List<Route> routes,
-                  Map<String, GroupSettings> groups) {
+                  Map<String, GroupSettings> groups, RoutingRules routing) {
 
     public Org {
         keys = List.copyOf(keys);
@@ -19,6 +19,13 @@ public record Org(String id, List<ApiKey> keys, List<ApiKey> adminKeys, List<Pro
         providers = List.copyOf(providers);
         routes = List.copyOf(routes);
         groups = Map.copyOf(groups);
+        routing = routing == null ? RoutingRules.defaults() : routing;
+    }
+
+    /** An org with the default routing rules. */
+    public Org(String id, List<ApiKey> keys, List<ApiKey> adminKeys, List<Provider> providers, List<Route> routes,
+               Map<String, GroupSettings> groups) {
+        this(id, keys, adminKeys, providers, routes, groups, RoutingRules.defaults());
     }
 
     public Optional<Provider> provider(String providerId) {

@@ -10,15 +10,24 @@ import java.util.Set;
  * @param capabilities what the route can do: {@code tools, json_mode, images, reasoning_off, prefill} and the
  *                     transport-specific forms {@code tools:stream}, {@code json_mode:nonstream}, ...
  * @param parameters   request parameters the route honours (for {@code provider.require_parameters})
+ * @param embeddings   true for an embeddings model (used by the semantic strategy), never a chat candidate
  */
 public record Route(String id, String alias, String provider, String model, int weight, int priority,
                     int contextWindow, Set<String> capabilities, Set<String> parameters, Price price,
-                    String description, List<String> tags) {
+                    String description, List<String> tags, boolean embeddings) {
 
     public Route {
         capabilities = Set.copyOf(capabilities);
         parameters = Set.copyOf(parameters);
         tags = tags == null ? List.of() : List.copyOf(tags);
+    }
+
+    /** A chat route (not an embeddings one). */
+    public Route(String id, String alias, String provider, String model, int weight, int priority,
+                 int contextWindow, Set<String> capabilities, Set<String> parameters, Price price,
+                 String description, List<String> tags) {
+        this(id, alias, provider, model, weight, priority, contextWindow, capabilities, parameters, price,
+                description, tags, false);
     }
 
     /** True when the route declares the capability for every transport or for the one asked for. */

@@ -1,0 +1,377 @@
+package dev.hedgerow.catalog;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.catalog.GroupSettings.Balancer;
+import dev.hedgerow.catalog.GroupSettings.Breaker;
+import dev.hedgerow.catalog.GroupSettings.Retry;
+import dev.hedgerow.catalog.GroupSettings.Slo;
+import dev.hedgerow.catalog.GroupSettings.Timeouts;
+
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Function;
+
+/**
+ * The JSON form of one org's catalog, as kept in the state store ({@code VersionedDoc.json}). Field names are
+ * written out here, not derived from record components, so renaming a Java accessor never changes stored data.
+ * Output is stable: lists in declaration order, sets sorted, groups by alias, durations as ISO-8601
+ * ({@code PT30S}); {@code fromJson(toJson(org))} equals {@code org}.
+ *
+ * <p>Decoding is lenient towards newer writers (unknown fields are ignored, missing optional ones take the
+ * defaults) and strict about types. Keys appear only as their SHA-256; a provider's upstream {@code api_key} is
+ * stored as is, because every instance needs it to call the provider.
+ *
+ * <p>Thread-safe: static methods over a shared, fully configured {@link ObjectMapper}.
+ */
+public final class CatalogCodec {
+    /** Bumped when a change would make older readers misread a document. */
+    public static final int SCHEMA = 1;
+
+    private static final ObjectMapper MAPPER = JsonMapper.builder().build();
+
+    private CatalogCodec() {
+    }
+
+    /** SHA-256 hex of a configuration text whose {@code ${...}} references were already substituted. */
+    public static String sourceHash(String substitutedYamlText) {
+        return Keys.sha256Hex(substitutedYamlText);
+    }
+
+    /** SHA-256 hex of the org's JSON form: equal for equal orgs, whatever file or admin edit produced them. */
+    public static String contentHash(Org org) {
+        return Keys.sha256Hex(toJson(org));
+    }
+
+    public static String toJson(Org org) {
+        try {
+            return MAPPER.writeValueAsString(encode(org));
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a tree of plain nodes always serializes", e);
+        }
+    }
+
+    /** @throws IllegalArgumentException when the text is not a stored org catalog */
+    public static Org fromJson(String json) {
+        JsonNode root;
+        try {
+            root = MAPPER.readTree(json);
+        } catch (JsonProcessingException e) {
+            throw new IllegalArgumentException("stored catalog is not JSON: " + e.getOriginalMessage());
+        }
+        return decode(root);
+    }
+
+    // ---- encode ----------------------------------------------------------------------------------------------
+
+    static ObjectNode encode(Org org) {
+        ObjectNode o = MAPPER.createObjectNode();
+        o.put("schema", SCHEMA);
+        o.put("id", org.id());
+        o.set("keys", keys(org.keys()));
+        o.set("admin_keys", keys(org.adminKeys()));
+        ArrayNode providers = o.putArray("providers");
+        for (Provider p : org.providers()) {
+            ObjectNode n = providers.addObject();
+            n.put("id", p.id());
+            n.put("base_url", p.baseUrl());
+            n.put("api_key", p.apiKey());
+            n.put("dialect", p.dialect().wireName());
+            n.put("metrics_url", p.metricsUrl());
+            n.put("capacity_key_sha256", p.capacityKeyHash());
+        }
+        ArrayNode routes = o.putArray("routes");
+        for (Route r : org.routes()) {
+            ObjectNode n = routes.addObject();
+            n.put("id", r.id());
+            n.put("alias", r.alias());
+            n.put("provider", r.provider());
+            n.put("model", r.model());
+            n.put("weight", r.weight());
+            n.put("priority", r.priority());
+            n.put("context_window", r.contextWindow());
+            strings(n.putArray("capabilities"), r.capabilities().stream().sorted().toList());
+            strings(n.putArray("parameters"), r.parameters().stream().sorted().toList());
+            ObjectNode price = n.putObject("price");
+            price.put("prompt_per_mtok", r.price().promptPerMtok());
+            price.put("completion_per_mtok", r.price().completionPerMtok());
+            n.put("description", r.description());
+            strings(n.putArray("tags"), r.tags());
+            n.put("embeddings", r.embeddings());
+        }
+        ObjectNode groups = o.putObject("groups");
+        new TreeMap<>(org.groups()).forEach((alias, g) -> groups.set(alias, group(g)));
+        ObjectNode routing = o.putObject("routing");
+        routing.put("alias_header", org.routing().aliasHeader());
+        routing.put("path_alias", org.routing().pathAlias());
+        return o;
+    }
+
+    private static ArrayNode keys(List<ApiKey> keys) {
+        ArrayNode a = MAPPER.createArrayNode();
+        keys.forEach(k -> a.addObject().put("name", k.name()).put("sha256", k.sha256()));
+        return a;
+    }
+
+    private static void strings(ArrayNode a, Collection<String> values) {
+        values.forEach(a::add);
+    }
+
+    private static ObjectNode group(GroupSettings g) {
+        ObjectNode n = MAPPER.createObjectNode();
+        n.put("strategy", g.strategy().wireName());
+        n.put("resume_mid_stream", g.resumeMidStream());
+        n.put("hedging", g.hedging());
+        n.putObject("breaker")
+                .put("max_fails", g.breaker().maxFails())
+                .put("fail_timeout", g.breaker().failTimeout().toString());
+        ObjectNode retry = n.putObject("retry");
+        retry.put("max_attempts", g.retry().maxAttempts());
+        retry.put("max_resumes", g.retry().maxResumes());
+        strings(retry.putArray("failover_criteria"), Arrays.stream(FailoverCriterion.values())
+                .filter(g.retry().failoverCriteria()::contains).map(FailoverCriterion::wireName).toList());
+        retry.put("max_retry_after_wait", g.retry().maxRetryAfterWait().toString());
+        Timeouts t = g.timeouts();
+        n.putObject("timeouts")
+                .put("connect", t.connect().toString())
+                .put("read", t.read().toString())
+                .put("write", t.write().toString())
+                .put("first_token_floor", t.firstTokenFloor().toString())
+                .put("first_token_ceiling", t.firstTokenCeiling().toString())
+                .put("stall_floor", t.stallFloor().toString());
+        Balancer b = g.balancer();
+        n.putObject("balancer")
+                .put("hash_on_header", b.hashOnHeader())
+                .put("latency_strategy", b.latencyStrategy().name().toLowerCase(Locale.ROOT))
+                .put("tokens_count_strategy", b.tokensCountStrategy().name().toLowerCase(Locale.ROOT))
+                .put("usage_window", b.usageWindow().toString())
+                .put("embeddings_route", b.embeddingsRoute())
+                .put("threshold", b.threshold())
+                .put("slow_bar", b.slowBar());
+        n.putObject("slo")
+                .put("decode_tokens_per_second", g.slo().decodeTokensPerSecond())
+                .put("first_token", g.slo().firstToken().toString())
+                .put("standard_prompt_max_tokens", g.slo().standardPromptMaxTokens());
+        return n;
+    }
+
+    // ---- decode ----------------------------------------------------------------------------------------------
+
+    static Org decode(JsonNode o) {
+        Doc d = new Doc(o, "");
+        int schema = d.integer("schema", SCHEMA);
+        if (schema > SCHEMA) {
+            throw new IllegalArgumentException("stored catalog has schema " + schema + "; this build reads up to "
+                    + SCHEMA);
+        }
+        List<ApiKey> keys = d.list("keys", k -> new ApiKey(k.text("name"), k.text("sha256")));
+        List<ApiKey> adminKeys = d.list("admin_keys", k -> new ApiKey(k.text("name"), k.text("sha256")));
+        List<Provider> providers = d.list("providers", p -> new Provider(p.text("id"), p.text("base_url"),
+                p.optText("api_key"), Dialect.parse(p.optText("dialect", "openai")), p.optText("metrics_url"),
+                p.optText("capacity_key_sha256")));
+        List<Route> routes = d.list("routes", r -> {
+            Doc price = r.obj("price");
+            return new Route(r.text("id"), r.text("alias"), r.text("provider"), r.text("model"),
+                    r.integer("weight", CatalogLoader.DEFAULT_WEIGHT),
+                    r.integer("priority", CatalogLoader.DEFAULT_PRIORITY),
+                    r.integer("context_window", CatalogLoader.DEFAULT_CONTEXT_WINDOW),
+                    new LinkedHashSet<>(r.strings("capabilities")), new LinkedHashSet<>(r.strings("parameters")),
+                    price == null ? Route.Price.FREE : new Route.Price(price.number("prompt_per_mtok", 0),
+                            price.number("completion_per_mtok", 0)),
+                    r.optText("description"), r.strings("tags"), r.bool("embeddings", false));
+        });
+        Map<String, GroupSettings> groups = new LinkedHashMap<>();
+        Doc g = d.obj("groups");
+        if (g != null) {
+            g.node.fieldNames().forEachRemaining(alias -> {
+                Doc settings = g.obj(alias);
+                groups.put(alias, settings == null ? GroupSettings.defaults() : group(settings));
+            });
+        }
+        Doc routing = d.obj("routing");
+        RoutingRules rr = routing == null ? RoutingRules.defaults()
+                : new RoutingRules(routing.optText("alias_header"),
+                routing.bool("path_alias", RoutingRules.defaults().pathAlias()));
+        return new Org(d.text("id"), keys, adminKeys, providers, routes, groups, rr);
+    }
+
+    private static GroupSettings group(Doc n) {
+        GroupSettings d = GroupSettings.defaults();
+        Doc b = n.obj("breaker");
+        Breaker breaker = b == null ? d.breaker()
+                : new Breaker(b.integer("max_fails", d.breaker().maxFails()),
+                b.duration("fail_timeout", d.breaker().failTimeout()));
+        Doc r = n.obj("retry");
+        Retry retry = d.retry();
+        if (r != null) {
+            Set<FailoverCriterion> criteria = r.node.has("failover_criteria")
+                    ? EnumSet.noneOf(FailoverCriterion.class) : retry.failoverCriteria();
+            if (r.node.has("failover_criteria")) {
+                r.strings("failover_criteria").forEach(c -> criteria.add(FailoverCriterion.parse(c)));
+            }
+            retry = new Retry(r.integer("max_attempts", retry.maxAttempts()),
+                    r.integer("max_resumes", retry.maxResumes()), criteria,
+                    r.duration("max_retry_after_wait", retry.maxRetryAfterWait()));
+        }
+        Doc t = n.obj("timeouts");
+        Timeouts dt = d.timeouts();
+        Timeouts timeouts = t == null ? dt : new Timeouts(t.duration("connect", dt.connect()),
+                t.duration("read", dt.read()), t.duration("write", dt.write()),
+                t.duration("first_token_floor", dt.firstTokenFloor()),
+                t.duration("first_token_ceiling", dt.firstTokenCeiling()),
+                t.duration("stall_floor", dt.stallFloor()));
+        Doc bal = n.obj("balancer");
+        Balancer db = d.balancer();
+        Balancer balancer = bal == null ? db : new Balancer(bal.optText("hash_on_header", db.hashOnHeader()),
+                GroupSettings.LatencyStrategy.valueOf(bal.optText("latency_strategy",
+                        db.latencyStrategy().name()).toUpperCase(Locale.ROOT)),
+                GroupSettings.TokensCountStrategy.valueOf(bal.optText("tokens_count_strategy",
+                        db.tokensCountStrategy().name()).toUpperCase(Locale.ROOT)),
+                bal.duration("usage_window", db.usageWindow()), bal.optText("embeddings_route"),
+                bal.number("threshold", db.threshold()), bal.number("slow_bar", db.slowBar()));
+        Doc s = n.obj("slo");
+        Slo ds = d.slo();
+        Slo slo = s == null ? ds : new Slo(s.number("decode_tokens_per_second", ds.decodeTokensPerSecond()),
+                s.duration("first_token", ds.firstToken()),
+                s.integer("standard_prompt_max_tokens", ds.standardPromptMaxTokens()));
+        return new GroupSettings(Strategy.parse(n.optText("strategy", "auto")),
+                n.bool("resume_mid_stream", d.resumeMidStream()), n.bool("hedging", d.hedging()), breaker, retry,
+                timeouts, balancer, slo);
+    }
+
+    /** A JSON object being decoded, with its path for error messages. */
+    private record Doc(JsonNode node, String path) {
+        Doc {
+            if (!node.isObject()) {
+                throw new IllegalArgumentException("stored catalog: " + (path.isEmpty() ? "document" : path)
+                        + " must be an object");
+            }
+        }
+
+        private IllegalArgumentException bad(String field, String what) {
+            return new IllegalArgumentException("stored catalog: " + (path.isEmpty() ? "" : path + ".") + field
+                    + " " + what);
+        }
+
+        String text(String field) {
+            String s = optText(field);
+            if (s == null) {
+                throw bad(field, "is required");
+            }
+            return s;
+        }
+
+        String optText(String field) {
+            return optText(field, null);
+        }
+
+        String optText(String field, String def) {
+            JsonNode v = node.get(field);
+            if (v == null || v.isNull()) {
+                return def;
+            }
+            if (!v.isTextual()) {
+                throw bad(field, "must be a string");
+            }
+            return v.textValue();
+        }
+
+        int integer(String field, int def) {
+            JsonNode v = node.get(field);
+            if (v == null || v.isNull()) {
+                return def;
+            }
+            if (!v.canConvertToExactIntegral() || !v.canConvertToInt()) {
+                throw bad(field, "must be an integer");
+            }
+            return v.intValue();
+        }
+
+        double number(String field, double def) {
+            JsonNode v = node.get(field);
+            if (v == null || v.isNull()) {
+                return def;
+            }
+            if (!v.isNumber()) {
+                throw bad(field, "must be a number");
+            }
+            return v.doubleValue();
+        }
+
+        boolean bool(String field, boolean def) {
+            JsonNode v = node.get(field);
+            if (v == null || v.isNull()) {
+                return def;
+            }
+            if (!v.isBoolean()) {
+                throw bad(field, "must be true or false");
+            }
+            return v.booleanValue();
+        }
+
+        Duration duration(String field, Duration def) {
+            String s = optText(field);
+            if (s == null) {
+                return def;
+            }
+            try {
+                return Duration.parse(s);
+            } catch (DateTimeParseException e) {
+                throw bad(field, "must be an ISO-8601 duration");
+            }
+        }
+
+        Doc obj(String field) {
+            JsonNode v = node.get(field);
+            return v == null || v.isNull() ? null : new Doc(v, path.isEmpty() ? field : path + "." + field);
+        }
+
+        List<String> strings(String field) {
+            List<String> out = new ArrayList<>();
+            JsonNode v = node.get(field);
+            if (v == null || v.isNull()) {
+                return out;
+            }
+            if (!v.isArray()) {
+                throw bad(field, "must be an array");
+            }
+            for (JsonNode e : v) {
+                if (!e.isTextual()) {
+                    throw bad(field, "must hold strings");
+                }
+                out.add(e.textValue());
+            }
+            return out;
+        }
+
+        <T> List<T> list(String field, Function<Doc, T> each) {
+            List<T> out = new ArrayList<>();
+            JsonNode v = node.get(field);
+            if (v == null || v.isNull()) {
+                return out;
+            }
+            if (!v.isArray()) {
+                throw bad(field, "must be an array");
+            }
+            for (int i = 0; i < v.size(); i++) {
+                out.add(each.apply(new Doc(v.get(i), (path.isEmpty() ? "" : path + ".") + field + "[" + i + "]")));
+            }
+            return out;
+        }
+    }
+}

@@ -1,0 +1,661 @@
+package dev.hedgerow.catalog;
+
+import dev.hedgerow.catalog.GroupSettings.Balancer;
+import dev.hedgerow.catalog.GroupSettings.Breaker;
+import dev.hedgerow.catalog.GroupSettings.LatencyStrategy;
+import dev.hedgerow.catalog.GroupSettings.Retry;
+import dev.hedgerow.catalog.GroupSettings.Slo;
+import dev.hedgerow.catalog.GroupSettings.Timeouts;
+import dev.hedgerow.catalog.GroupSettings.TokensCountStrategy;
+import dev.hedgerow.catalog.YamlTree.MapNode;
+import dev.hedgerow.catalog.YamlTree.Node;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Function;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+/**
+ * Loads and validates {@code hedgerow.yaml} (DESIGN.md "Configuration") into {@link Org} records.
+ *
+ * <p>String values may reference the environment as {@code ${NAME}} or {@code ${NAME:-default}}; an unset
+ * variable without a default is an error at the value's path. Client, admin and capacity keys are hashed to
+ * SHA-256 hex as they are read: the plain secrets never reach the returned objects. Validation collects every
+ * problem, each with its path ({@code orgs[0].routes[2].provider: unknown provider "fw"}), and throws one
+ * {@link CatalogException} listing them all; unknown keys are errors at every level, so a typo cannot pass as a
+ * silently ignored setting.
+ *
+ * <p>Thread-safe: a loader holds only its environment lookup; each load works on its own state.
+ */
+public final class CatalogLoader {
+    /** The classpath resource of the bundled demo configuration, whose providers are simulators. */
+    public static final String DEMO_RESOURCE = "hedgerow-demo.yaml";
+    /** The environment variable naming the configuration file. */
+    public static final String CONFIG_ENV = "HEDGEROW_CONFIG";
+    public static final int DEFAULT_WEIGHT = 100;
+    public static final int DEFAULT_PRIORITY = 1;
+    /** 128 Ki tokens: the window of the open-weight models Hedgerow is mostly put in front of (Kimi K2, Qwen3). */
+    public static final int DEFAULT_CONTEXT_WINDOW = 131_072;
+    /** Capabilities a route may declare, each also in a {@code :stream} or {@code :nonstream} form. */
+    public static final Set<String> CAPABILITIES = Set.of("tools", "json_mode", "images", "reasoning_off", "prefill");
+    /** Upper bound on attempts and resumes: more only turns an outage into a retry storm. */
+    static final int MAX_TRIES = 10;
+
+    private static final Set<String> TOP_FIELDS = Set.of("orgs");
+    private static final Set<String> ORG_FIELDS =
+            Set.of("id", "keys", "admin_keys", "providers", "routes", "groups", "routing");
+    private static final Set<String> KEY_FIELDS = Set.of("name", "key");
+    private static final Set<String> PROVIDER_FIELDS =
+            Set.of("id", "base_url", "api_key", "dialect", "metrics_url", "capacity_key");
+    private static final Set<String> ROUTE_FIELDS = Set.of("id", "alias", "provider", "model", "weight", "priority",
+            "context_window", "capabilities", "parameters", "price", "description", "tags", "embeddings");
+    private static final Set<String> PRICE_FIELDS = Set.of("prompt_per_mtok", "completion_per_mtok");
+    private static final Set<String> GROUP_FIELDS = Set.of("strategy", "resume_mid_stream", "hedging", "breaker",
+            "retries", "max_attempts", "max_resumes", "failover_criteria", "max_retry_after_wait",
+            "connect_timeout", "read_timeout", "write_timeout", "first_token_floor", "first_token_ceiling",
+            "stall_floor", "hash_on_header", "latency_strategy", "tokens_count_strategy", "usage_window",
+            "embeddings_route", "threshold", "slow_bar", "slo");
+    private static final Set<String> BREAKER_FIELDS = Set.of("max_fails", "fail_timeout");
+    private static final Set<String> SLO_FIELDS =
+            Set.of("decode_tokens_per_second", "first_token", "standard_prompt_max_tokens");
+    private static final Set<String> ROUTING_FIELDS = Set.of("alias_header", "path_alias");
+
+    // Org and provider ids end up in Redis keys and hash tags: lowercase, no braces, colons or spaces.
+    private static final Pattern SLUG = Pattern.compile("[a-z0-9][a-z0-9._-]{0,63}");
+    // Aliases are what clients put in "model" (OpenRouter style "vendor/model:variant" included).
+    private static final Pattern ALIAS = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}");
+    private static final Pattern ROUTE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,191}");
+    private static final Pattern PARAMETER = Pattern.compile("[a-z][a-z0-9_]{0,63}");
+    private static final Pattern HEADER_TOKEN = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}");
+
+    private final Function<String, String> env;
+
+    /** A loader reading {@code ${...}} references from the process environment. */
+    public CatalogLoader() {
+        this(System::getenv);
+    }
+
+    /** @param env looks up a variable; returns null when it is unset */
+    public CatalogLoader(Function<String, String> env) {
+        this.env = env;
+    }
+
+    /** Loads the file named by {@code HEDGEROW_CONFIG}, or the bundled demo configuration when it is unset. */
+    public LoadedCatalog loadConfigured() {
+        String path = env.apply(CONFIG_ENV);
+        return path == null || path.isBlank() ? loadResource(DEMO_RESOURCE) : load(Path.of(path));
+    }
+
+    public LoadedCatalog load(Path file) {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new CatalogException(List.of(new CatalogError("", "cannot read " + file + ": " + e)));
+        }
+        return parse(text);
+    }
+
+    /** Loads a configuration from the classpath (e.g. {@link #DEMO_RESOURCE}). */
+    public LoadedCatalog loadResource(String name) {
+        try (InputStream in = CatalogLoader.class.getClassLoader().getResourceAsStream(name)) {
+            if (in == null) {
+                throw new CatalogException(List.of(new CatalogError("", "no classpath resource " + name)));
+            }
+            return parse(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new CatalogException(List.of(new CatalogError("", "cannot read resource " + name + ": " + e)));
+        }
+    }
+
+    /**
+     * Parses and validates a configuration text.
+     *
+     * @throws CatalogException listing every problem found
+     */
+    public LoadedCatalog parse(String yamlText) {
+        List<CatalogError> errors = new ArrayList<>();
+        Node root = YamlTree.parse(yamlText, env, errors);
+        List<Org> orgs = new ArrayList<>();
+        if (root == null) {
+            if (errors.isEmpty()) {
+                errors.add(new CatalogError("", "empty configuration: expected a mapping with \"orgs\""));
+            }
+        } else if (!(root instanceof MapNode)) {
+            errors.add(new CatalogError("", "the document must be a mapping with \"orgs\"", root.line()));
+        } else {
+            ConfigMap top = ConfigMap.of(root, "", errors, TOP_FIELDS);
+            new Reader(errors).readOrgs(top, orgs);
+        }
+        if (!errors.isEmpty()) {
+            List<CatalogError> sorted = new ArrayList<>(errors);
+            // document order; errors with no line (whole-document ones) last
+            sorted.sort(Comparator.comparingInt(e -> e.line() == 0 ? Integer.MAX_VALUE : e.line()));
+            throw new CatalogException(sorted);
+        }
+        return new LoadedCatalog(orgs, sourceHash(yamlText));
+    }
+
+    /**
+     * The text with every resolvable {@code ${...}} reference substituted (unresolvable ones are left as written),
+     * comments included. Used for the source hash, never for parsing.
+     */
+    public String substitute(String yamlText) {
+        return EnvSubstitution.apply(yamlText, env).text();
+    }
+
+    /** SHA-256 hex of the substituted text: changes when the file or a variable it references changes. */
+    public String sourceHash(String yamlText) {
+        return CatalogCodec.sourceHash(substitute(yamlText));
+    }
+
+    /** One load's walk over the tree; holds the error list and cross-org indexes. */
+    private static final class Reader {
+        private final List<CatalogError> errors;
+        private final Map<String, String> orgIdPaths = new HashMap<>();
+        // secret hash -> path of the first key with it; client and admin keys share one namespace
+        private final Map<String, String> secretPaths = new HashMap<>();
+        private final List<String[]> capacityKeys = new ArrayList<>(); // {hash, path}
+
+        Reader(List<CatalogError> errors) {
+            this.errors = errors;
+        }
+
+        void readOrgs(ConfigMap top, List<Org> out) {
+            if (top == null) {
+                return;
+            }
+            if (!top.has("orgs")) {
+                top.error("orgs", "required: at least one org");
+                return;
+            }
+            List<Node> items = top.list("orgs");
+            if (items.isEmpty() && top.node("orgs") instanceof YamlTree.ListNode) {
+                top.error("orgs", "at least one org is required");
+            }
+            for (int i = 0; i < items.size(); i++) {
+                Org org = readOrg(items.get(i), YamlTree.index("orgs", i));
+                if (org != null) {
+                    out.add(org);
+                }
+            }
+            for (String[] ck : capacityKeys) {
+                String other = secretPaths.get(ck[0]);
+                if (other != null) {
+                    errors.add(new CatalogError(ck[1], "this secret is also the key at " + other
+                            + "; a capacity key must differ from client and admin keys", 0));
+                }
+            }
+        }
+
+        private Org readOrg(Node node, String path) {
+            ConfigMap o = ConfigMap.of(node, path, errors, ORG_FIELDS);
+            if (o == null) {
+                return null;
+            }
+            String id = o.requiredString("id");
+            if (id != null) {
+                if (!SLUG.matcher(id).matches()) {
+                    o.error("id", "invalid org id \"" + id + "\": " + slugRule());
+                }
+                String first = orgIdPaths.putIfAbsent(id, o.path("id"));
+                if (first != null) {
+                    o.error("id", "duplicate org id \"" + id + "\" (also " + first + ")");
+                }
+            }
+            List<ApiKey> keys = readKeys(o, "keys", "key", true);
+            List<ApiKey> adminKeys = readKeys(o, "admin_keys", "admin", false);
+
+            Map<String, Provider> providers = new LinkedHashMap<>();
+            // ids and aliases written in the file, valid or not: a route naming a provider that is declared but
+            // broken gets no second error, nor does a group whose routes are all broken
+            Set<String> declaredProviders = new LinkedHashSet<>();
+            Set<String> declaredAliases = new LinkedHashSet<>();
+            requireNonEmptyList(o, "providers");
+            List<Node> providerNodes = o.list("providers");
+            for (int i = 0; i < providerNodes.size(); i++) {
+                String pPath = YamlTree.index(o.path("providers"), i);
+                ConfigMap pm = ConfigMap.of(providerNodes.get(i), pPath, errors, PROVIDER_FIELDS);
+                if (pm != null && pm.string("id") != null) {
+                    declaredProviders.add(pm.string("id"));
+                }
+                Provider p = pm == null ? null : readProvider(pm);
+                if (p != null && providers.putIfAbsent(p.id(), p) != null) {
+                    pm.error("id", "duplicate provider id \"" + p.id() + "\"");
+                }
+            }
+
+            requireNonEmptyList(o, "routes");
+            List<Node> routeNodes = o.list("routes");
+            List<Route> routes = new ArrayList<>();
+            Map<Route, ConfigMap> routeMaps = new HashMap<>();
+            Map<String, String> routeIdPaths = new HashMap<>();
+            for (int i = 0; i < routeNodes.size(); i++) {
+                String rPath = YamlTree.index(o.path("routes"), i);
+                ConfigMap rm = ConfigMap.of(routeNodes.get(i), rPath, errors, ROUTE_FIELDS);
+                if (rm != null && rm.string("alias") != null) {
+                    declaredAliases.add(rm.string("alias"));
+                }
+                Route r = rm == null ? null : readRoute(rm, providers, declaredProviders);
+                if (r == null) {
+                    continue;
+                }
+                String first = routeIdPaths.putIfAbsent(r.id(), rPath);
+                if (first != null) {
+                    rm.error(rm.has("id") ? "id" : "alias", "duplicate route id \"" + r.id() + "\" (also " + first
+                            + ")" + (rm.has("id") ? "" : "; give one of them an explicit id"));
+                    continue;
+                }
+                routes.add(r);
+                routeMaps.put(r, rm);
+            }
+            checkAliases(routes, routeMaps);
+
+            Map<String, GroupSettings> groups = new LinkedHashMap<>();
+            ConfigMap gm = o.has("groups") ? ConfigMap.of(o.node("groups"), o.path("groups"), errors,
+                    groupKeys(o.node("groups"))) : null;
+            if (gm != null) {
+                for (String alias : ((MapNode) o.node("groups")).entries().keySet()) {
+                    GroupSettings g = readGroup(gm, alias, routes, routeMaps);
+                    if (!declaredAliases.contains(alias)) {
+                        gm.error(alias, "no route has alias \"" + alias + "\"");
+                    } else if (g != null) {
+                        groups.put(alias, g);
+                    }
+                }
+            }
+
+            RoutingRules routing = readRouting(o);
+            if (id == null) {
+                return null;
+            }
+            return new Org(id, keys, adminKeys, List.copyOf(providers.values()), routes, groups, routing);
+        }
+
+        /** A mapping's own keys are all allowed (group names are aliases, checked against routes instead). */
+        private static Set<String> groupKeys(Node node) {
+            return node instanceof MapNode m ? m.entries().keySet() : Set.of();
+        }
+
+        private void requireNonEmptyList(ConfigMap o, String key) {
+            if (!o.has(key)) {
+                o.error(key, "required: at least one entry");
+            } else if (o.node(key) instanceof YamlTree.ListNode l && l.items().isEmpty()) {
+                o.error(key, "at least one entry is required");
+            }
+        }
+
+        private List<ApiKey> readKeys(ConfigMap o, String field, String defaultNamePrefix, boolean required) {
+            if (required) {
+                requireNonEmptyList(o, field);
+            }
+            List<ApiKey> out = new ArrayList<>();
+            Set<String> names = new LinkedHashSet<>();
+            List<Node> items = o.list(field);
+            for (int i = 0; i < items.size(); i++) {
+                ConfigMap k = ConfigMap.of(items.get(i), YamlTree.index(o.path(field), i), errors, KEY_FIELDS);
+                if (k == null) {
+                    continue;
+                }
+                String name = k.string("name");
+                if (name == null) {
+                    name = defaultNamePrefix + "-" + (i + 1);
+                }
+                if (!names.add(name)) {
+                    k.error("name", "duplicate key name \"" + name + "\"");
+                }
+                String hash = secretHash(k, "key", true);
+                if (hash == null) {
+                    continue;
+                }
+                String first = secretPaths.putIfAbsent(hash, k.path("key"));
+                if (first != null) {
+                    k.error("key", "this secret is already used at " + first
+                            + "; a key must belong to exactly one org and one role");
+                }
+                out.add(new ApiKey(name, hash));
+            }
+            return out;
+        }
+
+        /** Hashes the secret at once; the plain text is dropped with the YAML tree. */
+        private String secretHash(ConfigMap m, String key, boolean required) {
+            String secret = required ? m.requiredString(key) : m.string(key);
+            return secret == null ? null : Keys.sha256Hex(secret);
+        }
+
+        private Provider readProvider(ConfigMap p) {
+            String id = p.requiredString("id");
+            if (id != null && !SLUG.matcher(id).matches()) {
+                p.error("id", "invalid provider id \"" + id + "\": " + slugRule());
+            }
+            String baseUrl = url(p, "base_url", true);
+            String apiKey = p.string("api_key");
+            Dialect dialect = enumValue(p, "dialect", "dialect", Dialect.class, Dialect.OPENAI);
+            String metricsUrl = url(p, "metrics_url", false);
+            String capacityKeyHash = secretHash(p, "capacity_key", false);
+            if (capacityKeyHash != null) {
+                capacityKeys.add(new String[] {capacityKeyHash, p.path("capacity_key")});
+            }
+            if (id == null || baseUrl == null) {
+                return null;
+            }
+            return new Provider(id, baseUrl, apiKey, dialect, metricsUrl, capacityKeyHash);
+        }
+
+        /** An absolute http(s) URL with a host and no credentials, query or fragment; trailing '/' removed. */
+        private String url(ConfigMap m, String key, boolean required) {
+            String s = required ? m.requiredString(key) : m.string(key);
+            if (s == null) {
+                return null;
+            }
+            URI u;
+            try {
+                u = new URI(s);
+            } catch (URISyntaxException e) {
+                m.error(key, "not a valid URL: " + e.getReason());
+                return null;
+            }
+            String scheme = u.getScheme() == null ? "" : u.getScheme().toLowerCase(Locale.ROOT);
+            if (!scheme.equals("http") && !scheme.equals("https")) {
+                m.error(key, "must be an absolute http:// or https:// URL");
+                return null;
+            }
+            if (u.getRawUserInfo() != null) {
+                // never print the URL: its user-info is a credential
+                m.error(key, "must not contain credentials (user:password@); put the key in api_key");
+                return null;
+            }
+            if (u.getHost() == null || u.getHost().isEmpty()) {
+                m.error(key, "has no host");
+                return null;
+            }
+            if (u.getRawQuery() != null || u.getRawFragment() != null) {
+                m.error(key, "must not have a query or fragment");
+                return null;
+            }
+            return s.replaceAll("/+$", "");
+        }
+
+        private Route readRoute(ConfigMap r, Map<String, Provider> providers, Set<String> declaredProviders) {
+            String alias = r.requiredString("alias");
+            if (alias != null && !ALIAS.matcher(alias).matches()) {
+                r.error("alias", "invalid alias \"" + alias + "\": letters, digits and . _ : / @ + -, "
+                        + "starting with a letter or digit, at most 128");
+                alias = null;
+            }
+            String provider = r.requiredString("provider");
+            if (provider != null && !providers.containsKey(provider)) {
+                if (!declaredProviders.contains(provider)) {
+                    r.error("provider", "unknown provider \"" + provider + "\"" + (declaredProviders.isEmpty() ? ""
+                            : " (declared: " + String.join(", ", declaredProviders) + ")"));
+                }
+                provider = null;
+            }
+            String model = r.requiredString("model");
+            String id = r.string("id");
+            if (id != null && !ROUTE_ID.matcher(id).matches()) {
+                r.error("id", "invalid route id \"" + id + "\": letters, digits and . _ : / @ + -, "
+                        + "starting with a letter or digit, at most 192");
+            }
+            int weight = r.integer("weight", DEFAULT_WEIGHT, 0);
+            int priority = r.integer("priority", DEFAULT_PRIORITY, 0);
+            int contextWindow = r.integer("context_window", DEFAULT_CONTEXT_WINDOW, 1);
+            Set<String> capabilities = new LinkedHashSet<>();
+            List<String> caps = r.strings("capabilities");
+            for (int i = 0; i < caps.size(); i++) {
+                String c = caps.get(i);
+                String base = c.endsWith(":stream") ? c.substring(0, c.length() - 7)
+                        : c.endsWith(":nonstream") ? c.substring(0, c.length() - 10) : c;
+                if (!CAPABILITIES.contains(base)) {
+                    errors.add(new CatalogError(YamlTree.index(r.path("capabilities"), i), "unknown capability \""
+                            + c + "\" (allowed: " + String.join(", ", sorted(CAPABILITIES))
+                            + ", each optionally with :stream or :nonstream)", r.line("capabilities")));
+                } else {
+                    capabilities.add(c);
+                }
+            }
+            Set<String> parameters = new LinkedHashSet<>();
+            List<String> params = r.strings("parameters");
+            for (int i = 0; i < params.size(); i++) {
+                if (PARAMETER.matcher(params.get(i)).matches()) {
+                    parameters.add(params.get(i));
+                } else {
+                    errors.add(new CatalogError(YamlTree.index(r.path("parameters"), i), "invalid parameter name \""
+                            + params.get(i) + "\" (lowercase letters, digits and _)", r.line("parameters")));
+                }
+            }
+            Route.Price price = Route.Price.FREE;
+            ConfigMap pm = r.map("price", PRICE_FIELDS);
+            if (pm != null) {
+                price = new Route.Price(nonNegative(pm, "prompt_per_mtok"), nonNegative(pm, "completion_per_mtok"));
+            }
+            String description = r.string("description");
+            List<String> tags = r.strings("tags");
+            boolean embeddings = r.bool("embeddings", false);
+            if (alias == null || provider == null || model == null || (id != null && !ROUTE_ID.matcher(id).matches())) {
+                return null;
+            }
+            return new Route(id != null ? id : alias + "-" + provider, alias, provider, model, weight, priority,
+                    contextWindow, capabilities, parameters, price, description, tags, embeddings);
+        }
+
+        private double nonNegative(ConfigMap m, String key) {
+            double v = m.number(key, 0);
+            if (v < 0) {
+                m.error(key, "must be ≥ 0");
+                return 0;
+            }
+            return v;
+        }
+
+        /** Per alias: not every weight 0, and chat and embeddings routes not mixed. */
+        private void checkAliases(List<Route> routes, Map<Route, ConfigMap> maps) {
+            Map<String, List<Route>> byAlias = new LinkedHashMap<>();
+            routes.forEach(r -> byAlias.computeIfAbsent(r.alias(), a -> new ArrayList<>()).add(r));
+            byAlias.forEach((alias, rs) -> {
+                if (rs.stream().allMatch(r -> r.weight() == 0)) {
+                    maps.get(rs.get(0)).error("weight", "every route of alias \"" + alias
+                            + "\" has weight 0; at least one must be > 0");
+                }
+                boolean embeddings = rs.get(0).embeddings();
+                rs.stream().filter(r -> r.embeddings() != embeddings).findFirst().ifPresent(r ->
+                        maps.get(r).error("embeddings", "alias \"" + alias
+                                + "\" mixes embeddings and chat routes; give the embeddings model its own alias"));
+            });
+        }
+
+        private GroupSettings readGroup(ConfigMap groups, String alias, List<Route> routes,
+                                        Map<Route, ConfigMap> routeMaps) {
+            Node node = groups.node(alias);
+            if (node instanceof YamlTree.Scalar s && s.isNull()) {
+                return GroupSettings.defaults();
+            }
+            ConfigMap g = ConfigMap.of(node, groups.path(alias), errors, GROUP_FIELDS);
+            if (g == null) {
+                return null;
+            }
+            GroupSettings d = GroupSettings.defaults();
+            Strategy strategy = enumValue(g, "strategy", "strategy", Strategy.class, d.strategy());
+            boolean resume = g.bool("resume_mid_stream", d.resumeMidStream());
+            boolean hedging = g.bool("hedging", d.hedging());
+
+            Breaker breaker = d.breaker();
+            ConfigMap bm = g.map("breaker", BREAKER_FIELDS);
+            if (bm != null) {
+                breaker = new Breaker(bm.integer("max_fails", breaker.maxFails(), 1),
+                        bm.duration("fail_timeout", breaker.failTimeout(), false));
+            }
+
+            Retry dr = d.retry();
+            int maxAttempts = dr.maxAttempts();
+            if (g.has("retries") && g.has("max_attempts")) {
+                g.error("max_attempts", "give retries or max_attempts, not both (retries = max_attempts - 1)");
+            } else if (g.has("retries")) {
+                maxAttempts = g.integer("retries", maxAttempts - 1, 0) + 1;
+            } else if (g.has("max_attempts")) {
+                maxAttempts = g.integer("max_attempts", maxAttempts, 1);
+            }
+            if (maxAttempts > MAX_TRIES) {
+                g.error(g.has("retries") ? "retries" : "max_attempts", "at most " + MAX_TRIES + " attempts");
+                maxAttempts = dr.maxAttempts();
+            }
+            int maxResumes = g.integer("max_resumes", dr.maxResumes(), 0);
+            if (maxResumes > MAX_TRIES) {
+                g.error("max_resumes", "must be ≤ " + MAX_TRIES);
+                maxResumes = dr.maxResumes();
+            }
+            Set<FailoverCriterion> criteria = dr.failoverCriteria();
+            if (g.has("failover_criteria")) {
+                criteria = EnumSet.noneOf(FailoverCriterion.class);
+                List<String> names = g.strings("failover_criteria");
+                for (int i = 0; i < names.size(); i++) {
+                    FailoverCriterion c = enumByWireName(FailoverCriterion.class, names.get(i));
+                    if (c == null) {
+                        errors.add(new CatalogError(YamlTree.index(g.path("failover_criteria"), i),
+                                "unknown failover criterion \"" + names.get(i) + "\" (allowed: "
+                                        + allowed(FailoverCriterion.class) + ")", g.line("failover_criteria")));
+                    } else {
+                        criteria.add(c);
+                    }
+                }
+            }
+            Duration maxRetryAfterWait = g.duration("max_retry_after_wait", dr.maxRetryAfterWait(), true);
+            Retry retry = new Retry(maxAttempts, maxResumes, criteria, maxRetryAfterWait);
+
+            Timeouts dt = d.timeouts();
+            Timeouts timeouts = new Timeouts(g.duration("connect_timeout", dt.connect(), false),
+                    g.duration("read_timeout", dt.read(), false), g.duration("write_timeout", dt.write(), false),
+                    g.duration("first_token_floor", dt.firstTokenFloor(), false),
+                    g.duration("first_token_ceiling", dt.firstTokenCeiling(), false),
+                    g.duration("stall_floor", dt.stallFloor(), false));
+            if (timeouts.firstTokenFloor().compareTo(timeouts.firstTokenCeiling()) > 0) {
+                g.error(g.has("first_token_floor") ? "first_token_floor" : "first_token_ceiling",
+                        "first_token_floor must not exceed first_token_ceiling");
+            }
+
+            Balancer db = d.balancer();
+            String hashOnHeader = g.string("hash_on_header");
+            if (hashOnHeader != null && !HEADER_TOKEN.matcher(hashOnHeader).matches()) {
+                g.error("hash_on_header", "invalid header name \"" + hashOnHeader + "\"");
+                hashOnHeader = null;
+            }
+            LatencyStrategy latency = enumValue(g, "latency_strategy", "latency_strategy", LatencyStrategy.class,
+                    db.latencyStrategy());
+            TokensCountStrategy tokens = enumValue(g, "tokens_count_strategy", "tokens_count_strategy",
+                    TokensCountStrategy.class, db.tokensCountStrategy());
+            Duration usageWindow = g.duration("usage_window", db.usageWindow(), false);
+            String embeddingsRoute = g.string("embeddings_route");
+            if (embeddingsRoute != null) {
+                Route er = routes.stream().filter(r -> r.id().equals(embeddingsRoute)).findFirst().orElse(null);
+                if (er == null) {
+                    g.error("embeddings_route", "unknown route \"" + embeddingsRoute + "\" (not a route of this org)");
+                } else if (!er.embeddings()) {
+                    g.error("embeddings_route", "route \"" + embeddingsRoute
+                            + "\" is not an embeddings route (mark it embeddings: true)");
+                }
+            } else if (strategy == Strategy.SEMANTIC) {
+                g.error("embeddings_route", "required by strategy semantic: the id of an embeddings route");
+            }
+            if (strategy == Strategy.SEMANTIC) {
+                for (Route r : routes) {
+                    if (r.alias().equals(alias) && !r.embeddings() && r.description() == null) {
+                        routeMaps.get(r).error("description", "required: group \"" + alias
+                                + "\" uses strategy semantic, which matches prompts against descriptions");
+                    }
+                }
+            }
+            double threshold = g.number("threshold", db.threshold());
+            if (threshold < 0 || threshold > 1) {
+                g.error("threshold", "must be between 0 and 1 (got " + threshold + ")");
+                threshold = db.threshold();
+            }
+            double slowBar = g.number("slow_bar", db.slowBar());
+            if (slowBar <= 0) {
+                g.error("slow_bar", "must be > 0 (got " + slowBar + ")");
+                slowBar = db.slowBar();
+            }
+            Balancer balancer = new Balancer(hashOnHeader != null ? hashOnHeader : db.hashOnHeader(), latency,
+                    tokens, usageWindow, embeddingsRoute, threshold, slowBar);
+
+            Slo slo = d.slo();
+            ConfigMap sm = g.map("slo", SLO_FIELDS);
+            if (sm != null) {
+                double tps = sm.number("decode_tokens_per_second", slo.decodeTokensPerSecond());
+                if (tps <= 0) {
+                    sm.error("decode_tokens_per_second", "must be > 0");
+                    tps = slo.decodeTokensPerSecond();
+                }
+                slo = new Slo(tps, sm.duration("first_token", slo.firstToken(), false),
+                        sm.integer("standard_prompt_max_tokens", slo.standardPromptMaxTokens(), 1));
+            }
+            return new GroupSettings(strategy, resume, hedging, breaker, retry, timeouts, balancer, slo);
+        }
+
+        private RoutingRules readRouting(ConfigMap o) {
+            ConfigMap rm = o.map("routing", ROUTING_FIELDS);
+            if (rm == null) {
+                return RoutingRules.defaults();
+            }
+            String header = rm.string("alias_header");
+            if (header != null && !HEADER_TOKEN.matcher(header).matches()) {
+                rm.error("alias_header", "invalid header name \"" + header + "\"");
+                header = null;
+            }
+            return new RoutingRules(header, rm.bool("path_alias", RoutingRules.defaults().pathAlias()));
+        }
+
+        private <E extends Enum<E>> E enumValue(ConfigMap m, String key, String noun, Class<E> type, E def) {
+            String s = m.string(key);
+            if (s == null) {
+                return def;
+            }
+            E e = enumByWireName(type, s);
+            if (e == null) {
+                m.error(key, "unknown " + noun + " \"" + s + "\" (allowed: " + allowed(type) + ")");
+                return def;
+            }
+            return e;
+        }
+
+        private static String slugRule() {
+            return "lowercase letters, digits and . _ -, starting with a letter or digit, at most 64";
+        }
+    }
+
+    private static <E extends Enum<E>> E enumByWireName(Class<E> type, String s) {
+        for (E e : type.getEnumConstants()) {
+            if (e.name().toLowerCase(Locale.ROOT).equals(s)) {
+                return e;
+            }
+        }
+        return null;
+    }
+
+    private static <E extends Enum<E>> String allowed(Class<E> type) {
+        return Arrays.stream(type.getEnumConstants()).map(e -> e.name().toLowerCase(Locale.ROOT))
+                .collect(Collectors.joining(", "));
+    }
+
+    private static List<String> sorted(Set<String> s) {
+        return s.stream().sorted().toList();
+    }
+}

@@ -1,0 +1,47 @@
+package dev.hedgerow.catalog;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * Hashing and comparison of secrets (client keys, admin keys, capacity keys). Secrets are kept only as the
+ * lowercase SHA-256 hex of their UTF-8 bytes. Stateless and thread-safe.
+ */
+public final class Keys {
+    private Keys() {
+    }
+
+    /** Lowercase hex SHA-256 of the UTF-8 bytes of {@code text}. */
+    public static String sha256Hex(String text) {
+        return HexFormat.of().formatHex(sha256(text.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /**
+     * True when {@code presentedSecret} hashes to {@code expectedSha256Hex}. Compares in time independent of where
+     * the digests differ, so response timing reveals nothing about a stored hash.
+     */
+    public static boolean matches(String presentedSecret, String expectedSha256Hex) {
+        if (presentedSecret == null || expectedSha256Hex == null) {
+            return false;
+        }
+        return constantTimeEquals(sha256Hex(presentedSecret), expectedSha256Hex);
+    }
+
+    /** Equality of two strings in time that depends only on their lengths. */
+    public static boolean constantTimeEquals(String a, String b) {
+        if (a == null || b == null) {
+            return false;
+        }
+        return MessageDigest.isEqual(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
+    }
+
+    static byte[] sha256(byte[] bytes) {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest(bytes);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("every Java platform provides SHA-256", e);
+        }
+    }
+}

@@ -1,0 +1,103 @@
+package dev.hedgerow.catalog;
+
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class CatalogCodecTest {
+    private static final Map<String, String> ENV = Map.of("ACME_KEY", "a", "ACME_ADMIN_KEY", "b",
+            "FIREWORKS_API_KEY", "c");
+
+    private static List<Org> fullOrgs() {
+        return new CatalogLoader(ENV::get).parse(CatalogLoaderTest.resource("catalog/valid-full.yaml")).orgs();
+    }
+
+    @Test
+    void loadedOrgsRoundTripExactly() {
+        for (Org org : fullOrgs()) {
+            assertEquals(org, CatalogCodec.fromJson(CatalogCodec.toJson(org)));
+        }
+    }
+
+    @Test
+    void demoOrgRoundTripsExactly() {
+        Org demo = new CatalogLoader(k -> null).loadResource(CatalogLoader.DEMO_RESOURCE).orgs().get(0);
+        assertEquals(demo, CatalogCodec.fromJson(CatalogCodec.toJson(demo)));
+    }
+
+    @Test
+    void handBuiltOrgWithNullsAndOddValuesRoundTrips() {
+        GroupSettings.Retry retry = new GroupSettings.Retry(1, 0, EnumSet.noneOf(FailoverCriterion.class),
+                Duration.ZERO);
+        GroupSettings g = new GroupSettings(Strategy.CONSISTENT_HASHING, false, true,
+                new GroupSettings.Breaker(7, Duration.ofNanos(1_500)), retry, GroupSettings.Timeouts.defaults(),
+                new GroupSettings.Balancer("X-Session", GroupSettings.LatencyStrategy.TPOT,
+                        GroupSettings.TokensCountStrategy.PROMPT_TOKENS, Duration.ofDays(1), null, 0.1 + 0.2, 1e-9),
+                new GroupSettings.Slo(12.75, Duration.ofMillis(1), 1));
+        Org org = new Org("o", List.of(), List.of(new ApiKey("ops", Keys.sha256Hex("x"))),
+                List.of(new Provider("p", "http://h:1", null, Dialect.ANTHROPIC, null, null)),
+                List.of(new Route("r", "vendor/model:free", "p", "m", 0, 0, 1, Set.of("tools:stream"), Set.of(),
+                        new Route.Price(0.1, 1e6), "ü \"quoted\"\n", null)),
+                Map.of("vendor/model:free", g), new RoutingRules(null, false));
+
+        assertEquals(org, CatalogCodec.fromJson(CatalogCodec.toJson(org)));
+    }
+
+    @Test
+    void outputIsStableAndUsesExplicitFieldNames() {
+        Org org = fullOrgs().get(0);
+        String json = CatalogCodec.toJson(org);
+
+        assertEquals(json, CatalogCodec.toJson(CatalogCodec.fromJson(json)));
+        assertTrue(json.startsWith("{\"schema\":1,\"id\":\"acme\",\"keys\":[{\"name\":\"app\",\"sha256\":\""), json);
+        assertTrue(json.contains("\"context_window\":262144"), json);
+        assertTrue(json.contains("\"breaker\":{\"max_fails\":3,\"fail_timeout\":\"PT10S\"}"), json);
+        assertTrue(json.contains("\"capabilities\":[\"json_mode:nonstream\",\"prefill\",\"tools\"]"), json);
+    }
+
+    @Test
+    void missingOptionalFieldsTakeDefaults() {
+        Org org = CatalogCodec.fromJson("""
+                {"id":"o","routes":[{"id":"r","alias":"a","provider":"p","model":"m"}],
+                 "groups":{"a":{"strategy":"weighted","future_field":1}}}""");
+
+        Route r = org.routes().get(0);
+        assertEquals(100, r.weight());
+        assertEquals(131_072, r.contextWindow());
+        assertEquals(GroupSettings.defaults().withStrategy(Strategy.WEIGHTED), org.group("a"));
+        assertEquals(RoutingRules.defaults(), org.routing());
+    }
+
+    @Test
+    void newerSchemaIsRefused() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> CatalogCodec.fromJson("{\"schema\":2,\"id\":\"o\"}"));
+        assertTrue(e.getMessage().contains("schema 2"), e.getMessage());
+    }
+
+    @Test
+    void wrongTypeNamesTheField() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> CatalogCodec.fromJson(
+                "{\"id\":\"o\",\"routes\":[{\"id\":\"r\",\"alias\":\"a\",\"provider\":\"p\",\"model\":\"m\","
+                        + "\"weight\":\"heavy\"}]}"));
+        assertEquals("stored catalog: routes[0].weight must be an integer", e.getMessage());
+    }
+
+    @Test
+    void contentHashFollowsContent() {
+        List<Org> orgs = fullOrgs();
+
+        assertEquals(CatalogCodec.contentHash(orgs.get(0)), CatalogCodec.contentHash(
+                CatalogCodec.fromJson(CatalogCodec.toJson(orgs.get(0)))));
+        assertNotEquals(CatalogCodec.contentHash(orgs.get(0)), CatalogCodec.contentHash(orgs.get(1)));
+    }
+}

@@ -1,0 +1,501 @@
+package dev.hedgerow.catalog;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+class CatalogValidationTest {
+    private static final String ORG = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: k1 }]
+                providers:
+                  - { id: fireworks, base_url: "https://api.fireworks.ai/v1" }
+                routes:
+                  - { alias: kimi3, provider: fireworks, model: m }
+            """;
+
+    private static List<CatalogError> errors(String yaml, Map<String, String> env) {
+        CatalogException e = assertThrows(CatalogException.class, () -> new CatalogLoader(env::get).parse(yaml));
+        return e.errors();
+    }
+
+    private static List<CatalogError> errors(String yaml) {
+        return errors(yaml, Map.of());
+    }
+
+    /** The one error at {@code path}; fails listing all errors when there is none or more than one. */
+    private static CatalogError errorAt(List<CatalogError> errors, String path) {
+        List<CatalogError> at = errors.stream().filter(e -> e.path().equals(path)).toList();
+        if (at.size() != 1) {
+            fail("expected one error at " + path + " but got: " + errors);
+        }
+        return at.get(0);
+    }
+
+    private static void assertOnlyError(String yaml, String expected) {
+        List<CatalogError> errors = errors(yaml);
+        assertEquals(List.of(expected), errors.stream().map(CatalogError::toString).toList());
+    }
+
+    private static String withGroup(String settings) {
+        return ORG + "    groups:\n      kimi3: " + settings + "\n";
+    }
+
+    private static String withRoute(String route) {
+        return ORG + "      - " + route + "\n";
+    }
+
+    @Test
+    void validBaseLoads() {
+        assertEquals(1, new CatalogLoader(k -> null).parse(ORG).orgs().size());
+    }
+
+    @Test
+    void emptyFileIsAnError() {
+        assertOnlyError("# nothing here\n", "empty configuration: expected a mapping with \"orgs\"");
+    }
+
+    @Test
+    void emptyOrgListIsAnError() {
+        assertOnlyError("orgs: []\n", "orgs: at least one org is required");
+    }
+
+    @Test
+    void missingOrgsIsAnError() {
+        List<CatalogError> errors = errors("version: 1\n");
+        assertEquals("unknown field", errorAt(errors, "version").message());
+        assertEquals("required: at least one org", errorAt(errors, "orgs").message());
+    }
+
+    @Test
+    void documentThatIsNotAMappingIsAnError() {
+        assertOnlyError("- a\n- b\n", "the document must be a mapping with \"orgs\"");
+    }
+
+    @Test
+    void missingRequiredFieldsAreReportedEach() {
+        List<CatalogError> errors = errors("""
+                orgs:
+                  - keys: [{ name: app }]
+                    providers: [{ id: fireworks }]
+                    routes: [{ provider: fireworks }]
+                """);
+        assertEquals("required", errorAt(errors, "orgs[0].id").message());
+        assertEquals("required", errorAt(errors, "orgs[0].keys[0].key").message());
+        assertEquals("required", errorAt(errors, "orgs[0].providers[0].base_url").message());
+        assertEquals("required", errorAt(errors, "orgs[0].routes[0].alias").message());
+        assertEquals("required", errorAt(errors, "orgs[0].routes[0].model").message());
+    }
+
+    @Test
+    void orgWithoutKeysProvidersOrRoutesIsAnError() {
+        List<CatalogError> errors = errors("orgs: [{ id: acme, keys: [] }]\n");
+        assertEquals("at least one entry is required", errorAt(errors, "orgs[0].keys").message());
+        assertEquals("required: at least one entry", errorAt(errors, "orgs[0].providers").message());
+        assertEquals("required: at least one entry", errorAt(errors, "orgs[0].routes").message());
+    }
+
+    @Test
+    void unknownGroupFieldIsReportedWithSuggestion() {
+        assertOnlyError(withGroup("{ stratgy: weighted }"),
+                "orgs[0].groups.kimi3.stratgy: unknown field; did you mean \"strategy\"?");
+    }
+
+    @Test
+    void unknownFieldIsReportedAtEveryLevel() {
+        List<CatalogError> errors = errors("""
+                orgs:
+                  - id: acme
+                    colour: blue
+                    keys: [{ name: app, key: k1, scope: all }]
+                    providers: [{ id: fireworks, base_url: "https://x.ai/v1", apikey: s }]
+                    routes: [{ alias: kimi3, provider: fireworks, modle: m, model: m, price: { prompt: 1 } }]
+                    groups:
+                      kimi3: { breaker: { max_fail: 2 }, slo: { ttft: 1s } }
+                    routing: { header: X-A }
+                extra: true
+                """);
+        for (String path : List.of("extra", "orgs[0].colour", "orgs[0].keys[0].scope", "orgs[0].providers[0].apikey",
+                "orgs[0].routes[0].modle", "orgs[0].routes[0].price.prompt", "orgs[0].groups.kimi3.breaker.max_fail",
+                "orgs[0].groups.kimi3.slo.ttft", "orgs[0].routing.header")) {
+            assertTrue(errorAt(errors, path).message().startsWith("unknown field"), path);
+        }
+        assertEquals(9, errors.size(), errors.toString());
+    }
+
+    @Test
+    void duplicateOrgIdIsAnError() {
+        String second = ORG.replace("orgs:\n", "").replace("k1", "k2");
+        assertOnlyError(ORG + second, "orgs[1].id: duplicate org id \"acme\" (also orgs[0].id)");
+    }
+
+    @Test
+    void duplicateExplicitRouteIdIsAnError() {
+        String yaml = ORG.replace("{ alias: kimi3,", "{ id: r1, alias: kimi3,")
+                + "      - { id: r1, alias: other, provider: fireworks, model: m }\n";
+        assertOnlyError(yaml, "orgs[0].routes[1].id: duplicate route id \"r1\" (also orgs[0].routes[0])");
+    }
+
+    @Test
+    void collidingDefaultRouteIdsAskForAnExplicitId() {
+        assertOnlyError(withRoute("{ alias: kimi3, provider: fireworks, model: other }"),
+                "orgs[0].routes[1].alias: duplicate route id \"kimi3-fireworks\" (also orgs[0].routes[0]); "
+                        + "give one of them an explicit id");
+    }
+
+    @Test
+    void sameSecretInTwoOrgsIsAnErrorThatDoesNotEchoTheSecret() {
+        String second = ORG.replace("orgs:\n", "").replace("id: acme", "id: globex");
+        List<CatalogError> errors = errors(ORG + second);
+        assertEquals(List.of("orgs[1].keys[0].key: this secret is already used at orgs[0].keys[0].key; "
+                + "a key must belong to exactly one org and one role"), errors.stream().map(String::valueOf).toList());
+    }
+
+    @Test
+    void sameSecretAsClientAndAdminKeyIsAnError() {
+        String yaml = ORG.replace("    providers:\n", "    admin_keys: [{ name: ops, key: k1 }]\n    providers:\n");
+        CatalogError e = errorAt(errors(yaml), "orgs[0].admin_keys[0].key");
+        assertTrue(e.message().startsWith("this secret is already used at orgs[0].keys[0].key"), e.message());
+    }
+
+    @Test
+    void duplicateKeyNameIsAnError() {
+        String yaml = ORG.replace("[{ name: app, key: k1 }]", "[{ name: app, key: k1 }, { name: app, key: k2 }]");
+        assertOnlyError(yaml, "orgs[0].keys[1].name: duplicate key name \"app\"");
+    }
+
+    @Test
+    void unknownProviderIsAnError() {
+        assertOnlyError(withRoute("{ alias: kimi3, provider: fw, model: m }"),
+                "orgs[0].routes[1].provider: unknown provider \"fw\" (declared: fireworks)");
+    }
+
+    @Test
+    void duplicateProviderIdIsAnError() {
+        String yaml = ORG.replace("    routes:\n",
+                "      - { id: fireworks, base_url: \"https://other.ai/v1\" }\n    routes:\n");
+        assertOnlyError(yaml, "orgs[0].providers[1].id: duplicate provider id \"fireworks\"");
+    }
+
+    @Test
+    void unknownStrategyListsTheAllowedOnes() {
+        assertOnlyError(withGroup("{ strategy: fastest }"), "orgs[0].groups.kimi3.strategy: unknown strategy "
+                + "\"fastest\" (allowed: auto, rr_health, weighted, least_latency, lowest_latency, consistent_hashing, "
+                + "least_connections, lowest_usage, priority, semantic)");
+    }
+
+    @Test
+    void unknownDialectListsTheAllowedOnes() {
+        String yaml = ORG.replace("base_url: \"https://api.fireworks.ai/v1\"",
+                "base_url: \"https://api.fireworks.ai/v1\", dialect: grpc");
+        assertOnlyError(yaml, "orgs[0].providers[0].dialect: unknown dialect \"grpc\" "
+                + "(allowed: openai, vllm, sglang, prefix, anthropic)");
+    }
+
+    @Test
+    void unknownFailoverCriterionIsReportedAtItsIndex() {
+        CatalogError e = errorAt(errors(withGroup("{ failover_criteria: [error, http_418] }")),
+                "orgs[0].groups.kimi3.failover_criteria[1]");
+        assertTrue(e.message().startsWith("unknown failover criterion \"http_418\" (allowed: error, timeout, "),
+                e.message());
+    }
+
+    @Test
+    void unknownBalancerEnumsAreErrors() {
+        List<CatalogError> errors = errors(withGroup("{ latency_strategy: p99, tokens_count_strategy: money }"));
+        assertEquals("unknown latency_strategy \"p99\" (allowed: tpot, e2e)",
+                errorAt(errors, "orgs[0].groups.kimi3.latency_strategy").message());
+        assertEquals("unknown tokens_count_strategy \"money\" (allowed: prompt_tokens, completion_tokens, "
+                + "total_tokens, cost)", errorAt(errors, "orgs[0].groups.kimi3.tokens_count_strategy").message());
+    }
+
+    @Test
+    void unknownCapabilityIsReportedAtItsIndex() {
+        String yaml = withRoute("{ alias: kimi3, provider: fireworks, model: m2, id: r2, "
+                + "capabilities: [tools:stream, tool, json_mode:sometimes] }");
+        List<CatalogError> errors = errors(yaml);
+        assertTrue(errorAt(errors, "orgs[0].routes[1].capabilities[1]").message()
+                .startsWith("unknown capability \"tool\" (allowed: images, json_mode, prefill, reasoning_off, tools"));
+        errorAt(errors, "orgs[0].routes[1].capabilities[2]");
+        assertEquals(2, errors.size());
+    }
+
+    @Test
+    void badDurationIsAnError() {
+        assertOnlyError(withGroup("{ breaker: { fail_timeout: 30 seconds } }"),
+                "orgs[0].groups.kimi3.breaker.fail_timeout: bad duration \"30 seconds\"; "
+                        + "write e.g. 500ms, 30s, 2m, 1h, 1m30s or a number of seconds");
+    }
+
+    @Test
+    void zeroTimeoutIsAnError() {
+        assertOnlyError(withGroup("{ read_timeout: 0s }"), "orgs[0].groups.kimi3.read_timeout: must be longer than 0");
+    }
+
+    @Test
+    void firstTokenFloorAboveCeilingIsAnError() {
+        assertOnlyError(withGroup("{ first_token_floor: 10s, first_token_ceiling: 5s }"),
+                "orgs[0].groups.kimi3.first_token_floor: first_token_floor must not exceed first_token_ceiling");
+    }
+
+    @Test
+    void negativeWeightIsAnError() {
+        assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, weight: -1 }"),
+                "orgs[0].routes[1].weight: must be ≥ 0 (got -1)");
+    }
+
+    @Test
+    void weightThatIsNotANumberIsAnError() {
+        assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, weight: heavy }"),
+                "orgs[0].routes[1].weight: must be a whole number (got \"heavy\")");
+    }
+
+    @Test
+    void groupWhoseWeightsAreAllZeroIsAnError() {
+        String yaml = ORG.replace("model: m }", "model: m, weight: 0 }")
+                + "      - { id: r2, alias: kimi3, provider: fireworks, model: m, weight: 0 }\n";
+        assertOnlyError(yaml, "orgs[0].routes[0].weight: every route of alias \"kimi3\" has weight 0; "
+                + "at least one must be > 0");
+    }
+
+    @Test
+    void zeroWeightBesideAPositiveOneIsAllowed() {
+        String yaml = withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, weight: 0 }");
+        assertEquals(0, new CatalogLoader(k -> null).parse(yaml).orgs().get(0).route("r2").orElseThrow().weight());
+    }
+
+    @Test
+    void negativePriorityIsAnError() {
+        assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, priority: -2 }"),
+                "orgs[0].routes[1].priority: must be ≥ 0 (got -2)");
+    }
+
+    @Test
+    void zeroContextWindowIsAnError() {
+        assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, context_window: 0 }"),
+                "orgs[0].routes[1].context_window: must be ≥ 1 (got 0)");
+    }
+
+    @Test
+    void negativePriceIsAnError() {
+        assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, "
+                + "price: { prompt_per_mtok: -0.1 } }"), "orgs[0].routes[1].price.prompt_per_mtok: must be ≥ 0");
+    }
+
+    @Test
+    void baseUrlMustBeHttp() {
+        assertOnlyError(ORG.replace("https://api.fireworks.ai/v1", "ftp://api.fireworks.ai/v1"),
+                "orgs[0].providers[0].base_url: must be an absolute http:// or https:// URL");
+    }
+
+    @Test
+    void baseUrlMustBeAbsolute() {
+        assertOnlyError(ORG.replace("https://api.fireworks.ai/v1", "/v1"),
+                "orgs[0].providers[0].base_url: must be an absolute http:// or https:// URL");
+    }
+
+    @Test
+    void baseUrlWithCredentialsIsRejectedWithoutEchoingThem() {
+        List<CatalogError> errors = errors(ORG.replace("https://api.fireworks.ai/v1",
+                "https://user:hunter2@api.fireworks.ai/v1"));
+        assertEquals("orgs[0].providers[0].base_url: must not contain credentials (user:password@); "
+                + "put the key in api_key", errors.get(0).toString());
+        assertFalse(errors.toString().contains("hunter2"));
+    }
+
+    @Test
+    void baseUrlWithQueryIsAnError() {
+        assertOnlyError(ORG.replace("https://api.fireworks.ai/v1", "https://api.fireworks.ai/v1?x=1"),
+                "orgs[0].providers[0].base_url: must not have a query or fragment");
+    }
+
+    @Test
+    void malformedBaseUrlIsAnError() {
+        CatalogError e = errorAt(errors(ORG.replace("https://api.fireworks.ai/v1", "http://exa mple.com/v1")),
+                "orgs[0].providers[0].base_url");
+        assertTrue(e.message().startsWith("not a valid URL"), e.message());
+    }
+
+    @Test
+    void metricsUrlIsValidatedLikeBaseUrl() {
+        String yaml = ORG.replace("base_url: \"https://api.fireworks.ai/v1\"",
+                "base_url: \"https://api.fireworks.ai/v1\", metrics_url: \"localhost:9090\"");
+        assertOnlyError(yaml, "orgs[0].providers[0].metrics_url: must be an absolute http:// or https:// URL");
+    }
+
+    @Test
+    void groupForAliasWithoutRoutesIsAnError() {
+        String yaml = ORG + "    groups:\n      kimi4: { strategy: weighted }\n";
+        assertOnlyError(yaml, "orgs[0].groups.kimi4: no route has alias \"kimi4\"");
+    }
+
+    @Test
+    void embeddingsRouteMustExistInTheSameOrg() {
+        assertOnlyError(withGroup("{ embeddings_route: nope }"),
+                "orgs[0].groups.kimi3.embeddings_route: unknown route \"nope\" (not a route of this org)");
+    }
+
+    @Test
+    void embeddingsRouteFromAnotherOrgIsUnknown() {
+        String other = """
+                  - id: globex
+                    keys: [{ name: app, key: k2 }]
+                    providers: [{ id: together, base_url: "https://api.together.xyz/v1" }]
+                    routes: [{ id: emb, alias: embed, provider: together, model: e, embeddings: true }]
+                """;
+        String yaml = withGroup("{ embeddings_route: emb }") + other;
+        assertOnlyError(yaml, "orgs[0].groups.kimi3.embeddings_route: unknown route \"emb\" (not a route of this org)");
+    }
+
+    @Test
+    void embeddingsRouteMustBeMarkedEmbeddings() {
+        assertOnlyError(withGroup("{ embeddings_route: kimi3-fireworks }"),
+                "orgs[0].groups.kimi3.embeddings_route: route \"kimi3-fireworks\" is not an embeddings route "
+                        + "(mark it embeddings: true)");
+    }
+
+    @Test
+    void semanticGroupNeedsAnEmbeddingsRoute() {
+        String yaml = ORG.replace("model: m }", "model: m, description: chat }")
+                + "    groups:\n      kimi3: { strategy: semantic }\n";
+        assertOnlyError(yaml, "orgs[0].groups.kimi3.embeddings_route: required by strategy semantic: "
+                + "the id of an embeddings route");
+    }
+
+    @Test
+    void semanticGroupRoutesNeedDescriptions() {
+        String yaml = withRoute("{ id: emb, alias: embed, provider: fireworks, model: e, embeddings: true }")
+                + "    groups:\n      kimi3: { strategy: semantic, embeddings_route: emb }\n";
+        assertOnlyError(yaml, "orgs[0].routes[0].description: required: group \"kimi3\" uses strategy semantic, "
+                + "which matches prompts against descriptions");
+    }
+
+    @Test
+    void aliasMixingChatAndEmbeddingsRoutesIsAnError() {
+        assertOnlyError(withRoute("{ id: emb, alias: kimi3, provider: fireworks, model: e, embeddings: true }"),
+                "orgs[0].routes[1].embeddings: alias \"kimi3\" mixes embeddings and chat routes; "
+                        + "give the embeddings model its own alias");
+    }
+
+    @Test
+    void thresholdOutsideZeroToOneIsAnError() {
+        assertOnlyError(withGroup("{ threshold: 1.5 }"),
+                "orgs[0].groups.kimi3.threshold: must be between 0 and 1 (got 1.5)");
+    }
+
+    @Test
+    void invalidHashHeaderNameIsAnError() {
+        assertOnlyError(withGroup("{ strategy: consistent_hashing, hash_on_header: \"X User\" }"),
+                "orgs[0].groups.kimi3.hash_on_header: invalid header name \"X User\"");
+    }
+
+    @Test
+    void invalidAliasHeaderNameIsAnError() {
+        assertOnlyError(ORG + "    routing: { alias_header: \"X:Model\" }\n",
+                "orgs[0].routing.alias_header: invalid header name \"X:Model\"");
+    }
+
+    @Test
+    void retriesAndMaxAttemptsTogetherIsAnError() {
+        assertOnlyError(withGroup("{ retries: 2, max_attempts: 3 }"),
+                "orgs[0].groups.kimi3.max_attempts: give retries or max_attempts, not both "
+                        + "(retries = max_attempts - 1)");
+    }
+
+    @Test
+    void breakerNeedsAtLeastOneFail() {
+        assertOnlyError(withGroup("{ breaker: { max_fails: 0 } }"),
+                "orgs[0].groups.kimi3.breaker.max_fails: must be ≥ 1 (got 0)");
+    }
+
+    @Test
+    void nonBooleanFlagIsAnError() {
+        assertOnlyError(withGroup("{ hedging: sometimes }"),
+                "orgs[0].groups.kimi3.hedging: must be true or false (got \"sometimes\")");
+    }
+
+    @Test
+    void invalidOrgIdIsAnError() {
+        CatalogError e = errorAt(errors(ORG.replace("id: acme", "id: \"Ac{me}\"")), "orgs[0].id");
+        assertTrue(e.message().startsWith("invalid org id \"Ac{me}\""), e.message());
+    }
+
+    @Test
+    void unsetVariableIsReportedAtItsPath() {
+        assertOnlyError(ORG.replace("key: k1", "key: \"${ACME_KEY}\""), "orgs[0].keys[0].key: environment variable "
+                + "ACME_KEY is not set (write ${ACME_KEY:-default} to give a default)");
+    }
+
+    @Test
+    void emptyVariableLeavesARequiredValueEmpty() {
+        List<CatalogError> errors = errors(ORG.replace("key: k1", "key: \"${ACME_KEY}\""), Map.of("ACME_KEY", ""));
+        assertEquals("must not be empty", errorAt(errors, "orgs[0].keys[0].key").message());
+    }
+
+    @Test
+    void malformedReferenceIsAnError() {
+        CatalogError e = errorAt(errors(ORG.replace("key: k1", "key: \"${ACME KEY}\"")), "orgs[0].keys[0].key");
+        assertTrue(e.message().startsWith("malformed reference \"${ACME KEY}\""), e.message());
+    }
+
+    @Test
+    void duplicateYamlKeyIsAnError() {
+        String yaml = ORG.replace("  - id: acme\n", "  - id: acme\n    id: acme2\n");
+        assertOnlyError(yaml, "orgs[0].id: duplicate key (first on line 2)");
+    }
+
+    @Test
+    void yamlSyntaxErrorIsOneError() {
+        List<CatalogError> errors = errors("orgs:\n  - id: [acme\n");
+        assertEquals(1, errors.size());
+        assertTrue(errors.get(0).message().startsWith("not valid YAML"), errors.toString());
+    }
+
+    @Test
+    void yamlAliasesAreRejected() {
+        String yaml = ORG.replace("model: m }", "model: &m m }")
+                + "      - { id: r2, alias: kimi3, provider: fireworks, model: *m }\n";
+        CatalogError e = errorAt(errors(yaml), "orgs[0].routes[1].model");
+        assertTrue(e.message().startsWith("YAML aliases"), e.message());
+    }
+
+    @Test
+    void errorsCarryTheirLine() {
+        CatalogError e = errorAt(errors(withGroup("{ strategy: fastest }")), "orgs[0].groups.kimi3.strategy");
+        assertEquals(9, e.line());
+    }
+
+    @Test
+    void severalErrorsAreReportedTogether() {
+        List<CatalogError> errors = errors(CatalogLoaderTest.resource("catalog/invalid-many.yaml"));
+        List<String> paths = errors.stream().map(CatalogError::path).toList();
+        assertEquals(List.of(
+                "orgs[0].providers[0].base_url",
+                "orgs[0].providers[0].dialect",
+                "orgs[0].routes[0].weight",
+                "orgs[0].routes[1].provider",
+                "orgs[0].groups.kimi3.stratgy",
+                "orgs[0].groups.kimi3.breaker.max_fails",
+                "orgs[0].groups.kimi3.breaker.fail_timeout",
+                "orgs[0].groups.kimi4",
+                "orgs[1].id",
+                "orgs[1].keys[0].key"), paths);
+    }
+
+    @Test
+    void exceptionMessageListsEveryErrorWithItsLine() {
+        CatalogException e = assertThrows(CatalogException.class,
+                () -> new CatalogLoader(k -> null).parse(withGroup("{ strategy: fastest, threshold: 2 }")));
+        assertTrue(e.getMessage().startsWith("invalid Hedgerow configuration (2 errors):\n"), e.getMessage());
+        assertTrue(e.getMessage().contains("  orgs[0].groups.kimi3.threshold: must be between 0 and 1 (got 2.0) "
+                + "(line 9)"), e.getMessage());
+    }
+}
