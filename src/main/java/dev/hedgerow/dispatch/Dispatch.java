@@ -314,7 +314,7 @@ final class Dispatch {
             doLaunch(c, kind, method);
             return;
         }
-        trail.add(new AttemptRecord(trail.size() + 1, c.id(), c.route().provider(), kindName(kind), "skipped", 0,
+        trail.add(new AttemptRecord(trail.size() + 1, c.route().id(), c.route().provider(), kindName(kind), "skipped", 0,
                 "half_open_probe_taken", elapsedMs(startNanos), -1, 0));
         if (kind != Kind.RESUME) {
             preCommitAttempts--;
@@ -873,7 +873,7 @@ final class Dispatch {
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put("content-type", a.headers.getOrDefault("content-type", "application/json"));
         headers.put("x-hedgerow-request-id", req.requestId());
-        headers.put("x-hedgerow-route", a.cand.id());
+        headers.put("x-hedgerow-route", a.cand.route().id());
         headers.put("x-hedgerow-attempts", Json.write(trailNode()));
         if (a.headers.containsKey("retry-after")) {
             headers.put("retry-after", a.headers.get("retry-after"));
@@ -1058,7 +1058,7 @@ final class Dispatch {
         }
         deps.store().releaseLease(a.cand.id(), a.leaseId).subscribe().with(v -> { }, t -> { });
         long ttft = a.firstContentNanos < 0 ? -1 : (a.firstContentNanos - a.startNanos) / 1_000_000L;
-        trail.add(new AttemptRecord(a.index, a.cand.id(), a.cand.route().provider(), kindName(a.kind), outcome,
+        trail.add(new AttemptRecord(a.index, a.cand.route().id(), a.cand.route().provider(), kindName(a.kind), outcome,
                 a.status, error, (a.startNanos - startNanos) / 1_000_000L, ttft, elapsedMs(a.startNanos)));
     }
 
@@ -1094,7 +1094,7 @@ final class Dispatch {
             h.put("x-accel-buffering", "no");
         }
         h.put("x-hedgerow-request-id", req.requestId());
-        h.put("x-hedgerow-route", a.cand.id());
+        h.put("x-hedgerow-route", a.cand.route().id());
         return h;
     }
 

@@ -13,8 +13,15 @@ public interface Balancer {
 
     List<Candidate> order(List<Candidate> candidates, BalanceContext ctx);
 
-    /** The rotation context of one request. */
-    record BalanceContext(RequestFacts facts, long cursor, GroupSettings settings, long nowMillis) {
+    /**
+     * The rotation context of one request.
+     *
+     * @param affinityKey the store key of the route that recently served this prompt's longest prefix, or null
+     * @param embeddings  the semantic strategy's embeddings: the prompt's under {@code ""}, each member's
+     *                    description's under its route id (empty for other strategies)
+     */
+    record BalanceContext(RequestFacts facts, long cursor, GroupSettings settings, long nowMillis, String affinityKey,
+                          java.util.Map<String, float[]> embeddings) {
     }
 
     /** Even rotation over the healthy members (Trifrost {@code rr_health}). */

@@ -75,6 +75,28 @@ public final class LearnedModels implements RouteModels {
                 .orElse(true);
     }
 
+    /**
+     * Whether the route currently meets Keln's targets: decode speed at or above the target and the predicted
+     * first token on a standard-size prompt within the target. A route not yet measured counts as meeting them
+     * (exploration measures it); a route below them returns as soon as its measurements recover.
+     */
+    public boolean meetsSlo(RouteSnapshot state, dev.hedgerow.catalog.GroupSettings.Slo slo) {
+        String d = blob(state, DECODE);
+        if (d != null) {
+            Ewma decode = Ewma.decode(d, EMA_ALPHA);
+            if (decode.isMeasured() && decode.value() < slo.decodeTokensPerSecond()) {
+                return false;
+            }
+        }
+        String t = blob(state, TTFT);
+        if (t != null) {
+            TtftPredictor p = TtftPredictor.decode(t, prior);
+            int standard = Math.min(1000, slo.standardPromptMaxTokens());
+            return p.samples() == 0 || p.predict(standard).meanMs() <= slo.firstToken().toMillis();
+        }
+        return true;
+    }
+
     /** Trifrost's EMA latency (first-token latency for streams); NaN when never measured. */
     public double emaLatency(RouteSnapshot state) {
         String e = blob(state, EMA);

@@ -31,13 +31,19 @@ public final class Router {
     private final InstantSource clock;
     private final Function<GroupSettings, Balancer> balancers;
     private final RouteModels models;
+    private final Function<ExtrasQuery, Uni<Map<String, float[]>>> extras;
 
+    /**
+     * @param extras fetches per-request extras a strategy needs (the semantic strategy's embeddings, keyed by route
+     *               id, the prompt under {@code ""}); returns an empty map when none are needed
+     */
     public Router(StateStore store, InstantSource clock, Function<GroupSettings, Balancer> balancers,
-                  RouteModels models) {
+                  RouteModels models, Function<ExtrasQuery, Uni<Map<String, float[]>>> extras) {
         this.store = store;
         this.clock = clock;
         this.balancers = balancers;
         this.models = models;
+        this.extras = extras;
     }
 
     /** Plans a request for {@code alias}; the alias must have routes in {@code org}. */
@@ -72,21 +78,50 @@ public final class Router {
             return Uni.createFrom().item(new RoutePlan.Blocked(err, "no_capable_provider", rejected));
         }
 
-        List<String> ids = capable.stream().map(Route::id).toList();
+        List<String> keys = capable.stream().map(r -> key(org, r)).toList();
+        Uni<Map<String, String>> affinity = settings.strategy() == dev.hedgerow.catalog.Strategy.AUTO
+                && !facts.prefixHashes().isEmpty()
+                ? store.affinity(org.id(), facts.prefixHashes()).onFailure().recoverWithItem(Map.of())
+                : Uni.createFrom().item(Map.of());
+        Uni<Map<String, float[]>> embeddings = extras.apply(new ExtrasQuery(org, alias, settings, facts, capable));
         return Uni.combine().all()
-                .unis(store.snapshot(ids, settings.balancer().usageWindow()), store.nextCursor(org.id(), alias))
+                .unis(store.snapshot(keys, settings.balancer().usageWindow()), store.nextCursor(org.id(), alias),
+                        affinity, embeddings)
                 .asTuple()
-                .map(t -> rank(org, alias, settings, facts, capable, t.getItem1(), t.getItem2(), rejected));
+                .map(t -> rank(org, alias, settings, facts, capable, t.getItem1(), t.getItem2(), rejected,
+                        affinityRoute(t.getItem3(), facts.prefixHashes()), t.getItem4()));
+    }
+
+    /** The store key of a route: route ids are unique per org only. */
+    public static String key(Org org, Route r) {
+        return org.id() + "/" + r.id();
+    }
+
+    /** The route that served the longest shared prefix, if any. */
+    private static String affinityRoute(Map<String, String> byHash, List<String> hashes) {
+        for (int i = hashes.size() - 1; i >= 0; i--) {
+            String r = byHash.get(hashes.get(i));
+            if (r != null) {
+                return r;
+            }
+        }
+        return null;
+    }
+
+    /** What a strategy may need fetched before ranking (semantic: prompt and description embeddings). */
+    public record ExtrasQuery(Org org, String alias, GroupSettings settings, RequestFacts facts, List<Route> routes) {
     }
 
     private RoutePlan rank(Org org, String alias, GroupSettings settings, RequestFacts facts, List<Route> capable,
-                           Map<String, RouteSnapshot> states, long cursor, List<RoutePlan.Rejection> rejected) {
+                           Map<String, RouteSnapshot> states, long cursor, List<RoutePlan.Rejection> rejected,
+                           String affinity, Map<String, float[]> embeddings) {
         List<Candidate> healthy = new ArrayList<>();
         List<Candidate> lowHeadroom = new ArrayList<>();
         long minCooldown = Long.MAX_VALUE;
         int maxFails = settings.breaker().maxFails();
         for (Route r : capable) {
-            RouteSnapshot s = states.getOrDefault(r.id(), RouteSnapshot.empty(r.id()));
+            String key = key(org, r);
+            RouteSnapshot s = states.getOrDefault(key, RouteSnapshot.empty(key));
             Provider p = org.provider(r.provider()).orElseThrow();
             String standing = standing(s);
             if (standing != null) {
@@ -109,7 +144,7 @@ public final class Router {
                 rejected.add(new RoutePlan.Rejection(r.id(), "half-open probe in flight"));
                 continue;
             }
-            Candidate c = new Candidate(r, p, s, halfOpen, models.ttft(s, facts));
+            Candidate c = new Candidate(key, r, p, s, halfOpen, models.ttft(s, facts));
             if (models.hasHeadroom(s)) {
                 healthy.add(c);
             } else {
@@ -120,7 +155,8 @@ public final class Router {
             long seconds = minCooldown == Long.MAX_VALUE ? 1 : Math.max(1, (minCooldown + 999) / 1000);
             return new RoutePlan.Blocked(ApiError.noHealthyProvider(alias, seconds), "no_healthy_provider", rejected);
         }
-        Balancer.BalanceContext ctx = new Balancer.BalanceContext(facts, cursor, settings, clock.millis());
+        Balancer.BalanceContext ctx = new Balancer.BalanceContext(facts, cursor, settings, clock.millis(), affinity,
+                embeddings);
         Balancer balancer = balancers.apply(settings);
         List<Candidate> ordered = new ArrayList<>(balancer.order(healthy, ctx));
         // a route without real headroom is passed over while others have it, but still serves as a last resort
