@@ -13,6 +13,7 @@ import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.PrefixHasher;
 import dev.hedgerow.routing.Router;
+import dev.hedgerow.routing.SemanticEmbeddings;
 import dev.hedgerow.routing.TokenCounter;
 import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.runtime.Hedgerow;
@@ -40,7 +41,8 @@ public final class CoreFactory {
         TokenCounter tokens = TokenCounter.shared();
         PrefixHasher prefixes = PrefixHasher.defaults(tokens);
         LearnedModels models = new LearnedModels(store, clock, TtftPredictor.Prior.defaults());
-        Router router = new Router(store, clock, settings -> Balancers.forSettings(settings, models), models);
+        Router router = new Router(store, clock, settings -> Balancers.forSettings(settings, models), models,
+                new SemanticEmbeddings(upstream, store));
         AuditLog audit = new AuditLog(store, clock);
         DispatchObserver observers = chain(new Learning(models), new RequestRecorder(store, audit), extra);
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,

@@ -23,7 +23,7 @@ final class SemanticBalancer implements Balancer {
         Map<Candidate, Double> sim = new LinkedHashMap<>();
         for (Candidate c : candidates) {
             float[] d = ctx.embeddings().get(c.route().id());
-            sim.put(c, d == null ? -1.0 : cosine(prompt, d));
+            sim.put(c, d == null || d.length != prompt.length ? -1.0 : Cosine.similarity(prompt, d));
         }
         // group identical descriptions; order groups by similarity, members of a group by rotation
         Map<String, List<Candidate>> groups = new LinkedHashMap<>();
@@ -49,18 +49,5 @@ final class SemanticBalancer implements Balancer {
         }
         out.addAll(under);
         return out;
-    }
-
-    static double cosine(float[] a, float[] b) {
-        int n = Math.min(a.length, b.length);
-        double dot = 0;
-        double na = 0;
-        double nb = 0;
-        for (int i = 0; i < n; i++) {
-            dot += a[i] * b[i];
-            na += a[i] * a[i];
-            nb += b[i] * b[i];
-        }
-        return na == 0 || nb == 0 ? 0 : dot / Math.sqrt(na * nb);
     }
 }

@@ -1,0 +1,188 @@
+package dev.hedgerow.routing;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.catalog.Keys;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Provider;
+import dev.hedgerow.catalog.Route;
+import dev.hedgerow.catalog.Strategy;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.upstream.TransportFailure;
+import dev.hedgerow.upstream.UpstreamClient;
+import dev.hedgerow.upstream.UpstreamHandler;
+import dev.hedgerow.upstream.UpstreamRequest;
+import io.smallrye.mutiny.Uni;
+
+import java.io.ByteArrayOutputStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
+
+/**
+ * Fetches the semantic strategy's embeddings through the group's embeddings route (an OpenAI {@code /embeddings}
+ * endpoint of the catalog): the prompt's on every request, each member description's once (cached in the state
+ * store, keyed by model and description hash). A failure yields no embeddings, and the semantic balancer falls
+ * back to rotation: embeddings never fail a request. Thread-safe.
+ */
+public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Uni<Map<String, float[]>>> {
+    private static final Duration TIMEOUT = Duration.ofSeconds(5);
+    private static final Duration CACHE_TTL = Duration.ofDays(30);
+
+    private final UpstreamClient upstream;
+    private final StateStore store;
+
+    public SemanticEmbeddings(UpstreamClient upstream, StateStore store) {
+        this.upstream = upstream;
+        this.store = store;
+    }
+
+    @Override
+    public Uni<Map<String, float[]>> apply(Router.ExtrasQuery q) {
+        if (q.settings().strategy() != Strategy.SEMANTIC || q.settings().balancer().embeddingsRoute() == null) {
+            return Uni.createFrom().item(Map.of());
+        }
+        Optional<Route> er = q.org().route(q.settings().balancer().embeddingsRoute());
+        if (er.isEmpty()) {
+            return Uni.createFrom().item(Map.of());
+        }
+        Route embedRoute = er.get();
+        Provider provider = q.org().provider(embedRoute.provider()).orElseThrow();
+        Map<String, String> cacheKeys = new LinkedHashMap<>();
+        for (Route r : q.routes()) {
+            if (r.description() != null && !r.description().isBlank()) {
+                cacheKeys.put(r.id(), "emb:" + Keys.sha256Hex(embedRoute.model() + "\n" + r.description()));
+            }
+        }
+        List<Uni<Optional<String>>> reads = new ArrayList<>();
+        cacheKeys.values().forEach(k -> reads.add(store.getOrgBlob(q.org().id(), k)));
+        Uni<List<Optional<String>>> cached = reads.isEmpty() ? Uni.createFrom().item(List.of())
+                : Uni.join().all(reads).andFailFast();
+        return cached.flatMap(hits -> {
+            Map<String, float[]> out = new HashMap<>();
+            List<String> missingIds = new ArrayList<>();
+            List<String> texts = new ArrayList<>();
+            texts.add(q.facts().lastUserText());
+            int i = 0;
+            for (Map.Entry<String, String> e : cacheKeys.entrySet()) {
+                Optional<String> hit = hits.get(i++);
+                float[] v = hit.map(SemanticEmbeddings::decode).orElse(null);
+                if (v != null) {
+                    out.put(e.getKey(), v);
+                } else {
+                    missingIds.add(e.getKey());
+                    texts.add(q.org().route(e.getKey()).orElseThrow().description());
+                }
+            }
+            return embed(provider, embedRoute.model(), texts).map(vectors -> {
+                out.put("", vectors.get(0));
+                for (int j = 0; j < missingIds.size(); j++) {
+                    float[] v = vectors.get(j + 1);
+                    out.put(missingIds.get(j), v);
+                    store.putOrgBlob(q.org().id(), cacheKeys.get(missingIds.get(j)), encode(v), CACHE_TTL)
+                            .subscribe().with(x -> { }, t -> { });
+                }
+                return out;
+            });
+        }).ifNoItem().after(TIMEOUT).recoverWithItem(Map.of())
+                .onFailure().recoverWithItem(Map.of());
+    }
+
+    private Uni<List<float[]>> embed(Provider provider, String model, List<String> texts) {
+        ObjectNode body = JsonNodeFactory.instance.objectNode();
+        body.put("model", model);
+        ArrayNode input = body.putArray("input");
+        texts.forEach(input::add);
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("content-type", "application/json");
+        if (provider.apiKey() != null && !provider.apiKey().isEmpty()) {
+            headers.put("authorization", "Bearer " + provider.apiKey());
+        }
+        String base = provider.baseUrl().endsWith("/") ? provider.baseUrl().substring(0, provider.baseUrl().length() - 1)
+                : provider.baseUrl();
+        UpstreamRequest req = new UpstreamRequest(base + "/embeddings", headers, Json.bytes(body), TIMEOUT);
+        return Uni.createFrom().<byte[]>emitter(em -> {
+            ByteArrayOutputStream buf = new ByteArrayOutputStream();
+            int[] status = new int[1];
+            UpstreamClient.Exchange ex = upstream.send(req, new UpstreamHandler() {
+                @Override
+                public void onHead(int s, Map<String, String> h) {
+                    status[0] = s;
+                }
+
+                @Override
+                public void onData(byte[] bytes) {
+                    if (buf.size() < 8 * 1024 * 1024) {
+                        buf.writeBytes(bytes);
+                    }
+                }
+
+                @Override
+                public void onEnd() {
+                    if (status[0] == 200) {
+                        em.complete(buf.toByteArray());
+                    } else {
+                        em.fail(new IllegalStateException("embeddings answered " + status[0]));
+                    }
+                }
+
+                @Override
+                public void onError(TransportFailure failure) {
+                    em.fail(new IllegalStateException(failure.detail()));
+                }
+            });
+            em.onTermination(ex::cancel);
+        }).map(bytes -> {
+            try {
+                JsonNode data = Json.parse(bytes).path("data");
+                List<float[]> out = new ArrayList<>();
+                for (JsonNode d : data) {
+                    JsonNode emb = d.path("embedding");
+                    float[] v = new float[emb.size()];
+                    for (int k = 0; k < v.length; k++) {
+                        v[k] = (float) emb.get(k).asDouble();
+                    }
+                    out.add(v);
+                }
+                if (out.size() != texts.size()) {
+                    throw new IllegalStateException("embeddings returned " + out.size() + " of " + texts.size());
+                }
+                return out;
+            } catch (java.io.IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    static String encode(float[] v) {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < v.length; i++) {
+            if (i > 0) {
+                sb.append(',');
+            }
+            sb.append(v[i]);
+        }
+        return sb.toString();
+    }
+
+    static float[] decode(String s) {
+        try {
+            String[] parts = s.split(",");
+            float[] v = new float[parts.length];
+            for (int i = 0; i < v.length; i++) {
+                v[i] = Float.parseFloat(parts[i]);
+            }
+            return v;
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+}
