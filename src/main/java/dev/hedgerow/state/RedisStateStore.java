@@ -62,10 +62,19 @@ public final class RedisStateStore implements StateStore {
             if (orgs.isEmpty()) {
                 return Uni.createFrom().item(Map.<String, Long>of());
             }
-            // MGET across org slots: the cluster client splits it per slot and reassembles the reply in order.
-            Request mget = Request.cmd(Command.MGET);
-            orgs.forEach(o -> mget.arg(StateKeys.catalogVersion(o)));
-            return send(mget).map(values -> {
+            Uni<List<Response>> versions;
+            if (cluster) {
+                // The Vert.x cluster client does split a cross-slot MGET per slot, but concatenates the partial
+                // replies slot by slot, not in key order (seen on 4.5.27): read each version with its own GET.
+                List<Request> gets = orgs.stream()
+                        .map(o -> Request.cmd(Command.GET).arg(StateKeys.catalogVersion(o))).toList();
+                versions = concurrently(gets);
+            } else {
+                Request mget = Request.cmd(Command.MGET);
+                orgs.forEach(o -> mget.arg(StateKeys.catalogVersion(o)));
+                versions = send(mget).map(RedisStateStore::items);
+            }
+            return versions.map(values -> {
                 Map<String, Long> out = new HashMap<>();
                 for (int i = 0; i < orgs.size(); i++) {
                     Response v = values.get(i);
@@ -465,6 +474,15 @@ public final class RedisStateStore implements StateStore {
             for (Response item : r) {
                 out.add(item.toString());
             }
+        }
+        return out;
+    }
+
+    /** The elements of an array reply, nil elements as null. */
+    private static List<Response> items(Response r) {
+        List<Response> out = new ArrayList<>(r.size());
+        for (int i = 0; i < r.size(); i++) {
+            out.add(r.get(i));
         }
         return out;
     }
