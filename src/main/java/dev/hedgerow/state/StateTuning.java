@@ -6,7 +6,7 @@ import java.util.Objects;
 /**
  * Store-wide constants that are not part of any call: the width of a usage bucket and how long a key with no natural
  * lifetime (the failure counter, a rotation cursor) survives without being touched. Both stores take the same
- * tuning; tests shrink the bucket to milliseconds so window behaviour is observable in a real Redis.
+ * tuning; tests shrink the bucket to milliseconds so window behaviour is observable in a real Redis. Immutable.
  *
  * @param usageBucket width of one usage bucket (one minute in production)
  * @param idleExpiry  extra life of keys that would otherwise never expire; losing them only costs a little history

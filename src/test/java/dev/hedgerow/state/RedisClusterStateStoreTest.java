@@ -1,6 +1,7 @@
 package dev.hedgerow.state;
 
 import dev.hedgerow.testsupport.RedisCluster;
+import dev.hedgerow.testsupport.Resp;
 import io.vertx.mutiny.core.Vertx;
 import io.vertx.mutiny.redis.client.Redis;
 import io.vertx.redis.client.RedisClientType;
@@ -8,8 +9,13 @@ import io.vertx.redis.client.RedisOptions;
 import io.vertx.redis.client.RedisReplicas;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /** The contract on a private 3-master Redis Cluster: proves every script stays inside one slot. */
 class RedisClusterStateStoreTest extends StateStoreContract {
@@ -56,5 +62,19 @@ class RedisClusterStateStoreTest extends StateStoreContract {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
+    }
+
+    @Test
+    void concurrentSnapshotReloadsScriptsOnEveryNode() throws Exception {
+        List<String> routes = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            routes.add(id("route"));
+            await(store.recordFailure(routes.get(i), 5, LONG));
+        }
+        for (int port : cluster.ports()) {
+            Resp.command(port, "SCRIPT", "FLUSH");
+        }
+        var snapshot = await(store.snapshot(routes, LONG));
+        routes.forEach(r -> assertEquals(1, snapshot.get(r).fails(), r));
     }
 }
