@@ -99,8 +99,11 @@ public interface StateStore {
     // ---- per-org: hedge budget, audit stream, usage ledger, prefix affinity, caches ---------------------------
 
     /**
-     * Counts one primary upstream request in the org's sliding hedge window and reports whether a hedge may be
-     * spent: hedges in window &lt; max(minPerWindow, ratio × requests in window). {@code spend} = true takes it.
+     * Reports whether a hedge may be spent in the org's sliding hedge window: hedges in window &lt;
+     * max(minPerWindow, ratio × requests in window), checked and (with {@code spend} = true) taken in one atomic
+     * step. It does not count a request: the dispatcher calls {@link #countRequest} once per primary request
+     * (Finagle's retry budget: deposit per request, withdraw per hedge). The window is summed over
+     * {@link StateTuning#HEDGE_BUCKETS} buckets of {@code window / 10}.
      */
     Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window);
 
@@ -113,7 +116,7 @@ public interface StateStore {
     /** The org's newest audit events first, at most {@code limit}. */
     Uni<List<AuditRecord>> readAudit(String orgId, int limit);
 
-    /** Adds billed usage to the org's ledger (per alias and day). */
+    /** Adds billed usage to the org's ledger totals (per alias; no per-day breakdown is kept yet). */
     Uni<Void> addLedger(String orgId, String alias, UsageSample sample);
 
     /** The org's ledger totals per alias. */

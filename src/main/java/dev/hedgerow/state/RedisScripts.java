@@ -1,0 +1,249 @@
+package dev.hedgerow.state;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * The Lua scripts behind {@link RedisStateStore}. Each one touches keys of a single hash tag (one cluster slot):
+ * the declared KEYS, plus, for bucketed data and blobs, keys named from a declared prefix or read from a declared
+ * index, which share that prefix's hash tag. Time inside a script is the server's {@code TIME}, never the caller's.
+ * {@link MemoryStateStore} implements the same rules in Java; keep the two in step.
+ */
+final class RedisScripts {
+
+    /** A script and its SHA-1, for EVALSHA with a fallback to EVAL on NOSCRIPT. */
+    record LuaScript(String name, String text, String sha) {
+        static LuaScript of(String name, String text) {
+            try {
+                byte[] digest = MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8));
+                return new LuaScript(name, text, HexFormat.of().formatHex(digest));
+            } catch (NoSuchAlgorithmException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    private RedisScripts() {
+    }
+
+    /** Server time in milliseconds, as a Lua number (exact: well below 2^53). */
+    private static final String NOW = """
+            local t = redis.call('TIME')
+            local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            """;
+
+    /**
+     * Kong-counted failure. KEYS: fails, lastfail, probe, cool. ARGV: maxFails, failTimeoutMs, failsTtlMs.
+     * Returns {fails, PTTL(cool)}.
+     */
+    static final LuaScript RECORD_FAILURE = LuaScript.of("recordFailure", """
+            local fails = redis.call('INCR', KEYS[1])
+            redis.call('PEXPIRE', KEYS[1], ARGV[3])
+            redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+            redis.call('DEL', KEYS[3])
+            if fails >= tonumber(ARGV[1]) then
+              -- every failure at or past the threshold (a failed probe included) re-arms the full cooldown
+              redis.call('SET', KEYS[4], '1', 'PX', ARGV[2])
+            end
+            return {fails, redis.call('PTTL', KEYS[4])}
+            """);
+
+    /**
+     * Kong success: the counter resets only if the last-failure marker has expired. KEYS: fails, lastfail, probe,
+     * cool. Returns {fails, PTTL(cool)}.
+     */
+    static final LuaScript RECORD_SUCCESS = LuaScript.of("recordSuccess", """
+            redis.call('DEL', KEYS[3])
+            if redis.call('EXISTS', KEYS[2]) == 0 then
+              redis.call('DEL', KEYS[1])
+            end
+            return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[4])}
+            """);
+
+    /** Half-open probe slot. KEYS: cool, fails, probe. ARGV: maxFails, ttlMs. Returns 1 for the one winner. */
+    static final LuaScript TRY_PROBE = LuaScript.of("tryAcquireProbe", """
+            if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+            if tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(ARGV[1]) then return 0 end
+            if redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[2]) then return 1 end
+            return 0
+            """);
+
+    /** Retry-After hold that never shortens a longer one. KEYS: ra. ARGV: waitMs. */
+    static final LuaScript HOLD_RETRY_AFTER = LuaScript.of("holdRetryAfter", """
+            if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
+              redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+            end
+            return 1
+            """);
+
+    /**
+     * Named route blob plus its index (a hash name -> blob key, so the snapshot reads blobs without scanning).
+     * KEYS: blob, index. ARGV: name, value, ttlMs (0 = none). The index lives as long as its longest blob.
+     */
+    static final LuaScript PUT_ROUTE_BLOB = LuaScript.of("putRouteBlob", """
+            local ttl = tonumber(ARGV[3])
+            if ttl > 0 then
+              redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
+            else
+              redis.call('SET', KEYS[1], ARGV[2])
+            end
+            local existed = redis.call('EXISTS', KEYS[2])
+            redis.call('HSET', KEYS[2], ARGV[1], KEYS[1])
+            if ttl == 0 then
+              redis.call('PERSIST', KEYS[2])
+            elseif existed == 0 then
+              redis.call('PEXPIRE', KEYS[2], ttl)
+            else
+              local cur = redis.call('PTTL', KEYS[2])
+              if cur >= 0 and cur < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
+            end
+            return 1
+            """);
+
+    /**
+     * Adds or renews a lease: a sorted set leaseId -> expiry (server ms), cleaned of dead leases on every touch;
+     * the key itself dies with its longest lease. KEYS: leases. ARGV: leaseId, ttlMs.
+     */
+    static final LuaScript PUT_LEASE = LuaScript.of("putLease", NOW + """
+            redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+            redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+            local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+            redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(last[2]) - now))
+            return 1
+            """);
+
+    /**
+     * Adds usage to the current bucket {@code <prefix>:<now / bucketMs>}. KEYS: usage prefix.
+     * ARGV: prompt, completion, cost, bucketMs, ttlMs.
+     */
+    static final LuaScript ADD_USAGE = LuaScript.of("addUsage", NOW + """
+            local k = KEYS[1] .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[4])))
+            redis.call('HINCRBY', k, 'p', ARGV[1])
+            redis.call('HINCRBY', k, 'c', ARGV[2])
+            redis.call('HINCRBYFLOAT', k, 'cost', ARGV[3])
+            redis.call('PEXPIRE', k, ARGV[5])
+            return 1
+            """);
+
+    /**
+     * Everything ranking needs about one route. KEYS: cool, fails, probe, ra, leases, usage prefix, blob index.
+     * ARGV: bucketMs, bucketCount. Returns {PTTL cool, fails, probe, PTTL ra, inflight, prompt, completion,
+     * cost (string), name1, value1, ...}. Dead leases and names of expired blobs are removed on the way.
+     */
+    static final LuaScript SNAPSHOT = LuaScript.of("snapshot", NOW + """
+            local cool = redis.call('PTTL', KEYS[1])
+            local fails = tonumber(redis.call('GET', KEYS[2]) or '0')
+            local probe = redis.call('EXISTS', KEYS[3])
+            local ra = redis.call('PTTL', KEYS[4])
+            redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+            local inflight = redis.call('ZCARD', KEYS[5])
+            local width = tonumber(ARGV[1])
+            local b = math.floor(now / width)
+            local p, c, cost = 0, 0, 0
+            for i = b - tonumber(ARGV[2]) + 1, b do
+              local v = redis.call('HMGET', KEYS[6] .. ':' .. string.format('%d', i), 'p', 'c', 'cost')
+              p = p + tonumber(v[1] or '0')
+              c = c + tonumber(v[2] or '0')
+              cost = cost + tonumber(v[3] or '0')
+            end
+            local out = {cool, fails, probe, ra, inflight, p, c, tostring(cost)}
+            local idx = redis.call('HGETALL', KEYS[7])
+            for i = 1, #idx, 2 do
+              local v = redis.call('GET', idx[i + 1])
+              if v then
+                out[#out + 1] = idx[i]
+                out[#out + 1] = v
+              else
+                redis.call('HDEL', KEYS[7], idx[i])
+              end
+            end
+            return out
+            """);
+
+    /** Increments a rotation cursor and keeps it alive while used. KEYS: cursor. ARGV: idleTtlMs. */
+    static final LuaScript NEXT_CURSOR = LuaScript.of("nextCursor", """
+            local v = redis.call('INCR', KEYS[1])
+            redis.call('PEXPIRE', KEYS[1], ARGV[1])
+            return v
+            """);
+
+    /** Counts one request in the current hedge bucket. KEYS: hedge prefix. ARGV: bucketMs, ttlMs. */
+    static final LuaScript HEDGE_COUNT = LuaScript.of("countRequest", NOW + """
+            local k = KEYS[1] .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[1])))
+            redis.call('HINCRBY', k, 'r', 1)
+            redis.call('PEXPIRE', k, ARGV[2])
+            return 1
+            """);
+
+    /**
+     * Checks, and optionally spends, the hedge budget in one step (retry budget in the manner of Finagle):
+     * allowed while hedges in window &lt; max(min, ratio x requests in window).
+     * KEYS: hedge prefix. ARGV: spend (0/1), ratio, min, bucketMs, bucketCount, ttlMs. Returns 1 when allowed.
+     */
+    static final LuaScript HEDGE_BUDGET = LuaScript.of("hedgeBudget", NOW + """
+            local width = tonumber(ARGV[4])
+            local b = math.floor(now / width)
+            local r, h = 0, 0
+            for i = b - tonumber(ARGV[5]) + 1, b do
+              local v = redis.call('HMGET', KEYS[1] .. ':' .. string.format('%d', i), 'r', 'h')
+              r = r + tonumber(v[1] or '0')
+              h = h + tonumber(v[2] or '0')
+            end
+            if h >= math.max(tonumber(ARGV[3]), tonumber(ARGV[2]) * r) then return 0 end
+            if ARGV[1] == '1' then
+              local k = KEYS[1] .. ':' .. string.format('%d', b)
+              redis.call('HINCRBY', k, 'h', 1)
+              redis.call('PEXPIRE', k, ARGV[6])
+            end
+            return 1
+            """);
+
+    /**
+     * Catalog compare-and-set. KEYS: catalog hash, version. ARGV: expected, json, source, hasSource (1/0).
+     * Returns the new version, or -1 when the stored version is not the expected one.
+     */
+    static final LuaScript CATALOG_CAS = LuaScript.of("putOrgCatalog", """
+            local v = tonumber(redis.call('GET', KEYS[2]) or '0')
+            if v ~= tonumber(ARGV[1]) then return -1 end
+            local nv = v + 1
+            redis.call('HSET', KEYS[1], 'json', ARGV[2], 'version', nv)
+            if ARGV[4] == '1' then
+              redis.call('HSET', KEYS[1], 'source', ARGV[3])
+            else
+              redis.call('HDEL', KEYS[1], 'source')
+            end
+            redis.call('SET', KEYS[2], nv)
+            return nv
+            """);
+
+    /** Adds to the org ledger. KEYS: ledger. ARGV: alias, prompt, completion, cost. */
+    static final LuaScript ADD_LEDGER = LuaScript.of("addLedger", """
+            redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':p', ARGV[2])
+            redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':c', ARGV[3])
+            redis.call('HINCRBYFLOAT', KEYS[1], ARGV[1] .. ':cost', ARGV[4])
+            return 1
+            """);
+
+    /** Points prefix hashes at a route. KEYS: affinity keys (one org). ARGV: routeId, ttlMs (0 = none). */
+    static final LuaScript PUT_AFFINITY = LuaScript.of("putAffinity", """
+            local ttl = tonumber(ARGV[2])
+            for i = 1, #KEYS do
+              if ttl > 0 then
+                redis.call('SET', KEYS[i], ARGV[1], 'PX', ttl)
+              else
+                redis.call('SET', KEYS[i], ARGV[1])
+              end
+            end
+            return 1
+            """);
+
+    /** Releases a lock only for its owner. KEYS: lock. ARGV: owner. */
+    static final LuaScript UNLOCK = LuaScript.of("unlock", """
+            if redis.call('GET', KEYS[1]) == ARGV[1] then
+              return redis.call('DEL', KEYS[1])
+            end
+            return 0
+            """);
+}

@@ -1,0 +1,513 @@
+package dev.hedgerow.state;
+
+import dev.hedgerow.state.RedisScripts.LuaScript;
+import io.smallrye.mutiny.Uni;
+import io.vertx.mutiny.redis.client.Command;
+import io.vertx.mutiny.redis.client.Redis;
+import io.vertx.mutiny.redis.client.RedisConnection;
+import io.vertx.mutiny.redis.client.Request;
+import io.vertx.mutiny.redis.client.Response;
+import io.vertx.redis.client.RedisClientType;
+
+import java.math.BigDecimal;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Function;
+
+/**
+ * The fleet-wide {@link StateStore} on Redis or Redis Cluster, through the Vert.x Mutiny client. Non-blocking
+ * throughout. Multi-key updates are Lua scripts ({@link RedisScripts}) sent as EVALSHA with a fallback to EVAL on
+ * NOSCRIPT; each script's keys share one hash tag ({@link StateKeys}), so the same code runs on a standalone server
+ * and on a cluster. Every expiry (cooldown, probe slot, Retry-After hold, lease, bucket) is a Redis TTL or the
+ * server's {@code TIME} inside a script; this class never compares local clocks.
+ *
+ * <p>{@link #snapshot} is one round trip: on a standalone (or sentinel/replication) client the per-route scripts
+ * go out as one pipelined {@code batch}; on a cluster client, where a batch must stay in one slot, they are sent
+ * concurrently over one cluster connection (pipelined per node) and combined.
+ *
+ * <p>Construct with the client the app already has: {@code new RedisStateStore(redis, RedisClientType.STANDALONE)}
+ * or {@code RedisClientType.CLUSTER}. The client's pool ({@code maxPoolSize}, {@code maxPoolWaiting}) bounds how
+ * many operations may be in flight at once. Thread-safe: the store holds no mutable state.
+ */
+public final class RedisStateStore implements StateStore {
+
+    private final Redis redis;
+    private final boolean cluster;
+    private final StateTuning tuning;
+
+    public RedisStateStore(Redis redis, RedisClientType type) {
+        this(redis, type, StateTuning.DEFAULTS);
+    }
+
+    public RedisStateStore(Redis redis, RedisClientType type, StateTuning tuning) {
+        this.redis = Objects.requireNonNull(redis, "redis");
+        this.cluster = Objects.requireNonNull(type, "type") == RedisClientType.CLUSTER;
+        this.tuning = Objects.requireNonNull(tuning, "tuning");
+    }
+
+    // ---- catalog ----------------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Map<String, Long>> catalogVersions() {
+        return send(Request.cmd(Command.SMEMBERS).arg(StateKeys.ORGS)).flatMap(members -> {
+            List<String> orgs = strings(members);
+            if (orgs.isEmpty()) {
+                return Uni.createFrom().item(Map.<String, Long>of());
+            }
+            Uni<List<Response>> versions;
+            if (cluster) {
+                // The Vert.x cluster client does split a cross-slot MGET per slot, but concatenates the partial
+                // replies slot by slot, not in key order (seen on 4.5.27): read each version with its own GET.
+                List<Request> gets = orgs.stream()
+                        .map(o -> Request.cmd(Command.GET).arg(StateKeys.catalogVersion(o))).toList();
+                versions = concurrently(gets);
+            } else {
+                Request mget = Request.cmd(Command.MGET);
+                orgs.forEach(o -> mget.arg(StateKeys.catalogVersion(o)));
+                versions = send(mget).map(RedisStateStore::items);
+            }
+            return versions.map(values -> {
+                Map<String, Long> out = new HashMap<>();
+                for (int i = 0; i < orgs.size(); i++) {
+                    Response v = values.get(i);
+                    if (v != null) {
+                        out.put(orgs.get(i), v.toLong());
+                    }
+                }
+                return out;
+            });
+        });
+    }
+
+    @Override
+    public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
+        Request req = Request.cmd(Command.HMGET).arg(StateKeys.catalog(orgId)).arg("json").arg("source").arg("version");
+        return send(req).map(r -> {
+            if (r == null || r.get(0) == null || r.get(2) == null) {
+                return Optional.empty();
+            }
+            String source = r.get(1) == null ? null : r.get(1).toString();
+            return Optional.of(new VersionedDoc(r.get(0).toString(), source, r.get(2).toLong()));
+        });
+    }
+
+    @Override
+    public Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion) {
+        // hr:orgs is in another slot than the org's keys, so it cannot join the script. Listing the org first
+        // means a stored catalog is never missing from catalogVersions(); an org listed without a version is skipped.
+        Uni<Response> list = send(Request.cmd(Command.SADD).arg(StateKeys.ORGS).arg(orgId));
+        return list.flatMap(x -> eval(RedisScripts.CATALOG_CAS,
+                        List.of(StateKeys.catalog(orgId), StateKeys.catalogVersion(orgId)),
+                        Long.toString(expectedVersion), doc.json(),
+                        doc.sourceHash() == null ? "" : doc.sourceHash(), doc.sourceHash() == null ? "0" : "1"))
+                .map(r -> r.toLong() < 0 ? Optional.<Long>empty() : Optional.of(r.toLong()));
+    }
+
+    // ---- route health -----------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
+        List<String> ids = List.copyOf(new LinkedHashSet<>(routeIds));
+        if (ids.isEmpty()) {
+            return Uni.createFrom().item(Map.of());
+        }
+        String bucketMs = Long.toString(tuning.usageBucketMillis());
+        String buckets = Long.toString(tuning.usageBuckets(usageWindow));
+        Function<Boolean, List<Request>> requests = bySha -> {
+            List<Request> out = new ArrayList<>(ids.size());
+            for (String id : ids) {
+                out.add(evalRequest(RedisScripts.SNAPSHOT, bySha, snapshotKeys(id), bucketMs, buckets));
+            }
+            return out;
+        };
+        Uni<List<Response>> replies = cluster
+                ? concurrently(requests.apply(true)).onFailure(RedisStateStore::isNoScript)
+                        .recoverWithUni(() -> concurrently(requests.apply(false)))
+                : redis.batch(requests.apply(true)).onFailure(RedisStateStore::isNoScript)
+                        .recoverWithUni(() -> redis.batch(requests.apply(false)));
+        return replies.map(list -> {
+            Map<String, RouteSnapshot> out = new LinkedHashMap<>();
+            for (int i = 0; i < ids.size(); i++) {
+                out.put(ids.get(i), parseSnapshot(ids.get(i), list.get(i)));
+            }
+            return out;
+        });
+    }
+
+    private static List<String> snapshotKeys(String id) {
+        return List.of(StateKeys.cool(id), StateKeys.fails(id), StateKeys.probe(id), StateKeys.retryAfter(id),
+                StateKeys.leases(id), StateKeys.usagePrefix(id), StateKeys.routeBlobIndex(id));
+    }
+
+    /**
+     * Sends requests concurrently over one connection (a cluster connection keeps one pipelined connection per
+     * node), so a many-route snapshot takes one connection from the pool instead of one per route.
+     */
+    private Uni<List<Response>> concurrently(List<Request> requests) {
+        return redis.connect().flatMap(conn -> {
+            List<Uni<Response>> sends = new ArrayList<>(requests.size());
+            for (Request r : requests) {
+                sends.add(conn.send(r));
+            }
+            return Uni.join().all(sends).andFailFast()
+                    .onTermination().call(() -> closeQuietly(conn));
+        });
+    }
+
+    private static Uni<Void> closeQuietly(RedisConnection conn) {
+        return conn.close().onFailure().recoverWithNull();
+    }
+
+    private static RouteSnapshot parseSnapshot(String routeId, Response r) {
+        long cool = r.get(0).toLong();
+        long fails = r.get(1).toLong();
+        boolean probe = r.get(2).toLong() == 1;
+        long ra = r.get(3).toLong();
+        int inflight = r.get(4).toInteger();
+        UsageSample usage = new UsageSample(r.get(5).toLong(), r.get(6).toLong(), Double.parseDouble(r.get(7).toString()));
+        Map<String, String> blobs = new HashMap<>();
+        for (int i = 8; i + 1 < r.size(); i += 2) {
+            blobs.put(r.get(i).toString(), r.get(i + 1).toString());
+        }
+        // PTTL is -2 for a missing key; a present cooldown may report 0 ms in its last millisecond.
+        return new RouteSnapshot(routeId, cool >= 0, Math.max(0, cool), fails, probe, Math.max(0, ra), inflight,
+                usage, Map.copyOf(blobs));
+    }
+
+    @Override
+    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
+        long ft = MemoryStateStore.ttlMillis(failTimeout);
+        return eval(RedisScripts.RECORD_FAILURE, breakerKeys(routeId), Integer.toString(maxFails), Long.toString(ft),
+                Long.toString(ft + tuning.idleExpiry().toMillis()))
+                .map(RedisStateStore::breaker);
+    }
+
+    @Override
+    public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
+        return eval(RedisScripts.RECORD_SUCCESS, breakerKeys(routeId)).map(RedisStateStore::breaker);
+    }
+
+    private static List<String> breakerKeys(String routeId) {
+        return List.of(StateKeys.fails(routeId), StateKeys.lastFail(routeId), StateKeys.probe(routeId),
+                StateKeys.cool(routeId));
+    }
+
+    private static BreakerState breaker(Response r) {
+        long cool = r.get(1).toLong();
+        return new BreakerState(r.get(0).toLong(), cool >= 0, Math.max(0, cool));
+    }
+
+    @Override
+    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl) {
+        return eval(RedisScripts.TRY_PROBE,
+                List.of(StateKeys.cool(routeId), StateKeys.fails(routeId), StateKeys.probe(routeId)),
+                Integer.toString(maxFails), Long.toString(MemoryStateStore.ttlMillis(ttl)))
+                .map(r -> r.toLong() == 1);
+    }
+
+    @Override
+    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
+        long ms = wait == null ? 0 : wait.toMillis();
+        if (ms <= 0) {
+            return Uni.createFrom().voidItem();
+        }
+        return eval(RedisScripts.HOLD_RETRY_AFTER, List.of(StateKeys.retryAfter(routeId)), Long.toString(ms))
+                .replaceWithVoid();
+    }
+
+    @Override
+    public Uni<Long> cooldownRemainingMillis(String routeId) {
+        return send(Request.cmd(Command.PTTL).arg(StateKeys.cool(routeId))).map(r -> Math.max(0, r.toLong()));
+    }
+
+    @Override
+    public Uni<Void> resetHealth(String routeId) {
+        // One DEL of five keys under one hash tag: legal on a cluster.
+        return send(Request.cmd(Command.DEL).arg(StateKeys.cool(routeId)).arg(StateKeys.fails(routeId))
+                .arg(StateKeys.lastFail(routeId)).arg(StateKeys.probe(routeId)).arg(StateKeys.retryAfter(routeId)))
+                .replaceWithVoid();
+    }
+
+    // ---- blobs ------------------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl) {
+        return eval(RedisScripts.PUT_ROUTE_BLOB,
+                List.of(StateKeys.routeBlob(routeId, name), StateKeys.routeBlobIndex(routeId)),
+                name, value, Long.toString(MemoryStateStore.ttlMillis(ttl)))
+                .replaceWithVoid();
+    }
+
+    // ---- leases -----------------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
+        return eval(RedisScripts.PUT_LEASE, List.of(StateKeys.leases(routeId)), leaseId,
+                Long.toString(MemoryStateStore.ttlMillis(ttl)))
+                .replaceWithVoid();
+    }
+
+    @Override
+    public Uni<Void> renewLease(String routeId, String leaseId, Duration ttl) {
+        // Renewing re-adds a lease that already expired: the request is evidently still running.
+        return acquireLease(routeId, leaseId, ttl);
+    }
+
+    @Override
+    public Uni<Void> releaseLease(String routeId, String leaseId) {
+        return send(Request.cmd(Command.ZREM).arg(StateKeys.leases(routeId)).arg(leaseId)).replaceWithVoid();
+    }
+
+    // ---- usage ------------------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Void> addUsage(String routeId, UsageSample sample, Duration window) {
+        long ttl = Math.max(1, window.toMillis()) + tuning.usageBucketMillis();
+        return eval(RedisScripts.ADD_USAGE, List.of(StateKeys.usagePrefix(routeId)),
+                Long.toString(sample.promptTokens()), Long.toString(sample.completionTokens()), decimal(sample.cost()),
+                Long.toString(tuning.usageBucketMillis()), Long.toString(ttl))
+                .replaceWithVoid();
+    }
+
+    // ---- group rotation ---------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Long> nextCursor(String orgId, String alias) {
+        return eval(RedisScripts.NEXT_CURSOR, List.of(StateKeys.cursor(orgId, alias)),
+                Long.toString(tuning.idleExpiry().toMillis()))
+                .map(Response::toLong);
+    }
+
+    // ---- hedge budget -----------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window) {
+        long windowMs = Math.max(1, window.toMillis());
+        long width = StateTuning.hedgeBucketMillis(windowMs);
+        return eval(RedisScripts.HEDGE_BUDGET, List.of(StateKeys.hedgePrefix(orgId, windowMs)),
+                spend ? "1" : "0", decimal(ratio), Integer.toString(minPerWindow), Long.toString(width),
+                Integer.toString(StateTuning.HEDGE_BUCKETS), Long.toString(windowMs + width))
+                .map(r -> r.toLong() == 1);
+    }
+
+    @Override
+    public Uni<Void> countRequest(String orgId, Duration window) {
+        long windowMs = Math.max(1, window.toMillis());
+        long width = StateTuning.hedgeBucketMillis(windowMs);
+        return eval(RedisScripts.HEDGE_COUNT, List.of(StateKeys.hedgePrefix(orgId, windowMs)),
+                Long.toString(width), Long.toString(windowMs + width))
+                .replaceWithVoid();
+    }
+
+    // ---- audit, ledger, affinity, org blobs -------------------------------------------------------------------
+
+    @Override
+    public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
+        if (event.isEmpty()) {
+            return Uni.createFrom().failure(new IllegalArgumentException("an audit event needs at least one field"));
+        }
+        // Approximate trimming (~) lets Redis drop whole stream nodes: cheap, and keeps at least maxLen entries.
+        Request req = Request.cmd(Command.XADD).arg(StateKeys.audit(orgId))
+                .arg("MAXLEN").arg("~").arg(Math.max(0, maxLen)).arg("*");
+        event.forEach((field, value) -> req.arg(field).arg(value));
+        return send(req).map(Response::toString);
+    }
+
+    @Override
+    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
+        if (limit <= 0) {
+            return Uni.createFrom().item(List.of());
+        }
+        return send(Request.cmd(Command.XREVRANGE).arg(StateKeys.audit(orgId)).arg("+").arg("-")
+                .arg("COUNT").arg(limit))
+                .map(r -> {
+                    List<AuditRecord> out = new ArrayList<>();
+                    if (r != null) {
+                        for (Response entry : r) {
+                            out.add(new AuditRecord(entry.get(0).toString(), Map.copyOf(pairs(entry.get(1)))));
+                        }
+                    }
+                    return out;
+                });
+    }
+
+    @Override
+    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
+        return eval(RedisScripts.ADD_LEDGER, List.of(StateKeys.ledger(orgId)), alias,
+                Long.toString(sample.promptTokens()), Long.toString(sample.completionTokens()), decimal(sample.cost()))
+                .replaceWithVoid();
+    }
+
+    @Override
+    public Uni<Map<String, UsageSample>> ledger(String orgId) {
+        return send(Request.cmd(Command.HGETALL).arg(StateKeys.ledger(orgId))).map(r -> {
+            Map<String, long[]> tokens = new HashMap<>();
+            Map<String, Double> costs = new HashMap<>();
+            pairs(r).forEach((field, value) -> {
+                int colon = field.lastIndexOf(':');
+                String alias = field.substring(0, colon);
+                switch (field.substring(colon + 1)) {
+                    case "p" -> tokens.computeIfAbsent(alias, a -> new long[2])[0] = Long.parseLong(value);
+                    case "c" -> tokens.computeIfAbsent(alias, a -> new long[2])[1] = Long.parseLong(value);
+                    default -> costs.put(alias, Double.parseDouble(value));
+                }
+            });
+            Map<String, UsageSample> out = new HashMap<>();
+            for (String alias : union(tokens.keySet(), costs.keySet())) {
+                long[] t = tokens.getOrDefault(alias, new long[2]);
+                out.put(alias, new UsageSample(t[0], t[1], costs.getOrDefault(alias, 0.0)));
+            }
+            return Map.copyOf(out);
+        });
+    }
+
+    @Override
+    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
+        if (prefixHashes.isEmpty()) {
+            return Uni.createFrom().item(Map.of());
+        }
+        Request mget = Request.cmd(Command.MGET); // one org's keys: one slot
+        prefixHashes.forEach(h -> mget.arg(StateKeys.affinity(orgId, h)));
+        return send(mget).map(r -> {
+            Map<String, String> out = new LinkedHashMap<>();
+            for (int i = 0; i < prefixHashes.size(); i++) {
+                if (r.get(i) != null) {
+                    out.put(prefixHashes.get(i), r.get(i).toString());
+                }
+            }
+            return out;
+        });
+    }
+
+    @Override
+    public Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl) {
+        if (prefixHashes.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        List<String> keys = prefixHashes.stream().map(h -> StateKeys.affinity(orgId, h)).toList();
+        return eval(RedisScripts.PUT_AFFINITY, keys, routeId, Long.toString(MemoryStateStore.ttlMillis(ttl)))
+                .replaceWithVoid();
+    }
+
+    @Override
+    public Uni<Optional<String>> getOrgBlob(String orgId, String name) {
+        return send(Request.cmd(Command.GET).arg(StateKeys.orgBlob(orgId, name)))
+                .map(r -> Optional.ofNullable(r).map(Response::toString));
+    }
+
+    @Override
+    public Uni<Void> putOrgBlob(String orgId, String name, String value, Duration ttl) {
+        Request set = Request.cmd(Command.SET).arg(StateKeys.orgBlob(orgId, name)).arg(value);
+        long ms = MemoryStateStore.ttlMillis(ttl);
+        if (ms > 0) {
+            set.arg("PX").arg(ms);
+        }
+        return send(set).replaceWithVoid();
+    }
+
+    // ---- coordination -----------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Boolean> tryLock(String name, String owner, Duration ttl) {
+        return send(Request.cmd(Command.SET).arg(StateKeys.lock(name)).arg(owner).arg("NX")
+                .arg("PX").arg(MemoryStateStore.ttlMillis(ttl)))
+                .map(Objects::nonNull); // nil when another owner holds it
+    }
+
+    @Override
+    public Uni<Void> unlock(String name, String owner) {
+        return eval(RedisScripts.UNLOCK, List.of(StateKeys.lock(name)), owner).replaceWithVoid();
+    }
+
+    @Override
+    public Uni<Boolean> ping() {
+        return send(Request.cmd(Command.PING)).map(r -> r != null && "PONG".equalsIgnoreCase(r.toString()))
+                .onFailure().recoverWithItem(false);
+    }
+
+    // ---- plumbing ---------------------------------------------------------------------------------------------
+
+    private Uni<Response> send(Request request) {
+        return redis.send(request);
+    }
+
+    /** EVALSHA, falling back to EVAL (which also caches the script on that node) when the node lacks it. */
+    private Uni<Response> eval(LuaScript script, List<String> keys, String... args) {
+        return send(evalRequest(script, true, keys, args))
+                .onFailure(RedisStateStore::isNoScript)
+                .recoverWithUni(() -> send(evalRequest(script, false, keys, args)));
+    }
+
+    private static Request evalRequest(LuaScript script, boolean bySha, List<String> keys, String... args) {
+        Request req = bySha
+                ? Request.cmd(Command.EVALSHA).arg(script.sha())
+                : Request.cmd(Command.EVAL).arg(script.text());
+        req.arg(keys.size());
+        keys.forEach(req::arg);
+        for (String a : args) {
+            req.arg(a);
+        }
+        return req;
+    }
+
+    private static boolean isNoScript(Throwable t) {
+        String m = t.getMessage();
+        return m != null && m.contains("NOSCRIPT");
+    }
+
+    /** A plain decimal (Redis and Lua both read it; avoids exponent forms like 1.0E-4). */
+    private static String decimal(double d) {
+        return BigDecimal.valueOf(d).toPlainString();
+    }
+
+    private static List<String> strings(Response r) {
+        List<String> out = new ArrayList<>();
+        if (r != null) {
+            for (Response item : r) {
+                out.add(item.toString());
+            }
+        }
+        return out;
+    }
+
+    /** The elements of an array reply, nil elements as null. */
+    private static List<Response> items(Response r) {
+        List<Response> out = new ArrayList<>(r.size());
+        for (int i = 0; i < r.size(); i++) {
+            out.add(r.get(i));
+        }
+        return out;
+    }
+
+    /** Field/value pairs from a RESP2 flat array or a RESP3 map. */
+    private static Map<String, String> pairs(Response r) {
+        Map<String, String> out = new LinkedHashMap<>();
+        if (r == null) {
+            return out;
+        }
+        if (r.isMap()) {
+            for (String k : r.getKeys()) {
+                out.put(k, r.get(k).toString());
+            }
+        } else {
+            for (int i = 0; i + 1 < r.size(); i += 2) {
+                out.put(r.get(i).toString(), r.get(i + 1).toString());
+            }
+        }
+        return out;
+    }
+
+    private static <T> LinkedHashSet<T> union(Collection<T> a, Collection<T> b) {
+        LinkedHashSet<T> out = new LinkedHashSet<>(a);
+        out.addAll(b);
+        return out;
+    }
+}

@@ -1,0 +1,533 @@
+package dev.hedgerow.state;
+
+import io.smallrye.mutiny.Uni;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The behaviour every {@link StateStore} must show, run against the memory store (fake ticker), a private standalone
+ * Redis and a private 3-master Redis Cluster. Each test uses fresh route/org ids, so the Redis runs share one server
+ * per class without flushing. Expiry is driven through {@link #advance(Duration)}: the memory run moves its fake
+ * ticker, the Redis runs sleep past short real TTLs (300 ms) that the server enforces.
+ */
+abstract class StateStoreContract {
+
+    /** Small usage buckets so window behaviour is observable within a test. */
+    static final StateTuning TUNING = new StateTuning(Duration.ofMillis(100), Duration.ofHours(1));
+
+    static final Duration LONG = Duration.ofSeconds(30);
+    static final Duration SHORT = Duration.ofMillis(300);
+    static final Duration PAST_SHORT = Duration.ofMillis(400);
+
+    private static final AtomicLong IDS = new AtomicLong();
+    private final String run = Long.toString(ThreadLocalRandom.current().nextLong(1L << 40), 36);
+
+    /** The store under test (fresh per test for memory, per class for Redis). */
+    protected abstract StateStore store();
+
+    /** Lets time pass: the fake ticker moves, or the test sleeps while Redis expires keys. */
+    protected abstract void advance(Duration d);
+
+    /** A fresh entity id, unique across tests and runs against the same server. */
+    protected String id(String kind) {
+        return kind + "-" + run + "-" + IDS.incrementAndGet();
+    }
+
+    static <T> T await(Uni<T> uni) {
+        return uni.await().atMost(Duration.ofSeconds(10));
+    }
+
+    private BreakerState fail(String route, int maxFails, Duration failTimeout) {
+        return await(store().recordFailure(route, maxFails, failTimeout));
+    }
+
+    private BreakerState succeed(String route, int maxFails, Duration failTimeout) {
+        return await(store().recordSuccess(route, maxFails, failTimeout));
+    }
+
+    private RouteSnapshot snap(String route) {
+        return await(store().snapshot(List.of(route), Duration.ofSeconds(10))).get(route);
+    }
+
+    /** Brings a route to half-open: at maxFails, cooldown over. */
+    private String halfOpenRoute(int maxFails) {
+        String r = id("route");
+        for (int i = 0; i < maxFails; i++) {
+            fail(r, maxFails, SHORT);
+        }
+        advance(PAST_SHORT);
+        return r;
+    }
+
+    // ---- breaker (Kong counting) ------------------------------------------------------------------------------
+
+    @Test
+    void failuresAreCountedInTotalNotConsecutively() {
+        String r = id("route");
+        assertEquals(1, fail(r, 5, LONG).fails());
+        assertEquals(1, succeed(r, 5, LONG).fails());
+        assertEquals(2, fail(r, 5, LONG).fails());
+        assertEquals(2, snap(r).fails());
+    }
+
+    @Test
+    void twoFailuresThenOneSuccessInsideFailTimeoutLeaveCounterAtTwo() {
+        String r = id("route");
+        fail(r, 5, LONG);
+        fail(r, 5, LONG);
+        BreakerState after = succeed(r, 5, LONG);
+        assertEquals(2, after.fails());
+        assertFalse(after.coolingDown());
+    }
+
+    @Test
+    void successAfterFailTimeoutSinceLastFailureResetsCounter() {
+        String r = id("route");
+        fail(r, 5, SHORT);
+        fail(r, 5, SHORT);
+        advance(PAST_SHORT);
+        assertEquals(0, succeed(r, 5, SHORT).fails());
+        assertEquals(0, snap(r).fails());
+    }
+
+    @Test
+    void reachingMaxFailsStartsCooldownOfFailTimeout() {
+        String r = id("route");
+        assertFalse(fail(r, 3, LONG).coolingDown());
+        assertFalse(fail(r, 3, LONG).coolingDown());
+        BreakerState third = fail(r, 3, LONG);
+        assertTrue(third.coolingDown());
+        assertEquals(3, third.fails());
+        assertTrue(third.cooldownRemainingMillis() > LONG.toMillis() - 5_000, "remaining " + third);
+        assertTrue(third.cooldownRemainingMillis() <= LONG.toMillis());
+        long remaining = await(store().cooldownRemainingMillis(r));
+        assertTrue(remaining > 0 && remaining <= LONG.toMillis());
+        RouteSnapshot s = snap(r);
+        assertTrue(s.coolingDown());
+        assertTrue(s.cooldownRemainingMillis() > 0);
+    }
+
+    @Test
+    void cooldownExpiresAfterFailTimeoutButFailuresStayCounted() {
+        String r = id("route");
+        assertTrue(fail(r, 1, SHORT).coolingDown());
+        advance(PAST_SHORT);
+        assertEquals(0L, await(store().cooldownRemainingMillis(r)));
+        RouteSnapshot s = snap(r);
+        assertFalse(s.coolingDown());
+        assertEquals(0, s.cooldownRemainingMillis());
+        assertEquals(1, s.fails());
+    }
+
+    @Test
+    void probeIsRefusedWhileClosedOrCoolingDown() {
+        String r = id("route");
+        assertFalse(await(store().tryAcquireProbe(r, 2, LONG)), "closed: no failures");
+        fail(r, 2, LONG);
+        assertFalse(await(store().tryAcquireProbe(r, 2, LONG)), "closed: below maxFails");
+        fail(r, 2, LONG);
+        assertFalse(await(store().tryAcquireProbe(r, 2, LONG)), "open: cooling down");
+    }
+
+    @Test
+    void probeGoesToExactlyOneOfManyConcurrentCallersWhenHalfOpen() throws Exception {
+        String r = halfOpenRoute(2);
+        int callers = 32;
+        ExecutorService pool = Executors.newFixedThreadPool(16);
+        try {
+            CountDownLatch go = new CountDownLatch(1);
+            List<Future<Boolean>> results = new ArrayList<>();
+            for (int i = 0; i < callers; i++) {
+                results.add(pool.submit(() -> {
+                    go.await();
+                    return await(store().tryAcquireProbe(r, 2, LONG));
+                }));
+            }
+            go.countDown();
+            int winners = 0;
+            for (Future<Boolean> f : results) {
+                winners += f.get() ? 1 : 0;
+            }
+            assertEquals(1, winners);
+        } finally {
+            pool.shutdownNow();
+        }
+        assertTrue(snap(r).probeTaken());
+    }
+
+    @Test
+    void probeSlotExpiresAfterItsTtl() {
+        String r = halfOpenRoute(1);
+        assertTrue(await(store().tryAcquireProbe(r, 1, SHORT)));
+        assertFalse(await(store().tryAcquireProbe(r, 1, SHORT)));
+        advance(PAST_SHORT);
+        assertFalse(snap(r).probeTaken());
+        assertTrue(await(store().tryAcquireProbe(r, 1, SHORT)));
+    }
+
+    @Test
+    void failedProbeReleasesSlotAndRestartsCooldown() {
+        String r = halfOpenRoute(2);
+        assertTrue(await(store().tryAcquireProbe(r, 2, LONG)));
+        BreakerState after = fail(r, 2, LONG);
+        assertTrue(after.coolingDown());
+        assertEquals(3, after.fails());
+        RouteSnapshot s = snap(r);
+        assertFalse(s.probeTaken());
+        assertTrue(s.coolingDown());
+    }
+
+    @Test
+    void successfulProbeReleasesSlotAndClosesBreaker() {
+        String r = halfOpenRoute(2);
+        assertTrue(await(store().tryAcquireProbe(r, 2, LONG)));
+        BreakerState after = succeed(r, 2, SHORT);
+        assertEquals(0, after.fails());
+        assertFalse(after.coolingDown());
+        assertFalse(snap(r).probeTaken());
+        assertFalse(await(store().tryAcquireProbe(r, 2, LONG)), "closed again: no probe needed");
+    }
+
+    @Test
+    void resetHealthClearsBreakerProbeAndHold() {
+        String r = id("route");
+        fail(r, 1, LONG);
+        await(store().holdRetryAfter(r, LONG));
+        await(store().resetHealth(r));
+        RouteSnapshot s = snap(r);
+        assertFalse(s.coolingDown());
+        assertEquals(0, s.fails());
+        assertEquals(0, s.retryAfterMillis());
+    }
+
+    // ---- retry-after ------------------------------------------------------------------------------------------
+
+    @Test
+    void retryAfterHoldReportsRemainingThenExpires() {
+        String r = id("route");
+        await(store().holdRetryAfter(r, SHORT));
+        long held = snap(r).retryAfterMillis();
+        assertTrue(held > 0 && held <= SHORT.toMillis(), "held " + held);
+        advance(PAST_SHORT);
+        assertEquals(0, snap(r).retryAfterMillis());
+    }
+
+    @Test
+    void shorterRetryAfterDoesNotShortenALongerHold() {
+        String r = id("route");
+        await(store().holdRetryAfter(r, LONG));
+        await(store().holdRetryAfter(r, SHORT));
+        assertTrue(snap(r).retryAfterMillis() > SHORT.toMillis());
+    }
+
+    // ---- leases -----------------------------------------------------------------------------------------------
+
+    @Test
+    void leasesCountInflightRequestsUntilReleased() {
+        String r = id("route");
+        await(store().acquireLease(r, "a", LONG));
+        await(store().acquireLease(r, "b", LONG));
+        await(store().acquireLease(r, "b", LONG)); // same lease twice counts once
+        assertEquals(2, snap(r).inflight());
+        await(store().releaseLease(r, "a"));
+        assertEquals(1, snap(r).inflight());
+        await(store().releaseLease(r, "b"));
+        assertEquals(0, snap(r).inflight());
+    }
+
+    @Test
+    void leasesOfADeadInstanceExpire() {
+        String r = id("route");
+        await(store().acquireLease(r, "dead", SHORT));
+        await(store().acquireLease(r, "alive", LONG));
+        assertEquals(2, snap(r).inflight());
+        advance(PAST_SHORT);
+        assertEquals(1, snap(r).inflight());
+    }
+
+    @Test
+    void renewedLeaseOutlivesItsFirstTtl() {
+        String r = id("route");
+        await(store().acquireLease(r, "a", SHORT));
+        advance(Duration.ofMillis(200));
+        await(store().renewLease(r, "a", SHORT));
+        advance(Duration.ofMillis(200));
+        assertEquals(1, snap(r).inflight());
+        advance(PAST_SHORT);
+        assertEquals(0, snap(r).inflight());
+    }
+
+    // ---- usage ------------------------------------------------------------------------------------------------
+
+    @Test
+    void usageIsSummedOverTheWindowPerRoute() {
+        String r1 = id("route");
+        String r2 = id("route");
+        Duration window = Duration.ofSeconds(10);
+        await(store().addUsage(r1, new UsageSample(100, 20, 0.25), window));
+        await(store().addUsage(r1, new UsageSample(50, 5, 0.125), window));
+        await(store().addUsage(r2, new UsageSample(7, 3, 0.5), window));
+        Map<String, RouteSnapshot> s = await(store().snapshot(List.of(r1, r2), window));
+        UsageSample u1 = s.get(r1).usage();
+        assertEquals(150, u1.promptTokens());
+        assertEquals(25, u1.completionTokens());
+        assertEquals(0.375, u1.cost(), 1e-9);
+        assertEquals(10, s.get(r2).usage().totalTokens());
+    }
+
+    @Test
+    void usageOlderThanTheWindowIsDropped() {
+        String r = id("route");
+        Duration window = Duration.ofMillis(200);
+        await(store().addUsage(r, new UsageSample(10, 1, 0.01), window));
+        assertEquals(11, await(store().snapshot(List.of(r), window)).get(r).usage().totalTokens());
+        advance(PAST_SHORT);
+        assertEquals(UsageSample.ZERO, await(store().snapshot(List.of(r), window)).get(r).usage());
+    }
+
+    // ---- cursor -----------------------------------------------------------------------------------------------
+
+    @Test
+    void cursorIncrementsPerGroup() {
+        String org = id("org");
+        assertEquals(1L, await(store().nextCursor(org, "kimi3")));
+        assertEquals(2L, await(store().nextCursor(org, "kimi3")));
+        assertEquals(3L, await(store().nextCursor(org, "kimi3")));
+        assertEquals(1L, await(store().nextCursor(org, "other")));
+        assertEquals(1L, await(store().nextCursor(id("org"), "kimi3")));
+    }
+
+    // ---- hedge budget -----------------------------------------------------------------------------------------
+
+    @Test
+    void hedgeBudgetAllowsTheMinimumWithoutTraffic() {
+        String org = id("org");
+        assertTrue(await(store().hedgeBudget(org, true, 0.1, 2, LONG)));
+        assertTrue(await(store().hedgeBudget(org, true, 0.1, 2, LONG)));
+        assertFalse(await(store().hedgeBudget(org, true, 0.1, 2, LONG)));
+        assertFalse(await(store().hedgeBudget(org, false, 0.1, 2, LONG)));
+    }
+
+    @Test
+    void hedgeBudgetGrowsWithTheRatioOfRequests() {
+        String org = id("org");
+        for (int i = 0; i < 100; i++) {
+            await(store().countRequest(org, LONG));
+        }
+        int spent = 0;
+        while (await(store().hedgeBudget(org, true, 0.05, 1, LONG)) && spent < 50) {
+            spent++;
+        }
+        assertEquals(5, spent);
+    }
+
+    @Test
+    void checkingTheHedgeBudgetWithoutSpendingDoesNotConsumeIt() {
+        String org = id("org");
+        for (int i = 0; i < 3; i++) {
+            assertTrue(await(store().hedgeBudget(org, false, 0.0, 1, LONG)));
+        }
+        assertTrue(await(store().hedgeBudget(org, true, 0.0, 1, LONG)));
+        assertFalse(await(store().hedgeBudget(org, false, 0.0, 1, LONG)));
+    }
+
+    @Test
+    void hedgeBudgetRefillsWhenTheWindowSlidesPast() {
+        String org = id("org");
+        assertTrue(await(store().hedgeBudget(org, true, 0.0, 1, SHORT)));
+        assertFalse(await(store().hedgeBudget(org, true, 0.0, 1, SHORT)));
+        advance(PAST_SHORT);
+        assertTrue(await(store().hedgeBudget(org, true, 0.0, 1, SHORT)));
+    }
+
+    // ---- audit, ledger ----------------------------------------------------------------------------------------
+
+    @Test
+    void auditIsReadNewestFirst() {
+        String org = id("org");
+        List<String> ids = new ArrayList<>();
+        for (int i = 1; i <= 5; i++) {
+            ids.add(await(store().appendAudit(org, Map.of("n", Integer.toString(i), "kind", "blocked"), 100)));
+        }
+        List<AuditRecord> newest = await(store().readAudit(org, 3));
+        assertEquals(List.of("5", "4", "3"), newest.stream().map(a -> a.fields().get("n")).toList());
+        assertEquals(ids.get(4), newest.get(0).id());
+        assertEquals("blocked", newest.get(0).fields().get("kind"));
+        assertEquals(5, await(store().readAudit(org, 10)).size());
+        assertEquals(List.of(), await(store().readAudit(id("org"), 10)));
+    }
+
+    @Test
+    void auditIsTrimmedToAboutMaxLen() {
+        String org = id("org");
+        for (int i = 0; i < 300; i++) {
+            await(store().appendAudit(org, Map.of("n", Integer.toString(i)), 10));
+        }
+        List<AuditRecord> kept = await(store().readAudit(org, 1000));
+        assertTrue(kept.size() >= 10 && kept.size() < 300, "kept " + kept.size());
+        assertEquals("299", kept.get(0).fields().get("n"));
+    }
+
+    @Test
+    void ledgerSumsUsagePerAlias() {
+        String org = id("org");
+        await(store().addLedger(org, "kimi3", new UsageSample(10, 5, 0.5)));
+        await(store().addLedger(org, "kimi3", new UsageSample(1, 1, 0.25)));
+        await(store().addLedger(org, "gpt:mini", new UsageSample(2, 0, 0.0)));
+        Map<String, UsageSample> ledger = await(store().ledger(org));
+        assertEquals(2, ledger.size());
+        assertEquals(11, ledger.get("kimi3").promptTokens());
+        assertEquals(6, ledger.get("kimi3").completionTokens());
+        assertEquals(0.75, ledger.get("kimi3").cost(), 1e-9);
+        assertEquals(2, ledger.get("gpt:mini").promptTokens());
+        assertEquals(Map.of(), await(store().ledger(id("org"))));
+    }
+
+    // ---- affinity, blobs --------------------------------------------------------------------------------------
+
+    @Test
+    void affinityReturnsOnlyKnownPrefixHashes() {
+        String org = id("org");
+        await(store().putAffinity(org, List.of("h1", "h2"), "route-a", LONG));
+        await(store().putAffinity(org, List.of("h3"), "route-b", LONG));
+        assertEquals(Map.of("h1", "route-a", "h3", "route-b"),
+                await(store().affinity(org, List.of("h1", "nope", "h3"))));
+        assertEquals(Map.of(), await(store().affinity(org, List.of())));
+    }
+
+    @Test
+    void affinityExpiresAfterItsTtl() {
+        String org = id("org");
+        await(store().putAffinity(org, List.of("h1"), "route-a", SHORT));
+        assertEquals(Map.of("h1", "route-a"), await(store().affinity(org, List.of("h1"))));
+        advance(PAST_SHORT);
+        assertEquals(Map.of(), await(store().affinity(org, List.of("h1"))));
+    }
+
+    @Test
+    void orgBlobsRoundTripAndExpire() {
+        String org = id("org");
+        await(store().putOrgBlob(org, "embeddings", "[1,2]", null));
+        await(store().putOrgBlob(org, "short", "x", SHORT));
+        assertEquals(Optional.of("[1,2]"), await(store().getOrgBlob(org, "embeddings")));
+        assertEquals(Optional.of("x"), await(store().getOrgBlob(org, "short")));
+        advance(PAST_SHORT);
+        assertEquals(Optional.empty(), await(store().getOrgBlob(org, "short")));
+        assertEquals(Optional.of("[1,2]"), await(store().getOrgBlob(org, "embeddings")));
+        assertEquals(Optional.empty(), await(store().getOrgBlob(org, "missing")));
+    }
+
+    @Test
+    void routeBlobsAppearInTheSnapshotUntilTheyExpire() {
+        String r = id("route");
+        await(store().putRouteBlob(r, "ewma", "{\"ms\":120}", null));
+        await(store().putRouteBlob(r, "capacity", "{\"rpm\":60}", SHORT));
+        RouteSnapshot before = snap(r);
+        assertEquals(Map.of("ewma", "{\"ms\":120}", "capacity", "{\"rpm\":60}"), before.blobs());
+        assertEquals(Optional.of("{\"ms\":120}"), before.blob("ewma"));
+        advance(PAST_SHORT);
+        assertEquals(Map.of("ewma", "{\"ms\":120}"), snap(r).blobs());
+        await(store().putRouteBlob(r, "ewma", "{\"ms\":80}", LONG));
+        assertEquals(Optional.of("{\"ms\":80}"), snap(r).blob("ewma"));
+    }
+
+    // ---- locks ------------------------------------------------------------------------------------------------
+
+    @Test
+    void lockIsExclusiveUntilItsOwnerUnlocks() {
+        String name = id("lock");
+        assertTrue(await(store().tryLock(name, "a", LONG)));
+        assertFalse(await(store().tryLock(name, "b", LONG)));
+        await(store().unlock(name, "b")); // not the owner: ignored
+        assertFalse(await(store().tryLock(name, "b", LONG)));
+        await(store().unlock(name, "a"));
+        assertTrue(await(store().tryLock(name, "b", LONG)));
+    }
+
+    @Test
+    void lockExpiresAfterItsTtl() {
+        String name = id("lock");
+        assertTrue(await(store().tryLock(name, "a", SHORT)));
+        advance(PAST_SHORT);
+        assertTrue(await(store().tryLock(name, "b", LONG)));
+    }
+
+    // ---- catalog ----------------------------------------------------------------------------------------------
+
+    @Test
+    void catalogCompareAndSetRejectsAStaleVersion() {
+        String org = id("org");
+        assertEquals(Optional.of(1L), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":1}", "h1", 0), 0)));
+        assertEquals(Optional.empty(), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":9}", "h9", 0), 0)));
+        assertEquals(Optional.of(2L), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":2}", null, 1), 1)));
+        assertEquals(Optional.of(new VersionedDoc("{\"v\":2}", null, 2)), await(store().orgCatalog(org)));
+        assertEquals(2L, await(store().catalogVersions()).get(org));
+    }
+
+    @Test
+    void catalogVersionsListEveryStoredOrg() {
+        String a = id("org");
+        String b = id("org");
+        await(store().putOrgCatalog(a, new VersionedDoc("{}", "ha", 0), 0));
+        await(store().putOrgCatalog(b, new VersionedDoc("{}", "hb", 0), 0));
+        await(store().putOrgCatalog(b, new VersionedDoc("{}", "hb2", 1), 1));
+        await(store().putOrgCatalog(id("org"), new VersionedDoc("{}", "x", 0), 5)); // lost CAS: no version
+        Map<String, Long> versions = await(store().catalogVersions());
+        assertEquals(1L, versions.get(a));
+        assertEquals(2L, versions.get(b));
+        assertEquals(Optional.of(new VersionedDoc("{}", "hb2", 2)), await(store().orgCatalog(b)));
+        assertEquals(Optional.empty(), await(store().orgCatalog(id("org"))));
+    }
+
+    // ---- snapshot ---------------------------------------------------------------------------------------------
+
+    @Test
+    void snapshotOfUnknownRoutesIsEmpty() {
+        String r = id("route");
+        assertEquals(Map.of(r, RouteSnapshot.empty(r)), await(store().snapshot(List.of(r), LONG)));
+        assertEquals(Map.of(), await(store().snapshot(List.of(), LONG)));
+    }
+
+    @Test
+    void snapshotCoversManyRoutesInOneCall() {
+        List<String> routes = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            String r = id("route");
+            routes.add(r);
+            for (int f = 0; f < i % 4; f++) {
+                fail(r, 10, LONG);
+            }
+        }
+        await(store().acquireLease(routes.get(5), "l", LONG));
+        String unknown = id("route");
+        List<String> asked = new ArrayList<>(routes);
+        asked.add(unknown);
+        Map<String, RouteSnapshot> s = await(store().snapshot(asked, LONG));
+        assertEquals(21, s.size());
+        for (int i = 0; i < 20; i++) {
+            assertEquals(i % 4, s.get(routes.get(i)).fails(), "route " + i);
+        }
+        assertEquals(1, s.get(routes.get(5)).inflight());
+        assertEquals(RouteSnapshot.empty(unknown), s.get(unknown));
+    }
+
+    @Test
+    void pingAnswersWhileTheStoreIsUp() {
+        assertTrue(await(store().ping()));
+    }
+}
