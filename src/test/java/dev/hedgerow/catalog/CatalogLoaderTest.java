@@ -197,7 +197,7 @@ class CatalogLoaderTest {
         assertEquals(Keys.sha256Hex("hr-demo-admin"), demo.adminKeys().get(0).sha256());
         assertEquals(List.of("openrouter", "digitalocean", "fireworks", "together"),
                 demo.providers().stream().map(Provider::id).toList());
-        assertEquals("http://127.0.0.1:8090/p/fireworks/v1", demo.provider("fireworks").orElseThrow().baseUrl());
+        assertEquals("http://127.0.0.1:8090/v1", demo.provider("fireworks").orElseThrow().baseUrl());
         assertEquals(4, demo.routesOf("kimi3").size());
         assertEquals(Strategy.RR_HEALTH, demo.group("kimi3").strategy());
         assertEquals(3, demo.routesOf("fast").size());
@@ -207,11 +207,11 @@ class CatalogLoaderTest {
 
     @Test
     void demoConfigFollowsSimulatorAddress() {
-        Map<String, String> env = Map.of("SIM_BASE_URL", "http://127.0.0.1:49152", "HEDGEROW_DEMO_KEY", "mine");
+        Map<String, String> env = Map.of("SIM_TOGETHER_URL", "http://127.0.0.1:49152/v1", "HEDGEROW_DEMO_KEY", "mine");
 
         Org demo = loader(env).loadResource(CatalogLoader.DEMO_RESOURCE).orgs().get(0);
 
-        assertEquals("http://127.0.0.1:49152/p/together/v1", demo.provider("together").orElseThrow().baseUrl());
+        assertEquals("http://127.0.0.1:49152/v1", demo.provider("together").orElseThrow().baseUrl());
         assertEquals(Keys.sha256Hex("mine"), demo.keys().get(0).sha256());
     }
 

@@ -1,0 +1,139 @@
+package dev.hedgerow.function;
+
+import dev.hedgerow.catalog.CatalogException;
+import dev.hedgerow.catalog.CatalogLoader;
+import dev.hedgerow.catalog.LoadedCatalog;
+import dev.hedgerow.runtime.Hedgerow;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.RedisStateStore;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.time.Ticker;
+import dev.hedgerow.upstream.VertxUpstreamClient;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.RedisClientType;
+import io.vertx.redis.client.RedisOptions;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The Quarkus side of one process: reads the environment ({@code HEDGEROW_CONFIG}, {@code REDIS_URL},
+ * {@code HEDGEROW_REDIS_CLUSTER}, {@code HEDGEROW_FUNCTION}), builds the core once at startup, publishes the
+ * catalog and keeps it in step with the store. Without {@code HEDGEROW_CONFIG} it starts the demo simulators and
+ * loads the bundled demo catalog. An invalid catalog stops startup with every error listed.
+ */
+@ApplicationScoped
+public class HedgerowApp {
+    private static final System.Logger LOG = System.getLogger("dev.hedgerow");
+
+    @Inject
+    Vertx vertx;
+
+    @ConfigProperty(name = "hedgerow.config")
+    Optional<String> configPath;
+
+    @ConfigProperty(name = "redis.url")
+    Optional<String> redisUrl;
+
+    @ConfigProperty(name = "hedgerow.redis.cluster", defaultValue = "false")
+    boolean redisCluster;
+
+    @ConfigProperty(name = "hedgerow.function", defaultValue = "all")
+    String function;
+
+    @ConfigProperty(name = "hedgerow.catalog.poll", defaultValue = "1s")
+    Duration catalogPoll;
+
+    private volatile Hedgerow core;
+    private volatile DemoFleet demo;
+    private volatile VertxUpstreamClient upstream;
+    private volatile String stateMode = "memory";
+
+    void onStart(@Observes StartupEvent ev) {
+        core();
+    }
+
+    /** The core, built on first use (the HTTP routes may be mounted before the startup event). */
+    public synchronized Hedgerow core() {
+        if (core != null) {
+            return core;
+        }
+        Functions.parse(function);
+        StateStore store = createStore();
+        upstream = new VertxUpstreamClient(vertx, 512);
+        VertxScheduler scheduler = new VertxScheduler(vertx);
+        Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(), null);
+        LoadedCatalog loaded = loadCatalog();
+        h.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(30));
+        h.catalog().startPolling(scheduler, catalogPoll);
+        LOG.log(System.Logger.Level.INFO, "Hedgerow ready: {0} org(s), state {1}, functions {2}",
+                h.catalog().current().orgs().size(), stateMode, function);
+        core = h;
+        return h;
+    }
+
+    public Functions functions() {
+        return Functions.parse(function);
+    }
+
+    public String stateMode() {
+        return stateMode;
+    }
+
+    private StateStore createStore() {
+        if (redisUrl.isEmpty() || redisUrl.get().isBlank()) {
+            stateMode = "memory";
+            return new MemoryStateStore(Ticker.system());
+        }
+        RedisOptions options = new RedisOptions().setMaxPoolSize(64).setMaxPoolWaiting(4096)
+                .setMaxWaitingHandlers(8192);
+        RedisClientType type = redisCluster ? RedisClientType.CLUSTER : RedisClientType.STANDALONE;
+        options.setType(type);
+        for (String url : redisUrl.get().split(",")) {
+            options.addConnectionString(url.trim());
+        }
+        stateMode = redisCluster ? "redis-cluster" : "redis";
+        io.vertx.mutiny.redis.client.Redis redis = io.vertx.mutiny.redis.client.Redis.createClient(
+                io.vertx.mutiny.core.Vertx.newInstance(vertx), options);
+        return new RedisStateStore(redis, type);
+    }
+
+    private LoadedCatalog loadCatalog() {
+        try {
+            if (configPath.isPresent() && !configPath.get().isBlank()) {
+                return new CatalogLoader().load(Path.of(configPath.get()));
+            }
+            demo = DemoFleet.start(vertx);
+            Map<String, String> env = new HashMap<>(System.getenv());
+            env.putAll(demo.environment());
+            LOG.log(System.Logger.Level.INFO, "No HEDGEROW_CONFIG: demo catalog on simulated providers {0}",
+                    demo.environment());
+            return new CatalogLoader(env::get).loadResource(CatalogLoader.DEMO_RESOURCE);
+        } catch (CatalogException e) {
+            LOG.log(System.Logger.Level.ERROR, "Invalid catalog:\n" + e.getMessage());
+            throw e;
+        }
+    }
+
+    void onStop(@Observes ShutdownEvent ev) {
+        if (core != null) {
+            core.catalog().stop();
+        }
+        if (demo != null) {
+            demo.close();
+        }
+        if (upstream != null) {
+            upstream.close();
+        }
+    }
+}

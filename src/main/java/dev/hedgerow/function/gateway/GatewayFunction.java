@@ -1,0 +1,24 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.function.HedgerowApp;
+import io.vertx.ext.web.Router;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+/** Mounts the gateway's routes when this process serves the gateway function. */
+@ApplicationScoped
+public class GatewayFunction {
+    @Inject
+    HedgerowApp app;
+
+    @ConfigProperty(name = "hedgerow.gateway.body-limit", defaultValue = "8388608")
+    long bodyLimit;
+
+    void mount(@Observes Router router) {
+        if (app.functions().has("gateway")) {
+            new GatewayRoutes(app::core, bodyLimit).mount(router);
+        }
+    }
+}
