@@ -1,0 +1,228 @@
+package dev.hedgerow.function.gateway;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimStats;
+import dev.hedgerow.sim.SimText;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.Sse;
+import io.restassured.RestAssured;
+import io.restassured.response.Response;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.InputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.hasItems;
+import static org.hamcrest.Matchers.not;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The gateway's foundation over real HTTP: relay, identity, usage, auth, isolation, pass-through, hang-up. */
+class GatewayFoundationTest {
+    static final long SEED = 7;
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                providers:
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }
+                  - { id: beta, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
+                routes:
+                  - { alias: chat, provider: alpha, model: alpha-model }
+                  - { alias: quiet, provider: beta, model: beta-quiet }
+                  - { alias: slow, provider: beta, model: beta-slow }
+              - id: other
+                keys: [{ name: app, key: "k-other" }]
+                providers:
+                  - { id: gamma, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
+                routes:
+                  - { alias: secret, provider: gamma, model: beta-quiet }
+            """;
+
+    static GatewayHarness gw;
+
+    @BeforeAll
+    static void start() {
+        ModelScript fast = ModelScript.defaults().withLength(24)
+                .withLatency(ModelScript.Latency.of(10, 0));
+        gw = GatewayHarness.start(YAML, Map.of(
+                "alpha", SimConfig.of(SEED).withApiKey("sk-alpha").withModel("alpha-model", fast),
+                "beta", SimConfig.of(SEED).withApiKey("sk-beta")
+                        .withModel("beta-quiet", fast.withCapabilities(ModelScript.Capabilities.DEFAULT
+                                .withUsage(ModelScript.UsageMode.NONE)))
+                        .withModel("beta-slow", ModelScript.defaults().withLength(400)
+                                .withLatency(ModelScript.Latency.of(10, 40)))));
+        RestAssured.baseURI = gw.baseUrl();
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+    }
+
+    @BeforeEach
+    void reset() {
+        gw.sim("alpha").resetStats();
+        gw.sim("beta").resetStats();
+    }
+
+    static String body(String alias, String prompt, boolean stream) {
+        return "{\"model\":\"" + alias + "\",\"stream\":" + stream
+                + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}";
+    }
+
+    @Test
+    void streamsTheUpstreamTextByteForByteWithOneIdAndDone() {
+        String out = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "tell me a story", true))
+                .post("/v1/chat/completions").then().statusCode(200)
+                .header("content-type", equalTo("text/event-stream"))
+                .header("x-hedgerow-route", equalTo("chat-alpha"))
+                .extract().asString();
+        assertEquals(SimText.expected(SEED, "tell me a story", 24), Sse.content(out));
+        assertTrue(Sse.endsWithDone(out));
+        Set<String> ids = new HashSet<>();
+        for (JsonNode e : Sse.events(out)) {
+            ids.add(e.path("id").asText());
+            assertEquals("alpha-model", e.path("model").asText());
+            assertEquals("alpha", e.path("provider").asText());
+        }
+        assertEquals(1, ids.size());
+        assertTrue(ids.iterator().next().startsWith("chatcmpl-"));
+    }
+
+    @Test
+    void answersNonStreamingWithModelProviderUsageAndTrail() {
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "hello there", false))
+                .post("/v1/chat/completions").then().statusCode(200)
+                .body("choices[0].message.content", equalTo(SimText.expected(SEED, "hello there", 24)))
+                .body("model", equalTo("alpha-model"))
+                .body("provider", equalTo("alpha"))
+                .body("usage.completion_tokens", equalTo(24))
+                .header("x-hedgerow-attempts", org.hamcrest.Matchers.containsString("\"outcome\":\"success\""));
+    }
+
+    @Test
+    void includeUsageAddsAFinalUsageChunkCountedWhenTheUpstreamSendsNone() {
+        String out = given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"quiet\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+                        + "\"messages\":[{\"role\":\"user\",\"content\":\"count me\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        List<JsonNode> ev = Sse.events(out);
+        JsonNode last = ev.get(ev.size() - 1);
+        assertTrue(last.path("choices").isEmpty());
+        assertTrue(last.path("usage").path("prompt_tokens").asInt() > 0);
+        assertTrue(last.path("usage").path("completion_tokens").asInt() >= 20, last.toString());
+        assertNotNull(last.get("attempt_trail"));
+    }
+
+    @Test
+    void sendsTheProviderKeyAndUpstreamModelAndStripsHedgerowFields() {
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+                        + "\"provider\":{\"sort\":\"price\"},\"x_custom\":{\"keep\":true},\"temperature\":0.2}")
+                .post("/v1/chat/completions").then().statusCode(200);
+        SimStats s = gw.sim("alpha").stats("alpha-model");
+        SimStats.RecordedRequest r = s.recent().get(s.recent().size() - 1);
+        assertEquals("Bearer sk-alpha", r.authorization());
+        assertTrue(r.body().contains("\"model\":\"alpha-model\""), r.body());
+        assertFalse(r.body().contains("\"provider\""), r.body());
+        assertTrue(r.body().contains("\"x_custom\":{\"keep\":true}"), r.body());
+        assertTrue(r.body().contains("\"temperature\":0.2"), r.body());
+    }
+
+    @Test
+    void unknownKeyIsRejectedWith401() {
+        given().auth().oauth2("nope").contentType("application/json").body(body("chat", "x", false))
+                .post("/v1/chat/completions").then().statusCode(401)
+                .body("error.code", equalTo("invalid_api_key"));
+        given().contentType("application/json").body(body("chat", "x", false))
+                .post("/v1/chat/completions").then().statusCode(401);
+    }
+
+    @Test
+    void unknownAliasIs404ModelNotFound() {
+        given().auth().oauth2("k-acme").contentType("application/json").body(body("nosuch", "x", false))
+                .post("/v1/chat/completions").then().statusCode(404)
+                .body("error.code", equalTo("model_not_found"))
+                .body("error.type", equalTo("invalid_request_error"));
+    }
+
+    @Test
+    void anotherOrgsAliasIsInvisible() {
+        given().auth().oauth2("k-acme").contentType("application/json").body(body("secret", "x", false))
+                .post("/v1/chat/completions").then().statusCode(404).body("error.code", equalTo("model_not_found"));
+        given().auth().oauth2("k-acme").get("/v1/models").then().statusCode(200)
+                .body("data.id", hasItems("chat", "quiet", "slow"))
+                .body("data.id", not(hasItems("secret")));
+        given().auth().oauth2("k-other").get("/v1/models").then().statusCode(200)
+                .body("data.id", equalTo(List.of("secret")));
+    }
+
+    @Test
+    void malformedBodiesGetAnOpenAiError() {
+        for (String bad : List.of("{", "[]", "{\"model\":\"chat\"}", "{\"model\":\"chat\",\"messages\":[]}",
+                "{\"model\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                "{\"model\":\"chat\",\"stream\":\"yes\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")) {
+            given().auth().oauth2("k-acme").contentType("application/json").body(bad)
+                    .post("/v1/chat/completions").then().statusCode(400)
+                    .body("error.type", equalTo("invalid_request_error"));
+        }
+    }
+
+    @Test
+    void aClientHangUpClosesTheUpstreamConnection() throws Exception {
+        HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+        HttpRequest req = HttpRequest.newBuilder(URI.create(gw.baseUrl() + "/v1/chat/completions"))
+                .header("authorization", "Bearer k-acme").header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body("slow", "a long one", true))).build();
+        HttpResponse<InputStream> resp = client.send(req, HttpResponse.BodyHandlers.ofInputStream());
+        assertEquals(200, resp.statusCode());
+        InputStream in = resp.body();
+        byte[] buf = new byte[256];
+        int got = in.read(buf);
+        assertTrue(got > 0);
+        assertTrue(new String(buf, 0, got, StandardCharsets.UTF_8).startsWith("data:"));
+        in.close();
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (gw.sim("beta").stats("beta-slow").cancelled() == 0 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertEquals(1, gw.sim("beta").stats("beta-slow").cancelled());
+        assertEquals(0, gw.sim("beta").stats("beta-slow").completed());
+    }
+
+    @Test
+    void chunksArriveAsTheUpstreamEmitsThem() throws Exception {
+        HttpClient client = HttpClient.newHttpClient();
+        HttpRequest req = HttpRequest.newBuilder(URI.create(gw.baseUrl() + "/v1/chat/completions"))
+                .header("authorization", "Bearer k-acme").header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body("slow", "stream it", true))).build();
+        HttpResponse<InputStream> resp = client.send(req, HttpResponse.BodyHandlers.ofInputStream());
+        int first = resp.body().read(new byte[64]);
+        // 400 tokens at 40 tokens/s: the upstream is still generating while the client already reads
+        long completedWhileReading = gw.sim("beta").stats("beta-slow").completed();
+        resp.body().close();
+        assertTrue(first > 0);
+        assertEquals(0, completedWhileReading);
+    }
+}

@@ -1,0 +1,119 @@
+package dev.hedgerow.testsupport;
+
+import dev.hedgerow.catalog.CatalogLoader;
+import dev.hedgerow.catalog.LoadedCatalog;
+import dev.hedgerow.function.CoreFactory;
+import dev.hedgerow.function.VertxScheduler;
+import dev.hedgerow.function.gateway.GatewayRoutes;
+import dev.hedgerow.runtime.Hedgerow;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.time.Ticker;
+import dev.hedgerow.upstream.VertxUpstreamClient;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServer;
+import io.vertx.ext.web.Router;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * One real gateway instance for end-to-end tests: the production core and the production HTTP routes on a real
+ * Vert.x server on a free port, in front of real simulators (one per provider), over a given state store (memory,
+ * or a real Redis shared by several harnesses = several gateway instances). The catalog YAML refers to each
+ * simulator as {@code ${SIM_<PROVIDER>_URL}}.
+ */
+public final class GatewayHarness implements AutoCloseable {
+    private final Vertx vertx;
+    private final boolean ownsVertx;
+    private final Map<String, SimServer> sims;
+    private final boolean ownsSims;
+    private final Hedgerow core;
+    private final HttpServer server;
+    private final VertxUpstreamClient upstream;
+
+    private GatewayHarness(Vertx vertx, boolean ownsVertx, Map<String, SimServer> sims, boolean ownsSims,
+                           Hedgerow core, HttpServer server, VertxUpstreamClient upstream) {
+        this.vertx = vertx;
+        this.ownsVertx = ownsVertx;
+        this.sims = sims;
+        this.ownsSims = ownsSims;
+        this.core = core;
+        this.server = server;
+        this.upstream = upstream;
+    }
+
+    /** Starts one simulator per provider id; the same map can back several harnesses. */
+    public static Map<String, SimServer> startSims(Vertx vertx, Map<String, SimConfig> providers) {
+        Map<String, SimServer> out = new LinkedHashMap<>();
+        providers.forEach((id, cfg) -> out.put(id, SimServer.startBlocking(vertx, cfg)));
+        return out;
+    }
+
+    public static GatewayHarness start(String yaml, Map<String, SimConfig> providers) {
+        Vertx vertx = Vertx.vertx();
+        return start(vertx, true, yaml, startSims(vertx, providers), true,
+                new MemoryStateStore(Ticker.system()));
+    }
+
+    public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store) {
+        return start(vertx, false, yaml, sims, false, store);
+    }
+
+    private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
+                                        boolean ownsSims, StateStore store) {
+        Map<String, String> env = new HashMap<>();
+        sims.forEach((id, s) -> env.put("SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_') + "_URL",
+                s.baseUrl()));
+        LoadedCatalog loaded = new CatalogLoader(env::get).parse(yaml);
+        VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64);
+        Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), Ticker.system(),
+                Clock.systemUTC(), null);
+        core.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(10));
+        core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
+        Router router = Router.router(vertx);
+        new GatewayRoutes(() -> core, 1024 * 1024).mount(router);
+        HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
+                .toCompletionStage().toCompletableFuture().join();
+        return new GatewayHarness(vertx, ownsVertx, sims, ownsSims, core, server, upstream);
+    }
+
+    public String baseUrl() {
+        return "http://127.0.0.1:" + server.actualPort();
+    }
+
+    public int port() {
+        return server.actualPort();
+    }
+
+    public SimServer sim(String provider) {
+        return sims.get(provider);
+    }
+
+    public Hedgerow core() {
+        return core;
+    }
+
+    public Vertx vertx() {
+        return vertx;
+    }
+
+    @Override
+    public void close() {
+        core.catalog().stop();
+        server.close().toCompletionStage().toCompletableFuture().join();
+        upstream.close();
+        if (ownsSims) {
+            sims.values().forEach(SimServer::close);
+        }
+        if (ownsVertx) {
+            vertx.close().toCompletionStage().toCompletableFuture().join();
+        }
+    }
+}
