@@ -1,0 +1,504 @@
+package dev.hedgerow.sim;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.channel.ChannelOption;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpConnection;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.net.impl.ConnectionBase;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One chat completion in flight: turns the {@link Plan}, the drawn fault and the drawn latency into a timeline of
+ * steps (writes at offsets from the start, a reset, a clean end, or nothing ever), then plays it with Vert.x
+ * timers. Confined to the connection's event loop; only the {@link ModelState} counters are shared.
+ */
+final class Exchange {
+
+    /** How an exchange ended, for the counters. */
+    enum End { COMPLETED, CANCELLED, DROPPED }
+
+    /** Time to let written bytes reach the peer before a reset discards what is still unsent. */
+    private static final long RESET_GRACE_MS = 30;
+    private static final String DONE = "data: [DONE]\n\n";
+    private static final String KEEP_ALIVE = ": keep-alive\n\n";
+
+    private sealed interface Step {
+        double at();
+    }
+
+    private record Write(double at, Buffer data, boolean content) implements Step {
+    }
+
+    private record Respond(double at, int status, String body) implements Step {
+    }
+
+    private record Reset(double at) implements Step {
+    }
+
+    private record Finish(double at) implements Step {
+    }
+
+    private record Hang(double at) implements Step {
+    }
+
+    private final Vertx vertx;
+    private final HttpServerRequest request;
+    private final HttpServerResponse response;
+    private final ModelState model;
+    private final ChatRequest chat;
+    private final Plan plan;
+    private final Fault fault;
+    private final long ttftMs;
+    private final Admission admission;
+    private final String id;
+    private final long created = System.currentTimeMillis() / 1000;
+    private final long receivedNanos = System.nanoTime();
+
+    private List<Step> steps;
+    private int next;
+    private long timer = -1;
+    private long startNanos;
+    private boolean started;
+    private boolean over;
+    private int contentWritten;
+    private long firstContentNanos, lastContentNanos;
+
+    Exchange(Vertx vertx, HttpServerRequest request, ModelState model, ChatRequest chat, Plan plan, Fault fault,
+             long ttftMs, Admission admission, String id) {
+        this.vertx = vertx;
+        this.request = request;
+        this.response = request.response();
+        this.model = model;
+        this.chat = chat;
+        this.plan = plan;
+        this.fault = fault;
+        this.ttftMs = ttftMs;
+        this.admission = admission;
+        this.id = id;
+        response.closeHandler(v -> {
+            if (!over) {
+                end(End.CANCELLED);
+            }
+        });
+        response.exceptionHandler(t -> { });
+        model.waiting(1);
+    }
+
+    boolean over() {
+        return over;
+    }
+
+    /** Admitted: leaves the waiting queue and plays the timeline. Call on the request's context. */
+    void start() {
+        if (over) {
+            // Cancelled between admission and start: hand the slot back.
+            admission.release(this, true);
+            return;
+        }
+        model.waiting(-1);
+        model.running(1);
+        started = true;
+        startNanos = System.nanoTime();
+        steps = chat.stream() ? streamSteps() : answerSteps();
+        if (chat.stream() && !(fault instanceof Fault.HttpError)) {
+            response.setChunked(true)
+                    .putHeader("Content-Type", "text/event-stream; charset=utf-8")
+                    .putHeader("Cache-Control", "no-cache");
+        }
+        if (plan.prefixMismatch()) {
+            response.putHeader("X-Sim-Prefix-Mismatch", "true");
+        }
+        pump();
+    }
+
+    private void pump() {
+        timer = -1;
+        while (!over && next < steps.size()) {
+            Step s = steps.get(next);
+            double due = s.at() - (System.nanoTime() - startNanos) / 1e6;
+            if (s instanceof Hang) {
+                return;
+            }
+            if (due >= 1) {
+                timer = vertx.setTimer((long) Math.ceil(due), t -> pump());
+                return;
+            }
+            next++;
+            play(s);
+        }
+    }
+
+    private void play(Step s) {
+        if (s instanceof Write w) {
+            if (w.data().length() == 0) {
+                response.writeHead();
+            } else {
+                response.write(w.data());
+            }
+            if (w.content()) {
+                lastContentNanos = System.nanoTime();
+                if (contentWritten++ == 0) {
+                    firstContentNanos = lastContentNanos;
+                }
+            }
+        } else if (s instanceof Respond r) {
+            response.setStatusCode(r.status()).putHeader("Content-Type", "application/json");
+            if (fault instanceof Fault.HttpError e && e.retryAfterSeconds() != null) {
+                response.putHeader("Retry-After", String.valueOf(e.retryAfterSeconds()));
+            }
+            response.end(r.body());
+            if (r.status() == 200) {
+                firstContentNanos = lastContentNanos = System.nanoTime();
+            }
+            end(End.COMPLETED);
+        } else if (s instanceof Finish) {
+            response.end();
+            end(End.COMPLETED);
+        } else if (s instanceof Reset) {
+            end(End.DROPPED);
+            reset(request.connection());
+        }
+    }
+
+    /** Closes the connection with SO_LINGER 0 so the peer sees a TCP RST, not a clean FIN. */
+    private static void reset(HttpConnection conn) {
+        if (conn instanceof ConnectionBase base) {
+            base.channel().config().setOption(ChannelOption.SO_LINGER, 0);
+            base.channel().close();
+        } else {
+            conn.close();
+        }
+    }
+
+    private void end(End how) {
+        if (over) {
+            return;
+        }
+        over = true;
+        if (timer >= 0) {
+            vertx.cancelTimer(timer);
+        }
+        model.ended(how);
+        if (started) {
+            model.running(-1);
+            if (how == End.COMPLETED && contentWritten > 0) {
+                double ttft = (firstContentNanos - receivedNanos) / 1e6;
+                double span = (lastContentNanos - firstContentNanos) / 1e9;
+                model.measured(ttft, contentWritten > 1 && span > 0 ? (contentWritten - 1) / span : 0);
+            }
+        } else {
+            model.waiting(-1);
+        }
+        admission.release(this, started);
+    }
+
+    // ---- timelines ----
+
+    private double interval() {
+        double tps = model.script().latency().tokensPerSecond();
+        return tps > 0 ? 1000.0 / tps : 0;
+    }
+
+    private List<Step> streamSteps() {
+        List<Step> s = new ArrayList<>();
+        ModelScript.Reasoning reasoning = model.script().reasoning();
+        if (fault instanceof Fault.HttpError e) {
+            s.add(new Respond(e.delayMs(), e.status(), SimJson.errorEnvelope(e.message(), e.type(), e.code())));
+            return s;
+        }
+        if (fault instanceof Fault.ResetBeforeHeaders) {
+            s.add(new Reset(0));
+            return s;
+        }
+        if (fault instanceof Fault.NoResponse) {
+            s.add(new Hang(0));
+            return s;
+        }
+        if (fault instanceof Fault.EmptyStream e) {
+            if (e.roleChunk()) {
+                s.add(new Write(0, frame(roleDelta(), null), false));
+            } else {
+                // Headers only: an empty write sends the head of a chunked response.
+                s.add(new Write(0, Buffer.buffer(), false));
+            }
+            s.add(new Finish(ttftMs));
+            return s;
+        }
+        s.add(new Write(0, frame(roleDelta(), null), false));
+        double t = ttftMs;
+        double step = interval();
+        int c = 0;
+        boolean paused = false;
+        for (Plan.Unit u : plan.units()) {
+            if (u.content()) {
+                if (!paused) {
+                    paused = true;
+                    t = pause(s, t, reasoning);
+                }
+                t = positionalFault(s, c, t, u);
+                if (Double.isNaN(t)) {
+                    return s;
+                }
+                c++;
+            }
+            s.add(new Write(t, frame(delta(u), null), u.content()));
+            t += step;
+        }
+        if (!paused) {
+            t = pause(s, t, reasoning);
+        }
+        t = positionalFault(s, c, t, null);
+        if (Double.isNaN(t)) {
+            return s;
+        }
+        s.add(new Write(t, frame(mapper().createObjectNode(), plan.finishReason()), false));
+        if (streamUsage()) {
+            ObjectNode u = chunk();
+            u.putArray("choices");
+            u.set("usage", usage());
+            s.add(new Write(t, sse(u.toString()), false));
+        }
+        if (!(fault instanceof Fault.NoDone)) {
+            s.add(new Write(t, Buffer.buffer(DONE), false));
+        }
+        s.add(new Finish(t));
+        return s;
+    }
+
+    /** The silent thinking pause before the first content, with optional keep-alive comments. */
+    private double pause(List<Step> s, double t, ModelScript.Reasoning r) {
+        if (r.pauseMs() <= 0) {
+            return t;
+        }
+        if (r.keepAliveMs() > 0) {
+            for (long k = r.keepAliveMs(); k < r.pauseMs(); k += r.keepAliveMs()) {
+                s.add(new Write(t + k, Buffer.buffer(KEEP_ALIVE), false));
+            }
+        }
+        return t + r.pauseMs();
+    }
+
+    /**
+     * Applies a fault that fires after {@code c} content tokens (capped at the answer's length). Returns the time
+     * to go on from, or NaN when the timeline ends here.
+     */
+    private double positionalFault(List<Step> s, int c, double t, Plan.Unit unit) {
+        int total = plan.contentUnits();
+        if (fault instanceof Fault.Drop d && d.midCodePoint()) {
+            if (c < Math.min(d.afterTokens(), total)) {
+                return t;
+            }
+            if (unit != null && unit.text().chars().noneMatch(ch -> ch > 127)) {
+                return t;
+            }
+            if (unit != null) {
+                String f = frameText(delta(unit), null);
+                int from = f.indexOf("\"delta\"");
+                int i = from;
+                while (f.charAt(i) <= 127) {
+                    i++;
+                }
+                byte[] head = f.substring(0, i).getBytes(StandardCharsets.UTF_8);
+                byte[] ch = new String(Character.toChars(f.codePointAt(i))).getBytes(StandardCharsets.UTF_8);
+                Buffer b = Buffer.buffer(head).appendBytes(ch, 0, Math.max(1, ch.length / 2));
+                s.add(new Write(t, b, false));
+            }
+            s.add(new Reset(t + RESET_GRACE_MS));
+            return Double.NaN;
+        }
+        int after = afterTokens(fault);
+        if (after < 0 || c != Math.min(after, total)) {
+            return t;
+        }
+        if (fault instanceof Fault.Drop) {
+            // Let the frames already written reach the peer before the reset discards the socket buffer.
+            s.add(new Reset(t + RESET_GRACE_MS));
+            return Double.NaN;
+        } else if (fault instanceof Fault.EofBeforeFinish) {
+            s.add(new Finish(t));
+            return Double.NaN;
+        } else if (fault instanceof Fault.MalformedFrame) {
+            s.add(new Write(t, Buffer.buffer("data: {\"id\":\"" + id + "\",\"choices\":[{\"delta\":{\"content\n\n"),
+                    false));
+            return t;
+        } else if (fault instanceof Fault.ErrorEvent e) {
+            s.add(new Write(t, sse(SimJson.errorEnvelope(
+                    e.message() == null ? "Simulated upstream error mid-stream" : e.message(), "server_error",
+                    e.code() == null ? "upstream_error" : e.code())), false));
+            s.add(new Finish(t));
+            return Double.NaN;
+        } else if (fault instanceof Fault.Stall st) {
+            if (st.ms() < 0) {
+                s.add(new Hang(t));
+                return Double.NaN;
+            }
+            return t + st.ms();
+        }
+        return t;
+    }
+
+    private static int afterTokens(Fault f) {
+        if (f instanceof Fault.Drop d) {
+            return d.afterTokens();
+        } else if (f instanceof Fault.EofBeforeFinish e) {
+            return e.afterTokens();
+        } else if (f instanceof Fault.MalformedFrame m) {
+            return m.afterTokens();
+        } else if (f instanceof Fault.ErrorEvent e) {
+            return e.afterTokens();
+        } else if (f instanceof Fault.Stall st) {
+            return st.afterTokens();
+        }
+        return -1;
+    }
+
+    /** Non-streaming: one answer when the stream would have ended; mid-stream faults act on the whole answer. */
+    private List<Step> answerSteps() {
+        List<Step> s = new ArrayList<>();
+        double step = interval();
+        ModelScript.Reasoning r = model.script().reasoning();
+        double contentStart = ttftMs + step * plan.reasoningTokens() + Math.max(0, r.pauseMs());
+        double end = contentStart + step * plan.contentUnits();
+        int after = afterTokens(fault);
+        double faultAt = contentStart + step * Math.min(Math.max(after, 0), plan.contentUnits());
+        if (fault instanceof Fault.HttpError e) {
+            s.add(new Respond(e.delayMs(), e.status(), SimJson.errorEnvelope(e.message(), e.type(), e.code())));
+        } else if (fault instanceof Fault.ResetBeforeHeaders) {
+            s.add(new Reset(0));
+        } else if (fault instanceof Fault.NoResponse) {
+            s.add(new Hang(0));
+        } else if (fault instanceof Fault.Drop || fault instanceof Fault.EofBeforeFinish) {
+            s.add(new Reset(faultAt));
+        } else if (fault instanceof Fault.Stall st && st.ms() < 0) {
+            s.add(new Hang(faultAt));
+        } else if (fault instanceof Fault.Stall st) {
+            s.add(new Respond(end + st.ms(), 200, completion(false)));
+        } else if (fault instanceof Fault.MalformedFrame) {
+            s.add(new Respond(end, 200, "{\"id\":\"" + id + "\",\"object\":\"chat.completion\",\"choices\":[{"));
+        } else if (fault instanceof Fault.ErrorEvent e) {
+            s.add(new Respond(faultAt, 500, SimJson.errorEnvelope(
+                    e.message() == null ? "Simulated upstream error" : e.message(), "server_error",
+                    e.code() == null ? "upstream_error" : e.code())));
+        } else if (fault instanceof Fault.EmptyStream) {
+            s.add(new Respond(ttftMs, 200, completion(true)));
+        } else {
+            s.add(new Respond(end, 200, completion(false)));
+        }
+        return s;
+    }
+
+    // ---- wire format ----
+
+    private static com.fasterxml.jackson.databind.ObjectMapper mapper() {
+        return SimJson.MAPPER;
+    }
+
+    private ObjectNode chunk() {
+        ObjectNode c = mapper().createObjectNode();
+        c.put("id", id);
+        c.put("object", "chat.completion.chunk");
+        c.put("created", created);
+        c.put("model", chat.model());
+        return c;
+    }
+
+    private Buffer frame(ObjectNode delta, String finishReason) {
+        return Buffer.buffer(frameText(delta, finishReason));
+    }
+
+    private String frameText(ObjectNode delta, String finishReason) {
+        ObjectNode c = chunk();
+        ObjectNode choice = c.putArray("choices").addObject();
+        choice.put("index", 0);
+        choice.set("delta", delta);
+        if (finishReason == null) {
+            choice.putNull("finish_reason");
+        } else {
+            choice.put("finish_reason", finishReason);
+        }
+        return "data: " + c + "\n\n";
+    }
+
+    private static Buffer sse(String json) {
+        return Buffer.buffer("data: " + json + "\n\n");
+    }
+
+    private ObjectNode roleDelta() {
+        return mapper().createObjectNode().put("role", "assistant").put("content", "");
+    }
+
+    private ObjectNode delta(Plan.Unit u) {
+        ObjectNode d = mapper().createObjectNode();
+        switch (u.kind()) {
+            case REASONING -> d.put("reasoning_content", u.text());
+            case CONTENT -> d.put("content", u.text());
+            case TOOL_HEADER -> {
+                ObjectNode call = d.putArray("tool_calls").addObject();
+                call.put("index", 0).put("id", plan.toolCall().id()).put("type", "function");
+                call.putObject("function").put("name", plan.toolCall().name()).put("arguments", "");
+            }
+            case TOOL_ARGUMENTS -> d.putArray("tool_calls").addObject().put("index", 0)
+                    .putObject("function").put("arguments", u.text());
+        }
+        return d;
+    }
+
+    private ModelScript.UsageMode usageMode() {
+        return model.script().capabilities().usage();
+    }
+
+    private boolean streamUsage() {
+        return switch (usageMode()) {
+            case NONE, NON_STREAM_ONLY -> false;
+            case STANDARD -> chat.includeUsage();
+            case ALWAYS -> true;
+        };
+    }
+
+    private ObjectNode usage() {
+        ObjectNode u = mapper().createObjectNode();
+        u.put("prompt_tokens", plan.promptTokens());
+        u.put("completion_tokens", plan.completionTokens());
+        u.put("total_tokens", plan.promptTokens() + plan.completionTokens());
+        if (plan.reasoningTokens() > 0) {
+            u.putObject("completion_tokens_details").put("reasoning_tokens", plan.reasoningTokens());
+        }
+        return u;
+    }
+
+    private String completion(boolean empty) {
+        ObjectNode c = mapper().createObjectNode();
+        c.put("id", id);
+        c.put("object", "chat.completion");
+        c.put("created", created);
+        c.put("model", chat.model());
+        ArrayNode choices = c.putArray("choices");
+        ObjectNode choice = choices.addObject();
+        choice.put("index", 0);
+        ObjectNode msg = choice.putObject("message");
+        msg.put("role", "assistant");
+        if (!empty && plan.toolCall() != null) {
+            msg.putNull("content");
+            ObjectNode call = msg.putArray("tool_calls").addObject();
+            call.put("id", plan.toolCall().id()).put("type", "function");
+            call.putObject("function").put("name", plan.toolCall().name())
+                    .put("arguments", plan.toolCall().arguments());
+        } else {
+            msg.put("content", empty ? "" : plan.content());
+        }
+        if (!empty && plan.reasoningTokens() > 0) {
+            msg.put("reasoning_content", plan.reasoningText());
+        }
+        choice.put("finish_reason", empty ? "stop" : plan.finishReason());
+        if (usageMode() != ModelScript.UsageMode.NONE) {
+            c.set("usage", usage());
+        }
+        return c.toString();
+    }
+}

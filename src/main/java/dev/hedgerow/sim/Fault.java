@@ -1,0 +1,134 @@
+package dev.hedgerow.sim;
+
+import com.fasterxml.jackson.annotation.JsonSubTypes;
+import com.fasterxml.jackson.annotation.JsonTypeInfo;
+
+/**
+ * One injected misbehaviour of the simulated upstream. A fault is either queued as a one-shot for the next
+ * request to a model ({@link SimServer#enqueue}, {@code POST /sim/models/{model}/faults}) or rolled with a
+ * probability from the model's script. In JSON a fault is an object with a {@code kind} (the names below) and
+ * its fields in snake_case, e.g. {@code {"kind":"drop","after_tokens":5,"mid_code_point":true}}.
+ *
+ * <p>Token counts ({@code afterTokens}) count content deltas: text tokens, or argument pieces of a tool call;
+ * reasoning deltas are not counted. Mid-stream faults sent to a non-streaming request act on the whole answer:
+ * drops and early EOFs reset the connection, a stall delays the answer, a malformed frame makes the body
+ * malformed JSON, an error event becomes a 500. Immutable.
+ */
+@JsonTypeInfo(use = JsonTypeInfo.Id.NAME, property = "kind")
+@JsonSubTypes({
+        @JsonSubTypes.Type(value = Fault.HttpError.class, name = "http_error"),
+        @JsonSubTypes.Type(value = Fault.ResetBeforeHeaders.class, name = "reset"),
+        @JsonSubTypes.Type(value = Fault.NoResponse.class, name = "no_response"),
+        @JsonSubTypes.Type(value = Fault.Drop.class, name = "drop"),
+        @JsonSubTypes.Type(value = Fault.EmptyStream.class, name = "empty_stream"),
+        @JsonSubTypes.Type(value = Fault.NoDone.class, name = "no_done"),
+        @JsonSubTypes.Type(value = Fault.EofBeforeFinish.class, name = "eof_before_finish"),
+        @JsonSubTypes.Type(value = Fault.MalformedFrame.class, name = "malformed_frame"),
+        @JsonSubTypes.Type(value = Fault.ErrorEvent.class, name = "error_event"),
+        @JsonSubTypes.Type(value = Fault.Stall.class, name = "stall"),
+})
+public sealed interface Fault {
+
+    /** 429 with a {@code Retry-After} header of the given seconds (null: no header). */
+    static Fault rateLimited(Integer retryAfterSeconds) {
+        return new HttpError(429, "rate_limit_exceeded", "rate_limit_exceeded", "Rate limit reached",
+                retryAfterSeconds, 0);
+    }
+
+    /** A bare error status (500, 502, 503, 504, 529, ...) with an OpenAI error envelope. */
+    static Fault status(int status) {
+        String type = switch (status) {
+            case 529 -> "overloaded_error";
+            case 503 -> "service_unavailable";
+            case 504 -> "timeout";
+            default -> status >= 500 ? "server_error" : "invalid_request_error";
+        };
+        return new HttpError(status, type, null, "Simulated upstream error " + status, null, 0);
+    }
+
+    /** 400 {@code context_length_exceeded}. */
+    static Fault contextLengthExceeded() {
+        return new HttpError(400, "invalid_request_error", "context_length_exceeded",
+                "This model's maximum context length is exceeded", null, 0);
+    }
+
+    /** 400 content-filter refusal. */
+    static Fault contentFilter() {
+        return new HttpError(400, "invalid_request_error", "content_filter",
+                "The response was filtered due to the prompt triggering the content management policy", null, 0);
+    }
+
+    static Fault reset() {
+        return new ResetBeforeHeaders();
+    }
+
+    static Fault noResponse() {
+        return new NoResponse();
+    }
+
+    static Fault dropAfter(int tokens) {
+        return new Drop(tokens, false);
+    }
+
+    static Fault dropMidCodePoint(int afterTokens) {
+        return new Drop(afterTokens, true);
+    }
+
+    static Fault stall(int afterTokens, long ms) {
+        return new Stall(afterTokens, ms);
+    }
+
+    static Fault stallForever(int afterTokens) {
+        return new Stall(afterTokens, -1);
+    }
+
+    /**
+     * An HTTP error answer in the OpenAI envelope, sent {@code delayMs} after the request arrived.
+     *
+     * @param retryAfterSeconds value of the {@code Retry-After} header; null sends none
+     */
+    record HttpError(int status, String type, String code, String message, Integer retryAfterSeconds, long delayMs)
+            implements Fault {
+    }
+
+    /** The connection is reset (TCP RST) before any response header. */
+    record ResetBeforeHeaders() implements Fault {
+    }
+
+    /** The request is accepted and never answered. */
+    record NoResponse() implements Fault {
+    }
+
+    /**
+     * The connection is reset after {@code afterTokens} content tokens. With {@code midCodePoint} the reset comes
+     * in the middle of a multi-byte UTF-8 character: the frame of the first token at or after {@code afterTokens}
+     * that holds a non-ASCII character is written up to half of that character's bytes (if no later token holds
+     * one, the reset comes after the last token).
+     */
+    record Drop(int afterTokens, boolean midCodePoint) implements Fault {
+    }
+
+    /** 200 and SSE headers, the role-only chunk when {@code roleChunk}, then a clean end with no content. */
+    record EmptyStream(boolean roleChunk) implements Fault {
+    }
+
+    /** The stream ends cleanly after the {@code finish_reason} chunk (and usage) without {@code [DONE]}. */
+    record NoDone() implements Fault {
+    }
+
+    /** The stream ends cleanly after {@code afterTokens} tokens: no {@code finish_reason}, no {@code [DONE]}. */
+    record EofBeforeFinish(int afterTokens) implements Fault {
+    }
+
+    /** After {@code afterTokens} tokens a non-JSON {@code data:} frame is sent; the stream then goes on. */
+    record MalformedFrame(int afterTokens) implements Fault {
+    }
+
+    /** After {@code afterTokens} tokens an error event {@code data: {"error":{...}}} is sent and the stream ends. */
+    record ErrorEvent(int afterTokens, String message, String code) implements Fault {
+    }
+
+    /** After {@code afterTokens} tokens nothing is sent for {@code ms} milliseconds (negative: forever). */
+    record Stall(int afterTokens, long ms) implements Fault {
+    }
+}

@@ -1,0 +1,171 @@
+package dev.hedgerow.sim;
+
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The script of one simulated model: how long it writes, how fast it answers, what it can do and how often it
+ * fails. Selected by the request's {@code model} field. Immutable; change one aspect with the {@code withX}
+ * methods. Serialised to and from JSON (snake_case) by {@link SimJson} for the control endpoint and demo files;
+ * a nested object missing from the JSON takes its default.
+ *
+ * @param length       the most content tokens the model writes (a request's {@code max_tokens} may cut it shorter)
+ * @param seed         seeds this model's random source (latency jitter, heavy tail, fault odds)
+ * @param latency      time to first token and decode speed
+ * @param capabilities what requests the model accepts and how it reports usage
+ * @param reasoning    reasoning deltas and a silent thinking pause before the content
+ * @param faults       probabilistic faults, rolled in order for each request that has no queued one-shot fault
+ */
+public record ModelScript(int length, long seed, Latency latency, Capabilities capabilities, Reasoning reasoning,
+                          List<FaultChance> faults) {
+
+    public static final int DEFAULT_LENGTH = 64;
+
+    public ModelScript {
+        length = length <= 0 ? DEFAULT_LENGTH : length;
+        latency = latency == null ? Latency.INSTANT : latency;
+        capabilities = capabilities == null ? Capabilities.DEFAULT : capabilities;
+        reasoning = reasoning == null ? Reasoning.NONE : reasoning;
+        faults = faults == null ? List.of() : List.copyOf(faults);
+    }
+
+    /** A model that answers at once, writes {@value #DEFAULT_LENGTH} tokens and never fails. */
+    public static ModelScript defaults() {
+        return new ModelScript(DEFAULT_LENGTH, 1, null, null, null, null);
+    }
+
+    public ModelScript withLength(int tokens) {
+        return new ModelScript(tokens, seed, latency, capabilities, reasoning, faults);
+    }
+
+    public ModelScript withSeed(long s) {
+        return new ModelScript(length, s, latency, capabilities, reasoning, faults);
+    }
+
+    public ModelScript withLatency(Latency l) {
+        return new ModelScript(length, seed, l, capabilities, reasoning, faults);
+    }
+
+    public ModelScript withCapabilities(Capabilities c) {
+        return new ModelScript(length, seed, latency, c, reasoning, faults);
+    }
+
+    public ModelScript withReasoning(Reasoning r) {
+        return new ModelScript(length, seed, latency, capabilities, r, faults);
+    }
+
+    public ModelScript withFaults(List<FaultChance> f) {
+        return new ModelScript(length, seed, latency, capabilities, reasoning, f);
+    }
+
+    /**
+     * Latency model. TTFT = ({@code ttftBaseMs} + {@code ttftMsPer1kPromptTokens} × prompt tokens / 1000) ×
+     * (1 ± {@code jitter}, uniform), and with probability {@code heavyTailProbability} × {@code heavyTailFactor}.
+     *
+     * @param tokensPerSecond decode speed; 0 or less writes every token at once
+     */
+    public record Latency(long ttftBaseMs, double ttftMsPer1kPromptTokens, double tokensPerSecond, double jitter,
+                          double heavyTailProbability, double heavyTailFactor) {
+
+        public static final Latency INSTANT = new Latency(0, 0, 0, 0, 0, 1);
+
+        public static Latency of(long ttftBaseMs, double tokensPerSecond) {
+            return new Latency(ttftBaseMs, 0, tokensPerSecond, 0, 0, 1);
+        }
+
+        public Latency withTtftPer1kPromptTokens(double ms) {
+            return new Latency(ttftBaseMs, ms, tokensPerSecond, jitter, heavyTailProbability, heavyTailFactor);
+        }
+
+        public Latency withJitter(double fraction) {
+            return new Latency(ttftBaseMs, ttftMsPer1kPromptTokens, tokensPerSecond, fraction, heavyTailProbability,
+                    heavyTailFactor);
+        }
+
+        public Latency withHeavyTail(double probability, double factor) {
+            return new Latency(ttftBaseMs, ttftMsPer1kPromptTokens, tokensPerSecond, jitter, probability, factor);
+        }
+    }
+
+    /** How the model reports token usage. */
+    public enum UsageMode {
+        /** Never sends {@code usage} (the gateway must count tokens itself). */
+        NONE,
+        /** Non-streaming always; streaming only when {@code stream_options.include_usage} is true (OpenAI). */
+        STANDARD,
+        /** Also in streams that did not ask for it (some providers do). */
+        ALWAYS,
+        /** Non-streaming only: ignores {@code stream_options.include_usage}. */
+        NON_STREAM_ONLY
+    }
+
+    /** The assistant-prefill continuation dialects a model may accept. */
+    public enum Continuation {
+        /** vLLM/SGLang: top-level {@code continue_final_message: true, add_generation_prompt: false}. */
+        CONTINUE_FINAL_MESSAGE,
+        /** DeepSeek/Mistral: {@code prefix: true} on the last assistant message. */
+        PREFIX,
+        /** Anthropic style: a trailing assistant message, nothing else. */
+        TRAILING_ASSISTANT
+    }
+
+    /**
+     * What requests the model accepts. A request needing a missing capability gets 400.
+     *
+     * @param continuation prefill dialects accepted; any other prefill request gets 400
+     * @param overlapChars code points of the partial message re-emitted when answering a "Continue exactly where"
+     *                     instruction; null means 12
+     */
+    public record Capabilities(boolean tools, boolean jsonMode, boolean images, UsageMode usage,
+                               Set<Continuation> continuation, Integer overlapChars) {
+
+        public static final int DEFAULT_OVERLAP = 12;
+        public static final Capabilities DEFAULT =
+                new Capabilities(true, true, false, UsageMode.STANDARD, EnumSet.allOf(Continuation.class), null);
+
+        public Capabilities {
+            usage = usage == null ? UsageMode.STANDARD : usage;
+            continuation = continuation == null || continuation.isEmpty()
+                    ? Set.of() : Set.copyOf(EnumSet.copyOf(continuation));
+            overlapChars = overlapChars == null ? DEFAULT_OVERLAP : overlapChars;
+        }
+
+        public Capabilities withTools(boolean b) {
+            return new Capabilities(b, jsonMode, images, usage, continuation, overlapChars);
+        }
+
+        public Capabilities withJsonMode(boolean b) {
+            return new Capabilities(tools, b, images, usage, continuation, overlapChars);
+        }
+
+        public Capabilities withImages(boolean b) {
+            return new Capabilities(tools, jsonMode, b, usage, continuation, overlapChars);
+        }
+
+        public Capabilities withUsage(UsageMode u) {
+            return new Capabilities(tools, jsonMode, images, u, continuation, overlapChars);
+        }
+
+        public Capabilities withContinuation(Set<Continuation> c) {
+            return new Capabilities(tools, jsonMode, images, usage, c, overlapChars);
+        }
+
+        public Capabilities withOverlapChars(int n) {
+            return new Capabilities(tools, jsonMode, images, usage, continuation, n);
+        }
+    }
+
+    /**
+     * Reasoning before the answer: {@code tokens} deltas in {@code delta.reasoning_content} (at decode speed), then
+     * a silent pause of {@code pauseMs} during which an SSE comment {@code : keep-alive} is sent every
+     * {@code keepAliveMs} (0 = none).
+     */
+    public record Reasoning(int tokens, long pauseMs, long keepAliveMs) {
+        public static final Reasoning NONE = new Reasoning(0, 0, 0);
+    }
+
+    /** A fault rolled with the given probability (0..1) for each request. */
+    public record FaultChance(double probability, Fault fault) {
+    }
+}

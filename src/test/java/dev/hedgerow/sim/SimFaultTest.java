@@ -1,0 +1,392 @@
+package dev.hedgerow.sim;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.vertx.core.Vertx;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class SimFaultTest {
+
+    static final long SEED = 7;
+    static final String PROMPT = "Write about the river stones";
+    static final int LENGTH = 30;
+    static Vertx vertx;
+    SimServer sim;
+    SimHttp http;
+
+    @BeforeAll
+    static void vertx() {
+        vertx = Vertx.vertx();
+    }
+
+    @AfterAll
+    static void closeVertx() {
+        vertx.close();
+    }
+
+    @BeforeEach
+    void start() {
+        sim = SimServer.startBlocking(vertx, SimConfig.of(SEED).withModel("m",
+                ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 1000))));
+        http = new SimHttp(sim);
+    }
+
+    @AfterEach
+    void stop() {
+        sim.close();
+    }
+
+    private SimHttp.Raw stream() {
+        return http.stream(SimHttp.chat("m", PROMPT, true));
+    }
+
+    private SimHttp.Raw stream(Duration timeout) {
+        return http.stream(SimHttp.chat("m", PROMPT, true), timeout);
+    }
+
+    private String expected(int tokens) {
+        return SimText.expected(SEED, PROMPT, tokens);
+    }
+
+    /** Polls until the condition holds: counters move on the event loop just after the client sees the end. */
+    private static void eventually(java.util.function.BooleanSupplier cond, String what) {
+        long deadline = System.nanoTime() + 3_000_000_000L;
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for " + what);
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    @Test
+    void rateLimitedWithRetryAfter() {
+        sim.enqueue("m", Fault.rateLimited(7));
+        SimHttp.Raw r = stream();
+        assertEquals(429, r.status());
+        assertEquals("7", r.headers().firstValue("retry-after").orElseThrow());
+        assertEquals("rate_limit_exceeded", SimHttp.tree(r.text()).path("error").path("code").asText());
+    }
+
+    @Test
+    void rateLimitedWithoutRetryAfter() {
+        sim.enqueue("m", Fault.rateLimited(null));
+        SimHttp.Raw r = stream();
+        assertEquals(429, r.status());
+        assertTrue(r.headers().firstValue("retry-after").isEmpty());
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {500, 502, 503, 504, 529})
+    void serverErrorStatusesCarryTheErrorEnvelope(int status) {
+        sim.enqueue("m", Fault.status(status));
+        SimHttp.Raw r = stream();
+        assertEquals(status, r.status());
+        JsonNode err = SimHttp.tree(r.text()).path("error");
+        assertTrue(err.has("message") && err.has("type") && err.has("code") && err.has("param"));
+    }
+
+    @Test
+    void contextLengthExceededIs400() {
+        sim.enqueue("m", Fault.contextLengthExceeded());
+        HttpResponse<String> r = http.post("/v1/chat/completions", SimHttp.chat("m", PROMPT, false));
+        assertEquals(400, r.statusCode());
+        assertEquals("context_length_exceeded", SimHttp.tree(r.body()).path("error").path("code").asText());
+    }
+
+    @Test
+    void contentFilterRefusalIs400() {
+        sim.enqueue("m", Fault.contentFilter());
+        SimHttp.Raw r = stream();
+        assertEquals(400, r.status());
+        assertEquals("content_filter", SimHttp.tree(r.text()).path("error").path("code").asText());
+    }
+
+    @Test
+    void errorResponseWaitsItsScriptedDelay() {
+        sim.enqueue("m", new Fault.HttpError(503, "service_unavailable", null, "busy", 1, 150));
+        SimHttp.Raw r = stream();
+        assertEquals(503, r.status());
+        assertTrue(r.elapsedMs() >= 150, "elapsed " + r.elapsedMs());
+    }
+
+    @Test
+    void connectionResetBeforeHeaders() {
+        sim.enqueue("m", Fault.reset());
+        SimHttp.Raw r = stream();
+        assertEquals(-1, r.status());
+        assertNotNull(r.error());
+        eventually(() -> sim.stats("m").dropped() == 1, "dropped");
+    }
+
+    @Test
+    void noResponseAtAllLeavesTheCallerWaitingUntilItGivesUp() {
+        sim.enqueue("m", Fault.noResponse());
+        SimHttp.Raw r = stream(Duration.ofMillis(300));
+        assertEquals(-1, r.status());
+        assertTrue(r.error() instanceof java.net.http.HttpTimeoutException, String.valueOf(r.error()));
+        eventually(() -> sim.stats("m").cancelled() == 1, "cancelled");
+        assertEquals(0, sim.stats("m").inFlight());
+    }
+
+    @Test
+    void dropAfterNTokensResetsTheConnection() {
+        sim.enqueue("m", Fault.dropAfter(5));
+        SimHttp.Raw r = stream();
+        assertEquals(200, r.status());
+        assertNotNull(r.error(), "a reset must surface as an I/O error");
+        assertEquals(expected(5), r.content());
+        assertFalse(r.text().contains("finish_reason\":\"stop"));
+        eventually(() -> sim.stats("m").dropped() == 1, "dropped");
+        assertEquals(0, sim.stats("m").cancelled());
+    }
+
+    @Test
+    void dropInTheMiddleOfAMultiByteCharacter() {
+        sim.enqueue("m", Fault.dropMidCodePoint(3));
+        List<String> tokens = SimText.tokens(SEED, PROMPT, LENGTH);
+        int j = 3;
+        while (tokens.get(j).chars().allMatch(c -> c < 128)) {
+            j++;
+        }
+        SimHttp.Raw r = stream();
+        assertNotNull(r.error());
+        assertEquals(expected(j), r.content());
+        byte[] bytes = r.bytes();
+        String tail = r.text().substring(r.text().lastIndexOf("\n\n") + 2);
+        assertTrue(tail.startsWith("data: {"), tail);
+        // The last byte is a UTF-8 lead or continuation byte of a character left incomplete.
+        int last = bytes[bytes.length - 1] & 0xff;
+        assertTrue(last >= 0x80, "last byte " + Integer.toHexString(last));
+        String token = tokens.get(j);
+        int cp = token.codePoints().filter(c -> c >= 128).findFirst().orElseThrow();
+        byte[] full = new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8);
+        byte[] got = java.util.Arrays.copyOfRange(bytes, bytes.length - full.length / 2, bytes.length);
+        assertArrayEquals(java.util.Arrays.copyOf(full, full.length / 2), got);
+    }
+
+    @Test
+    void emptyStreamWithRoleChunkOnly() {
+        sim.enqueue("m", new Fault.EmptyStream(true));
+        SimHttp.Raw r = stream();
+        assertEquals(200, r.status());
+        assertNull(r.error());
+        assertEquals(1, r.chunks().size());
+        assertEquals("", r.content());
+        assertFalse(r.text().contains("[DONE]"));
+    }
+
+    @Test
+    void emptyStreamWithHeadersOnly() {
+        sim.enqueue("m", new Fault.EmptyStream(false));
+        SimHttp.Raw r = stream();
+        assertEquals(200, r.status());
+        assertNull(r.error());
+        assertEquals(0, r.bytes().length);
+    }
+
+    @Test
+    void streamEndsAfterFinishReasonWithoutDone() {
+        sim.enqueue("m", new Fault.NoDone());
+        SimHttp.Raw r = stream();
+        assertNull(r.error());
+        assertEquals(expected(LENGTH), r.content());
+        assertFalse(r.text().contains("[DONE]"));
+        List<JsonNode> chunks = r.chunks();
+        assertEquals("stop", chunks.get(chunks.size() - 1).path("choices").path(0).path("finish_reason").asText());
+    }
+
+    @Test
+    void streamEndsCleanlyBeforeAnyFinishReason() {
+        sim.enqueue("m", new Fault.EofBeforeFinish(4));
+        SimHttp.Raw r = stream();
+        assertNull(r.error());
+        assertEquals(expected(4), r.content());
+        assertFalse(r.text().contains("[DONE]"));
+        assertTrue(r.chunks().stream().allMatch(c -> c.path("choices").path(0).path("finish_reason").isNull()));
+        eventually(() -> sim.stats("m").completed() == 1, "completed");
+    }
+
+    @Test
+    void malformedDataFrameInTheMiddle() {
+        sim.enqueue("m", new Fault.MalformedFrame(3));
+        SimHttp.Raw r = stream();
+        List<String> data = r.data();
+        int bad = -1;
+        StringBuilder content = new StringBuilder();
+        for (int i = 0; i < data.size(); i++) {
+            if (data.get(i).equals("[DONE]")) {
+                continue;
+            }
+            try {
+                JsonNode n = SimHttp.JSON.readTree(data.get(i));
+                content.append(n.path("choices").path(0).path("delta").path("content").asText(""));
+            } catch (java.io.IOException e) {
+                bad = i;
+                assertEquals(expected(3), content.toString());
+            }
+        }
+        assertTrue(bad > 0);
+        assertEquals(expected(LENGTH), content.toString());
+        assertTrue(r.endsWithDone());
+    }
+
+    @Test
+    void upstreamErrorEventMidStream() {
+        sim.enqueue("m", new Fault.ErrorEvent(6, "overloaded", "server_overloaded"));
+        SimHttp.Raw r = stream();
+        assertEquals(200, r.status());
+        List<JsonNode> chunks = r.chunks();
+        JsonNode last = chunks.get(chunks.size() - 1);
+        assertEquals("server_overloaded", last.path("error").path("code").asText());
+        assertEquals("overloaded", last.path("error").path("message").asText());
+        assertEquals(expected(6), r.content());
+        assertFalse(r.endsWithDone());
+    }
+
+    @Test
+    void stallStopsSendingForTheScriptedTime() {
+        sim.script("m", ModelScript.defaults().withLength(LENGTH));
+        sim.enqueue("m", Fault.stall(4, 250));
+        SimHttp.Raw r = stream();
+        assertNull(r.error());
+        assertEquals(expected(LENGTH), r.content());
+        assertTrue(r.elapsedMs() >= 250, "elapsed " + r.elapsedMs());
+    }
+
+    @Test
+    void stallForeverAfterNTokensUntilTheCallerHangsUp() {
+        sim.enqueue("m", Fault.stallForever(4));
+        SimHttp.Raw r = stream(Duration.ofMillis(400));
+        assertNotNull(r.error());
+        assertEquals(expected(4), r.content());
+        eventually(() -> sim.stats("m").cancelled() == 1, "cancelled");
+    }
+
+    @Test
+    void clientHangUpMidStreamIsCountedAsCancelledAndStopsGeneration() throws Exception {
+        sim.script("m", ModelScript.defaults().withLength(200).withLatency(ModelScript.Latency.of(0, 100)));
+        String body = SimHttp.chat("m", PROMPT, true);
+        try (Socket s = new Socket("127.0.0.1", sim.port())) {
+            OutputStream out = s.getOutputStream();
+            out.write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: " + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body)
+                    .getBytes(StandardCharsets.UTF_8));
+            out.flush();
+            InputStream in = s.getInputStream();
+            byte[] buf = new byte[4096];
+            int n = 0;
+            while (n < 600) {
+                int k = in.read(buf);
+                assertTrue(k > 0);
+                n += k;
+            }
+            eventually(() -> sim.stats("m").running() == 1, "running");
+        }
+        eventually(() -> sim.stats("m").cancelled() == 1, "cancelled");
+        SimStats st = sim.stats("m");
+        assertEquals(0, st.inFlight());
+        assertEquals(0, st.completed());
+        assertEquals(0, st.dropped());
+    }
+
+    @Test
+    void oneShotFaultsAreServedInFifoOrderThenNormalService() {
+        sim.enqueue("m", Fault.status(503), Fault.rateLimited(1));
+        assertEquals(503, stream().status());
+        assertEquals(429, stream().status());
+        SimHttp.Raw ok = stream();
+        assertEquals(200, ok.status());
+        assertEquals(expected(LENGTH), ok.content());
+        assertEquals(2, sim.stats("m").faulted());
+    }
+
+    @Test
+    void faultsForOneModelDoNotTouchAnother() {
+        sim.script("other", ModelScript.defaults());
+        sim.enqueue("m", Fault.status(500));
+        assertEquals(200, http.stream(SimHttp.chat("other", PROMPT, true)).status());
+        assertEquals(500, stream().status());
+    }
+
+    @Test
+    void probabilisticFaultsAreSeededAndRepeatable() {
+        ModelScript flaky = ModelScript.defaults().withLength(3).withSeed(1234)
+                .withFaults(List.of(new ModelScript.FaultChance(0.5, Fault.status(503))));
+        List<Integer> first = statuses(flaky);
+        List<Integer> second = statuses(flaky);
+        assertEquals(first, second);
+        assertTrue(first.contains(503) && first.contains(200), first.toString());
+    }
+
+    private List<Integer> statuses(ModelScript script) {
+        sim.script("flaky", script);
+        List<Integer> out = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            out.add(http.post("/v1/chat/completions", SimHttp.chat("flaky", PROMPT, false)).statusCode());
+        }
+        return out;
+    }
+
+    @Test
+    void nonStreamingDropResetsTheConnection() {
+        sim.enqueue("m", Fault.dropAfter(3));
+        assertThrowsIo(() -> http.post("/v1/chat/completions", SimHttp.chat("m", PROMPT, false)));
+    }
+
+    @Test
+    void nonStreamingErrorEventBecomes500() {
+        sim.enqueue("m", new Fault.ErrorEvent(3, null, null));
+        assertEquals(500, http.post("/v1/chat/completions", SimHttp.chat("m", PROMPT, false)).statusCode());
+    }
+
+    @Test
+    void faultsCanBeQueuedThroughTheControlEndpoint() {
+        HttpResponse<String> r = http.post("/sim/models/m/faults",
+                "[{\"kind\":\"http_error\",\"status\":429,\"retry_after_seconds\":3},{\"kind\":\"drop\",\"after_tokens\":2}]");
+        assertEquals(200, r.statusCode());
+        assertEquals(2, SimHttp.tree(r.body()).path("queued").asInt());
+        SimHttp.Raw limited = stream();
+        assertEquals(429, limited.status());
+        assertEquals("3", limited.headers().firstValue("retry-after").orElseThrow());
+        SimHttp.Raw dropped = stream();
+        assertEquals(expected(2), dropped.content());
+        assertNotNull(dropped.error());
+        http.post("/sim/models/m/faults", "{\"kind\":\"reset\"}");
+        assertEquals(204, http.delete("/sim/faults").statusCode());
+        assertEquals(200, stream().status());
+    }
+
+    private static void assertThrowsIo(Runnable r) {
+        try {
+            r.run();
+        } catch (java.io.UncheckedIOException e) {
+            return;
+        }
+        throw new AssertionError("expected an I/O error");
+    }
+}
