@@ -15,7 +15,7 @@ class OverlapTrimmerTest {
 
     @Test
     void holdsTextUntilTheWindowIsFull() {
-        OverlapTrimmer t = new OverlapTrimmer("hello wor", 16, 4);
+        OverlapTrimmer t = new OverlapTrimmer("hello wor", 16, 3);
         assertEquals("", t.feed("wor"));
         assertEquals("", t.feed("ld and "));
         assertEquals("ld and more text", t.feed("more text") + t.flush());
