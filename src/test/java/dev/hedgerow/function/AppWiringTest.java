@@ -1,0 +1,52 @@
+package dev.hedgerow.function;
+
+import dev.hedgerow.sim.SimText;
+import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.Sse;
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import org.junit.jupiter.api.Test;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.hasItems;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/** The real Quarkus application, on a real Redis, in front of simulators. */
+@QuarkusTest
+@QuarkusTestResource(value = AppTestResource.class, restrictToAnnotatedClass = false)
+class AppWiringTest {
+
+    @Test
+    void healthIsUp() {
+        given().get("/q/health/live").then().statusCode(200);
+        given().get("/q/health/ready").then().statusCode(200);
+    }
+
+    @Test
+    void listsTheCallersAliases() {
+        given().auth().oauth2("k-acme").get("/v1/models").then().statusCode(200)
+                .body("data.id", hasItems("kimi3", "solo"));
+    }
+
+    @Test
+    void streamsThroughTheRealApplicationOnRedis() {
+        String out = given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"solo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"wired\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        assertEquals(SimText.expected(AppTestResource.SEED, "wired", 24), Sse.content(out));
+    }
+
+    @Test
+    void metricsAreExposed() {
+        given().get("/q/metrics").then().statusCode(200);
+    }
+
+    @Test
+    void pathAliasRoutingRuleWorks() {
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"messages\":[{\"role\":\"user\",\"content\":\"wired\"}]}")
+                .post("/models/solo/v1/chat/completions").then().statusCode(200)
+                .body("provider", equalTo("alpha"));
+    }
+}

@@ -1,0 +1,102 @@
+package dev.hedgerow.testsupport;
+
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
+import io.vertx.core.Vertx;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Everything the real Quarkus application needs for {@code @QuarkusTest}s: a private {@code redis-server} on a free
+ * port, two simulated providers, and a catalog file pointing at them. The app is started with
+ * {@code HEDGEROW_CONFIG} and {@code REDIS_URL} set through config. Tests reach the simulators through
+ * {@link #sims()} and the Redis URL through {@link #redisUrl()}.
+ *
+ * <p>Catalog: org {@code acme} (client key {@code k-acme}, admin key {@code a-acme}) with alias {@code kimi3} on
+ * providers {@code alpha} and {@code beta} (rr_health, fast 1 s cooldown), alias {@code solo} on {@code alpha};
+ * org {@code other} (keys {@code k-other} / {@code a-other}) with alias {@code secret}.
+ */
+public final class AppTestResource implements QuarkusTestResourceLifecycleManager {
+    public static final long SEED = 11;
+    public static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                admin_keys: [{ name: ops, key: "a-acme" }]
+                providers:
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha", capacity_key: "cap-alpha" }
+                  - { id: beta, base_url: "${SIM_BETA_URL}", api_key: "sk-beta", capacity_key: "cap-beta" }
+                routes:
+                  - { alias: kimi3, provider: alpha, model: kimi-a, weight: 100 }
+                  - { alias: kimi3, provider: beta, model: kimi-b, weight: 100 }
+                  - { alias: solo, provider: alpha, model: solo-a }
+                groups:
+                  kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
+              - id: other
+                keys: [{ name: app, key: "k-other" }]
+                admin_keys: [{ name: ops, key: "a-other" }]
+                providers:
+                  - { id: gamma, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
+                routes:
+                  - { alias: secret, provider: gamma, model: kimi-b }
+            """;
+
+    private static final Map<String, SimServer> SIMS = new LinkedHashMap<>();
+    private static RedisServer redis;
+    private static Vertx vertx;
+
+    public static Map<String, SimServer> sims() {
+        return SIMS;
+    }
+
+    public static String redisUrl() {
+        return redis.url();
+    }
+
+    @Override
+    public Map<String, String> start() {
+        vertx = Vertx.vertx();
+        redis = RedisServer.start();
+        ModelScript fast = ModelScript.defaults().withLength(24).withLatency(ModelScript.Latency.of(10, 400));
+        SIMS.put("alpha", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-alpha")
+                .withModel("kimi-a", fast).withModel("solo-a", fast)));
+        SIMS.put("beta", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-beta")
+                .withModel("kimi-b", fast)));
+        Map<String, String> env = new HashMap<>();
+        SIMS.forEach((id, s) -> env.put("SIM_" + id.toUpperCase() + "_URL", s.baseUrl()));
+        String yaml = YAML;
+        for (Map.Entry<String, String> e : env.entrySet()) {
+            yaml = yaml.replace("${" + e.getKey() + "}", e.getValue());
+        }
+        try {
+            Path file = Files.createTempFile("hedgerow-test", ".yaml");
+            Files.writeString(file, yaml);
+            Map<String, String> cfg = new HashMap<>();
+            cfg.put("hedgerow.config", file.toString());
+            cfg.put("redis.url", redis.url());
+            return cfg;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public void stop() {
+        SIMS.values().forEach(SimServer::close);
+        SIMS.clear();
+        if (redis != null) {
+            redis.close();
+        }
+        if (vertx != null) {
+            vertx.close();
+        }
+    }
+}
