@@ -2,6 +2,7 @@ package dev.hedgerow.api;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -16,6 +17,8 @@ public final class Json {
     public static final int MAX_DEPTH = 64;
 
     public static final ObjectMapper MAPPER = JsonMapper.builder()
+            // emoji and other supplementary characters go out as UTF-8, not as \\uD83C\\uDF0D escape pairs
+            .enable(JsonWriteFeature.COMBINE_UNICODE_SURROGATES_IN_UTF8)
             .build();
 
     static {
