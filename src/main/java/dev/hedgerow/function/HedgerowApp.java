@@ -9,6 +9,7 @@ import dev.hedgerow.state.RedisStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.VertxUpstreamClient;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.vertx.core.Vertx;
@@ -38,6 +39,9 @@ public class HedgerowApp {
 
     @Inject
     Vertx vertx;
+
+    @Inject
+    MeterRegistry meters;
 
     @ConfigProperty(name = "hedgerow.config")
     Optional<String> configPath;
@@ -72,7 +76,8 @@ public class HedgerowApp {
         StateStore store = createStore();
         upstream = new VertxUpstreamClient(vertx, 512);
         VertxScheduler scheduler = new VertxScheduler(vertx);
-        Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(), null);
+        Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(),
+                new GatewayMetrics(meters));
         LoadedCatalog loaded = loadCatalog();
         h.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(30));
         h.catalog().startPolling(scheduler, catalogPoll);

@@ -38,8 +38,12 @@ class AppWiringTest {
     }
 
     @Test
-    void metricsAreExposed() {
-        given().get("/q/metrics").then().statusCode(200);
+    void metricsCountRequests() {
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"solo\",\"messages\":[{\"role\":\"user\",\"content\":\"count\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200);
+        given().get("/q/metrics").then().statusCode(200)
+                .body(org.hamcrest.Matchers.containsString("hedgerow_requests_total{alias=\"solo\",org=\"acme\",status=\"200\"}"));
     }
 
     @Test
