@@ -1,0 +1,93 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.RedisStateStore;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.RedisServer;
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.RedisClientType;
+import io.vertx.redis.client.RedisOptions;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.hasItem;
+import static org.hamcrest.Matchers.not;
+
+/** A catalog change written through one instance reaches another instance on the same Redis without a restart. */
+class CatalogPropagationTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-prop" }]
+                providers:
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}" }
+                routes:
+                  - { alias: chat, provider: alpha, model: m }
+            """;
+    static Vertx vertx;
+    static RedisServer redis;
+    static Map<String, SimServer> sims;
+    static GatewayHarness a;
+    static GatewayHarness b;
+
+    static RedisStateStore store() {
+        return new RedisStateStore(io.vertx.mutiny.redis.client.Redis.createClient(
+                io.vertx.mutiny.core.Vertx.newInstance(vertx),
+                new RedisOptions().setConnectionString(redis.url()).setMaxPoolSize(8).setMaxPoolWaiting(256)),
+                RedisClientType.STANDALONE);
+    }
+
+    @BeforeAll
+    static void start() {
+        vertx = Vertx.vertx();
+        redis = RedisServer.start();
+        sims = GatewayHarness.startSims(vertx, Map.of("alpha", SimConfig.of(1).withModel("m",
+                ModelScript.defaults().withLength(4))));
+        a = GatewayHarness.start(vertx, YAML, sims, store());
+        b = GatewayHarness.start(vertx, YAML, sims, store());
+    }
+
+    @AfterAll
+    static void stop() {
+        a.close();
+        b.close();
+        sims.values().forEach(SimServer::close);
+        redis.close();
+        vertx.close();
+    }
+
+    @Test
+    void anAliasAddedOnOneInstanceIsServedByTheOtherWithinTwoSeconds() throws Exception {
+        given().baseUri(b.baseUrl()).auth().oauth2("k-prop").get("/v1/models").then()
+                .body("data.id", not(hasItem("added")));
+        a.core().catalog().update("acme", org -> {
+            List<Route> routes = new ArrayList<>(org.routes());
+            Route r = org.routes().get(0);
+            routes.add(new Route("added-alpha", "added", r.provider(), r.model(), 100, 1, r.contextWindow(),
+                    r.capabilities(), r.parameters(), r.price(), null, List.of()));
+            return new Org(org.id(), org.keys(), org.adminKeys(), org.providers(), routes, org.groups());
+        }).await().atMost(Duration.ofSeconds(5));
+        long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
+        boolean seen = false;
+        while (System.nanoTime() < deadline && !seen) {
+            seen = given().baseUri(b.baseUrl()).auth().oauth2("k-prop").get("/v1/models").jsonPath()
+                    .getList("data.id").contains("added");
+            Thread.sleep(50);
+        }
+        org.junit.jupiter.api.Assertions.assertTrue(seen, "instance b did not see the new alias within 2 s");
+        given().baseUri(b.baseUrl()).auth().oauth2("k-prop").contentType("application/json")
+                .body("{\"model\":\"added\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200);
+    }
+}
