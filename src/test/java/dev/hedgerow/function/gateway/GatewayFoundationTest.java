@@ -225,4 +225,26 @@ class GatewayFoundationTest {
         assertTrue(first > 0);
         assertEquals(0, completedWhileReading);
     }
+
+    @Test
+    void aStreamThatFinishesWithoutDoneIsCompleteAndGetsDone() {
+        gw.sim("alpha").enqueue("alpha-model", new dev.hedgerow.sim.Fault.NoDone());
+        String out = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "no done please", true))
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        assertEquals(SimText.expected(SEED, "no done please", 24), Sse.content(out));
+        assertTrue(Sse.endsWithDone(out));
+        assertEquals(1, Sse.trail(out).size());
+    }
+
+    @Test
+    void aMalformedFrameIsSkippedAndTheStreamGoesOn() {
+        gw.sim("alpha").enqueue("alpha-model", new dev.hedgerow.sim.Fault.MalformedFrame(3));
+        String out = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "garbled in the middle", true))
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        assertEquals(SimText.expected(SEED, "garbled in the middle", 24), Sse.content(out));
+        assertEquals(1, Sse.trail(out).size());
+        assertEquals("success", Sse.trail(out).get(0).path("outcome").asText());
+    }
 }
