@@ -9,7 +9,11 @@ import dev.hedgerow.api.Json;
 import dev.hedgerow.api.Sse;
 import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.InterTokenStats;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.ThinkingTime;
 import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.upstream.SseDecoder;
@@ -44,6 +48,12 @@ final class Dispatch {
     private static final int MAX_ERROR_BODY = 64 * 1024;
     private static final int MAX_NONSTREAM_BODY = 16 * 1024 * 1024;
     private static final Duration LEASE_TTL = Duration.ofSeconds(90);
+    private static final Duration MODEL_TTL = Duration.ofDays(7);
+    /** Stall allowance {@code max(floor, mean + K·dev, M·mean)} of the inter-chunk gap (RFC 6298's RTO uses K = 4). */
+    static final double STALL_K = 4;
+    static final double STALL_M = 3;
+    /** Allowed reasoning pause {@code max(floor, mean + K·dev)} of the route's thinking time. */
+    static final double THINK_K = 4;
 
     private final Dispatcher.Deps deps;
     private final DispatchRequest req;
@@ -68,8 +78,8 @@ final class Dispatch {
     private Cancellable stallTimer = Cancellable.NONE;
     private Cancellable leaseTimer = Cancellable.NONE;
     private long lastActivityNanos;
-    private String promptUsageFrom;
-    private long billedPromptTokens = -1;
+    /** The failure that started the current resume episode: what the client is told if resuming fails. */
+    private String resumeCause;
 
     Dispatch(Dispatcher.Deps deps, DispatchRequest req, ClientSink sink) {
         this.deps = deps;
@@ -135,12 +145,18 @@ final class Dispatch {
         OverlapTrimmer trimmer;
         boolean trimReasoning;
         boolean wrongContentType;
+        /** This stream's gaps folded into the route's learned rhythm; written to the route once, at the end. */
+        InterTokenStats gaps;
+        int gapsObserved;
+        long firstReasoningNanos = -1;
+        boolean visibleStarted;
 
         Attempt(int index, Candidate cand, Kind kind, ContinuationMethod method) {
             this.index = index;
             this.cand = cand;
             this.kind = kind;
             this.method = method;
+            this.gaps = InterTokenStats.decode(cand.state().blob(LearnedModels.GAP).orElse(null));
         }
 
         @Override
@@ -278,6 +294,22 @@ final class Dispatch {
      * Kong's priority rule: with a single top-tier target whose breaker is still closed, one failed attempt is
      * retried on that same target before falling back a tier.
      */
+    /**
+     * Where a hedge for the racing attempt goes: the next untried route in ranked order; with the priority strategy
+     * the next tier first (a hedge exists to escape the slow tier), else an untried member of the same tier.
+     */
+    private Candidate hedgeTarget(Attempt racing) {
+        if (settings.strategy() == Strategy.PRIORITY) {
+            for (Candidate c : req.candidates()) {
+                if (!tried.contains(c.id()) && c.route().priority() > racing.cand.route().priority()
+                        && (contextLimit < 0 || c.route().contextWindow() > contextLimit)) {
+                    return c;
+                }
+            }
+        }
+        return nextCandidate(false, null);
+    }
+
     private Candidate priorityRetryTarget(Candidate failed) {
         if (failed == null || settings.strategy() != dev.hedgerow.catalog.Strategy.PRIORITY) {
             return null;
@@ -352,8 +384,8 @@ final class Dispatch {
             }
             Integer max = req.chat().maxTokens();
             if (max != null) {
-                int used = deps.tokens().applyAsInt(transcript.content.toString() + transcript.reasoning);
-                int left = Math.max(1, max - used);
+                // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token
+                int left = Math.max(1, max - transcript.deltas);
                 body.remove("max_tokens");
                 body.put(body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", left);
             }
@@ -400,9 +432,14 @@ final class Dispatch {
         long ceiling = settings.timeouts().firstTokenCeiling().toMillis();
         long ms = Math.max(ceiling, window * 3);
         if (req.facts().reasoning()) {
-            ms *= 2;
+            // a thinking model may be silent before its first token for as long as it usually thinks
+            ms = Math.max(ms * 2, window + thinking(c).allowedPauseMillis(ceiling, THINK_K));
         }
         return Duration.ofMillis(ms);
+    }
+
+    private static ThinkingTime thinking(Candidate c) {
+        return ThinkingTime.decode(c.state().blob(LearnedModels.THINK).orElse(null));
     }
 
     private synchronized void windowPassed(Attempt a) {
@@ -412,11 +449,10 @@ final class Dispatch {
         if (liveCount() > 1 || preCommitAttempts >= settings.retry().maxAttempts()) {
             return;
         }
-        Candidate next = nextCandidate(false, null);
+        Candidate next = hedgeTarget(a);
         if (next == null || (!req.facts().prefs().allowFallbacks())) {
             return;
         }
-        GroupSettings.Retry r = settings.retry();
         Dispatcher.HedgeBudget hb = deps.hedge();
         deps.store().hedgeBudget(req.org().id(), true, hb.ratio(), hb.minPerWindow(), hb.window()).subscribe().with(
                 ok -> hedgeDecided(a, ok), t -> hedgeDecided(a, false));
@@ -428,7 +464,7 @@ final class Dispatch {
                 || preCommitAttempts >= settings.retry().maxAttempts()) {
             return;
         }
-        Candidate next = nextCandidate(false, null);
+        Candidate next = hedgeTarget(a);
         if (next != null) {
             launch(next, Kind.HEDGE, null);
         }
@@ -523,13 +559,40 @@ final class Dispatch {
         if (a != winner) {
             return;
         }
+        if (substantive) {
+            learnRhythm(a, !reasoning.isEmpty(), !content.isEmpty() || hasTools);
+        }
+        emitChunk(a, (ObjectNode) node, content, reasoning, hasTools, finish);
+    }
+
+    /**
+     * Folds the gap since the previous chunk into the attempt's copy of the route's rhythm. The pause between the
+     * last reasoning and the first visible chunk is thinking, not decode rhythm: it teaches {@link ThinkingTime}
+     * (written at once, it happens once per stream) and is kept out of the gap statistics.
+     */
+    private void learnRhythm(Attempt a, boolean reasoning, boolean visible) {
         long now = deps.ticker().nanos();
-        if (a.contentChunks > 0) {
-            deps.observer().gap(a.cand, (now - a.lastContentNanos) / 1_000_000L);
+        boolean thinkingEnds = visible && !a.visibleStarted && a.firstReasoningNanos >= 0;
+        if (a.contentChunks > 0 && !thinkingEnds) {
+            long gapMs = (now - a.lastContentNanos) / 1_000_000L;
+            a.gaps = a.gaps.observe(gapMs);
+            a.gapsObserved++;
+            deps.observer().gap(a.cand, gapMs);
+        }
+        if (thinkingEnds && a.kind != Kind.RESUME) {
+            long thinkMs = (now - a.firstReasoningNanos) / 1_000_000L;
+            String enc = thinking(a.cand).observe(thinkMs).encode();
+            deps.store().putRouteBlob(a.cand.id(), LearnedModels.THINK, enc, MODEL_TTL).subscribe().with(v -> { },
+                    t -> { });
+        }
+        if (reasoning && a.firstReasoningNanos < 0) {
+            a.firstReasoningNanos = now;
+        }
+        if (visible) {
+            a.visibleStarted = true;
         }
         a.lastContentNanos = now;
         a.contentChunks++;
-        emitChunk(a, (ObjectNode) node, content, reasoning, hasTools, finish);
     }
 
     private static String text(JsonNode n) {
@@ -607,6 +670,9 @@ final class Dispatch {
         }
         transcript.content.append(outContent);
         transcript.reasoning.append(outReasoning);
+        if (!outContent.isEmpty() || !outReasoning.isEmpty()) {
+            transcript.deltas++;
+        }
         if (hasTools) {
             transcript.toolCallStarted = true;
         }
@@ -663,20 +729,20 @@ final class Dispatch {
         stallTimer = deps.scheduler().schedule(stallGap(), this::stallCheck);
     }
 
-    /** The allowed silence after the first content: adapts to the route's measured inter-token time. */
+    /**
+     * The allowed silence after the first content: adapts to the route's measured inter-token time (its learned
+     * gaps plus this stream's). While the model is still reasoning, a pause as long as its usual thinking is life.
+     */
     private Duration stallGap() {
         long floor = settings.timeouts().stallFloor().toMillis();
-        long learned = winner == null ? 0 : winner.cand.state().blob("gap").map(Dispatch::parseGapAllowance)
-                .orElse(0L);
-        return Duration.ofMillis(Math.max(floor, learned));
-    }
-
-    private static long parseGapAllowance(String blob) {
-        try {
-            return (long) Double.parseDouble(blob.split(",")[0]);
-        } catch (RuntimeException e) {
-            return 0;
+        if (winner == null) {
+            return Duration.ofMillis(floor);
         }
+        long allowed = winner.gaps.allowedGapMillis(floor, STALL_K, STALL_M);
+        if (transcript.inReasoning()) {
+            allowed = Math.max(allowed, thinking(winner.cand).allowedPauseMillis(floor, THINK_K));
+        }
+        return Duration.ofMillis(allowed);
     }
 
     private synchronized void stallCheck() {
@@ -699,6 +765,7 @@ final class Dispatch {
     }
 
     private void midStreamFailure(Attempt a, String cls, String detail) {
+        resumeCause = cls;
         endAttempt(a, "failed", cls, true);
         recordHealthFailure(a, new Failure(cls, detail, a.status, FailoverCriterion.ERROR, true, 0));
         resumeOrEnd(a.cand, cls, detail);
@@ -710,21 +777,23 @@ final class Dispatch {
         }
         winner = null;
         stallTimer.cancel();
+        String cause = resumeCause == null ? cls : resumeCause;
         if (transcript.toolCallStarted) {
-            endWithErrorEvent("A tool call was interrupted mid-stream (" + cls + ") and cannot be continued exactly.");
+            endWithErrorEvent("A tool call was interrupted mid-stream (" + cause
+                    + ") and cannot be continued exactly.");
             return;
         }
         if (!settings.resumeMidStream()) {
-            endWithErrorEvent("The upstream stream failed after content was sent (" + cls + ").");
+            endWithErrorEvent("The upstream stream failed after content was sent (" + cause + ").");
             return;
         }
         if (resumes >= settings.retry().maxResumes()) {
-            endWithErrorEvent("The stream failed (" + cls + ") and every resume attempt was used.");
+            endWithErrorEvent("The stream failed (" + cause + ") and every resume attempt was used.");
             return;
         }
         Candidate next = nextCandidate(true, failed);
         if (next == null) {
-            endWithErrorEvent("The stream failed (" + cls + ") and no other route can resume it.");
+            endWithErrorEvent("The stream failed (" + cause + ") and no other route can resume it.");
             return;
         }
         resumes++;
@@ -801,17 +870,8 @@ final class Dispatch {
             code = null;
         }
         long retryAfter = parseRetryAfter(a.headers.get("retry-after"));
-        if (status == 400 && a.kind == Kind.RESUME && a.method != null && a.method.exact()) {
-            // a route refusing prefill is no failure of the request: try the next continuation method
-            endAttempt(a, "failed", "prefill_refused", false);
-            List<ContinuationMethod> ms = methods(a.cand);
-            int i = ms.indexOf(a.method);
-            if (i >= 0 && i + 1 < ms.size()) {
-                tried.remove(a.cand.id());
-                launch(a.cand, Kind.RESUME, ms.get(i + 1));
-            } else {
-                resumeOrEnd(a.cand, "prefill_refused", "prefill refused");
-            }
+        if (a.kind == Kind.RESUME) {
+            resumeRefused(a, status, code, retryAfter);
             return;
         }
         FailoverCriterion criterion = FailoverCriterion.forStatus(status);
@@ -844,6 +904,35 @@ final class Dispatch {
             return;
         }
         attemptFailed(a, f);
+    }
+
+    /**
+     * A resume attempt answered with an error status. The client already has content, so nothing of this answer
+     * reaches it: a 400 to a prefill is the route declining that continuation (try its next method, no health
+     * penalty); anything else moves the resume to another route. The client is only ever told the failure that
+     * broke its stream ({@link #resumeCause}).
+     */
+    private void resumeRefused(Attempt a, int status, String code, long retryAfter) {
+        boolean prefillRefused = status == 400 && a.method != null && a.method.exact()
+                && !"context_length_exceeded".equals(code);
+        if (prefillRefused) {
+            endAttempt(a, "failed", "prefill_refused", false);
+            List<ContinuationMethod> ms = methods(a.cand);
+            int i = ms.indexOf(a.method);
+            if (i >= 0 && i + 1 < ms.size()) {
+                launch(a.cand, Kind.RESUME, ms.get(i + 1));
+            } else {
+                resumeOrEnd(a.cand, "prefill_refused", "prefill refused");
+            }
+            return;
+        }
+        String cls = "http_" + status;
+        endAttempt(a, "failed", cls, false);
+        if (status == 429 || status >= 500) {
+            recordHealthFailure(a, new Failure(cls, "resume refused", status, FailoverCriterion.forStatus(status),
+                    true, status == 429 ? retryAfter : 0));
+        }
+        resumeOrEnd(a.cand, cls, "resume attempt answered " + status);
     }
 
     private static long parseRetryAfter(String v) {
@@ -1057,6 +1146,10 @@ final class Dispatch {
             a.exchange.cancel();
         }
         deps.store().releaseLease(a.cand.id(), a.leaseId).subscribe().with(v -> { }, t -> { });
+        if (a.gapsObserved > 0) {
+            deps.store().putRouteBlob(a.cand.id(), LearnedModels.GAP, a.gaps.encode(), MODEL_TTL).subscribe()
+                    .with(v -> { }, t -> { });
+        }
         long ttft = a.firstContentNanos < 0 ? -1 : (a.firstContentNanos - a.startNanos) / 1_000_000L;
         trail.add(new AttemptRecord(a.index, a.cand.route().id(), a.cand.route().provider(), kindName(a.kind), outcome,
                 a.status, error, (a.startNanos - startNanos) / 1_000_000L, ttft, elapsedMs(a.startNanos)));

@@ -11,6 +11,8 @@ final class Transcript {
     boolean roleSent;
     String finishReason;
     int chunks;
+    /** Content and reasoning deltas delivered: the tokens generated so far (a stream sends one token a delta). */
+    int deltas;
 
     boolean isEmpty() {
         return content.length() == 0 && reasoning.length() == 0 && !toolCallStarted;

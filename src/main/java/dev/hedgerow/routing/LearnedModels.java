@@ -54,7 +54,8 @@ public final class LearnedModels implements RouteModels {
         double think = 0;
         if (facts.reasoning()) {
             String t = blob(state, THINK);
-            think = t == null ? 0 : Ewma.decode(t, EMA_ALPHA).value();
+            // written by dispatch as a ThinkingTime (first reasoning to first visible chunk)
+            think = ThinkingTime.decode(t).meanMs();
         }
         return new TtftEstimate(pr.meanMs() + think, pr.p90Ms() + think, p.samples() > 0);
     }

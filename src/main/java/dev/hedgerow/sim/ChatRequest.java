@@ -30,7 +30,12 @@ record ChatRequest(String model, boolean stream, boolean includeUsage, Integer m
         }
     }
 
-    record Prefill(Style style, String partial) {
+    /**
+     * @param partial   the partial assistant content to continue
+     * @param reasoning the partial {@code reasoning_content} of that message ("" when none): a stream cut while
+     *                  the model was still reasoning continues its reasoning from here
+     */
+    record Prefill(Style style, String partial, String reasoning) {
     }
 
     /**
@@ -99,22 +104,25 @@ record ChatRequest(String model, boolean stream, boolean includeUsage, Integer m
         String role = last.path("role").asText();
         if (role.equals("assistant")) {
             String partial = text(last.path("content"));
+            String reasoning = last.path("reasoning_content").asText("");
             if (body.path("continue_final_message").asBoolean(false)) {
                 // vLLM refuses this combination (its add_generation_prompt defaults to true).
                 if (body.path("add_generation_prompt").asBoolean(true)) {
                     throw new Invalid("continue_final_message requires add_generation_prompt: false");
                 }
-                return new Prefill(Style.CONTINUE_FINAL_MESSAGE, partial);
+                return new Prefill(Style.CONTINUE_FINAL_MESSAGE, partial, reasoning);
             }
             if (last.path("prefix").asBoolean(false)) {
-                return new Prefill(Style.PREFIX, partial);
+                return new Prefill(Style.PREFIX, partial, reasoning);
             }
-            return new Prefill(Style.TRAILING_ASSISTANT, partial);
+            return new Prefill(Style.TRAILING_ASSISTANT, partial, reasoning);
         }
         if (role.equals("user") && messages.size() >= 2
                 && text(last.path("content")).startsWith(CONTINUE_INSTRUCTION)
                 && messages.get(messages.size() - 2).path("role").asText().equals("assistant")) {
-            return new Prefill(Style.INSTRUCTION, text(messages.get(messages.size() - 2).path("content")));
+            JsonNode assistant = messages.get(messages.size() - 2);
+            return new Prefill(Style.INSTRUCTION, text(assistant.path("content")),
+                    assistant.path("reasoning_content").asText(""));
         }
         return null;
     }

@@ -234,8 +234,18 @@ final class Exchange {
         double t = ttftMs;
         double step = interval();
         int c = 0;
-        boolean paused = false;
+        int rc = 0;
+        // a continuation of visible content has finished thinking: no second pause
+        boolean paused = plan.thought();
         for (Plan.Unit u : plan.units()) {
+            if (fault instanceof Fault.DropDuringReasoning d && c == 0
+                    && rc == Math.min(d.afterReasoningTokens(), plan.reasoningTokens())) {
+                s.add(new Reset(t + RESET_GRACE_MS));
+                return s;
+            }
+            if (!u.content()) {
+                rc++;
+            }
             if (u.content()) {
                 if (!paused) {
                     paused = true;
@@ -363,7 +373,7 @@ final class Exchange {
         List<Step> s = new ArrayList<>();
         double step = interval();
         ModelScript.Reasoning r = model.script().reasoning();
-        double contentStart = ttftMs + step * plan.reasoningTokens() + Math.max(0, r.pauseMs());
+        double contentStart = ttftMs + step * plan.reasoningTokens() + (plan.thought() ? 0 : Math.max(0, r.pauseMs()));
         double end = contentStart + step * plan.contentUnits();
         int after = afterTokens(fault);
         double faultAt = contentStart + step * Math.min(Math.max(after, 0), plan.contentUnits());
@@ -375,6 +385,8 @@ final class Exchange {
             s.add(new Hang(0));
         } else if (fault instanceof Fault.Drop || fault instanceof Fault.EofBeforeFinish) {
             s.add(new Reset(faultAt));
+        } else if (fault instanceof Fault.DropDuringReasoning d) {
+            s.add(new Reset(ttftMs + step * Math.min(d.afterReasoningTokens(), plan.reasoningTokens())));
         } else if (fault instanceof Fault.Stall st && st.ms() < 0) {
             s.add(new Hang(faultAt));
         } else if (fault instanceof Fault.Stall st) {

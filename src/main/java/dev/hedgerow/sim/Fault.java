@@ -26,6 +26,7 @@ import com.fasterxml.jackson.annotation.JsonTypeInfo;
         @JsonSubTypes.Type(value = Fault.MalformedFrame.class, name = "malformed_frame"),
         @JsonSubTypes.Type(value = Fault.ErrorEvent.class, name = "error_event"),
         @JsonSubTypes.Type(value = Fault.Stall.class, name = "stall"),
+        @JsonSubTypes.Type(value = Fault.DropDuringReasoning.class, name = "drop_in_reasoning"),
 })
 public sealed interface Fault {
 
@@ -72,6 +73,10 @@ public sealed interface Fault {
 
     static Fault dropMidCodePoint(int afterTokens) {
         return new Drop(afterTokens, true);
+    }
+
+    static Fault dropInReasoning(int afterReasoningTokens) {
+        return new DropDuringReasoning(afterReasoningTokens);
     }
 
     static Fault stall(int afterTokens, long ms) {
@@ -126,6 +131,13 @@ public sealed interface Fault {
 
     /** After {@code afterTokens} tokens an error event {@code data: {"error":{...}}} is sent and the stream ends. */
     record ErrorEvent(int afterTokens, String message, String code) implements Fault {
+    }
+
+    /**
+     * The connection is reset after {@code afterReasoningTokens} reasoning deltas, before any content (at the end
+     * of the reasoning when the answer has fewer). A non-streaming request is reset at that moment.
+     */
+    record DropDuringReasoning(int afterReasoningTokens) implements Fault {
     }
 
     /** After {@code afterTokens} tokens nothing is sent for {@code ms} milliseconds (negative: forever). */

@@ -8,9 +8,11 @@ import java.util.List;
 /**
  * What one answer says, before any timing or fault: the deltas in order, the finish reason and the token counts.
  * Built from the request, the model's script and the text seed. Immutable.
+ *
+ * @param thought true when the answer continues visible content: the model's thinking (and its pause) is over
  */
 record Plan(List<Unit> units, String finishReason, int promptTokens, int completionTokens, int reasoningTokens,
-            ToolCall toolCall, boolean prefixMismatch) {
+            ToolCall toolCall, boolean prefixMismatch, boolean thought) {
 
     enum Kind { REASONING, CONTENT, TOOL_HEADER, TOOL_ARGUMENTS }
 
@@ -25,6 +27,9 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
     }
 
     static Plan of(ChatRequest req, ModelScript script, long textSeed) {
+        if (req.prefill() != null) {
+            return continuation(req, script, textSeed);
+        }
         List<Unit> units = new ArrayList<>();
         for (String r : SimText.reasoningTokens(textSeed, req.firstUserMessage(), script.reasoning().tokens())) {
             units.add(new Unit(Kind.REASONING, r));
@@ -32,9 +37,6 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
         int reasoning = units.size();
         int limit = req.maxTokens() == null ? script.length() : Math.min(script.length(), Math.max(0, req.maxTokens()));
         String finish = limit < script.length() ? "length" : "stop";
-        if (req.prefill() != null) {
-            return continuation(req, script, textSeed, units, reasoning);
-        }
         List<String> tokens = SimText.tokens(textSeed, req.firstUserMessage(), limit);
         ToolCall call = null;
         if (req.tools().call()) {
@@ -58,19 +60,60 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
         } else {
             tokens.forEach(t -> units.add(new Unit(Kind.CONTENT, t)));
         }
-        return new Plan(units, finish, req.promptTokens(), units.size(), reasoning, call, false);
+        return new Plan(units, finish, req.promptTokens(), units.size(), reasoning, call, false, false);
     }
 
     /**
-     * The remainder of the full text after the partial assistant message. Tokens wholly inside the partial count
-     * as already written, so {@code max_tokens} caps the total at (written + max_tokens), as if the first answer
-     * had gone on. A partial that is not a prefix of the full text is still continued from its length.
+     * The remainder of the full answer after the partial assistant message. With visible content in the partial,
+     * the model has finished thinking and goes on with the content. With none, it was cut while reasoning: it
+     * continues the reasoning after the partial {@code reasoning_content} (from the start when there is none),
+     * thinks its pause, then writes the whole content. Tokens wholly inside the partial count as already written,
+     * so {@code max_tokens} caps the content at (written + max_tokens), as if the first answer had gone on;
+     * reasoning is never capped, as in a first answer. A partial that is not a prefix of the full text is still
+     * continued from its length. An instruction-style continuation re-emits the partial's last
+     * {@code overlapChars} code points first, in the channel it continues.
      */
-    private static Plan continuation(ChatRequest req, ModelScript script, long textSeed, List<Unit> units,
-                                     int reasoning) {
+    private static Plan continuation(ChatRequest req, ModelScript script, long textSeed) {
+        ChatRequest.Prefill prefill = req.prefill();
+        boolean instruction = prefill.style() == ChatRequest.Style.INSTRUCTION;
+        int overlapChars = script.capabilities().overlapChars();
+        boolean thinking = prefill.partial().isEmpty();
+        List<Unit> units = new ArrayList<>();
+        boolean mismatch = false;
+        int reasoning = 0;
+        if (thinking) {
+            List<String> full = SimText.reasoningTokens(textSeed, req.firstUserMessage(), script.reasoning().tokens());
+            Rest r = rest(full, prefill.reasoning(), null);
+            mismatch = r.mismatch();
+            List<String> rest = r.tokens();
+            if (instruction && !prefill.reasoning().isEmpty()) {
+                withOverlap(rest, lastCodePoints(prefill.reasoning(), overlapChars));
+            }
+            for (String t : rest) {
+                if (!t.isEmpty()) {
+                    units.add(new Unit(Kind.REASONING, t));
+                    reasoning++;
+                }
+            }
+        }
         List<String> full = SimText.tokens(textSeed, req.firstUserMessage(), script.length());
+        Rest c = rest(full, prefill.partial(), req.maxTokens());
+        mismatch |= c.mismatch();
+        List<String> rest = c.tokens();
+        if (instruction && !thinking) {
+            withOverlap(rest, lastCodePoints(prefill.partial(), overlapChars));
+        }
+        rest.stream().filter(t -> !t.isEmpty()).forEach(t -> units.add(new Unit(Kind.CONTENT, t)));
+        String finish = c.end() < full.size() ? "length" : "stop";
+        return new Plan(units, finish, req.promptTokens(), units.size(), reasoning, null, mismatch, !thinking);
+    }
+
+    private record Rest(List<String> tokens, int end, boolean mismatch) {
+    }
+
+    /** The tokens of {@code full} after the text {@code partial}, at most {@code maxTokens} more than written. */
+    private static Rest rest(List<String> full, String partial, Integer maxTokens) {
         String fullText = String.join("", full);
-        String partial = req.prefill().partial();
         boolean mismatch = !fullText.startsWith(partial);
         int offset = Math.min(partial.length(), fullText.length());
         int written = 0, pos = 0;
@@ -78,23 +121,22 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
             pos += full.get(written).length();
             written++;
         }
-        int end = req.maxTokens() == null ? full.size() : (int) Math.min(full.size(), (long) written + Math.max(0, req.maxTokens()));
-        String finish = end < full.size() ? "length" : "stop";
+        int end = maxTokens == null ? full.size()
+                : (int) Math.min(full.size(), (long) written + Math.max(0, maxTokens));
         List<String> rest = new ArrayList<>();
         for (int i = written; i < end; i++) {
             String t = full.get(i);
             rest.add(i == written ? t.substring(offset - pos) : t);
         }
-        if (req.prefill().style() == ChatRequest.Style.INSTRUCTION) {
-            String overlap = lastCodePoints(partial, script.capabilities().overlapChars());
-            if (rest.isEmpty()) {
-                rest.add(overlap);
-            } else {
-                rest.set(0, overlap + rest.get(0));
-            }
+        return new Rest(rest, Math.max(end, written), mismatch);
+    }
+
+    private static void withOverlap(List<String> rest, String overlap) {
+        if (rest.isEmpty()) {
+            rest.add(overlap);
+        } else {
+            rest.set(0, overlap + rest.get(0));
         }
-        rest.stream().filter(s -> !s.isEmpty()).forEach(t -> units.add(new Unit(Kind.CONTENT, t)));
-        return new Plan(units, finish, req.promptTokens(), units.size(), reasoning, null, mismatch);
     }
 
     static String lastCodePoints(String s, int n) {

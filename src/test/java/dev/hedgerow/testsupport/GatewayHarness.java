@@ -2,6 +2,7 @@ package dev.hedgerow.testsupport;
 
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
+import dev.hedgerow.dispatch.DispatchCounters;
 import dev.hedgerow.function.CoreFactory;
 import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.gateway.GatewayRoutes;
@@ -37,9 +38,11 @@ public final class GatewayHarness implements AutoCloseable {
     private final Hedgerow core;
     private final HttpServer server;
     private final VertxUpstreamClient upstream;
+    private final DispatchCounters counters;
 
     private GatewayHarness(Vertx vertx, boolean ownsVertx, Map<String, SimServer> sims, boolean ownsSims,
-                           Hedgerow core, HttpServer server, VertxUpstreamClient upstream) {
+                           Hedgerow core, HttpServer server, VertxUpstreamClient upstream,
+                           DispatchCounters counters) {
         this.vertx = vertx;
         this.ownsVertx = ownsVertx;
         this.sims = sims;
@@ -47,6 +50,7 @@ public final class GatewayHarness implements AutoCloseable {
         this.core = core;
         this.server = server;
         this.upstream = upstream;
+        this.counters = counters;
     }
 
     /** Starts one simulator per provider id; the same map can back several harnesses. */
@@ -73,15 +77,16 @@ public final class GatewayHarness implements AutoCloseable {
                 s.baseUrl()));
         LoadedCatalog loaded = new CatalogLoader(env::get).parse(yaml);
         VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64);
+        DispatchCounters counters = new DispatchCounters();
         Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), Ticker.system(),
-                Clock.systemUTC(), null);
+                Clock.systemUTC(), counters);
         core.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);
         new GatewayRoutes(() -> core, 1024 * 1024).mount(router);
         HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
                 .toCompletionStage().toCompletableFuture().join();
-        return new GatewayHarness(vertx, ownsVertx, sims, ownsSims, core, server, upstream);
+        return new GatewayHarness(vertx, ownsVertx, sims, ownsSims, core, server, upstream, counters);
     }
 
     public String baseUrl() {
@@ -98,6 +103,11 @@ public final class GatewayHarness implements AutoCloseable {
 
     public Hedgerow core() {
         return core;
+    }
+
+    /** This instance's dispatch counters (hedges, wasted tokens, resumes). */
+    public DispatchCounters counters() {
+        return counters;
     }
 
     public Vertx vertx() {

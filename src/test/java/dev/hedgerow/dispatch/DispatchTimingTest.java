@@ -1,0 +1,393 @@
+package dev.hedgerow.dispatch;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.api.ChatRequest;
+import dev.hedgerow.api.ProviderPrefs;
+import dev.hedgerow.catalog.CatalogLoader;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.InterTokenStats;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.ThinkingTime;
+import dev.hedgerow.routing.TtftEstimate;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.UsageSample;
+import dev.hedgerow.testsupport.Sse;
+import dev.hedgerow.time.FakeScheduler;
+import dev.hedgerow.time.FakeTicker;
+import dev.hedgerow.upstream.UpstreamClient;
+import dev.hedgerow.upstream.UpstreamHandler;
+import dev.hedgerow.upstream.UpstreamRequest;
+import org.junit.jupiter.api.Test;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The dispatcher's timing decisions with fake time and a scripted upstream fed byte arrays by hand: the hedge
+ * window, the hedge budget, the stall watchdog and its reasoning allowances, abandoning a silent route, and the
+ * final retryable error. Nothing here sleeps.
+ */
+class DispatchTimingTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k" }]
+                providers:
+                  - { id: a, base_url: "http://a.invalid/v1", dialect: vllm }
+                  - { id: b, base_url: "http://b.invalid/v1", dialect: vllm }
+                  - { id: c, base_url: "http://c.invalid/v1", dialect: vllm }
+                routes:
+                  - { alias: chat, provider: a, model: ma, capabilities: [prefill] }
+                  - { alias: chat, provider: b, model: mb, capabilities: [prefill] }
+                  - { alias: chat, provider: c, model: mc, capabilities: [prefill] }
+                groups:
+                  chat: { first_token_floor: 200ms, first_token_ceiling: 5s, stall_floor: 1s }
+            """;
+    static final String SSE = "text/event-stream";
+
+    final FakeTicker ticker = new FakeTicker();
+    final FakeScheduler scheduler = new FakeScheduler(ticker);
+    final MemoryStateStore store = new MemoryStateStore(ticker);
+    final ScriptedUpstream upstream = new ScriptedUpstream();
+    final DispatchCounters counters = new DispatchCounters();
+    final Org org = new CatalogLoader(k -> null).parse(YAML).orgs().get(0);
+    final RecordingSink sink = new RecordingSink();
+
+    // ---- scripted parts --------------------------------------------------------------------------------------
+
+    /** One upstream exchange the test answers by hand. */
+    static final class Call {
+        final UpstreamRequest request;
+        final UpstreamHandler handler;
+        boolean cancelled;
+
+        Call(UpstreamRequest request, UpstreamHandler handler) {
+            this.request = request;
+            this.handler = handler;
+        }
+
+        String body() {
+            return new String(request.body(), StandardCharsets.UTF_8);
+        }
+
+        Call head() {
+            handler.onHead(200, Map.of("content-type", SSE));
+            return this;
+        }
+
+        Call data(String sse) {
+            handler.onData(sse.getBytes(StandardCharsets.UTF_8));
+            return this;
+        }
+
+        Call content(String text) {
+            return data("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":" + quote(text) + "}}]}\n\n");
+        }
+
+        Call reasoning(String text) {
+            return data("data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":" + quote(text)
+                    + "}}]}\n\n");
+        }
+
+        Call finish() {
+            data("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+            data("data: [DONE]\n\n");
+            handler.onEnd();
+            return this;
+        }
+
+        static String quote(String s) {
+            return dev.hedgerow.api.Json.MAPPER.getNodeFactory().textNode(s).toString();
+        }
+    }
+
+    static final class ScriptedUpstream implements UpstreamClient {
+        final List<Call> calls = new ArrayList<>();
+
+        @Override
+        public Exchange send(UpstreamRequest request, UpstreamHandler handler) {
+            Call c = new Call(request, handler);
+            calls.add(c);
+            return () -> c.cancelled = true;
+        }
+
+        Call last() {
+            return calls.get(calls.size() - 1);
+        }
+    }
+
+    static final class RecordingSink implements ClientSink {
+        int status;
+        Map<String, String> headers;
+        final ByteArrayOutputStream body = new ByteArrayOutputStream();
+        boolean ended;
+
+        @Override
+        public void head(int status, Map<String, String> headers) {
+            this.status = status;
+            this.headers = headers;
+        }
+
+        @Override
+        public void write(byte[] bytes) {
+            body.writeBytes(bytes);
+        }
+
+        @Override
+        public void end() {
+            ended = true;
+        }
+
+        String text() {
+            return body.toString(StandardCharsets.UTF_8);
+        }
+    }
+
+    // ---- building a request ----------------------------------------------------------------------------------
+
+    Candidate candidate(String routeId, double p90Ms, Map<String, String> blobs) {
+        Route r = org.routes().stream().filter(x -> x.id().equals(routeId)).findFirst().orElseThrow();
+        String key = "acme/" + routeId;
+        RouteSnapshot s = new RouteSnapshot(key, false, 0, 0, false, 0, 0, UsageSample.ZERO, blobs);
+        return new Candidate(key, r, org.provider(r.provider()).orElseThrow(), s, false,
+                new TtftEstimate(p90Ms / 2, p90Ms, true));
+    }
+
+    Dispatcher.Handle start(boolean reasoning, Dispatcher.HedgeBudget budget, Candidate... cands) {
+        String body = "{\"model\":\"chat\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+                + (reasoning ? ",\"reasoning_effort\":\"high\"" : "") + "}";
+        ChatRequest chat = ChatRequest.parse(body.getBytes(StandardCharsets.UTF_8), null);
+        RequestFacts facts = new RequestFacts(10, null, true, reasoning, Set.of(), Set.of(), ProviderPrefs.NONE,
+                List.of(), Map.of(), null, "hi");
+        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "chat", org.group("chat"), chat, facts,
+                List.of(cands));
+        Dispatcher d = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker, s -> s.length() / 4,
+                counters, budget));
+        return d.start(dr, sink);
+    }
+
+    Dispatcher.Handle start(boolean reasoning, Candidate... cands) {
+        return start(reasoning, Dispatcher.HedgeBudget.defaults(), cands);
+    }
+
+    void advance(long ms) {
+        scheduler.advance(Duration.ofMillis(ms));
+    }
+
+    static Map<String, String> blobs(String... kv) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = 0; i < kv.length; i += 2) {
+            m.put(kv[i], kv[i + 1]);
+        }
+        return m;
+    }
+
+    // ---- hedging ---------------------------------------------------------------------------------------------
+
+    @Test
+    void hedgeStartsTheNextRouteExactlyWhenThePredictedP90WindowPasses() {
+        start(false, candidate("chat-a", 800, Map.of()), candidate("chat-b", 800, Map.of()));
+        upstream.last().head();
+        advance(799);
+        assertEquals(1, upstream.calls.size());
+        advance(1);
+        assertEquals(2, upstream.calls.size());
+        assertTrue(upstream.calls.get(1).body().contains("\"model\":\"mb\""));
+        assertEquals(1, counters.hedgesFired());
+    }
+
+    @Test
+    void windowNeverFallsBelowTheFloor() {
+        start(false, candidate("chat-a", 20, Map.of()), candidate("chat-b", 20, Map.of()));
+        advance(199);
+        assertEquals(1, upstream.calls.size());
+        advance(1);
+        assertEquals(2, upstream.calls.size());
+    }
+
+    @Test
+    void firstToStreamWinsAndTheOtherIsCancelledAndCountedAsWaste() {
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head();
+        advance(300);
+        Call b = upstream.last().head();
+        b.content("Hello").content(" world").finish();
+        assertTrue(a.cancelled);
+        assertFalse(b.cancelled);
+        assertEquals("Hello world", Sse.content(sink.text()));
+        assertEquals(10, counters.wastedTokens());
+        JsonNode trail = Sse.trail(sink.text());
+        assertEquals("lost_race", trail.get(0).path("outcome").asText());
+        assertEquals("hedge", trail.get(1).path("kind").asText());
+        assertEquals("success", trail.get(1).path("outcome").asText());
+    }
+
+    @Test
+    void exhaustedHedgeBudgetStopsTheHedgeButNotTheRequest() {
+        Dispatcher.HedgeBudget tight = new Dispatcher.HedgeBudget(0.05, 1, Duration.ofSeconds(60));
+        start(false, tight, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        advance(300);
+        assertEquals(2, upstream.calls.size());
+        upstream.calls.get(1).head().content("x").finish();
+
+        start(false, tight, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call second = upstream.last().head();
+        advance(300);
+        assertEquals(3, upstream.calls.size(), "the second request may not hedge: 1 hedge per 2 requests used");
+        assertEquals(1, counters.hedgesRefused());
+        second.content("late but served").finish();
+        assertTrue(Sse.content(sink.text()).endsWith("late but served"));
+    }
+
+    // ---- stall watchdog --------------------------------------------------------------------------------------
+
+    @Test
+    void silentStreamIsCutAtTheStallFloorAndResumedElsewhereWithThePrefill() {
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head().content("Hello");
+        advance(999);
+        assertFalse(a.cancelled);
+        advance(1);
+        assertTrue(a.cancelled);
+        Call b = upstream.last();
+        assertTrue(b.body().contains("\"continue_final_message\":true"), b.body());
+        assertTrue(b.body().contains("\"content\":\"Hello\""), b.body());
+        b.head().content(" world").finish();
+        assertEquals("Hello world", Sse.content(sink.text()));
+        assertEquals("stall", Sse.trail(sink.text()).get(0).path("error").asText());
+    }
+
+    @Test
+    void stallGapAdaptsToTheRoutesLearnedInterTokenTime() {
+        InterTokenStats slow = InterTokenStats.FRESH.observe(2000).observe(2000).observe(2000);
+        long allowed = slow.allowedGapMillis(1000, Dispatch.STALL_K, Dispatch.STALL_M);
+        start(false, candidate("chat-a", 300, blobs(LearnedModels.GAP, slow.encode())),
+                candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head().content("Hello");
+        advance(allowed - 1);
+        assertFalse(a.cancelled, "a gap the route usually has is not a stall");
+        advance(1);
+        assertTrue(a.cancelled);
+    }
+
+    @Test
+    void sixtySecondReasoningPauseWithKeepAlivesIsNotCut() {
+        start(true, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head().reasoning("Let me think.");
+        // 60 s of silence but for a keep-alive comment every 500 ms (the stall floor is 1 s)
+        for (int i = 0; i < 120; i++) {
+            advance(500);
+            a.data(": keep-alive\n\n");
+        }
+        a.content("Answer.").finish();
+        assertFalse(a.cancelled);
+        assertEquals(1, upstream.calls.size());
+        assertEquals("Let me think.", Sse.reasoning(sink.text()));
+        assertEquals("Answer.", Sse.content(sink.text()));
+    }
+
+    @Test
+    void silentSixtySecondPauseIsNotCutOnARouteThatUsuallyThinksThatLong() {
+        ThinkingTime learned = ThinkingTime.FRESH.observe(55_000).observe(58_000).observe(62_000);
+        start(true, candidate("chat-a", 300, blobs(LearnedModels.THINK, learned.encode())),
+                candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head().reasoning("Let me think.");
+        advance(60_000);
+        a.content("Answer.").finish();
+        assertFalse(a.cancelled);
+        assertEquals(1, upstream.calls.size());
+        assertEquals("Answer.", Sse.content(sink.text()));
+    }
+
+    @Test
+    void silentPauseWhileReasoningOnAnUnmeasuredRouteIsCutAtTheFloorAndResumedInReasoning() {
+        start(true, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head().reasoning("Let me");
+        advance(1000);
+        assertTrue(a.cancelled);
+        Call b = upstream.last();
+        assertTrue(b.body().contains("\"reasoning_content\":\"Let me\""), b.body());
+        b.head().reasoning(" think.").content("Answer.").finish();
+        assertEquals("Let me think.", Sse.reasoning(sink.text()));
+        assertEquals("Answer.", Sse.content(sink.text()));
+    }
+
+    @Test
+    void thinkingTimeIsLearnedFromTheFirstReasoningToTheFirstVisibleChunk() {
+        start(true, candidate("chat-a", 300, Map.of()));
+        Call a = upstream.last().head().reasoning("hmm");
+        advance(400);
+        a.reasoning(" yes");
+        advance(500);
+        a.content("Answer.").finish();
+        String enc = store.snapshot(List.of("acme/chat-a"), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/chat-a").blob(LearnedModels.THINK).orElseThrow();
+        assertEquals(900, ThinkingTime.decode(enc).meanMs(), 0.001);
+    }
+
+    @Test
+    void gapsAreFoldedLocallyAndWrittenToTheRouteOnceAtTheEnd() {
+        start(false, candidate("chat-a", 300, Map.of()));
+        Call a = upstream.last().head().content("a");
+        for (int i = 0; i < 5; i++) {
+            advance(100);
+            a.content("b");
+        }
+        assertTrue(store.snapshot(List.of("acme/chat-a"), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/chat-a").blob(LearnedModels.GAP).isEmpty(), "nothing written while streaming");
+        a.finish();
+        String enc = store.snapshot(List.of("acme/chat-a"), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/chat-a").blob(LearnedModels.GAP).orElseThrow();
+        InterTokenStats s = InterTokenStats.decode(enc);
+        assertEquals(5, s.count());
+        assertEquals(100, s.meanMs(), 0.001);
+    }
+
+    // ---- no give-up timer ------------------------------------------------------------------------------------
+
+    @Test
+    void aSlowButStreamingAnswerIsNeverTimedOut() {
+        start(false, candidate("chat-a", 300, Map.of()));
+        Call a = upstream.last().head();
+        a.content("t");
+        for (int i = 0; i < 600; i++) {
+            advance(900);
+            a.content("t");
+        }
+        a.finish();
+        assertFalse(a.cancelled);
+        assertEquals(601, Sse.content(sink.text()).length());
+        assertEquals(200, sink.status);
+    }
+
+    @Test
+    void silentRoutesAreAbandonedAndOnlyAfterEveryRouteWasTriedARetryable502() {
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()),
+                candidate("chat-c", 300, Map.of()));
+        for (int i = 0; i < 60 && !sink.ended; i++) {
+            advance(1000);
+        }
+        assertEquals(3, upstream.calls.size());
+        assertTrue(upstream.calls.stream().allMatch(c -> c.cancelled));
+        assertEquals(502, sink.status);
+        assertEquals("application/json", sink.headers.get("content-type"));
+        assertNull(sink.headers.get("x-hedgerow-route"));
+        assertTrue(Integer.parseInt(sink.headers.get("retry-after")) >= 1);
+        assertTrue(sink.text().contains("was tried"), sink.text());
+    }
+}

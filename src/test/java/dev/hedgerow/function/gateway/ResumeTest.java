@@ -1,0 +1,273 @@
+package dev.hedgerow.function.gateway;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimStats;
+import dev.hedgerow.sim.SimText;
+import dev.hedgerow.state.UsageSample;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.Sse;
+import io.restassured.RestAssured;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Mid-stream resume over real HTTP: a stream killed at every awkward moment reaches the client complete and
+ * byte-exact (checked against the simulator's deterministic text), with one id, billed once; a fallback that
+ * refuses prefill is handled without the client seeing its 400; {@code resume_mid_stream: false} ends with an
+ * error event instead.
+ */
+class ResumeTest {
+    static final long SEED = 23;
+    static final int LENGTH = 24;
+    static final int REASONING = 8;
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                providers:
+                  - { id: a, base_url: "${SIM_A_URL}", dialect: vllm }
+                  - { id: b, base_url: "${SIM_B_URL}", dialect: vllm }
+                  - { id: plain, base_url: "${SIM_PLAIN_URL}", dialect: openai }
+                  - { id: refuser, base_url: "${SIM_REFUSER_URL}", dialect: vllm }
+                routes:
+                  - { alias: resume, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: resume, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
+                  - { alias: think, provider: a, model: m-think, priority: 1, capabilities: [prefill] }
+                  - { alias: think, provider: b, model: m-think, priority: 2, capabilities: [prefill] }
+                  - { alias: refuse, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: refuse, provider: refuser, model: m-text, priority: 2, capabilities: [prefill] }
+                  - { alias: plain, provider: a, model: m-text, priority: 1 }
+                  - { alias: plain, provider: plain, model: m-text, priority: 2 }
+                  - { alias: nores, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: nores, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
+                  - { alias: bill, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: bill, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
+                groups:
+                  resume: { strategy: priority }
+                  think: { strategy: priority }
+                  refuse: { strategy: priority }
+                  plain: { strategy: priority }
+                  nores: { strategy: priority, resume_mid_stream: false }
+                  bill: { strategy: priority }
+            """;
+
+    static GatewayHarness gw;
+
+    @BeforeAll
+    static void start() {
+        ModelScript text = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 2000));
+        ModelScript think = text.withReasoning(new ModelScript.Reasoning(REASONING, 0, 0));
+        ModelScript noPrefill = text.withCapabilities(ModelScript.Capabilities.DEFAULT.withContinuation(Set.of()));
+        gw = GatewayHarness.start(YAML, Map.of(
+                "a", SimConfig.of(SEED).withModel("m-text", text).withModel("m-think", think),
+                "b", SimConfig.of(SEED).withModel("m-text", text).withModel("m-think", think),
+                "plain", SimConfig.of(SEED).withModel("m-text", noPrefill),
+                "refuser", SimConfig.of(SEED).withModel("m-text", noPrefill)));
+        RestAssured.baseURI = gw.baseUrl();
+    }
+
+    /** Each test breaks route a on purpose: let it start every test healthy (the breaker is not under test). */
+    @BeforeEach
+    void healthy() {
+        for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill")) {
+            for (String p : List.of("a", "b", "plain", "refuser")) {
+                gw.core().store().resetHealth("acme/" + alias + "-" + p).await().atMost(Duration.ofSeconds(5));
+            }
+        }
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+    }
+
+    static String stream(String alias, String prompt, String extra) {
+        return given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"" + alias + "\",\"stream\":true" + extra
+                        + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+    }
+
+    static String expected(String prompt) {
+        return SimText.expected(SEED, prompt, LENGTH);
+    }
+
+    static String lastBody(String sim, String model) {
+        List<SimStats.RecordedRequest> recent = gw.sim(sim).stats(model).recent();
+        return recent.get(recent.size() - 1).body();
+    }
+
+    static void assertOneResponse(String out) {
+        Set<String> ids = new HashSet<>();
+        for (JsonNode e : Sse.events(out)) {
+            assertFalse(e.has("error"), "no error event: " + e);
+            ids.add(e.path("id").asText());
+        }
+        assertEquals(1, ids.size(), "one id across the seam");
+        assertTrue(Sse.endsWithDone(out));
+    }
+
+    static boolean trailHas(String out, String kind, String outcome) {
+        for (JsonNode a : Sse.trail(out)) {
+            if (a.path("kind").asText().equals(kind) && a.path("outcome").asText().equals(outcome)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Test
+    void killedBeforeTheFirstTokenFailsOverInvisibly() {
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(0));
+        String out = stream("resume", "cut before anything", "");
+        assertEquals(expected("cut before anything"), Sse.content(out));
+        assertOneResponse(out);
+        assertEquals("transport_reset", Sse.trail(out).get(0).path("error").asText());
+    }
+
+    @Test
+    void killedAfterOneTokenResumesByteExactWithTheVllmPrefill() {
+        long resumes = gw.counters().resumes();
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(1));
+        String out = stream("resume", "one token then gone", "");
+        assertEquals(expected("one token then gone"), Sse.content(out));
+        assertOneResponse(out);
+        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
+        String cont = lastBody("b", "m-text");
+        assertTrue(cont.contains("\"continue_final_message\":true"), cont);
+        assertTrue(cont.contains("\"add_generation_prompt\":false"), cont);
+        assertEquals(resumes + 1, gw.counters().resumes());
+    }
+
+    @Test
+    void killedInsideAMultiByteCharacterResumesByteExact() {
+        String prompt = "split a character";
+        assertTrue(expected(prompt).chars().anyMatch(c -> c > 127), "the text has multi-byte characters");
+        gw.sim("a").enqueue("m-text", Fault.dropMidCodePoint(2));
+        String out = stream("resume", prompt, "");
+        assertEquals(expected(prompt), Sse.content(out));
+        assertOneResponse(out);
+        assertTrue(trailHas(out, "resume", "success"));
+    }
+
+    @Test
+    void killedDuringReasoningResumesTheReasoningThenTheContentByteExact() {
+        String prompt = "think then answer";
+        gw.sim("a").enqueue("m-think", Fault.dropInReasoning(3));
+        String out = stream("think", prompt, "");
+        assertEquals(String.join("", SimText.reasoningTokens(SEED, prompt, REASONING)), Sse.reasoning(out));
+        assertEquals(expected(prompt), Sse.content(out));
+        assertOneResponse(out);
+        assertTrue(lastBody("b", "m-think").contains("\"reasoning_content\":"), lastBody("b", "m-think"));
+    }
+
+    @Test
+    void killedAfterReasoningDoesNotRepeatTheReasoning() {
+        String prompt = "thought already";
+        gw.sim("a").enqueue("m-think", Fault.dropAfter(3));
+        String out = stream("think", prompt, "");
+        assertEquals(String.join("", SimText.reasoningTokens(SEED, prompt, REASONING)), Sse.reasoning(out));
+        assertEquals(expected(prompt), Sse.content(out));
+        assertOneResponse(out);
+    }
+
+    @Test
+    void anEndOfStreamBeforeTheFinishResumes() {
+        gw.sim("a").enqueue("m-text", new Fault.EofBeforeFinish(5));
+        String out = stream("resume", "ends too soon", "");
+        assertEquals(expected("ends too soon"), Sse.content(out));
+        assertOneResponse(out);
+        assertEquals("eof_before_finish", Sse.trail(out).get(0).path("error").asText());
+    }
+
+    @Test
+    void anUpstreamErrorEventMidStreamResumes() {
+        gw.sim("a").enqueue("m-text", new Fault.ErrorEvent(5, null, null));
+        String out = stream("resume", "error event please", "");
+        assertEquals(expected("error event please"), Sse.content(out));
+        assertOneResponse(out);
+        assertEquals("upstream_error_event", Sse.trail(out).get(0).path("error").asText());
+    }
+
+    @Test
+    void aFallbackThatRefusesPrefillContinuesByInstructionAndTheClientNeverSeesThe400() {
+        String prompt = "refuse the prefill";
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(4));
+        String out = stream("refuse", prompt, "");
+        assertEquals(expected(prompt), Sse.content(out));
+        assertOneResponse(out);
+        assertFalse(out.contains("prefill_not_supported"), out);
+        SimStats refuser = gw.sim("refuser").stats("m-text");
+        assertEquals(1, refuser.rejected());
+        assertEquals(2, refuser.received());
+        assertTrue(trailHas(out, "resume", "failed"));
+        assertTrue(Sse.trail(out).toString().contains("prefill_refused"));
+        assertTrue(lastBody("refuser", "m-text").contains("Continue exactly where"));
+    }
+
+    @Test
+    void aRouteWithoutPrefillContinuesByInstructionWithTheOverlapTrimmed() {
+        String prompt = "no prefill here";
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(6));
+        String out = stream("plain", prompt, "");
+        assertEquals(expected(prompt), Sse.content(out));
+        assertOneResponse(out);
+        assertEquals(0, gw.sim("plain").stats("m-text").rejected());
+    }
+
+    @Test
+    void maxTokensIsReducedOnResumeSoTheAnswerEndsWhereItWouldHave() {
+        String prompt = "cap the answer";
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
+        String out = stream("resume", prompt, ",\"max_tokens\":16");
+        assertEquals(SimText.expected(SEED, prompt, 16), Sse.content(out));
+        assertOneResponse(out);
+        assertTrue(lastBody("b", "m-text").contains("\"max_tokens\":11"), lastBody("b", "m-text"));
+        assertTrue(out.contains("\"finish_reason\":\"length\""));
+    }
+
+    @Test
+    void withResumeOffTheStreamEndsWithAClearErrorEvent() {
+        long before = gw.sim("b").stats("m-text").received();
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(3));
+        String out = stream("nores", "no second chances", "");
+        assertEquals(SimText.expected(SEED, "no second chances", 3), Sse.content(out));
+        List<JsonNode> ev = Sse.events(out);
+        assertEquals("stream_interrupted", ev.get(ev.size() - 1).path("error").path("code").asText(), out);
+        assertTrue(Sse.endsWithDone(out));
+        assertEquals(before, gw.sim("b").stats("m-text").received());
+    }
+
+    @Test
+    void aResumedStreamIsBilledOnce() throws Exception {
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(7));
+        String out = stream("bill", "bill the resume once", ",\"stream_options\":{\"include_usage\":true}");
+        List<JsonNode> ev = Sse.events(out);
+        JsonNode usage = ev.get(ev.size() - 1).path("usage");
+        assertTrue(usage.path("completion_tokens").asInt() > 0, usage.toString());
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        UsageSample ledger = null;
+        while (ledger == null && System.nanoTime() < deadline) {
+            ledger = gw.core().store().ledger("acme").await().atMost(Duration.ofSeconds(5)).get("bill");
+            Thread.sleep(10);
+        }
+        assertEquals(usage.path("prompt_tokens").asLong(), ledger.promptTokens());
+        assertEquals(usage.path("completion_tokens").asLong(), ledger.completionTokens());
+    }
+}
