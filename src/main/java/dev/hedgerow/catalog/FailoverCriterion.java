@@ -8,9 +8,15 @@ import java.util.Set;
 public enum FailoverCriterion {
     ERROR, TIMEOUT, HTTP_429, HTTP_500, HTTP_502, HTTP_503, HTTP_504, HTTP_529, HTTP_403, HTTP_404, NON_IDEMPOTENT;
 
-    /** Hedgerow's default: Trifrost's triggers (transport errors, timeouts, 429/500/502/503/504/529). */
+    /**
+     * Hedgerow's default: Trifrost's triggers (transport errors, timeouts, 429/500/502/503/504/529), and
+     * {@code non_idempotent} because a chat completion is safe to retry before its first content reaches the client
+     * (the head is held and usage is billed once). A Kong-style list without {@code non_idempotent} retries only
+     * failures before the request was sent, as nginx does for a POST.
+     */
     public static Set<FailoverCriterion> defaults() {
-        return EnumSet.of(ERROR, TIMEOUT, HTTP_429, HTTP_500, HTTP_502, HTTP_503, HTTP_504, HTTP_529);
+        return EnumSet.of(ERROR, TIMEOUT, HTTP_429, HTTP_500, HTTP_502, HTTP_503, HTTP_504, HTTP_529,
+                NON_IDEMPOTENT);
     }
 
     public static FailoverCriterion parse(String s) {

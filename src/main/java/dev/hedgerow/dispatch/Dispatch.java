@@ -77,6 +77,7 @@ final class Dispatch {
     private boolean sawCapacityError;
     private Cancellable stallTimer = Cancellable.NONE;
     private Cancellable leaseTimer = Cancellable.NONE;
+    private Cancellable priorityWait = Cancellable.NONE;
     private long lastActivityNanos;
     /** The failure that started the current resume episode: what the client is told if resuming fails. */
     private String resumeCause;
@@ -130,6 +131,9 @@ final class Dispatch {
         UpstreamClient.Exchange exchange;
         Cancellable windowTimer = Cancellable.NONE;
         Cancellable abandonTimer = Cancellable.NONE;
+        /** Kong's write_timeout until the body is sent, then read_timeout until the response head. */
+        Cancellable ioTimer = Cancellable.NONE;
+        boolean sent;
         boolean live = true;
         int status;
         Map<String, String> headers = Map.of();
@@ -165,6 +169,7 @@ final class Dispatch {
                 if (!live) {
                     return;
                 }
+                ioTimer.cancel();
                 this.status = status;
                 this.headers = headers;
                 String ct = headers.getOrDefault("content-type", "");
@@ -176,6 +181,16 @@ final class Dispatch {
                     }
                 }
                 body = new ByteArrayOutputStream();
+            }
+        }
+
+        @Override
+        public void onSent() {
+            synchronized (Dispatch.this) {
+                if (live && !sent) {
+                    sent = true;
+                    armIoTimer(this);
+                }
             }
         }
 
@@ -231,8 +246,9 @@ final class Dispatch {
                     streamEnded(this, failure);
                     return;
                 }
-                attemptFailed(this, Failure.transport("transport_" + failure.kind().name().toLowerCase(),
-                        failure.detail()));
+                String cls = "transport_" + failure.kind().name().toLowerCase();
+                attemptFailed(this, failure.kind() == TransportFailure.Kind.CONNECT_TIMEOUT
+                        ? Failure.timeout(cls, failure.detail()) : Failure.transport(cls, failure.detail()));
             }
         }
 
@@ -284,16 +300,9 @@ final class Dispatch {
             }
             return failed;
         }
-        if (priorityRetryTarget(failed) != null) {
-            return priorityRetryTarget(failed);
-        }
         return null;
     }
 
-    /**
-     * Kong's priority rule: with a single top-tier target whose breaker is still closed, one failed attempt is
-     * retried on that same target before falling back a tier.
-     */
     /**
      * Where a hedge for the racing attempt goes: the next untried route in ranked order; with the priority strategy
      * the next tier first (a hedge exists to escape the slow tier), else an untried member of the same tier.
@@ -308,19 +317,6 @@ final class Dispatch {
             }
         }
         return nextCandidate(false, null);
-    }
-
-    private Candidate priorityRetryTarget(Candidate failed) {
-        if (failed == null || settings.strategy() != dev.hedgerow.catalog.Strategy.PRIORITY) {
-            return null;
-        }
-        long sameTier = req.candidates().stream().filter(c -> c.route().priority() == failed.route().priority())
-                .count();
-        long triesOnIt = attempts.stream().filter(a -> a.cand.id().equals(failed.id())).count();
-        if (sameTier == 1 && triesOnIt < 2 && failed.route().priority() == req.candidates().get(0).route().priority()) {
-            return failed;
-        }
-        return null;
     }
 
     private void launch(Candidate c, Kind kind, ContinuationMethod method) {
@@ -403,6 +399,7 @@ final class Dispatch {
         UpstreamRequest ur = new UpstreamRequest(url, headers, Json.bytes(body), settings.timeouts().connect());
         deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL).subscribe().with(v -> { }, t -> { });
         a.exchange = deps.upstream().send(ur, a);
+        armIoTimer(a);
         a.abandonTimer = deps.scheduler().schedule(abandonAfter(c), () -> abandon(a));
         if (kind != Kind.RESUME && settings.hedging()) {
             a.windowTimer = deps.scheduler().schedule(firstTokenWindow(c), () -> windowPassed(a));
@@ -410,6 +407,35 @@ final class Dispatch {
     }
 
     // ---- windows ---------------------------------------------------------------------------------------------
+
+    /**
+     * Kong's write_timeout (connect + write, until the client reports the body sent) and read_timeout (from then
+     * to the response head). A client that cannot report the body sent gets one timer for all three.
+     */
+    private void armIoTimer(Attempt a) {
+        a.ioTimer.cancel();
+        if (!a.live || a.status > 0) {
+            return;
+        }
+        GroupSettings.Timeouts t = settings.timeouts();
+        if (a.sent) {
+            a.ioTimer = deps.scheduler().schedule(t.read(), () -> ioTimedOut(a, "timeout_read",
+                    "no response head within read_timeout " + t.read().toMillis() + " ms"));
+        } else if (a.exchange != null && a.exchange.reportsSent()) {
+            a.ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()), () -> ioTimedOut(a, "timeout_write",
+                    "request not sent within connect_timeout + write_timeout"));
+        } else if (a.exchange != null) {
+            a.ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()).plus(t.read()), () -> ioTimedOut(a,
+                    "timeout_read", "no response head within connect + write + read timeouts"));
+        }
+    }
+
+    private synchronized void ioTimedOut(Attempt a, String cls, String detail) {
+        if (finished || !a.live || a.status > 0) {
+            return;
+        }
+        attemptFailed(a, Failure.timeout(cls, detail));
+    }
 
     /** The first-token window: the route's predicted P90 for this prompt size, never below the floor. */
     private Duration firstTokenWindow(Candidate c) {
@@ -875,7 +901,9 @@ final class Dispatch {
             return;
         }
         FailoverCriterion criterion = FailoverCriterion.forStatus(status);
-        boolean failsOver = criterion != null && settings.retry().failoverCriteria().contains(criterion);
+        // an HTTP answer means the request was sent: Kong (nginx) retries a POST then only with non_idempotent
+        boolean failsOver = criterion != null && settings.retry().failoverCriteria().contains(criterion)
+                && settings.retry().failoverCriteria().contains(FailoverCriterion.NON_IDEMPOTENT);
         if (status == 400 && "context_length_exceeded".equals(code)) {
             contextLimit = Math.max(contextLimit, a.cand.route().contextWindow());
             contextError = a;
@@ -992,7 +1020,12 @@ final class Dispatch {
         if (liveCount() > 0) {
             return;
         }
-        boolean criterionAllows = f.criterion() == null || settings.retry().failoverCriteria().contains(f.criterion());
+        boolean criterionAllows = f.criterion() == null || settings.retry().failoverCriteria().contains(f.criterion())
+                && (!(a.sent || a.status > 0)
+                || settings.retry().failoverCriteria().contains(FailoverCriterion.NON_IDEMPOTENT));
+        if (criterionAllows && f.routeFault() && stayOnTopTier(a, f)) {
+            return;
+        }
         Candidate next = nextCandidate(false, a.cand);
         boolean fallbackAllowed = req.facts().prefs().allowFallbacks();
         if (next != null && criterionAllows && fallbackAllowed && preCommitAttempts < settings.retry().maxAttempts()) {
@@ -1003,6 +1036,40 @@ final class Dispatch {
             return;
         }
         exhausted();
+    }
+
+    /** Kong's priority rules after a failed attempt; true when the request stays on the top tier. */
+    private boolean stayOnTopTier(Attempt a, Failure f) {
+        if (!req.facts().prefs().allowFallbacks() || preCommitAttempts >= settings.retry().maxAttempts()) {
+            return false;
+        }
+        int failuresHere = 0;
+        for (AttemptRecord r : trail) {
+            if (r.route().equals(a.cand.route().id()) && "failed".equals(r.outcome())) {
+                failuresHere++;
+            }
+        }
+        PriorityRetry.Decision d = PriorityRetry.afterFailure(settings, req.candidates(), tried, a.cand,
+                failuresHere, id -> (int) attempts.stream().filter(x -> x.cand.id().equals(id)).count(), f.status(),
+                f.retryAfterSeconds());
+        if (!(d instanceof PriorityRetry.Decision.Stay stay)) {
+            return false;
+        }
+        if (stay.delay().isZero()) {
+            tried.remove(stay.target().id());
+            launch(stay.target(), Kind.FAILOVER, null);
+        } else {
+            priorityWait = deps.scheduler().schedule(stay.delay(), () -> retryAfterWaited(stay.target()));
+        }
+        return true;
+    }
+
+    private synchronized void retryAfterWaited(Candidate c) {
+        if (finished || committed || liveCount() > 0) {
+            return;
+        }
+        tried.remove(c.id());
+        launch(c, Kind.FAILOVER, null);
     }
 
     private void exhausted() {
@@ -1142,6 +1209,7 @@ final class Dispatch {
         a.live = false;
         a.windowTimer.cancel();
         a.abandonTimer.cancel();
+        a.ioTimer.cancel();
         if (a.exchange != null && (cancelExchange || !"success".equals(outcome))) {
             a.exchange.cancel();
         }
@@ -1172,7 +1240,10 @@ final class Dispatch {
     }
 
     private void recordSuccess(Attempt a) {
-        if (a.cand.halfOpen() || a.cand.state().fails() > 0) {
+        // Skipping the write is exact only while no failure recorded after the snapshot can be fail_timeout old:
+        // Kong resets the counter on a success after fail_timeout, so a request that long must always report.
+        if (a.cand.halfOpen() || a.cand.state().fails() > 0
+                || elapsedMs(startNanos) >= settings.breaker().failTimeout().toMillis()) {
             GroupSettings.Breaker b = settings.breaker();
             deps.store().recordSuccess(a.cand.id(), b.maxFails(), b.failTimeout()).subscribe().with(v -> { },
                     t -> { });
@@ -1224,9 +1295,11 @@ final class Dispatch {
     private void stopTimers() {
         stallTimer.cancel();
         leaseTimer.cancel();
+        priorityWait.cancel();
         for (Attempt a : attempts) {
             a.windowTimer.cancel();
             a.abandonTimer.cancel();
+            a.ioTimer.cancel();
         }
     }
 

@@ -10,5 +10,10 @@ public interface UpstreamClient {
     interface Exchange {
         /** Closes the upstream request at once (the provider sees its connection reset); no more events follow. */
         void cancel();
+
+        /** Whether this exchange calls {@link UpstreamHandler#onSent()} (so a write timeout can be told apart). */
+        default boolean reportsSent() {
+            return false;
+        }
     }
 }

@@ -96,17 +96,29 @@ public final class VertxUpstreamClient implements UpstreamClient {
                     }
                 });
             });
-            request.end(Buffer.buffer(req.body()));
+            request.end(Buffer.buffer(req.body())).onSuccess(v -> {
+                if (!done.get()) {
+                    handler.onSent();
+                }
+            });
         });
-        return () -> {
-            if (done.compareAndSet(false, true)) {
-                HttpClientRequest r;
-                synchronized (holder) {
-                    r = holder[0];
+        return new Exchange() {
+            @Override
+            public void cancel() {
+                if (done.compareAndSet(false, true)) {
+                    HttpClientRequest r;
+                    synchronized (holder) {
+                        r = holder[0];
+                    }
+                    if (r != null) {
+                        r.reset();
+                    }
                 }
-                if (r != null) {
-                    r.reset();
-                }
+            }
+
+            @Override
+            public boolean reportsSent() {
+                return true;
             }
         };
     }

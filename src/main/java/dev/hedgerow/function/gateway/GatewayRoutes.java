@@ -40,8 +40,6 @@ import java.util.function.Supplier;
  * at once. Thread-safe.
  */
 public final class GatewayRoutes {
-    /** Header that may carry the alias instead of the body's {@code model} (a routing rule). */
-    public static final String ALIAS_HEADER = "x-hedgerow-alias";
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final String ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
@@ -119,6 +117,12 @@ public final class GatewayRoutes {
             return;
         }
         Org org = maybeOrg.get();
+        if (pathAlias != null && !org.routing().pathAlias()) {
+            // the org's routing rules do not route by path: the path form does not exist for it
+            writeError(resp, ApiError.notFound("Path aliases are not enabled for this organization; send the alias"
+                    + " as \"model\"."));
+            return;
+        }
         String requestId = newId();
         String alias = null;
         try {
@@ -126,8 +130,7 @@ public final class GatewayRoutes {
             if (b == null || b.length() == 0) {
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
-            String headerAlias = httpReq.getHeader(ALIAS_HEADER);
-            ChatRequest chat = ChatRequest.parse(b.getBytes(), pathAlias != null ? pathAlias : headerAlias);
+            ChatRequest chat = ChatRequest.parse(b.getBytes(), routedAlias(org, httpReq, pathAlias));
             alias = chat.model();
             if (org.routesOf(alias).isEmpty()) {
                 ApiError err = ApiError.modelNotFound(alias);
@@ -150,6 +153,19 @@ public final class GatewayRoutes {
                     .with(v -> { }, t -> { });
             writeError(resp, e.error());
         }
+    }
+
+    /**
+     * The alias named by the org's routing rules (Kong's {@code config.route.model}), or null when only the body's
+     * {@code model} counts: the path's alias, else the org's alias header.
+     */
+    static String routedAlias(Org org, HttpServerRequest req, String pathAlias) {
+        if (pathAlias != null) {
+            return pathAlias;
+        }
+        String header = org.routing().aliasHeader();
+        String value = header == null ? null : req.getHeader(header);
+        return value == null || value.isBlank() ? null : value.trim();
     }
 
     private void onPlan(Hedgerow h, Org org, String alias, ChatRequest chat, RequestFacts facts, RoutePlan plan,

@@ -1,0 +1,193 @@
+package dev.hedgerow.dispatch;
+
+import dev.hedgerow.api.ChatRequest;
+import dev.hedgerow.api.ProviderPrefs;
+import dev.hedgerow.catalog.CatalogLoader;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.TtftEstimate;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.time.FakeScheduler;
+import dev.hedgerow.time.FakeTicker;
+import dev.hedgerow.upstream.UpstreamClient;
+import dev.hedgerow.upstream.UpstreamHandler;
+import dev.hedgerow.upstream.UpstreamRequest;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Kong's write_timeout and read_timeout in dispatch, and the breaker's success reporting, on fake time: an upstream
+ * client the test answers by hand (it reports when the body is sent, as the Vert.x client does), a
+ * {@link FakeScheduler} and a {@link MemoryStateStore} on the same {@link FakeTicker}.
+ */
+class KongTimeoutsDispatchTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k" }]
+                providers:
+                  - { id: p, base_url: "http://127.0.0.1:9/v1" }
+                routes:
+                  - { id: a, alias: kt, provider: p, model: m-a }
+                  - { id: b, alias: kt, provider: p, model: m-b }
+                groups:
+                  kt: { hedging: false, connect_timeout: 1s, write_timeout: 2s, read_timeout: 5s,
+                        breaker: { max_fails: 3, fail_timeout: 10s } }
+            """;
+    static final String COMPLETION = "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+            + "\"message\":{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":\"stop\"}],"
+            + "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}";
+
+    final FakeTicker ticker = new FakeTicker();
+    final FakeScheduler scheduler = new FakeScheduler(ticker);
+    final MemoryStateStore store = new MemoryStateStore(ticker);
+    final HandUpstream upstream = new HandUpstream();
+    final Org org = new CatalogLoader(n -> null).parse(YAML).orgs().get(0);
+    final Sink sink = new Sink();
+
+    /** An upstream whose exchanges the test drives: it records each request and its handler. */
+    static final class HandUpstream implements UpstreamClient {
+        final List<UpstreamRequest> requests = new ArrayList<>();
+        final List<UpstreamHandler> handlers = new ArrayList<>();
+
+        @Override
+        public Exchange send(UpstreamRequest request, UpstreamHandler handler) {
+            requests.add(request);
+            handlers.add(handler);
+            return new Exchange() {
+                @Override
+                public void cancel() {
+                }
+
+                @Override
+                public boolean reportsSent() {
+                    return true;
+                }
+            };
+        }
+
+        void answer(int i) {
+            UpstreamHandler h = handlers.get(i);
+            h.onHead(200, Map.of("content-type", "application/json"));
+            h.onData(COMPLETION.getBytes(StandardCharsets.UTF_8));
+            h.onEnd();
+        }
+    }
+
+    static final class Sink implements ClientSink {
+        int status;
+        Map<String, String> headers = Map.of();
+
+        @Override
+        public void head(int status, Map<String, String> headers) {
+            this.status = status;
+            this.headers = headers;
+        }
+
+        @Override
+        public void write(byte[] bytes) {
+        }
+
+        @Override
+        public void end() {
+        }
+    }
+
+    private void start(RouteSnapshot aState) {
+        Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
+                String::length, new DispatchObserver() { }, Dispatcher.HedgeBudget.defaults()));
+        ChatRequest chat = ChatRequest.parse("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+                .getBytes(StandardCharsets.UTF_8), null);
+        RequestFacts facts = new RequestFacts(1, null, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,
+                List.of(), Map.of(), null, "hi");
+        List<Candidate> cands = List.of(candidate("a", aState), candidate("b", RouteSnapshot.empty("acme/b")));
+        dispatcher.start(new DispatchRequest("req-1", 0, org, "kt", org.group("kt"), chat, facts, cands), sink);
+    }
+
+    private Candidate candidate(String id, RouteSnapshot state) {
+        Route r = org.route(id).orElseThrow();
+        return new Candidate("acme/" + id, r, org.provider("p").orElseThrow(), state, false, TtftEstimate.UNKNOWN);
+    }
+
+    @Test
+    void writeTimeoutFailsOverWhenTheBodyIsNotSentWithinConnectPlusWrite() {
+        start(RouteSnapshot.empty("acme/a"));
+        scheduler.advance(Duration.ofMillis(2_900));
+        assertEquals(1, upstream.requests.size(), "still within connect_timeout + write_timeout");
+        scheduler.advance(Duration.ofMillis(200));
+        assertEquals(2, upstream.requests.size(), "failed over after 3 s");
+        upstream.handlers.get(1).onSent();
+        upstream.answer(1);
+        assertEquals(200, sink.status);
+        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_write\""),
+                sink.headers.toString());
+    }
+
+    @Test
+    void readTimeoutCountsFromTheSentBodyToTheResponseHead() {
+        start(RouteSnapshot.empty("acme/a"));
+        scheduler.advance(Duration.ofMillis(2_500));
+        upstream.handlers.get(0).onSent();
+        scheduler.advance(Duration.ofMillis(4_900));
+        assertEquals(1, upstream.requests.size(), "sent 4.9 s ago: within read_timeout");
+        scheduler.advance(Duration.ofMillis(200));
+        assertEquals(2, upstream.requests.size());
+        upstream.handlers.get(1).onSent();
+        upstream.answer(1);
+        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_read\""),
+                sink.headers.toString());
+    }
+
+    @Test
+    void aResponseHeadStopsTheReadTimer() {
+        start(RouteSnapshot.empty("acme/a"));
+        upstream.handlers.get(0).onSent();
+        upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
+        scheduler.advance(Duration.ofSeconds(6));
+        assertEquals(1, upstream.requests.size(), "no read timeout once the head arrived");
+        upstream.handlers.get(0).onData(COMPLETION.getBytes(StandardCharsets.UTF_8));
+        upstream.handlers.get(0).onEnd();
+        assertEquals(200, sink.status);
+    }
+
+    @Test
+    void aSuccessOutlastingFailTimeoutIsReportedSoKongsResetHappens() {
+        // the snapshot showed no failures; another instance records one just after it, then this request runs
+        // for longer than fail_timeout: Kong resets the counter on this success, so dispatch must report it
+        start(RouteSnapshot.empty("acme/a"));
+        store.recordFailure("acme/a", 3, Duration.ofSeconds(10)).await().indefinitely();
+        upstream.handlers.get(0).onSent();
+        upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
+        scheduler.advance(Duration.ofSeconds(11));
+        upstream.handlers.get(0).onData(COMPLETION.getBytes(StandardCharsets.UTF_8));
+        upstream.handlers.get(0).onEnd();
+        assertEquals(200, sink.status);
+        RouteSnapshot after = store.snapshot(List.of("acme/a"), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/a");
+        assertEquals(0, after.fails());
+    }
+
+    @Test
+    void aQuickSuccessInsideFailTimeoutLeavesTheCounterAlone() {
+        start(RouteSnapshot.empty("acme/a"));
+        store.recordFailure("acme/a", 3, Duration.ofSeconds(10)).await().indefinitely();
+        upstream.handlers.get(0).onSent();
+        scheduler.advance(Duration.ofSeconds(1));
+        upstream.answer(0);
+        RouteSnapshot after = store.snapshot(List.of("acme/a"), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/a");
+        assertEquals(1, after.fails());
+    }
+}

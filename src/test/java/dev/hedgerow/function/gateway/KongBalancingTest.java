@@ -1,0 +1,295 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.testsupport.GatewayHarness;
+import io.restassured.response.Response;
+import io.restassured.specification.RequestSpecification;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Kong's load-balancing algorithms measured through the HTTP API: many requests to instant simulators, the
+ * measured split printed and checked against a stated tolerance. Each algorithm has its own alias (and so its own
+ * cursor and route state) so the tests do not disturb one another.
+ */
+class KongBalancingTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                providers:
+                  - { id: sim, base_url: "${SIM_SIM_URL}", api_key: "sk-sim" }
+                routes:
+                  - { id: wrr-a, alias: wrr, provider: sim, model: m-wrr-a, weight: 70 }
+                  - { id: wrr-b, alias: wrr, provider: sim, model: m-wrr-b, weight: 25 }
+                  - { id: wrr-c, alias: wrr, provider: sim, model: m-wrr-c, weight: 5 }
+                  - { id: ch-a, alias: sticky, provider: sim, model: m-ch-a }
+                  - { id: ch-b, alias: sticky, provider: sim, model: m-ch-b }
+                  - { id: ch-c, alias: sticky, provider: sim, model: m-ch-c }
+                  - { id: use-short, alias: usage, provider: sim, model: m-short }
+                  - { id: use-long, alias: usage, provider: sim, model: m-long }
+                  - { id: cost-cheap, alias: cost, provider: sim, model: m-cost-a,
+                      price: { prompt_per_mtok: 0, completion_per_mtok: 1 } }
+                  - { id: cost-dear, alias: cost, provider: sim, model: m-cost-b,
+                      price: { prompt_per_mtok: 0, completion_per_mtok: 3 } }
+                  - { id: lat-fast, alias: fastest, provider: sim, model: m-tpot-fast }
+                  - { id: lat-slow, alias: fastest, provider: sim, model: m-tpot-slow }
+                  - { id: e2e-fast, alias: quickest, provider: sim, model: m-e2e-fast }
+                  - { id: e2e-slow, alias: quickest, provider: sim, model: m-e2e-slow }
+                  - { id: p1-a, alias: prio, provider: sim, model: m-p1-a, priority: 1, weight: 3 }
+                  - { id: p1-b, alias: prio, provider: sim, model: m-p1-b, priority: 1, weight: 1 }
+                  - { id: p2-c, alias: prio, provider: sim, model: m-p2-c, priority: 2, weight: 1 }
+                  - { id: embedder, alias: embed, provider: sim, model: m-embed, embeddings: true }
+                  - { id: sem-coder, alias: sem, provider: sim, model: m-coder,
+                      description: "python java code software bug programming" }
+                  - { id: sem-poet, alias: sem, provider: sim, model: m-poet,
+                      description: "poetry poem verse rhyme sonnet" }
+                  - { id: sem-chef-1, alias: sem, provider: sim, model: m-chef-1,
+                      description: "cooking recipe food kitchen baking bread" }
+                  - { id: sem-chef-2, alias: sem, provider: sim, model: m-chef-2,
+                      description: "cooking recipe food kitchen baking bread" }
+                groups:
+                  wrr: { strategy: weighted, hedging: false }
+                  sticky: { strategy: consistent_hashing, hedging: false }
+                  usage: { strategy: lowest_usage, tokens_count_strategy: completion_tokens, hedging: false }
+                  cost: { strategy: lowest_usage, tokens_count_strategy: cost, hedging: false }
+                  fastest: { strategy: lowest_latency, hedging: false }
+                  quickest: { strategy: lowest_latency, latency_strategy: e2e, hedging: false }
+                  prio: { strategy: priority, hedging: false, breaker: { max_fails: 1, fail_timeout: 60s } }
+                  sem: { strategy: semantic, embeddings_route: embedder, threshold: 0.3, hedging: false }
+            """;
+
+    static GatewayHarness gw;
+
+    @BeforeAll
+    static void start() {
+        ModelScript instant = ModelScript.defaults().withLength(8).withLatency(ModelScript.Latency.INSTANT);
+        SimConfig sim = SimConfig.of(11).withApiKey("sk-sim");
+        for (String m : List.of("m-wrr-a", "m-wrr-b", "m-wrr-c", "m-ch-a", "m-ch-b", "m-ch-c", "m-p1-a", "m-p1-b",
+                "m-p2-c", "m-embed", "m-coder", "m-poet", "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b")) {
+            sim = sim.withModel(m, instant);
+        }
+        sim = sim.withModel("m-short", instant.withLength(10)).withModel("m-long", instant.withLength(30))
+                // time per output token 2.5 ms against 20 ms
+                .withModel("m-tpot-fast", instant.withLatency(ModelScript.Latency.of(0, 400)))
+                .withModel("m-tpot-slow", instant.withLatency(ModelScript.Latency.of(0, 50)))
+                // end to end: 5 ms against 200 ms to the first token, the same decode
+                .withModel("m-e2e-fast", instant.withLatency(ModelScript.Latency.of(5, 0)))
+                .withModel("m-e2e-slow", instant.withLatency(ModelScript.Latency.of(200, 0)));
+        gw = GatewayHarness.start(YAML, Map.of("sim", sim));
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+    }
+
+    static String body(String alias, String prompt, boolean stream) {
+        return "{\"model\":\"" + alias + "\",\"stream\":" + stream
+                + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}";
+    }
+
+    /** Sends one request and returns the route that served it. */
+    static String served(String alias, String prompt, boolean stream, Map<String, String> headers) {
+        RequestSpecification spec = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme")
+                .contentType("application/json").body(body(alias, prompt, stream));
+        headers.forEach(spec::header);
+        Response r = spec.post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), r.asString());
+        return r.header("x-hedgerow-route");
+    }
+
+    static String served(String alias, String prompt) {
+        return served(alias, prompt, false, Map.of());
+    }
+
+    static Map<String, Integer> tally(List<String> routes) {
+        Map<String, Integer> out = new TreeMap<>();
+        routes.forEach(r -> out.merge(r, 1, Integer::sum));
+        return out;
+    }
+
+    static void print(String what, Map<String, Integer> counts, int total) {
+        StringBuilder sb = new StringBuilder("[kong] " + what + " over " + total + " requests:");
+        counts.forEach((k, v) -> sb.append(String.format(" %s=%d (%.1f%%)", k, v, 100.0 * v / total)));
+        System.out.println(sb);
+    }
+
+    @Test
+    void weightedRoundRobinSplits70_25_5InAnInterleavedCircularSequence() {
+        List<String> seq = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+            seq.add(served("wrr", "weighted " + i));
+        }
+        Map<String, Integer> counts = tally(seq);
+        print("weighted 70/25/5", counts, seq.size());
+        // tolerance: none. The shared cursor walks the smooth sequence (period 20 for 14/5/1): exact per cycle.
+        assertEquals(Map.of("wrr-a", 140, "wrr-b", 50, "wrr-c", 10), counts);
+        for (int start = 0; start + 20 <= seq.size(); start++) {
+            assertEquals(Map.of("wrr-a", 14, "wrr-b", 5, "wrr-c", 1), tally(seq.subList(start, start + 20)),
+                    "every 20 consecutive requests hold one full cycle, from " + start);
+        }
+        int longestRun = 0;
+        int run = 0;
+        for (int i = 0; i < seq.size(); i++) {
+            run = i > 0 && seq.get(i).equals(seq.get(i - 1)) ? run + 1 : 1;
+            longestRun = Math.max(longestRun, run);
+        }
+        // smooth weighted round-robin interleaves: never 14 a's in a row
+        assertTrue(longestRun <= 4, "longest run " + longestRun);
+    }
+
+    @Test
+    void consistentHashingKeepsEachSessionOnOneRouteAndMovesOnlyTheLostMembersKeys() {
+        Map<String, String> before = new LinkedHashMap<>();
+        List<String> all = new ArrayList<>();
+        for (int k = 0; k < 30; k++) {
+            String session = "user-" + k;
+            for (int rep = 0; rep < 4; rep++) {
+                String r = served("sticky", "hash me " + rep, false, Map.of("X-Hedgerow-Session", session));
+                all.add(r);
+                String first = before.putIfAbsent(session, r);
+                assertEquals(first == null ? r : first, r, "session " + session + " stays on one route");
+            }
+        }
+        Map<String, Integer> keysPerRoute = tally(new ArrayList<>(before.values()));
+        print("consistent_hashing, sessions per route (30 sessions x 4)", keysPerRoute, 30);
+        // tolerance: 30 equally weighted keys on 3 members, every member wins at least 4 (expected 10)
+        assertEquals(3, keysPerRoute.size());
+        keysPerRoute.values().forEach(n -> assertTrue(n >= 4, keysPerRoute.toString()));
+
+        // ch-b leaves: its next request fails with a 500, which opens its breaker (max_fails 1 by default)
+        gw.sim("sim").enqueue("m-ch-b", Fault.status(500));
+        String victim = before.entrySet().stream().filter(e -> e.getValue().equals("ch-b")).findFirst()
+                .orElseThrow().getKey();
+        assertNotEquals("ch-b", served("sticky", "fail over", false, Map.of("X-Hedgerow-Session", victim)));
+
+        int moved = 0;
+        for (Map.Entry<String, String> e : before.entrySet()) {
+            String now = served("sticky", "after", false, Map.of("X-Hedgerow-Session", e.getKey()));
+            if (e.getValue().equals("ch-b")) {
+                assertNotEquals("ch-b", now);
+                moved++;
+            } else {
+                assertEquals(e.getValue(), now, "a session of a healthy member does not move: " + e.getKey());
+            }
+        }
+        System.out.println("[kong] consistent_hashing: ch-b left, " + moved + " of 30 sessions moved (exactly its own)");
+        assertEquals(keysPerRoute.get("ch-b"), moved);
+    }
+
+    @Test
+    void lowestUsageByCompletionTokensSendsThreeTimesAsManyRequestsToTheShorterAnswers() {
+        List<String> seq = new ArrayList<>();
+        for (int i = 0; i < 120; i++) {
+            seq.add(served("usage", "usage " + i));
+        }
+        Map<String, Integer> counts = tally(seq);
+        print("lowest_usage completion_tokens (10 vs 30 tokens per answer)", counts, seq.size());
+        // expected 75% / 25% (equal usage = 3 short answers per long one); tolerance +-8 points
+        double shortShare = counts.getOrDefault("use-short", 0) / 120.0;
+        assertTrue(Math.abs(shortShare - 0.75) <= 0.08, counts.toString());
+    }
+
+    @Test
+    void lowestUsageByCostSendsThreeTimesAsManyRequestsToTheCheaperRoute() {
+        List<String> seq = new ArrayList<>();
+        for (int i = 0; i < 120; i++) {
+            seq.add(served("cost", "cost " + i));
+        }
+        Map<String, Integer> counts = tally(seq);
+        print("lowest_usage cost (price 1 vs 3 per token)", counts, seq.size());
+        // expected 75% / 25%; tolerance +-8 points
+        double cheapShare = counts.getOrDefault("cost-cheap", 0) / 120.0;
+        assertTrue(Math.abs(cheapShare - 0.75) <= 0.08, counts.toString());
+    }
+
+    @Test
+    void lowestLatencyByTimePerOutputTokenSendsAlmostEverythingToTheFasterDecoder() {
+        List<String> seq = new ArrayList<>();
+        for (int i = 0; i < 60; i++) {
+            seq.add(served("fastest", "tpot " + i, true, Map.of()));
+        }
+        Map<String, Integer> counts = tally(seq);
+        print("lowest_latency tpot (2.5 ms vs 20 ms per token)", counts, seq.size());
+        // each member is measured once first; after that the slow one's peak EWMA (20 ms) decays with tau 10 s
+        // and cannot fall under 2.5 ms within this test. Tolerance: at least 90% on the fast route.
+        assertTrue(counts.getOrDefault("lat-fast", 0) >= 54, counts.toString());
+        assertTrue(counts.getOrDefault("lat-slow", 0) >= 1, "the slow route was measured: " + counts);
+    }
+
+    @Test
+    void lowestLatencyEndToEndSendsAlmostEverythingToTheQuickerRoute() {
+        List<String> seq = new ArrayList<>();
+        for (int i = 0; i < 60; i++) {
+            seq.add(served("quickest", "e2e " + i, true, Map.of()));
+        }
+        Map<String, Integer> counts = tally(seq);
+        print("lowest_latency e2e (5 ms vs 200 ms first token)", counts, seq.size());
+        // tolerance: at least 90% on the quick route
+        assertTrue(counts.getOrDefault("e2e-fast", 0) >= 54, counts.toString());
+    }
+
+    @Test
+    void priorityGivesTheTopTierEverythingByWeightUntilItIsUnavailable() {
+        List<String> seq = new ArrayList<>();
+        for (int i = 0; i < 100; i++) {
+            seq.add(served("prio", "tiered " + i));
+        }
+        Map<String, Integer> counts = tally(seq);
+        print("priority, tier 1 = a:3 b:1, tier 2 = c", counts, seq.size());
+        // tolerance: none (smooth weighted round-robin within the tier on the shared cursor)
+        assertEquals(Map.of("p1-a", 75, "p1-b", 25), counts);
+
+        // the top tier becomes unavailable: each member fails once with max_fails 1
+        gw.sim("sim").enqueue("m-p1-a", Fault.status(500));
+        gw.sim("sim").enqueue("m-p1-b", Fault.status(500));
+        List<String> after = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            after.add(served("prio", "fallback " + i));
+        }
+        Map<String, Integer> later = tally(after.subList(4, after.size()));
+        print("priority after both tier-1 members failed (last 36)", later, 36);
+        assertEquals(Map.of("p2-c", 36), later);
+    }
+
+    @Test
+    void semanticRoutesEachPromptToTheClosestDescriptionAndRotatesIdenticalOnes() {
+        Map<String, Integer> code = new HashMap<>();
+        Map<String, Integer> poems = new HashMap<>();
+        Map<String, Integer> food = new HashMap<>();
+        for (int i = 0; i < 20; i++) {
+            code.merge(served("sem", "please fix this python code bug"), 1, Integer::sum);
+            poems.merge(served("sem", "write a sonnet poem with rhyme"), 1, Integer::sum);
+            food.merge(served("sem", "a recipe for baking bread in my kitchen"), 1, Integer::sum);
+        }
+        print("semantic, code prompts", new TreeMap<>(code), 20);
+        print("semantic, poetry prompts", new TreeMap<>(poems), 20);
+        print("semantic, cooking prompts", new TreeMap<>(food), 20);
+        assertEquals(Map.of("sem-coder", 20), code);
+        assertEquals(Map.of("sem-poet", 20), poems);
+        // two members share the cooking description: they round-robin (tolerance +-3 of 10 each)
+        assertEquals(20, food.getOrDefault("sem-chef-1", 0) + food.getOrDefault("sem-chef-2", 0), food.toString());
+        assertTrue(Math.abs(food.getOrDefault("sem-chef-1", 0) - 10) <= 3, food.toString());
+        // one embeddings call per request; the descriptions were embedded on the first only, then read from the
+        // state store's cache, so the latest calls carry the prompt alone
+        assertEquals(60, gw.sim("sim").stats("m-embed").received());
+        gw.sim("sim").stats("m-embed").recent().forEach(r -> assertTrue(!r.body().contains("sonnet\",")
+                && !r.body().contains("bread\","), r.body()));
+    }
+}

@@ -1,0 +1,246 @@
+package dev.hedgerow.function.gateway;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.testsupport.GatewayHarness;
+import io.restassured.response.Response;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Kong's retry and fallback through the HTTP API with scripted simulator faults: {@code failover_criteria}
+ * (including nginx's {@code non_idempotent} rule), {@code retries}, {@code read_timeout}, and the priority rules
+ * (stay on the top tier while its breaker is closed; wait for a short {@code Retry-After}).
+ */
+class KongRetryTest {
+    static String yaml(int deadPort) {
+        return """
+                orgs:
+                  - id: acme
+                    keys: [{ name: app, key: "k-acme" }]
+                    providers:
+                      - { id: sim, base_url: "${SIM_SIM_URL}", api_key: "sk-sim" }
+                      - { id: dead, base_url: "http://127.0.0.1:%d/v1" }
+                    routes:
+                      - { id: c5-a, alias: c500, provider: sim, model: m-c5-a, weight: 100 }
+                      - { id: c5-b, alias: c500, provider: sim, model: m-c5-b, weight: 0 }
+                      - { id: c3-a, alias: c503, provider: sim, model: m-c3-a, weight: 100 }
+                      - { id: c3-b, alias: c503, provider: sim, model: m-c3-b, weight: 0 }
+                      - { id: c4-a, alias: c403, provider: sim, model: m-c4-a, weight: 100 }
+                      - { id: c4-b, alias: c403, provider: sim, model: m-c4-b, weight: 0 }
+                      - { id: d4-a, alias: d403, provider: sim, model: m-d4-a, weight: 100 }
+                      - { id: d4-b, alias: d403, provider: sim, model: m-d4-b, weight: 0 }
+                      - { id: ni-dead, alias: kongpost, provider: dead, model: m-none, weight: 100 }
+                      - { id: ni-a, alias: kongpost, provider: sim, model: m-ni-a, weight: 0 }
+                      - { id: np-a, alias: kongpost2, provider: sim, model: m-np-a, weight: 100 }
+                      - { id: np-b, alias: kongpost2, provider: sim, model: m-np-b, weight: 0 }
+                      - { id: rt-a, alias: twice, provider: sim, model: m-rt-a, weight: 100 }
+                      - { id: rt-b, alias: twice, provider: sim, model: m-rt-b, weight: 50 }
+                      - { id: rt-c, alias: twice, provider: sim, model: m-rt-c, weight: 10 }
+                      - { id: rd-a, alias: readto, provider: sim, model: m-rd-a, weight: 100 }
+                      - { id: rd-b, alias: readto, provider: sim, model: m-rd-b, weight: 0 }
+                      - { id: top, alias: tiers, provider: sim, model: m-top, priority: 1 }
+                      - { id: low, alias: tiers, provider: sim, model: m-low, priority: 2 }
+                      - { id: top1, alias: tiers1, provider: sim, model: m-top1, priority: 1 }
+                      - { id: low1, alias: tiers1, provider: sim, model: m-low1, priority: 2 }
+                      - { id: topw, alias: tiersw, provider: sim, model: m-topw, priority: 1 }
+                      - { id: loww, alias: tiersw, provider: sim, model: m-loww, priority: 2 }
+                      - { id: topl, alias: tiersl, provider: sim, model: m-topl, priority: 1 }
+                      - { id: lowl, alias: tiersl, provider: sim, model: m-lowl, priority: 2 }
+                    groups:
+                      c500: { strategy: weighted, hedging: false,
+                              failover_criteria: [error, timeout, http_500, non_idempotent] }
+                      c503: { strategy: weighted, hedging: false,
+                              failover_criteria: [error, timeout, http_500, non_idempotent] }
+                      c403: { strategy: weighted, hedging: false, failover_criteria: [error, http_403, non_idempotent] }
+                      d403: { strategy: weighted, hedging: false }
+                      kongpost: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
+                      kongpost2: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
+                      twice: { strategy: weighted, hedging: false, retries: 1 }
+                      readto: { strategy: weighted, hedging: false, read_timeout: 150ms }
+                      tiers: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
+                      tiers1: { strategy: priority, hedging: false, breaker: { max_fails: 1, fail_timeout: 30s } }
+                      tiersw: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
+                      tiersl: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
+                """.formatted(deadPort);
+    }
+
+    static GatewayHarness gw;
+
+    @BeforeAll
+    static void start() throws IOException {
+        int deadPort;
+        try (ServerSocket s = new ServerSocket(0)) {
+            deadPort = s.getLocalPort();   // closed again: connections to it are refused
+        }
+        ModelScript instant = ModelScript.defaults().withLength(4).withLatency(ModelScript.Latency.INSTANT);
+        SimConfig sim = SimConfig.of(13).withApiKey("sk-sim");
+        for (String m : List.of("m-c5-a", "m-c5-b", "m-c3-a", "m-c3-b", "m-c4-a", "m-c4-b", "m-d4-a", "m-d4-b", "m-ni-a", "m-np-a",
+                "m-np-b", "m-rt-a", "m-rt-b", "m-rt-c", "m-rd-a", "m-rd-b", "m-top", "m-low", "m-top1", "m-low1",
+                "m-topw", "m-loww", "m-topl", "m-lowl")) {
+            sim = sim.withModel(m, instant);
+        }
+        gw = GatewayHarness.start(yaml(deadPort), Map.of("sim", sim));
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+    }
+
+    @BeforeEach
+    void reset() {
+        gw.sim("sim").clearFaults();
+    }
+
+    static Response send(String alias) {
+        return given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"" + alias + "\",\"messages\":[{\"role\":\"user\",\"content\":\"retry\"}]}")
+                .post("/v1/chat/completions");
+    }
+
+    /** The attempt trail as "route:outcome:error" strings. */
+    static List<String> trail(Response r) {
+        List<String> out = new ArrayList<>();
+        try {
+            for (JsonNode a : Json.parse(r.header("x-hedgerow-attempts").getBytes())) {
+                out.add(a.path("route").asText() + ":" + a.path("outcome").asText()
+                        + (a.path("error").isNull() || a.path("error").isMissingNode() ? ""
+                        : ":" + a.path("error").asText()));
+            }
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+        return out;
+    }
+
+    static long received(String model) {
+        return gw.sim("sim").stats(model).received();
+    }
+
+    @Test
+    void aStatusInTheFailoverCriteriaFailsOver() {
+        gw.sim("sim").enqueue("m-c5-a", Fault.status(500));
+        Response r = send("c500");
+        assertEquals(200, r.statusCode());
+        assertEquals("c5-b", r.header("x-hedgerow-route"));
+        assertEquals(List.of("c5-a:failed:http_500", "c5-b:success"), trail(r));
+    }
+
+    @Test
+    void aStatusOutsideTheFailoverCriteriaReachesTheClientAfterOneAttempt() {
+        gw.sim("sim").enqueue("m-c3-a", Fault.status(503));
+        long spare = received("m-c3-b");
+        Response r = send("c503");
+        assertEquals(503, r.statusCode());
+        assertEquals(spare, received("m-c3-b"));
+    }
+
+    @Test
+    void http403FailsOverOnlyWhenListed() {
+        gw.sim("sim").enqueue("m-c4-a", Fault.status(403));
+        Response listed = send("c403");
+        assertEquals(200, listed.statusCode());
+        assertEquals("c4-b", listed.header("x-hedgerow-route"));
+
+        gw.sim("sim").enqueue("m-d4-a", Fault.status(403));
+        Response unlisted = send("d403");
+        assertEquals(403, unlisted.statusCode());
+    }
+
+    @Test
+    void withoutNonIdempotentAFailureBeforeTheRequestWasSentIsRetried() {
+        // ni-dead refuses the connection: nothing was sent, so the POST may go to the next target
+        Response r = send("kongpost");
+        assertEquals(200, r.statusCode());
+        assertEquals("ni-a", r.header("x-hedgerow-route"));
+        assertEquals("ni-dead:failed:transport_connect", trail(r).get(0));
+    }
+
+    @Test
+    void withoutNonIdempotentAnAnswerAfterTheRequestWasSentIsNotRetried() {
+        gw.sim("sim").enqueue("m-np-a", Fault.status(500));
+        long spare = received("m-np-b");
+        Response r = send("kongpost2");
+        assertEquals(500, r.statusCode());
+        assertEquals(spare, received("m-np-b"));
+    }
+
+    @Test
+    void retriesBoundTheAttempts() {
+        gw.sim("sim").enqueue("m-rt-a", Fault.status(500));
+        gw.sim("sim").enqueue("m-rt-b", Fault.status(500));
+        long third = received("m-rt-c");
+        Response r = send("twice");
+        assertEquals(502, r.statusCode());
+        assertEquals(2, trail(r).size(), trail(r).toString());
+        assertEquals(third, received("m-rt-c"), "retries: 1 allows two attempts, never a third");
+    }
+
+    @Test
+    void readTimeoutFailsOverWhenNoResponseHeadArrives() {
+        gw.sim("sim").enqueue("m-rd-a", Fault.noResponse());
+        Response r = send("readto");
+        assertEquals(200, r.statusCode());
+        assertEquals(List.of("rd-a:failed:timeout_read", "rd-b:success"), trail(r));
+    }
+
+    @Test
+    void priorityRetriesTheOnlyTopTierTargetWhileItsBreakerIsClosed() {
+        gw.sim("sim").enqueue("m-top", Fault.status(500));
+        long low = received("m-low");
+        Response r = send("tiers");
+        assertEquals(200, r.statusCode());
+        assertEquals(List.of("top:failed:http_500", "top:success"), trail(r));
+        assertEquals(low, received("m-low"), "the lower tier is no fallback while the top tier is available");
+    }
+
+    @Test
+    void priorityFallsBackATierOnceTheTopTiersBreakerOpens() {
+        gw.sim("sim").enqueue("m-top1", Fault.status(500));
+        Response r = send("tiers1");
+        assertEquals(200, r.statusCode());
+        assertEquals(List.of("top1:failed:http_500", "low1:success"), trail(r));
+    }
+
+    @Test
+    void priorityWaitsForAShortRetryAfterOnTheTopTier() {
+        gw.sim("sim").enqueue("m-topw", Fault.rateLimited(1));
+        long low = received("m-loww");
+        Response r = send("tiersw");
+        assertEquals(200, r.statusCode());
+        assertEquals(List.of("topw:failed:http_429", "topw:success"), trail(r));
+        assertEquals(low, received("m-loww"));
+        // the retry was scheduled after the Retry-After (a lower bound the scheduler guarantees, not a speed check)
+        try {
+            JsonNode second = Json.parse(r.header("x-hedgerow-attempts").getBytes()).get(1);
+            assertTrue(second.path("start_ms").asLong() >= 1000, second.toString());
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @Test
+    void priorityFailsOverOnALongRetryAfter() {
+        // 5 s is above max_retry_after_wait (3 s): the top tier is unavailable for now
+        gw.sim("sim").enqueue("m-topl", Fault.rateLimited(5));
+        Response r = send("tiersl");
+        assertEquals(200, r.statusCode());
+        assertEquals(List.of("topl:failed:http_429", "lowl:success"), trail(r));
+    }
+}
