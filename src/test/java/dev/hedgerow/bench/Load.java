@@ -161,9 +161,25 @@ final class Load implements AutoCloseable {
         RequestOptions o = new RequestOptions().setMethod(HttpMethod.POST).setHost("127.0.0.1").setPort(q.port())
                 .setURI(q.path()).setTimeout(TimeUnit.SECONDS.toMillis(30));
         q.headers().forEach(o::addHeader);
-        client.request(o).compose(req -> req.send(Buffer.buffer(q.body()))).onComplete(ar -> {
+        // The response handlers are registered before the request is sent, so they run on the event loop in the
+        // same tick as the response head: registered any later, a fast answer's end could pass unseen.
+        client.request(o).onComplete(rq -> {
+            if (rq.failed()) {
+                p.tryComplete(new Exchange(0, 0, "", Map.of(), -1, micros(startNanos), rq.cause().toString()));
+                return;
+            }
+            rq.result().response().onComplete(ar -> onResponse(ar, p, startNanos, gaps));
+            rq.result().end(Buffer.buffer(q.body())).onFailure(t -> p.tryComplete(
+                    new Exchange(0, 0, "", Map.of(), -1, micros(startNanos), t.toString())));
+        });
+        return p.future();
+    }
+
+    private static void onResponse(io.vertx.core.AsyncResult<io.vertx.core.http.HttpClientResponse> ar,
+                                   Promise<Exchange> p, long startNanos, Histogram gaps) {
+        {
             if (ar.failed()) {
-                p.complete(new Exchange(0, 0, "", Map.of(), -1, micros(startNanos), ar.cause().toString()));
+                p.tryComplete(new Exchange(0, 0, "", Map.of(), -1, micros(startNanos), ar.cause().toString()));
                 return;
             }
             var resp = ar.result();
@@ -188,8 +204,7 @@ final class Load implements AutoCloseable {
                 p.tryComplete(new Exchange(0, resp.statusCode(), body.toString(StandardCharsets.UTF_8), h,
                         first[0] < 0 ? -1 : (first[0] - startNanos) / 1000, micros(startNanos), null));
             });
-        });
-        return p.future();
+        }
     }
 
     private static long micros(long startNanos) {
