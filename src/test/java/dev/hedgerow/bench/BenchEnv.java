@@ -1,0 +1,133 @@
+package dev.hedgerow.bench;
+
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import org.HdrHistogram.Histogram;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * What every benchmark shares: the output folder ({@code bench-results/}), a scratch folder for catalogs and logs,
+ * the packaged app, one Vert.x for the simulators and the load client, and helpers to write a results section
+ * (markdown) that {@code scripts/bench} assembles into {@code RESULTS.md}. Not thread-safe; one benchmark at a time.
+ */
+final class BenchEnv implements AutoCloseable {
+    final Path out;
+    final Path tmp;
+    final Path jar;
+    final Path repo;
+    final Vertx vertx;
+    private final List<SimServer> sims = new ArrayList<>();
+
+    BenchEnv(Path repo, Path out) {
+        this.repo = repo;
+        this.out = out;
+        this.tmp = out.resolve("tmp");
+        this.jar = repo.resolve("target/quarkus-app/quarkus-run.jar");
+        this.vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(2));
+        try {
+            Files.createDirectories(out.resolve("sections"));
+            Files.createDirectories(tmp);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        if (!Files.isRegularFile(jar)) {
+            throw new IllegalStateException("no packaged app at " + jar + ": run ./mvnw -B -q package -DskipTests");
+        }
+    }
+
+    static int intEnv(String name, int dflt) {
+        String v = System.getenv(name);
+        return v == null || v.isBlank() ? dflt : Integer.parseInt(v.trim());
+    }
+
+    static double doubleEnv(String name, double dflt) {
+        String v = System.getenv(name);
+        return v == null || v.isBlank() ? dflt : Double.parseDouble(v.trim());
+    }
+
+    SimServer sim(SimConfig cfg) {
+        SimServer s = SimServer.startBlocking(vertx, cfg);
+        sims.add(s);
+        return s;
+    }
+
+    Path file(String name, String text) {
+        try {
+            Path p = tmp.resolve(name);
+            Files.writeString(p, text);
+            return p;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Writes {@code sections/<bench>.md}: a heading, how it was made, then the body. */
+    void section(String bench, String title, String body) {
+        String header = "## " + title + "\n\n"
+                + "Made by `scripts/bench " + bench + "` on " + System.getenv().getOrDefault("BENCH_STAMP", "?")
+                + ", all on 127.0.0.1; 1-minute load average when it ended: " + loadAverage() + ".\n\n";
+        try {
+            Files.writeString(out.resolve("sections").resolve(bench + ".md"), header + body.strip() + "\n");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        System.out.println(header + body);
+    }
+
+    static String loadAverage() {
+        try {
+            return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];
+        } catch (IOException e) {
+            return "?";
+        }
+    }
+
+    static String table(List<String> head, List<List<String>> rows) {
+        StringBuilder sb = new StringBuilder("| ").append(String.join(" | ", head)).append(" |\n|");
+        head.forEach(h -> sb.append(" --- |"));
+        sb.append('\n');
+        for (List<String> r : rows) {
+            sb.append("| ").append(String.join(" | ", r)).append(" |\n");
+        }
+        return sb.toString();
+    }
+
+    static String ms(double micros) {
+        return String.format(Locale.ROOT, micros >= 100_000 ? "%.0f" : micros >= 10_000 ? "%.1f" : "%.2f",
+                micros / 1000.0);
+    }
+
+    static String f(String fmt, Object... args) {
+        return String.format(Locale.ROOT, fmt, args);
+    }
+
+    static double p(Histogram h, double percentile) {
+        return h.getTotalCount() == 0 ? Double.NaN : h.getValueAtPercentile(percentile);
+    }
+
+    static String body(String model, String prompt, boolean stream, Integer maxTokens) {
+        return "{\"model\":\"" + model + "\",\"stream\":" + stream
+                + (maxTokens == null ? "" : ",\"max_tokens\":" + maxTokens)
+                + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}";
+    }
+
+    static Map<String, String> auth(String key) {
+        return Map.of("content-type", "application/json", "authorization", "Bearer " + key);
+    }
+
+    @Override
+    public void close() {
+        sims.forEach(SimServer::close);
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+}

@@ -1,0 +1,233 @@
+package dev.hedgerow.bench;
+
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.testsupport.RedisServer;
+import org.HdrHistogram.Histogram;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import static dev.hedgerow.bench.BenchEnv.f;
+import static dev.hedgerow.bench.BenchEnv.ms;
+import static dev.hedgerow.bench.BenchEnv.p;
+
+/**
+ * Overhead against a real peer gateway: the same load straight at an instant simulator, through Hedgerow (the
+ * packaged app, with Redis state and with embedded state) and through the Portkey open-source gateway. The targets
+ * run in interleaved rounds (every round visits every target) so that the machine's drift spreads evenly; the
+ * histograms of all rounds are merged. Figures: open-loop latency at a fixed rate, closed-loop throughput at
+ * saturation, streaming time to first byte and inter-chunk gaps at a fixed concurrency, CPU and RSS from /proc.
+ */
+final class OverheadBench {
+    private static final String NONSTREAM = "fast-model";
+    private static final String STREAM = "stream-model";
+
+    private final BenchEnv env;
+
+    OverheadBench(BenchEnv env) {
+        this.env = env;
+    }
+
+    /** One gateway (or none) in front of the simulator. */
+    private static final class Target {
+        final String name;
+        final int port;
+        final Map<String, String> headers;
+        final Proc proc;
+        final Histogram fixed = new Histogram(Load.MAX_MICROS, 3);
+        final Histogram ttfb = new Histogram(Load.MAX_MICROS, 3);
+        final Histogram gaps = new Histogram(Load.MAX_MICROS, 3);
+        double satOk;
+        double satSeconds;
+        long errors;
+        long fixedCount;
+        double cpuFixed;
+        double fixedSeconds;
+        double cpuAll;
+        double rssMax;
+
+        Target(String name, int port, Map<String, String> headers, Proc proc) {
+            this.name = name;
+            this.port = port;
+            this.headers = headers;
+            this.proc = proc;
+        }
+    }
+
+    void run() {
+        double rate = BenchEnv.doubleEnv("BENCH_RATE", 500);
+        int rounds = BenchEnv.intEnv("BENCH_ROUNDS", 3);
+        double phase = BenchEnv.doubleEnv("BENCH_PHASE_SECONDS", 5);
+        int streamConcurrency = BenchEnv.intEnv("BENCH_STREAM_CONCURRENCY", 16);
+        int satConcurrency = BenchEnv.intEnv("BENCH_SAT_CONCURRENCY", 32);
+
+        SimServer sim = env.sim(SimConfig.of(1)
+                .withModel(NONSTREAM, ModelScript.defaults().withLength(16))
+                .withModel(STREAM, ModelScript.defaults().withLength(64)
+                        .withLatency(ModelScript.Latency.of(0, 200))));
+        String yaml = """
+                orgs:
+                  - id: bench
+                    keys: [{ name: bench, key: "k-bench" }]
+                    providers:
+                      - { id: up, base_url: "%s", api_key: "sk-up" }
+                    routes:
+                      - { alias: fast-model, provider: up, model: fast-model }
+                      - { alias: stream-model, provider: up, model: stream-model }
+                """.formatted(sim.baseUrl());
+        Path catalog = env.file("overhead.yaml", yaml);
+        List<Target> targets = new ArrayList<>();
+        try (RedisServer redis = RedisServer.start()) {
+            targets.add(new Target("direct", sim.port(), Map.of("content-type", "application/json"), null));
+            Proc hrEmbedded = Proc.hedgerow("hedgerow-embedded", env.jar, catalog, null, Map.of(), env.tmp);
+            targets.add(new Target("hedgerow (embedded)", hrEmbedded.port, BenchEnv.auth("k-bench"), hrEmbedded));
+            Proc hrRedis = Proc.hedgerow("hedgerow-redis", env.jar, catalog, redis.url(), Map.of(), env.tmp);
+            targets.add(new Target("hedgerow (redis)", hrRedis.port, BenchEnv.auth("k-bench"), hrRedis));
+            Proc portkey = portkey();
+            Map<String, String> pk = new LinkedHashMap<>(Map.of("content-type", "application/json",
+                    "authorization", "Bearer sk-up", "x-portkey-provider", "openai",
+                    "x-portkey-custom-host", sim.baseUrl()));
+            targets.add(new Target("portkey", portkey.port, pk, portkey));
+            try (Load load = new Load(env.vertx, 256)) {
+                for (Target t : targets) { // warm-up: JIT, connection pools
+                    System.out.println("warm-up " + t.name);
+                    load.openLoop(i -> req(t, NONSTREAM, false, i), rate, 4, false);
+                    load.closedLoop(i -> req(t, STREAM, true, i), streamConcurrency, 0, 2, false);
+                }
+                for (int round = 1; round <= rounds; round++) {
+                    for (Target t : targets) {
+                        System.out.println("round " + round + " " + t.name);
+                        measure(load, t, rate, phase, satConcurrency, streamConcurrency);
+                    }
+                }
+            } finally {
+                for (Target t : targets) {
+                    if (t.proc != null) {
+                        t.proc.close();
+                    }
+                }
+            }
+        }
+        report(targets, rate, rounds, phase, satConcurrency, streamConcurrency);
+    }
+
+    private Proc portkey() {
+        Path js = env.repo.resolve("bench/node_modules/@portkey-ai/gateway/build/start-server.js");
+        int port = Proc.freePort();
+        Proc p = Proc.start("portkey", List.of("node", js.toString(), "--port=" + port, "--headless"),
+                Map.of("NODE_ENV", "production"), port, env.tmp);
+        p.awaitHttp("/", 30);
+        return p;
+    }
+
+    private static Load.Req req(Target t, String model, boolean stream, int i) {
+        return new Load.Req(t.port, "/v1/chat/completions", t.headers,
+                BenchEnv.body(model, "overhead probe " + (i % 64), stream, null));
+    }
+
+    private static void measure(Load load, Target t, double rate, double phase, int satC, int streamC) {
+        double cpu0 = t.proc == null ? 0 : t.proc.cpuSeconds();
+        Load.Result fixed = load.openLoop(i -> req(t, NONSTREAM, false, i), rate, phase, false);
+        double cpu1 = t.proc == null ? 0 : t.proc.cpuSeconds();
+        t.fixed.add(fixed.latency);
+        t.fixedCount += fixed.ok.get();
+        t.errors += fixed.failed.get();
+        t.cpuFixed += cpu1 - cpu0;
+        t.fixedSeconds += fixed.wallNanos / 1e9;
+        Load.Result sat = load.closedLoop(i -> req(t, NONSTREAM, false, i), satC, 0, phase, false);
+        t.satOk += sat.ok.get();
+        t.satSeconds += sat.wallNanos / 1e9;
+        t.errors += sat.failed.get();
+        Load.Result streams = load.closedLoop(i -> req(t, STREAM, true, i), streamC, 0, phase, false);
+        t.ttfb.add(streams.ttfb);
+        t.gaps.add(streams.gaps);
+        t.errors += streams.failed.get();
+        if (t.proc != null) {
+            t.cpuAll += t.proc.cpuSeconds() - cpu0;
+            t.rssMax = Math.max(t.rssMax, t.proc.rssMb());
+        }
+        if (fixed.failed.get() + sat.failed.get() + streams.failed.get() > 0) {
+            fixed.exchanges.stream().filter(e -> !e.ok()).limit(2).forEach(e -> System.out.println(
+                    "  error " + t.name + ": " + e.status() + " " + e.error() + " " + e.body()));
+        }
+    }
+
+    private void report(List<Target> targets, double rate, int rounds, double phase, int satC, int streamC) {
+        Target direct = targets.get(0);
+        List<List<String>> rows = new ArrayList<>();
+        for (Target t : targets) {
+            boolean gw = t.proc != null;
+            rows.add(List.of(t.name,
+                    f("%.0f", t.fixedCount / t.fixedSeconds),
+                    ms(p(t.fixed, 50)), ms(p(t.fixed, 99)), ms(p(t.fixed, 99.9)),
+                    gw ? ms(p(t.fixed, 50) - p(direct.fixed, 50)) : "–",
+                    gw ? ms(p(t.fixed, 99) - p(direct.fixed, 99)) : "–",
+                    f("%.0f", t.satOk / t.satSeconds),
+                    ms(p(t.ttfb, 50)), ms(p(t.ttfb, 99)), ms(p(t.gaps, 50)), ms(p(t.gaps, 99)),
+                    gw ? f("%.0f %%", 100 * t.cpuFixed / t.fixedSeconds) : "–",
+                    gw ? f("%.0f", 1e6 * t.cpuFixed / Math.max(1, t.fixedCount)) : "–",
+                    gw ? f("%.0f", t.rssMax) : "–",
+                    Long.toString(t.errors)));
+        }
+        String table = BenchEnv.table(List.of("target", "req/s sent", "p50 ms", "p99 ms", "p99.9 ms",
+                "added p50 ms", "added p99 ms", "max req/s (c=" + satC + ")", "stream TTFB p50 ms",
+                "TTFB p99 ms", "inter-chunk p50 ms", "inter-chunk p99 ms", "CPU at fixed rate",
+                "CPU µs/req", "RSS MB", "errors"), rows);
+        Target emb = targets.get(1);
+        Target red = targets.get(2);
+        Target pk = targets.get(3);
+        double addEmb = p(emb.fixed, 99) - p(direct.fixed, 99);
+        double addRed = p(red.fixed, 99) - p(direct.fixed, 99);
+        double addPk = p(pk.fixed, 99) - p(direct.fixed, 99);
+        String verdict = f("""
+                        **Targets.** Hedgerow's added p99 below Portkey's: embedded %s ms vs %s ms (%s), Redis %s ms \
+                        vs %s ms (%s). Added p99 below 1 ms at %.0f req/s: embedded %s, Redis %s.
+                        """, ms(addEmb), ms(addPk), addEmb < addPk ? "met" : "missed", ms(addRed), ms(addPk),
+                addRed < addPk ? "met" : "missed", rate, addEmb < 1000 ? "met" : "missed",
+                addRed < 1000 ? "met" : "missed");
+        Plot.percentiles(env.out.resolve("overhead-latency.png"),
+                f("Non-streaming latency at %.0f req/s (open loop)", rate),
+                Map.of(direct.name, direct.fixed, emb.name, emb.fixed, red.name, red.fixed, pk.name, pk.fixed)
+                        .entrySet().stream().sorted(Map.Entry.comparingByKey())
+                        .collect(LinkedHashMap::new, (m, e) -> m.put(e.getKey(), e.getValue()), Map::putAll),
+                1000.0, "latency (ms, log)");
+        List<String> names = targets.stream().map(t -> t.name).toList();
+        Map<String, double[]> stream = new LinkedHashMap<>();
+        stream.put("TTFB p50", targets.stream().mapToDouble(t -> p(t.ttfb, 50) / 1000).toArray());
+        stream.put("TTFB p99", targets.stream().mapToDouble(t -> p(t.ttfb, 99) / 1000).toArray());
+        stream.put("inter-chunk p50", targets.stream().mapToDouble(t -> p(t.gaps, 50) / 1000).toArray());
+        stream.put("inter-chunk p99", targets.stream().mapToDouble(t -> p(t.gaps, 99) / 1000).toArray());
+        Plot.bars(env.out.resolve("overhead-streaming.png"),
+                f("Streaming at concurrency %d (simulator: 64 tokens at 200 tok/s)", streamC), "ms", names, stream);
+        env.section("overhead", "Overhead", f("""
+                        Load: a Java open-loop client (Vert.x HTTP client, HdrHistogram, every latency taken from the \
+                        request's *scheduled* start, so no coordinated omission) at %.0f req/s for %.0f s per round; \
+                        throughput: %d concurrent requests back to back for %.0f s; streaming: %d concurrent streams \
+                        of 64 tokens at 200 tok/s for %.0f s. %d interleaved rounds, histograms merged. Upstream: the \
+                        simulator with instant latency (16 tokens non-streaming). Hedgerow is the packaged app \
+                        (`java -Xms64m -Xmx512m -jar target/quarkus-app/quarkus-run.jar`); Portkey is \
+                        @portkey-ai/gateway 1.15.2 on node %s with `x-portkey-provider: openai` and \
+                        `x-portkey-custom-host`. CPU is the gateway process's user+system time from /proc during the \
+                        fixed-rate phase; RSS is its peak VmRSS. "Added" = gateway minus direct at that percentile.
+
+                        %s
+                        %s
+                        ![latency by percentile](overhead-latency.png)
+                        ![streaming](overhead-streaming.png)
+                        """, rate, phase, satC, phase, streamC, phase, rounds, nodeVersion(), table, verdict));
+    }
+
+    private static String nodeVersion() {
+        try {
+            Process p = new ProcessBuilder("node", "--version").redirectErrorStream(true).start();
+            return new String(p.getInputStream().readAllBytes()).trim();
+        } catch (Exception e) {
+            return "?";
+        }
+    }
+}
