@@ -371,7 +371,10 @@ final class Dispatch {
         UpstreamRequest ur = new UpstreamRequest(url, headers, Json.bytes(body), settings.timeouts().connect());
         deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL).subscribe().with(v -> { }, t -> { });
         a.exchange = deps.upstream().send(ur, a);
-        a.abandonTimer = deps.scheduler().schedule(abandonAfter(c), () -> abandon(a));
+        // the first check comes at the read limit (time to the response head) when that is sooner
+        Duration firstCheck = abandonAfter(c).compareTo(settings.timeouts().read()) < 0 ? abandonAfter(c)
+                : settings.timeouts().read();
+        a.abandonTimer = deps.scheduler().schedule(firstCheck, () -> abandon(a));
         if (kind != Kind.RESUME && settings.hedging()) {
             a.windowTimer = deps.scheduler().schedule(firstTokenWindow(c), () -> windowPassed(a));
         }
@@ -440,7 +443,13 @@ final class Dispatch {
         }
         if (a.status == 0) {
             attemptFailed(a, Failure.timeout("timeout_no_response", "no response head within "
-                    + abandonAfter(a.cand).toMillis() + " ms"));
+                    + elapsedMs(a.startNanos) + " ms"));
+            return;
+        }
+        long left = abandonAfter(a.cand).toMillis() - elapsedMs(a.startNanos);
+        if (left > 0) {
+            // the head came within the read limit: the first-token limit runs on
+            a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(left), () -> abandon(a));
         } else {
             attemptFailed(a, Failure.timeout("timeout_first_token", "no first token within "
                     + abandonAfter(a.cand).toMillis() + " ms"));

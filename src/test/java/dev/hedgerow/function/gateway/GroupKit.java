@@ -39,6 +39,11 @@ final class GroupKit {
 
     /** The org header of a catalog: the four providers, then the given routes and groups (indented YAML). */
     static String yaml(String routes, String groups) {
+        return yaml("", routes, groups);
+    }
+
+    /** As {@link #yaml(String, String)} with more providers (indented YAML list items). */
+    static String yaml(String extraProviders, String routes, String groups) {
         StringBuilder sb = new StringBuilder("""
                 orgs:
                   - id: acme
@@ -48,6 +53,9 @@ final class GroupKit {
         for (String p : PROVIDERS) {
             sb.append("      - { id: ").append(p).append(", base_url: \"${SIM_")
                     .append(p.toUpperCase()).append("_URL}\" }\n");
+        }
+        if (!extraProviders.isBlank()) {
+            sb.append(extraProviders.stripTrailing()).append('\n');
         }
         sb.append("    routes:\n").append(routes.stripTrailing()).append('\n');
         sb.append("    groups:\n").append(groups.stripTrailing()).append('\n');
