@@ -502,7 +502,13 @@ final class Dispatch {
         }
         if (a.status == 0) {
             attemptFailed(a, Failure.timeout("timeout_no_response", "no response head within "
-                    + abandonAfter(a.cand).toMillis() + " ms"));
+                    + elapsedMs(a.startNanos) + " ms"));
+            return;
+        }
+        long left = abandonAfter(a.cand).toMillis() - elapsedMs(a.startNanos);
+        if (left > 0) {
+            // the head came within the read limit: the first-token limit runs on
+            a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(left), () -> abandon(a));
         } else {
             attemptFailed(a, Failure.timeout("timeout_first_token", "no first token within "
                     + abandonAfter(a.cand).toMillis() + " ms"));

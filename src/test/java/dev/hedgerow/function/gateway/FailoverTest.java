@@ -1,0 +1,303 @@
+package dev.hedgerow.function.gateway;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.sim.SimText;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.Sse;
+import dev.hedgerow.time.Ticker;
+import io.restassured.response.Response;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+
+import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
+import static dev.hedgerow.function.gateway.GroupKit.SEED;
+import static dev.hedgerow.function.gateway.GroupKit.chat;
+import static dev.hedgerow.function.gateway.GroupKit.eventually;
+import static dev.hedgerow.function.gateway.GroupKit.health;
+import static dev.hedgerow.function.gateway.GroupKit.received;
+import static dev.hedgerow.function.gateway.GroupKit.route;
+import static dev.hedgerow.function.gateway.GroupKit.trail;
+import static dev.hedgerow.function.gateway.GroupKit.trailRoutes;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Failover before the first content frame, end to end over the simulators: every retryable status, every transport
+ * failure, zero-content truncation behind a 200, the 3-attempt limit, the 429 Retry-After hold; client errors
+ * (context length, content filter, other 4xx) and the commit point of {@code resume_mid_stream: false}.
+ */
+class FailoverTest {
+    static final int TOKENS = 8;
+    static final String ORDER_DO = "{\"order\":[\"digitalocean\"]}";
+    static final String GROUP = "strategy: rr_health, hedging: false, connect_timeout: 1s, "
+            + "read_timeout: 1s, first_token_floor: 100ms, first_token_ceiling: 400ms";
+
+    static Vertx vertx;
+    static Map<String, SimServer> sims;
+    static GatewayHarness gw;
+
+    @BeforeAll
+    static void start() {
+        vertx = Vertx.vertx();
+        sims = GatewayHarness.startSims(vertx, GroupKit.sims(GroupKit.quick(TOKENS), "kimi-k2"));
+        String yaml = GroupKit.yaml("""
+                      - { id: refused, base_url: "http://127.0.0.1:1/v1" }
+                      - { id: tls, base_url: "https://127.0.0.1:%d/v1" }
+                      - { id: dns, base_url: "http://no-such-host.invalid/v1" }
+                """.formatted(sims.get("together").port()), """
+                      - { alias: kimi3, provider: openrouter, model: kimi-k2 }
+                      - { alias: kimi3, provider: digitalocean, model: kimi-k2 }
+                      - { alias: kimi3, provider: fireworks, model: kimi-k2 }
+                      - { alias: kimi3, provider: together, model: kimi-k2 }
+                      - { alias: a-refused, provider: refused, model: kimi-k2 }
+                      - { alias: a-refused, provider: fireworks, model: kimi-k2 }
+                      - { alias: a-tls, provider: tls, model: kimi-k2 }
+                      - { alias: a-tls, provider: fireworks, model: kimi-k2 }
+                      - { alias: a-dns, provider: dns, model: kimi-k2 }
+                      - { alias: a-dns, provider: fireworks, model: kimi-k2 }
+                      - { alias: ra, provider: openrouter, model: kimi-k2 }
+                      - { alias: ra, provider: digitalocean, model: kimi-k2 }
+                      - { alias: ctx, provider: openrouter, model: kimi-k2, context_window: 8192 }
+                      - { alias: ctx, provider: digitalocean, model: kimi-k2, context_window: 8192 }
+                      - { alias: ctx, provider: fireworks, model: kimi-k2, context_window: 131072 }
+                      - { alias: ctxu, provider: openrouter, model: kimi-k2, context_window: 8192 }
+                      - { alias: ctxu, provider: digitalocean, model: kimi-k2 }
+                      - { alias: commit, provider: openrouter, model: kimi-k2 }
+                      - { alias: commit, provider: digitalocean, model: kimi-k2 }
+                """, """
+                      kimi3: { %1$s }
+                      a-refused: { %1$s }
+                      a-tls: { %1$s }
+                      a-dns: { %1$s }
+                      ra: { %1$s, breaker: { max_fails: 5, fail_timeout: 30s } }
+                      ctx: { %1$s }
+                      ctxu: { %1$s }
+                      commit: { %1$s, resume_mid_stream: false }
+                """.formatted(GROUP));
+        gw = GatewayHarness.start(vertx, yaml, sims, new MemoryStateStore(Ticker.system()));
+        // warm the client, the gateway and the simulators' error path so that cold starts meet no limit
+        gw.sim("together").enqueue("kimi-k2", Fault.status(418));
+        chat(gw, "kimi3", "warm up", false, "{\"only\":[\"together\"]}");
+        chat(gw, "kimi3", "warm up", true, null);
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+        sims.values().forEach(SimServer::close);
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+
+    @BeforeEach
+    void reset() {
+        GroupKit.reset(gw);
+    }
+
+    static String expected(String prompt) {
+        return SimText.expected(SEED, prompt, TOKENS);
+    }
+
+    /** A stream that failed over once: the client sees the whole answer and no error; the trail has both. */
+    static JsonNode assertSeamlessFailover(Response r, String prompt, String failedRoute) {
+        assertEquals(200, r.statusCode());
+        String out = r.asString();
+        assertEquals(expected(prompt), Sse.content(out), out);
+        assertTrue(Sse.endsWithDone(out));
+        assertTrue(Sse.events(out).stream().noneMatch(e -> e.has("error")), out);
+        JsonNode t = Sse.trail(out);
+        assertNotNull(t, out);
+        assertEquals(2, t.size(), t.toString());
+        assertEquals(failedRoute, t.get(0).path("route").asText());
+        assertEquals("failed", t.get(0).path("outcome").asText());
+        assertEquals("success", t.get(1).path("outcome").asText());
+        assertEquals("failover", t.get(1).path("kind").asText());
+        return t;
+    }
+
+    @Test
+    void everyRetryableStatusFailsOverBeforeTheFirstContentAndCoolsTheRoute() {
+        for (int status : new int[]{429, 500, 502, 503, 504, 529}) {
+            GroupKit.reset(gw);
+            gw.sim("digitalocean").enqueue("kimi-k2", status == 429 ? Fault.rateLimited(null) : Fault.status(status));
+            String prompt = "status " + status;
+            JsonNode t = assertSeamlessFailover(chat(gw, "kimi3", prompt, true, ORDER_DO), prompt,
+                    "kimi3-digitalocean");
+            assertEquals(status, t.get(0).path("status").asInt());
+            assertEquals("http_" + status, t.get(0).path("error").asText());
+            assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown(), "after " + status);
+        }
+    }
+
+    @Test
+    void aConnectionResetBeforeTheHeadFailsOver() {
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.reset());
+        JsonNode t = assertSeamlessFailover(chat(gw, "kimi3", "reset", true, ORDER_DO), "reset",
+                "kimi3-digitalocean");
+        assertTrue(t.get(0).path("error").asText().startsWith("transport_"), t.toString());
+        assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown());
+    }
+
+    @Test
+    void noResponseWithinTheLimitFailsOver() {
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.noResponse());
+        JsonNode t = assertSeamlessFailover(chat(gw, "kimi3", "silence", true, ORDER_DO), "silence",
+                "kimi3-digitalocean");
+        assertEquals("timeout_no_response", t.get(0).path("error").asText());
+        assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown());
+    }
+
+    @Test
+    void aRefusedConnectionFailsOver() {
+        JsonNode t = assertSeamlessFailover(chat(gw, "a-refused", "refused", true, "{\"order\":[\"refused\"]}"),
+                "refused", "a-refused-refused");
+        assertEquals("transport_connect", t.get(0).path("error").asText());
+    }
+
+    @Test
+    void aTlsHandshakeFailureFailsOver() {
+        JsonNode t = assertSeamlessFailover(chat(gw, "a-tls", "tls", true, "{\"order\":[\"tls\"]}"), "tls",
+                "a-tls-tls");
+        assertTrue(t.get(0).path("error").asText().startsWith("transport_"), t.toString());
+        assertTrue(health(gw.core().store(), "a-tls-tls").coolingDown());
+    }
+
+    @Test
+    void aDnsFailureFailsOver() {
+        JsonNode t = assertSeamlessFailover(chat(gw, "a-dns", "dns", true, "{\"order\":[\"dns\"]}"), "dns",
+                "a-dns-dns");
+        assertTrue(t.get(0).path("error").asText().startsWith("transport_"), t.toString());
+    }
+
+    @Test
+    void aCleanEofWithZeroContentBehindA200FailsOverAndMarksTheRouteUnhealthy() {
+        gw.sim("digitalocean").enqueue("kimi-k2", new Fault.EmptyStream(true));
+        JsonNode t = assertSeamlessFailover(chat(gw, "kimi3", "truncated", true, ORDER_DO), "truncated",
+                "kimi3-digitalocean");
+        assertEquals(200, t.get(0).path("status").asInt());
+        assertEquals("zero_content", t.get(0).path("error").asText());
+        assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown(), "unhealthy despite its 200");
+    }
+
+    @Test
+    void aReadFailureBeforeAnyContentFailsOverAndMarksTheRouteUnhealthy() {
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.dropAfter(0));
+        JsonNode t = assertSeamlessFailover(chat(gw, "kimi3", "dropped", true, ORDER_DO), "dropped",
+                "kimi3-digitalocean");
+        assertEquals(200, t.get(0).path("status").asInt());
+        assertTrue(t.get(0).path("error").asText().startsWith("transport_"), t.toString());
+        assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown());
+    }
+
+    @Test
+    void aRequestMakesAtMostThreeAttempts() {
+        for (String p : PROVIDERS) {
+            gw.sim(p).enqueue("kimi-k2", Fault.status(502));
+        }
+        Response r = chat(gw, "kimi3", "all down");
+        assertEquals(502, r.statusCode());
+        assertEquals(3, trail(r).size(), trail(r).toString());
+        long total = PROVIDERS.stream().mapToLong(p -> received(gw, p, "kimi-k2")).sum();
+        assertEquals(3, total);
+    }
+
+    @Test
+    void a429RetryAfterHoldsTheRouteUntilItEnds() {
+        gw.sim("openrouter").enqueue("kimi-k2", Fault.rateLimited(1));
+        String first = "{\"order\":[\"openrouter\"]}";
+        Response r = chat(gw, "ra", "limited", false, first);
+        assertEquals(200, r.statusCode());
+        assertEquals(List.of("ra-openrouter", "ra-digitalocean"), trailRoutes(trail(r)));
+        RouteSnapshot s = health(gw.core().store(), "ra-openrouter");
+        assertFalse(s.coolingDown(), "max_fails 5: one 429 does not open the breaker");
+        assertTrue(s.retryAfterMillis() > 0 && s.retryAfterMillis() <= 1000, s.toString());
+        for (int i = 0; i < 3; i++) {
+            assertEquals("ra-digitalocean", route(chat(gw, "ra", "held " + i, false, first)));
+        }
+        assertEquals(1, received(gw, "openrouter", "kimi-k2"), "not called again during the hold");
+        eventually(() -> health(gw.core().store(), "ra-openrouter").retryAfterMillis() == 0, "hold ends");
+        assertEquals("ra-openrouter", route(chat(gw, "ra", "after the hold", false, first)));
+    }
+
+    @Test
+    void contextLengthExceededMovesOnSkippingMembersWithTooSmallAWindow() {
+        gw.sim("openrouter").enqueue("kimi-k2", Fault.contextLengthExceeded());
+        Response r = chat(gw, "ctx", "long prompt", false, "{\"order\":[\"openrouter\",\"digitalocean\"]}");
+        assertEquals(200, r.statusCode());
+        JsonNode t = trail(r);
+        assertEquals(List.of("ctx-openrouter", "ctx-fireworks"), trailRoutes(t));
+        assertEquals("context_length_exceeded", t.get(0).path("error").asText());
+        assertEquals(0, received(gw, "digitalocean", "kimi-k2"), "8192 is as small as the window that failed");
+        assertFalse(health(gw.core().store(), "ctx-openrouter").coolingDown(), "a client error cools nothing");
+    }
+
+    @Test
+    void contextLengthExceededReachesTheClientWhenNoMemberCanServe() {
+        gw.sim("openrouter").enqueue("kimi-k2", Fault.contextLengthExceeded());
+        Response r = chat(gw, "ctx", "too long", false, "{\"only\":[\"openrouter\",\"digitalocean\"],"
+                + "\"order\":[\"openrouter\"]}");
+        assertEquals(400, r.statusCode());
+        assertEquals("context_length_exceeded", r.jsonPath().getString("error.code"));
+        assertEquals("This model's maximum context length is exceeded", r.jsonPath().getString("error.message"));
+        assertEquals(0, received(gw, "digitalocean", "kimi-k2"));
+    }
+
+    @Test
+    void contextLengthExceededStillTriesMembersWithoutADeclaredWindow() {
+        gw.sim("openrouter").enqueue("kimi-k2", Fault.contextLengthExceeded());
+        Response r = chat(gw, "ctxu", "long prompt", false, "{\"order\":[\"openrouter\"]}");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals(List.of("ctxu-openrouter", "ctxu-digitalocean"), trailRoutes(trail(r)));
+    }
+
+    @Test
+    void aContentFilterRefusalReachesTheClientAfterExactlyOneAttempt() {
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.contentFilter());
+        Response r = chat(gw, "kimi3", "filtered", true, ORDER_DO);
+        assertEquals(400, r.statusCode());
+        assertEquals("content_filter", r.jsonPath().getString("error.code"));
+        assertEquals(1, trail(r).size());
+        long total = PROVIDERS.stream().mapToLong(p -> received(gw, p, "kimi-k2")).sum();
+        assertEquals(1, total);
+        assertFalse(health(gw.core().store(), "kimi3-digitalocean").coolingDown());
+    }
+
+    @Test
+    void everyOtherClientErrorReachesTheClientAsSentAfterOneAttempt() {
+        for (int status : new int[]{401, 403, 404, 409, 413, 422}) {
+            GroupKit.reset(gw);
+            gw.sim("digitalocean").enqueue("kimi-k2", Fault.status(status));
+            Response r = chat(gw, "kimi3", "client error " + status, false, ORDER_DO);
+            assertEquals(status, r.statusCode());
+            assertEquals("Simulated upstream error " + status, r.jsonPath().getString("error.message"));
+            long total = PROVIDERS.stream().mapToLong(p -> received(gw, p, "kimi-k2")).sum();
+            assertEquals(1, total, "one attempt for " + status);
+            assertEquals("client_error", trail(r).get(0).path("outcome").asText());
+            assertFalse(health(gw.core().store(), "kimi3-digitalocean").coolingDown());
+        }
+    }
+
+    @Test
+    void withoutMidStreamResumeAnAttemptThatSentContentIsCommitted() {
+        gw.sim("openrouter").enqueue("kimi-k2", Fault.dropAfter(3));
+        Response r = chat(gw, "commit", "committed", true, "{\"order\":[\"openrouter\"]}");
+        assertEquals(200, r.statusCode());
+        String out = r.asString();
+        assertEquals(expected("committed").substring(0, Sse.content(out).length()), Sse.content(out));
+        assertTrue(Sse.content(out).length() < expected("committed").length());
+        assertTrue(out.contains("stream_interrupted"), out);
+        assertEquals(0, received(gw, "digitalocean", "kimi-k2"), "never retried after content");
+        assertEquals(1, Sse.trail(out).size());
+    }
+}

@@ -1,0 +1,181 @@
+package dev.hedgerow.function.gateway;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.state.AuditRecord;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.Sse;
+import io.restassured.response.Response;
+import io.smallrye.mutiny.Uni;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BooleanSupplier;
+
+import static io.restassured.RestAssured.given;
+
+/**
+ * Shared pieces of the alias-group end-to-end tests: the four providers of the Trifrost demo, each a simulator
+ * serving the same models, and small helpers to send chat requests and read trails, health and audit events.
+ */
+final class GroupKit {
+    static final long SEED = 11;
+    static final String ORG = "acme";
+    static final String KEY = "k-acme";
+    static final List<String> PROVIDERS = List.of("openrouter", "digitalocean", "fireworks", "together");
+    private static final ObjectMapper M = new ObjectMapper();
+
+    private GroupKit() {
+    }
+
+    /** The org header of a catalog: the four providers, then the given routes and groups (indented YAML). */
+    static String yaml(String routes, String groups) {
+        return yaml("", routes, groups);
+    }
+
+    /** As {@link #yaml(String, String)} with more providers (indented YAML list items). */
+    static String yaml(String extraProviders, String routes, String groups) {
+        StringBuilder sb = new StringBuilder("""
+                orgs:
+                  - id: acme
+                    keys: [{ name: app, key: "k-acme" }]
+                    providers:
+                """);
+        for (String p : PROVIDERS) {
+            sb.append("      - { id: ").append(p).append(", base_url: \"${SIM_")
+                    .append(p.toUpperCase()).append("_URL}\" }\n");
+        }
+        if (!extraProviders.isBlank()) {
+            sb.append(extraProviders.stripTrailing()).append('\n');
+        }
+        sb.append("    routes:\n").append(routes.stripTrailing()).append('\n');
+        sb.append("    groups:\n").append(groups.stripTrailing()).append('\n');
+        return sb.toString();
+    }
+
+    /** One simulator per provider, each serving every given model with the same script. */
+    static Map<String, SimConfig> sims(ModelScript script, String... models) {
+        Map<String, SimConfig> out = new LinkedHashMap<>();
+        for (String p : PROVIDERS) {
+            SimConfig c = SimConfig.of(SEED);
+            for (String m : models) {
+                c = c.withModel(m, script);
+            }
+            out.put(p, c);
+        }
+        return out;
+    }
+
+    static ModelScript quick(int tokens) {
+        return ModelScript.defaults().withLength(tokens).withLatency(ModelScript.Latency.of(5, 0));
+    }
+
+    static String body(String alias, String prompt, boolean stream, String providerJson) {
+        return "{\"model\":\"" + alias + "\",\"stream\":" + stream
+                + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]"
+                + (providerJson == null ? "" : ",\"provider\":" + providerJson) + "}";
+    }
+
+    static Response chat(GatewayHarness gw, String alias, String prompt, boolean stream, String providerJson) {
+        return given().baseUri(gw.baseUrl()).auth().oauth2(KEY).contentType("application/json")
+                .body(body(alias, prompt, stream, providerJson)).post("/v1/chat/completions");
+    }
+
+    static Response chat(GatewayHarness gw, String alias, String prompt) {
+        return chat(gw, alias, prompt, false, null);
+    }
+
+    /** The route that served a response (the {@code x-hedgerow-route} header). */
+    static String route(Response r) {
+        return r.header("x-hedgerow-route");
+    }
+
+    /** The attempt trail: the header of a non-streaming response, the final chunk's field of a stream. */
+    static JsonNode trail(Response r) {
+        String h = r.header("x-hedgerow-attempts");
+        if (h != null) {
+            try {
+                return M.readTree(h);
+            } catch (Exception e) {
+                throw new AssertionError("bad trail header: " + h, e);
+            }
+        }
+        return Sse.trail(r.asString());
+    }
+
+    /** The route ids of a trail, in attempt order. */
+    static List<String> trailRoutes(JsonNode trail) {
+        List<String> out = new ArrayList<>();
+        trail.forEach(a -> out.add(a.path("route").asText()));
+        return out;
+    }
+
+    static <T> T await(Uni<T> u) {
+        return u.await().atMost(Duration.ofSeconds(10));
+    }
+
+    /** The store key of a route of the test org. */
+    static String key(String routeId) {
+        return ORG + "/" + routeId;
+    }
+
+    static RouteSnapshot health(StateStore store, String routeId) {
+        return await(store.snapshot(List.of(key(routeId)), Duration.ofMinutes(1))).get(key(routeId));
+    }
+
+    /** Forgets every route's health and every queued fault, zeroes the simulators' counters. */
+    static void reset(GatewayHarness gw) {
+        Org org = gw.core().catalog().current().org(ORG).orElseThrow();
+        for (Route r : org.routes()) {
+            await(gw.core().store().resetHealth(key(r.id())));
+        }
+        for (String p : PROVIDERS) {
+            gw.sim(p).clearFaults();
+            gw.sim(p).resetStats();
+        }
+    }
+
+    static long received(GatewayHarness gw, String provider, String model) {
+        return gw.sim(provider).stats(model).received();
+    }
+
+    static List<Map<String, String>> audit(StateStore store, String type) {
+        List<Map<String, String>> out = new ArrayList<>();
+        for (AuditRecord r : await(store.readAudit(ORG, 1000))) {
+            if (type.equals(r.fields().get("type"))) {
+                out.add(r.fields());
+            }
+        }
+        return out;
+    }
+
+    /** How many blocked events with this reason the org's audit stream holds. */
+    static long blocked(StateStore store, String reason) {
+        return audit(store, "blocked").stream().filter(e -> reason.equals(e.get("reason"))).count();
+    }
+
+    /** Polls a condition that another thread or instance makes true (fire-and-forget writes), up to 10 s. */
+    static void eventually(BooleanSupplier cond, String what) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("never happened: " + what);
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
+    }
+}

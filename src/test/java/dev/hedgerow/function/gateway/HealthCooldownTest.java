@@ -1,0 +1,202 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.time.FakeTicker;
+import io.restassured.response.Response;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
+import static dev.hedgerow.function.gateway.GroupKit.await;
+import static dev.hedgerow.function.gateway.GroupKit.chat;
+import static dev.hedgerow.function.gateway.GroupKit.eventually;
+import static dev.hedgerow.function.gateway.GroupKit.health;
+import static dev.hedgerow.function.gateway.GroupKit.key;
+import static dev.hedgerow.function.gateway.GroupKit.received;
+import static dev.hedgerow.function.gateway.GroupKit.route;
+import static dev.hedgerow.function.gateway.GroupKit.trailRoutes;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Route health end to end, with the store's clock in the test's hand (a {@link FakeTicker} behind the memory
+ * store's TTLs): the 30 s cooldown, the single half-open probe, a failed probe's new cooldown, the 503
+ * no_healthy_provider with the exact Retry-After, and a client hang-up that is logged as 499 and cools nothing.
+ */
+class HealthCooldownTest {
+    static final String DO_FIRST = "{\"order\":[\"digitalocean\"]}";
+    static final String YAML = GroupKit.yaml("""
+                  - { alias: kimi3, provider: openrouter, model: kimi-k2 }
+                  - { alias: kimi3, provider: digitalocean, model: kimi-k2 }
+                  - { alias: kimi3, provider: fireworks, model: kimi-k2 }
+                  - { alias: kimi3, provider: together, model: kimi-k2 }
+                  - { alias: pair, provider: openrouter, model: kimi-k2 }
+                  - { alias: pair, provider: fireworks, model: kimi-k2 }
+                  - { alias: hang, provider: digitalocean, model: kimi-k2 }
+                  - { alias: hang, provider: openrouter, model: kimi-k2 }
+            """, """
+                  kimi3: { strategy: rr_health, hedging: false }
+                  pair: { strategy: rr_health, hedging: false }
+                  hang: { strategy: rr_health, hedging: false, read_timeout: 2s }
+            """);
+
+    Vertx vertx;
+    FakeTicker time;
+    StateStore store;
+    GatewayHarness gw;
+
+    @BeforeEach
+    void start() {
+        vertx = Vertx.vertx();
+        time = new FakeTicker();
+        store = new MemoryStateStore(time);
+        gw = GatewayHarness.start(vertx, YAML, GatewayHarness.startSims(vertx,
+                GroupKit.sims(GroupKit.quick(6), "kimi-k2")), store);
+        chat(gw, "pair", "warm up");
+        PROVIDERS.forEach(p -> gw.sim(p).resetStats());
+    }
+
+    @AfterEach
+    void stop() {
+        gw.close();
+        PROVIDERS.forEach(p -> gw.sim(p).close());
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+
+    /** Fails kimi3-digitalocean once (a 500 on a request restricted to it). */
+    void failDigitalocean() {
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.status(500));
+        assertEquals(502, chat(gw, "kimi3", "fail", false, "{\"only\":[\"digitalocean\"]}").statusCode());
+    }
+
+    @Test
+    void aFailedMemberSitsOutTheDefault30SecondCooldown() {
+        failDigitalocean();
+        assertEquals(30_000, await(store.cooldownRemainingMillis(key("kimi3-digitalocean"))));
+        time.advance(Duration.ofMillis(29_999));
+        gw.sim("digitalocean").resetStats();
+        for (int i = 0; i < 4; i++) {
+            Response r = chat(gw, "kimi3", "still cooling " + i, false, DO_FIRST);
+            assertEquals(200, r.statusCode());
+            assertFalse(trailRoutes(GroupKit.trail(r)).contains("kimi3-digitalocean"));
+        }
+        assertEquals(0, received(gw, "digitalocean", "kimi-k2"));
+        time.advance(Duration.ofMillis(1));
+        assertEquals("kimi3-digitalocean", route(chat(gw, "kimi3", "cooled", false, DO_FIRST)));
+    }
+
+    @Test
+    void afterTheCooldownExactlyOneRequestIsTheHalfOpenProbeAndItsSuccessRestoresTheRoute() throws Exception {
+        failDigitalocean();
+        time.advance(Duration.ofSeconds(30));
+        gw.sim("digitalocean").resetStats();
+        // the probe takes a while, so the next requests arrive while it is in flight
+        gw.sim("digitalocean").script("kimi-k2", ModelScript.defaults().withLength(6)
+                .withLatency(ModelScript.Latency.of(2000, 0)));
+        CompletableFuture<HttpResponse<String>> probe = send("probe");
+        eventually(() -> received(gw, "digitalocean", "kimi-k2") == 1, "the probe reached the route");
+        assertTrue(health(store, "kimi3-digitalocean").probeTaken());
+        for (int i = 0; i < 2; i++) {
+            Response r = chat(gw, "kimi3", "during the probe " + i, false, DO_FIRST);
+            assertEquals(200, r.statusCode());
+            assertFalse(trailRoutes(GroupKit.trail(r)).contains("kimi3-digitalocean"), "only one probe");
+        }
+        assertFalse(probe.isDone(), "precondition: the probe was still in flight");
+        HttpResponse<String> p = probe.get(10, TimeUnit.SECONDS);
+        assertEquals(200, p.statusCode());
+        assertEquals("kimi3-digitalocean", p.headers().firstValue("x-hedgerow-route").orElseThrow());
+        assertEquals(1, received(gw, "digitalocean", "kimi-k2"));
+        assertEquals(0, health(store, "kimi3-digitalocean").fails(), "back in rotation");
+        assertFalse(health(store, "kimi3-digitalocean").probeTaken());
+        assertEquals("kimi3-digitalocean", route(chat(gw, "kimi3", "rejoined", false, DO_FIRST)));
+    }
+
+    @Test
+    void aFailedProbeStartsANewCooldown() {
+        failDigitalocean();
+        time.advance(Duration.ofSeconds(30));
+        assertFalse(health(store, "kimi3-digitalocean").coolingDown());
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.status(503));
+        Response r = chat(gw, "kimi3", "probe fails", false, DO_FIRST);
+        assertEquals(200, r.statusCode(), "the probe's request fails over");
+        assertEquals("kimi3-digitalocean", trailRoutes(GroupKit.trail(r)).get(0));
+        assertEquals(30_000, await(store.cooldownRemainingMillis(key("kimi3-digitalocean"))));
+        assertFalse(health(store, "kimi3-digitalocean").probeTaken());
+    }
+
+    @Test
+    void allMembersUnhealthyIs503NoHealthyProviderWithRetryAfterOfTheEarliestCooldown() {
+        gw.sim("openrouter").enqueue("kimi-k2", Fault.status(500));
+        chat(gw, "pair", "first down", false, "{\"only\":[\"openrouter\"]}");
+        time.advance(Duration.ofSeconds(10));
+        gw.sim("fireworks").enqueue("kimi-k2", Fault.status(500));
+        chat(gw, "pair", "second down", false, "{\"only\":[\"fireworks\"]}");
+        long before = GroupKit.blocked(store, "no_healthy_provider");
+        Response r = chat(gw, "pair", "anyone?");
+        assertEquals(503, r.statusCode());
+        assertEquals("no_healthy_provider", r.jsonPath().getString("error.code"));
+        assertEquals("20", r.header("retry-after"), "openrouter's cooldown ends first, 20 s from now");
+        assertEquals(before + 1, GroupKit.blocked(store, "no_healthy_provider"));
+        Map<String, String> e = GroupKit.audit(store, "blocked").get(0);
+        assertEquals("no_healthy_provider", e.get("reason"));
+        assertEquals("acme", e.get("org"));
+        assertEquals("pair", e.get("alias"));
+        assertNotNull(e.get("time"));
+        time.advance(Duration.ofSeconds(7));
+        assertEquals("13", chat(gw, "pair", "still nobody").header("retry-after"));
+    }
+
+    @Test
+    void aClientHangUpIsLogged499StopsTheChainAndCoolsNothing() throws Exception {
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.noResponse());
+        String body = GroupKit.body("hang", "hang up", true, DO_FIRST);
+        try (Socket s = new Socket("127.0.0.1", gw.port())) {
+            OutputStream out = s.getOutputStream();
+            out.write(("POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer k-acme\r\n"
+                    + "content-type: application/json\r\ncontent-length: "
+                    + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body)
+                    .getBytes(StandardCharsets.UTF_8));
+            out.flush();
+            eventually(() -> received(gw, "digitalocean", "kimi-k2") == 1, "the attempt is upstream");
+        }
+        eventually(() -> GroupKit.audit(store, "request").stream().anyMatch(e -> "499".equals(e.get("status"))),
+                "a 499 request event");
+        eventually(() -> gw.sim("digitalocean").stats("kimi-k2").cancelled() == 1, "the upstream call is closed");
+        Map<String, String> e = GroupKit.audit(store, "request").get(0);
+        assertTrue(e.get("attempt_trail").contains("client_cancelled"), e.toString());
+        // past the group's 2 s read limit, which would have failed the attempt over had the chain gone on
+        Thread.sleep(2500);
+        assertEquals(0, received(gw, "openrouter", "kimi-k2"), "no failover after the hang-up");
+        assertEquals(0, health(store, "hang-digitalocean").fails());
+        assertFalse(health(store, "hang-digitalocean").coolingDown());
+        assertEquals(1, GroupKit.audit(store, "request").size());
+    }
+
+    CompletableFuture<HttpResponse<String>> send(String prompt) {
+        HttpRequest req = HttpRequest.newBuilder(URI.create(gw.baseUrl() + "/v1/chat/completions"))
+                .header("authorization", "Bearer k-acme").header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(GroupKit.body("kimi3", prompt, false, DO_FIRST))).build();
+        return HttpClient.newHttpClient().sendAsync(req, HttpResponse.BodyHandlers.ofString());
+    }
+}

@@ -1,0 +1,214 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimStats;
+import dev.hedgerow.testsupport.GatewayHarness;
+import io.restassured.response.Response;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
+import static dev.hedgerow.function.gateway.GroupKit.chat;
+import static dev.hedgerow.function.gateway.GroupKit.received;
+import static dev.hedgerow.function.gateway.GroupKit.route;
+import static dev.hedgerow.function.gateway.GroupKit.trail;
+import static dev.hedgerow.function.gateway.GroupKit.trailRoutes;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The request's OpenRouter-style {@code provider} preferences over an alias group, end to end: only (strict),
+ * ignore, order (soft), allow_fallbacks, sort by price / latency / throughput, their composition, failover that
+ * never escapes them, one blocked audit event per refusal, and nothing of them upstream.
+ */
+class ProviderPreferencesTest {
+    static final String YAML = GroupKit.yaml("""
+                  - { alias: kimi3, provider: openrouter, model: kimi-k2, price: { prompt_per_mtok: 0.6, completion_per_mtok: 2.5 } }
+                  - { alias: kimi3, provider: digitalocean, model: kimi-k2, price: { prompt_per_mtok: 0.55, completion_per_mtok: 2.2 } }
+                  - { alias: kimi3, provider: fireworks, model: kimi-k2, price: { prompt_per_mtok: 0.3, completion_per_mtok: 1.0 } }
+                  - { alias: kimi3, provider: together, model: kimi-k2, price: { prompt_per_mtok: 1.0, completion_per_mtok: 3.0 } }
+            """, """
+                  kimi3: { strategy: rr_health, hedging: false }
+            """);
+
+    static GatewayHarness gw;
+
+    @BeforeAll
+    static void start() {
+        // distinct first-token times and decode speeds, no jitter: openrouter answers first, digitalocean decodes fastest
+        long[] ttft = {5, 60, 90, 120};
+        double[] tps = {300, 2000, 200, 100};
+        Map<String, SimConfig> sims = new LinkedHashMap<>();
+        for (int i = 0; i < 4; i++) {
+            sims.put(PROVIDERS.get(i), SimConfig.of(GroupKit.SEED).withModel("kimi-k2",
+                    ModelScript.defaults().withLength(12).withLatency(ModelScript.Latency.of(ttft[i], tps[i]))));
+        }
+        gw = GatewayHarness.start(YAML, sims);
+        chat(gw, "kimi3", "warm up");
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+    }
+
+    @BeforeEach
+    void reset() {
+        GroupKit.reset(gw);
+    }
+
+    static long total() {
+        return PROVIDERS.stream().mapToLong(p -> received(gw, p, "kimi-k2")).sum();
+    }
+
+    static void failAll() {
+        PROVIDERS.forEach(p -> gw.sim(p).enqueue("kimi-k2", Fault.status(500)));
+    }
+
+    @Test
+    void onlyRestrictsTheGroupAndFailoverNeverEscapesIt() {
+        failAll();
+        Response r = chat(gw, "kimi3", "only two", false, "{\"only\":[\"openrouter\",\"together\"]}");
+        assertEquals(502, r.statusCode());
+        assertEquals(Set.of("kimi3-openrouter", "kimi3-together"), Set.copyOf(trailRoutes(trail(r))));
+        assertEquals(2, trail(r).size());
+        assertEquals(0, received(gw, "digitalocean", "kimi-k2") + received(gw, "fireworks", "kimi-k2"));
+    }
+
+    @Test
+    void onlyNamingANonMemberIs400ProviderNotInGroupWithOneBlockedEvent() {
+        long before = GroupKit.blocked(gw.core().store(), "provider_not_in_group");
+        Response r = chat(gw, "kimi3", "typo", false, "{\"only\":[\"openrouter\",\"fireworkz\"]}");
+        assertEquals(400, r.statusCode());
+        assertEquals("provider_not_in_group", r.jsonPath().getString("error.code"));
+        assertEquals("provider.only", r.jsonPath().getString("error.param"));
+        assertEquals(before + 1, GroupKit.blocked(gw.core().store(), "provider_not_in_group"));
+        Map<String, String> e = GroupKit.audit(gw.core().store(), "blocked").get(0);
+        assertEquals("kimi3", e.get("alias"));
+        assertEquals("acme", e.get("org"));
+        assertEquals(0, total(), "a typo never silently re-routes");
+    }
+
+    @Test
+    void ignoreExcludesMembersEvenOnFailover() {
+        for (int i = 0; i < 4; i++) {
+            String served = route(chat(gw, "kimi3", "ignore " + i, false, "{\"ignore\":[\"openrouter\",\"digitalocean\"]}"));
+            assertTrue(Set.of("kimi3-fireworks", "kimi3-together").contains(served), served);
+        }
+        failAll();
+        Response r = chat(gw, "kimi3", "ignored fail", false, "{\"ignore\":[\"openrouter\",\"digitalocean\"]}");
+        assertEquals(Set.of("kimi3-fireworks", "kimi3-together"), Set.copyOf(trailRoutes(trail(r))));
+        assertEquals(0, received(gw, "openrouter", "kimi-k2") + received(gw, "digitalocean", "kimi-k2"));
+    }
+
+    @Test
+    void ignoreThatEmptiesTheGroupIs400ProviderExcludedAllWithOneBlockedEvent() {
+        long before = GroupKit.blocked(gw.core().store(), "provider_excluded_all");
+        Response r = chat(gw, "kimi3", "nobody", false,
+                "{\"ignore\":[\"openrouter\",\"digitalocean\",\"fireworks\",\"together\"]}");
+        assertEquals(400, r.statusCode());
+        assertEquals("provider_excluded_all", r.jsonPath().getString("error.code"));
+        assertEquals(before + 1, GroupKit.blocked(gw.core().store(), "provider_excluded_all"));
+        assertEquals(0, total());
+        Response r2 = chat(gw, "kimi3", "nobody either", false,
+                "{\"only\":[\"openrouter\"],\"ignore\":[\"openrouter\"]}");
+        assertEquals("provider_excluded_all", r2.jsonPath().getString("error.code"));
+        assertEquals(before + 2, GroupKit.blocked(gw.core().store(), "provider_excluded_all"));
+    }
+
+    @Test
+    void orderIsASoftPreferenceThatNeverExcludes() {
+        for (int i = 0; i < 3; i++) {
+            assertEquals("kimi3-together", route(chat(gw, "kimi3", "order " + i, false,
+                    "{\"order\":[\"together\",\"nosuch\"]}")));
+        }
+        gw.sim("together").enqueue("kimi-k2", Fault.status(503));
+        Response r = chat(gw, "kimi3", "order fails over", false, "{\"order\":[\"together\"]}");
+        assertEquals(200, r.statusCode());
+        assertEquals("kimi3-together", trailRoutes(trail(r)).get(0));
+        assertEquals(2, trail(r).size());
+        assertEquals(200, chat(gw, "kimi3", "unknown slugs only", false, "{\"order\":[\"nosuch\"]}").statusCode());
+    }
+
+    @Test
+    void allowFallbacksFalseStopsAfterTheFirstChoice() {
+        gw.sim("fireworks").enqueue("kimi-k2", Fault.status(500));
+        Response r = chat(gw, "kimi3", "no fallbacks", false,
+                "{\"order\":[\"fireworks\"],\"allow_fallbacks\":false}");
+        assertEquals(502, r.statusCode());
+        assertEquals(List.of("kimi3-fireworks"), trailRoutes(trail(r)));
+        assertEquals(1, total());
+    }
+
+    @Test
+    void sortByPriceTakesTheCheapestFirstAndFailsOverToTheNextCheapest() {
+        for (int i = 0; i < 3; i++) {
+            assertEquals("kimi3-fireworks", route(chat(gw, "kimi3", "cheap " + i, false, "{\"sort\":\"price\"}")));
+        }
+        gw.sim("fireworks").enqueue("kimi-k2", Fault.status(502));
+        Response r = chat(gw, "kimi3", "cheap fails", false, "{\"sort\":\"price\"}");
+        assertEquals(List.of("kimi3-fireworks", "kimi3-digitalocean"), trailRoutes(trail(r)));
+    }
+
+    /** Measures every member a few times (first token and decode speed are learned from traffic). */
+    static void measureEveryMember() {
+        for (String p : PROVIDERS) {
+            for (int i = 0; i < 3; i++) {
+                assertEquals(200, chat(gw, "kimi3", "measure " + i, true, "{\"only\":[\"" + p + "\"]}")
+                        .statusCode());
+            }
+        }
+    }
+
+    @Test
+    void sortByLatencyTakesTheMemberWithTheLowestPredictedFirstToken() {
+        measureEveryMember();
+        for (int i = 0; i < 3; i++) {
+            assertEquals("kimi3-openrouter", route(chat(gw, "kimi3", "quick " + i, false, "{\"sort\":\"latency\"}")));
+        }
+    }
+
+    @Test
+    void sortByThroughputTakesTheFastestDecoder() {
+        measureEveryMember();
+        for (int i = 0; i < 3; i++) {
+            assertEquals("kimi3-digitalocean", route(chat(gw, "kimi3", "fast " + i, false,
+                    "{\"sort\":\"throughput\"}")));
+        }
+    }
+
+    @Test
+    void preferencesComposeAndFailoverStaysInsideThem() {
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.status(500));
+        gw.sim("openrouter").enqueue("kimi-k2", Fault.status(500));
+        Response r = chat(gw, "kimi3", "composed", false, "{\"only\":[\"openrouter\",\"digitalocean\","
+                + "\"fireworks\"],\"ignore\":[\"fireworks\"],\"order\":[\"digitalocean\"]}");
+        assertEquals(502, r.statusCode());
+        assertEquals(List.of("kimi3-digitalocean", "kimi3-openrouter"), trailRoutes(trail(r)));
+        assertEquals(0, received(gw, "fireworks", "kimi-k2") + received(gw, "together", "kimi-k2"));
+    }
+
+    @Test
+    void preferencesAreStrippedBeforeTheRequestGoesUpstream() {
+        assertEquals(200, chat(gw, "kimi3", "strip", false, "{\"order\":[\"together\"],\"sort\":\"price\","
+                + "\"allow_fallbacks\":true,\"ignore\":[\"fireworks\"]}").statusCode());
+        String served = null;
+        for (String p : PROVIDERS) {
+            SimStats s = gw.sim(p).stats("kimi-k2");
+            if (s.received() > 0) {
+                served = s.recent().get(s.recent().size() - 1).body();
+            }
+        }
+        assertFalse(served == null || served.contains("\"provider\"") || served.contains("allow_fallbacks"), served);
+    }
+}

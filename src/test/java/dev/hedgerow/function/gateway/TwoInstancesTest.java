@@ -1,0 +1,167 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.RedisStateStore;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.RedisServer;
+import io.restassured.response.Response;
+import io.vertx.core.Vertx;
+import io.vertx.mutiny.redis.client.Redis;
+import io.vertx.redis.client.RedisClientType;
+import io.vertx.redis.client.RedisOptions;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
+import static dev.hedgerow.function.gateway.GroupKit.chat;
+import static dev.hedgerow.function.gateway.GroupKit.eventually;
+import static dev.hedgerow.function.gateway.GroupKit.health;
+import static dev.hedgerow.function.gateway.GroupKit.received;
+import static dev.hedgerow.function.gateway.GroupKit.route;
+import static dev.hedgerow.function.gateway.GroupKit.trailRoutes;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Two gateway instances over one private Redis behave as one router: a failure seen by one cools the route down
+ * for the other, only one half-open probe is sent fleet-wide, and a refusal on one is in the shared audit stream.
+ */
+class TwoInstancesTest {
+    static final String DO_FIRST = "{\"order\":[\"digitalocean\"]}";
+    static final String YAML = GroupKit.yaml("""
+                  - { alias: kimi3, provider: openrouter, model: kimi-k2 }
+                  - { alias: kimi3, provider: digitalocean, model: kimi-k2 }
+                  - { alias: kimi3, provider: fireworks, model: kimi-k2 }
+                  - { alias: kimi3, provider: together, model: kimi-k2 }
+                  - { alias: brief, provider: openrouter, model: kimi-k2 }
+                  - { alias: brief, provider: digitalocean, model: kimi-k2 }
+            """, """
+                  kimi3: { strategy: rr_health, hedging: false, breaker: { max_fails: 1, fail_timeout: 4s } }
+                  brief: { strategy: rr_health, hedging: false, breaker: { max_fails: 1, fail_timeout: 1s } }
+            """);
+    static final ModelScript QUICK = GroupKit.quick(6);
+
+    static RedisServer redisServer;
+    static Vertx vertx;
+    static List<Redis> clients = new ArrayList<>();
+    static Map<String, SimServer> sims;
+    static StateStore store1;
+    static StateStore store2;
+    static GatewayHarness gw1;
+    static GatewayHarness gw2;
+
+    @BeforeAll
+    static void start() {
+        redisServer = RedisServer.start();
+        vertx = Vertx.vertx();
+        sims = GatewayHarness.startSims(vertx, GroupKit.sims(QUICK, "kimi-k2"));
+        store1 = store();
+        store2 = store();
+        gw1 = GatewayHarness.start(vertx, YAML, sims, store1);
+        gw2 = GatewayHarness.start(vertx, YAML, sims, store2);
+        chat(gw1, "kimi3", "warm up");
+        chat(gw2, "kimi3", "warm up");
+    }
+
+    /** Each instance has its own Redis client, as separate processes would. */
+    static StateStore store() {
+        Redis r = Redis.createClient(io.vertx.mutiny.core.Vertx.newInstance(vertx), new RedisOptions()
+                .setConnectionString(redisServer.url()).setMaxPoolSize(8).setMaxPoolWaiting(256));
+        clients.add(r);
+        return new RedisStateStore(r, RedisClientType.STANDALONE);
+    }
+
+    @AfterAll
+    static void stop() {
+        gw1.close();
+        gw2.close();
+        clients.forEach(Redis::close);
+        sims.values().forEach(SimServer::close);
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+        redisServer.close();
+    }
+
+    @BeforeEach
+    void reset() {
+        GroupKit.reset(gw1);
+        gw1.sim("digitalocean").script("kimi-k2", QUICK);
+    }
+
+    @Test
+    void aFailureSeenByOneInstanceCoolsTheRouteForTheOther() {
+        gw1.sim("digitalocean").enqueue("kimi-k2", Fault.status(503));
+        assertEquals(503, chat(gw1, "kimi3", "seen by one", false, "{\"only\":[\"digitalocean\"]}").statusCode());
+        eventually(() -> health(store2, "kimi3-digitalocean").coolingDown(), "the other instance sees the cooldown");
+        for (int i = 0; i < 3; i++) {
+            Response r = chat(gw2, "kimi3", "the other " + i, false, DO_FIRST);
+            assertEquals(200, r.statusCode());
+            assertFalse(trailRoutes(GroupKit.trail(r)).contains("kimi3-digitalocean"), "cooled on instance 2");
+        }
+        assertEquals(1, received(gw2, "digitalocean", "kimi-k2"));
+        assertTrue(health(store2, "kimi3-digitalocean").coolingDown(), "precondition: still inside the cooldown");
+    }
+
+    @Test
+    void onlyOneHalfOpenProbeIsSentAcrossBothInstances() throws Exception {
+        gw1.sim("digitalocean").enqueue("kimi-k2", Fault.status(500));
+        chat(gw1, "brief", "open the breaker", false, "{\"only\":[\"digitalocean\"]}");
+        eventually(() -> health(store2, "brief-digitalocean").coolingDown(), "the failure is recorded");
+        eventually(() -> {
+            RouteSnapshot s = health(store2, "brief-digitalocean");
+            return !s.coolingDown() && s.fails() == 1;
+        }, "the 1 s cooldown ends");
+        gw1.sim("digitalocean").resetStats();
+        // the probe takes a while, so every other request arrives while it is in flight
+        gw1.sim("digitalocean").script("kimi-k2", GroupKit.quick(6).withLatency(ModelScript.Latency.of(1500, 0)));
+        List<CompletableFuture<HttpResponse<String>>> all = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            all.add(send(gw1, "probe race a" + i));
+            all.add(send(gw2, "probe race b" + i));
+        }
+        int servedByProbe = 0;
+        for (CompletableFuture<HttpResponse<String>> f : all) {
+            HttpResponse<String> r = f.get(20, TimeUnit.SECONDS);
+            assertEquals(200, r.statusCode(), r.body());
+            if ("brief-digitalocean".equals(r.headers().firstValue("x-hedgerow-route").orElse(""))) {
+                servedByProbe++;
+            }
+        }
+        assertEquals(1, received(gw1, "digitalocean", "kimi-k2"), "one probe for the whole fleet");
+        assertEquals(1, servedByProbe);
+        eventually(() -> health(store1, "brief-digitalocean").fails() == 0, "the probe's success closes the breaker");
+        gw1.sim("digitalocean").script("kimi-k2", QUICK);
+        assertEquals("brief-digitalocean", route(chat(gw2, "brief", "back", false, DO_FIRST)));
+    }
+
+    @Test
+    void aRefusalOnOneInstanceIsOneBlockedEventInTheSharedAuditStream() {
+        long before = GroupKit.blocked(store1, "provider_not_in_group");
+        assertEquals(400, chat(gw2, "kimi3", "typo", false, "{\"only\":[\"fireworkz\"]}").statusCode());
+        eventually(() -> GroupKit.blocked(store1, "provider_not_in_group") == before + 1, "one event, seen by both");
+        assertEquals(before + 1, GroupKit.blocked(store2, "provider_not_in_group"));
+    }
+
+    static CompletableFuture<HttpResponse<String>> send(GatewayHarness gw, String prompt) {
+        HttpRequest req = HttpRequest.newBuilder(URI.create(gw.baseUrl() + "/v1/chat/completions"))
+                .header("authorization", "Bearer k-acme").header("content-type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(GroupKit.body("brief", prompt, false, DO_FIRST))).build();
+        return HttpClient.newHttpClient().sendAsync(req, HttpResponse.BodyHandlers.ofString());
+    }
+}
