@@ -154,7 +154,7 @@ class FailoverTest {
         gw.sim("digitalocean").enqueue("kimi-k2", Fault.noResponse());
         JsonNode t = assertSeamlessFailover(chat(gw, "kimi3", "silence", true, ORDER_DO), "silence",
                 "kimi3-digitalocean");
-        assertEquals("timeout_no_response", t.get(0).path("error").asText());
+        assertEquals("timeout_read", t.get(0).path("error").asText());
         assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown());
     }
 
