@@ -226,9 +226,9 @@ function chart(alias, m) {
   const W = 320, H = 180, L = 44, R = 10, T = 10, B = 30;
   const pred = m.predicted_ttft;
   const pts = m.samples;
-  const minX = Math.log2(128), maxX = Math.log2(pred[pred.length - 1].prompt_tokens);
-  const maxY = Math.max(1, ...pred.map(p => p.mean_ms), ...pts.map(p => p.ttft_ms)) * 1.1;
-  const x = t => L + (Math.log2(Math.max(128, t)) - minX) / (maxX - minX) * (W - L - R);
+  const minX = Math.log2(16), maxX = Math.log2(pred[pred.length - 1].prompt_tokens);
+  const maxY = Math.max(1, ...pred.map(p => p.p90_ms), ...pts.map(p => p.ttft_ms)) * 1.1;
+  const x = t => L + (Math.log2(Math.max(16, t)) - minX) / (maxX - minX) * (W - L - R);
   const y = ms => H - B - ms / maxY * (H - T - B);
   const title = 'Predicted TTFT of ' + m.route;
   const svg = svgEl('svg', { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',

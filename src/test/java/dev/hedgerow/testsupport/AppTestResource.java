@@ -23,9 +23,9 @@ import java.util.Map;
  * <p>Catalog: org {@code acme} (client key {@code k-acme}, admin key {@code a-acme}) with alias {@code kimi3} on
  * providers {@code alpha} and {@code beta} (rr_health, fast 1 s cooldown), alias {@code solo} on {@code alpha},
  * and two more groups like {@code kimi3} that the console's tests edit freely: {@code duo} (admin API tests) and
- * {@code panel} (the dashboard's browser test); org {@code other} (keys {@code k-other} / {@code a-other}) with
- * alias {@code secret}. The prober's timer is off ({@code hedgerow.prober.interval=0s}): tests run rounds through
- * {@code POST /prober/run} when they want one.
+ * {@code panel} (the dashboard's browser test, 4 s cooldown so a 2 s poll sees it); org {@code other} (keys
+ * {@code k-other} / {@code a-other}) with alias {@code secret}. The prober's timer is off
+ * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one.
  */
 public final class AppTestResource implements QuarkusTestResourceLifecycleManager {
     public static final long SEED = 11;
@@ -48,7 +48,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                 groups:
                   kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
                   duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
-                  panel: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
+                  panel: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 4s } }
               - id: other
                 keys: [{ name: app, key: "k-other" }]
                 admin_keys: [{ name: ops, key: "a-other" }]

@@ -17,8 +17,14 @@ public class ConsoleFunction {
     HedgerowApp app;
 
     void mount(@Observes Router router) {
-        router.get("/console").handler(ctx -> ctx.response().setStatusCode(301).putHeader("location", "/console/")
-                .end());
+        // a Vert.x path also matches its trailing-slash form: redirect only the bare one
+        router.get("/console").handler(ctx -> {
+            if (ctx.request().path().equals("/console")) {
+                ctx.response().setStatusCode(301).putHeader("location", "/console/").end();
+            } else {
+                ctx.next();
+            }
+        });
         if (!app.functions().has("console")) {
             router.route("/console/*").order(-100).handler(ctx -> ctx.response().setStatusCode(404).end());
         }
