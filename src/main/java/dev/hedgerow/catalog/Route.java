@@ -15,6 +15,10 @@ import java.util.Set;
 public record Route(String id, String alias, String provider, String model, int weight, int priority,
                     int contextWindow, Set<String> capabilities, Set<String> parameters, Price price,
                     String description, List<String> tags, boolean embeddings) {
+    /** Reserved tag: an operator drained this member; it takes no traffic and keeps its weight for undrain. */
+    public static final String DRAINED = "hedgerow:drained";
+    /** Reserved tag: an operator pinned this member; while set, no other member of its alias takes traffic. */
+    public static final String PINNED = "hedgerow:pinned";
 
     public Route {
         capabilities = Set.copyOf(capabilities);
@@ -28,6 +32,14 @@ public record Route(String id, String alias, String provider, String model, int 
                  String description, List<String> tags) {
         this(id, alias, provider, model, weight, priority, contextWindow, capabilities, parameters, price,
                 description, tags, false);
+    }
+
+    public boolean drained() {
+        return tags.contains(DRAINED);
+    }
+
+    public boolean pinned() {
+        return tags.contains(PINNED);
     }
 
     /** True when the route declares the capability for every transport or for the one asked for. */

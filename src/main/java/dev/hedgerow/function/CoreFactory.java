@@ -1,5 +1,6 @@
 package dev.hedgerow.function;
 
+import dev.hedgerow.admin.TtftSamples;
 import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.audit.RequestRecorder;
 import dev.hedgerow.catalog.CatalogCodec;
@@ -44,17 +45,20 @@ public final class CoreFactory {
         Router router = new Router(store, clock, settings -> Balancers.forSettings(settings, models), models,
                 new SemanticEmbeddings(upstream, store));
         AuditLog audit = new AuditLog(store, clock);
-        DispatchObserver observers = chain(new Learning(models), new RequestRecorder(store, audit), extra);
+        TtftSamples samples = new TtftSamples(store, TtftSamples.DEFAULT_KEEP);
+        DispatchObserver observers = chain(new Learning(models, samples), new RequestRecorder(store, audit), extra);
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
                 tokens::countText, observers, Dispatcher.HedgeBudget.defaults()));
-        return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock);
+        return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream,
+                samples);
     }
 
     /** Feeds what dispatch observed into the learned route models. */
-    private record Learning(LearnedModels models) implements DispatchObserver {
+    private record Learning(LearnedModels models, TtftSamples samples) implements DispatchObserver {
         @Override
         public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
             models.learnFirstToken(route.state(), promptTokens, ttftMs, reasoningFirst);
+            samples.record(route.state(), promptTokens, ttftMs);
         }
 
         @Override

@@ -60,9 +60,27 @@ public final class Router {
                 .filter(r -> rejected.stream().noneMatch(x -> x.routeId().equals(r.id())))
                 .collect(Collectors.toList());
 
+        // operator pins and drains (catalog edits from the console) apply before anything else is weighed
+        boolean pinActive = members.stream().anyMatch(Route::pinned);
+        List<Route> operated = new ArrayList<>();
+        for (Route r : allowed) {
+            if (r.drained()) {
+                rejected.add(new RoutePlan.Rejection(r.id(), "drained by an operator"));
+            } else if (pinActive && !r.pinned()) {
+                rejected.add(new RoutePlan.Rejection(r.id(), "another member is pinned"));
+            } else {
+                operated.add(r);
+            }
+        }
+        if (operated.isEmpty()) {
+            ApiError err = new ApiError(503, "server_error", "no_healthy_provider", "Every member of '" + alias
+                    + "' this request may use is drained or held out by a pinned member.", null, null);
+            return Uni.createFrom().item(new RoutePlan.Blocked(err, "no_healthy_provider", rejected));
+        }
+
         List<Route> capable = new ArrayList<>();
         Set<String> missing = new LinkedHashSet<>();
-        for (Route r : allowed) {
+        for (Route r : operated) {
             List<String> lacks = lacks(r, facts);
             if (lacks.isEmpty()) {
                 capable.add(r);

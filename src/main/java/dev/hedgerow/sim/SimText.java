@@ -31,8 +31,25 @@ public final class SimText {
         return String.join("", tokens(seed, firstUserMessage, maxTokens));
     }
 
-    /** The completion as tokens (content deltas of a stream). */
+    /**
+     * The one instruction the simulator obeys, so a prober's known-answer check works on it as on a real model: a
+     * first user message {@code "Reply with exactly: <text>"} is answered with {@code <text>}.
+     */
+    public static final String REPLY_EXACTLY = "Reply with exactly: ";
+
+    /**
+     * The completion as tokens (content deltas of a stream): the seeded text, or the instructed reply (word tokens,
+     * at most {@code count}) when the message starts with {@link #REPLY_EXACTLY}.
+     */
     public static List<String> tokens(long seed, String firstUserMessage, int count) {
+        if (firstUserMessage != null && firstUserMessage.startsWith(REPLY_EXACTLY)) {
+            String[] words = firstUserMessage.substring(REPLY_EXACTLY.length()).strip().split("\\s+");
+            List<String> out = new ArrayList<>();
+            for (int i = 0; i < words.length && i < count; i++) {
+                out.add(i == 0 ? words[i] : " " + words[i]);
+            }
+            return out;
+        }
         return generate(mix(seed, hash(firstUserMessage)), count);
     }
 

@@ -21,8 +21,11 @@ import java.util.Map;
  * {@link #sims()} and the Redis URL through {@link #redisUrl()}.
  *
  * <p>Catalog: org {@code acme} (client key {@code k-acme}, admin key {@code a-acme}) with alias {@code kimi3} on
- * providers {@code alpha} and {@code beta} (rr_health, fast 1 s cooldown), alias {@code solo} on {@code alpha};
- * org {@code other} (keys {@code k-other} / {@code a-other}) with alias {@code secret}.
+ * providers {@code alpha} and {@code beta} (rr_health, fast 1 s cooldown), alias {@code solo} on {@code alpha},
+ * and two more groups like {@code kimi3} that the console's tests edit freely: {@code duo} (admin API tests) and
+ * {@code panel} (the dashboard's browser test, 4 s cooldown so a 2 s poll sees it); org {@code other} (keys
+ * {@code k-other} / {@code a-other}) with alias {@code secret}. The prober's timer is off
+ * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one.
  */
 public final class AppTestResource implements QuarkusTestResourceLifecycleManager {
     public static final long SEED = 11;
@@ -38,8 +41,14 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                   - { alias: kimi3, provider: alpha, model: kimi-a, weight: 100 }
                   - { alias: kimi3, provider: beta, model: kimi-b, weight: 100 }
                   - { alias: solo, provider: alpha, model: solo-a }
+                  - { alias: duo, provider: alpha, model: kimi-a }
+                  - { alias: duo, provider: beta, model: kimi-b }
+                  - { alias: panel, provider: alpha, model: kimi-a }
+                  - { alias: panel, provider: beta, model: kimi-b }
                 groups:
                   kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
+                  duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
+                  panel: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 4s } }
               - id: other
                 keys: [{ name: app, key: "k-other" }]
                 admin_keys: [{ name: ops, key: "a-other" }]
@@ -82,6 +91,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             Map<String, String> cfg = new HashMap<>();
             cfg.put("hedgerow.config", file.toString());
             cfg.put("redis.url", redis.url());
+            cfg.put("hedgerow.prober.interval", "0s");
             return cfg;
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -1,0 +1,543 @@
+package dev.hedgerow.admin;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.ChatRequest;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.api.ProviderPrefs;
+import dev.hedgerow.api.RequestException;
+import dev.hedgerow.catalog.CatalogError;
+import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
+import dev.hedgerow.catalog.Strategy;
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.RoutePlan;
+import dev.hedgerow.routing.Router;
+import dev.hedgerow.routing.TtftEstimate;
+import dev.hedgerow.runtime.Hedgerow;
+import dev.hedgerow.state.AuditRecord;
+import dev.hedgerow.state.RouteSnapshot;
+import io.smallrye.mutiny.Uni;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.UnaryOperator;
+
+/**
+ * The console's admin operations, always inside one org (the admin key's): group and member configuration,
+ * strategy and weight edits, pins and drains, operator standing and verification, live health, the audit log and
+ * routing explanations. Edits go through {@code CatalogService.update} (compare-and-set) and are validated with the
+ * file loader's rules first; they write only the org's catalog, never the rotation cursor or health records, so the
+ * load balancer keeps its position and health memory across admin writes. Framework-free; thread-safe.
+ */
+public final class AdminService {
+    /** Prompt sizes at which the health view predicts each route's first-token time. */
+    public static final List<Integer> PREDICT_SIZES = List.of(256, 1024, 4096, 16384, 65536);
+    public static final String STANDING = "standing";
+    public static final String VERIFICATION = "verification";
+
+    private final Hedgerow core;
+
+    public AdminService(Hedgerow core) {
+        this.core = core;
+    }
+
+    // ---- configuration --------------------------------------------------------------------------------------
+
+    /** Every alias group of the org with its settings and members. */
+    public ObjectNode groups(Org org) {
+        ObjectNode root = JsonNodeFactory.instance.objectNode();
+        root.put("org", org.id());
+        ArrayNode groups = root.putArray("groups");
+        for (String alias : org.aliases()) {
+            groups.add(group(org, alias));
+        }
+        return root;
+    }
+
+    public ObjectNode group(Org org, String alias) {
+        requireAlias(org, alias);
+        GroupSettings g = org.group(alias);
+        ObjectNode n = JsonNodeFactory.instance.objectNode();
+        n.put("alias", alias);
+        n.put("strategy", g.strategy().wireName());
+        n.put("hedging", g.hedging());
+        n.put("resume_mid_stream", g.resumeMidStream());
+        n.putObject("breaker").put("max_fails", g.breaker().maxFails())
+                .put("fail_timeout_ms", g.breaker().failTimeout().toMillis());
+        n.putObject("slo").put("decode_tokens_per_second", g.slo().decodeTokensPerSecond())
+                .put("first_token_ms", g.slo().firstToken().toMillis())
+                .put("standard_prompt_max_tokens", g.slo().standardPromptMaxTokens());
+        ArrayNode members = n.putArray("members");
+        for (Route r : org.routesOf(alias)) {
+            members.add(member(r));
+        }
+        return n;
+    }
+
+    private static ObjectNode member(Route r) {
+        ObjectNode m = JsonNodeFactory.instance.objectNode();
+        m.put("route", r.id());
+        m.put("provider", r.provider());
+        m.put("model", r.model());
+        m.put("weight", r.weight());
+        m.put("priority", r.priority());
+        m.put("drained", r.drained());
+        m.put("pinned", r.pinned());
+        m.put("embeddings", r.embeddings());
+        return m;
+    }
+
+    /**
+     * Edits a group: {@code {"strategy": "...", "members": [{"route": id, "weight": n, "priority": n}]}}; fields
+     * left out keep their value.
+     */
+    public Uni<ObjectNode> editGroup(Org org, String alias, JsonNode edit) {
+        requireAlias(org, alias);
+        if (edit == null || !edit.isObject()) {
+            throw new RequestException(ApiError.invalidRequest("The body must be a JSON object.", null));
+        }
+        Strategy strategy = null;
+        if (edit.hasNonNull("strategy")) {
+            try {
+                strategy = Strategy.parse(edit.get("strategy").asText());
+            } catch (IllegalArgumentException e) {
+                throw new RequestException(ApiError.invalidRequest("unknown_strategy", "Unknown strategy '"
+                        + edit.get("strategy").asText() + "'.", "strategy"));
+            }
+        }
+        List<MemberEdit> members = new ArrayList<>();
+        for (JsonNode m : edit.path("members")) {
+            String id = m.path("route").asText(null);
+            if (id == null) {
+                throw new RequestException(ApiError.invalidRequest("Each member edit needs a 'route'.", "members"));
+            }
+            members.add(new MemberEdit(id, integer(m, "weight"), integer(m, "priority")));
+        }
+        Strategy s = strategy;
+        return edit(org, alias, o -> {
+            List<Route> routes = new ArrayList<>();
+            for (Route r : o.routes()) {
+                MemberEdit me = members.stream().filter(x -> x.route.equals(r.id())).findFirst().orElse(null);
+                if (me != null && !r.alias().equals(alias)) {
+                    throw notMember(alias, me.route);
+                }
+                routes.add(me == null ? r : with(r, me.weight == null ? r.weight() : me.weight,
+                        me.priority == null ? r.priority() : me.priority, r.tags()));
+            }
+            for (MemberEdit me : members) {
+                if (o.route(me.route).isEmpty()) {
+                    throw notMember(alias, me.route);
+                }
+            }
+            Map<String, GroupSettings> groups = new java.util.LinkedHashMap<>(o.groups());
+            if (s != null) {
+                groups.put(alias, o.group(alias).withStrategy(s));
+            }
+            return new Org(o.id(), o.keys(), o.adminKeys(), o.providers(), routes, groups, o.routing());
+        });
+    }
+
+    /** Pins a member: only it takes its alias's traffic until unpinned (pinning also undrains it). */
+    public Uni<ObjectNode> pin(Org org, String routeId) {
+        Route target = requireRoute(org, routeId);
+        return edit(org, target.alias(), o -> retag(o, target.alias(), r -> {
+            Set<String> tags = new LinkedHashSet<>(r.tags());
+            tags.remove(Route.PINNED);
+            if (r.id().equals(routeId)) {
+                tags.add(Route.PINNED);
+                tags.remove(Route.DRAINED);
+            }
+            return List.copyOf(tags);
+        }));
+    }
+
+    public Uni<ObjectNode> unpin(Org org, String alias) {
+        requireAlias(org, alias);
+        return edit(org, alias, o -> retag(o, alias, r -> r.tags().stream().filter(t -> !t.equals(Route.PINNED))
+                .toList()));
+    }
+
+    /** Drains (no traffic, weight kept) or undrains a member. */
+    public Uni<ObjectNode> drain(Org org, String routeId, boolean drained) {
+        Route target = requireRoute(org, routeId);
+        return edit(org, target.alias(), o -> retag(o, target.alias(), r -> {
+            if (!r.id().equals(routeId)) {
+                return r.tags();
+            }
+            Set<String> tags = new LinkedHashSet<>(r.tags());
+            if (drained) {
+                tags.add(Route.DRAINED);
+            } else {
+                tags.remove(Route.DRAINED);
+            }
+            return List.copyOf(tags);
+        }));
+    }
+
+    /** Sets the operator standing of a route: {@code good} or {@code suspended} (the router excludes the latter). */
+    public Uni<ObjectNode> standing(Org org, String routeId, String standing) {
+        Route r = requireRoute(org, routeId);
+        if (!Set.of("good", "suspended").contains(standing)) {
+            throw new RequestException(ApiError.invalidRequest("invalid_standing",
+                    "standing must be 'good' or 'suspended'.", "standing"));
+        }
+        return core.store().putRouteBlob(Router.key(org, r), STANDING, standing, null)
+                .replaceWith(() -> routeFlag(r, STANDING, standing));
+    }
+
+    /**
+     * Sets a route's verification verdict: {@code pass} or {@code fail:<why>} (the prober re-judges it on its next
+     * round).
+     */
+    public Uni<ObjectNode> verification(Org org, String routeId, String verdict) {
+        Route r = requireRoute(org, routeId);
+        if (verdict == null || !(verdict.equals("pass") || verdict.startsWith("fail:") && verdict.length() > 5)
+                || verdict.length() > 300) {
+            throw new RequestException(ApiError.invalidRequest("invalid_verification",
+                    "verification must be 'pass' or 'fail:<why>'.", "verification"));
+        }
+        return core.store().putRouteBlob(Router.key(org, r), VERIFICATION, verdict, null)
+                .replaceWith(() -> routeFlag(r, VERIFICATION, verdict));
+    }
+
+    private static ObjectNode routeFlag(Route r, String name, String value) {
+        ObjectNode n = JsonNodeFactory.instance.objectNode();
+        n.put("route", r.id());
+        n.put(name, value);
+        return n;
+    }
+
+    private Uni<ObjectNode> edit(Org org, String alias, UnaryOperator<Org> change) {
+        return core.catalog().update(org.id(), stored -> {
+            Org next = change.apply(stored);
+            List<CatalogError> errors = OrgValidator.validate(next);
+            if (!errors.isEmpty()) {
+                throw new InvalidEdit(errors);
+            }
+            return next;
+        }).map(saved -> group(saved, alias));
+    }
+
+    private static Org retag(Org o, String alias, java.util.function.Function<Route, List<String>> tags) {
+        List<Route> routes = o.routes().stream()
+                .map(r -> r.alias().equals(alias) ? with(r, r.weight(), r.priority(), tags.apply(r)) : r).toList();
+        return new Org(o.id(), o.keys(), o.adminKeys(), o.providers(), routes, o.groups(), o.routing());
+    }
+
+    private static Route with(Route r, int weight, int priority, List<String> tags) {
+        return new Route(r.id(), r.alias(), r.provider(), r.model(), weight, priority, r.contextWindow(),
+                r.capabilities(), r.parameters(), r.price(), r.description(), tags, r.embeddings());
+    }
+
+    private record MemberEdit(String route, Integer weight, Integer priority) {
+    }
+
+    private static Integer integer(JsonNode m, String field) {
+        JsonNode v = m.get(field);
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        if (!v.canConvertToInt() || !v.isIntegralNumber()) {
+            throw new RequestException(ApiError.invalidRequest("'" + field + "' must be an integer.", field));
+        }
+        return v.intValue();
+    }
+
+    // ---- live health ---------------------------------------------------------------------------------------
+
+    /** Live state of every member of the org's groups (or of one alias): one batched snapshot. */
+    public Uni<ObjectNode> health(Org org, String onlyAlias) {
+        List<String> aliases = onlyAlias == null ? org.aliases() : List.of(requireAlias(org, onlyAlias));
+        List<String> keys = new ArrayList<>();
+        aliases.forEach(a -> org.routesOf(a).forEach(r -> keys.add(Router.key(org, r))));
+        Duration window = aliases.stream().map(a -> org.group(a).balancer().usageWindow())
+                .max(Duration::compareTo).orElse(Duration.ofMinutes(10));
+        return core.store().snapshot(keys, window).map(states -> {
+            ObjectNode root = JsonNodeFactory.instance.objectNode();
+            root.put("org", org.id());
+            root.put("time", core.clock().instant().toString());
+            ArrayNode groups = root.putArray("groups");
+            for (String alias : aliases) {
+                ObjectNode g = groups.addObject();
+                GroupSettings settings = org.group(alias);
+                g.put("alias", alias);
+                g.put("strategy", settings.strategy().wireName());
+                ArrayNode members = g.putArray("members");
+                for (Route r : org.routesOf(alias)) {
+                    String key = Router.key(org, r);
+                    members.add(memberHealth(r, settings, states.getOrDefault(key, RouteSnapshot.empty(key))));
+                }
+            }
+            return root;
+        });
+    }
+
+    private ObjectNode memberHealth(Route r, GroupSettings settings, RouteSnapshot s) {
+        LearnedModels models = core.models();
+        ObjectNode m = member(r);
+        int maxFails = settings.breaker().maxFails();
+        boolean halfOpen = !s.coolingDown() && s.fails() >= maxFails;
+        String verification = s.blob(VERIFICATION).orElse(null);
+        String standing = s.blob(STANDING).orElse("good");
+        String state;
+        if (r.drained()) {
+            state = "drained";
+        } else if (verification != null && verification.startsWith("fail")) {
+            state = "failing_verification";
+        } else if (!standing.equals("good")) {
+            state = "suspended";
+        } else if (s.coolingDown()) {
+            state = "cooling_down";
+        } else if (s.retryAfterMillis() > 0) {
+            state = "retry_after";
+        } else if (halfOpen) {
+            state = "half_open";
+        } else {
+            state = "healthy";
+        }
+        m.put("state", state);
+        m.put("cooling_down", s.coolingDown());
+        m.put("cooldown_remaining_ms", s.cooldownRemainingMillis());
+        m.put("half_open", halfOpen);
+        m.put("probe_in_flight", s.probeTaken());
+        m.put("fails", s.fails());
+        m.put("max_fails", maxFails);
+        m.put("retry_after_ms", s.retryAfterMillis());
+        m.put("inflight", s.inflight());
+        m.putObject("usage").put("prompt_tokens", s.usage().promptTokens())
+                .put("completion_tokens", s.usage().completionTokens()).put("cost", s.usage().cost());
+        m.put("standing", standing);
+        if (verification == null) {
+            m.putNull("verification");
+        } else {
+            m.put("verification", verification);
+        }
+        int standard = Math.min(1000, settings.slo().standardPromptMaxTokens());
+        TtftEstimate std = models.ttft(s, facts(standard));
+        double decode = models.decodeSpeed(s);
+        boolean measured = std.measured() || s.blob(LearnedModels.DECODE).isPresent();
+        ObjectNode slo = m.putObject("slo");
+        slo.put("status", !measured ? "unmeasured" : models.meetsSlo(s, settings.slo()) ? "meets" : "below");
+        slo.put("decode_tokens_per_second", round(decode));
+        slo.put("ttft_standard_ms", round(std.meanMs()));
+        slo.put("target_decode_tokens_per_second", settings.slo().decodeTokensPerSecond());
+        slo.put("target_first_token_ms", settings.slo().firstToken().toMillis());
+        m.put("measured", std.measured());
+        ArrayNode predicted = m.putArray("predicted_ttft");
+        for (int size : PREDICT_SIZES) {
+            TtftEstimate e = models.ttft(s, facts(size));
+            predicted.addObject().put("prompt_tokens", size).put("mean_ms", round(e.meanMs()))
+                    .put("p90_ms", round(e.p90Ms()));
+        }
+        ArrayNode samples = m.putArray("samples");
+        for (TtftSamples.Sample p : TtftSamples.decode(s.blob(TtftSamples.BLOB).orElse(null))) {
+            samples.addObject().put("prompt_tokens", p.promptTokens()).put("ttft_ms", p.ttftMs());
+        }
+        s.blob(LearnedModels.CAPACITY).flatMap(dev.hedgerow.routing.CapacityReport::decode).ifPresentOrElse(c ->
+                m.putObject("capacity").put("queue_depth", c.queueDepth()).put("max_queue", c.maxQueue())
+                        .put("memory_pressure", c.memoryPressure()).put("tokens_per_second", c.tokensPerSecond())
+                        .put("headroom", c.hasHeadroom()), () -> m.putNull("capacity"));
+        return m;
+    }
+
+    private static RequestFacts facts(int promptTokens) {
+        return new RequestFacts(promptTokens, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE, List.of(),
+                Map.of(), null, null);
+    }
+
+    private static double round(double v) {
+        return Double.isFinite(v) ? Math.round(v * 10) / 10.0 : 0;
+    }
+
+    // ---- audit ---------------------------------------------------------------------------------------------
+
+    /** The org's audit events, newest first, filtered by type, alias and reason (null = any). */
+    public Uni<ObjectNode> audit(Org org, String type, String alias, String reason, int limit) {
+        int capped = Math.max(1, Math.min(limit, 1000));
+        boolean filtered = type != null || alias != null || reason != null;
+        // filters apply after reading, so read deeper when filtering
+        return core.store().readAudit(org.id(), filtered ? Math.min(10_000, capped * 20) : capped).map(records -> {
+            ObjectNode root = JsonNodeFactory.instance.objectNode();
+            ArrayNode events = root.putArray("events");
+            for (AuditRecord rec : records) {
+                Map<String, String> f = rec.fields();
+                if (!org.id().equals(f.getOrDefault("org", org.id()))
+                        || type != null && !type.equals(f.get("type"))
+                        || alias != null && !alias.equals(f.get("alias"))
+                        || reason != null && !reason.equals(f.get("reason"))) {
+                    continue;
+                }
+                ObjectNode e = events.addObject();
+                e.put("id", rec.id());
+                f.forEach((k, v) -> {
+                    if (k.equals("attempt_trail")) {
+                        try {
+                            e.set(k, Json.parse(v));
+                        } catch (IOException ex) {
+                            e.put(k, v);
+                        }
+                    } else {
+                        e.put(k, v);
+                    }
+                });
+                if (events.size() >= capped) {
+                    break;
+                }
+            }
+            root.put("count", events.size());
+            return root;
+        });
+    }
+
+    // ---- explain ---------------------------------------------------------------------------------------------
+
+    /**
+     * Plans a chat request as the gateway would and tells, for every member, the filters it passed or the one it
+     * failed, and the candidates' order with their predicted first-token windows. Like a real request it takes one
+     * step of the group's rotation.
+     */
+    public Uni<ObjectNode> explain(Org org, byte[] body, Map<String, String> headers) {
+        ChatRequest chat = ChatRequest.parse(body, headers.get("x-hedgerow-alias"));
+        String alias = chat.model();
+        if (alias == null || org.routesOf(alias).isEmpty()) {
+            throw new RequestException(ApiError.modelNotFound(String.valueOf(alias)));
+        }
+        Set<String> needs = new LinkedHashSet<>();
+        if (chat.wantsTools()) {
+            needs.add("tools");
+        }
+        if (chat.wantsJsonMode()) {
+            needs.add("json_mode");
+        }
+        if (chat.hasImages()) {
+            needs.add("images");
+        }
+        if (chat.wantsReasoningOff()) {
+            needs.add("reasoning_off");
+        }
+        int promptTokens = core.tokens().countRequest(chat.body());
+        RequestFacts facts = new RequestFacts(promptTokens, chat.maxTokens(), chat.stream(), chat.wantsReasoning(),
+                needs, chat.parametersPresent(), chat.prefs(), core.prefixes().hashRequest(alias, chat.body()),
+                headers, null, chat.lastUserText());
+        GroupSettings settings = org.group(alias);
+        return core.router().plan(org, alias, facts).map(plan -> {
+            ObjectNode root = JsonNodeFactory.instance.objectNode();
+            root.put("alias", alias);
+            root.put("strategy", settings.strategy().wireName());
+            root.put("prompt_tokens", promptTokens);
+            root.put("stream", chat.stream());
+            ArrayNode needed = root.putArray("needs");
+            needs.forEach(needed::add);
+            List<RoutePlan.Rejection> rejected;
+            List<Candidate> candidates;
+            if (plan instanceof RoutePlan.Ready ready) {
+                root.put("outcome", "ready");
+                rejected = ready.rejected();
+                candidates = ready.candidates();
+            } else {
+                RoutePlan.Blocked b = (RoutePlan.Blocked) plan;
+                root.put("outcome", "blocked");
+                root.put("reason", b.reason());
+                root.set("error", b.error().toNode().get("error"));
+                rejected = b.rejected();
+                candidates = List.of();
+            }
+            ArrayNode members = root.putArray("members");
+            for (Route r : org.routesOf(alias)) {
+                ObjectNode m = members.addObject();
+                m.put("route", r.id());
+                m.put("provider", r.provider());
+                Candidate c = candidates.stream().filter(x -> x.route().id().equals(r.id())).findFirst()
+                        .orElse(null);
+                RoutePlan.Rejection why = rejected.stream().filter(x -> x.routeId().equals(r.id())).findFirst()
+                        .orElse(null);
+                ArrayNode passed = m.putArray("passed");
+                if (c != null) {
+                    m.put("order", candidates.indexOf(c) + 1);
+                    FILTERS.forEach(passed::add);
+                    boolean headroom = core.models().hasHeadroom(c.state());
+                    if (!headroom) {
+                        m.put("note", "no real headroom: ranked after every route that has it");
+                    }
+                    m.put("half_open", c.halfOpen());
+                    m.put("predicted_ttft_ms", round(c.estimate().meanMs()));
+                    m.put("predicted_ttft_p90_ms", round(c.estimate().p90Ms()));
+                    m.put("measured", c.estimate().measured());
+                    m.put("meets_slo", core.models().meetsSlo(c.state(), settings.slo()));
+                    m.put("weight", r.weight());
+                    m.put("priority", r.priority());
+                } else {
+                    m.putNull("order");
+                    String reason = why == null ? "not reached (the request was refused before this filter)"
+                            : why.reason();
+                    String failedAt = filterOf(reason);
+                    for (String f : FILTERS) {
+                        if (f.equals(failedAt)) {
+                            break;
+                        }
+                        passed.add(f);
+                    }
+                    m.put("failed", failedAt);
+                    m.put("reason", reason);
+                }
+            }
+            return root;
+        });
+    }
+
+    /** The router's filters, in the order it applies them. */
+    static final List<String> FILTERS = List.of("preferences", "operator", "capabilities", "standing", "breaker",
+            "headroom");
+
+    private static String filterOf(String reason) {
+        String r = reason.toLowerCase(Locale.ROOT);
+        if (r.startsWith("not in provider") || r.startsWith("in provider") || r.startsWith("above provider")) {
+            return "preferences";
+        }
+        if (r.startsWith("drained") || r.startsWith("another member is pinned")) {
+            return "operator";
+        }
+        if (r.startsWith("lacks")) {
+            return "capabilities";
+        }
+        if (r.contains("verification") || r.contains("standing")) {
+            return "standing";
+        }
+        if (r.contains("cooling") || r.contains("retry-after") || r.contains("half-open")) {
+            return "breaker";
+        }
+        return "preferences";
+    }
+
+    // ---- lookups ---------------------------------------------------------------------------------------------
+
+    private static String requireAlias(Org org, String alias) {
+        if (alias == null || org.routesOf(alias).isEmpty()) {
+            throw new RequestException(ApiError.notFound("No alias group '" + alias + "' in this organization."));
+        }
+        return alias;
+    }
+
+    private static Route requireRoute(Org org, String routeId) {
+        return org.route(routeId == null ? "" : routeId).orElseThrow(() -> new RequestException(
+                ApiError.notFound("No route '" + routeId + "' in this organization.")));
+    }
+
+    private static RequestException notMember(String alias, String route) {
+        return new RequestException(ApiError.invalidRequest("not_a_member", "Route '" + route
+                + "' is not a member of '" + alias + "'.", "members"));
+    }
+}

@@ -1,0 +1,184 @@
+package dev.hedgerow.admin;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.catalog.ApiKey;
+import dev.hedgerow.catalog.CatalogError;
+import dev.hedgerow.catalog.CatalogException;
+import dev.hedgerow.catalog.CatalogLoader;
+import dev.hedgerow.catalog.FailoverCriterion;
+import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Provider;
+import dev.hedgerow.catalog.Route;
+
+import java.math.BigDecimal;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Validates an edited org with exactly the rules that load {@code hedgerow.yaml}: the org is written back as a
+ * one-org configuration document (JSON is YAML) and read by {@link CatalogLoader}, so an admin edit can never
+ * store what the file loader would refuse, and every error carries the same path ({@code routes[2].weight}).
+ * Keys are held only as hashes, so each is written as a distinct stand-in secret (keys are not editable here).
+ * Adds the rules of operator pins and drains, which only admin edits create. Stateless; thread-safe.
+ */
+public final class OrgValidator {
+    private static final CatalogLoader LOADER = new CatalogLoader(name -> null);
+
+    private OrgValidator() {
+    }
+
+    /** Every problem of the org (empty = valid), paths relative to the org. */
+    public static List<CatalogError> validate(Org org) {
+        List<CatalogError> out = new ArrayList<>();
+        try {
+            LOADER.parse(Json.write(document(org)));
+        } catch (CatalogException e) {
+            for (CatalogError err : e.errors()) {
+                String path = err.path().startsWith("orgs[0].") ? err.path().substring("orgs[0].".length())
+                        : err.path().equals("orgs[0]") ? "" : err.path();
+                out.add(new CatalogError(path, err.message()));
+            }
+        }
+        operatorRules(org, out);
+        return out;
+    }
+
+    private static void operatorRules(Org org, List<CatalogError> out) {
+        Map<String, List<Integer>> byAlias = new LinkedHashMap<>();
+        for (int i = 0; i < org.routes().size(); i++) {
+            byAlias.computeIfAbsent(org.routes().get(i).alias(), a -> new ArrayList<>()).add(i);
+        }
+        byAlias.forEach((alias, idx) -> {
+            List<Integer> pinned = idx.stream().filter(i -> org.routes().get(i).pinned()).toList();
+            if (pinned.size() > 1) {
+                out.add(new CatalogError("routes[" + pinned.get(1) + "].tags", "alias \"" + alias
+                        + "\" has more than one pinned member; pin exactly one"));
+            }
+            for (int i : pinned) {
+                if (org.routes().get(i).drained()) {
+                    out.add(new CatalogError("routes[" + i + "].tags", "a pinned member cannot be drained"));
+                }
+            }
+            if (idx.stream().allMatch(i -> org.routes().get(i).drained())) {
+                out.add(new CatalogError("routes[" + idx.get(0) + "].tags", "every member of alias \"" + alias
+                        + "\" is drained; at least one must take traffic"));
+            }
+        });
+    }
+
+    /** The org as a configuration document with one org. */
+    static ObjectNode document(Org org) {
+        ObjectNode root = JsonNodeFactory.instance.objectNode();
+        ObjectNode o = root.putArray("orgs").addObject();
+        o.put("id", esc(org.id()));
+        keys(o.putArray("keys"), org.keys(), org.id() + "-client-");
+        keys(o.putArray("admin_keys"), org.adminKeys(), org.id() + "-admin-");
+        ArrayNode providers = o.putArray("providers");
+        int c = 0;
+        for (Provider p : org.providers()) {
+            ObjectNode n = providers.addObject();
+            n.put("id", esc(p.id()));
+            n.put("base_url", esc(p.baseUrl()));
+            if (p.apiKey() != null) {
+                n.put("api_key", esc(p.apiKey()));
+            }
+            n.put("dialect", p.dialect().wireName());
+            if (p.metricsUrl() != null) {
+                n.put("metrics_url", esc(p.metricsUrl()));
+            }
+            if (p.capacityKeyHash() != null) {
+                n.put("capacity_key", "hr-validate-" + org.id() + "-capacity-" + c++);
+            }
+        }
+        ArrayNode routes = o.putArray("routes");
+        for (Route r : org.routes()) {
+            ObjectNode n = routes.addObject();
+            n.put("id", esc(r.id()));
+            n.put("alias", esc(r.alias()));
+            n.put("provider", esc(r.provider()));
+            n.put("model", esc(r.model()));
+            n.put("weight", r.weight());
+            n.put("priority", r.priority());
+            n.put("context_window", r.contextWindow());
+            r.capabilities().stream().sorted().forEach(n.putArray("capabilities")::add);
+            r.parameters().stream().sorted().forEach(n.putArray("parameters")::add);
+            n.putObject("price").put("prompt_per_mtok", r.price().promptPerMtok())
+                    .put("completion_per_mtok", r.price().completionPerMtok());
+            if (r.description() != null) {
+                n.put("description", esc(r.description()));
+            }
+            ArrayNode tags = n.putArray("tags");
+            r.tags().forEach(t -> tags.add(esc(t)));
+            n.put("embeddings", r.embeddings());
+        }
+        ObjectNode groups = o.putObject("groups");
+        org.groups().forEach((alias, g) -> groups.set(esc(alias), group(g)));
+        ObjectNode routing = o.putObject("routing");
+        if (org.routing().aliasHeader() != null) {
+            routing.put("alias_header", esc(org.routing().aliasHeader()));
+        }
+        routing.put("path_alias", org.routing().pathAlias());
+        return root;
+    }
+
+    private static void keys(ArrayNode out, List<ApiKey> keys, String prefix) {
+        for (int i = 0; i < keys.size(); i++) {
+            out.addObject().put("name", esc(keys.get(i).name())).put("key", "hr-validate-" + prefix + i);
+        }
+    }
+
+    private static ObjectNode group(GroupSettings g) {
+        ObjectNode n = JsonNodeFactory.instance.objectNode();
+        n.put("strategy", g.strategy().wireName());
+        n.put("resume_mid_stream", g.resumeMidStream());
+        n.put("hedging", g.hedging());
+        n.putObject("breaker").put("max_fails", g.breaker().maxFails())
+                .put("fail_timeout", duration(g.breaker().failTimeout()));
+        n.put("max_attempts", g.retry().maxAttempts());
+        n.put("max_resumes", g.retry().maxResumes());
+        ArrayNode fc = n.putArray("failover_criteria");
+        Arrays.stream(FailoverCriterion.values()).filter(g.retry().failoverCriteria()::contains)
+                .forEach(c -> fc.add(c.wireName()));
+        n.put("max_retry_after_wait", duration(g.retry().maxRetryAfterWait()));
+        GroupSettings.Timeouts t = g.timeouts();
+        n.put("connect_timeout", duration(t.connect()));
+        n.put("read_timeout", duration(t.read()));
+        n.put("write_timeout", duration(t.write()));
+        n.put("first_token_floor", duration(t.firstTokenFloor()));
+        n.put("first_token_ceiling", duration(t.firstTokenCeiling()));
+        n.put("stall_floor", duration(t.stallFloor()));
+        GroupSettings.Balancer b = g.balancer();
+        n.put("hash_on_header", esc(b.hashOnHeader()));
+        n.put("latency_strategy", b.latencyStrategy().name().toLowerCase(Locale.ROOT));
+        n.put("tokens_count_strategy", b.tokensCountStrategy().name().toLowerCase(Locale.ROOT));
+        n.put("usage_window", duration(b.usageWindow()));
+        if (b.embeddingsRoute() != null) {
+            n.put("embeddings_route", esc(b.embeddingsRoute()));
+        }
+        n.put("threshold", b.threshold());
+        n.put("slow_bar", b.slowBar());
+        n.putObject("slo").put("decode_tokens_per_second", g.slo().decodeTokensPerSecond())
+                .put("first_token", duration(g.slo().firstToken()))
+                .put("standard_prompt_max_tokens", g.slo().standardPromptMaxTokens());
+        return n;
+    }
+
+    /** Milliseconds with as many decimals as the duration needs (the loader reads fractional amounts). */
+    static String duration(Duration d) {
+        return BigDecimal.valueOf(d.toNanos(), 6).stripTrailingZeros().toPlainString() + "ms";
+    }
+
+    /** Values are never environment references: a literal {@code ${} is written {@code $${}. */
+    private static String esc(String s) {
+        return s == null ? null : s.replace("${", "$${");
+    }
+}

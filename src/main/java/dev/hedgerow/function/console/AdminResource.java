@@ -1,0 +1,225 @@
+package dev.hedgerow.function.console;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.admin.AdminService;
+import dev.hedgerow.admin.InvalidEdit;
+import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.RequestException;
+import dev.hedgerow.catalog.Catalog;
+import dev.hedgerow.catalog.CatalogError;
+import dev.hedgerow.catalog.Keys;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.function.HedgerowApp;
+import io.smallrye.mutiny.Uni;
+import jakarta.inject.Inject;
+import jakarta.ws.rs.Consumes;
+import jakarta.ws.rs.DefaultValue;
+import jakarta.ws.rs.GET;
+import jakarta.ws.rs.POST;
+import jakarta.ws.rs.PUT;
+import jakarta.ws.rs.Path;
+import jakarta.ws.rs.PathParam;
+import jakarta.ws.rs.Produces;
+import jakarta.ws.rs.QueryParam;
+import jakarta.ws.rs.core.HttpHeaders;
+import jakarta.ws.rs.core.MediaType;
+import jakarta.ws.rs.core.Response;
+import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.tags.Tag;
+import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
+
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * The console function's admin API under {@code /admin}: org-scoped by the admin key in
+ * {@code Authorization: Bearer <admin key>} (another org's data is never visible; a client key is refused with
+ * 403), errors in the OpenAI envelope. Thin: authenticate, call {@link AdminService}, answer JSON. Answers 404 when
+ * this process does not serve the console function.
+ */
+@Path("/admin")
+@Produces(MediaType.APPLICATION_JSON)
+@Tag(name = "admin")
+public class AdminResource {
+    @Inject
+    HedgerowApp app;
+
+    private volatile AdminService service;
+
+    private AdminService service() {
+        AdminService s = service;
+        if (s == null) {
+            s = new AdminService(app.core());
+            service = s;
+        }
+        return s;
+    }
+
+    /** The admin key's org; throws the 401/403/404 answer otherwise. */
+    private Org org(HttpHeaders headers) {
+        if (!app.functions().has("console")) {
+            throw new RequestException(ApiError.notFound("The console function is not enabled here."));
+        }
+        String auth = headers.getHeaderString(HttpHeaders.AUTHORIZATION);
+        if (auth == null || !auth.regionMatches(true, 0, "Bearer ", 0, 7) || auth.substring(7).isBlank()) {
+            throw new RequestException(ApiError.unauthorized());
+        }
+        String hash = Keys.sha256Hex(auth.substring(7).trim());
+        Catalog catalog = app.core().catalog().current();
+        return catalog.orgForAdminKeyHash(hash).orElseThrow(() -> catalog.orgForKeyHash(hash).isPresent()
+                ? new RequestException(new ApiError(403, "permission_error", "admin_key_required",
+                "This is a client key; the admin API needs an admin key of your organization.", null, null))
+                : new RequestException(ApiError.unauthorized()));
+    }
+
+    @GET
+    @Path("/whoami")
+    @Operation(summary = "The organization of the admin key")
+    public ObjectNode whoami(HttpHeaders headers) {
+        Org org = org(headers);
+        ObjectNode n = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+        n.put("org", org.id());
+        ArrayNode aliases = n.putArray("aliases");
+        org.aliases().forEach(aliases::add);
+        return n;
+    }
+
+    @GET
+    @Path("/groups")
+    @Operation(summary = "Alias groups with their strategy and members")
+    public ObjectNode groups(HttpHeaders headers) {
+        return service().groups(org(headers));
+    }
+
+    @GET
+    @Path("/groups/{alias: .+}")
+    @Operation(summary = "One alias group")
+    public ObjectNode group(HttpHeaders headers, @PathParam("alias") String alias) {
+        return service().group(org(headers), alias);
+    }
+
+    @PUT
+    @Path("/groups/{alias: .+}")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Edit a group's strategy and its members' weights and priorities (validated)")
+    public Uni<ObjectNode> editGroup(HttpHeaders headers, @PathParam("alias") String alias, JsonNode body) {
+        return service().editGroup(org(headers), alias, body);
+    }
+
+    @POST
+    @Path("/members/pin")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Pin a member: only it takes its alias's traffic. Body {\"route\": id}")
+    public Uni<ObjectNode> pin(HttpHeaders headers, JsonNode body) {
+        return service().pin(org(headers), text(body, "route"));
+    }
+
+    @POST
+    @Path("/members/unpin")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Remove the pin of an alias. Body {\"alias\": alias}")
+    public Uni<ObjectNode> unpin(HttpHeaders headers, JsonNode body) {
+        return service().unpin(org(headers), text(body, "alias"));
+    }
+
+    @POST
+    @Path("/members/drain")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Drain (or undrain) a member. Body {\"route\": id, \"drained\": true}")
+    public Uni<ObjectNode> drain(HttpHeaders headers, JsonNode body) {
+        return service().drain(org(headers), text(body, "route"), body.path("drained").asBoolean(true));
+    }
+
+    @PUT
+    @Path("/routes/standing")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Set a route's operator standing. Body {\"route\": id, \"standing\": \"good|suspended\"}")
+    public Uni<ObjectNode> standing(HttpHeaders headers, JsonNode body) {
+        return service().standing(org(headers), text(body, "route"), text(body, "standing"));
+    }
+
+    @PUT
+    @Path("/routes/verification")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Set a route's verification. Body {\"route\": id, \"verification\": \"pass|fail:<why>\"}")
+    public Uni<ObjectNode> verification(HttpHeaders headers, JsonNode body) {
+        return service().verification(org(headers), text(body, "route"), text(body, "verification"));
+    }
+
+    @GET
+    @Path("/health")
+    @Operation(summary = "Live health of every member: cooldown, half-open, breaker, SLO, predicted TTFT, leases, usage")
+    public Uni<ObjectNode> health(HttpHeaders headers, @QueryParam("alias") String alias) {
+        return service().health(org(headers), alias == null || alias.isBlank() ? null : alias);
+    }
+
+    @GET
+    @Path("/audit")
+    @Operation(summary = "Audit events, newest first; filter by type, alias, reason")
+    public Uni<ObjectNode> audit(HttpHeaders headers, @QueryParam("type") String type,
+                                 @QueryParam("alias") String alias, @QueryParam("reason") String reason,
+                                 @QueryParam("limit") @DefaultValue("50") int limit) {
+        return service().audit(org(headers), blank(type), blank(alias), blank(reason), limit);
+    }
+
+    @POST
+    @Path("/explain")
+    @Consumes(MediaType.WILDCARD)
+    @Operation(summary = "Plan a chat request: each member's filters passed or failed, and the candidates' order")
+    public Uni<ObjectNode> explain(HttpHeaders headers, byte[] body) {
+        Org org = org(headers);
+        Map<String, String> h = new HashMap<>();
+        headers.getRequestHeaders().forEach((k, v) -> {
+            if (!v.isEmpty()) {
+                h.put(k.toLowerCase(Locale.ROOT), v.get(0));
+            }
+        });
+        h.remove("authorization");
+        return service().explain(org, body == null ? new byte[0] : body, h);
+    }
+
+    private static String blank(String s) {
+        return s == null || s.isBlank() ? null : s;
+    }
+
+    private static String text(JsonNode body, String field) {
+        if (body == null || !body.hasNonNull(field) || !body.get(field).isTextual()) {
+            throw new RequestException(ApiError.invalidRequest("'" + field + "' is required.", field));
+        }
+        return body.get(field).asText();
+    }
+
+    @ServerExceptionMapper
+    public Response requestError(RequestException e) {
+        return error(e.error(), null);
+    }
+
+    @ServerExceptionMapper
+    public Response invalidEdit(InvalidEdit e) {
+        ArrayNode errors = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
+        for (CatalogError err : e.errors()) {
+            errors.addObject().put("path", err.path()).put("message", err.message());
+        }
+        return error(ApiError.invalidRequest("invalid_catalog", e.getMessage(), null), errors);
+    }
+
+    @ServerExceptionMapper
+    public Response unknownOrg(IllegalArgumentException e) {
+        return error(ApiError.invalidRequest(e.getMessage(), null), null);
+    }
+
+    private static Response error(ApiError err, ArrayNode errors) {
+        ObjectNode body = err.toNode();
+        if (errors != null) {
+            ((ObjectNode) body.get("error")).set("errors", errors);
+        }
+        Response.ResponseBuilder b = Response.status(err.status()).type(MediaType.APPLICATION_JSON).entity(body);
+        if (err.retryAfterSeconds() != null) {
+            b.header("retry-after", err.retryAfterSeconds());
+        }
+        return b.build();
+    }
+}

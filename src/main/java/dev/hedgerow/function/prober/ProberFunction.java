@@ -1,0 +1,133 @@
+package dev.hedgerow.function.prober;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.catalog.Keys;
+import dev.hedgerow.function.HedgerowApp;
+import dev.hedgerow.function.VertxScheduler;
+import dev.hedgerow.prober.Prober;
+import dev.hedgerow.prober.ProberConfig;
+import dev.hedgerow.prober.RoundReport;
+import dev.hedgerow.runtime.Hedgerow;
+import dev.hedgerow.time.Ticker;
+import io.quarkus.runtime.ShutdownEvent;
+import io.quarkus.runtime.StartupEvent;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import jakarta.enterprise.context.ApplicationScoped;
+import jakarta.enterprise.event.Observes;
+import jakarta.inject.Inject;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+
+import java.time.Duration;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The prober function's edge: {@code POST /prober/run} runs one probe round (what an EventBridge schedule or a
+ * Knative PingSource triggers) and answers its report; with {@code hedgerow.prober.interval} above zero an
+ * in-process timer also runs a round at that interval (scripts/run). Both only when this process serves the
+ * prober function. When {@code hedgerow.prober.token} is set, the endpoint needs it as a bearer token.
+ */
+@ApplicationScoped
+public class ProberFunction {
+    private static final System.Logger LOG = System.getLogger("dev.hedgerow.prober");
+
+    @Inject
+    HedgerowApp app;
+
+    @Inject
+    Vertx vertx;
+
+    @ConfigProperty(name = "hedgerow.prober.interval", defaultValue = "15s")
+    Duration interval;
+
+    @ConfigProperty(name = "hedgerow.prober.concurrency", defaultValue = "4")
+    int concurrency;
+
+    @ConfigProperty(name = "hedgerow.prober.timeout", defaultValue = "10s")
+    Duration timeout;
+
+    @ConfigProperty(name = "hedgerow.prober.token")
+    Optional<String> token;
+
+    private volatile Prober prober;
+    private volatile VertxMetricsSource metrics;
+    private final AtomicBoolean running = new AtomicBoolean();
+    private volatile long timerId = -1;
+
+    void mount(@Observes Router router) {
+        if (app.functions().has("prober")) {
+            router.post("/prober/run").handler(this::run);
+        }
+    }
+
+    void onStart(@Observes StartupEvent ev) {
+        if (app.functions().has("prober") && !interval.isZero() && !interval.isNegative()) {
+            timerId = vertx.setPeriodic(interval.toMillis(), id -> round().subscribe().with(r -> { },
+                    t -> LOG.log(System.Logger.Level.WARNING, "probe round failed: " + t)));
+            LOG.log(System.Logger.Level.INFO, "prober: a round every {0}", interval);
+        }
+    }
+
+    void onStop(@Observes ShutdownEvent ev) {
+        if (timerId >= 0) {
+            vertx.cancelTimer(timerId);
+        }
+        if (metrics != null) {
+            metrics.close();
+        }
+    }
+
+    /** One round, unless this instance is still running the previous one. */
+    private io.smallrye.mutiny.Uni<RoundReport> round() {
+        if (!running.compareAndSet(false, true)) {
+            return io.smallrye.mutiny.Uni.createFrom().item(
+                    new RoundReport(false, "the previous round on this instance is still running",
+                            java.util.List.of(), java.util.List.of()));
+        }
+        return prober().runRound().eventually(() -> running.set(false));
+    }
+
+    private void run(RoutingContext ctx) {
+        HttpServerResponse resp = ctx.response();
+        if (token.isPresent() && !token.get().isBlank()) {
+            String auth = ctx.request().getHeader("authorization");
+            String presented = auth != null && auth.regionMatches(true, 0, "Bearer ", 0, 7) ? auth.substring(7).trim()
+                    : null;
+            if (!Keys.constantTimeEquals(presented == null ? "" : Keys.sha256Hex(presented),
+                    Keys.sha256Hex(token.get()))) {
+                write(resp, ApiError.unauthorized().status(), ApiError.unauthorized().toNode());
+                return;
+            }
+        }
+        round().subscribe().with(r -> write(resp, 200, Json.MAPPER.valueToTree(r)),
+                t -> write(resp, 500, new ApiError(500, "server_error", "probe_round_failed",
+                        "The probe round failed: " + t.getClass().getSimpleName(), null, null).toNode()));
+    }
+
+    private static void write(HttpServerResponse resp, int status, com.fasterxml.jackson.databind.JsonNode body) {
+        if (resp.closed() || resp.ended()) {
+            return;
+        }
+        resp.setStatusCode(status).putHeader("content-type", "application/json")
+                .end(Buffer.buffer(Json.bytes(body)));
+    }
+
+    private synchronized Prober prober() {
+        if (prober == null) {
+            Hedgerow core = app.core();
+            metrics = new VertxMetricsSource(vertx);
+            ProberConfig config = ProberConfig.defaults().withConcurrency(concurrency).withProbeTimeout(timeout);
+            prober = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
+                    core.samples(), core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
+                    core.tokens()::countRequest, "hedgerow-" + UUID.randomUUID()), config);
+        }
+        return prober;
+    }
+}

@@ -1,0 +1,196 @@
+package dev.hedgerow.prober;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.catalog.Provider;
+import dev.hedgerow.time.Cancellable;
+import dev.hedgerow.time.Scheduler;
+import dev.hedgerow.time.Ticker;
+import dev.hedgerow.upstream.SseDecoder;
+import dev.hedgerow.upstream.SseEvent;
+import dev.hedgerow.upstream.TransportFailure;
+import dev.hedgerow.upstream.UpstreamClient;
+import dev.hedgerow.upstream.UpstreamHandler;
+import dev.hedgerow.upstream.UpstreamRequest;
+import io.smallrye.mutiny.Uni;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+/**
+ * One probe request straight to a provider (not through the gateway): a chat completion, streamed or not, timed
+ * with the ticker, cut off at a hard timeout so one slow provider cannot hold up a probe round. Completes exactly
+ * once; the exchange is cancelled on timeout. Thread-safe.
+ */
+final class ProbeCall implements UpstreamHandler {
+    private static final int MAX_BODY = 256 * 1024;
+
+    private final Ticker ticker;
+    private final boolean stream;
+    private final Consumer<ProbeOutcome> done;
+    private final AtomicBoolean finished = new AtomicBoolean();
+    private final long start;
+    private final StringBuilder content = new StringBuilder();
+    private final ByteArrayOutputStream raw = new ByteArrayOutputStream();
+    private final SseDecoder decoder;
+    private volatile UpstreamClient.Exchange exchange;
+    private volatile Cancellable timer = Cancellable.NONE;
+    private int status;
+    private long firstNanos = -1;
+    private long lastNanos = -1;
+    private int deltas;
+    private int usageTokens = -1;
+    private String model;
+
+    private ProbeCall(Ticker ticker, boolean stream, Consumer<ProbeOutcome> done) {
+        this.ticker = ticker;
+        this.stream = stream;
+        this.done = done;
+        this.start = ticker.nanos();
+        this.decoder = new SseDecoder(this::onEvent, MAX_BODY);
+    }
+
+    /** Sends {@code body} (a chat completion request naming the route's model) to the provider. */
+    static Uni<ProbeOutcome> send(UpstreamClient upstream, Scheduler scheduler, Ticker ticker, Provider provider,
+                                  ObjectNode body, Duration timeout) {
+        boolean stream = body.path("stream").asBoolean(false);
+        return Uni.createFrom().emitter(em -> {
+            ProbeCall call = new ProbeCall(ticker, stream, em::complete);
+            Map<String, String> headers = new LinkedHashMap<>();
+            headers.put("content-type", "application/json");
+            headers.put("accept", stream ? "text/event-stream" : "application/json");
+            if (provider.apiKey() != null && !provider.apiKey().isEmpty()) {
+                headers.put("authorization", "Bearer " + provider.apiKey());
+            }
+            headers.put("x-hedgerow-probe", "1");
+            String base = provider.baseUrl().replaceAll("/+$", "");
+            Duration connect = timeout.compareTo(Duration.ofSeconds(5)) < 0 ? timeout : Duration.ofSeconds(5);
+            call.timer = scheduler.schedule(timeout, () -> call.finish(new ProbeOutcome.Failed(0,
+                    "no answer within " + timeout.toMillis() + " ms")));
+            call.exchange = upstream.send(new UpstreamRequest(base + "/chat/completions", headers, Json.bytes(body),
+                    connect), call);
+            if (call.finished.get()) {
+                call.exchange.cancel();
+            }
+        });
+    }
+
+    private void finish(ProbeOutcome outcome) {
+        if (!finished.compareAndSet(false, true)) {
+            return;
+        }
+        timer.cancel();
+        UpstreamClient.Exchange ex = exchange;
+        if (ex != null && !(outcome instanceof ProbeOutcome.Answered)) {
+            ex.cancel();
+        }
+        done.accept(outcome);
+    }
+
+    @Override
+    public synchronized void onHead(int status, Map<String, String> headers) {
+        this.status = status;
+    }
+
+    @Override
+    public synchronized void onData(byte[] bytes) {
+        if (finished.get()) {
+            return;
+        }
+        if (status != 200 || !stream) {
+            if (raw.size() + bytes.length > MAX_BODY) {
+                finish(new ProbeOutcome.Failed(status, "response larger than " + MAX_BODY + " bytes"));
+                return;
+            }
+            raw.writeBytes(bytes);
+            return;
+        }
+        try {
+            decoder.feed(bytes);
+        } catch (SseDecoder.OversizeException e) {
+            finish(new ProbeOutcome.Failed(status, "oversized event"));
+        }
+    }
+
+    private void onEvent(SseEvent e) {
+        if (e.isDone()) {
+            return;
+        }
+        JsonNode n;
+        try {
+            n = Json.parse(e.data());
+        } catch (IOException ex) {
+            return;
+        }
+        if (n.has("error")) {
+            finish(new ProbeOutcome.Failed(status, "error event in the stream"));
+            return;
+        }
+        if (n.hasNonNull("model")) {
+            model = n.get("model").asText();
+        }
+        if (n.path("usage").has("completion_tokens")) {
+            usageTokens = n.path("usage").path("completion_tokens").asInt();
+        }
+        String delta = n.path("choices").path(0).path("delta").path("content").asText("");
+        if (!delta.isEmpty()) {
+            long now = ticker.nanos();
+            if (firstNanos < 0) {
+                firstNanos = now;
+            }
+            lastNanos = now;
+            deltas++;
+            content.append(delta);
+        }
+    }
+
+    @Override
+    public synchronized void onEnd() {
+        long now = ticker.nanos();
+        if (status != 200) {
+            finish(new ProbeOutcome.Failed(status, "http " + status));
+            return;
+        }
+        if (!stream) {
+            JsonNode n;
+            try {
+                n = Json.parse(raw.toByteArray());
+            } catch (IOException e) {
+                finish(new ProbeOutcome.Failed(status, "malformed JSON answer"));
+                return;
+            }
+            String text = n.path("choices").path(0).path("message").path("content").asText("");
+            if (text.isEmpty()) {
+                finish(new ProbeOutcome.Failed(status, "empty answer"));
+                return;
+            }
+            int tokens = n.path("usage").path("completion_tokens").asInt(0);
+            long e2e = ms(now - start);
+            finish(new ProbeOutcome.Answered(e2e, tokens, 0, e2e, n.hasNonNull("model") ? n.get("model").asText()
+                    : null, text));
+            return;
+        }
+        if (firstNanos < 0) {
+            finish(new ProbeOutcome.Failed(status, "stream ended with no content"));
+            return;
+        }
+        int tokens = usageTokens > 0 ? usageTokens : deltas;
+        finish(new ProbeOutcome.Answered(ms(firstNanos - start), tokens, ms(lastNanos - firstNanos), ms(now - start),
+                model, content.toString()));
+    }
+
+    @Override
+    public void onError(TransportFailure failure) {
+        finish(new ProbeOutcome.Failed(0, "transport: " + failure.kind().name().toLowerCase(java.util.Locale.ROOT)));
+    }
+
+    private static long ms(long nanos) {
+        return Math.max(0, nanos / 1_000_000L);
+    }
+}

@@ -1,0 +1,300 @@
+package dev.hedgerow.prober;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.admin.TtftSamples;
+import dev.hedgerow.catalog.Catalog;
+import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Provider;
+import dev.hedgerow.catalog.Route;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.Router;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.time.Scheduler;
+import dev.hedgerow.time.Ticker;
+import dev.hedgerow.upstream.UpstreamClient;
+import io.smallrye.mutiny.Multi;
+import io.smallrye.mutiny.Uni;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.function.Supplier;
+import java.util.function.ToIntFunction;
+
+/**
+ * One probe round over every chat route of every org (what a schedule triggers):
+ * <ul>
+ *   <li>a standard-size streamed probe per route, straight to the provider, whose first-token time and decode
+ *       speed feed the same learned models (and so the same SLO status) as live traffic;</li>
+ *   <li>for a route out of cooldown but still at its failure limit, the fleet's single half-open probe
+ *       ({@link StateStore#tryAcquireProbe}), whose outcome closes or re-opens the breaker; routes cooling down are
+ *       left alone;</li>
+ *   <li>a known-answer check ({@code "Reply with exactly: <nonce>"}) and the model the response claims, written as
+ *       the route's {@code verification} blob ({@code pass} / {@code fail:<why>}); the router excludes a failing
+ *       route until a later round passes it;</li>
+ *   <li>a scrape of each provider's {@code metrics_url} (vLLM / SGLang Prometheus text) into a {@code capacity}
+ *       report with a TTL.</li>
+ * </ul>
+ * Probes run at most {@link ProberConfig#concurrency()} at a time, each bounded in tokens and cut off at
+ * {@link ProberConfig#probeTimeout()}; a fleet-wide lock keeps rounds from overlapping across instances.
+ * Thread-safe; a round's work is independent of any other.
+ */
+public final class Prober {
+    /** The route blob with the verification verdict the router reads. */
+    public static final String VERIFICATION = "verification";
+    static final String LOCK = "prober-round";
+
+    /** The ports and state a prober works with. */
+    public record Deps(StateStore store, Supplier<Catalog> catalog, LearnedModels models, TtftSamples samples,
+                       UpstreamClient upstream, MetricsSource metrics, Scheduler scheduler, Ticker ticker,
+                       ToIntFunction<com.fasterxml.jackson.databind.JsonNode> countPrompt, String instanceId) {
+    }
+
+    private final Deps deps;
+    private final ProberConfig config;
+    private final Random random = new Random();
+    private final System.Logger log = System.getLogger("dev.hedgerow.prober");
+
+    public Prober(Deps deps, ProberConfig config) {
+        this.deps = deps;
+        this.config = config;
+    }
+
+    /** One round; completes when every probe finished or timed out (never fails). */
+    public Uni<RoundReport> runRound() {
+        List<Target> targets = new ArrayList<>();
+        List<Scrape> scrapes = new ArrayList<>();
+        for (Org org : deps.catalog().get().orgs()) {
+            for (Route r : org.routes()) {
+                if (!r.embeddings()) {
+                    targets.add(new Target(org, r, org.provider(r.provider()).orElseThrow()));
+                }
+            }
+            for (Provider p : org.providers()) {
+                if (p.metricsUrl() != null) {
+                    scrapes.add(new Scrape(org, p, org.routes().stream()
+                            .filter(r -> r.provider().equals(p.id()) && !r.embeddings()).toList()));
+                }
+            }
+        }
+        // the lock outlives the longest round: two calls per route, run `concurrency` at a time, plus scrapes
+        long waves = (targets.size() + config.concurrency() - 1) / config.concurrency() * 2L + 2;
+        Duration lockTtl = config.probeTimeout().multipliedBy(waves).plusSeconds(5);
+        String owner = deps.instanceId() + "/" + HexFormat.of().toHexDigits(random.nextLong());
+        return deps.store().tryLock(LOCK, owner, lockTtl)
+                .onFailure().recoverWithItem(false)
+                .flatMap(locked -> {
+                    if (!locked) {
+                        return Uni.createFrom().item(RoundReport.skipped("another probe round is running"));
+                    }
+                    return round(targets, scrapes)
+                            .call(() -> deps.store().unlock(LOCK, owner).onFailure().recoverWithNull());
+                });
+    }
+
+    private Uni<RoundReport> round(List<Target> targets, List<Scrape> scrapes) {
+        Uni<Map<String, RouteSnapshot>> snapshots = targets.isEmpty() ? Uni.createFrom().item(Map.of())
+                : deps.store().snapshot(targets.stream().map(Target::key).toList(), Duration.ofMinutes(1));
+        return snapshots.onFailure().recoverWithItem(Map.of()).flatMap(states -> {
+            Uni<List<RoundReport.RouteResult>> probes = targets.isEmpty() ? Uni.createFrom().item(List.of())
+                    : Multi.createFrom().iterable(targets)
+                    .onItem().transformToUni(t -> probeRoute(t, states.getOrDefault(t.key(),
+                            RouteSnapshot.empty(t.key()))).onFailure().recoverWithItem(e ->
+                            new RoundReport.RouteResult(t.org.id(), t.route.id(), "probe", "failed: " + e, null,
+                                    null, null)))
+                    .merge(config.concurrency())
+                    .collect().asList();
+            Uni<List<RoundReport.ScrapeResult>> scraped = scrapes.isEmpty() ? Uni.createFrom().item(List.of())
+                    : Multi.createFrom().iterable(scrapes)
+                    .onItem().transformToUni(this::scrape)
+                    .merge(config.concurrency())
+                    .collect().asList();
+            return Uni.combine().all().unis(probes, scraped).asTuple()
+                    .map(t -> new RoundReport(true, "probed " + t.getItem1().size() + " route(s)", t.getItem1(),
+                            t.getItem2()));
+        });
+    }
+
+    private Uni<RoundReport.RouteResult> probeRoute(Target t, RouteSnapshot s) {
+        GroupSettings.Breaker breaker = t.org.group(t.route.alias()).breaker();
+        if (s.coolingDown()) {
+            return Uni.createFrom().item(result(t, "skipped", "cooling down", null, null));
+        }
+        boolean halfOpen = s.fails() >= breaker.maxFails();
+        Uni<Boolean> slot = halfOpen
+                ? deps.store().tryAcquireProbe(t.key(), breaker.maxFails(), config.probeTimeout().plusSeconds(5))
+                : Uni.createFrom().item(true);
+        return slot.flatMap(acquired -> {
+            if (!acquired) {
+                return Uni.createFrom().item(result(t, "skipped", "half-open probe taken elsewhere", null, null));
+            }
+            String action = halfOpen ? "half_open_probe" : "probe";
+            ObjectNode body = speedProbe(t.route);
+            int promptTokens = deps.countPrompt().applyAsInt(body);
+            return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
+                    config.probeTimeout()).flatMap(outcome -> {
+                if (outcome instanceof ProbeOutcome.Failed f) {
+                    return deps.store().recordFailure(t.key(), breaker.maxFails(), breaker.failTimeout())
+                            .onFailure().recoverWithNull()
+                            .replaceWith(result(t, action, "failed: " + f.reason(), null, null));
+                }
+                ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
+                learn(s, promptTokens, a);
+                Uni<?> breakerWrite = halfOpen || s.fails() > 0
+                        ? deps.store().recordSuccess(t.key(), breaker.maxFails(), breaker.failTimeout())
+                        .onFailure().recoverWithNull()
+                        : Uni.createFrom().voidItem();
+                Double tps = a.tokens() > 1 && a.decodeMs() > 0 ? (a.tokens() - 1) * 1000.0 / a.decodeMs() : null;
+                return breakerWrite.flatMap(x -> verify(t)).map(verdict ->
+                        result(t, action, "ok", a.ttftMs(), tps, verdict));
+            });
+        });
+    }
+
+    private void learn(RouteSnapshot s, int promptTokens, ProbeOutcome.Answered a) {
+        deps.models().learnFirstToken(s, promptTokens, a.ttftMs(), false);
+        deps.samples().record(s, promptTokens, a.ttftMs());
+        deps.models().learnDecode(s, a.tokens(), a.decodeMs(), a.e2eMs());
+    }
+
+    /**
+     * The known-answer check; returns the verdict written, or null when the route could not be reached (reachability
+     * is the breaker's business, not verification's).
+     */
+    private Uni<String> verify(Target t) {
+        String nonce = "hr-" + HexFormat.of().toHexDigits(random.nextInt());
+        ObjectNode body = JsonNodeFactory.instance.objectNode();
+        body.put("model", t.route.model());
+        body.putArray("messages").addObject().put("role", "user").put("content", KnownAnswer.prompt(nonce));
+        body.put("max_tokens", config.verifyMaxTokens());
+        body.put("temperature", 0);
+        body.put("stream", false);
+        return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
+                config.probeTimeout()).flatMap(outcome -> {
+            if (outcome instanceof ProbeOutcome.Failed f) {
+                if (f.status() == 0 || f.status() == 429 || f.status() >= 500) {
+                    return Uni.createFrom().nullItem();
+                }
+                return write(t, "fail:http " + f.status());
+            }
+            ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
+            return write(t, KnownAnswer.judge(nonce, t.route.model(), a.model(), a.content()));
+        });
+    }
+
+    private Uni<String> write(Target t, String verdict) {
+        return deps.store().putRouteBlob(t.key(), VERIFICATION, verdict, config.verificationTtl())
+                .onFailure().invoke(e -> log.log(System.Logger.Level.WARNING, "verification write failed: " + e))
+                .onFailure().recoverWithNull()
+                .replaceWith(verdict);
+    }
+
+    private Uni<RoundReport.ScrapeResult> scrape(Scrape sc) {
+        List<String> ids = sc.routes.stream().map(Route::id).toList();
+        return deps.metrics().fetch(sc.provider.metricsUrl(), config.probeTimeout())
+                .ifNoItem().after(config.probeTimeout()).fail()
+                .flatMap(text -> {
+                    List<Uni<Void>> writes = new ArrayList<>();
+                    List<String> fed = new ArrayList<>();
+                    for (Route r : sc.routes) {
+                        Optional<dev.hedgerow.routing.CapacityReport> rep = ServingMetrics.report(text, r.model(),
+                                config.maxQueue());
+                        rep.ifPresent(c -> {
+                            fed.add(r.id());
+                            writes.add(deps.store().putRouteBlob(Router.key(sc.org, r), LearnedModels.CAPACITY,
+                                    c.encode(), config.capacityTtl()));
+                        });
+                    }
+                    Uni<Void> all = writes.isEmpty() ? Uni.createFrom().voidItem()
+                            : Uni.join().all(writes).andCollectFailures().replaceWithVoid();
+                    return all.replaceWith(new RoundReport.ScrapeResult(sc.org.id(), sc.provider.id(), fed,
+                            fed.isEmpty() ? "no known metrics" : "ok"));
+                })
+                .onFailure().recoverWithItem(e -> new RoundReport.ScrapeResult(sc.org.id(), sc.provider.id(), ids,
+                        "failed: " + e.getClass().getSimpleName()));
+    }
+
+    /** A streamed request of the standard probe size, bounded by {@code probeMaxTokens}. */
+    private ObjectNode speedProbe(Route r) {
+        StringBuilder prompt = new StringBuilder("Write a short note about hedgerows. Context:");
+        int words = Math.max(0, config.standardPromptTokens() - 24);
+        for (int i = 0; i < words; i++) {
+            prompt.append(' ').append(FILLER[i % FILLER.length]);
+        }
+        ObjectNode body = JsonNodeFactory.instance.objectNode();
+        body.put("model", r.model());
+        body.putArray("messages").addObject().put("role", "user").put("content", prompt.toString());
+        body.put("max_tokens", config.probeMaxTokens());
+        body.put("stream", true);
+        body.putObject("stream_options").put("include_usage", true);
+        return body;
+    }
+
+    private static final String[] FILLER = ("hawthorn blackthorn hazel field maple holly dog rose bramble ivy "
+            + "wren robin dormouse hedgehog bank ditch lane meadow").split(" ");
+
+    private static RoundReport.RouteResult result(Target t, String action, String outcome, Long ttft, Double tps) {
+        return result(t, action, outcome, ttft, tps, null);
+    }
+
+    private static RoundReport.RouteResult result(Target t, String action, String outcome, Long ttft, Double tps,
+                                                  String verdict) {
+        return new RoundReport.RouteResult(t.org.id(), t.route.id(), action, outcome, ttft, tps, verdict);
+    }
+
+    private record Target(Org org, Route route, Provider provider) {
+        String key() {
+            return Router.key(org, route);
+        }
+    }
+
+    private record Scrape(Org org, Provider provider, List<Route> routes) {
+    }
+
+    /** The known-answer check's prompt and judgement. Stateless. */
+    static final class KnownAnswer {
+        private KnownAnswer() {
+        }
+
+        static String prompt(String nonce) {
+            return "Reply with exactly: " + nonce;
+        }
+
+        /** {@code pass}, or {@code fail:<why>}. */
+        static String judge(String nonce, String routeModel, String answeredModel, String content) {
+            if (content == null || !content.contains(nonce)) {
+                return "fail:wrong answer to the known-answer check";
+            }
+            if (answeredModel == null || answeredModel.isBlank()) {
+                return "fail:response names no model";
+            }
+            if (!sameModel(routeModel, answeredModel)) {
+                return "fail:served model '" + clip(answeredModel) + "' is not '" + clip(routeModel) + "'";
+            }
+            return "pass";
+        }
+
+        /** Equal ignoring case, or equal after the last '/' (providers prefix their own namespaces). */
+        static boolean sameModel(String claimed, String answered) {
+            String a = claimed.toLowerCase(Locale.ROOT);
+            String b = answered.toLowerCase(Locale.ROOT);
+            return a.equals(b) || tail(a).equals(tail(b));
+        }
+
+        private static String tail(String s) {
+            return s.substring(s.lastIndexOf('/') + 1);
+        }
+
+        private static String clip(String s) {
+            return s.length() > 80 ? s.substring(0, 80) : s;
+        }
+    }
+}

@@ -1,0 +1,41 @@
+package dev.hedgerow.prober;
+
+import java.time.Duration;
+
+/**
+ * Bounds and sizes of a probe round.
+ *
+ * @param concurrency          probes in flight at once in one round
+ * @param probeTimeout         hard limit on one probe (or one metrics scrape): a slow provider fails its probe
+ * @param probeMaxTokens       {@code max_tokens} of the speed probe (its cost bound)
+ * @param verifyMaxTokens      {@code max_tokens} of the known-answer check
+ * @param standardPromptTokens prompt size of the speed probe (a "standard-size" prompt for the SLO)
+ * @param capacityTtl          lifetime of a scraped capacity report (a stale one expires by itself)
+ * @param maxQueue             queue depth at which a scraped route has no headroom left
+ * @param verificationTtl      lifetime of a verification verdict (re-judged every round while the prober runs)
+ */
+public record ProberConfig(int concurrency, Duration probeTimeout, int probeMaxTokens, int verifyMaxTokens,
+                           int standardPromptTokens, Duration capacityTtl, int maxQueue, Duration verificationTtl) {
+
+    public ProberConfig {
+        if (concurrency < 1 || probeMaxTokens < 2 || verifyMaxTokens < 1 || standardPromptTokens < 1
+                || maxQueue < 1 || probeTimeout.isNegative() || probeTimeout.isZero()) {
+            throw new IllegalArgumentException("prober: concurrency, tokens and queue must be positive");
+        }
+    }
+
+    public static ProberConfig defaults() {
+        return new ProberConfig(4, Duration.ofSeconds(10), 32, 16, 256, Duration.ofSeconds(45), 64,
+                Duration.ofMinutes(30));
+    }
+
+    public ProberConfig withProbeTimeout(Duration d) {
+        return new ProberConfig(concurrency, d, probeMaxTokens, verifyMaxTokens, standardPromptTokens, capacityTtl,
+                maxQueue, verificationTtl);
+    }
+
+    public ProberConfig withConcurrency(int n) {
+        return new ProberConfig(n, probeTimeout, probeMaxTokens, verifyMaxTokens, standardPromptTokens, capacityTtl,
+                maxQueue, verificationTtl);
+    }
+}

@@ -1,0 +1,301 @@
+// Hedgerow console: plain DOM on the /admin API. No framework, no build step.
+'use strict';
+
+const KEY = 'hedgerow-admin-key';
+const STRATEGIES = ['auto', 'rr_health', 'weighted', 'least_latency', 'lowest_latency', 'consistent_hashing',
+  'least_connections', 'lowest_usage', 'priority', 'semantic'];
+const POLL_MS = 2000;
+let pollTimer = null;
+// route key "<alias>\u0000<route>" -> cells of its row, rebuilt with the editor
+let cells = new Map();
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children) if (c !== null && c !== undefined) e.append(c);
+  return e;
+}
+
+function svgEl(tag, attrs) {
+  const e = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  return e;
+}
+
+async function api(method, path, body) {
+  const opts = { method, headers: { authorization: 'Bearer ' + sessionStorage.getItem(KEY) } };
+  if (body !== undefined) {
+    opts.headers['content-type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, opts);
+  const text = await resp.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch (e) { /* not JSON */ }
+  if (!resp.ok) {
+    const err = json && json.error ? json.error : { message: resp.status + ' ' + text };
+    const detail = (err.errors || []).map(x => (x.path ? x.path + ': ' : '') + x.message).join('; ');
+    const e = new Error(detail || err.message);
+    e.status = resp.status;
+    throw e;
+  }
+  return json;
+}
+
+function status(msg, isError) {
+  const s = document.getElementById('status');
+  s.textContent = msg;
+  s.className = isError ? 'error' : '';
+}
+
+// ---- sign in ------------------------------------------------------------------------------------------------
+
+async function signIn(key) {
+  sessionStorage.setItem(KEY, key);
+  try {
+    const me = await api('GET', '/admin/whoami');
+    document.getElementById('whoami').textContent = 'Organization: ' + me.org;
+    document.getElementById('signin').hidden = true;
+    document.getElementById('app').hidden = false;
+    document.getElementById('signout').hidden = false;
+    await loadGroups();
+    await refresh();
+    await loadAudit();
+    clearInterval(pollTimer);
+    pollTimer = setInterval(refresh, POLL_MS);
+    document.getElementById('groups-title').focus?.();
+  } catch (e) {
+    sessionStorage.removeItem(KEY);
+    document.getElementById('signin-error').textContent = e.status === 403
+      ? 'That is a client key. Sign in with an admin key.' : 'Sign-in failed: ' + e.message;
+  }
+}
+
+function signOut() {
+  sessionStorage.removeItem(KEY);
+  clearInterval(pollTimer);
+  location.reload();
+}
+
+// ---- groups: editor and live health --------------------------------------------------------------------------
+
+async function loadGroups() {
+  const data = await api('GET', '/admin/groups');
+  const root = document.getElementById('groups');
+  root.replaceChildren();
+  cells = new Map();
+  for (const g of data.groups) root.append(groupSection(g));
+}
+
+function groupSection(g) {
+  const alias = g.alias;
+  const sid = 'strategy-' + alias.replace(/[^A-Za-z0-9_-]/g, '_');
+  const select = el('select', { id: sid, 'data-alias': alias });
+  for (const s of STRATEGIES) select.append(el('option', { value: s, selected: s === g.strategy, text: s }));
+  const tbody = el('tbody');
+  for (const m of g.members) tbody.append(memberRow(alias, m));
+  const form = el('form', { class: 'group', 'data-alias': alias, 'aria-label': 'Group ' + alias },
+    el('div', { class: 'group-head' },
+      el('h3', { text: alias }),
+      el('label', { for: sid, text: 'Strategy' }), select,
+      el('button', { type: 'submit', class: 'primary', text: 'Save ' + alias })),
+    el('table', {},
+      el('caption', { class: 'visually-hidden', text: 'Members of ' + alias }),
+      el('thead', {}, el('tr', {}, ...['Route', 'Provider / model', 'Weight', 'Priority', 'State', 'Breaker',
+        'In flight', 'Usage (tokens)', 'Actions'].map(h => el('th', { scope: 'col', text: h })))),
+      tbody));
+  form.addEventListener('submit', ev => { ev.preventDefault(); saveGroup(form, alias); });
+  return form;
+}
+
+function memberRow(alias, m) {
+  const base = 'm-' + (alias + '-' + m.route).replace(/[^A-Za-z0-9_-]/g, '_');
+  const weight = el('input', { type: 'number', min: '0', id: base + '-weight', value: String(m.weight),
+    'data-route': m.route, 'data-field': 'weight' });
+  const priority = el('input', { type: 'number', min: '0', id: base + '-priority', value: String(m.priority),
+    'data-route': m.route, 'data-field': 'priority' });
+  const state = el('span', { class: 'state', 'data-route': m.route, 'data-cell': 'state', text: '…' });
+  const breaker = el('span', { 'data-cell': 'breaker' });
+  const inflight = el('span', { 'data-cell': 'inflight' });
+  const usage = el('span', { 'data-cell': 'usage' });
+  const pin = el('button', { type: 'button', text: m.pinned ? 'Unpin' : 'Pin',
+    'aria-label': (m.pinned ? 'Unpin ' : 'Pin ') + m.route,
+    onclick: () => act(m.pinned ? 'POST' : 'POST', m.pinned ? '/admin/members/unpin' : '/admin/members/pin',
+      m.pinned ? { alias } : { route: m.route }, (m.pinned ? 'Unpinned ' : 'Pinned ') + m.route) });
+  const drain = el('button', { type: 'button', text: m.drained ? 'Undrain' : 'Drain',
+    'aria-label': (m.drained ? 'Undrain ' : 'Drain ') + m.route,
+    onclick: () => act('POST', '/admin/members/drain', { route: m.route, drained: !m.drained },
+      (m.drained ? 'Undrained ' : 'Drained ') + m.route) });
+  cells.set(alias + '\u0000' + m.route, { state, breaker, inflight, usage });
+  return el('tr', { 'data-route': m.route },
+    el('th', { scope: 'row', text: m.route + (m.pinned ? ' (pinned)' : '') + (m.drained ? ' (drained)' : '') }),
+    el('td', { text: m.provider + ' / ' + m.model }),
+    el('td', {}, el('label', { for: weight.id, class: 'visually-hidden', text: 'Weight of ' + m.route }), weight),
+    el('td', {}, el('label', { for: priority.id, class: 'visually-hidden', text: 'Priority of ' + m.route }), priority),
+    el('td', {}, state), el('td', {}, breaker), el('td', {}, inflight), el('td', {}, usage),
+    el('td', {}, pin, ' ', drain));
+}
+
+async function act(method, path, body, done) {
+  try {
+    await api(method, path, body);
+    status(done);
+    await loadGroups();
+    await refresh();
+  } catch (e) {
+    status('Not saved: ' + e.message, true);
+  }
+}
+
+async function saveGroup(form, alias) {
+  const members = {};
+  for (const input of form.querySelectorAll('input[data-route]')) {
+    const r = input.dataset.route;
+    members[r] = members[r] || { route: r };
+    members[r][input.dataset.field] = Number(input.value);
+  }
+  const strategy = form.querySelector('select').value;
+  try {
+    await api('PUT', '/admin/groups/' + encodeURIComponent(alias).replace(/%2F/g, '/'),
+      { strategy, members: Object.values(members) });
+    status('Saved ' + alias + ': strategy ' + strategy + '.');
+    await loadGroups();
+    await refresh();
+  } catch (e) {
+    status('Not saved: ' + e.message, true);
+  }
+}
+
+function stateText(m) {
+  switch (m.state) {
+    case 'cooling_down': return 'cooling down (' + (m.cooldown_remaining_ms / 1000).toFixed(1) + ' s left)';
+    case 'half_open': return m.probe_in_flight ? 'half-open (probe in flight)' : 'half-open';
+    case 'retry_after': return 'retry-after hold (' + (m.retry_after_ms / 1000).toFixed(1) + ' s)';
+    case 'failing_verification': return 'failing verification';
+    default: return m.state.replace('_', ' ');
+  }
+}
+
+async function refresh() {
+  let data;
+  try {
+    data = await api('GET', '/admin/health');
+  } catch (e) {
+    status('Health unavailable: ' + e.message, true);
+    return;
+  }
+  const slo = document.querySelector('#slo-table tbody');
+  slo.replaceChildren();
+  const charts = document.getElementById('charts');
+  charts.replaceChildren();
+  charts.className = 'charts';
+  for (const g of data.groups) {
+    for (const m of g.members) {
+      const c = cells.get(g.alias + '\u0000' + m.route);
+      if (c) {
+        c.state.textContent = stateText(m);
+        c.state.className = 'state state-' + m.state;
+        c.state.dataset.state = m.state;
+        c.breaker.textContent = m.fails + ' / ' + m.max_fails + ' fails';
+        c.inflight.textContent = String(m.inflight);
+        c.usage.textContent = (m.usage.prompt_tokens + m.usage.completion_tokens).toLocaleString();
+      }
+      if (m.embeddings) continue;
+      slo.append(el('tr', { 'data-route': m.route },
+        el('th', { scope: 'row', text: g.alias + ' / ' + m.route }),
+        el('td', { class: 'slo-' + m.slo.status, text: m.slo.status }),
+        el('td', { text: m.slo.decode_tokens_per_second.toFixed(1) }),
+        el('td', { text: '≥ ' + m.slo.target_decode_tokens_per_second }),
+        el('td', { text: m.measured ? m.slo.ttft_standard_ms.toFixed(0) : '—' }),
+        el('td', { text: '≤ ' + m.slo.target_first_token_ms }),
+        el('td', { text: m.verification || '—' }),
+        el('td', { text: m.standing })));
+      charts.append(chart(g.alias, m));
+    }
+  }
+}
+
+// ---- TTFT chart: prediction line and measured points, log2 prompt axis ----------------------------------------
+
+function chart(alias, m) {
+  const W = 320, H = 180, L = 44, R = 10, T = 10, B = 30;
+  const pred = m.predicted_ttft;
+  const pts = m.samples;
+  const minX = Math.log2(16), maxX = Math.log2(pred[pred.length - 1].prompt_tokens);
+  const maxY = Math.max(1, ...pred.map(p => p.p90_ms), ...pts.map(p => p.ttft_ms)) * 1.1;
+  const x = t => L + (Math.log2(Math.max(16, t)) - minX) / (maxX - minX) * (W - L - R);
+  const y = ms => H - B - ms / maxY * (H - T - B);
+  const title = 'Predicted TTFT of ' + m.route;
+  const svg = svgEl('svg', { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
+    'aria-label': title + ': ' + pred.map(p => p.prompt_tokens + ' tokens ' + Math.round(p.mean_ms) + ' ms').join(', ')
+      + '; ' + pts.length + ' measured points' });
+  svg.append(svgEl('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#999' }));
+  svg.append(svgEl('line', { x1: L, y1: T, x2: L, y2: H - B, stroke: '#999' }));
+  for (const p of pred) {
+    const t = svgEl('text', { x: x(p.prompt_tokens), y: H - B + 14, 'text-anchor': 'middle' });
+    t.textContent = p.prompt_tokens >= 1024 ? (p.prompt_tokens / 1024) + 'k' : String(p.prompt_tokens);
+    svg.append(t);
+  }
+  for (const frac of [0, 0.5, 1]) {
+    const t = svgEl('text', { x: L - 4, y: y(maxY * frac / 1.1) + 3, 'text-anchor': 'end' });
+    t.textContent = Math.round(maxY * frac / 1.1) + '';
+    svg.append(t);
+  }
+  const ax = svgEl('text', { x: W - R, y: H - 2, 'text-anchor': 'end' });
+  ax.textContent = 'prompt tokens';
+  svg.append(ax);
+  svg.append(svgEl('polyline', { fill: 'none', stroke: '#2f6b3a', 'stroke-width': 2,
+    points: pred.map(p => x(p.prompt_tokens) + ',' + y(p.mean_ms)).join(' ') }));
+  svg.append(svgEl('polyline', { fill: 'none', stroke: '#2f6b3a', 'stroke-dasharray': '3 3',
+    points: pred.map(p => x(p.prompt_tokens) + ',' + y(p.p90_ms)).join(' ') }));
+  for (const p of pts) {
+    svg.append(svgEl('circle', { cx: x(p.prompt_tokens), cy: y(p.ttft_ms), r: 3, fill: '#e0a000',
+      'data-point': '1' }));
+  }
+  return el('figure', { 'data-route': m.route }, svg,
+    el('figcaption', { text: alias + ' / ' + m.route + (m.measured ? '' : ' (prior: not measured yet)')
+      + ' — solid: mean, dashed: P90, dots: ' + pts.length + ' measured' }));
+}
+
+// ---- audit ---------------------------------------------------------------------------------------------------
+
+async function loadAudit() {
+  const q = new URLSearchParams();
+  for (const [id, name] of [['audit-type', 'type'], ['audit-alias', 'alias'], ['audit-reason', 'reason'],
+    ['audit-limit', 'limit']]) {
+    const v = document.getElementById(id).value.trim();
+    if (v) q.set(name, v);
+  }
+  const body = document.querySelector('#audit-table tbody');
+  try {
+    const data = await api('GET', '/admin/audit?' + q);
+    body.replaceChildren();
+    for (const e of data.events) {
+      const detail = e.type === 'request'
+        ? (e.attempt_trail || []).map(a => a.route + ':' + a.outcome + (a.reason ? '(' + a.reason + ')' : ''))
+          .join(' → ')
+        : e.message;
+      body.append(el('tr', {},
+        el('td', { text: e.time || '' }), el('td', { text: e.type }), el('td', { text: e.alias || '' }),
+        el('td', { text: e.type === 'request' ? 'status ' + e.status : e.reason }), el('td', { text: detail })));
+    }
+    if (!data.events.length) body.append(el('tr', {}, el('td', { colspan: '5', text: 'No events.' })));
+  } catch (e) {
+    status('Audit unavailable: ' + e.message, true);
+  }
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  document.getElementById('signin-form').addEventListener('submit', ev => {
+    ev.preventDefault();
+    signIn(document.getElementById('admin-key').value.trim());
+  });
+  document.getElementById('audit-form').addEventListener('submit', ev => { ev.preventDefault(); loadAudit(); });
+  document.getElementById('signout').addEventListener('click', signOut);
+  if (sessionStorage.getItem(KEY)) signIn(sessionStorage.getItem(KEY));
+});

@@ -1,0 +1,140 @@
+// Drives the Hedgerow console in real headless Chromium (Debian's /usr/bin/chromium) against a running app.
+// Usage: node console.spec.mjs <baseUrl> <betaSimRootUrl> <screenshotDir>
+// Prints "ok: ..." per check and "console: all checks passed" at the end; exits 1 on the first failure.
+import { chromium } from 'playwright-core';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const [base, betaSim, shots] = process.argv.slice(2);
+if (!base || !betaSim || !shots) {
+  console.error('usage: node console.spec.mjs <baseUrl> <betaSimRootUrl> <screenshotDir>');
+  process.exit(2);
+}
+mkdirSync(shots, { recursive: true });
+const profile = mkdtempSync(join(tmpdir(), 'hedgerow-chromium-'));
+const ok = msg => console.log('ok: ' + msg);
+
+async function chat(alias, extra = {}) {
+  const resp = await fetch(base + '/v1/chat/completions', {
+    method: 'POST',
+    headers: { authorization: 'Bearer k-acme', 'content-type': 'application/json' },
+    body: JSON.stringify({ model: alias, messages: [{ role: 'user', content: 'browser ' + Math.random() }], ...extra }),
+  });
+  const body = await resp.json();
+  return { status: resp.status, provider: body.provider };
+}
+
+async function adminPut(path, body) {
+  const resp = await fetch(base + path, {
+    method: 'PUT', headers: { authorization: 'Bearer a-acme', 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!resp.ok) throw new Error(path + ' answered ' + resp.status);
+}
+
+function check(cond, msg) {
+  if (!cond) throw new Error(msg);
+  ok(msg);
+}
+
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1280, height: 1600 },
+});
+let exit = 0;
+const page = context.pages()[0] || await context.newPage();
+try {
+  // start from the catalog file's panel group
+  await adminPut('/admin/groups/panel', { strategy: 'rr_health',
+    members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
+
+  await page.goto(base + '/console/');
+  check(await page.locator('h1').textContent() === 'Hedgerow console', 'the dashboard loads at /console/');
+
+  // a client key is refused; the admin key signs in (keyboard only: type, Enter)
+  await page.getByLabel('Admin key').fill('k-acme');
+  await page.getByLabel('Admin key').press('Enter');
+  await page.getByText('That is a client key').waitFor({ timeout: 5000 });
+  ok('a client key is refused with a clear message');
+  await page.getByLabel('Admin key').fill('a-acme');
+  await page.getByLabel('Admin key').press('Enter');
+  await page.locator('form[data-alias="panel"]').waitFor({ timeout: 10000 });
+  check((await page.locator('#whoami').textContent()).includes('acme'), 'signed in as org acme');
+  check(await page.locator('form[data-alias="secret"]').count() === 0, "another org's group is not shown");
+  await page.locator('form[data-alias="panel"] [data-cell="state"][data-route="panel-beta"]')
+    .filter({ hasText: 'healthy' }).waitFor({ timeout: 6000 });
+  ok('live health shows panel-beta healthy');
+  const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select')]
+    .filter(e => !e.labels || e.labels.length === 0).map(e => e.id || e.name));
+  check(unlabelled.length === 0, 'every input and select has a label (' + unlabelled.join(',') + ')');
+  await page.screenshot({ path: join(shots, '01-signed-in.png'), fullPage: true });
+
+  // change a weight (and the strategy) in the editor; routing follows
+  const panel = page.locator('form[data-alias="panel"]');
+  await panel.getByLabel('Strategy').selectOption('weighted');
+  await page.getByLabel('Weight of panel-beta').fill('0');
+  await panel.getByRole('button', { name: 'Save panel' }).click();
+  await page.locator('#status').filter({ hasText: 'Saved panel' }).waitFor({ timeout: 5000 });
+  check(await page.getByLabel('Weight of panel-beta').inputValue() === '0', 'the saved weight is shown after reload');
+  const served = [];
+  for (let i = 0; i < 4; i++) served.push((await chat('panel')).provider);
+  check(served.every(p => p === 'alpha'), 'routing follows the weight: ' + served.join(','));
+  await page.screenshot({ path: join(shots, '02-weight-saved.png'), fullPage: true });
+
+  // an invalid edit is refused and said so
+  await page.getByLabel('Weight of panel-alpha').fill('0');
+  await panel.getByRole('button', { name: 'Save panel' }).click();
+  await page.locator('#status').filter({ hasText: 'Not saved' }).waitFor({ timeout: 5000 });
+  ok('an edit that zeroes every weight is refused: ' + await page.locator('#status').textContent());
+
+  // a member goes into cooldown and comes back
+  await fetch(betaSim + '/sim/models/kimi-b/faults', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ kind: 'http_error', status: 500, type: 'server_error', message: 'browser test' }) });
+  const failed = await chat('panel', { provider: { only: ['beta'] } });
+  check(failed.status >= 500, 'a request pinned to beta fails upstream (' + failed.status + ')');
+  const betaState = page.locator('form[data-alias="panel"] [data-cell="state"][data-route="panel-beta"]');
+  await betaState.filter({ hasText: 'cooling down' }).waitFor({ timeout: 5000 });
+  ok('panel-beta shows cooling down: ' + await betaState.textContent());
+  await page.screenshot({ path: join(shots, '03-cooling-down.png'), fullPage: true });
+  await betaState.filter({ hasText: 'half-open' }).waitFor({ timeout: 8000 });
+  ok('after the cooldown panel-beta is half-open');
+  const round = await (await fetch(base + '/prober/run', { method: 'POST' })).json();
+  const probe = round.routes.find(r => r.route === 'panel-beta');
+  check(probe && probe.action === 'half_open_probe' && probe.outcome === 'ok',
+    'the prober took the half-open probe: ' + JSON.stringify(probe));
+  await betaState.filter({ hasText: 'healthy' }).waitFor({ timeout: 5000 });
+  ok('panel-beta is back: healthy');
+  await page.screenshot({ path: join(shots, '04-recovered.png'), fullPage: true });
+
+  // SLO table and the TTFT chart with measured points
+  await page.locator('#slo-table tbody tr[data-route="panel-alpha"]').waitFor({ timeout: 5000 });
+  const points = await page.locator('figure[data-route="panel-alpha"] circle[data-point]').count();
+  check(points >= 1, 'the TTFT chart of panel-alpha plots ' + points + ' measured point(s)');
+  const slo = await page.locator('#slo-table tbody tr[data-route="panel-alpha"] td').first().textContent();
+  check(['meets', 'below'].includes(slo), 'the SLO table judges panel-alpha: ' + slo);
+
+  // the audit log, filtered
+  const audit = page.locator('#audit-form');
+  await audit.getByLabel('Type', { exact: true }).selectOption('request');
+  await audit.getByLabel('Alias', { exact: true }).fill('panel');
+  await audit.getByRole('button', { name: 'Filter' }).click();
+  await page.locator('#audit-table tbody tr').filter({ hasText: 'panel-beta' }).first().waitFor({ timeout: 5000 });
+  ok('the audit log shows the failed attempt trail of panel-beta');
+  await page.screenshot({ path: join(shots, '05-slo-chart-audit.png'), fullPage: true });
+
+  await adminPut('/admin/groups/panel', { strategy: 'rr_health',
+    members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
+  console.log('console: all checks passed');
+} catch (e) {
+  exit = 1;
+  console.log('FAIL: ' + e.message);
+  await page.screenshot({ path: join(shots, 'failure.png'), fullPage: true }).catch(() => {});
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+process.exit(exit);

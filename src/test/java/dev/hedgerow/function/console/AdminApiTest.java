@@ -1,0 +1,258 @@
+package dev.hedgerow.function.console;
+
+import dev.hedgerow.function.HedgerowApp;
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.testsupport.AppTestResource;
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.response.Response;
+import jakarta.inject.Inject;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.everyItem;
+import static org.hamcrest.Matchers.greaterThan;
+import static org.hamcrest.Matchers.hasItem;
+import static org.hamcrest.Matchers.hasItems;
+import static org.hamcrest.Matchers.not;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The admin API of the real application on a real Redis, in front of simulators: org scoping, validated edits that
+ * routing follows, pins and drains, standing and verification, live health, audit filters, explain, the prober's
+ * endpoint. Every test starts from the {@code duo} group as the catalog file declares it.
+ */
+@QuarkusTest
+@QuarkusTestResource(value = AppTestResource.class, restrictToAnnotatedClass = false)
+class AdminApiTest {
+    static final String ADMIN = "a-acme";
+
+    @Inject
+    HedgerowApp app;
+
+    StateStore store() {
+        return app.core().store();
+    }
+
+    @BeforeEach
+    void resetDuo() {
+        admin().body("{\"alias\":\"duo\"}").post("/admin/members/unpin").then().statusCode(200);
+        for (String r : List.of("duo-alpha", "duo-beta")) {
+            admin().body("{\"route\":\"" + r + "\",\"drained\":false}").post("/admin/members/drain").then()
+                    .statusCode(200);
+            admin().body("{\"route\":\"" + r + "\",\"standing\":\"good\"}").put("/admin/routes/standing").then()
+                    .statusCode(200);
+            admin().body("{\"route\":\"" + r + "\",\"verification\":\"pass\"}").put("/admin/routes/verification")
+                    .then().statusCode(200);
+            store().resetHealth("acme/" + r).await().atMost(Duration.ofSeconds(5));
+        }
+        admin().body("{\"strategy\":\"rr_health\",\"members\":[{\"route\":\"duo-alpha\",\"weight\":100},"
+                + "{\"route\":\"duo-beta\",\"weight\":100}]}").put("/admin/groups/duo").then().statusCode(200);
+        AppTestResource.sims().values().forEach(s -> s.clearFaults());
+    }
+
+    static io.restassured.specification.RequestSpecification admin() {
+        return given().auth().oauth2(ADMIN).contentType("application/json");
+    }
+
+    static List<String> providersServing(String alias, int n) {
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            out.add(given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"" + alias + "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi " + i
+                            + "\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(200).extract().path("provider"));
+        }
+        return out;
+    }
+
+    @Test
+    void aMissingKeyIs401InTheOpenAiEnvelope() {
+        given().get("/admin/groups").then().statusCode(401)
+                .body("error.type", equalTo("authentication_error"))
+                .body("error.code", equalTo("invalid_api_key"));
+    }
+
+    @Test
+    void aClientKeyIsNotAnAdminKey() {
+        given().auth().oauth2("k-acme").get("/admin/groups").then().statusCode(403)
+                .body("error.code", equalTo("admin_key_required"));
+    }
+
+    @Test
+    void anAdminSeesOnlyItsOwnOrgsGroups() {
+        admin().get("/admin/groups").then().statusCode(200)
+                .body("org", equalTo("acme"))
+                .body("groups.alias", hasItems("kimi3", "solo", "duo", "panel"))
+                .body("groups.alias", not(hasItem("secret")));
+        given().auth().oauth2("a-other").get("/admin/groups").then().statusCode(200)
+                .body("groups.alias", equalTo(List.of("secret")));
+    }
+
+    @Test
+    void anotherOrgsRouteCannotBeTouched() {
+        admin().body("{\"route\":\"secret-gamma\",\"standing\":\"suspended\"}").put("/admin/routes/standing")
+                .then().statusCode(404).body("error.code", equalTo("not_found"));
+        admin().get("/admin/health?alias=secret").then().statusCode(404);
+    }
+
+    @Test
+    void aWeightEditIsSavedAndRoutingFollowsIt() {
+        admin().body("{\"strategy\":\"weighted\",\"members\":[{\"route\":\"duo-beta\",\"weight\":0}]}")
+                .put("/admin/groups/duo").then().statusCode(200)
+                .body("strategy", equalTo("weighted"))
+                .body("members.find { it.route == 'duo-beta' }.weight", equalTo(0));
+        assertEquals(List.of("alpha", "alpha", "alpha", "alpha"), providersServing("duo", 4));
+
+        admin().body("{\"members\":[{\"route\":\"duo-alpha\",\"weight\":0},{\"route\":\"duo-beta\",\"weight\":100}]}")
+                .put("/admin/groups/duo").then().statusCode(200);
+        assertEquals(List.of("beta", "beta", "beta", "beta"), providersServing("duo", 4));
+    }
+
+    @Test
+    void anInvalidEditIsRefusedWithItsPathAndNothingIsSaved() {
+        admin().body("{\"members\":[{\"route\":\"duo-alpha\",\"weight\":0},{\"route\":\"duo-beta\",\"weight\":0}]}")
+                .put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("invalid_catalog"))
+                .body("error.errors[0].path", containsString("routes["))
+                .body("error.errors[0].message", containsString("weight 0"));
+        admin().get("/admin/groups/duo").then().body("members.weight", equalTo(List.of(100, 100)));
+    }
+
+    @Test
+    void anUnknownStrategyIsRefused() {
+        admin().body("{\"strategy\":\"fastest\"}").put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("unknown_strategy"));
+    }
+
+    @Test
+    void aDrainedMemberTakesNoTraffic() {
+        admin().body("{\"route\":\"duo-alpha\",\"drained\":true}").post("/admin/members/drain").then()
+                .statusCode(200).body("members.find { it.route == 'duo-alpha' }.drained", equalTo(true));
+        assertEquals(List.of("beta", "beta", "beta"), providersServing("duo", 3));
+    }
+
+    @Test
+    void aPinnedMemberTakesAllTrafficUntilUnpinned() {
+        admin().body("{\"route\":\"duo-beta\"}").post("/admin/members/pin").then().statusCode(200)
+                .body("members.find { it.route == 'duo-beta' }.pinned", equalTo(true));
+        assertEquals(List.of("beta", "beta", "beta", "beta"), providersServing("duo", 4));
+
+        admin().body("{\"alias\":\"duo\"}").post("/admin/members/unpin").then().statusCode(200);
+        assertTrue(providersServing("duo", 4).containsAll(List.of("alpha", "beta")));
+    }
+
+    @Test
+    void aSuspendedRouteIsExcludedAndExplainSaysWhy() {
+        admin().body("{\"route\":\"duo-beta\",\"standing\":\"suspended\"}").put("/admin/routes/standing").then()
+                .statusCode(200);
+
+        admin().body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"why\"}]}")
+                .post("/admin/explain").then().statusCode(200)
+                .body("outcome", equalTo("ready"))
+                .body("members.find { it.route == 'duo-alpha' }.order", equalTo(1))
+                .body("members.find { it.route == 'duo-alpha' }.passed", hasItems("operator", "capabilities",
+                        "standing", "breaker"))
+                .body("members.find { it.route == 'duo-beta' }.failed", equalTo("standing"))
+                .body("members.find { it.route == 'duo-beta' }.reason", equalTo("operator not in good standing"))
+                .body("members.find { it.route == 'duo-beta' }.passed", equalTo(List.of("preferences", "operator",
+                        "capabilities")));
+        assertEquals(List.of("alpha", "alpha", "alpha"), providersServing("duo", 3));
+    }
+
+    @Test
+    void explainNamesTheMissingCapability() {
+        admin().body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
+                        + "\"response_format\":{\"type\":\"json_object\"}}")
+                .post("/admin/explain").then().statusCode(200)
+                .body("outcome", equalTo("blocked"))
+                .body("reason", equalTo("no_capable_provider"))
+                .body("members.failed", everyItem(equalTo("capabilities")));
+    }
+
+    @Test
+    void aRouteFailingVerificationIsExcluded() {
+        admin().body("{\"route\":\"duo-alpha\",\"verification\":\"fail:manual check\"}")
+                .put("/admin/routes/verification").then().statusCode(200);
+
+        assertEquals(List.of("beta", "beta", "beta"), providersServing("duo", 3));
+        admin().get("/admin/health?alias=duo").then()
+                .body("groups[0].members.find { it.route == 'duo-alpha' }.state", equalTo("failing_verification"));
+    }
+
+    @Test
+    void healthShowsACooldownAfterAFailure() {
+        AppTestResource.sims().get("beta").enqueue("kimi-b", Fault.status(500));
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"duo\",\"provider\":{\"only\":[\"beta\"]},"
+                        + "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/v1/chat/completions").then().statusCode(greaterThan(499));
+
+        admin().get("/admin/health?alias=duo").then().statusCode(200)
+                .body("groups[0].members.find { it.route == 'duo-beta' }.state", equalTo("cooling_down"))
+                .body("groups[0].members.find { it.route == 'duo-beta' }.cooldown_remaining_ms", greaterThan(0))
+                .body("groups[0].members.find { it.route == 'duo-beta' }.fails", equalTo(1))
+                .body("groups[0].members.find { it.route == 'duo-alpha' }.state", equalTo("healthy"))
+                .body("groups[0].members.find { it.route == 'duo-alpha' }.predicted_ttft.size()", equalTo(5));
+    }
+
+    @Test
+    void adminWritesKeepTheRotationAndHealthMemory() {
+        long before = store().nextCursor("acme", "duo").await().atMost(Duration.ofSeconds(5));
+        store().recordFailure("acme/duo-beta", 5, Duration.ofSeconds(60)).await().atMost(Duration.ofSeconds(5));
+
+        admin().body("{\"strategy\":\"weighted\",\"members\":[{\"route\":\"duo-beta\",\"weight\":40}]}")
+                .put("/admin/groups/duo").then().statusCode(200);
+        admin().body("{\"route\":\"duo-alpha\"}").post("/admin/members/pin").then().statusCode(200);
+
+        assertEquals(before + 1, store().nextCursor("acme", "duo").await().atMost(Duration.ofSeconds(5)));
+        Map<String, RouteSnapshot> s = store().snapshot(List.of("acme/duo-beta"), Duration.ofMinutes(1)).await()
+                .atMost(Duration.ofSeconds(5));
+        assertEquals(1, s.get("acme/duo-beta").fails());
+    }
+
+    @Test
+    void theAuditLogFiltersByTypeAndReason() {
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"no-such-alias\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/v1/chat/completions").then().statusCode(404);
+
+        admin().get("/admin/audit?type=blocked&reason=model_not_found&limit=5").then().statusCode(200)
+                .body("events.alias", hasItem("no-such-alias"))
+                .body("events.reason", everyItem(equalTo("model_not_found")));
+        admin().get("/admin/audit?type=request").then().statusCode(200)
+                .body("events.type", everyItem(equalTo("request")));
+        given().auth().oauth2("a-other").get("/admin/audit?reason=model_not_found").then().statusCode(200)
+                .body("events.alias", not(hasItem("no-such-alias")));
+    }
+
+    @Test
+    void theOpenApiDocumentDescribesTheAdminApi() {
+        String doc = given().get("/admin/openapi?format=json").then().statusCode(200).extract().asString();
+        assertTrue(doc.contains("/admin/groups") && doc.contains("/admin/health") && doc.contains("/admin/explain"));
+    }
+
+    @Test
+    void aProbeRoundThroughTheEndpointMeasuresAndVerifiesEveryRoute() {
+        Response r = given().post("/prober/run");
+        r.then().statusCode(200).body("ran", equalTo(true))
+                .body("routes.find { it.route == 'duo-alpha' }.outcome", equalTo("ok"))
+                .body("routes.find { it.route == 'duo-alpha' }.verification", equalTo("pass"))
+                .body("routes.org", not(hasItem("nobody")));
+        admin().get("/admin/health?alias=duo").then()
+                .body("groups[0].members.find { it.route == 'duo-alpha' }.measured", equalTo(true))
+                .body("groups[0].members.find { it.route == 'duo-alpha' }.samples.size()", greaterThan(0))
+                .body("groups[0].members.find { it.route == 'duo-alpha' }.slo.status", not(equalTo("unmeasured")));
+    }
+}

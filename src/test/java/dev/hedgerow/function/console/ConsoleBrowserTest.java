@@ -1,0 +1,78 @@
+package dev.hedgerow.function.console;
+
+import dev.hedgerow.testsupport.AppTestResource;
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.common.http.TestHTTPResource;
+import io.quarkus.test.junit.QuarkusTest;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+import java.io.File;
+import java.io.IOException;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The dashboard in real headless Chromium: {@code src/test/browser/console.spec.mjs} (playwright-core on Debian's
+ * chromium) signs in, changes a weight and checks that routing follows it, watches a member cool down and come back,
+ * and reads the SLO table, the TTFT chart and the audit log. Screenshots go to {@code target/screenshots/}.
+ * Skipped, with a message, only when node is absent.
+ */
+@QuarkusTest
+@QuarkusTestResource(value = AppTestResource.class, restrictToAnnotatedClass = false)
+class ConsoleBrowserTest {
+    @TestHTTPResource("/")
+    URL base;
+
+    @Test
+    void theDashboardDrivesTheAdminApiInARealBrowser() throws Exception {
+        Assumptions.assumeTrue(onPath("node"), "node is absent: the dashboard's browser test needs node "
+                + "(scripts/browser-deps installs it with chromium and playwright-core)");
+        Path dir = Path.of("src/test/browser");
+        if (!Files.isDirectory(dir.resolve("node_modules/playwright-core"))) {
+            run(List.of("npm", "install", "--no-audit", "--no-fund", "--silent"), dir, 300);
+        }
+        String baseUrl = base.toString().replaceAll("/$", "");
+        String beta = AppTestResource.sims().get("beta").rootUrl();
+        Result r = run(List.of("node", "console.spec.mjs", baseUrl, beta,
+                Path.of("target/screenshots").toAbsolutePath().toString()), dir, 180);
+        System.out.println(r.output);
+        assertEquals(0, r.exit, r.output);
+        assertTrue(r.output.contains("console: all checks passed"), r.output);
+        assertTrue(Files.exists(Path.of("target/screenshots/04-recovered.png")));
+    }
+
+    private record Result(int exit, String output) {
+    }
+
+    private static Result run(List<String> cmd, Path dir, int seconds) throws IOException, InterruptedException {
+        File log = Files.createTempFile("console-browser", ".log").toFile();
+        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
+                .redirectOutput(log).start();
+        if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            return new Result(-1, "timed out after " + seconds + " s:\n" + Files.readString(log.toPath()));
+        }
+        return new Result(p.exitValue(), Files.readString(log.toPath(), StandardCharsets.UTF_8));
+    }
+
+    private static boolean onPath(String exe) {
+        String path = System.getenv("PATH");
+        if (path == null) {
+            return false;
+        }
+        for (String d : path.split(File.pathSeparator)) {
+            if (Files.isExecutable(Path.of(d, exe))) {
+                return true;
+            }
+        }
+        return false;
+    }
+}

@@ -1,0 +1,331 @@
+package dev.hedgerow.prober;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.admin.TtftSamples;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.api.ProviderPrefs;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.function.VertxScheduler;
+import dev.hedgerow.function.prober.VertxMetricsSource;
+import dev.hedgerow.routing.CapacityReport;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.RoutePlan;
+import dev.hedgerow.runtime.Hedgerow;
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.time.FakeTicker;
+import dev.hedgerow.time.Ticker;
+import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpServer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Probe rounds against real simulators through the production core: learning, half-open recovery, verification,
+ * timeouts, the fleet-wide round lock and metrics scrapes. The state store runs on a fake ticker so cooldowns and
+ * TTLs end when the test says so.
+ */
+class ProberTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                providers:
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha", dialect: vllm,
+                      metrics_url: "METRICS_URL" }
+                  - { id: beta, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
+                  - { id: liar, base_url: "LIAR_URL" }
+                routes:
+                  - { alias: chat, provider: alpha, model: alpha-model }
+                  - { alias: chat, provider: beta, model: beta-model }
+                  - { alias: odd, provider: liar, model: kimi-x }
+                  - { alias: odd, provider: beta, model: beta-model, id: odd-beta }
+                groups:
+                  chat: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 30s } }
+                  odd: { strategy: rr_health }
+            """;
+
+    Vertx vertx;
+    Map<String, SimServer> sims;
+    LyingProvider liar;
+    FakeTicker ticker;
+    GatewayHarness gw;
+    VertxMetricsSource metrics;
+
+    @BeforeEach
+    void start() {
+        vertx = Vertx.vertx();
+        ModelScript fast = ModelScript.defaults().withLength(24).withLatency(ModelScript.Latency.of(5, 2000));
+        Map<String, SimConfig> cfg = new LinkedHashMap<>();
+        cfg.put("alpha", SimConfig.of(3).withApiKey("sk-alpha").withModel("alpha-model", fast));
+        cfg.put("beta", SimConfig.of(3).withApiKey("sk-beta").withModel("beta-model", fast));
+        sims = GatewayHarness.startSims(vertx, cfg);
+        liar = LyingProvider.start(vertx);
+        ticker = new FakeTicker();
+        String yaml = YAML.replace("METRICS_URL", sims.get("alpha").rootUrl() + "/metrics")
+                .replace("LIAR_URL", liar.baseUrl());
+        gw = GatewayHarness.start(vertx, yaml, sims, new MemoryStateStore(ticker));
+        metrics = new VertxMetricsSource(vertx);
+    }
+
+    @AfterEach
+    void stop() {
+        gw.close();
+        metrics.close();
+        sims.values().forEach(SimServer::close);
+        liar.close();
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+
+    Prober prober(ProberConfig config) {
+        Hedgerow core = gw.core();
+        return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
+                core.samples(), core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
+                core.tokens()::countRequest, "test"), config);
+    }
+
+    RoundReport round() {
+        return round(ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5)));
+    }
+
+    RoundReport round(ProberConfig config) {
+        return prober(config).runRound().await().atMost(Duration.ofSeconds(30));
+    }
+
+    RouteSnapshot snapshot(String routeId) {
+        String key = "acme/" + routeId;
+        return gw.core().store().snapshot(List.of(key), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5))
+                .get(key);
+    }
+
+    static RoundReport.RouteResult result(RoundReport r, String route) {
+        return r.routes().stream().filter(x -> x.route().equals(route)).findFirst().orElseThrow();
+    }
+
+    Org acme() {
+        return gw.core().catalog().current().org("acme").orElseThrow();
+    }
+
+    RoutePlan plan(String alias) {
+        RequestFacts facts = new RequestFacts(20, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
+                List.of(), Map.of(), null, null);
+        return gw.core().router().plan(acme(), alias, facts).await().atMost(Duration.ofSeconds(5));
+    }
+
+    @Test
+    void aRoundFeedsTheLearnedModelsAndTheChartSamples() {
+        RoundReport r = round();
+
+        assertTrue(r.ran());
+        RoundReport.RouteResult alpha = result(r, "chat-alpha");
+        assertEquals("ok", alpha.outcome());
+        assertTrue(alpha.ttftMs() != null && alpha.tokensPerSecond() != null, alpha.toString());
+        RouteSnapshot s = snapshot("chat-alpha");
+        assertTrue(s.blob(LearnedModels.TTFT).isPresent());
+        assertTrue(s.blob(LearnedModels.DECODE).isPresent());
+        List<TtftSamples.Sample> points = TtftSamples.decode(s.blob(TtftSamples.BLOB).orElse(null));
+        assertEquals(1, points.size());
+        assertTrue(points.get(0).promptTokens() > 200, "a standard-size prompt: " + points.get(0));
+        assertTrue(gw.core().models().ttft(s, new RequestFacts(256, null, true, false, Set.of(), Set.of(),
+                ProviderPrefs.NONE, List.of(), Map.of(), null, null)).measured());
+    }
+
+    @Test
+    void probesAreBoundedInTokens() {
+        round();
+
+        JsonNode speed = lastBody("alpha", "alpha-model", 1);
+        assertEquals(32, speed.path("max_tokens").asInt());
+        assertTrue(speed.path("stream").asBoolean());
+        JsonNode check = lastBody("alpha", "alpha-model", 0);
+        assertEquals(16, check.path("max_tokens").asInt());
+    }
+
+    @Test
+    void anHonestRoutePassesVerification() {
+        RoundReport r = round();
+
+        assertEquals("pass", result(r, "chat-beta").verification());
+        assertEquals("pass", snapshot("chat-beta").blob(Prober.VERIFICATION).orElseThrow());
+        JsonNode check = lastBody("beta", "beta-model", 0);
+        assertTrue(check.path("messages").path(0).path("content").asText().startsWith("Reply with exactly: hr-"));
+    }
+
+    @Test
+    void aRouteServingAnotherModelFailsVerificationAndIsExcludedUntilItPasses() {
+        liar.servedModel = "cheap-8b";
+        RoundReport r = round();
+
+        assertEquals("fail:served model 'cheap-8b' is not 'kimi-x'", result(r, "odd-liar").verification());
+        RoutePlan.Ready plan = (RoutePlan.Ready) plan("odd");
+        assertEquals(List.of("odd-beta"), plan.candidates().stream().map(c -> c.route().id()).toList());
+        assertTrue(plan.rejected().contains(new RoutePlan.Rejection("odd-liar", "failing verification")));
+
+        liar.servedModel = "kimi-x";
+        round();
+
+        assertEquals("pass", snapshot("odd-liar").blob(Prober.VERIFICATION).orElseThrow());
+        assertEquals(2, ((RoutePlan.Ready) plan("odd")).candidates().size());
+    }
+
+    @Test
+    void aWrongKnownAnswerFailsVerification() {
+        liar.echo = false;
+        RoundReport r = round();
+
+        assertEquals("fail:wrong answer to the known-answer check", result(r, "odd-liar").verification());
+    }
+
+    @Test
+    void aCoolingRouteIsLeftAloneAndItsHalfOpenProbeClosesTheBreaker() {
+        gw.core().store().recordFailure("acme/chat-alpha", 1, Duration.ofSeconds(30)).await().indefinitely();
+        sims.get("alpha").resetStats();
+
+        RoundReport cooling = round();
+        assertEquals("skipped", result(cooling, "chat-alpha").action());
+        assertEquals(0, sims.get("alpha").stats("alpha-model").received());
+
+        ticker.advance(Duration.ofSeconds(31));
+        assertTrue(snapshot("chat-alpha").fails() >= 1, "half-open: out of cooldown, still at max_fails");
+        RoundReport r = round();
+
+        assertEquals("half_open_probe", result(r, "chat-alpha").action());
+        assertEquals("ok", result(r, "chat-alpha").outcome());
+        RouteSnapshot s = snapshot("chat-alpha");
+        assertEquals(0, s.fails());
+        assertFalse(s.coolingDown());
+    }
+
+    @Test
+    void aFailedHalfOpenProbeCoolsTheRouteDownAgain() {
+        gw.core().store().recordFailure("acme/chat-alpha", 1, Duration.ofSeconds(30)).await().indefinitely();
+        ticker.advance(Duration.ofSeconds(31));
+        sims.get("alpha").enqueue("alpha-model", Fault.status(503));
+
+        RoundReport r = round();
+
+        assertEquals("failed: http 503", result(r, "chat-alpha").outcome());
+        assertTrue(snapshot("chat-alpha").coolingDown());
+        assertFalse(snapshot("chat-alpha").probeTaken(), "the probe slot is released");
+    }
+
+    @Test
+    void aSlowProviderFailsItsProbeWithoutHoldingUpTheRound() {
+        sims.get("beta").enqueue("beta-model", Fault.noResponse());
+
+        RoundReport r = round(ProberConfig.defaults().withProbeTimeout(Duration.ofMillis(400)));
+
+        assertEquals("failed: no answer within 400 ms", result(r, "chat-beta").outcome());
+        assertEquals("ok", result(r, "chat-alpha").outcome());
+        assertTrue(snapshot("chat-beta").coolingDown(), "a probe failure counts against the breaker");
+    }
+
+    @Test
+    void roundsNeverOverlapAcrossInstances() {
+        assertTrue(gw.core().store().tryLock(Prober.LOCK, "another-instance", Duration.ofSeconds(60)).await()
+                .indefinitely());
+
+        RoundReport r = round();
+
+        assertFalse(r.ran());
+        assertEquals(0, sims.get("alpha").stats("alpha-model").received());
+        assertEquals(0, sims.get("beta").stats("beta-model").received());
+    }
+
+    @Test
+    void aMetricsScrapeStoresACapacityReportThatExpires() {
+        sims.get("alpha").memoryPressure(0.97);
+
+        RoundReport r = round();
+
+        assertEquals("ok", r.scrapes().get(0).outcome());
+        CapacityReport c = CapacityReport.decode(snapshot("chat-alpha").blob(LearnedModels.CAPACITY).orElse(null))
+                .orElseThrow();
+        assertEquals(0.97, c.memoryPressure(), 1e-9);
+        assertFalse(c.hasHeadroom());
+        assertTrue(snapshot("chat-beta").blob(LearnedModels.CAPACITY).isEmpty(), "beta has no metrics_url");
+
+        ticker.advance(ProberConfig.defaults().capacityTtl().plusSeconds(1));
+
+        assertTrue(snapshot("chat-alpha").blob(LearnedModels.CAPACITY).isEmpty());
+    }
+
+    JsonNode lastBody(String sim, String model, int fromEnd) {
+        var recent = sims.get(sim).stats(model).recent();
+        try {
+            return Json.parse(recent.get(recent.size() - 1 - fromEnd).body());
+        } catch (java.io.IOException e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    /** An upstream that may serve another model than asked, or ignore the instruction: what verification catches. */
+    static final class LyingProvider implements AutoCloseable {
+        final HttpServer server;
+        volatile String servedModel;
+        volatile boolean echo = true;
+
+        private LyingProvider(HttpServer server) {
+            this.server = server;
+        }
+
+        static LyingProvider start(Vertx vertx) {
+            LyingProvider[] self = new LyingProvider[1];
+            HttpServer s = vertx.createHttpServer().requestHandler(req -> req.body().onSuccess(buf -> {
+                JsonNode body;
+                try {
+                    body = Json.parse(buf.getBytes());
+                } catch (java.io.IOException e) {
+                    req.response().setStatusCode(400).end();
+                    return;
+                }
+                LyingProvider me = self[0];
+                String model = me.servedModel != null ? me.servedModel : body.path("model").asText();
+                String user = body.path("messages").path(0).path("content").asText();
+                String answer = me.echo && user.startsWith("Reply with exactly: ")
+                        ? user.substring("Reply with exactly: ".length()) : "42 is the answer";
+                if (body.path("stream").asBoolean()) {
+                    req.response().putHeader("content-type", "text/event-stream").setChunked(true);
+                    for (String w : answer.split(" ")) {
+                        req.response().write("data: {\"model\":\"" + model + "\",\"choices\":[{\"delta\":{\"content\":\""
+                                + w + " \"}}]}\n\n");
+                    }
+                    req.response().end("data: [DONE]\n\n");
+                } else {
+                    req.response().putHeader("content-type", "application/json").end("{\"model\":\"" + model
+                            + "\",\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"" + answer
+                            + "\"}}],\"usage\":{\"completion_tokens\":3}}");
+                }
+            })).listen(0, "127.0.0.1").toCompletionStage().toCompletableFuture().join();
+            self[0] = new LyingProvider(s);
+            return self[0];
+        }
+
+        String baseUrl() {
+            return "http://127.0.0.1:" + server.actualPort() + "/v1";
+        }
+
+        @Override
+        public void close() {
+            server.close().toCompletionStage().toCompletableFuture().join();
+        }
+    }
+}
