@@ -6,6 +6,7 @@ import dev.hedgerow.catalog.LoadedCatalog;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RedisStateStore;
+import dev.hedgerow.state.ResilientStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.VertxUpstreamClient;
@@ -100,17 +101,28 @@ public class HedgerowApp {
             stateMode = "memory";
             return new MemoryStateStore(Ticker.system());
         }
+        stateMode = redisCluster ? "redis-cluster" : "redis";
+        return redisStore(vertx, redisUrl.get(), redisCluster);
+    }
+
+    /**
+     * The store for {@code REDIS_URL} (one URL, or a comma-separated list of cluster nodes when {@code cluster}):
+     * Redis behind a {@link ResilientStateStore}, so an outage falls back to local state instead of failing requests.
+     */
+    public static ResilientStateStore redisStore(Vertx vertx, String urls, boolean cluster) {
         RedisOptions options = new RedisOptions().setMaxPoolSize(64).setMaxPoolWaiting(4096)
                 .setMaxWaitingHandlers(8192);
-        RedisClientType type = redisCluster ? RedisClientType.CLUSTER : RedisClientType.STANDALONE;
+        RedisClientType type = cluster ? RedisClientType.CLUSTER : RedisClientType.STANDALONE;
         options.setType(type);
-        for (String url : redisUrl.get().split(",")) {
-            options.addConnectionString(url.trim());
+        for (String url : urls.split(",")) {
+            if (!url.isBlank()) {
+                options.addConnectionString(url.trim());
+            }
         }
-        stateMode = redisCluster ? "redis-cluster" : "redis";
         io.vertx.mutiny.redis.client.Redis redis = io.vertx.mutiny.redis.client.Redis.createClient(
                 io.vertx.mutiny.core.Vertx.newInstance(vertx), options);
-        return new RedisStateStore(redis, type);
+        return new ResilientStateStore(new RedisStateStore(redis, type), new MemoryStateStore(Ticker.system()),
+                ResilientStateStore.Settings.DEFAULTS);
     }
 
     private LoadedCatalog loadCatalog() {

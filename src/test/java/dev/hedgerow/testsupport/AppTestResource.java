@@ -70,6 +70,11 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
         return redis.url();
     }
 
+    /** The app's private Redis, for outage tests (stop, then restart it before the test ends). */
+    public static RedisServer redis() {
+        return redis;
+    }
+
     @Override
     public Map<String, String> start() {
         vertx = Vertx.vertx();

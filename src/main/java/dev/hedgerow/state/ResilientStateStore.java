@@ -1,0 +1,319 @@
+package dev.hedgerow.state;
+
+import io.smallrye.faulttolerance.api.CircuitBreakerState;
+import io.smallrye.faulttolerance.api.Guard;
+import io.smallrye.mutiny.Uni;
+import jakarta.enterprise.util.TypeLiteral;
+
+import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+
+/**
+ * The shared store (Redis) behind a fault-tolerance guard, with a local {@link MemoryStateStore} to fall back on:
+ * a Redis outage degrades the fleet to per-instance state but never fails a request (DESIGN.md, "State").
+ *
+ * <p>Every call to the shared store goes through one SmallRye Fault Tolerance {@link Guard} (programmatic API, so
+ * this stays a plain class usable outside CDI): a timeout, then one circuit breaker for the whole store, since
+ * Redis is down as a whole, not per key. A call that fails, times out or is refused by the open breaker is answered by
+ * the local store instead. The breaker's state is the degraded signal: {@link #degraded()} is true while it is open
+ * or half-open. When Redis answers again the half-open trial calls succeed, the breaker closes and every call goes
+ * back to shared state; what was written locally meanwhile (cooldowns, cursors, usage) is simply left behind, as all
+ * of it is rebuilt from traffic.
+ *
+ * <p>The catalog is the one thing traffic cannot rebuild, so this class keeps a mirror of every org catalog it has
+ * read or written. During an outage catalog reads answer from the mirror (the instance keeps its orgs instead of
+ * seeing an empty store), and when the store comes back without an org the mirror holds (a restarted Redis without
+ * persistence), {@link #catalogVersions()} writes the org back before answering, so no instance ever drops an org
+ * because Redis forgot it. Admin edits made during an outage stay local to this instance unless they are re-seeded
+ * that way; an edit stored in Redis meanwhile wins at the next refresh.
+ *
+ * <p>Thread-safe: the guard is thread-safe, the mirror is a concurrent map, counters are atomic.
+ */
+public final class ResilientStateStore implements StateStore {
+
+    /**
+     * Guard settings.
+     *
+     * @param timeout          longest wait for one Redis call before answering locally
+     * @param window           calls in the breaker's rolling window (SmallRye's request volume threshold)
+     * @param failureRatio     share of failed calls in the window that opens the breaker
+     * @param openDelay        how long the breaker stays open before letting trial calls through (half-open)
+     * @param successThreshold successful trial calls that close it again
+     */
+    public record Settings(Duration timeout, int window, double failureRatio, Duration openDelay,
+                           int successThreshold) {
+        /**
+         * 1 s per call (Redis answers in well under a millisecond; the bound matters only when the network drops
+         * packets, and it must cover a cold client's first connection); open after half of 8 calls failed; try Redis
+         * again after 2 s; close after 2 successes.
+         */
+        public static final Settings DEFAULTS = new Settings(Duration.ofSeconds(1), 8, 0.5, Duration.ofSeconds(2), 2);
+
+        public Settings {
+            Objects.requireNonNull(timeout, "timeout");
+            Objects.requireNonNull(openDelay, "openDelay");
+            if (window < 1 || successThreshold < 1 || failureRatio <= 0 || failureRatio > 1) {
+                throw new IllegalArgumentException("window and successThreshold >= 1, failureRatio in (0, 1]");
+            }
+        }
+    }
+
+    private static final TypeLiteral<Uni<Object>> UNI = new TypeLiteral<Uni<Object>>() {
+    };
+
+    private final StateStore shared;
+    private final StateStore local;
+    private final Guard guard;
+    private final Map<String, VersionedDoc> catalogMirror = new ConcurrentHashMap<>();
+    private final AtomicLong fallbacks = new AtomicLong();
+    private volatile CircuitBreakerState breaker = CircuitBreakerState.CLOSED;
+    private volatile String lastFailure = "";
+
+    public ResilientStateStore(StateStore shared, StateStore local, Settings settings) {
+        this.shared = Objects.requireNonNull(shared, "shared");
+        this.local = Objects.requireNonNull(local, "local");
+        this.guard = Guard.create()
+                .withDescription("hedgerow shared state")
+                .withTimeout().duration(settings.timeout().toMillis(), ChronoUnit.MILLIS).done()
+                .withCircuitBreaker()
+                .requestVolumeThreshold(settings.window())
+                .failureRatio(settings.failureRatio())
+                .delay(settings.openDelay().toMillis(), ChronoUnit.MILLIS)
+                .successThreshold(settings.successThreshold())
+                .onStateChange(state -> breaker = state)
+                .done()
+                .build();
+    }
+
+    /** True while the shared store is considered unreachable and calls are answered from local state. */
+    public boolean degraded() {
+        return breaker != CircuitBreakerState.CLOSED;
+    }
+
+    /** The guard's circuit breaker state: CLOSED (shared), OPEN (local only) or HALF_OPEN (trying Redis again). */
+    public String breakerState() {
+        return breaker.name();
+    }
+
+    /** How many calls were answered by the local store since start. */
+    public long fallbacks() {
+        return fallbacks.get();
+    }
+
+    /** The most recent reason a call fell back, or "" if none did. */
+    public String lastFailure() {
+        return lastFailure;
+    }
+
+    @SuppressWarnings("unchecked")
+    private <T> Uni<T> call(Supplier<Uni<T>> onShared, Supplier<Uni<T>> onLocal) {
+        return Uni.createFrom().deferred(() -> {
+            Uni<Object> guarded = guard.get(() -> (Uni<Object>) (Uni<?>) onShared.get(), UNI);
+            return ((Uni<T>) (Uni<?>) guarded).onFailure().recoverWithUni(e -> {
+                fallbacks.incrementAndGet();
+                lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
+                return onLocal.get();
+            });
+        });
+    }
+
+    // ---- catalog: mirrored, re-seeded when the shared store lost it ------------------------------------------------
+
+    @Override
+    public Uni<Map<String, Long>> catalogVersions() {
+        return call(() -> shared.catalogVersions().flatMap(this::reseedMissing), this::mirrorVersions);
+    }
+
+    private Uni<Map<String, Long>> reseedMissing(Map<String, Long> stored) {
+        List<Map.Entry<String, VersionedDoc>> missing = catalogMirror.entrySet().stream()
+                .filter(e -> !stored.containsKey(e.getKey())).toList();
+        if (missing.isEmpty()) {
+            return Uni.createFrom().item(stored);
+        }
+        // CAS on version 0: when several instances re-seed at once, one write wins and the others see it next poll.
+        List<Uni<Optional<Long>>> writes = missing.stream().map(e -> shared.putOrgCatalog(e.getKey(),
+                new VersionedDoc(e.getValue().json(), e.getValue().sourceHash(), 1), 0)).toList();
+        return Uni.join().all(writes).andFailFast().flatMap(done -> shared.catalogVersions());
+    }
+
+    private Uni<Map<String, Long>> mirrorVersions() {
+        Map<String, Long> out = new HashMap<>();
+        catalogMirror.forEach((org, doc) -> out.put(org, doc.version()));
+        return Uni.createFrom().item(out);
+    }
+
+    @Override
+    public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
+        return call(() -> shared.orgCatalog(orgId).invoke(d -> d.ifPresent(doc -> catalogMirror.put(orgId, doc))),
+                () -> Uni.createFrom().item(Optional.ofNullable(catalogMirror.get(orgId))));
+    }
+
+    @Override
+    public Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion) {
+        return call(() -> shared.putOrgCatalog(orgId, doc, expectedVersion).invoke(v -> v.ifPresent(version ->
+                        catalogMirror.put(orgId, new VersionedDoc(doc.json(), doc.sourceHash(), version)))),
+                () -> Uni.createFrom().item(putMirror(orgId, doc, expectedVersion)));
+    }
+
+    /** The same compare-and-set as the stores', on the mirror. */
+    private Optional<Long> putMirror(String orgId, VersionedDoc doc, long expectedVersion) {
+        long[] written = {-1};
+        catalogMirror.compute(orgId, (k, held) -> {
+            long current = held == null ? 0 : held.version();
+            if (current != expectedVersion) {
+                return held;
+            }
+            written[0] = expectedVersion + 1;
+            return new VersionedDoc(doc.json(), doc.sourceHash(), written[0]);
+        });
+        return written[0] < 0 ? Optional.empty() : Optional.of(written[0]);
+    }
+
+    // ---- everything else: shared when possible, local otherwise ------------------------------------------------------
+
+    @Override
+    public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
+        return call(() -> shared.snapshot(routeIds, usageWindow), () -> local.snapshot(routeIds, usageWindow));
+    }
+
+    @Override
+    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
+        return call(() -> shared.recordFailure(routeId, maxFails, failTimeout),
+                () -> local.recordFailure(routeId, maxFails, failTimeout));
+    }
+
+    @Override
+    public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
+        return call(() -> shared.recordSuccess(routeId, maxFails, failTimeout),
+                () -> local.recordSuccess(routeId, maxFails, failTimeout));
+    }
+
+    @Override
+    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl) {
+        return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl),
+                () -> local.tryAcquireProbe(routeId, maxFails, ttl));
+    }
+
+    @Override
+    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
+        return call(() -> shared.holdRetryAfter(routeId, wait), () -> local.holdRetryAfter(routeId, wait));
+    }
+
+    @Override
+    public Uni<Long> cooldownRemainingMillis(String routeId) {
+        return call(() -> shared.cooldownRemainingMillis(routeId), () -> local.cooldownRemainingMillis(routeId));
+    }
+
+    @Override
+    public Uni<Void> resetHealth(String routeId) {
+        return call(() -> shared.resetHealth(routeId), () -> local.resetHealth(routeId));
+    }
+
+    @Override
+    public Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl) {
+        return call(() -> shared.putRouteBlob(routeId, name, value, ttl),
+                () -> local.putRouteBlob(routeId, name, value, ttl));
+    }
+
+    @Override
+    public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
+        return call(() -> shared.acquireLease(routeId, leaseId, ttl), () -> local.acquireLease(routeId, leaseId, ttl));
+    }
+
+    @Override
+    public Uni<Void> renewLease(String routeId, String leaseId, Duration ttl) {
+        return call(() -> shared.renewLease(routeId, leaseId, ttl), () -> local.renewLease(routeId, leaseId, ttl));
+    }
+
+    @Override
+    public Uni<Void> releaseLease(String routeId, String leaseId) {
+        return call(() -> shared.releaseLease(routeId, leaseId), () -> local.releaseLease(routeId, leaseId));
+    }
+
+    @Override
+    public Uni<Void> addUsage(String routeId, UsageSample sample, Duration window) {
+        return call(() -> shared.addUsage(routeId, sample, window), () -> local.addUsage(routeId, sample, window));
+    }
+
+    @Override
+    public Uni<Long> nextCursor(String orgId, String alias) {
+        return call(() -> shared.nextCursor(orgId, alias), () -> local.nextCursor(orgId, alias));
+    }
+
+    @Override
+    public Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window) {
+        return call(() -> shared.hedgeBudget(orgId, spend, ratio, minPerWindow, window),
+                () -> local.hedgeBudget(orgId, spend, ratio, minPerWindow, window));
+    }
+
+    @Override
+    public Uni<Void> countRequest(String orgId, Duration window) {
+        return call(() -> shared.countRequest(orgId, window), () -> local.countRequest(orgId, window));
+    }
+
+    @Override
+    public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
+        return call(() -> shared.appendAudit(orgId, event, maxLen), () -> local.appendAudit(orgId, event, maxLen));
+    }
+
+    @Override
+    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
+        return call(() -> shared.readAudit(orgId, limit), () -> local.readAudit(orgId, limit));
+    }
+
+    @Override
+    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
+        return call(() -> shared.addLedger(orgId, alias, sample), () -> local.addLedger(orgId, alias, sample));
+    }
+
+    @Override
+    public Uni<Map<String, UsageSample>> ledger(String orgId) {
+        return call(() -> shared.ledger(orgId), () -> local.ledger(orgId));
+    }
+
+    @Override
+    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
+        return call(() -> shared.affinity(orgId, prefixHashes), () -> local.affinity(orgId, prefixHashes));
+    }
+
+    @Override
+    public Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl) {
+        return call(() -> shared.putAffinity(orgId, prefixHashes, routeId, ttl),
+                () -> local.putAffinity(orgId, prefixHashes, routeId, ttl));
+    }
+
+    @Override
+    public Uni<Optional<String>> getOrgBlob(String orgId, String name) {
+        return call(() -> shared.getOrgBlob(orgId, name), () -> local.getOrgBlob(orgId, name));
+    }
+
+    @Override
+    public Uni<Void> putOrgBlob(String orgId, String name, String value, Duration ttl) {
+        return call(() -> shared.putOrgBlob(orgId, name, value, ttl), () -> local.putOrgBlob(orgId, name, value, ttl));
+    }
+
+    @Override
+    public Uni<Boolean> tryLock(String name, String owner, Duration ttl) {
+        return call(() -> shared.tryLock(name, owner, ttl), () -> local.tryLock(name, owner, ttl));
+    }
+
+    @Override
+    public Uni<Void> unlock(String name, String owner) {
+        return call(() -> shared.unlock(name, owner), () -> local.unlock(name, owner));
+    }
+
+    /** Whether the shared store answered (false while it is down or the breaker is open); never fails. */
+    @Override
+    public Uni<Boolean> ping() {
+        return call(shared::ping, () -> Uni.createFrom().item(false));
+    }
+}

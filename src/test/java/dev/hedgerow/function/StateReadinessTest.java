@@ -1,0 +1,81 @@
+package dev.hedgerow.function;
+
+import dev.hedgerow.sim.SimText;
+import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.Sse;
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.path.json.JsonPath;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.Map;
+
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The real application's readiness detail and {@code hedgerow_state_degraded} gauge, across a real Redis outage:
+ * readiness stays UP (serving continues on local state) and says {@code degraded}, then {@code shared} again.
+ */
+@QuarkusTest
+@QuarkusTestResource(value = AppTestResource.class, restrictToAnnotatedClass = false)
+class StateReadinessTest {
+
+    static Map<String, Object> stateCheck() {
+        String body = given().get("/q/health/ready").then().statusCode(200).extract().asString();
+        return JsonPath.from(body).getMap("checks.find { it.name == 'hedgerow-state' }.data");
+    }
+
+    static double gauge() {
+        String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+        return metrics.lines().filter(l -> l.startsWith("hedgerow_state_degraded"))
+                .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).findFirst()
+                .orElseThrow(() -> new AssertionError("no hedgerow_state_degraded gauge"));
+    }
+
+    static void served(String prompt) {
+        String out = given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"solo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt
+                        + "\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        assertEquals(SimText.expected(AppTestResource.SEED, prompt, 24), Sse.content(out));
+    }
+
+    /** Serves requests and polls readiness until it reports {@code state} (at most 20 s). */
+    static void driveUntilState(String state) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        for (int i = 0; !state.equals(stateCheck().get("state")); i++) {
+            assertTrue(System.nanoTime() < deadline, "readiness never reported state " + state);
+            served("drive " + i);
+        }
+    }
+
+    @Test
+    void readinessReportsSharedRedisState() {
+        Map<String, Object> data = stateCheck();
+        assertEquals("shared", data.get("state"));
+        assertEquals("redis", data.get("mode"));
+        assertEquals("up", data.get("redis"));
+        assertEquals(0.0, gauge());
+    }
+
+    @Test
+    void staysReadyAndServesWhileRedisIsDownThenRejoins() {
+        RedisServer redis = AppTestResource.redis();
+        try {
+            redis.stop();
+            driveUntilState("degraded");
+            served("during the outage");
+            assertEquals("unreachable", stateCheck().get("redis"));
+            assertEquals(1.0, gauge());
+        } finally {
+            redis.restart();
+        }
+        driveUntilState("shared");
+        served("after the outage");
+        assertEquals(0.0, gauge());
+    }
+}
