@@ -19,14 +19,19 @@ import java.util.List;
  *       only capacity);</li>
  *   <li><b>prefix affinity</b>: the route that recently served this prompt's longest prefix goes first among the
  *       routes within the bar of its tier (a cached prefix never outweighs the SLO or the bar);</li>
- *   <li><b>bounded exploration</b>: at one rotation position in {@value #EXPLORE_EVERY}, a route of the tier not
- *       yet measured goes first, so new routes get measured without ever costing more than that share of
- *       requests.</li>
+ *   <li><b>bounded exploration</b>: at about one rotation position in {@value #EXPLORE_EVERY} (chosen by a hash of
+ *       the position, so a periodic traffic pattern cannot hide a prompt size from it), the route of the tier whose
+ *       prediction for this prompt size is most uncertain goes first, if it is uncertain at all: a route never
+ *       measured, or one measured only on prompts of very different size (uncertainty above
+ *       {@value #UNCERTAIN}, see {@link TtftPredictor#uncertainty}). New routes get measured, and a route judged
+ *       on short prompts gets a sample of a long one, without ever costing more than that share of requests; once
+ *       every route is measured near every prompt size in use, nothing is explored.</li>
  * </ol>
  * Stateless; thread-safe.
  */
 final class AutoBalancer implements Balancer {
     static final int EXPLORE_EVERY = 10;
+    static final double UNCERTAIN = 4.0;
     private final RouteModels models;
 
     AutoBalancer(RouteModels models) {
@@ -43,6 +48,15 @@ final class AutoBalancer implements Balancer {
     @Override
     public List<Candidate> order(List<Candidate> candidates, BalanceContext ctx) {
         return place(candidates, ctx).stream().map(Placed::candidate).toList();
+    }
+
+    /** Whether this rotation position explores: about one in {@value #EXPLORE_EVERY}, spread by SplitMix64. */
+    static boolean explores(long cursor) {
+        long z = cursor + 0x9E3779B97F4A7C15L;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        z = z ^ (z >>> 31);
+        return Math.floorMod(z, (long) EXPLORE_EVERY) == 0;
     }
 
     List<Placed> place(List<Candidate> candidates, BalanceContext ctx) {
@@ -83,13 +97,13 @@ final class AutoBalancer implements Balancer {
         }
         List<Placed> out = new ArrayList<>(fast);
         out.addAll(slow);
-        if (Math.floorMod(ctx.cursor(), (long) EXPLORE_EVERY) == 0) {
-            List<Candidate> unmeasured = tier.stream().filter(c -> !c.estimate().measured())
-                    .sorted(Comparator.comparing(Candidate::id)).toList();
-            if (!unmeasured.isEmpty()) {
-                // rotate among the unmeasured so that several new routes all get their first sample
-                Candidate pick = unmeasured.get((int) Math.floorMod(ctx.cursor() / EXPLORE_EVERY,
-                        (long) unmeasured.size()));
+        if (explores(ctx.cursor())) {
+            double most = tier.stream().mapToDouble(c -> c.estimate().uncertainty()).max().orElse(0);
+            if (most > UNCERTAIN) {
+                List<Candidate> top = tier.stream().filter(c -> c.estimate().uncertainty() == most)
+                        .sorted(Comparator.comparing(Candidate::id)).toList();
+                // rotate among equally uncertain routes (several never measured) so each gets its sample
+                Candidate pick = top.get((int) Math.floorMod(ctx.cursor() / EXPLORE_EVERY, (long) top.size()));
                 out.removeIf(p -> p.candidate() == pick);
                 out.add(0, new Placed(pick, meetsSlo, Placement.EXPLORE));
             }

@@ -87,7 +87,8 @@ public final class LearnedModels implements RouteModels {
             String t = blob(state, THINK);
             think = t == null ? 0 : Ewma.decode(t, EMA_ALPHA).value();
         }
-        return new TtftEstimate(pr.meanMs() + think, pr.p90Ms() + think, p.samples() > 0);
+        return new TtftEstimate(pr.meanMs() + think, pr.p90Ms() + think, p.samples() > 0,
+                p.samples() > 0 ? p.uncertainty(facts.promptTokens()) : Double.POSITIVE_INFINITY);
     }
 
     @Override

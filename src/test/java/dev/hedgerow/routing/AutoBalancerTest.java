@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class AutoBalancerTest {
     static final GroupSettings SETTINGS = GroupSettings.defaults();
@@ -97,29 +98,47 @@ class AutoBalancerTest {
     }
 
     @Test
-    void anUnmeasuredRouteIsExploredAtOneRotationPositionInTen() {
+    void anUnmeasuredRouteIsExploredAtAboutOneRotationPositionInTen() {
         List<Candidate> cs = List.of(cand("a", 100, true, meets()), cand("new", 1000, false, null));
         int explored = 0;
-        for (long cursor = 1; cursor <= 100; cursor++) {
-            if (auto.order(cs, ctx(cursor, null)).get(0).route().id().equals("new")) {
-                explored++;
-                assertEquals(0, cursor % AutoBalancer.EXPLORE_EVERY);
-            }
+        for (long cursor = 1; cursor <= 1000; cursor++) {
+            boolean first = auto.order(cs, ctx(cursor, null)).get(0).route().id().equals("new");
+            assertEquals(AutoBalancer.explores(cursor), first);
+            explored += first ? 1 : 0;
         }
-        assertEquals(100 / AutoBalancer.EXPLORE_EVERY, explored);
+        assertTrue(explored >= 70 && explored <= 130, "explored " + explored + " of 1000");
     }
 
     @Test
     void explorationRotatesAmongSeveralUnmeasuredRoutes() {
         List<Candidate> cs = List.of(cand("a", 100, true, meets()), cand("n1", 1000, false, null),
                 cand("n2", 1000, false, null));
-        assertEquals(Set.of("n1", "n2"), Set.of(auto.order(cs, ctx(10, null)).get(0).route().id(),
-                auto.order(cs, ctx(20, null)).get(0).route().id()));
+        Set<String> explored = new java.util.HashSet<>();
+        for (long cursor = 1; cursor <= 200; cursor++) {
+            if (AutoBalancer.explores(cursor)) {
+                explored.add(auto.order(cs, ctx(cursor, null)).get(0).route().id());
+            }
+        }
+        assertEquals(Set.of("n1", "n2"), explored);
     }
 
     @Test
-    void measuredRoutesAreNeverExplored() {
+    void aRouteMeasuredOnlyOnOtherPromptSizesIsExplored() {
+        Candidate uncertain = new Candidate("o/far", cand("far", 0, true, null).route(),
+                cand("far", 0, true, null).provider(), cand("far", 0, true, meets()).state(), false,
+                new TtftEstimate(900, 1200, true, 50));
+        List<Candidate> cs = List.of(cand("a", 100, true, meets()), uncertain);
+        for (long cursor = 1; cursor <= 100; cursor++) {
+            assertEquals(AutoBalancer.explores(cursor),
+                    auto.order(cs, ctx(cursor, null)).get(0).route().id().equals("far"));
+        }
+    }
+
+    @Test
+    void routesMeasuredNearThisPromptSizeAreNeverExplored() {
         List<Candidate> cs = List.of(cand("a", 100, true, meets()), cand("b", 900, true, meets()));
-        assertEquals(List.of("a", "b"), ids(auto.order(cs, ctx(10, null))));
+        for (long cursor = 1; cursor <= 100; cursor++) {
+            assertEquals(List.of("a", "b"), ids(auto.order(cs, ctx(cursor, null))));
+        }
     }
 }
