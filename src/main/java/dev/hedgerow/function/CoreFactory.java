@@ -5,6 +5,8 @@ import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.audit.RequestRecorder;
 import dev.hedgerow.catalog.CatalogCodec;
 import dev.hedgerow.catalog.CatalogService;
+import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.dispatch.AttemptRecord;
 import dev.hedgerow.dispatch.DispatchObserver;
 import dev.hedgerow.dispatch.DispatchRequest;
@@ -24,6 +26,7 @@ import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.UpstreamClient;
 
+import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
 
@@ -46,24 +49,50 @@ public final class CoreFactory {
                 new SemanticEmbeddings(upstream, store));
         AuditLog audit = new AuditLog(store, clock);
         TtftSamples samples = new TtftSamples(store, TtftSamples.DEFAULT_KEEP);
-        DispatchObserver observers = chain(new Learning(models, samples), new RequestRecorder(store, audit), extra);
+        DispatchObserver observers = chain(new Learning(models, catalog, samples), new PrefixAffinity(store),
+                new RequestRecorder(store, audit), extra);
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
                 tokens::countText, observers, Dispatcher.HedgeBudget.defaults()));
         return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream,
                 samples);
     }
 
-    /** Feeds what dispatch observed into the learned route models. */
-    private record Learning(LearnedModels models, TtftSamples samples) implements DispatchObserver {
+    /** Feeds what dispatch observed into the learned route models, judged against the route's group targets. */
+    private record Learning(LearnedModels models, CatalogService catalog, TtftSamples samples)
+            implements DispatchObserver {
         @Override
         public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
-            models.learnFirstToken(route.state(), promptTokens, ttftMs, reasoningFirst);
+            models.learnFirstToken(route.state(), promptTokens, ttftMs, reasoningFirst, slo(route));
             samples.record(route.state(), promptTokens, ttftMs);
         }
 
         @Override
         public void decoded(Candidate route, int tokens, long decodeMs, long e2eMs) {
-            models.learnDecode(route.state(), tokens, decodeMs, e2eMs);
+            models.learnDecode(route.state(), tokens, decodeMs, e2eMs, slo(route));
+        }
+
+        private GroupSettings.Slo slo(Candidate c) {
+            int slash = c.key().indexOf('/');   // the key is "<org>/<routeId>"
+            return catalog.current().org(slash < 0 ? "" : c.key().substring(0, slash))
+                    .map(o -> o.group(c.route().alias()).slo()).orElse(GroupSettings.Slo.defaults());
+        }
+    }
+
+    /**
+     * The write side of prefix-cache affinity: after a successful auto-routed request, the route that served it
+     * holds the prompt's prefix blocks for {@link #TTL} (about how long an engine keeps an idle prefix cached).
+     */
+    private record PrefixAffinity(StateStore store) implements DispatchObserver {
+        static final Duration TTL = Duration.ofMinutes(5);
+
+        @Override
+        public void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
+                             Candidate winner) {
+            if (status == 200 && winner != null && request.settings().strategy() == Strategy.AUTO
+                    && !request.facts().prefixHashes().isEmpty()) {
+                store.putAffinity(request.org().id(), request.facts().prefixHashes(), winner.key(), TTL)
+                        .subscribe().with(v -> { }, t -> { });
+            }
         }
     }
 

@@ -7,69 +7,107 @@ import java.util.Comparator;
 import java.util.List;
 
 /**
- * Keln's pick, the default strategy: among capable, healthy candidates (the router already filtered those), prefer
- * supply that meets the SLO targets, then the route predicted fastest for this prompt size. Routes predicted
- * slower than {@code slow_bar} × the fastest are passed over while faster capacity exists (a preference, not a
- * cutoff: they stay at the end of the order). A prompt prefix recently served by a route goes back to it, unless
- * that route is below the SLO or past the slow bar. One request in {@value #EXPLORE_EVERY} explores a route not yet
- * measured, so new routes get measured (bounded exploration). Stateless; thread-safe.
+ * Keln's pick, the default strategy. The router has already kept only capable, healthy candidates and put those
+ * without headroom last; this orders what it is given:
+ * <ol>
+ *   <li><b>SLO tiers</b>: supply that meets the speed targets (or is not yet measured) before supply measured
+ *       below them, which serves only when nothing better is available;</li>
+ *   <li>within a tier, the <b>predicted TTFT for this prompt size</b>, fastest first (ties by the group's
+ *       rotation);</li>
+ *   <li>the <b>slow-route bar</b>: a route predicted slower than {@code slow_bar} × the tier's fastest goes after
+ *       every route within the bar (a preference, not a cutoff: it stays in the order, so it serves when it is the
+ *       only capacity);</li>
+ *   <li><b>prefix affinity</b>: the route that recently served this prompt's longest prefix goes first among the
+ *       routes within the bar of its tier (a cached prefix never outweighs the SLO or the bar);</li>
+ *   <li><b>bounded exploration</b>: at about one rotation position in {@value #EXPLORE_EVERY} (chosen by a hash of
+ *       the position, so a periodic traffic pattern cannot hide a prompt size from it), the route of the tier whose
+ *       prediction for this prompt size is most uncertain goes first, if it is uncertain at all: a route never
+ *       measured, or one measured only on prompts of very different size (uncertainty above
+ *       {@value #UNCERTAIN}, see {@link TtftPredictor#uncertainty}). New routes get measured, and a route judged
+ *       on short prompts gets a sample of a long one, without ever costing more than that share of requests; once
+ *       every route is measured near every prompt size in use, nothing is explored.</li>
+ * </ol>
+ * Stateless; thread-safe.
  */
 final class AutoBalancer implements Balancer {
     static final int EXPLORE_EVERY = 10;
-    private final LearnedModels models;
+    static final double UNCERTAIN = 4.0;
+    private final RouteModels models;
 
-    AutoBalancer(LearnedModels models) {
+    AutoBalancer(RouteModels models) {
         this.models = models;
+    }
+
+    /** Why a candidate is where it is in the order. */
+    enum Placement { EXPLORE, AFFINITY, FAST, SLOW_BAR }
+
+    /** A placed candidate, with its SLO tier. */
+    record Placed(Candidate candidate, boolean meetsSlo, Placement placement) {
     }
 
     @Override
     public List<Candidate> order(List<Candidate> candidates, BalanceContext ctx) {
-        if (candidates.size() <= 1) {
-            return candidates;
-        }
+        return place(candidates, ctx).stream().map(Placed::candidate).toList();
+    }
+
+    /** Whether this rotation position explores: about one in {@value #EXPLORE_EVERY}, spread by SplitMix64. */
+    static boolean explores(long cursor) {
+        long z = cursor + 0x9E3779B97F4A7C15L;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        z = z ^ (z >>> 31);
+        return Math.floorMod(z, (long) EXPLORE_EVERY) == 0;
+    }
+
+    List<Placed> place(List<Candidate> candidates, BalanceContext ctx) {
         GroupSettings settings = ctx.settings();
         List<Candidate> meets = new ArrayList<>();
         List<Candidate> below = new ArrayList<>();
         for (Candidate c : candidates) {
             (models.meetsSlo(c.state(), settings.slo()) ? meets : below).add(c);
         }
-        List<Candidate> out = new ArrayList<>(rankTier(meets, ctx));
-        out.addAll(rankTier(below, ctx));
+        List<Placed> out = new ArrayList<>(rankTier(meets, true, ctx));
+        out.addAll(rankTier(below, false, ctx));
         return out;
     }
 
-    private List<Candidate> rankTier(List<Candidate> tier, BalanceContext ctx) {
+    private List<Placed> rankTier(List<Candidate> tier, boolean meetsSlo, BalanceContext ctx) {
         if (tier.isEmpty()) {
-            return tier;
+            return List.of();
         }
         List<Candidate> byTtft = Balancers.byMeasure(tier, c -> c.estimate().meanMs(), ctx.cursor());
-        // byMeasure puts NaN first; predictions are never NaN, so this is a plain ascending sort with rotation ties
         double fastest = byTtft.get(0).estimate().meanMs();
         double bar = Math.max(1.0, ctx.settings().balancer().slowBar()) * Math.max(fastest, 1.0);
-        List<Candidate> fast = new ArrayList<>();
-        List<Candidate> slow = new ArrayList<>();
+        List<Placed> fast = new ArrayList<>();
+        List<Placed> slow = new ArrayList<>();
         for (Candidate c : byTtft) {
-            (c.estimate().meanMs() <= bar ? fast : slow).add(c);
+            if (c.estimate().meanMs() <= bar) {
+                fast.add(new Placed(c, meetsSlo, Placement.FAST));
+            } else {
+                slow.add(new Placed(c, meetsSlo, Placement.SLOW_BAR));
+            }
         }
         if (ctx.affinityKey() != null) {
             for (int i = 0; i < fast.size(); i++) {
-                if (fast.get(i).id().equals(ctx.affinityKey())) {
-                    fast.add(0, fast.remove(i));
+                if (fast.get(i).candidate().id().equals(ctx.affinityKey())) {
+                    fast.add(0, new Placed(fast.remove(i).candidate(), meetsSlo, Placement.AFFINITY));
                     break;
                 }
             }
         }
-        if (Math.floorMod(ctx.cursor(), (long) EXPLORE_EVERY) == 0) {
-            tier.stream().filter(c -> !c.estimate().measured())
-                    .min(Comparator.comparing(Candidate::id))
-                    .ifPresent(c -> {
-                        fast.remove(c);
-                        slow.remove(c);
-                        fast.add(0, c);
-                    });
-        }
-        List<Candidate> out = new ArrayList<>(fast);
+        List<Placed> out = new ArrayList<>(fast);
         out.addAll(slow);
+        if (explores(ctx.cursor())) {
+            double most = tier.stream().mapToDouble(c -> c.estimate().uncertainty()).max().orElse(0);
+            if (most > UNCERTAIN) {
+                List<Candidate> top = tier.stream().filter(c -> c.estimate().uncertainty() == most)
+                        .sorted(Comparator.comparing(Candidate::id)).toList();
+                // rotate among equally uncertain routes (several never measured) so each gets its sample
+                Candidate pick = top.get((int) Math.floorMod(ctx.cursor() / EXPLORE_EVERY, (long) top.size()));
+                out.removeIf(p -> p.candidate() == pick);
+                out.add(0, new Placed(pick, meetsSlo, Placement.EXPLORE));
+            }
+        }
         return out;
     }
 }

@@ -1,20 +1,26 @@
 package dev.hedgerow.routing;
 
+import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
 
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.UnaryOperator;
 
 /**
  * The learned per-route models, kept as blobs in the shared store so every instance predicts alike: TTFT by prompt
  * size (recursive least squares, {@link TtftPredictor}), the EMA latency of Trifrost's {@code least_latency}, the
  * peak EWMAs of Kong's {@code lowest_latency} (tpot and e2e), decode speed, and the inter-chunk gap allowance of
- * the stall watchdog. Updates start from the newest model this instance holds (else the snapshot's), so one
- * instance's samples chain; across instances the last writer wins, which only drops samples: everything here is
- * rebuilt from traffic. Thread-safe.
+ * the stall watchdog, and the route's standing against the SLO targets ({@link SloTracker}, blob
+ * {@value #SLO}). Reads prefer this instance's own write of the last {@value #LOCAL_FRESH_MS} ms (a snapshot read
+ * just before that write cannot contain it yet), else the snapshot, so every instance converges on the shared
+ * copy. Updates start from this instance's write of the last {@value #LOCAL_CHAIN_MS} ms (the snapshot a request
+ * was planned with may predate it), else the snapshot's, so one instance's samples chain; across instances the
+ * last writer wins, which only drops samples: everything here is rebuilt from traffic. Thread-safe.
  */
 public final class LearnedModels implements RouteModels {
     public static final String TTFT = "ttft";
@@ -25,6 +31,20 @@ public final class LearnedModels implements RouteModels {
     public static final String GAP = "gap";
     public static final String CAPACITY = "capacity";
     public static final String THINK = "think";
+    public static final String SLO = "slo";
+
+    /** How long this instance trusts its own newest write over a snapshot. */
+    static final long LOCAL_FRESH_MS = 2_000;
+    /** How long an update chains from this instance's own newest write rather than the request's snapshot. */
+    static final long LOCAL_CHAIN_MS = 30_000;
+    /**
+     * An SLO verdict not refreshed by a sample for this long is forgotten: the route is judged afresh (and, if it
+     * still misses the targets, measured below them again by its next request). This bounds how long a route that
+     * recovered while nobody was sending it traffic stays out of normal rotation.
+     */
+    static final Duration SLO_TTL = Duration.ofMinutes(10);
+    /** Decode samples of shorter completions say little about sustained speed and are not judged against the SLO. */
+    static final int SUSTAINED_MIN_TOKENS = 8;
 
     private static final Duration MODEL_TTL = Duration.ofDays(7);
     private static final double EMA_ALPHA = 0.3;
@@ -33,7 +53,10 @@ public final class LearnedModels implements RouteModels {
     private final StateStore store;
     private final InstantSource clock;
     private final TtftPredictor.Prior prior;
-    private final Map<String, String> latest = new ConcurrentHashMap<>();
+    private final Map<String, Local> latest = new ConcurrentHashMap<>();
+
+    private record Local(String value, long atMillis) {
+    }
 
     public LearnedModels(StateStore store, InstantSource clock, TtftPredictor.Prior prior) {
         this.store = store;
@@ -42,8 +65,16 @@ public final class LearnedModels implements RouteModels {
     }
 
     private String blob(RouteSnapshot s, String name) {
-        String local = latest.get(s.routeId() + "|" + name);
-        return local != null ? local : s.blob(name).orElse(null);
+        Local local = latest.get(s.routeId() + "|" + name);
+        return fresh(local) ? local.value() : s.blob(name).orElse(null);
+    }
+
+    private boolean fresh(Local local) {
+        return younger(local, LOCAL_FRESH_MS);
+    }
+
+    private boolean younger(Local local, long ms) {
+        return local != null && clock.millis() - local.atMillis() < ms;
     }
 
     @Override
@@ -57,7 +88,8 @@ public final class LearnedModels implements RouteModels {
             // written by dispatch as a ThinkingTime (first reasoning to first visible chunk)
             think = ThinkingTime.decode(t).meanMs();
         }
-        return new TtftEstimate(pr.meanMs() + think, pr.p90Ms() + think, p.samples() > 0);
+        return new TtftEstimate(pr.meanMs() + think, pr.p90Ms() + think, p.samples() > 0,
+                p.samples() > 0 ? p.uncertainty(facts.promptTokens()) : Double.POSITIVE_INFINITY);
     }
 
     @Override
@@ -72,30 +104,43 @@ public final class LearnedModels implements RouteModels {
 
     @Override
     public boolean hasHeadroom(RouteSnapshot state) {
-        return CapacityReport.decode(state.blob(CAPACITY).orElse(null)).map(CapacityReport::hasHeadroom)
-                .orElse(true);
+        return capacity(state).map(CapacityReport::hasHeadroom).orElse(true);
+    }
+
+    @Override
+    public Optional<CapacityReport> capacity(RouteSnapshot state) {
+        return CapacityReport.decode(state.blob(CAPACITY).orElse(null));
     }
 
     /**
-     * Whether the route currently meets Keln's targets: decode speed at or above the target and the predicted
-     * first token on a standard-size prompt within the target. A route not yet measured counts as meeting them
-     * (exploration measures it); a route below them returns as soon as its measurements recover.
+     * Whether the route currently meets the SLO targets: not {@link SloTracker.Status#BELOW}. A route not yet
+     * measured counts as meeting them (exploration measures it); a route below them returns once its tracker has
+     * seen enough good samples in a row (hysteresis), or when its verdict expires unrefreshed.
      */
-    public boolean meetsSlo(RouteSnapshot state, dev.hedgerow.catalog.GroupSettings.Slo slo) {
-        String d = blob(state, DECODE);
-        if (d != null) {
-            Ewma decode = Ewma.decode(d, EMA_ALPHA);
-            if (decode.isMeasured() && decode.value() < slo.decodeTokensPerSecond()) {
-                return false;
+    @Override
+    public boolean meetsSlo(RouteSnapshot state, GroupSettings.Slo slo) {
+        return sloStatus(state, slo) != SloTracker.Status.BELOW;
+    }
+
+    /** The route's tracker against {@code slo} (fresh when never measured or expired). */
+    public SloTracker slo(RouteSnapshot state, GroupSettings.Slo slo) {
+        return SloTracker.decode(blob(state, SLO), slo);
+    }
+
+    /**
+     * Live measurements decide; while the route's decode speed has not been measured, a fresh capacity report's
+     * {@code tokens_per_second} below the target counts as a miss (the operator's own measurement).
+     */
+    @Override
+    public SloTracker.Status sloStatus(RouteSnapshot state, GroupSettings.Slo slo) {
+        SloTracker t = slo(state, slo);
+        if (t.decodeStatus() == SloTracker.Status.UNKNOWN) {
+            double reported = capacity(state).map(CapacityReport::tokensPerSecond).orElse(0.0);
+            if (reported > 0 && reported < slo.decodeTokensPerSecond()) {
+                return SloTracker.Status.BELOW;
             }
         }
-        String t = blob(state, TTFT);
-        if (t != null) {
-            TtftPredictor p = TtftPredictor.decode(t, prior);
-            int standard = Math.min(1000, slo.standardPromptMaxTokens());
-            return p.samples() == 0 || p.predict(standard).meanMs() <= slo.firstToken().toMillis();
-        }
-        return true;
+        return t.status();
     }
 
     /** Trifrost's EMA latency (first-token latency for streams); NaN when never measured. */
@@ -120,32 +165,57 @@ public final class LearnedModels implements RouteModels {
 
     // ---- learning ------------------------------------------------------------------------------------------
 
+    /** Learns a first token against the default SLO targets. */
     public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, boolean reasoningFirst) {
-        update(base, TTFT, enc -> (enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior))
-                .update(promptTokens, ttftMs).encode());
-        update(base, EMA, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
-                .observe(ttftMs).encode());
+        learnFirstToken(base, promptTokens, ttftMs, reasoningFirst, GroupSettings.Slo.defaults());
     }
 
+    /**
+     * Learns one measured time to first token for a prompt of {@code promptTokens} (live traffic or a probe):
+     * the TTFT line, Trifrost's EMA, and the SLO tracker of the route's group targets {@code slo}.
+     * {@code base} must be a snapshot of the route (its blobs are the starting point when this instance holds none).
+     */
+    public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, boolean reasoningFirst,
+                                GroupSettings.Slo slo) {
+        update(base, TTFT, MODEL_TTL, enc -> (enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior))
+                .update(promptTokens, ttftMs).encode());
+        update(base, EMA, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
+                .observe(ttftMs).encode());
+        update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeTtft(promptTokens, ttftMs).encode());
+    }
+
+    /** Learns a decode against the default SLO targets. */
     public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs) {
+        learnDecode(base, tokens, decodeMs, e2eMs, GroupSettings.Slo.defaults());
+    }
+
+    /**
+     * Learns one finished generation: {@code tokens} completion tokens, {@code decodeMs} from the first to the
+     * last, {@code e2eMs} in all. Decode speed counts the gaps between tokens ({@code tokens - 1}); completions
+     * shorter than {@value #SUSTAINED_MIN_TOKENS} tokens are not judged against the sustained-decode target.
+     */
+    public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs, GroupSettings.Slo slo) {
         long now = clock.millis();
         if (tokens > 1 && decodeMs > 0) {
             double tps = (tokens - 1) * 1000.0 / decodeMs;
             double tpot = decodeMs / (double) (tokens - 1);
-            update(base, DECODE, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
+            update(base, DECODE, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
                     .observe(tps).encode());
-            update(base, PEWMA_TPOT, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
+            update(base, PEWMA_TPOT, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
                     : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(tpot, now).encode());
+            if (tokens >= SUSTAINED_MIN_TOKENS) {
+                update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeDecode(tps).encode());
+            }
         }
-        update(base, PEWMA_E2E, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
+        update(base, PEWMA_E2E, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
                 : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(e2eMs, now).encode());
     }
 
-    private void update(RouteSnapshot base, String name, java.util.function.UnaryOperator<String> step) {
+    private void update(RouteSnapshot base, String name, Duration ttl, UnaryOperator<String> step) {
         String key = base.routeId() + "|" + name;
-        String next = latest.compute(key, (k, local) -> step.apply(local != null ? local : base.blob(name)
-                .orElse(null)));
-        store.putRouteBlob(base.routeId(), name, next, MODEL_TTL).subscribe().with(v -> { }, t -> { });
+        Local next = latest.compute(key, (k, local) -> new Local(step.apply(younger(local, LOCAL_CHAIN_MS) ? local.value()
+                : base.blob(name).orElse(null)), clock.millis()));
+        store.putRouteBlob(base.routeId(), name, next.value(), ttl).subscribe().with(v -> { }, t -> { });
     }
 
     /** Forgets this instance's local copies (tests, admin reset). */

@@ -1,10 +1,13 @@
 package dev.hedgerow.routing;
 
+import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.state.RouteSnapshot;
 
+import java.util.Optional;
+
 /**
- * Reads the learned per-route models out of a snapshot's blobs: TTFT by prompt size, decode speed, headroom.
- * Stateless and thread-safe.
+ * Reads the learned per-route models out of a snapshot's blobs: TTFT by prompt size, decode speed, headroom,
+ * standing against the SLO targets. Stateless and thread-safe.
  */
 public interface RouteModels {
 
@@ -15,4 +18,19 @@ public interface RouteModels {
 
     /** False when the route's operator reports no real headroom right now (queue full, memory pressure high). */
     boolean hasHeadroom(RouteSnapshot state);
+
+    /** The route's current capacity report, if a fresh one exists. */
+    default Optional<CapacityReport> capacity(RouteSnapshot state) {
+        return Optional.empty();
+    }
+
+    /** The route's standing against the group's speed targets. */
+    default SloTracker.Status sloStatus(RouteSnapshot state, GroupSettings.Slo slo) {
+        return SloTracker.Status.UNKNOWN;
+    }
+
+    /** True unless the route is measured below the targets. */
+    default boolean meetsSlo(RouteSnapshot state, GroupSettings.Slo slo) {
+        return sloStatus(state, slo) != SloTracker.Status.BELOW;
+    }
 }

@@ -27,6 +27,12 @@ import java.util.stream.Collectors;
  * read in one batched round trip (plus the rotation cursor). Thread-safe.
  */
 public final class Router {
+    /** Route blob set by the console: a value starting with {@code fail} excludes the route. */
+    public static final String VERIFICATION = "verification";
+    /** Route blob set by the console: any value but {@value #GOOD_STANDING} excludes the route. */
+    public static final String STANDING = "standing";
+    public static final String GOOD_STANDING = "good";
+
     private final StateStore store;
     private final InstantSource clock;
     private final Function<GroupSettings, Balancer> balancers;
@@ -48,6 +54,15 @@ public final class Router {
 
     /** Plans a request for {@code alias}; the alias must have routes in {@code org}. */
     public Uni<RoutePlan> plan(Org org, String alias, RequestFacts facts) {
+        return plan(org, alias, facts, null, null);
+    }
+
+    /**
+     * @param cursor     the rotation position to rank at, or null to take the group's next one from the store
+     * @param placements when not null, receives each candidate's placement by the auto strategy (explain)
+     */
+    private Uni<RoutePlan> plan(Org org, String alias, RequestFacts facts, Long cursor,
+                                Map<String, String> placements) {
         GroupSettings settings = org.group(alias);
         List<Route> members = org.routesOf(alias);
         List<RoutePlan.Rejection> rejected = new ArrayList<>();
@@ -97,17 +112,104 @@ public final class Router {
         }
 
         List<String> keys = capable.stream().map(r -> key(org, r)).toList();
-        Uni<Map<String, String>> affinity = settings.strategy() == dev.hedgerow.catalog.Strategy.AUTO
-                && !facts.prefixHashes().isEmpty()
-                ? store.affinity(org.id(), facts.prefixHashes()).onFailure().recoverWithItem(Map.of())
-                : Uni.createFrom().item(Map.of());
         Uni<Map<String, float[]>> embeddings = extras.apply(new ExtrasQuery(org, alias, settings, facts, capable));
+        Uni<Long> position = cursor != null ? Uni.createFrom().item(cursor) : store.nextCursor(org.id(), alias);
         return Uni.combine().all()
-                .unis(store.snapshot(keys, settings.balancer().usageWindow()), store.nextCursor(org.id(), alias),
-                        affinity, embeddings)
+                .unis(store.snapshot(keys, settings.balancer().usageWindow()), position,
+                        affinity(org, settings, facts), embeddings)
                 .asTuple()
                 .map(t -> rank(org, alias, settings, facts, capable, t.getItem1(), t.getItem2(), rejected,
-                        affinityRoute(t.getItem3(), facts.prefixHashes()), t.getItem4()));
+                        affinityRoute(t.getItem3(), facts.prefixHashes()), t.getItem4(), placements));
+    }
+
+    /** Prefix affinity is the auto strategy's; a store failure only loses the preference. */
+    private Uni<Map<String, String>> affinity(Org org, GroupSettings settings, RequestFacts facts) {
+        return settings.strategy() == dev.hedgerow.catalog.Strategy.AUTO && !facts.prefixHashes().isEmpty()
+                ? store.affinity(org.id(), facts.prefixHashes()).onFailure().recoverWithItem(Map.of())
+                : Uni.createFrom().item(Map.of());
+    }
+
+    /** Explanations rank at a fixed, non-exploring rotation position and leave the group's cursor alone. */
+    static final long EXPLAIN_CURSOR = 1;
+
+    /**
+     * Explains how a request with these facts would be routed, without sending it or moving the group's rotation:
+     * every route of the group with each filter's verdict (all filters are evaluated, not just the first that
+     * failed), its predicted TTFT for this prompt, SLO standing, headroom, affinity and final rank. Ties and
+     * exploration are resolved at rotation position {@value #EXPLAIN_CURSOR}.
+     */
+    public Uni<Explanation> explain(Org org, String alias, RequestFacts facts) {
+        GroupSettings settings = org.group(alias);
+        List<Route> members = org.routesOf(alias);
+        Map<String, String> placements = new java.util.concurrent.ConcurrentHashMap<>();
+        List<String> keys = members.stream().map(r -> key(org, r)).toList();
+        return Uni.combine().all()
+                .unis(plan(org, alias, facts, EXPLAIN_CURSOR, placements),
+                        store.snapshot(keys, settings.balancer().usageWindow()), affinity(org, settings, facts))
+                .asTuple()
+                .map(t -> explanation(org, alias, settings, facts, members, t.getItem1(), t.getItem2(),
+                        affinityRoute(t.getItem3(), facts.prefixHashes()), placements));
+    }
+
+    private Explanation explanation(Org org, String alias, GroupSettings settings, RequestFacts facts,
+                                    List<Route> members, RoutePlan plan, Map<String, RouteSnapshot> states,
+                                    String affinityKey, Map<String, String> placements) {
+        List<RoutePlan.Rejection> prefRejections = new ArrayList<>();
+        RoutePlan.Blocked prefsBlock = applyPreferences(members, facts.prefs(), alias, prefRejections);
+        List<Candidate> ranked = plan instanceof RoutePlan.Ready r ? r.candidates() : List.of();
+        List<Explanation.RouteView> views = new ArrayList<>();
+        for (Route r : members) {
+            String key = key(org, r);
+            RouteSnapshot s = states.getOrDefault(key, RouteSnapshot.empty(key));
+            List<Explanation.Check> checks = new ArrayList<>();
+            String pref = prefsBlock != null ? prefsBlock.error().message() : prefRejections.stream()
+                    .filter(x -> x.routeId().equals(r.id())).map(RoutePlan.Rejection::reason).findFirst()
+                    .orElse(null);
+            checks.add(new Explanation.Check("preferences", pref == null, pref == null ? "allowed" : pref));
+            List<String> lacks = lacks(r, facts);
+            checks.add(new Explanation.Check("capabilities", lacks.isEmpty(),
+                    lacks.isEmpty() ? "can serve this request" : "lacks " + String.join(", ", lacks)));
+            String standing = standing(s);
+            checks.add(new Explanation.Check("standing", standing == null,
+                    standing == null ? "in good standing" : standing));
+            String health = health(s, settings.breaker().maxFails());
+            checks.add(new Explanation.Check("health", health == null, health == null
+                    ? (s.fails() >= settings.breaker().maxFails() ? "half-open: may serve as the probe" : "healthy")
+                    : health));
+            java.util.Optional<CapacityReport> cap = models.capacity(s);
+            String shortage = cap.map(CapacityReport::shortage).orElse(null);
+            checks.add(new Explanation.Check("headroom", shortage == null, cap.isEmpty() ? "no fresh report"
+                    : shortage == null ? "queue " + cap.get().queueDepth() + "/" + cap.get().maxQueue()
+                    + ", memory pressure " + cap.get().memoryPressure()
+                    : shortage + ": passed over while others have headroom"));
+            int rank = 0;
+            for (int i = 0; i < ranked.size(); i++) {
+                if (ranked.get(i).id().equals(key)) {
+                    rank = i + 1;
+                }
+            }
+            views.add(new Explanation.RouteView(r.id(), r.provider(), r.model(), rank, checks, models.ttft(s, facts),
+                    models.sloStatus(s, settings.slo()).name().toLowerCase(Locale.ROOT), models.decodeSpeed(s),
+                    cap.orElse(null), key.equals(affinityKey), rank > 0 ? placements.get(r.id()) : null));
+        }
+        String outcome = plan instanceof RoutePlan.Blocked b ? b.error().code() : "ready";
+        String error = plan instanceof RoutePlan.Blocked b ? b.error().message() : null;
+        return new Explanation(alias, settings.strategy().wireName(), facts.promptTokens(), facts.contextNeeded(),
+                facts.stream(), facts.needs(), outcome, error, EXPLAIN_CURSOR, views);
+    }
+
+    /** Why breaker state keeps the route out right now (cooldown, Retry-After hold, probe in flight), or null. */
+    private static String health(RouteSnapshot s, int maxFails) {
+        if (s.coolingDown()) {
+            return "cooling down (" + s.cooldownRemainingMillis() + " ms left)";
+        }
+        if (s.retryAfterMillis() > 0) {
+            return "retry-after hold (" + s.retryAfterMillis() + " ms left)";
+        }
+        if (s.fails() >= maxFails && s.probeTaken()) {
+            return "half-open probe in flight";
+        }
+        return null;
     }
 
     /** The store key of a route: route ids are unique per org only. */
@@ -132,7 +234,7 @@ public final class Router {
 
     private RoutePlan rank(Org org, String alias, GroupSettings settings, RequestFacts facts, List<Route> capable,
                            Map<String, RouteSnapshot> states, long cursor, List<RoutePlan.Rejection> rejected,
-                           String affinity, Map<String, float[]> embeddings) {
+                           String affinity, Map<String, float[]> embeddings, Map<String, String> placements) {
         List<Candidate> healthy = new ArrayList<>();
         List<Candidate> lowHeadroom = new ArrayList<>();
         long minCooldown = Long.MAX_VALUE;
@@ -171,23 +273,46 @@ public final class Router {
         }
         if (healthy.isEmpty() && lowHeadroom.isEmpty()) {
             long seconds = minCooldown == Long.MAX_VALUE ? 1 : Math.max(1, (minCooldown + 999) / 1000);
-            return new RoutePlan.Blocked(ApiError.noHealthyProvider(alias, seconds), "no_healthy_provider", rejected);
+            return new RoutePlan.Blocked(noHealthy(alias, capable, rejected, seconds), "no_healthy_provider",
+                    rejected);
         }
         Balancer.BalanceContext ctx = new Balancer.BalanceContext(facts, cursor, settings, clock.millis(), affinity,
                 embeddings);
         Balancer balancer = balancers.apply(settings);
-        List<Candidate> ordered = new ArrayList<>(balancer.order(healthy, ctx));
+        List<Candidate> ordered = new ArrayList<>(order(balancer, healthy, ctx, placements));
         // a route without real headroom is passed over while others have it, but still serves as a last resort
-        ordered.addAll(balancer.order(lowHeadroom, ctx));
+        ordered.addAll(order(balancer, lowHeadroom, ctx, placements));
         ordered = applySoftPreferences(ordered, facts.prefs());
         return new RoutePlan.Ready(List.copyOf(ordered), cursor, rejected);
     }
 
-    private static String standing(RouteSnapshot s) {
-        if (s.blob("verification").map(v -> v.startsWith("fail")).orElse(false)) {
+    private static List<Candidate> order(Balancer balancer, List<Candidate> cs, Balancer.BalanceContext ctx,
+                                         Map<String, String> placements) {
+        if (placements != null && balancer instanceof AutoBalancer auto) {
+            List<AutoBalancer.Placed> placed = auto.place(cs, ctx);
+            placed.forEach(p -> placements.put(p.candidate().route().id(),
+                    p.placement().name().toLowerCase(Locale.ROOT)));
+            return placed.stream().map(AutoBalancer.Placed::candidate).toList();
+        }
+        return balancer.order(cs, ctx);
+    }
+
+    /** 503 naming why each capable route cannot take the request now. */
+    private static ApiError noHealthy(String alias, List<Route> capable, List<RoutePlan.Rejection> rejected,
+                                      long seconds) {
+        Set<String> ids = capable.stream().map(Route::id).collect(Collectors.toSet());
+        String why = rejected.stream().filter(x -> ids.contains(x.routeId()))
+                .map(x -> x.routeId() + ": " + x.reason()).collect(Collectors.joining("; "));
+        return new ApiError(503, "server_error", "no_healthy_provider", "No provider of '" + alias
+                + "' can take this request now (" + why + "); retry after " + seconds + " s.", null, seconds);
+    }
+
+    /** Why the route's standing excludes it (failing verification, operator not in good standing), or null. */
+    static String standing(RouteSnapshot s) {
+        if (s.blob(VERIFICATION).map(v -> v.trim().toLowerCase(Locale.ROOT).startsWith("fail")).orElse(false)) {
             return "failing verification";
         }
-        if (s.blob("standing").map(v -> !v.equals("good")).orElse(false)) {
+        if (s.blob(STANDING).map(v -> !v.trim().equalsIgnoreCase(GOOD_STANDING)).orElse(false)) {
             return "operator not in good standing";
         }
         return null;

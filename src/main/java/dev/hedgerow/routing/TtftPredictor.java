@@ -110,6 +110,17 @@ public final class TtftPredictor {
     }
 
     /**
+     * How uncertain the line is at this prompt size: {@code φᵀPφ} for the regressor {@code φ = (1, x)}, the RLS
+     * predictive-variance factor (the prediction's variance is this times the noise variance). About
+     * {@code 1/n} where {@code n} samples of similar size were seen; large for sizes far from every sample (a route
+     * measured only on short prompts knows little about long ones) and for a route never measured.
+     */
+    public double uncertainty(long promptTokens) {
+        double x = x(promptTokens);
+        return Math.max(0, p00 + 2 * p01 * x + p11 * x * x);
+    }
+
+    /**
      * Learns one measured TTFT. A sample that is not a finite, non-negative number is ignored (this state is
      * returned as is).
      */

@@ -23,6 +23,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.BiConsumer;
+import java.util.function.Supplier;
 
 /**
  * One real gateway instance for end-to-end tests: the production core and the production HTTP routes on a real
@@ -67,11 +69,34 @@ public final class GatewayHarness implements AutoCloseable {
     }
 
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store) {
-        return start(vertx, false, yaml, sims, false, store);
+        return start(vertx, false, yaml, sims, false, store, null);
+    }
+
+    /**
+     * Like {@link #start(Vertx, String, Map, StateStore)}, and {@code mounts} adds more HTTP routes (another
+     * function's edge, e.g. {@code POST /v1/capacity}) on the same server, after the gateway's.
+     */
+    public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
+                                       BiConsumer<Router, Supplier<Hedgerow>> mounts) {
+        return start(vertx, false, yaml, sims, false, store, mounts);
+    }
+
+    /** Own Vert.x, simulators and memory store, with extra routes ({@code mounts}) on the gateway's server. */
+    public static GatewayHarness start(String yaml, Map<String, SimConfig> providers,
+                                       BiConsumer<Router, Supplier<Hedgerow>> mounts) {
+        Vertx vertx = Vertx.vertx();
+        return start(vertx, true, yaml, startSims(vertx, providers), true, new MemoryStateStore(Ticker.system()),
+                mounts);
     }
 
     private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
                                         boolean ownsSims, StateStore store) {
+        return start(vertx, ownsVertx, yaml, sims, ownsSims, store, null);
+    }
+
+    private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
+                                        boolean ownsSims, StateStore store,
+                                        BiConsumer<Router, Supplier<Hedgerow>> mounts) {
         Map<String, String> env = new HashMap<>();
         sims.forEach((id, s) -> env.put("SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_') + "_URL",
                 s.baseUrl()));
@@ -84,6 +109,9 @@ public final class GatewayHarness implements AutoCloseable {
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);
         new GatewayRoutes(() -> core, 1024 * 1024).mount(router);
+        if (mounts != null) {
+            mounts.accept(router, () -> core);
+        }
         HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
                 .toCompletionStage().toCompletableFuture().join();
         return new GatewayHarness(vertx, ownsVertx, sims, ownsSims, core, server, upstream, counters);

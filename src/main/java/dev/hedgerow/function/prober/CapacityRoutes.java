@@ -1,0 +1,82 @@
+package dev.hedgerow.function.prober;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.routing.CapacityIntake;
+import dev.hedgerow.runtime.Hedgerow;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpServerResponse;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.BodyHandler;
+
+import java.io.IOException;
+import java.util.function.Supplier;
+
+/**
+ * The prober function's {@code POST /v1/capacity}: a serving operator reports a route's queue depth, memory
+ * pressure and measured speed (see {@link CapacityIntake} for the body and the rules). Thin: read the bearer key
+ * and the body, call the core, write. Answers 200 with the route ids the report was stored for, 400 for a bad
+ * body, 401 for an unknown capacity key, 403 for a route the key's provider does not serve. Thread-safe.
+ */
+public final class CapacityRoutes {
+    private static final long BODY_LIMIT = 16 * 1024;
+    private final Supplier<Hedgerow> core;
+
+    public CapacityRoutes(Supplier<Hedgerow> core) {
+        this.core = core;
+    }
+
+    public void mount(Router router) {
+        router.post("/v1/capacity").handler(BodyHandler.create(false).setBodyLimit(BODY_LIMIT))
+                .handler(this::report).failureHandler(ctx -> write(ctx.response(),
+                        ctx.statusCode() >= 400 && ctx.statusCode() < 500
+                                ? ApiError.invalidRequest("The report could not be read.", null)
+                                .withStatus(ctx.statusCode())
+                                : new ApiError(500, "server_error", "internal_error", "Internal error.", null, null)));
+    }
+
+    private void report(RoutingContext ctx) {
+        Hedgerow h = core.get();
+        String auth = ctx.request().getHeader("authorization");
+        String key = auth != null && auth.regionMatches(true, 0, "Bearer ", 0, 7) ? auth.substring(7) : null;
+        JsonNode body;
+        try {
+            Buffer b = ctx.body().buffer();
+            body = b == null || b.length() == 0 ? null : Json.parse(b.getBytes());
+        } catch (IOException e) {
+            body = null;
+        }
+        new CapacityIntake(h.store(), () -> h.catalog().current()).submit(key, body).subscribe().with(
+                outcome -> {
+                    if (outcome instanceof CapacityIntake.Outcome.Refused r) {
+                        write(ctx.response(), r.error());
+                        return;
+                    }
+                    CapacityIntake.Outcome.Accepted a = (CapacityIntake.Outcome.Accepted) outcome;
+                    ObjectNode out = JsonNodeFactory.instance.objectNode();
+                    a.routes().forEach(out.putArray("routes")::add);
+                    out.set("report", a.report().toNode());
+                    out.put("has_headroom", a.report().hasHeadroom());
+                    out.put("ttl_seconds", a.ttl().toSeconds());
+                    ctx.response().putHeader("content-type", "application/json")
+                            .end(Buffer.buffer(Json.bytes(out)));
+                },
+                t -> write(ctx.response(), new ApiError(503, "server_error", "state_unavailable",
+                        "The report could not be stored; retry shortly.", null, 1L)));
+    }
+
+    private static void write(HttpServerResponse resp, ApiError err) {
+        if (resp.ended() || resp.closed()) {
+            return;
+        }
+        resp.setStatusCode(err.status()).putHeader("content-type", "application/json");
+        if (err.retryAfterSeconds() != null) {
+            resp.putHeader("retry-after", Long.toString(err.retryAfterSeconds()));
+        }
+        resp.end(Buffer.buffer(Json.bytes(err.toNode())));
+    }
+}

@@ -1,0 +1,180 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.api.Json;
+import dev.hedgerow.routing.TokenCounter;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.state.AuditRecord;
+import dev.hedgerow.testsupport.GatewayHarness;
+import io.restassured.RestAssured;
+import io.restassured.response.Response;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The capability filter over real HTTP: before speed is weighed, the pool is narrowed to routes that can serve
+ * the request (tools and JSON mode per transport, images, reasoning off, demanded parameters, context window
+ * counted with a real tokenizer); when none can, 400 no_capable_provider naming what is missing and exactly one
+ * blocked audit event.
+ */
+class CapabilityFilterTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                providers:
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }
+                  - { id: beta, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
+                routes:
+                  - { id: t-stream, alias: tools, provider: alpha, model: m, capabilities: ["tools:stream"] }
+                  - { id: t-nonstream, alias: tools, provider: beta, model: m, capabilities: ["tools:nonstream"] }
+                  - { id: j-nonstream, alias: json, provider: alpha, model: m, capabilities: ["json_mode:nonstream"] }
+                  - { id: j-none, alias: json, provider: beta, model: m, capabilities: [] }
+                  - { id: v-images, alias: vision, provider: alpha, model: m, capabilities: [images] }
+                  - { id: v-text, alias: vision, provider: beta, model: m, capabilities: [tools] }
+                  - { id: th-off, alias: think, provider: alpha, model: m, capabilities: [reasoning_off] }
+                  - { id: th-on, alias: think, provider: beta, model: m, capabilities: [] }
+                  - { id: p-basic, alias: params, provider: alpha, model: m, parameters: [temperature] }
+                  - { id: p-seed, alias: params, provider: beta, model: m, parameters: [temperature, seed] }
+                  - { id: c-small, alias: ctx, provider: alpha, model: m, context_window: 2000 }
+                  - { id: c-big, alias: ctx, provider: beta, model: m, context_window: 200000 }
+                  - { id: tiny-only, alias: tiny, provider: alpha, model: m, context_window: 2000 }
+            """;
+    static final String TOOLS = ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"lookup\","
+            + "\"parameters\":{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\"}}}}}]";
+    static final int REPEAT = 6;
+
+    static GatewayHarness gw;
+
+    @BeforeAll
+    static void start() {
+        ModelScript m = ModelScript.defaults().withLength(8).withLatency(ModelScript.Latency.of(2, 0))
+                .withCapabilities(ModelScript.Capabilities.DEFAULT.withImages(true));
+        gw = GatewayHarness.start(YAML, Map.of(
+                "alpha", SimConfig.of(1).withApiKey("sk-alpha").withModel("m", m),
+                "beta", SimConfig.of(1).withApiKey("sk-beta").withModel("m", m)));
+        RestAssured.baseURI = gw.baseUrl();
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+    }
+
+    static String body(String alias, boolean stream, String content, String extra) {
+        return "{\"model\":\"" + alias + "\",\"stream\":" + stream
+                + ",\"messages\":[{\"role\":\"user\",\"content\":" + content + "}]" + extra + "}";
+    }
+
+    static Response send(String body) {
+        return given().auth().oauth2("k-acme").contentType("application/json").body(body)
+                .post("/v1/chat/completions");
+    }
+
+    /** The routes that served {@code n} identical requests. */
+    static Set<String> servedBy(String body) {
+        Set<String> routes = new HashSet<>();
+        for (int i = 0; i < REPEAT; i++) {
+            Response r = send(body);
+            assertEquals(200, r.statusCode(), r.asString());
+            routes.add(r.header("x-hedgerow-route"));
+        }
+        return routes;
+    }
+
+    static long blocked(String reason) {
+        return gw.core().store().readAudit("acme", 10_000).await().indefinitely().stream()
+                .map(AuditRecord::fields)
+                .filter(f -> "blocked".equals(f.get("type")) && reason.equals(f.get("reason"))).count();
+    }
+
+    @Test
+    void streamingToolsGoOnlyToRoutesWithStreamingTools() {
+        assertEquals(Set.of("t-stream"), servedBy(body("tools", true, "\"weather?\"", TOOLS)));
+    }
+
+    @Test
+    void nonStreamingToolsGoOnlyToRoutesWithNonStreamingTools() {
+        assertEquals(Set.of("t-nonstream"), servedBy(body("tools", false, "\"weather?\"", TOOLS)));
+    }
+
+    @Test
+    void jsonModeGoesOnlyToRoutesWithJsonModeInThatTransport() {
+        String extra = ",\"response_format\":{\"type\":\"json_object\"}";
+        assertEquals(Set.of("j-nonstream"), servedBy(body("json", false, "\"as json\"", extra)));
+    }
+
+    @Test
+    void jsonModeInATransportNoRouteServesIsRefusedNamingIt() {
+        send(body("json", true, "\"as json\"", ",\"response_format\":{\"type\":\"json_object\"}")).then()
+                .statusCode(400)
+                .body("error.code", equalTo("no_capable_provider"))
+                .body("error.message", containsString("json_mode (streaming)"));
+    }
+
+    @Test
+    void imageInputGoesOnlyToRoutesWithImages() {
+        String parts = "[{\"type\":\"text\",\"text\":\"what is this\"},"
+                + "{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://example.com/cat.png\"}}]";
+        assertEquals(Set.of("v-images"), servedBy(body("vision", true, parts, "")));
+    }
+
+    @Test
+    void turningReasoningOffGoesOnlyToRoutesThatCan() {
+        assertEquals(Set.of("th-off"), servedBy(body("think", true, "\"quick\"", ",\"reasoning_effort\":\"none\"")));
+    }
+
+    @Test
+    void requireParametersKeepsOnlyRoutesHonouringEveryParameterCarried() {
+        String extra = ",\"temperature\":0.3,\"seed\":5,\"provider\":{\"require_parameters\":true}";
+        assertEquals(Set.of("p-seed"), servedBy(body("params", true, "\"seeded\"", extra)));
+    }
+
+    @Test
+    void aPromptTooLargeForASmallWindowGoesToTheLargeWindow() {
+        String prompt = "\"" + "hello ".repeat(2500) + "\"";
+        assertEquals(Set.of("c-big"), servedBy(body("ctx", true, prompt, ",\"max_tokens\":100")));
+    }
+
+    @Test
+    void theContextWindowIsJudgedInRealTokensNotCharacters() {
+        // 9000 characters (2250 by chars/4) but about 1500 real tokens: fits a 2000-token window with 100 to spare
+        String prompt = "\"" + "hello ".repeat(1500) + "\"";
+        assertEquals(Set.of("tiny-only"), servedBy(body("tiny", true, prompt, ",\"max_tokens\":100")));
+    }
+
+    @Test
+    void noCapableRouteIsA400NamingTheMissingWindowInRealTokens() throws Exception {
+        String body = body("tiny", true, "\"" + "hello ".repeat(2500) + "\"", ",\"max_tokens\":100");
+        long needed = TokenCounter.shared().countRequest(Json.parse(body)) + 100L;
+        send(body).then().statusCode(400)
+                .body("error.type", equalTo("invalid_request_error"))
+                .body("error.code", equalTo("no_capable_provider"))
+                .body("error.message", containsString("context window (" + needed + " tokens needed, 2000 available)"));
+    }
+
+    @Test
+    void noCapableRouteWritesExactlyOneBlockedAuditEvent() throws Exception {
+        long before = blocked("no_capable_provider");
+        send(body("vision", false, "[{\"type\":\"image_url\",\"image_url\":{\"url\":\"https://x/y.png\"}}]",
+                ",\"response_format\":{\"type\":\"json_object\"}"))
+                .then().statusCode(400)
+                .body("error.message", containsString("json_mode (non-streaming)"));
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (blocked("no_capable_provider") == before && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        Thread.sleep(50);
+        assertEquals(before + 1, blocked("no_capable_provider"));
+    }
+}

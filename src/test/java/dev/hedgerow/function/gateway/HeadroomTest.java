@@ -1,0 +1,186 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.function.prober.CapacityRoutes;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.time.FakeTicker;
+import io.restassured.RestAssured;
+import io.restassured.response.Response;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.containsInAnyOrder;
+import static org.hamcrest.Matchers.equalTo;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Headroom over real HTTP: operators push capacity reports to {@code POST /v1/capacity} with their provider's
+ * capacity key; a route without real headroom (full queue, memory pressure, reported speed below the target) is
+ * passed over while others have it, still serves when it is the only capacity, and returns when its report
+ * expires. Time in the store is a {@link FakeTicker}, so expiry is exact.
+ */
+class HeadroomTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                providers:
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha", capacity_key: "cap-alpha" }
+                  - { id: beta, base_url: "${SIM_BETA_URL}", api_key: "sk-beta", capacity_key: "cap-beta" }
+                routes:
+                  - { id: chat-alpha, alias: chat, provider: alpha, model: m-a }
+                  - { id: chat-beta, alias: chat, provider: beta, model: m-b }
+                  - { id: solo-alpha, alias: solo, provider: alpha, model: m-a }
+            """;
+
+    static final FakeTicker TICKER = new FakeTicker();
+    static Vertx vertx;
+    static Map<String, SimServer> sims;
+    static GatewayHarness gw;
+
+    @BeforeAll
+    static void start() {
+        vertx = Vertx.vertx();
+        // six tokens: too short to be judged against the sustained-decode target, so only reports speak to speed
+        ModelScript fast = ModelScript.defaults().withLength(6).withLatency(ModelScript.Latency.of(2, 0));
+        ModelScript slower = ModelScript.defaults().withLength(6).withLatency(ModelScript.Latency.of(40, 0));
+        sims = GatewayHarness.startSims(vertx, Map.of(
+                "alpha", SimConfig.of(1).withApiKey("sk-alpha").withModel("m-a", fast),
+                "beta", SimConfig.of(1).withApiKey("sk-beta").withModel("m-b", slower)));
+        gw = GatewayHarness.start(vertx, YAML, sims, new MemoryStateStore(TICKER),
+                (router, core) -> new CapacityRoutes(core).mount(router));
+        RestAssured.baseURI = gw.baseUrl();
+        Set<String> seen = new HashSet<>();
+        for (int i = 0; i < 2 * 10 && seen.size() < 2; i++) {   // exploration measures a new route within 10
+            seen.add(chat("chat"));
+        }
+        assertEquals(Set.of("chat-alpha", "chat-beta"), seen, "warm-up measured both routes");
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+        sims.values().forEach(SimServer::close);
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+
+    /** Every earlier report has expired; both routes are measured and alpha is the faster. */
+    @BeforeEach
+    void freshReports() {
+        TICKER.advance(Duration.ofMinutes(11));
+        assertEquals(Set.of("chat-alpha"), routesOf(4, "chat"), "alpha is predicted fastest");
+    }
+
+    static String chat(String alias) {
+        Response r = given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"" + alias + "\",\"stream\":true,\"messages\":[{\"role\":\"user\","
+                        + "\"content\":\"hi\"}]}")
+                .post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), r.asString());
+        return r.header("x-hedgerow-route");
+    }
+
+    static Set<String> routesOf(int n, String alias) {
+        Set<String> out = new HashSet<>();
+        for (int i = 0; i < n; i++) {
+            out.add(chat(alias));
+        }
+        return out;
+    }
+
+    static Response report(String key, String body) {
+        return given().auth().oauth2(key).contentType("application/json").body(body).post("/v1/capacity");
+    }
+
+    @Test
+    void aReportedFullQueuePassesTheRouteOverWhileOthersHaveHeadroom() {
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":8,\"max_queue\":8}").then().statusCode(200)
+                .body("routes", equalTo(List.of("chat-alpha"))).body("has_headroom", equalTo(false));
+        assertEquals(Set.of("chat-beta"), routesOf(5, "chat"));
+    }
+
+    @Test
+    void highMemoryPressureReportedByModelCoversEveryRouteOfThatModel() {
+        report("cap-alpha", "{\"model\":\"m-a\",\"memory_pressure\":0.99}").then().statusCode(200)
+                .body("routes", containsInAnyOrder("chat-alpha", "solo-alpha"));
+        assertEquals(Set.of("chat-beta"), routesOf(5, "chat"));
+    }
+
+    @Test
+    void aRouteWithHeadroomLeftKeepsItsPlace() {
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":3,\"max_queue\":8,\"memory_pressure\":0.5}")
+                .then().statusCode(200).body("has_headroom", equalTo(true));
+        assertEquals(Set.of("chat-alpha"), routesOf(4, "chat"));
+    }
+
+    @Test
+    void aStaleReportExpiresAndTheRouteReturns() {
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":8,\"max_queue\":8,\"ttl_seconds\":30}")
+                .then().statusCode(200).body("ttl_seconds", equalTo(30));
+        assertEquals(Set.of("chat-beta"), routesOf(3, "chat"));
+        TICKER.advance(Duration.ofSeconds(31));
+        assertEquals(Set.of("chat-alpha"), routesOf(3, "chat"));
+    }
+
+    @Test
+    void aRouteWithoutHeadroomStillServesWhenItIsTheOnlyCapacity() {
+        report("cap-alpha", "{\"route\":\"solo-alpha\",\"queue_depth\":8,\"max_queue\":8}").then().statusCode(200);
+        assertEquals(Set.of("solo-alpha"), routesOf(2, "solo"));
+    }
+
+    @Test
+    void aReportedSpeedBelowTheTargetPassesTheRouteOver() {
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":0,\"tokens_per_second\":20}")
+                .then().statusCode(200);
+        assertEquals(Set.of("chat-beta"), routesOf(4, "chat"));
+    }
+
+    @Test
+    void anUnknownCapacityKeyOrAClientKeyIsRefused() {
+        report("nope", "{\"route\":\"chat-alpha\",\"queue_depth\":8}").then().statusCode(401)
+                .body("error.code", equalTo("invalid_capacity_key"));
+        report("k-acme", "{\"route\":\"chat-alpha\",\"queue_depth\":8}").then().statusCode(401);
+        given().contentType("application/json").body("{\"route\":\"chat-alpha\",\"queue_depth\":8}")
+                .post("/v1/capacity").then().statusCode(401);
+    }
+
+    @Test
+    void aProviderMayOnlyReportItsOwnRoutes() {
+        report("cap-beta", "{\"route\":\"chat-alpha\",\"queue_depth\":8,\"max_queue\":8}").then().statusCode(403)
+                .body("error.code", equalTo("route_not_owned"));
+        report("cap-beta", "{\"model\":\"m-a\",\"memory_pressure\":1}").then().statusCode(403);
+        String blob = gw.core().store().snapshot(List.of("acme/chat-alpha"), Duration.ofMinutes(1)).await()
+                .indefinitely().get("acme/chat-alpha").blob(LearnedModels.CAPACITY).orElse(null);
+        assertEquals(null, blob);
+        assertEquals(Set.of("chat-alpha"), routesOf(3, "chat"));
+    }
+
+    @Test
+    void malformedReportsAreRefusedNamingTheField() {
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"memory_pressure\":2}").then().statusCode(400)
+                .body("error.param", equalTo("memory_pressure"));
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"model\":\"m-a\",\"queue_depth\":1}").then().statusCode(400);
+        report("cap-alpha", "{\"route\":\"chat-alpha\"}").then().statusCode(400)
+                .body("error.param", equalTo("queue_depth"));
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":1.5}").then().statusCode(400);
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":1,\"ttl_seconds\":86400}").then()
+                .statusCode(400).body("error.param", equalTo("ttl_seconds"));
+        report("cap-alpha", "not json").then().statusCode(400);
+        assertTrue(routesOf(2, "chat").contains("chat-alpha"));
+    }
+}

@@ -1,0 +1,132 @@
+package dev.hedgerow.routing;
+
+import dev.hedgerow.api.ProviderPrefs;
+import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.time.FakeTicker;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class LearnedModelsTest {
+    static final String KEY = "acme/r1";
+    static final GroupSettings.Slo SLO = GroupSettings.Slo.defaults();
+    final FakeTicker ticker = new FakeTicker();
+    final InstantSource clock = () -> Instant.ofEpochMilli(ticker.millis());
+    final MemoryStateStore store = new MemoryStateStore(ticker);
+    final LearnedModels models = new LearnedModels(store, clock, TtftPredictor.Prior.defaults());
+
+    RouteSnapshot snap() {
+        return store.snapshot(List.of(KEY), Duration.ofMinutes(10)).await().indefinitely().get(KEY);
+    }
+
+    static RequestFacts prompt(int tokens) {
+        return new RequestFacts(tokens, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE, List.of(),
+                Map.of(), null, "x");
+    }
+
+    /** Time passes beyond the local-copy window, so reads come from the shared store only. */
+    void later() {
+        ticker.advance(Duration.ofMillis(LearnedModels.LOCAL_CHAIN_MS + 1));
+    }
+
+    @Test
+    void aHugePromptAndAShortOneGetDifferentPredictionsOnTheSameRoute() {
+        for (int i = 0; i < 30; i++) {
+            int tokens = i % 2 == 0 ? 500 : 100_000 + i * 3000;
+            models.learnFirstToken(snap(), tokens, Math.round(200 + 0.02 * tokens), false, SLO);
+        }
+        double at500 = models.ttft(snap(), prompt(500)).meanMs();
+        double at200k = models.ttft(snap(), prompt(200_000)).meanMs();
+        assertEquals(210, at500, 30);
+        assertEquals(4200, at200k, 300);
+    }
+
+    @Test
+    void anotherInstancePredictsFromTheSharedModel() {
+        for (int i = 0; i < 10; i++) {
+            models.learnFirstToken(snap(), 1000, 80, false, SLO);
+        }
+        LearnedModels other = new LearnedModels(store, clock, TtftPredictor.Prior.defaults());
+        TtftEstimate e = other.ttft(snap(), prompt(1000));
+        assertTrue(e.measured());
+        assertEquals(80, e.meanMs(), 10);
+    }
+
+    @Test
+    void aNeverMeasuredRoutePredictsThePrior() {
+        TtftEstimate e = models.ttft(snap(), prompt(1000));
+        assertFalse(e.measured());
+        assertEquals(1005, e.meanMs(), 1e-6);
+    }
+
+    @Test
+    void slowSustainedDecodePutsTheRouteBelowTheSlo() {
+        assertEquals(SloTracker.Status.UNKNOWN, models.sloStatus(snap(), SLO));
+        models.learnDecode(snap(), 41, 2000, 2100, SLO);   // 20 tokens/s
+        assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO));
+        assertFalse(models.meetsSlo(snap(), SLO));
+    }
+
+    @Test
+    void aShortCompletionIsNotJudgedAgainstTheSustainedTarget() {
+        models.learnDecode(snap(), 4, 1000, 1100, SLO);   // 3 tokens/s, but only 4 tokens
+        assertEquals(SloTracker.Status.UNKNOWN, models.sloStatus(snap(), SLO));
+    }
+
+    @Test
+    void aRouteBelowTheSloReturnsAfterThreeHealthyMeasurementsInARow() {
+        models.learnDecode(snap(), 41, 2000, 2100, SLO);
+        models.learnDecode(snap(), 41, 400, 500, SLO);   // 100 tokens/s
+        models.learnDecode(snap(), 41, 400, 500, SLO);
+        assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO), "hysteresis: not yet");
+        models.learnDecode(snap(), 41, 400, 500, SLO);
+        assertEquals(SloTracker.Status.MEETS, models.sloStatus(snap(), SLO));
+    }
+
+    @Test
+    void aSlowFirstTokenOnAStandardPromptIsBelowButAHugePromptIsNotJudged() {
+        models.learnFirstToken(snap(), 200_000, 20_000, false, SLO);
+        assertEquals(SloTracker.Status.UNKNOWN, models.sloStatus(snap(), SLO));
+        models.learnFirstToken(snap(), 2_000, 6_000, false, SLO);
+        assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO));
+    }
+
+    @Test
+    void anUnrefreshedVerdictExpiresAndTheRouteIsJudgedAfresh() {
+        models.learnDecode(snap(), 41, 2000, 2100, SLO);
+        later();
+        assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO));
+        ticker.advance(LearnedModels.SLO_TTL);
+        assertEquals(SloTracker.Status.UNKNOWN, models.sloStatus(snap(), SLO));
+    }
+
+    @Test
+    void anOperatorReportedSpeedBelowTargetCountsUntilLiveTrafficMeasures() {
+        CapacityIntake.put(store, KEY, new CapacityReport(0, 8, 0.1, 20), Duration.ofSeconds(30))
+                .await().indefinitely();
+        assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO));
+        models.learnDecode(snap(), 41, 400, 500, SLO);   // live: 100 tokens/s
+        assertEquals(SloTracker.Status.MEETS, models.sloStatus(snap(), SLO));
+    }
+
+    @Test
+    void anExpiredCapacityReportLeavesTheRouteWithHeadroom() {
+        CapacityIntake.put(store, KEY, new CapacityReport(16, 16, 0.1, 0), Duration.ofSeconds(30))
+                .await().indefinitely();
+        assertFalse(models.hasHeadroom(snap()));
+        ticker.advance(Duration.ofSeconds(31));
+        assertTrue(models.hasHeadroom(snap()));
+        assertTrue(models.capacity(snap()).isEmpty());
+    }
+}
