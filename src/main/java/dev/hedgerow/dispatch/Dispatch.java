@@ -637,8 +637,11 @@ final class Dispatch {
         a.firstContentNanos = deps.ticker().nanos();
         a.windowTimer.cancel();
         a.abandonTimer.cancel();
-        deps.observer().firstToken(a.cand, req.facts().promptTokens(), (a.firstContentNanos - a.startNanos) / 1_000_000L,
-                reasoningFirst);
+        if (stream) {
+            // a non-streamed answer arrives whole: its latency is end-to-end, not time to first token
+            deps.observer().firstToken(a.cand, req.facts().promptTokens(),
+                    (a.firstContentNanos - a.startNanos) / 1_000_000L, reasoningFirst);
+        }
         for (Attempt other : attempts) {
             if (other != a && other.live) {
                 endAttempt(other, "lost_race", null, false);

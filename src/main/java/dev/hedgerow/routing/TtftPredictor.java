@@ -130,7 +130,12 @@ public final class TtftPredictor {
         }
         double lambda = prior.forgetting();
         double x1 = x(promptTokens);
-        double error = ttftMs - (a + bk * x1);   // a-priori error: what the prediction actually missed by
+        double rawError = ttftMs - (a + bk * x1);   // a-priori error: what the prediction actually missed by
+        // Huber-style robust RLS: once the spread is known, an error beyond 3σ counts as 3σ, so a heavy-tail sample
+        // (a 10x slow request) nudges the line and the spread instead of dragging them; a real, lasting shift still
+        // wins within a few samples because each clipped step also widens σ
+        double sigma = Math.sqrt(variance);
+        double error = samples >= 5 && sigma > 0 ? Math.max(-3 * sigma, Math.min(3 * sigma, rawError)) : rawError;
 
         // RLS step for the regressor (1, x1)
         double px0 = p00 + p01 * x1;
