@@ -79,7 +79,8 @@ public final class GatewayHarness implements AutoCloseable {
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);
         new GatewayRoutes(() -> core, 1024 * 1024).mount(router);
-        HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
+        HttpServer server = vertx.createHttpServer().requestHandler(router)
+                .invalidRequestHandler(GatewayRoutes::invalidRequest).listen(0, "127.0.0.1")
                 .toCompletionStage().toCompletableFuture().join();
         return new GatewayHarness(vertx, ownsVertx, sims, ownsSims, core, server, upstream);
     }
