@@ -34,8 +34,10 @@ import java.util.function.Function;
  * ({@code PT30S}); {@code fromJson(toJson(org))} equals {@code org}.
  *
  * <p>Decoding is lenient towards newer writers (unknown fields are ignored, missing optional ones take the
- * defaults) and strict about types. Keys appear only as their SHA-256; a provider's upstream {@code api_key} is
- * stored as is, because every instance needs it to call the provider.
+ * defaults) and strict about types. Client and admin keys appear only as their SHA-256. A provider's upstream
+ * {@code api_key} must be readable by every instance, so it cannot be hashed: the stored form
+ * ({@link #toJson(Org, SecretBox)}) seals it with AES-GCM ({@code "enc:v1:..."}); {@link #toJson(Org)} is the
+ * plain canonical form, for hashing and tests only, never to be stored, returned or logged.
  *
  * <p>Thread-safe: static methods over a shared, fully configured {@link ObjectMapper}.
  */
@@ -58,9 +60,15 @@ public final class CatalogCodec {
         return Keys.sha256Hex(toJson(org));
     }
 
+    /** The plain canonical form (provider keys in clear): for hashing and tests, never for storage or output. */
     public static String toJson(Org org) {
+        return toJson(org, null);
+    }
+
+    /** The stored form: provider API keys sealed by {@code box} (null: the plain canonical form). */
+    public static String toJson(Org org, SecretBox box) {
         try {
-            return MAPPER.writeValueAsString(encode(org));
+            return MAPPER.writeValueAsString(encode(org, box == null ? k -> k : box::seal));
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("a tree of plain nodes always serializes", e);
         }
@@ -68,18 +76,29 @@ public final class CatalogCodec {
 
     /** @throws IllegalArgumentException when the text is not a stored org catalog */
     public static Org fromJson(String json) {
+        return fromJson(json, null);
+    }
+
+    /**
+     * Reads a stored org, opening sealed provider keys with {@code box}.
+     *
+     * @throws IllegalArgumentException when the text is not a stored org catalog, or holds a sealed key that
+     *                                  {@code box} (null: none) cannot open
+     */
+    public static Org fromJson(String json, SecretBox box) {
         JsonNode root;
         try {
             root = MAPPER.readTree(json);
         } catch (JsonProcessingException e) {
             throw new IllegalArgumentException("stored catalog is not JSON: " + e.getOriginalMessage());
         }
-        return decode(root);
+        SecretBox opener = box == null ? SecretBox.plaintext() : box;
+        return decode(root, opener::open);
     }
 
     // ---- encode ----------------------------------------------------------------------------------------------
 
-    static ObjectNode encode(Org org) {
+    static ObjectNode encode(Org org, Function<String, String> sealApiKey) {
         ObjectNode o = MAPPER.createObjectNode();
         o.put("schema", SCHEMA);
         o.put("id", org.id());
@@ -90,7 +109,7 @@ public final class CatalogCodec {
             ObjectNode n = providers.addObject();
             n.put("id", p.id());
             n.put("base_url", p.baseUrl());
-            n.put("api_key", p.apiKey());
+            n.put("api_key", sealApiKey.apply(p.apiKey()));
             n.put("dialect", p.dialect().wireName());
             n.put("metrics_url", p.metricsUrl());
             n.put("capacity_key_sha256", p.capacityKeyHash());
@@ -172,7 +191,7 @@ public final class CatalogCodec {
 
     // ---- decode ----------------------------------------------------------------------------------------------
 
-    static Org decode(JsonNode o) {
+    static Org decode(JsonNode o, Function<String, String> openApiKey) {
         Doc d = new Doc(o, "");
         int schema = d.integer("schema", SCHEMA);
         if (schema > SCHEMA) {
@@ -182,7 +201,7 @@ public final class CatalogCodec {
         List<ApiKey> keys = d.list("keys", k -> new ApiKey(k.text("name"), k.text("sha256")));
         List<ApiKey> adminKeys = d.list("admin_keys", k -> new ApiKey(k.text("name"), k.text("sha256")));
         List<Provider> providers = d.list("providers", p -> new Provider(p.text("id"), p.text("base_url"),
-                p.optText("api_key"), Dialect.parse(p.optText("dialect", "openai")), p.optText("metrics_url"),
+                openApiKey.apply(p.optText("api_key")), Dialect.parse(p.optText("dialect", "openai")), p.optText("metrics_url"),
                 p.optText("capacity_key_sha256")));
         List<Route> routes = d.list("routes", r -> {
             Doc price = r.obj("price");

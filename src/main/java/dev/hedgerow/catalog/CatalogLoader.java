@@ -143,7 +143,7 @@ public final class CatalogLoader {
             errors.add(new CatalogError("", "the document must be a mapping with \"orgs\"", root.line()));
         } else {
             ConfigMap top = ConfigMap.of(root, "", errors, TOP_FIELDS);
-            new Reader(errors).readOrgs(top, orgs);
+            new Reader(errors, "true".equals(env.apply(ProviderUrls.ALLOW_ENV))).readOrgs(top, orgs);
         }
         if (!errors.isEmpty()) {
             List<CatalogError> sorted = new ArrayList<>(errors);
@@ -175,7 +175,10 @@ public final class CatalogLoader {
         private final Map<String, String> secretPaths = new HashMap<>();
         private final List<String[]> capacityKeys = new ArrayList<>(); // {hash, path}
 
-        Reader(List<CatalogError> errors) {
+        private final boolean allowMetadataUrls;
+
+        Reader(List<CatalogError> errors, boolean allowMetadataUrls) {
+            this.allowMetadataUrls = allowMetadataUrls;
             this.errors = errors;
         }
 
@@ -390,6 +393,12 @@ public final class CatalogLoader {
             }
             if (u.getRawQuery() != null || u.getRawFragment() != null) {
                 m.error(key, "must not have a query or fragment");
+                return null;
+            }
+            String metadata = ProviderUrls.metadataReason(u.getHost());
+            if (metadata != null && !allowMetadataUrls) {
+                m.error(key, "points at " + metadata + "; refused so that a catalog cannot reach the machine's cloud "
+                        + "credentials (set " + ProviderUrls.ALLOW_ENV + "=true if you really mean it)");
                 return null;
             }
             return s.replaceAll("/+$", "");

@@ -54,6 +54,17 @@ final class Dispatch {
     static final double STALL_M = 3;
     /** Allowed reasoning pause {@code max(floor, mean + K·dev)} of the route's thinking time. */
     static final double THINK_K = 4;
+    /**
+     * Output guard: the most text (content, reasoning, tool-call arguments) one attempt may deliver. 4 Mi chars is
+     * about a million tokens, beyond any model's output limit: only an upstream that never stops gets there, and
+     * the cap bounds the transcript's memory.
+     */
+    static final long MAX_OUTPUT_CHARS = 4L * 1024 * 1024;
+    /** With max_tokens set the cap is this many chars per token (8x an average token) plus the slack below. */
+    static final int OUTPUT_CHARS_PER_TOKEN = 32;
+    static final int OUTPUT_SLACK_CHARS = 4096;
+    /** Content-less chunks held before the first content: a stream of only those is garbage, not a preamble. */
+    private static final int MAX_PENDING = 64;
 
     private final Dispatcher.Deps deps;
     private final DispatchRequest req;
@@ -154,6 +165,7 @@ final class Dispatch {
         int gapsObserved;
         long firstReasoningNanos = -1;
         boolean visibleStarted;
+        long outputChars;
 
         Attempt(int index, Candidate cand, Kind kind, ContinuationMethod method) {
             this.index = index;
@@ -204,7 +216,12 @@ final class Dispatch {
                     try {
                         decoder.feed(bytes);
                     } catch (SseDecoder.OversizeException e) {
-                        attemptFailed(this, Failure.transport("oversize_event", e.getMessage()));
+                        if (hasContent) {
+                            // committed: resume elsewhere (failing it as a pre-commit attempt would leave it hanging)
+                            midStreamFailure(this, "oversize_event", e.getMessage());
+                        } else {
+                            attemptFailed(this, Failure.transport("oversize_event", e.getMessage()));
+                        }
                     }
                     return;
                 }
@@ -534,7 +551,6 @@ final class Dispatch {
         if (!a.live || finished) {
             return;
         }
-        lastActivityNanos = deps.ticker().nanos();
         if (event.isDone()) {
             streamEnded(a, null);
             return;
@@ -546,9 +562,11 @@ final class Dispatch {
             node = null;
         }
         if (node == null || !node.isObject()) {
+            // skipped and counted; garbage is no sign of life for the stall watchdog
             deps.observer().malformedFrame(a.cand);
             return;
         }
+        lastActivityNanos = deps.ticker().nanos();
         if (node.hasNonNull("error")) {
             JsonNode err = node.get("error");
             String msg = err.isObject() ? err.path("message").asText("upstream error event") : err.asText();
@@ -581,7 +599,7 @@ final class Dispatch {
         }
         if (!a.hasContent) {
             if (!substantive && finish == null) {
-                if (a.kind != Kind.RESUME) {
+                if (a.kind != Kind.RESUME && a.pending.size() < MAX_PENDING) {
                     a.pending.add((ObjectNode) node);
                 }
                 return;
@@ -589,6 +607,11 @@ final class Dispatch {
             contentArrived(a, reasoning.isEmpty() ? false : content.isEmpty());
         }
         if (a != winner) {
+            return;
+        }
+        a.outputChars += content.length() + reasoning.length() + (hasTools ? toolCalls.toString().length() : 0);
+        if (a.outputChars > outputLimit()) {
+            outputLimitExceeded(a);
             return;
         }
         if (substantive) {
@@ -625,6 +648,22 @@ final class Dispatch {
         }
         a.lastContentNanos = now;
         a.contentChunks++;
+    }
+
+    private long outputLimit() {
+        Integer max = req.chat().maxTokens();
+        return max == null ? MAX_OUTPUT_CHARS
+                : Math.min(MAX_OUTPUT_CHARS, (long) max * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS);
+    }
+
+    /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
+    private void outputLimitExceeded(Attempt a) {
+        endAttempt(a, "failed", "output_limit", true);
+        recordHealthFailure(a, Failure.transport("output_limit", "over " + outputLimit() + " chars"));
+        Integer max = req.chat().maxTokens();
+        endWithErrorEvent("output_limit_exceeded", "The upstream kept generating past the output limit of "
+                + outputLimit() + " characters" + (max == null ? "" : " (max_tokens " + max + ")")
+                + "; the stream was cut.");
     }
 
     private static String text(JsonNode n) {
@@ -1117,6 +1156,10 @@ final class Dispatch {
     }
 
     private void endWithErrorEvent(String message) {
+        endWithErrorEvent("stream_interrupted", message);
+    }
+
+    private void endWithErrorEvent(String code, String message) {
         finished = true;
         stopTimers();
         for (Attempt other : attempts) {
@@ -1124,7 +1167,7 @@ final class Dispatch {
                 endAttempt(other, "cancelled", null, false);
             }
         }
-        ObjectNode err = new ApiError(502, "server_error", "stream_interrupted", message, null, null).toNode();
+        ObjectNode err = new ApiError(502, "server_error", code, message, null, null).toNode();
         err.put("id", req.requestId());
         err.set("attempt_trail", trailNode());
         sink.write(Sse.data(err));

@@ -7,6 +7,7 @@ import dev.hedgerow.catalog.CatalogCodec;
 import dev.hedgerow.catalog.CatalogService;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Strategy;
+import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.dispatch.AttemptRecord;
 import dev.hedgerow.dispatch.DispatchObserver;
 import dev.hedgerow.dispatch.DispatchRequest;
@@ -38,10 +39,20 @@ public final class CoreFactory {
     private CoreFactory() {
     }
 
-    /** Extra observers (metrics) are chained after learning and accounting. */
+    /**
+     * Extra observers (metrics) are chained after learning and accounting. Provider keys are sealed with the
+     * process-wide ephemeral key: right for tests and for instances sharing one JVM.
+     */
     public static Hedgerow create(StateStore store, UpstreamClient upstream, Scheduler scheduler, Ticker ticker,
                                   InstantSource clock, DispatchObserver extra) {
-        CatalogService catalog = new CatalogService(store, CatalogCodec::toJson, CatalogCodec::fromJson);
+        return create(store, upstream, scheduler, ticker, clock, extra, SecretBox.ephemeral());
+    }
+
+    /** As above, with the box that seals provider API keys in the stored catalog ({@link SecretBox#fromEnvironment}). */
+    public static Hedgerow create(StateStore store, UpstreamClient upstream, Scheduler scheduler, Ticker ticker,
+                                  InstantSource clock, DispatchObserver extra, SecretBox secrets) {
+        CatalogService catalog = new CatalogService(store, org -> CatalogCodec.toJson(org, secrets),
+                json -> CatalogCodec.fromJson(json, secrets));
         TokenCounter tokens = TokenCounter.shared();
         PrefixHasher prefixes = PrefixHasher.defaults(tokens);
         LearnedModels models = new LearnedModels(store, clock, TtftPredictor.Prior.defaults());

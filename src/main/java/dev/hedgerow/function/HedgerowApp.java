@@ -3,6 +3,7 @@ package dev.hedgerow.function;
 import dev.hedgerow.catalog.CatalogException;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
+import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RedisStateStore;
@@ -59,6 +60,10 @@ public class HedgerowApp {
     @ConfigProperty(name = "hedgerow.catalog.poll", defaultValue = "1s")
     Duration catalogPoll;
 
+    /** HEDGEROW_SECRET_KEY: base64 of 32 bytes sealing provider API keys in the state store (SecretBox). */
+    @ConfigProperty(name = "hedgerow.secret-key")
+    Optional<String> secretKey;
+
     private volatile Hedgerow core;
     private volatile DemoFleet demo;
     private volatile VertxUpstreamClient upstream;
@@ -77,13 +82,15 @@ public class HedgerowApp {
         StateStore store = createStore();
         upstream = new VertxUpstreamClient(vertx, 512);
         VertxScheduler scheduler = new VertxScheduler(vertx);
+        SecretBox secrets = SecretBox.fromEnvironment(secretKey.orElse(null), !stateMode.equals("memory"));
         Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(),
-                new GatewayMetrics(meters));
+                new GatewayMetrics(meters), secrets);
         LoadedCatalog loaded = loadCatalog();
         h.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(30));
         h.catalog().startPolling(scheduler, catalogPoll);
-        LOG.log(System.Logger.Level.INFO, "Hedgerow ready: {0} org(s), state {1}, functions {2}",
-                h.catalog().current().orgs().size(), stateMode, function);
+        LOG.log(System.Logger.Level.INFO, "Hedgerow ready: {0} org(s), state {1}, functions {2}, provider keys {3}",
+                h.catalog().current().orgs().size(), stateMode, function,
+                secrets.encrypts() ? "encrypted (" + secrets.origin() + " key)" : "in plaintext");
         core = h;
         return h;
     }

@@ -35,8 +35,18 @@ final class Exchange {
     private record Write(double at, Buffer data, boolean content) implements Step {
     }
 
-    private record Respond(double at, int status, String body) implements Step {
+    private record Respond(double at, int status, String body, String contentType) implements Step {
+        Respond(double at, int status, String body) {
+            this(at, status, body, "application/json");
+        }
     }
+
+    /** From {@code at} on, writes {@code next} every {@code everyMs} until the exchange ends (never finishes). */
+    private record Repeat(double at, long everyMs, java.util.function.Supplier<Buffer> next) implements Step {
+    }
+
+    private static final String HTML_PAGE = "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head>"
+            + "<body><h1>502 Bad Gateway</h1><p>The upstream server is temporarily unavailable.</p></body></html>";
 
     private record Reset(double at) implements Step {
     }
@@ -106,10 +116,12 @@ final class Exchange {
         started = true;
         startNanos = System.nanoTime();
         steps = chat.stream() ? streamSteps() : answerSteps();
-        if (chat.stream() && !(fault instanceof Fault.HttpError)) {
+        if (chat.stream() && !(fault instanceof Fault.HttpError) && !(fault instanceof Fault.Html200)) {
             response.setChunked(true)
                     .putHeader("Content-Type", "text/event-stream; charset=utf-8")
                     .putHeader("Cache-Control", "no-cache");
+        } else if (!chat.stream() && (fault instanceof Fault.Endless || fault instanceof Fault.SlowDrip)) {
+            response.setChunked(true).putHeader("Content-Type", "application/json");
         }
         if (plan.prefixMismatch()) {
             response.putHeader("X-Sim-Prefix-Mismatch", "true");
@@ -123,6 +135,16 @@ final class Exchange {
             Step s = steps.get(next);
             double due = s.at() - (System.nanoTime() - startNanos) / 1e6;
             if (s instanceof Hang) {
+                return;
+            }
+            if (s instanceof Repeat r && due < 1) {
+                next++;
+                timer = vertx.setPeriodic(Math.max(1, r.everyMs()), id -> {
+                    // a slow reader must not make the simulator buffer without bound
+                    if (!over && !response.writeQueueFull()) {
+                        response.write(r.next().get());
+                    }
+                });
                 return;
             }
             if (due >= 1) {
@@ -148,7 +170,7 @@ final class Exchange {
                 }
             }
         } else if (s instanceof Respond r) {
-            response.setStatusCode(r.status()).putHeader("Content-Type", "application/json");
+            response.setStatusCode(r.status()).putHeader("Content-Type", r.contentType());
             if (fault instanceof Fault.HttpError e && e.retryAfterSeconds() != null) {
                 response.putHeader("Retry-After", String.valueOf(e.retryAfterSeconds()));
             }
@@ -218,6 +240,10 @@ final class Exchange {
         }
         if (fault instanceof Fault.NoResponse) {
             s.add(new Hang(0));
+            return s;
+        }
+        if (fault instanceof Fault.Html200 h) {
+            s.add(new Respond(h.delayMs(), 200, HTML_PAGE, "text/html; charset=utf-8"));
             return s;
         }
         if (fault instanceof Fault.EmptyStream e) {
@@ -349,8 +375,35 @@ final class Exchange {
                 return Double.NaN;
             }
             return t + st.ms();
+        } else if (fault instanceof Fault.GiantLine g) {
+            s.add(new Write(t, frame(mapper().createObjectNode().put("content", "x".repeat(g.bytes())), null), true));
+            return t;
+        } else if (fault instanceof Fault.Endless) {
+            s.add(new Repeat(t, Math.max(1, (long) interval()), endlessFrames()));
+            return Double.NaN;
+        } else if (fault instanceof Fault.SlowDrip d) {
+            s.add(new Write(t, Buffer.buffer("data: {\"id\":\"" + id + "\",\"choices\":[{\"delta\":{\"content\":\""),
+                    false));
+            s.add(new Repeat(t + d.everyMs(), d.everyMs(), () -> Buffer.buffer("a")));
+            return Double.NaN;
         }
         return t;
+    }
+
+    /** The answer's content frames over and over; a batch per tick when the model's pace is under a millisecond. */
+    private java.util.function.Supplier<Buffer> endlessFrames() {
+        List<Plan.Unit> content = plan.units().stream().filter(Plan.Unit::content).toList();
+        double step = interval();
+        int batch = step >= 1 ? 1 : 32;
+        int[] i = {0};
+        return () -> {
+            Buffer b = Buffer.buffer();
+            for (int k = 0; k < batch; k++) {
+                Plan.Unit u = content.isEmpty() ? null : content.get(i[0]++ % content.size());
+                b.appendBuffer(frame(u == null ? mapper().createObjectNode().put("content", "more ") : delta(u), null));
+            }
+            return b;
+        };
     }
 
     private static int afterTokens(Fault f) {
@@ -364,6 +417,12 @@ final class Exchange {
             return e.afterTokens();
         } else if (f instanceof Fault.Stall st) {
             return st.afterTokens();
+        } else if (f instanceof Fault.GiantLine g) {
+            return g.afterTokens();
+        } else if (f instanceof Fault.Endless e) {
+            return e.afterTokens();
+        } else if (f instanceof Fault.SlowDrip d) {
+            return d.afterTokens();
         }
         return -1;
     }
@@ -399,6 +458,19 @@ final class Exchange {
                     e.code() == null ? "upstream_error" : e.code())));
         } else if (fault instanceof Fault.EmptyStream) {
             s.add(new Respond(ttftMs, 200, completion(true)));
+        } else if (fault instanceof Fault.Html200 h) {
+            s.add(new Respond(h.delayMs(), 200, HTML_PAGE, "text/html; charset=utf-8"));
+        } else if (fault instanceof Fault.GiantLine g) {
+            s.add(new Respond(end, 200, completion(false).replace(SimJson.MAPPER.valueToTree(plan.content()).toString(),
+                    "\"" + "x".repeat(g.bytes()) + "\"")));
+        } else if (fault instanceof Fault.Endless) {
+            s.add(new Write(faultAt, Buffer.buffer("{\"id\":\"" + id + "\",\"choices\":[{\"message\":{\"content\":\""),
+                    false));
+            s.add(new Repeat(faultAt, 1, () -> Buffer.buffer("more ".repeat(64))));
+        } else if (fault instanceof Fault.SlowDrip d) {
+            s.add(new Write(faultAt, Buffer.buffer("{\"id\":\"" + id + "\",\"choices\":[{\"message\":{\"content\":\""),
+                    false));
+            s.add(new Repeat(faultAt + d.everyMs(), d.everyMs(), () -> Buffer.buffer("a")));
         } else {
             s.add(new Respond(end, 200, completion(false)));
         }

@@ -27,6 +27,10 @@ import com.fasterxml.jackson.annotation.JsonTypeInfo;
         @JsonSubTypes.Type(value = Fault.ErrorEvent.class, name = "error_event"),
         @JsonSubTypes.Type(value = Fault.Stall.class, name = "stall"),
         @JsonSubTypes.Type(value = Fault.DropDuringReasoning.class, name = "drop_in_reasoning"),
+        @JsonSubTypes.Type(value = Fault.Html200.class, name = "html_200"),
+        @JsonSubTypes.Type(value = Fault.GiantLine.class, name = "giant_line"),
+        @JsonSubTypes.Type(value = Fault.Endless.class, name = "endless"),
+        @JsonSubTypes.Type(value = Fault.SlowDrip.class, name = "slow_drip"),
 })
 public sealed interface Fault {
 
@@ -142,5 +146,34 @@ public sealed interface Fault {
 
     /** After {@code afterTokens} tokens nothing is sent for {@code ms} milliseconds (negative: forever). */
     record Stall(int afterTokens, long ms) implements Fault {
+    }
+
+    /**
+     * A proxy's HTML error page with status 200 and {@code text/html}, sent {@code delayMs} after the request
+     * arrived, for streaming and non-streaming requests alike.
+     */
+    record Html200(long delayMs) implements Fault {
+    }
+
+    /**
+     * After {@code afterTokens} tokens one well-formed content frame whose text is {@code bytes} long (a single SSE
+     * line of that size), then the stream goes on. Non-streaming: the answer's content is that text.
+     */
+    record GiantLine(int afterTokens, int bytes) implements Fault {
+    }
+
+    /**
+     * After {@code afterTokens} tokens the stream never finishes: content tokens (the answer's text, over and over)
+     * keep coming at the model's pace, at least one frame per millisecond, until the client hangs up.
+     * Non-streaming: a chunked body that never ends.
+     */
+    record Endless(int afterTokens) implements Fault {
+    }
+
+    /**
+     * After {@code afterTokens} tokens a frame is begun and then dripped one byte every {@code everyMs} forever:
+     * bytes keep arriving but no event ever completes. Non-streaming: the body drips the same way.
+     */
+    record SlowDrip(int afterTokens, long everyMs) implements Fault {
     }
 }

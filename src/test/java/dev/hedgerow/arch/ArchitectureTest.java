@@ -24,8 +24,11 @@ class ArchitectureTest {
     @Test
     void coreKnowsNoQuarkusNorHttpServerTypes() {
         noClasses().that().resideInAnyPackage(CORE)
+                // jakarta.enterprise.util.TypeLiteral is allowed: SmallRye FT's programmatic Guard takes it as a
+                // plain type token (ResilientStateStore); CDI itself (context, inject, event) is not
                 .should().dependOnClassesThat().resideInAnyPackage("io.quarkus..", "io.vertx.ext.web..",
-                        "jakarta.ws.rs..", "jakarta.enterprise..", "org.jboss.resteasy..", "io.micrometer..")
+                        "jakarta.ws.rs..", "jakarta.enterprise.context..", "jakarta.enterprise.inject..",
+                        "jakarta.enterprise.event..", "org.jboss.resteasy..", "io.micrometer..")
                 .check(classes);
     }
 

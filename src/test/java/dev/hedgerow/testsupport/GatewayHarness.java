@@ -112,7 +112,8 @@ public final class GatewayHarness implements AutoCloseable {
         if (mounts != null) {
             mounts.accept(router, () -> core);
         }
-        HttpServer server = vertx.createHttpServer().requestHandler(router).listen(0, "127.0.0.1")
+        HttpServer server = vertx.createHttpServer().requestHandler(router)
+                .invalidRequestHandler(GatewayRoutes::invalidRequest).listen(0, "127.0.0.1")
                 .toCompletionStage().toCompletableFuture().join();
         return new GatewayHarness(vertx, ownsVertx, sims, ownsSims, core, server, upstream, counters);
     }

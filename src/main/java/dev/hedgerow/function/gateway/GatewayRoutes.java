@@ -58,6 +58,33 @@ public final class GatewayRoutes {
         router.post("/models/:alias/v1/chat/completions").handler(body)
                 .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(this::failure);
         router.get("/v1/models").handler(this::models).failureHandler(this::failure);
+        // any other method on the gateway's paths: the envelope, not the router's plain-text 405
+        for (String path : List.of("/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models")) {
+            router.route(path).handler(ctx -> writeError(ctx.response(), new ApiError(405, "invalid_request_error",
+                    "method_not_allowed", "Method " + ctx.request().method() + " is not allowed here.", null, null)));
+        }
+    }
+
+    /**
+     * Answers requests the HTTP decoder refused (header block over the server's limit: 431; request line too long:
+     * 414; anything else unreadable: 400) in the OpenAI envelope instead of an empty body, then closes the
+     * connection (its framing can no longer be trusted). Install with {@code server.invalidRequestHandler(...)}.
+     */
+    public static void invalidRequest(HttpServerRequest req) {
+        Throwable cause = req.decoderResult() == null ? null : req.decoderResult().cause();
+        String msg = cause == null || cause.getMessage() == null ? "" : cause.getMessage();
+        ApiError err;
+        if (msg.startsWith("HTTP header is larger than")) {
+            err = new ApiError(431, "invalid_request_error", "headers_too_large",
+                    "The request headers exceed the server's limit.", null, null);
+        } else if (msg.startsWith("An HTTP line is larger than")) {
+            err = new ApiError(414, "invalid_request_error", "uri_too_long",
+                    "The request line exceeds the server's limit.", null, null);
+        } else {
+            err = ApiError.invalidRequest("invalid_http", "The HTTP request could not be parsed.", null);
+        }
+        req.response().putHeader("connection", "close");
+        writeError(req.response(), err);
     }
 
     private void failure(RoutingContext ctx) {
@@ -142,7 +169,14 @@ public final class GatewayRoutes {
             RequestFacts facts = facts(h, chat, httpReq);
             String finalAlias = alias;
             h.router().plan(org, alias, facts).subscribe().with(
-                    plan -> onPlan(h, org, finalAlias, chat, facts, plan, requestId, resp),
+                    plan -> {
+                        try {
+                            onPlan(h, org, finalAlias, chat, facts, plan, requestId, resp);
+                        } catch (RuntimeException t) {
+                            // thrown inside a Mutiny callback it would be dropped and the client left waiting
+                            internalError(resp, t);
+                        }
+                    },
                     t -> {
                         System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "routing failed", t);
                         writeError(resp, new ApiError(503, "server_error", "routing_unavailable",
@@ -166,6 +200,12 @@ public final class GatewayRoutes {
         String header = org.routing().aliasHeader();
         String value = header == null ? null : req.getHeader(header);
         return value == null || value.isBlank() ? null : value.trim();
+    }
+
+    /** A bug met by one request ends that request with a 500 envelope; it must never leave the client hanging. */
+    private static void internalError(HttpServerResponse resp, Throwable t) {
+        System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "request failed", t);
+        writeError(resp, new ApiError(500, "server_error", "internal_error", "Internal error.", null, null));
     }
 
     private void onPlan(Hedgerow h, Org org, String alias, ChatRequest chat, RequestFacts facts, RoutePlan plan,
