@@ -676,10 +676,12 @@ final class Dispatch {
         a.firstContentNanos = deps.ticker().nanos();
         a.windowTimer.cancel();
         a.abandonTimer.cancel();
+        long latencyMs = (a.firstContentNanos - a.startNanos) / 1_000_000L;
         if (stream) {
+            deps.observer().firstToken(a.cand, req.facts().promptTokens(), latencyMs, reasoningFirst);
+        } else {
             // a non-streamed answer arrives whole: its latency is end-to-end, not time to first token
-            deps.observer().firstToken(a.cand, req.facts().promptTokens(),
-                    (a.firstContentNanos - a.startNanos) / 1_000_000L, reasoningFirst);
+            deps.observer().wholeResponse(a.cand, req.facts().promptTokens(), latencyMs);
         }
         for (Attempt other : attempts) {
             if (other != a && other.live) {

@@ -15,6 +15,13 @@ public interface DispatchObserver {
     default void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
     }
 
+    /**
+     * A non-streamed answer arrived whole after {@code latencyMs}: a latency sample (Trifrost's EMA) that is not a
+     * time to first token, so it must not teach the TTFT model.
+     */
+    default void wholeResponse(Candidate route, int promptTokens, long latencyMs) {
+    }
+
     /** A finished stream's decode: {@code tokens} after the first in {@code decodeMs}, and its mean gap. */
     default void decoded(Candidate route, int tokens, long decodeMs, long e2eMs) {
     }

@@ -78,6 +78,11 @@ public final class CoreFactory {
         }
 
         @Override
+        public void wholeResponse(Candidate route, int promptTokens, long latencyMs) {
+            models.learnLatency(route.state(), latencyMs);
+        }
+
+        @Override
         public void decoded(Candidate route, int tokens, long decodeMs, long e2eMs) {
             models.learnDecode(route.state(), tokens, decodeMs, e2eMs, slo(route));
         }
@@ -113,6 +118,11 @@ public final class CoreFactory {
             @Override
             public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
                 list.forEach(o -> o.firstToken(route, promptTokens, ttftMs, reasoningFirst));
+            }
+
+            @Override
+            public void wholeResponse(Candidate route, int promptTokens, long latencyMs) {
+                list.forEach(o -> o.wholeResponse(route, promptTokens, latencyMs));
             }
 
             @Override

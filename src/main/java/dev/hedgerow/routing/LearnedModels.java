@@ -184,6 +184,12 @@ public final class LearnedModels implements RouteModels {
         update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeTtft(promptTokens, ttftMs).encode());
     }
 
+    /** Learns the latency of a non-streamed answer: Trifrost's EMA only (it is no time to first token). */
+    public void learnLatency(RouteSnapshot base, long latencyMs) {
+        update(base, EMA, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
+                .observe(latencyMs).encode());
+    }
+
     /** Learns a decode against the default SLO targets. */
     public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs) {
         learnDecode(base, tokens, decodeMs, e2eMs, GroupSettings.Slo.defaults());

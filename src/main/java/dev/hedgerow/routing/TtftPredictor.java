@@ -22,6 +22,7 @@ public final class TtftPredictor {
     static final String TAG = "t1";
     private static final double KTOK = 1000.0;
     private static final double P_FLOOR = 1e-9;
+    private static final double MIN_CLIP_MS = 50;
 
     /**
      * What is assumed of a route before its first sample, and how fast it forgets.
@@ -130,12 +131,14 @@ public final class TtftPredictor {
         }
         double lambda = prior.forgetting();
         double x1 = x(promptTokens);
-        double rawError = ttftMs - (a + bk * x1);   // a-priori error: what the prediction actually missed by
-        // Huber-style robust RLS: once the spread is known, an error beyond 3σ counts as 3σ, so a heavy-tail sample
-        // (a 10x slow request) nudges the line and the spread instead of dragging them; a real, lasting shift still
-        // wins within a few samples because each clipped step also widens σ
-        double sigma = Math.sqrt(variance);
-        double error = samples >= 5 && sigma > 0 ? Math.max(-3 * sigma, Math.min(3 * sigma, rawError)) : rawError;
+        double predicted = a + bk * x1;
+        double rawError = ttftMs - predicted;   // a-priori error: what the prediction actually missed by
+        // Huber-style robust RLS: once a few samples are in, an error larger than both 3σ and the prediction itself
+        // is clipped to that size, so a heavy-tail sample (a request 10x slower than usual) nudges the line and the
+        // spread instead of dragging them. A real shift (or a new prompt size whose slope was never learnt) still
+        // wins: the clip is at least the prediction, so the estimate can double per sample, and σ widens as it goes.
+        double clip = Math.max(3 * Math.sqrt(variance), Math.max(predicted, MIN_CLIP_MS));
+        double error = samples >= 5 ? Math.max(-clip, Math.min(clip, rawError)) : rawError;
 
         // RLS step for the regressor (1, x1)
         double px0 = p00 + p01 * x1;

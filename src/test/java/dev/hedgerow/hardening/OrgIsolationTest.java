@@ -33,6 +33,7 @@ class OrgIsolationTest {
             orgs:
               - id: acme
                 keys: [{ name: app, key: "k-acme" }]
+                routing: { alias_header: x-hedgerow-alias }
                 providers:
                   - { id: alpha, base_url: "${SIM_ALPHA_URL}" }
                 routes:

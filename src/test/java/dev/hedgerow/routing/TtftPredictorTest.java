@@ -131,4 +131,19 @@ class TtftPredictorTest {
             assertEquals(fresh, TtftPredictor.decode(garbage, PRIOR).encode(), String.valueOf(garbage));
         }
     }
+
+    @Test
+    void aHeavyTailDoesNotInflateTheWindow() {
+        // 5 % of answers 10x slower (The Tail at Scale): the P90 window must stay near the body, or hedges fire late
+        SplittableRandom rnd = new SplittableRandom(7);
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < 2000; i++) {
+            double base = 100 * (0.9 + 0.2 * rnd.nextDouble());
+            p = p.update(500, rnd.nextDouble() < 0.05 ? base * 10 : base);
+        }
+        TtftPredictor.Prediction pr = p.predict(500);
+        assertTrue(pr.meanMs() < 130, "mean " + pr.meanMs());
+        assertTrue(pr.p90Ms() < 250, "p90 " + pr.p90Ms());
+        assertTrue(pr.p90Ms() >= pr.meanMs());
+    }
 }
