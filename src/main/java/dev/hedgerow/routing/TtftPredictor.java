@@ -23,6 +23,7 @@ public final class TtftPredictor {
     private static final double KTOK = 1000.0;
     private static final double P_FLOOR = 1e-9;
     private static final double MIN_CLIP_MS = 50;
+    private static final double CLIP_SHARE = 0.5;
 
     /**
      * What is assumed of a route before its first sample, and how fast it forgets.
@@ -133,11 +134,11 @@ public final class TtftPredictor {
         double x1 = x(promptTokens);
         double predicted = a + bk * x1;
         double rawError = ttftMs - predicted;   // a-priori error: what the prediction actually missed by
-        // Huber-style robust RLS: once a few samples are in, an error larger than both 3σ and the prediction itself
-        // is clipped to that size, so a heavy-tail sample (a request 10x slower than usual) nudges the line and the
-        // spread instead of dragging them. A real shift (or a new prompt size whose slope was never learnt) still
-        // wins: the clip is at least the prediction, so the estimate can double per sample, and σ widens as it goes.
-        double clip = Math.max(3 * Math.sqrt(variance), Math.max(predicted, MIN_CLIP_MS));
+        // Huber-style robust RLS: once a few samples are in, an error larger than both 3σ and half the
+        // prediction is clipped to that size, so a heavy-tail sample (a request 10x slower than usual) nudges the
+        // line and the spread instead of dragging them. A real shift (or a new prompt size whose slope was never
+        // learnt) still wins: the estimate can grow by half per sample, and σ widens as it goes.
+        double clip = Math.max(3 * Math.sqrt(variance), Math.max(CLIP_SHARE * predicted, MIN_CLIP_MS));
         double error = samples >= 5 ? Math.max(-clip, Math.min(clip, rawError)) : rawError;
 
         // RLS step for the regressor (1, x1)

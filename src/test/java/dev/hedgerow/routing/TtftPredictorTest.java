@@ -99,7 +99,8 @@ class TtftPredictorTest {
         }
         assertEquals(300, p.predict(1000).meanMs(), 1);
         assertTrue(Double.isFinite(p.predict(100_000).meanMs()));
-        for (int i = 0; i < 30; i++) {
+        // the robust (clipped) update learns a never-seen slope a little slower than plain RLS: about 40 samples
+        for (int i = 0; i < 45; i++) {
             p = p.update(100_000, 2300);
             p = p.update(1000, 300);
         }
@@ -143,7 +144,7 @@ class TtftPredictorTest {
         }
         TtftPredictor.Prediction pr = p.predict(500);
         assertTrue(pr.meanMs() < 130, "mean " + pr.meanMs());
-        assertTrue(pr.p90Ms() < 250, "p90 " + pr.p90Ms());
+        assertTrue(pr.p90Ms() < 150, "p90 " + pr.p90Ms() + " mean " + pr.meanMs());
         assertTrue(pr.p90Ms() >= pr.meanMs());
     }
 }
