@@ -4,13 +4,11 @@ import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
-import dev.hedgerow.state.RedisStateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.RedisStores;
 import io.restassured.RestAssured;
 import io.vertx.core.Vertx;
-import io.vertx.redis.client.RedisClientType;
-import io.vertx.redis.client.RedisOptions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -63,10 +61,7 @@ class OrgIsolationTest {
         ModelScript m = ModelScript.defaults().withLength(4).withLatency(ModelScript.Latency.of(0, 0));
         sims = GatewayHarness.startSims(vertx, Map.of("alpha", SimConfig.of(1).withModel("m", m),
                 "beta", SimConfig.of(1).withModel("m", m)));
-        gw = GatewayHarness.start(vertx, YAML, sims, new RedisStateStore(io.vertx.mutiny.redis.client.Redis.createClient(
-                io.vertx.mutiny.core.Vertx.newInstance(vertx),
-                new RedisOptions().setConnectionString(redis.url()).setMaxPoolSize(8).setMaxPoolWaiting(256)),
-                RedisClientType.STANDALONE));
+        gw = GatewayHarness.start(vertx, YAML, sims, RedisStores.standalone(vertx, redis.url()));
         RestAssured.baseURI = gw.baseUrl();
     }
 

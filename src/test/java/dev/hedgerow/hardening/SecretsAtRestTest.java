@@ -7,9 +7,8 @@ import dev.hedgerow.sim.SimStats;
 import dev.hedgerow.state.RedisStateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.RedisStores;
 import io.vertx.core.Vertx;
-import io.vertx.redis.client.RedisClientType;
-import io.vertx.redis.client.RedisOptions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -60,10 +59,7 @@ class SecretsAtRestTest {
         redis = RedisServer.start();
         sims = GatewayHarness.startSims(vertx, Map.of("alpha", SimConfig.of(1).withApiKey(PROVIDER_KEY)
                 .withModel("m", ModelScript.defaults().withLength(6).withLatency(ModelScript.Latency.of(0, 0)))));
-        RedisStateStore store = new RedisStateStore(io.vertx.mutiny.redis.client.Redis.createClient(
-                io.vertx.mutiny.core.Vertx.newInstance(vertx),
-                new RedisOptions().setConnectionString(redis.url()).setMaxPoolSize(8).setMaxPoolWaiting(256)),
-                RedisClientType.STANDALONE);
+        RedisStateStore store = RedisStores.standalone(vertx, redis.url());
         gw = GatewayHarness.start(vertx, YAML, sims, store);
     }
 

@@ -8,9 +8,8 @@ import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.RedisStateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.RedisStores;
 import io.vertx.core.Vertx;
-import io.vertx.redis.client.RedisClientType;
-import io.vertx.redis.client.RedisOptions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -42,10 +41,7 @@ class CatalogPropagationTest {
     static GatewayHarness b;
 
     static RedisStateStore store() {
-        return new RedisStateStore(io.vertx.mutiny.redis.client.Redis.createClient(
-                io.vertx.mutiny.core.Vertx.newInstance(vertx),
-                new RedisOptions().setConnectionString(redis.url()).setMaxPoolSize(8).setMaxPoolWaiting(256)),
-                RedisClientType.STANDALONE);
+        return RedisStores.standalone(vertx, redis.url());
     }
 
     @BeforeAll
