@@ -28,6 +28,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.UnaryOperator;
@@ -404,12 +405,16 @@ public final class AdminService {
      * Explains how the gateway would route a chat request, without sending it or moving the group's rotation
      * ({@link Router#explain}): every member with each filter passed or failed and why, its predicted first token
      * (mean, P90) for this prompt, SLO standing, capacity report, prefix affinity and rank; plus the group's SLO
-     * targets and each member's weight and priority.
+     * targets and each member's weight and priority. The alias is chosen as the gateway chooses it (the org's
+     * alias header, else the body's {@code model}).
      *
      * @param headers request headers, lower-cased names, credentials removed
      */
     public Uni<ObjectNode> explain(Org org, byte[] body, Map<String, String> headers) {
-        ChatRequest chat = ChatRequest.parse(body, headers.get("x-hedgerow-alias"));
+        // the alias the gateway would route: the org's alias header when it has one, else the body's model
+        String header = org.routing().aliasHeader();
+        String routed = header == null ? null : headers.get(header.toLowerCase(Locale.ROOT));
+        ChatRequest chat = ChatRequest.parse(body, routed == null || routed.isBlank() ? null : routed.trim());
         String alias = chat.model();
         if (alias == null || org.routesOf(alias).isEmpty()) {
             throw new RequestException(ApiError.modelNotFound(String.valueOf(alias)));

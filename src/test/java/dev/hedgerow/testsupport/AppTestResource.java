@@ -25,7 +25,8 @@ import java.util.Map;
  * and two more groups like {@code kimi3} that the console's tests edit freely: {@code duo} (admin API tests) and
  * {@code panel} (the dashboard's browser test, 4 s cooldown so a 2 s poll sees it); org {@code other} (keys
  * {@code k-other} / {@code a-other}) with alias {@code secret} and its own alias {@code duo}, whose route id
- * {@code duo-alpha} collides with acme's on purpose (isolation tests). Provider keys are sealed at rest
+ * {@code duo-alpha} collides with acme's on purpose (isolation tests), and the alias header
+ * {@code X-Model-Alias}. Provider keys are sealed at rest
  * ({@code hedgerow.secret-key} = {@link #SECRET_KEY}). The prober's timer is off
  * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one.
  */
@@ -57,6 +58,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
               - id: other
                 keys: [{ name: app, key: "k-other" }]
                 admin_keys: [{ name: ops, key: "a-other" }]
+                routing: { alias_header: X-Model-Alias }
                 providers:
                   - { id: gamma, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
                   - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }

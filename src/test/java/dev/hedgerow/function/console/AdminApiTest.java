@@ -229,6 +229,18 @@ class AdminApiTest {
     }
 
     @Test
+    void explainPicksTheAliasAsTheGatewayDoes() {
+        // other routes by its alias header: the header wins over the body's model
+        given().auth().oauth2("a-other").contentType("application/json").header("X-Model-Alias", "duo")
+                .body("{\"model\":\"secret\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/admin/explain").then().statusCode(200).body("alias", equalTo("duo"));
+        // acme has no alias header: any such header is ignored, as the gateway ignores it
+        admin().header("X-Model-Alias", "solo").header("x-hedgerow-alias", "solo")
+                .body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/admin/explain").then().statusCode(200).body("alias", equalTo("duo"));
+    }
+
+    @Test
     void aRouteFailingVerificationIsExcluded() {
         admin().body("{\"route\":\"duo-alpha\",\"verification\":\"fail:manual check\"}")
                 .put("/admin/routes/verification").then().statusCode(200);
