@@ -14,10 +14,8 @@ import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.catalog.Strategy;
-import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.RequestFacts;
-import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.routing.Router;
 import dev.hedgerow.routing.TtftEstimate;
 import dev.hedgerow.runtime.Hedgerow;
@@ -128,6 +126,10 @@ public final class AdminService {
         }
         Strategy s = strategy;
         return edit(org, alias, o -> {
+            for (MemberEdit me : members) {
+                // the same answer as any unknown id: another org's route ids must not show through
+                requireRoute(o, me.route);
+            }
             List<Route> routes = new ArrayList<>();
             for (Route r : o.routes()) {
                 MemberEdit me = members.stream().filter(x -> x.route.equals(r.id())).findFirst().orElse(null);
@@ -136,11 +138,6 @@ public final class AdminService {
                 }
                 routes.add(me == null ? r : with(r, me.weight == null ? r.weight() : me.weight,
                         me.priority == null ? r.priority() : me.priority, r.tags()));
-            }
-            for (MemberEdit me : members) {
-                if (o.route(me.route).isEmpty()) {
-                    throw notMember(alias, me.route);
-                }
             }
             Map<String, GroupSettings> groups = new java.util.LinkedHashMap<>(o.groups());
             if (s != null) {
@@ -405,121 +402,35 @@ public final class AdminService {
     // ---- explain ---------------------------------------------------------------------------------------------
 
     /**
-     * Plans a chat request as the gateway would and tells, for every member, the filters it passed or the one it
-     * failed, and the candidates' order with their predicted first-token windows. Like a real request it takes one
-     * step of the group's rotation.
+     * Explains how the gateway would route a chat request, without sending it or moving the group's rotation
+     * ({@link Router#explain}): every member with each filter passed or failed and why, its predicted first token
+     * (mean, P90) for this prompt, SLO standing, capacity report, prefix affinity and rank; plus the group's SLO
+     * targets and each member's weight and priority. The alias is chosen as the gateway chooses it (the org's
+     * alias header, else the body's {@code model}).
+     *
+     * @param headers request headers, lower-cased names, credentials removed
      */
     public Uni<ObjectNode> explain(Org org, byte[] body, Map<String, String> headers) {
-        ChatRequest chat = ChatRequest.parse(body, headers.get("x-hedgerow-alias"));
+        // the alias the gateway would route: the org's alias header when it has one, else the body's model
+        String header = org.routing().aliasHeader();
+        String routed = header == null ? null : headers.get(header.toLowerCase(Locale.ROOT));
+        ChatRequest chat = ChatRequest.parse(body, routed == null || routed.isBlank() ? null : routed.trim());
         String alias = chat.model();
         if (alias == null || org.routesOf(alias).isEmpty()) {
             throw new RequestException(ApiError.modelNotFound(String.valueOf(alias)));
         }
-        Set<String> needs = new LinkedHashSet<>();
-        if (chat.wantsTools()) {
-            needs.add("tools");
-        }
-        if (chat.wantsJsonMode()) {
-            needs.add("json_mode");
-        }
-        if (chat.hasImages()) {
-            needs.add("images");
-        }
-        if (chat.wantsReasoningOff()) {
-            needs.add("reasoning_off");
-        }
-        int promptTokens = core.tokens().countRequest(chat.body());
-        RequestFacts facts = new RequestFacts(promptTokens, chat.maxTokens(), chat.stream(), chat.wantsReasoning(),
-                needs, chat.parametersPresent(), chat.prefs(), core.prefixes().hashRequest(alias, chat.body()),
-                headers, null, chat.lastUserText());
+        RequestFacts facts = RequestFacts.of(chat, core.tokens(), core.prefixes(), headers);
         GroupSettings settings = org.group(alias);
-        return core.router().plan(org, alias, facts).map(plan -> {
-            ObjectNode root = JsonNodeFactory.instance.objectNode();
-            root.put("alias", alias);
-            root.put("strategy", settings.strategy().wireName());
-            root.put("prompt_tokens", promptTokens);
-            root.put("stream", chat.stream());
-            ArrayNode needed = root.putArray("needs");
-            needs.forEach(needed::add);
-            List<RoutePlan.Rejection> rejected;
-            List<Candidate> candidates;
-            if (plan instanceof RoutePlan.Ready ready) {
-                root.put("outcome", "ready");
-                rejected = ready.rejected();
-                candidates = ready.candidates();
-            } else {
-                RoutePlan.Blocked b = (RoutePlan.Blocked) plan;
-                root.put("outcome", "blocked");
-                root.put("reason", b.reason());
-                root.set("error", b.error().toNode().get("error"));
-                rejected = b.rejected();
-                candidates = List.of();
-            }
-            ArrayNode members = root.putArray("members");
-            for (Route r : org.routesOf(alias)) {
-                ObjectNode m = members.addObject();
-                m.put("route", r.id());
-                m.put("provider", r.provider());
-                Candidate c = candidates.stream().filter(x -> x.route().id().equals(r.id())).findFirst()
-                        .orElse(null);
-                RoutePlan.Rejection why = rejected.stream().filter(x -> x.routeId().equals(r.id())).findFirst()
-                        .orElse(null);
-                ArrayNode passed = m.putArray("passed");
-                if (c != null) {
-                    m.put("order", candidates.indexOf(c) + 1);
-                    FILTERS.forEach(passed::add);
-                    boolean headroom = core.models().hasHeadroom(c.state());
-                    if (!headroom) {
-                        m.put("note", "no real headroom: ranked after every route that has it");
-                    }
-                    m.put("half_open", c.halfOpen());
-                    m.put("predicted_ttft_ms", round(c.estimate().meanMs()));
-                    m.put("predicted_ttft_p90_ms", round(c.estimate().p90Ms()));
-                    m.put("measured", c.estimate().measured());
-                    m.put("meets_slo", core.models().meetsSlo(c.state(), settings.slo()));
-                    m.put("weight", r.weight());
-                    m.put("priority", r.priority());
-                } else {
-                    m.putNull("order");
-                    String reason = why == null ? "not reached (the request was refused before this filter)"
-                            : why.reason();
-                    String failedAt = filterOf(reason);
-                    for (String f : FILTERS) {
-                        if (f.equals(failedAt)) {
-                            break;
-                        }
-                        passed.add(f);
-                    }
-                    m.put("failed", failedAt);
-                    m.put("reason", reason);
-                }
+        return core.router().explain(org, alias, facts).map(explanation -> {
+            ObjectNode root = explanation.toNode();
+            root.putObject("slo_target").put("first_token_ms", settings.slo().firstToken().toMillis())
+                    .put("decode_tokens_per_second", settings.slo().decodeTokensPerSecond());
+            for (JsonNode view : root.path("routes")) {
+                org.route(view.path("route").asText()).ifPresent(r -> ((ObjectNode) view)
+                        .put("weight", r.weight()).put("priority", r.priority()));
             }
             return root;
         });
-    }
-
-    /** The router's filters, in the order it applies them. */
-    static final List<String> FILTERS = List.of("preferences", "operator", "capabilities", "standing", "breaker",
-            "headroom");
-
-    private static String filterOf(String reason) {
-        String r = reason.toLowerCase(Locale.ROOT);
-        if (r.startsWith("not in provider") || r.startsWith("in provider") || r.startsWith("above provider")) {
-            return "preferences";
-        }
-        if (r.startsWith("drained") || r.startsWith("another member is pinned")) {
-            return "operator";
-        }
-        if (r.startsWith("lacks")) {
-            return "capabilities";
-        }
-        if (r.contains("verification") || r.contains("standing")) {
-            return "standing";
-        }
-        if (r.contains("cooling") || r.contains("retry-after") || r.contains("half-open")) {
-            return "breaker";
-        }
-        return "preferences";
     }
 
     // ---- lookups ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
+import dev.hedgerow.catalog.ProviderUrls;
 import dev.hedgerow.catalog.Route;
 
 import java.math.BigDecimal;
@@ -31,7 +32,10 @@ import java.util.Map;
  * Adds the rules of operator pins and drains, which only admin edits create. Stateless; thread-safe.
  */
 public final class OrgValidator {
-    private static final CatalogLoader LOADER = new CatalogLoader(name -> null);
+    // the file's one environment switch that changes a rule: the metadata-URL opt-in (without it, an org loaded
+    // with the opt-in could never be edited); nothing else is resolved, values are written literally
+    private static final CatalogLoader LOADER = new CatalogLoader(name -> ProviderUrls.ALLOW_ENV.equals(name)
+            ? System.getenv(name) : null);
 
     private OrgValidator() {
     }

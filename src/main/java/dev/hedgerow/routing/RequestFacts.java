@@ -1,7 +1,9 @@
 package dev.hedgerow.routing;
 
+import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.ProviderPrefs;
 
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -17,6 +19,32 @@ import java.util.Set;
 public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, boolean reasoning, Set<String> needs,
                            Set<String> parameters, ProviderPrefs prefs, List<String> prefixHashes,
                            Map<String, String> headers, String promptText, String lastUserText) {
+
+    /**
+     * The facts of a parsed chat request: the one place the gateway and the console's explain derive needs,
+     * parameters, prompt size and prefix hashes, so an explanation routes exactly what the gateway would.
+     *
+     * @param headers the request's headers with lower-cased names and credentials already removed
+     */
+    public static RequestFacts of(ChatRequest chat, TokenCounter tokens, PrefixHasher prefixes,
+                                  Map<String, String> headers) {
+        Set<String> needs = new LinkedHashSet<>();
+        if (chat.wantsTools()) {
+            needs.add("tools");
+        }
+        if (chat.wantsJsonMode()) {
+            needs.add("json_mode");
+        }
+        if (chat.hasImages()) {
+            needs.add("images");
+        }
+        if (chat.wantsReasoningOff()) {
+            needs.add("reasoning_off");
+        }
+        return new RequestFacts(tokens.countRequest(chat.body()), chat.maxTokens(), chat.stream(),
+                chat.wantsReasoning(), needs, chat.parametersPresent(), chat.prefs(),
+                prefixes.hashRequest(chat.model(), chat.body()), headers, null, chat.lastUserText());
+    }
 
     /** Tokens the context window must hold: prompt plus the requested (or a default) completion. */
     public long contextNeeded() {

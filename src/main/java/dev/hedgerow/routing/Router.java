@@ -134,9 +134,10 @@ public final class Router {
 
     /**
      * Explains how a request with these facts would be routed, without sending it or moving the group's rotation:
-     * every route of the group with each filter's verdict (all filters are evaluated, not just the first that
-     * failed), its predicted TTFT for this prompt, SLO standing, headroom, affinity and final rank. Ties and
-     * exploration are resolved at rotation position {@value #EXPLAIN_CURSOR}.
+     * every route of the group with each filter's verdict (preferences, operator pins and drains, capabilities,
+     * standing, health, headroom; all are evaluated, not just the first that failed), its predicted TTFT for this
+     * prompt, SLO standing, headroom, affinity and final rank. Ties and exploration are resolved at rotation
+     * position {@value #EXPLAIN_CURSOR}.
      */
     public Uni<Explanation> explain(Org org, String alias, RequestFacts facts) {
         GroupSettings settings = org.group(alias);
@@ -157,6 +158,7 @@ public final class Router {
         List<RoutePlan.Rejection> prefRejections = new ArrayList<>();
         RoutePlan.Blocked prefsBlock = applyPreferences(members, facts.prefs(), alias, prefRejections);
         List<Candidate> ranked = plan instanceof RoutePlan.Ready r ? r.candidates() : List.of();
+        boolean pinActive = members.stream().anyMatch(Route::pinned);
         List<Explanation.RouteView> views = new ArrayList<>();
         for (Route r : members) {
             String key = key(org, r);
@@ -166,6 +168,10 @@ public final class Router {
                     .filter(x -> x.routeId().equals(r.id())).map(RoutePlan.Rejection::reason).findFirst()
                     .orElse(null);
             checks.add(new Explanation.Check("preferences", pref == null, pref == null ? "allowed" : pref));
+            String operator = r.drained() ? "drained by an operator"
+                    : pinActive && !r.pinned() ? "another member is pinned" : null;
+            checks.add(new Explanation.Check("operator", operator == null, operator != null ? operator
+                    : r.pinned() ? "pinned: takes all of the alias's traffic" : "takes traffic"));
             List<String> lacks = lacks(r, facts);
             checks.add(new Explanation.Check("capabilities", lacks.isEmpty(),
                     lacks.isEmpty() ? "can serve this request" : "lacks " + String.join(", ", lacks)));

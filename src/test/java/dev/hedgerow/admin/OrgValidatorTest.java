@@ -4,6 +4,7 @@ import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.catalog.Strategy;
 import org.junit.jupiter.api.Test;
@@ -57,6 +58,20 @@ class OrgValidatorTest {
         groups.put("kimi3", o.group("kimi3").withStrategy(Strategy.SEMANTIC));
         List<CatalogError> errors = OrgValidator.validate(copy(o, o.routes(), groups));
         assertTrue(errors.stream().anyMatch(e -> e.path().equals("groups.kimi3.embeddings_route")), errors.toString());
+    }
+
+    @Test
+    void refusesAProviderUrlAtACloudMetadataAddressLikeTheFile() {
+        Org o = demo().get(0);
+        List<Provider> providers = new ArrayList<>(o.providers());
+        Provider p = providers.get(0);
+        providers.set(0, new Provider(p.id(), "http://169.254.169.254/latest", p.apiKey(), p.dialect(),
+                p.metricsUrl(), p.capacityKeyHash()));
+        Org edited = new Org(o.id(), o.keys(), o.adminKeys(), providers, o.routes(), o.groups(), o.routing());
+        List<CatalogError> errors = OrgValidator.validate(edited);
+        assertEquals(1, errors.size(), errors.toString());
+        assertEquals("providers[0].base_url", errors.get(0).path());
+        assertTrue(errors.get(0).message().contains("metadata"), errors.get(0).message());
     }
 
     @Test

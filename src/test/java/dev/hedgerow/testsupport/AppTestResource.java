@@ -24,11 +24,17 @@ import java.util.Map;
  * providers {@code alpha} and {@code beta} (rr_health, fast 1 s cooldown), alias {@code solo} on {@code alpha},
  * and two more groups like {@code kimi3} that the console's tests edit freely: {@code duo} (admin API tests) and
  * {@code panel} (the dashboard's browser test, 4 s cooldown so a 2 s poll sees it); org {@code other} (keys
- * {@code k-other} / {@code a-other}) with alias {@code secret}. The prober's timer is off
+ * {@code k-other} / {@code a-other}) with alias {@code secret} and its own alias {@code duo}, whose route id
+ * {@code duo-alpha} collides with acme's on purpose (isolation tests), and the alias header
+ * {@code X-Model-Alias}. Provider keys are sealed at rest
+ * ({@code hedgerow.secret-key} = {@link #SECRET_KEY}). The prober's timer is off
  * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one.
  */
 public final class AppTestResource implements QuarkusTestResourceLifecycleManager {
     public static final long SEED = 11;
+    /** Base64 of a 32-byte AES key: the app seals provider API keys in Redis with it. */
+    public static final String SECRET_KEY = java.util.Base64.getEncoder()
+            .encodeToString("hedgerow-test-secret-key-32bytes".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
     public static final String YAML = """
             orgs:
               - id: acme
@@ -52,10 +58,13 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
               - id: other
                 keys: [{ name: app, key: "k-other" }]
                 admin_keys: [{ name: ops, key: "a-other" }]
+                routing: { alias_header: X-Model-Alias }
                 providers:
                   - { id: gamma, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }
                 routes:
                   - { alias: secret, provider: gamma, model: kimi-b }
+                  - { alias: duo, provider: alpha, model: kimi-a }
             """;
 
     private static final Map<String, SimServer> SIMS = new LinkedHashMap<>();
@@ -97,6 +106,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             cfg.put("hedgerow.config", file.toString());
             cfg.put("redis.url", redis.url());
             cfg.put("hedgerow.prober.interval", "0s");
+            cfg.put("hedgerow.secret-key", SECRET_KEY);
             return cfg;
         } catch (IOException e) {
             throw new UncheckedIOException(e);

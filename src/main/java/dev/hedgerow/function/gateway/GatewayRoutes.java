@@ -24,12 +24,10 @@ import io.vertx.ext.web.handler.BodyHandler;
 
 import java.security.SecureRandom;
 import java.util.HashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.function.Supplier;
 
 /**
@@ -230,26 +228,10 @@ public final class GatewayRoutes {
     }
 
     static RequestFacts facts(Hedgerow h, ChatRequest chat, HttpServerRequest req) {
-        Set<String> needs = new LinkedHashSet<>();
-        if (chat.wantsTools()) {
-            needs.add("tools");
-        }
-        if (chat.wantsJsonMode()) {
-            needs.add("json_mode");
-        }
-        if (chat.hasImages()) {
-            needs.add("images");
-        }
-        if (chat.wantsReasoningOff()) {
-            needs.add("reasoning_off");
-        }
         Map<String, String> headers = new HashMap<>();
         req.headers().forEach(e -> headers.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue()));
         headers.remove("authorization");
-        int promptTokens = h.tokens().countRequest(chat.body());
-        List<String> prefixes = h.prefixes().hashRequest(chat.model(), chat.body());
-        return new RequestFacts(promptTokens, chat.maxTokens(), chat.stream(), chat.wantsReasoning(), needs,
-                chat.parametersPresent(), chat.prefs(), prefixes, headers, null, chat.lastUserText());
+        return RequestFacts.of(chat, h.tokens(), h.prefixes(), headers);
     }
 
     static void writeError(HttpServerResponse resp, ApiError err) {

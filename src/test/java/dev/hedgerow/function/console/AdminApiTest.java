@@ -97,7 +97,7 @@ class AdminApiTest {
                 .body("groups.alias", hasItems("kimi3", "solo", "duo", "panel"))
                 .body("groups.alias", not(hasItem("secret")));
         given().auth().oauth2("a-other").get("/admin/groups").then().statusCode(200)
-                .body("groups.alias", equalTo(List.of("secret")));
+                .body("groups.alias", equalTo(List.of("secret", "duo")));
     }
 
     @Test
@@ -161,13 +161,16 @@ class AdminApiTest {
         admin().body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"why\"}]}")
                 .post("/admin/explain").then().statusCode(200)
                 .body("outcome", equalTo("ready"))
-                .body("members.find { it.route == 'duo-alpha' }.order", equalTo(1))
-                .body("members.find { it.route == 'duo-alpha' }.passed", hasItems("operator", "capabilities",
-                        "standing", "breaker"))
-                .body("members.find { it.route == 'duo-beta' }.failed", equalTo("standing"))
-                .body("members.find { it.route == 'duo-beta' }.reason", equalTo("operator not in good standing"))
-                .body("members.find { it.route == 'duo-beta' }.passed", equalTo(List.of("preferences", "operator",
-                        "capabilities")));
+                .body("routes.find { it.route == 'duo-alpha' }.rank", equalTo(1))
+                .body("routes.find { it.route == 'duo-alpha' }.checks.passed", everyItem(equalTo(true)))
+                .body("routes.find { it.route == 'duo-alpha' }.checks.filter", equalTo(List.of("preferences",
+                        "operator", "capabilities", "standing", "health", "headroom")))
+                .body("routes.find { it.route == 'duo-beta' }.rank", equalTo(0))
+                .body("routes.find { it.route == 'duo-beta' }.eligible", equalTo(false))
+                .body("routes.find { it.route == 'duo-beta' }.checks.findAll { !it.passed }.filter",
+                        equalTo(List.of("standing")))
+                .body("routes.find { it.route == 'duo-beta' }.checks.find { it.filter == 'standing' }.detail",
+                        equalTo("operator not in good standing"));
         assertEquals(List.of("alpha", "alpha", "alpha"), providersServing("duo", 3));
     }
 
@@ -176,9 +179,65 @@ class AdminApiTest {
         admin().body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
                         + "\"response_format\":{\"type\":\"json_object\"}}")
                 .post("/admin/explain").then().statusCode(200)
-                .body("outcome", equalTo("blocked"))
-                .body("reason", equalTo("no_capable_provider"))
-                .body("members.failed", everyItem(equalTo("capabilities")));
+                .body("outcome", equalTo("no_capable_provider"))
+                .body("error", containsString("json_mode"))
+                .body("needs", equalTo(List.of("json_mode")))
+                .body("routes.rank", everyItem(equalTo(0)))
+                .body("routes.collect { r -> r.checks.find { c -> c.filter == 'capabilities' }.detail }",
+                        everyItem(equalTo("lacks json_mode (non-streaming)")));
+    }
+
+    @Test
+    void explainGivesEachRouteItsPredictionSloCapacityAffinityAndWeight() {
+        admin().body("{\"model\":\"duo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"how fast\"}]}")
+                .post("/admin/explain").then().statusCode(200)
+                .body("alias", equalTo("duo"))
+                .body("strategy", equalTo("rr_health"))
+                .body("stream", equalTo(true))
+                .body("prompt_tokens", greaterThan(0))
+                .body("slo_target.first_token_ms", greaterThan(0))
+                .body("routes.route", equalTo(List.of("duo-alpha", "duo-beta")))
+                .body("routes.rank.sort()", equalTo(List.of(1, 2)))
+                .body("routes.predicted_ttft_ms.mean", everyItem(greaterThan(0)))
+                .body("routes.predicted_ttft_ms.p90", everyItem(greaterThan(0)))
+                .body("routes.slo", everyItem(org.hamcrest.Matchers.oneOf("meets", "below", "unknown")))
+                .body("routes.weight", equalTo(List.of(100, 100)))
+                .body("routes[0]", org.hamcrest.Matchers.hasKey("capacity"))
+                .body("routes.affinity", everyItem(equalTo(false)));
+    }
+
+    @Test
+    void explainShowsAPinHoldingTheOtherMembersOut() {
+        admin().body("{\"route\":\"duo-beta\"}").post("/admin/members/pin").then().statusCode(200);
+
+        admin().body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"pinned\"}]}")
+                .post("/admin/explain").then().statusCode(200)
+                .body("routes.find { it.route == 'duo-beta' }.rank", equalTo(1))
+                .body("routes.find { it.route == 'duo-alpha' }.rank", equalTo(0))
+                .body("routes.find { it.route == 'duo-alpha' }.checks.find { it.filter == 'operator' }.detail",
+                        equalTo("another member is pinned"));
+    }
+
+    @Test
+    void explainDoesNotMoveTheRotation() {
+        long before = store().nextCursor("acme", "duo").await().atMost(Duration.ofSeconds(5));
+        for (int i = 0; i < 3; i++) {
+            admin().body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"turn " + i
+                    + "\"}]}").post("/admin/explain").then().statusCode(200).body("outcome", equalTo("ready"));
+        }
+        assertEquals(before + 1, store().nextCursor("acme", "duo").await().atMost(Duration.ofSeconds(5)));
+    }
+
+    @Test
+    void explainPicksTheAliasAsTheGatewayDoes() {
+        // other routes by its alias header: the header wins over the body's model
+        given().auth().oauth2("a-other").contentType("application/json").header("X-Model-Alias", "duo")
+                .body("{\"model\":\"secret\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/admin/explain").then().statusCode(200).body("alias", equalTo("duo"));
+        // acme has no alias header: any such header is ignored, as the gateway ignores it
+        admin().header("X-Model-Alias", "solo").header("x-hedgerow-alias", "solo")
+                .body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/admin/explain").then().statusCode(200).body("alias", equalTo("duo"));
     }
 
     @Test
