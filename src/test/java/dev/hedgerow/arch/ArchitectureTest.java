@@ -12,7 +12,7 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 class ArchitectureTest {
     static final String[] CORE = {"dev.hedgerow.api..", "dev.hedgerow.catalog..", "dev.hedgerow.routing..",
         "dev.hedgerow.dispatch..", "dev.hedgerow.upstream..", "dev.hedgerow.state..", "dev.hedgerow.audit..",
-        "dev.hedgerow.time..", "dev.hedgerow.runtime.."};
+        "dev.hedgerow.time..", "dev.hedgerow.runtime..", "dev.hedgerow.admin..", "dev.hedgerow.prober.."};
     static JavaClasses classes;
 
     @BeforeAll
