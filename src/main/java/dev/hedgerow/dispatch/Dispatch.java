@@ -1013,6 +1013,15 @@ final class Dispatch {
         resumeOrEnd(a.cand, cls, "resume attempt answered " + status);
     }
 
+    /** A provider's error may quote the key it was sent (some 401s do): that key never reaches the client. */
+    static byte[] redactKey(byte[] body, String key) {
+        if (key == null || key.length() < 8) {
+            return body;
+        }
+        String text = new String(body, StandardCharsets.UTF_8);
+        return text.contains(key) ? text.replace(key, "[redacted]").getBytes(StandardCharsets.UTF_8) : body;
+    }
+
     private static long parseRetryAfter(String v) {
         if (v == null) {
             return 0;
@@ -1028,7 +1037,8 @@ final class Dispatch {
         return s.length() > 300 ? s.substring(0, 300) : s;
     }
 
-    private void clientErrorPassthrough(Attempt a, byte[] bytes) {
+    private void clientErrorPassthrough(Attempt a, byte[] raw) {
+        byte[] bytes = redactKey(raw, a.cand.provider().apiKey());
         finished = true;
         endAttempt(a, "client_error", "http_" + a.status, false);
         for (Attempt other : attempts) {

@@ -247,4 +247,15 @@ class GatewayFoundationTest {
         assertEquals(1, Sse.trail(out).size());
         assertEquals("success", Sse.trail(out).get(0).path("outcome").asText());
     }
+
+    @Test
+    void aProviderErrorQuotingTheProviderKeyReachesTheClientRedacted() {
+        gw.sim("alpha").enqueue("alpha-model", new dev.hedgerow.sim.Fault.HttpError(401, "invalid_request_error",
+                "invalid_api_key", "Incorrect API key provided: sk-alpha", null, 0));
+        String out = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "leak?", false))
+                .post("/v1/chat/completions").then().statusCode(401).extract().asString();
+        assertFalse(out.contains("sk-alpha"), out);
+        assertTrue(out.contains("[redacted]"), out);
+    }
 }
