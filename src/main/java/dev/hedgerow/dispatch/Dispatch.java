@@ -911,6 +911,10 @@ final class Dispatch {
             return;
         }
         contentArrived(a, false);
+        JsonNode usage = node.get("usage");
+        if (usage != null && usage.isObject()) {
+            a.usage = usage; // the upstream's own count: billed as is, no need to run the tokenizer
+        }
         ObjectNode out = (ObjectNode) node;
         rewriteIdentity(a, out);
         UsageSample billed = usageOf(a, msg);

@@ -9,6 +9,7 @@ import dev.hedgerow.api.Json;
 import dev.hedgerow.api.RequestException;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.dispatch.ClientSink;
 import dev.hedgerow.dispatch.DispatchRequest;
 import dev.hedgerow.dispatch.Dispatcher;
@@ -166,7 +167,7 @@ public final class GatewayRoutes {
                 writeError(resp, err);
                 return;
             }
-            RequestFacts facts = facts(h, chat, httpReq);
+            RequestFacts facts = facts(h, org, chat, httpReq);
             String finalAlias = alias;
             h.router().plan(org, alias, facts).subscribe().with(
                     plan -> {
@@ -229,7 +230,7 @@ public final class GatewayRoutes {
         }
     }
 
-    static RequestFacts facts(Hedgerow h, ChatRequest chat, HttpServerRequest req) {
+    static RequestFacts facts(Hedgerow h, Org org, ChatRequest chat, HttpServerRequest req) {
         Set<String> needs = new LinkedHashSet<>();
         if (chat.wantsTools()) {
             needs.add("tools");
@@ -247,7 +248,9 @@ public final class GatewayRoutes {
         req.headers().forEach(e -> headers.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue()));
         headers.remove("authorization");
         int promptTokens = h.tokens().countRequest(chat.body());
-        List<String> prefixes = h.prefixes().hashRequest(chat.model(), chat.body());
+        // prefix affinity is the auto strategy's alone: other groups skip the second tokenizer pass and the hashing
+        List<String> prefixes = org.group(chat.model()).strategy() == Strategy.AUTO
+                ? h.prefixes().hashRequest(chat.model(), chat.body()) : List.of();
         return new RequestFacts(promptTokens, chat.maxTokens(), chat.stream(), chat.wantsReasoning(), needs,
                 chat.parametersPresent(), chat.prefs(), prefixes, headers, null, chat.lastUserText());
     }
