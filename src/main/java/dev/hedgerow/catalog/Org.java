@@ -12,6 +12,7 @@ import java.util.Optional;
  */
 public record Org(String id, List<ApiKey> keys, List<ApiKey> adminKeys, List<Provider> providers, List<Route> routes,
                   Map<String, GroupSettings> groups, RoutingRules routing) {
+    private static final GroupSettings DEFAULT_GROUP = GroupSettings.defaults();
 
     public Org {
         keys = List.copyOf(keys);
@@ -56,6 +57,7 @@ public record Org(String id, List<ApiKey> keys, List<ApiKey> adminKeys, List<Pro
 
     /** The group's settings, or the defaults when the alias has routes but no explicit group entry. */
     public GroupSettings group(String alias) {
-        return groups.getOrDefault(alias, GroupSettings.defaults());
+        GroupSettings g = groups.get(alias);
+        return g != null ? g : DEFAULT_GROUP; // not getOrDefault: that would build the defaults on every call
     }
 }

@@ -22,6 +22,7 @@ import dev.hedgerow.upstream.TransportFailure;
 import dev.hedgerow.upstream.UpstreamClient;
 import dev.hedgerow.upstream.UpstreamHandler;
 import dev.hedgerow.upstream.UpstreamRequest;
+import io.smallrye.mutiny.Uni;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -139,6 +140,12 @@ final class Dispatch {
         final ContinuationMethod method;
         final long startNanos = deps.ticker().nanos();
         final String leaseId = UUID.randomUUID().toString();
+        /**
+         * The last lease write sent for this attempt: each next one (renew, release) is sent only once it has
+         * completed, because fire-and-forget writes can overtake each other (separate pooled Redis connections), and
+         * a release landing before its acquire would leave the lease counted until its TTL.
+         */
+        Uni<Void> leaseWrite = Uni.createFrom().voidItem();
         UpstreamClient.Exchange exchange;
         Cancellable windowTimer = Cancellable.NONE;
         Cancellable abandonTimer = Cancellable.NONE;
@@ -414,7 +421,7 @@ final class Dispatch {
         String base = c.provider().baseUrl();
         String url = (base.endsWith("/") ? base.substring(0, base.length() - 1) : base) + "/chat/completions";
         UpstreamRequest ur = new UpstreamRequest(url, headers, Json.bytes(body), settings.timeouts().connect());
-        deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL).subscribe().with(v -> { }, t -> { });
+        leaseWrite(a, () -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
         a.exchange = deps.upstream().send(ur, a);
         armIoTimer(a);
         a.abandonTimer = deps.scheduler().schedule(abandonAfter(c), () -> abandon(a));
@@ -913,6 +920,10 @@ final class Dispatch {
             return;
         }
         contentArrived(a, false);
+        JsonNode usage = node.get("usage");
+        if (usage != null && usage.isObject()) {
+            a.usage = usage; // the upstream's own count: billed as is, no need to run the tokenizer
+        }
         ObjectNode out = (ObjectNode) node;
         rewriteIdentity(a, out);
         UsageSample billed = usageOf(a, msg);
@@ -1277,7 +1288,7 @@ final class Dispatch {
         if (a.exchange != null && (cancelExchange || !"success".equals(outcome))) {
             a.exchange.cancel();
         }
-        deps.store().releaseLease(a.cand.id(), a.leaseId).subscribe().with(v -> { }, t -> { });
+        leaseWrite(a, () -> deps.store().releaseLease(a.cand.id(), a.leaseId));
         if (a.gapsObserved > 0) {
             deps.store().putRouteBlob(a.cand.id(), LearnedModels.GAP, a.gaps.encode(), MODEL_TTL).subscribe()
                     .with(v -> { }, t -> { });
@@ -1342,6 +1353,14 @@ final class Dispatch {
         return n;
     }
 
+    /** Sends {@code write} after the attempt's previous lease write completed (whatever its outcome). */
+    private static void leaseWrite(Attempt a, java.util.function.Supplier<Uni<Void>> write) {
+        Uni<Void> next = a.leaseWrite.onItemOrFailure().transformToUni((v, t) -> write.get())
+                .onFailure().recoverWithNull().memoize().indefinitely();
+        a.leaseWrite = next;
+        next.subscribe().with(v -> { }, t -> { });
+    }
+
     private void renewLeases() {
         synchronized (this) {
             if (finished) {
@@ -1349,7 +1368,7 @@ final class Dispatch {
             }
             for (Attempt a : attempts) {
                 if (a.live) {
-                    deps.store().renewLease(a.cand.id(), a.leaseId, LEASE_TTL).subscribe().with(v -> { }, t -> { });
+                    leaseWrite(a, () -> deps.store().renewLease(a.cand.id(), a.leaseId, LEASE_TTL));
                 }
             }
             leaseTimer = deps.scheduler().schedule(LEASE_TTL.dividedBy(3), this::renewLeases);

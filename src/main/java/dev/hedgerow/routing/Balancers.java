@@ -4,7 +4,6 @@ import dev.hedgerow.catalog.GroupSettings;
 
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -66,7 +65,8 @@ public final class Balancers {
         for (int i = 0; i < n; i++) {
             rotated.add(cs.get((int) Math.floorMod(cursor + i, (long) n)));
         }
-        Map<Candidate, Double> m = new LinkedHashMap<>();
+        // by identity: a candidate's record hash would walk its whole snapshot (every blob string) per request
+        Map<Candidate, Double> m = new java.util.IdentityHashMap<>(n * 2);
         rotated.forEach(c -> m.put(c, measure.applyAsDouble(c)));
         rotated.sort(Comparator.comparingDouble(c -> {
             double v = m.get(c);

@@ -6,6 +6,8 @@ import dev.hedgerow.state.StateStore;
 
 import java.time.Duration;
 import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -177,17 +179,22 @@ public final class LearnedModels implements RouteModels {
      */
     public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, boolean reasoningFirst,
                                 GroupSettings.Slo slo) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(3);
         update(base, TTFT, MODEL_TTL, enc -> (enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior))
-                .update(promptTokens, ttftMs).encode());
+                .update(promptTokens, ttftMs).encode(), writes);
         update(base, EMA, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
-                .observe(ttftMs).encode());
-        update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeTtft(promptTokens, ttftMs).encode());
+                .observe(ttftMs).encode(), writes);
+        update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeTtft(promptTokens, ttftMs).encode(),
+                writes);
+        write(base, writes);
     }
 
     /** Learns the latency of a non-streamed answer: Trifrost's EMA only (it is no time to first token). */
     public void learnLatency(RouteSnapshot base, long latencyMs) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(1);
         update(base, EMA, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
-                .observe(latencyMs).encode());
+                .observe(latencyMs).encode(), writes);
+        write(base, writes);
     }
 
     /** Learns a decode against the default SLO targets. */
@@ -202,26 +209,35 @@ public final class LearnedModels implements RouteModels {
      */
     public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs, GroupSettings.Slo slo) {
         long now = clock.millis();
+        List<StateStore.RouteBlob> writes = new ArrayList<>(4);
         if (tokens > 1 && decodeMs > 0) {
             double tps = (tokens - 1) * 1000.0 / decodeMs;
             double tpot = decodeMs / (double) (tokens - 1);
             update(base, DECODE, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
-                    .observe(tps).encode());
+                    .observe(tps).encode(), writes);
             update(base, PEWMA_TPOT, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
-                    : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(tpot, now).encode());
+                    : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(tpot, now).encode(), writes);
             if (tokens >= SUSTAINED_MIN_TOKENS) {
-                update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeDecode(tps).encode());
+                update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeDecode(tps).encode(), writes);
             }
         }
         update(base, PEWMA_E2E, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
-                : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(e2eMs, now).encode());
+                : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(e2eMs, now).encode(), writes);
+        write(base, writes);
     }
 
-    private void update(RouteSnapshot base, String name, Duration ttl, UnaryOperator<String> step) {
+    /** Steps this instance's copy of one model and queues its new value for {@link #write}. */
+    private void update(RouteSnapshot base, String name, Duration ttl, UnaryOperator<String> step,
+                        List<StateStore.RouteBlob> writes) {
         String key = base.routeId() + "|" + name;
         Local next = latest.compute(key, (k, local) -> new Local(step.apply(younger(local, LOCAL_CHAIN_MS) ? local.value()
                 : base.blob(name).orElse(null)), clock.millis()));
-        store.putRouteBlob(base.routeId(), name, next.value(), ttl).subscribe().with(v -> { }, t -> { });
+        writes.add(new StateStore.RouteBlob(name, next.value(), ttl));
+    }
+
+    /** One store call for all the models one observation moved (one round trip on Redis instead of one each). */
+    private void write(RouteSnapshot base, List<StateStore.RouteBlob> writes) {
+        store.putRouteBlobs(base.routeId(), writes).subscribe().with(v -> { }, t -> { });
     }
 
     /** Forgets this instance's local copies (tests, admin reset). */

@@ -61,6 +61,10 @@ public final class PrefixHasher {
 
     /** Hashes of a text's leading tokens, shortest prefix first, longest prefix last. */
     public List<String> hashText(String namespace, String text) {
+        if (utf8Length(text) < blockTokens) {
+            // every BPE token covers at least one byte, so there is no full block to hash: skip the tokenizer
+            return List.of();
+        }
         int limit = blockTokens * maxBlocks;
         // a few spare tokens: the tokenizer may stop short of the limit to end on a whole character
         int[] ids = tokens.encodeLeading(text, limit + 8);
@@ -70,6 +74,9 @@ public final class PrefixHasher {
     /** Hashes of the full blocks of the given token ids (at most {@code maxBlocks}), longest prefix last. */
     public List<String> hashTokens(String namespace, int[] ids) {
         int blocks = Math.min(maxBlocks, ids.length / blockTokens);
+        if (blocks == 0) {
+            return List.of();
+        }
         List<String> out = new ArrayList<>(blocks);
         MessageDigest sha = sha256();
         byte[] previous = (namespace == null ? "" : namespace).getBytes(StandardCharsets.UTF_8);
@@ -89,6 +96,26 @@ public final class PrefixHasher {
             out.add(HexFormat.of().formatHex(full, 0, 8));
         }
         return List.copyOf(out);
+    }
+
+    /** UTF-8 length of {@code text}; an unpaired surrogate counts 3 bytes, never fewer than the encoder writes. */
+    static int utf8Length(String text) {
+        int n = 0;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c < 0x80) {
+                n++;
+            } else if (c < 0x800) {
+                n += 2;
+            } else if (Character.isHighSurrogate(c) && i + 1 < text.length()
+                    && Character.isLowSurrogate(text.charAt(i + 1))) {
+                n += 4;
+                i++;
+            } else {
+                n += 3;
+            }
+        }
+        return n;
     }
 
     /** The stable text a request's prefix is hashed from. */

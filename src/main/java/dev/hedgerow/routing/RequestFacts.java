@@ -28,6 +28,15 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
      */
     public static RequestFacts of(ChatRequest chat, TokenCounter tokens, PrefixHasher prefixes,
                                   Map<String, String> headers) {
+        return of(chat, tokens, prefixes, headers, true);
+    }
+
+    /**
+     * @param hashPrefixes false skips the prefix hashing (a second tokenizer pass): only the auto strategy uses
+     *                     prefix affinity
+     */
+    public static RequestFacts of(ChatRequest chat, TokenCounter tokens, PrefixHasher prefixes,
+                                  Map<String, String> headers, boolean hashPrefixes) {
         Set<String> needs = new LinkedHashSet<>();
         if (chat.wantsTools()) {
             needs.add("tools");
@@ -43,7 +52,8 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
         }
         return new RequestFacts(tokens.countRequest(chat.body()), chat.maxTokens(), chat.stream(),
                 chat.wantsReasoning(), needs, chat.parametersPresent(), chat.prefs(),
-                prefixes.hashRequest(chat.model(), chat.body()), headers, null, chat.lastUserText());
+                hashPrefixes ? prefixes.hashRequest(chat.model(), chat.body()) : java.util.List.of(), headers, null,
+                chat.lastUserText());
     }
 
     /** Tokens the context window must hold: prompt plus the requested (or a default) completion. */

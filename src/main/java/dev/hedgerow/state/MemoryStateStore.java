@@ -233,21 +233,28 @@ public final class MemoryStateStore implements StateStore {
 
     @Override
     public Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl) {
-        return lockedVoid(() -> {
-            long ms = ttlMillis(ttl);
-            put(StateKeys.routeBlob(routeId, name), value, ms == 0 ? NO_EXPIRY : expiryIn(ms));
-            String indexKey = StateKeys.routeBlobIndex(routeId);
-            Entry index = live(indexKey);
-            if (index == null) {
-                index = put(indexKey, new LinkedHashSet<String>(), ms == 0 ? NO_EXPIRY : expiryIn(ms));
-            } else if (ms == 0) {
-                index.expiresAt = NO_EXPIRY;
-            } else {
-                index.expiresAt = Math.max(index.expiresAt, expiryIn(ms)); // the index outlives its longest blob
-            }
-            @SuppressWarnings("unchecked") Set<String> names = (Set<String>) index.value;
-            names.add(name);
-        });
+        return lockedVoid(() -> putBlobLocked(routeId, name, value, ttl));
+    }
+
+    @Override
+    public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+        return lockedVoid(() -> blobs.forEach(b -> putBlobLocked(routeId, b.name(), b.value(), b.ttl())));
+    }
+
+    private void putBlobLocked(String routeId, String name, String value, Duration ttl) {
+        long ms = ttlMillis(ttl);
+        put(StateKeys.routeBlob(routeId, name), value, ms == 0 ? NO_EXPIRY : expiryIn(ms));
+        String indexKey = StateKeys.routeBlobIndex(routeId);
+        Entry index = live(indexKey);
+        if (index == null) {
+            index = put(indexKey, new LinkedHashSet<String>(), ms == 0 ? NO_EXPIRY : expiryIn(ms));
+        } else if (ms == 0) {
+            index.expiresAt = NO_EXPIRY;
+        } else {
+            index.expiresAt = Math.max(index.expiresAt, expiryIn(ms)); // the index outlives its longest blob
+        }
+        @SuppressWarnings("unchecked") Set<String> names = (Set<String>) index.value;
+        names.add(name);
     }
 
     // ---- leases -----------------------------------------------------------------------------------------------

@@ -103,6 +103,33 @@ final class RedisScripts {
             """);
 
     /**
+     * Several named blobs of one route plus their index, each as {@link #PUT_ROUTE_BLOB} writes it, in one call.
+     * KEYS: index, blob1 .. blobN (one slot: all carry the route's hash tag). ARGV: name1, value1, ttlMs1, ...
+     */
+    static final LuaScript PUT_ROUTE_BLOBS = LuaScript.of("putRouteBlobs", """
+            for i = 2, #KEYS do
+              local name = ARGV[3 * i - 5]
+              local ttl = tonumber(ARGV[3 * i - 3])
+              if ttl > 0 then
+                redis.call('SET', KEYS[i], ARGV[3 * i - 4], 'PX', ttl)
+              else
+                redis.call('SET', KEYS[i], ARGV[3 * i - 4])
+              end
+              local existed = redis.call('EXISTS', KEYS[1])
+              redis.call('HSET', KEYS[1], name, KEYS[i])
+              if ttl == 0 then
+                redis.call('PERSIST', KEYS[1])
+              elseif existed == 0 then
+                redis.call('PEXPIRE', KEYS[1], ttl)
+              else
+                local cur = redis.call('PTTL', KEYS[1])
+                if cur >= 0 and cur < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+              end
+            end
+            return 1
+            """);
+
+    /**
      * Adds or renews a lease: a sorted set leaseId -> expiry (server ms), cleaned of dead leases on every touch;
      * the key itself dies with its longest lease. KEYS: leases. ARGV: leaseId, ttlMs.
      */

@@ -246,6 +246,24 @@ public final class RedisStateStore implements StateStore {
                 .replaceWithVoid();
     }
 
+    @Override
+    public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+        if (blobs.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        List<String> keys = new ArrayList<>(blobs.size() + 1);
+        keys.add(StateKeys.routeBlobIndex(routeId));
+        String[] args = new String[blobs.size() * 3];
+        int i = 0;
+        for (RouteBlob b : blobs) {
+            keys.add(StateKeys.routeBlob(routeId, b.name()));
+            args[i++] = b.name();
+            args[i++] = b.value();
+            args[i++] = Long.toString(MemoryStateStore.ttlMillis(b.ttl()));
+        }
+        return eval(RedisScripts.PUT_ROUTE_BLOBS, keys, args).replaceWithVoid();
+    }
+
     // ---- leases -----------------------------------------------------------------------------------------------
 
     @Override

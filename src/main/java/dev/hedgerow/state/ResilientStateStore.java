@@ -225,6 +225,11 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+        return call(() -> shared.putRouteBlobs(routeId, blobs), () -> local.putRouteBlobs(routeId, blobs));
+    }
+
+    @Override
     public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
         return call(() -> shared.acquireLease(routeId, leaseId, ttl), () -> local.acquireLease(routeId, leaseId, ttl));
     }

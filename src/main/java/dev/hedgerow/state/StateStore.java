@@ -77,6 +77,28 @@ public interface StateStore {
     /** Stores a small named value for a route (e.g. "ttft", "ewma", "capacity"); {@code ttl} null = no expiry. */
     Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl);
 
+    /** One named value of {@link #putRouteBlobs}; {@code ttl} null = no expiry. */
+    record RouteBlob(String name, String value, Duration ttl) {
+        public RouteBlob {
+            java.util.Objects.requireNonNull(name, "name");
+            java.util.Objects.requireNonNull(value, "value");
+        }
+    }
+
+    /**
+     * Stores several named values of one route in one store call (one round trip and one script on Redis), each
+     * exactly as {@link #putRouteBlob} would; a name given twice keeps its last value. Not atomic with respect
+     * to failure on every implementation, but never observed half-written by a snapshot on Redis. This default
+     * writes them one by one.
+     */
+    default Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+        Uni<Void> chain = Uni.createFrom().voidItem();
+        for (RouteBlob b : blobs) {
+            chain = chain.chain(() -> putRouteBlob(routeId, b.name(), b.value(), b.ttl()));
+        }
+        return chain;
+    }
+
     // ---- leases (least connections): in-flight requests counted across instances, never leaking ---------------
 
     /** Registers an in-flight request on the route; the lease dies by itself after {@code ttl} unless renewed. */

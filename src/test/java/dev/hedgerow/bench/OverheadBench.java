@@ -65,6 +65,9 @@ final class OverheadBench {
         double phase = BenchEnv.doubleEnv("BENCH_PHASE_SECONDS", 5);
         int streamConcurrency = BenchEnv.intEnv("BENCH_STREAM_CONCURRENCY", 16);
         int satConcurrency = BenchEnv.intEnv("BENCH_SAT_CONCURRENCY", 32);
+        // long enough for the JITs to settle: after a 4 s warm-up the JVM's C2 threads still burned about as much
+        // CPU as the request path itself during the measured phase
+        double warmup = BenchEnv.doubleEnv("BENCH_WARMUP_SECONDS", 20);
 
         SimServer sim = env.sim(SimConfig.of(1)
                 .withModel(NONSTREAM, ModelScript.defaults().withLength(16))
@@ -96,7 +99,7 @@ final class OverheadBench {
             try (Load load = new Load(env.vertx, 256)) {
                 for (Target t : targets) { // warm-up: JIT, connection pools
                     System.out.println("warm-up " + t.name);
-                    load.openLoop(i -> req(t, NONSTREAM, false, i), rate, 4, false);
+                    load.openLoop(i -> req(t, NONSTREAM, false, i), rate, warmup, false);
                     load.closedLoop(i -> req(t, STREAM, true, i), streamConcurrency, 0, 2, false);
                 }
                 for (int round = 1; round <= rounds; round++) {
@@ -113,7 +116,7 @@ final class OverheadBench {
                 }
             }
         }
-        report(targets, rate, rounds, phase, satConcurrency, streamConcurrency);
+        report(targets, rate, rounds, phase, satConcurrency, streamConcurrency, warmup);
     }
 
     private Proc portkey() {
@@ -157,7 +160,8 @@ final class OverheadBench {
         }
     }
 
-    private void report(List<Target> targets, double rate, int rounds, double phase, int satC, int streamC) {
+    private void report(List<Target> targets, double rate, int rounds, double phase, int satC, int streamC,
+                        double warmup) {
         Target direct = targets.get(0);
         List<List<String>> rows = new ArrayList<>();
         for (Target t : targets) {
@@ -208,7 +212,8 @@ final class OverheadBench {
                         Load: a Java open-loop client (Vert.x HTTP client, HdrHistogram, every latency taken from the \
                         request's *scheduled* start, so no coordinated omission) at %.0f req/s for %.0f s per round; \
                         throughput: %d concurrent requests back to back for %.0f s; streaming: %d concurrent streams \
-                        of 64 tokens at 200 tok/s for %.0f s. %d interleaved rounds, histograms merged. Upstream: the \
+                        of 64 tokens at 200 tok/s for %.0f s. %d interleaved rounds, histograms merged, after a \
+                        warm-up of %.0f s at that rate per target (so JIT compilation is mostly done). Upstream: the \
                         simulator with instant latency (16 tokens non-streaming). Hedgerow is the packaged app \
                         (`java -Xms64m -Xmx512m -jar target/quarkus-app/quarkus-run.jar`); Portkey is \
                         @portkey-ai/gateway 1.15.2 on node %s with `x-portkey-provider: openai` and \
@@ -219,7 +224,8 @@ final class OverheadBench {
                         %s
                         ![latency by percentile](overhead-latency.png)
                         ![streaming](overhead-streaming.png)
-                        """, rate, phase, satC, phase, streamC, phase, rounds, nodeVersion(), table, verdict));
+                        """, rate, phase, satC, phase, streamC, phase, rounds, warmup, nodeVersion(), table,
+                verdict));
     }
 
     private static String nodeVersion() {

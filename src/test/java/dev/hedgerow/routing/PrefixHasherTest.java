@@ -31,6 +31,26 @@ class PrefixHasherTest {
     }
 
     @Test
+    void utf8LengthCountsEncodedBytes() {
+        for (String t : List.of("", "plain ascii", "caf\u00e9", "\u4f60\u597d", "\ud83d\ude00 emoji")) {
+            assertEquals(t.getBytes(java.nio.charset.StandardCharsets.UTF_8).length, PrefixHasher.utf8Length(t), t);
+        }
+        // an unpaired surrogate is encoded as '?': counting it as 3 bytes only errs towards tokenizing
+        assertTrue(PrefixHasher.utf8Length("lone \ud83d x") >= "lone \ud83d x".getBytes(java.nio.charset.StandardCharsets.UTF_8).length);
+    }
+
+    @Test
+    void textsTooShortForOneBlockHashAsTheTokenizerWould() {
+        // short byte-wise but long token-wise: single-byte tokens never make a text under 64 bytes a full block
+        String dense = "\u00e9\u4f60\ud83d\ude00 ".repeat(7);
+        for (String t : List.of("tiny", "a ".repeat(31), dense, "\ud83d\ude00".repeat(16), "q".repeat(63))) {
+            assertEquals(hasher.hashTokens("m", TokenCounter.shared().encodeLeading(t, 64 * 16 + 8)),
+                    hasher.hashText("m", t), t);
+        }
+        assertTrue(!hasher.hashText("m", "\ud83d\ude00\u4f60 ".repeat(40)).isEmpty());
+    }
+
+    @Test
     void atMostMaxBlocksAreHashed() {
         assertEquals(16, hasher.hashTokens("m", ids(64 * 40, 0)).size());
     }

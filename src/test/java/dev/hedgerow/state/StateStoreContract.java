@@ -446,6 +446,38 @@ abstract class StateStoreContract {
         assertEquals(Optional.of("{\"ms\":80}"), snap(r).blob("ewma"));
     }
 
+    @Test
+    void routeBlobsWrittenTogetherAppearInTheSnapshotEachWithItsOwnTtl() {
+        String r = id("route");
+        await(store().putRouteBlob(r, "kept", "old", null));
+        await(store().putRouteBlobs(r, List.of(new StateStore.RouteBlob("ewma", "{\"ms\":120}", LONG),
+                new StateStore.RouteBlob("slo", "{\"ok\":1}", SHORT),
+                new StateStore.RouteBlob("forever", "x", null))));
+        assertEquals(Map.of("kept", "old", "ewma", "{\"ms\":120}", "slo", "{\"ok\":1}", "forever", "x"),
+                snap(r).blobs());
+        advance(PAST_SHORT);
+        assertEquals(Map.of("kept", "old", "ewma", "{\"ms\":120}", "forever", "x"), snap(r).blobs());
+    }
+
+    @Test
+    void routeBlobsWrittenTogetherOverwriteEarlierValuesAndTheLastOfANameWins() {
+        String r = id("route");
+        await(store().putRouteBlobs(r, List.of(new StateStore.RouteBlob("ewma", "1", LONG))));
+        await(store().putRouteBlobs(r, List.of(new StateStore.RouteBlob("ewma", "2", LONG),
+                new StateStore.RouteBlob("ewma", "3", LONG))));
+        await(store().putRouteBlobs(r, List.of()));
+        assertEquals(Map.of("ewma", "3"), snap(r).blobs());
+    }
+
+    @Test
+    void aShortBlobWrittenTogetherWithALongOneDoesNotShortenTheIndex() {
+        String r = id("route");
+        await(store().putRouteBlobs(r, List.of(new StateStore.RouteBlob("long", "l", LONG),
+                new StateStore.RouteBlob("short", "s", SHORT))));
+        advance(PAST_SHORT);
+        assertEquals(Map.of("long", "l"), snap(r).blobs());
+    }
+
     // ---- locks ------------------------------------------------------------------------------------------------
 
     @Test

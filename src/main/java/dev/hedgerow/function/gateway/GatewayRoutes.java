@@ -9,6 +9,7 @@ import dev.hedgerow.api.Json;
 import dev.hedgerow.api.RequestException;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.dispatch.ClientSink;
 import dev.hedgerow.dispatch.DispatchRequest;
 import dev.hedgerow.dispatch.Dispatcher;
@@ -164,7 +165,7 @@ public final class GatewayRoutes {
                 writeError(resp, err);
                 return;
             }
-            RequestFacts facts = facts(h, chat, httpReq);
+            RequestFacts facts = facts(h, org, chat, httpReq);
             String finalAlias = alias;
             h.router().plan(org, alias, facts).subscribe().with(
                     plan -> {
@@ -227,11 +228,13 @@ public final class GatewayRoutes {
         }
     }
 
-    static RequestFacts facts(Hedgerow h, ChatRequest chat, HttpServerRequest req) {
+    static RequestFacts facts(Hedgerow h, Org org, ChatRequest chat, HttpServerRequest req) {
         Map<String, String> headers = new HashMap<>();
         req.headers().forEach(e -> headers.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue()));
         headers.remove("authorization");
-        return RequestFacts.of(chat, h.tokens(), h.prefixes(), headers);
+        // prefix affinity is the auto strategy's alone: other groups skip the second tokenizer pass and the hashing
+        return RequestFacts.of(chat, h.tokens(), h.prefixes(), headers,
+                org.group(chat.model()).strategy() == Strategy.AUTO);
     }
 
     static void writeError(HttpServerResponse resp, ApiError err) {

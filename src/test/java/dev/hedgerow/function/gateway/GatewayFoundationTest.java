@@ -122,6 +122,22 @@ class GatewayFoundationTest {
     }
 
     @Test
+    void aNonStreamedAnswerBillsTheUpstreamsOwnUsage() {
+        // a prompt whose size the simulator estimates differently from the gateway's tokenizer
+        String prompt = "antidisestablishmentarianism supercalifragilistic pneumonoultramicroscopic words";
+        JsonNode direct = given().auth().oauth2("sk-alpha").contentType("application/json")
+                .body(body("alpha-model", prompt, false))
+                .post(gw.sim("alpha").baseUrl() + "/chat/completions").then().statusCode(200)
+                .extract().as(JsonNode.class).path("usage");
+        JsonNode billed = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", prompt, false))
+                .post("/v1/chat/completions").then().statusCode(200)
+                .extract().as(JsonNode.class).path("usage");
+        assertEquals(direct.path("prompt_tokens").asInt(), billed.path("prompt_tokens").asInt(), billed.toString());
+        assertEquals(direct.path("completion_tokens").asInt(), billed.path("completion_tokens").asInt());
+    }
+
+    @Test
     void includeUsageAddsAFinalUsageChunkCountedWhenTheUpstreamSendsNone() {
         String out = given().auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"quiet\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
