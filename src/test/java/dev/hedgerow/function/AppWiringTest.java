@@ -53,4 +53,12 @@ class AppWiringTest {
                 .post("/models/solo/v1/chat/completions").then().statusCode(200)
                 .body("provider", equalTo("alpha"));
     }
+
+    @Test
+    void hugeHeadersGetA431InTheOpenAiEnvelope() {
+        given().auth().oauth2("k-acme").contentType("application/json").header("x-junk", "j".repeat(100_000))
+                .body("{\"model\":\"solo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/v1/chat/completions").then().statusCode(431)
+                .body("error.code", equalTo("headers_too_large"));
+    }
 }

@@ -42,6 +42,9 @@ public final class GatewayRoutes {
     private static final SecureRandom RANDOM = new SecureRandom();
     private static final String ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
+    /** The largest header block the gateway reads (the server accepts more, so this answer is an envelope). */
+    public static final int MAX_HEADER_BYTES = 32 * 1024;
+
     private final Supplier<Hedgerow> core;
     private final long bodyLimit;
 
@@ -52,16 +55,36 @@ public final class GatewayRoutes {
 
     public void mount(Router router) {
         BodyHandler body = BodyHandler.create(false).setBodyLimit(bodyLimit).setHandleFileUploads(false);
-        router.post("/v1/chat/completions").handler(body).handler(ctx -> chat(ctx, null))
-                .failureHandler(this::failure);
-        router.post("/models/:alias/v1/chat/completions").handler(body)
+        router.post("/v1/chat/completions").handler(body).handler(GatewayRoutes::headerGuard)
+                .handler(ctx -> chat(ctx, null)).failureHandler(this::failure);
+        router.post("/models/:alias/v1/chat/completions").handler(body).handler(GatewayRoutes::headerGuard)
                 .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(this::failure);
-        router.get("/v1/models").handler(this::models).failureHandler(this::failure);
+        router.get("/v1/models").handler(GatewayRoutes::headerGuard).handler(this::models)
+                .failureHandler(this::failure);
         // any other method on the gateway's paths: the envelope, not the router's plain-text 405
         for (String path : List.of("/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models")) {
             router.route(path).handler(ctx -> writeError(ctx.response(), new ApiError(405, "invalid_request_error",
                     "method_not_allowed", "Method " + ctx.request().method() + " is not allowed here.", null, null)));
         }
+    }
+
+    /**
+     * Refuses a header block over {@value #MAX_HEADER_BYTES} bytes with a 431 in the OpenAI envelope. The HTTP server
+     * itself accepts more ({@code quarkus.http.limits.max-header-size}) so that oversized headers reach this guard
+     * and get a readable answer; only blocks beyond the server's own limit get its bare 431.
+     */
+    static void headerGuard(RoutingContext ctx) {
+        long size = 0;
+        for (Map.Entry<String, String> e : ctx.request().headers()) {
+            size += e.getKey().length() + e.getValue().length() + 4;
+        }
+        if (size > MAX_HEADER_BYTES) {
+            ctx.response().putHeader("connection", "close");
+            writeError(ctx.response(), new ApiError(431, "invalid_request_error", "headers_too_large",
+                    "The request headers exceed " + MAX_HEADER_BYTES + " bytes.", null, null));
+            return;
+        }
+        ctx.next();
     }
 
     /**
