@@ -23,7 +23,6 @@ public final class TtftPredictor {
     private static final double KTOK = 1000.0;
     private static final double P_FLOOR = 1e-9;
     private static final double MIN_CLIP_MS = 50;
-    private static final double CLIP_SHARE = 0.5;
 
     /**
      * What is assumed of a route before its first sample, and how fast it forgets.
@@ -134,16 +133,18 @@ public final class TtftPredictor {
         double x1 = x(promptTokens);
         double predicted = a + bk * x1;
         double rawError = ttftMs - predicted;   // a-priori error: what the prediction actually missed by
-        // Huber-style robust RLS: once a few samples are in, an error larger than both 3σ and half the
-        // prediction is clipped to that size, so a heavy-tail sample (a request 10x slower than usual) nudges the
-        // line and the spread instead of dragging them. A real shift (or a new prompt size whose slope was never
-        // learnt) still wins: the estimate can grow by half per sample, and σ widens as it goes.
-        double clip = Math.max(3 * Math.sqrt(variance), Math.max(CLIP_SHARE * predicted, MIN_CLIP_MS));
+        double px0 = p00 + p01 * x1;
+        double px1 = p01 + p11 * x1;
+        // Huber-style robust RLS: once a few samples are in, an error beyond 3 predictive standard deviations is
+        // clipped to that size, so a heavy-tail sample (a request 10x slower than usual) nudges the line and the
+        // spread instead of dragging them. The predictive spread grows with x'Px, the line's own uncertainty at this
+        // prompt size: at a size far from every sample so far (a slope never learnt) the clip is wide and the
+        // error is learnt in full; at a well-measured size it is tight.
+        double novelty = Math.max(0, px0 + px1 * x1);
+        double clip = Math.max(3 * Math.sqrt(variance), MIN_CLIP_MS) * Math.sqrt(1 + novelty);
         double error = samples >= 5 ? Math.max(-clip, Math.min(clip, rawError)) : rawError;
 
         // RLS step for the regressor (1, x1)
-        double px0 = p00 + p01 * x1;
-        double px1 = p01 + p11 * x1;
         double denom = lambda + px0 + px1 * x1;
         double k0 = px0 / denom;
         double k1 = px1 / denom;
