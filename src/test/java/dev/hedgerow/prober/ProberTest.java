@@ -73,7 +73,9 @@ class ProberTest {
     @BeforeEach
     void start() {
         vertx = Vertx.vertx();
-        ModelScript fast = ModelScript.defaults().withLength(24).withLatency(ModelScript.Latency.of(5, 2000));
+        // 400 tokens/s: each token ~2.5 ms apart, so a probe's decode time is measurable at millisecond resolution
+        // (at 2000 tokens/s a burst of tokens could land in one millisecond and leave the speed unmeasured)
+        ModelScript fast = ModelScript.defaults().withLength(24).withLatency(ModelScript.Latency.of(5, 400));
         Map<String, SimConfig> cfg = new LinkedHashMap<>();
         cfg.put("alpha", SimConfig.of(3).withApiKey("sk-alpha").withModel("alpha-model", fast));
         cfg.put("beta", SimConfig.of(3).withApiKey("sk-beta").withModel("beta-model", fast));
