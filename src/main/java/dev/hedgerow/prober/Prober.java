@@ -9,6 +9,8 @@ import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.CapacityIntake;
+import dev.hedgerow.routing.PrometheusCapacity;
 import dev.hedgerow.routing.Router;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
@@ -24,7 +26,6 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Random;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
@@ -205,12 +206,10 @@ public final class Prober {
                     List<Uni<Void>> writes = new ArrayList<>();
                     List<String> fed = new ArrayList<>();
                     for (Route r : sc.routes) {
-                        Optional<dev.hedgerow.routing.CapacityReport> rep = ServingMetrics.report(text, r.model(),
-                                config.maxQueue());
-                        rep.ifPresent(c -> {
+                        PrometheusCapacity.parse(text, r.model(), config.maxQueue()).ifPresent(c -> {
                             fed.add(r.id());
-                            writes.add(deps.store().putRouteBlob(Router.key(sc.org, r), LearnedModels.CAPACITY,
-                                    c.encode(), config.capacityTtl()));
+                            writes.add(CapacityIntake.put(deps.store(), Router.key(sc.org, r), c,
+                                    config.capacityTtl()));
                         });
                     }
                     Uni<Void> all = writes.isEmpty() ? Uni.createFrom().voidItem()
