@@ -64,7 +64,13 @@ class DispatchTimingTest {
     final FakeScheduler scheduler = new FakeScheduler(ticker);
     final MemoryStateStore store = new MemoryStateStore(ticker);
     final ScriptedUpstream upstream = new ScriptedUpstream();
-    final DispatchCounters counters = new DispatchCounters();
+    final io.micrometer.core.instrument.simple.SimpleMeterRegistry meters =
+            new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+    final dev.hedgerow.function.GatewayMetrics counters = new dev.hedgerow.function.GatewayMetrics(meters);
+
+    double metric(String name, String... tags) {
+        return meters.find(name).tags(tags).counters().stream().mapToDouble(c -> c.count()).sum();
+    }
     final Org org = new CatalogLoader(k -> null).parse(YAML).orgs().get(0);
     final RecordingSink sink = new RecordingSink();
 
@@ -208,7 +214,7 @@ class DispatchTimingTest {
         advance(1);
         assertEquals(2, upstream.calls.size());
         assertTrue(upstream.calls.get(1).body().contains("\"model\":\"mb\""));
-        assertEquals(1, counters.hedgesFired());
+        assertEquals(1, metric("hedgerow_hedges", "result", "fired"));
     }
 
     @Test
@@ -230,7 +236,7 @@ class DispatchTimingTest {
         assertTrue(a.cancelled);
         assertFalse(b.cancelled);
         assertEquals("Hello world", Sse.content(sink.text()));
-        assertEquals(10, counters.wastedTokens());
+        assertEquals(10, metric("hedgerow_hedge_wasted_tokens"));
         JsonNode trail = Sse.trail(sink.text());
         assertEquals("lost_race", trail.get(0).path("outcome").asText());
         assertEquals("hedge", trail.get(1).path("kind").asText());
@@ -249,7 +255,7 @@ class DispatchTimingTest {
         Call second = upstream.last().head();
         advance(300);
         assertEquals(3, upstream.calls.size(), "the second request may not hedge: 1 hedge per 2 requests used");
-        assertEquals(1, counters.hedgesRefused());
+        assertEquals(1, metric("hedgerow_hedges", "result", "budget_refused"));
         second.content("late but served").finish();
         assertTrue(Sse.content(sink.text()).endsWith("late but served"));
     }

@@ -2,7 +2,9 @@ package dev.hedgerow.testsupport;
 
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
-import dev.hedgerow.dispatch.DispatchCounters;
+import dev.hedgerow.function.GatewayMetrics;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import dev.hedgerow.function.CoreFactory;
 import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.gateway.GatewayRoutes;
@@ -40,11 +42,11 @@ public final class GatewayHarness implements AutoCloseable {
     private final Hedgerow core;
     private final HttpServer server;
     private final VertxUpstreamClient upstream;
-    private final DispatchCounters counters;
+    private final MeterRegistry meters;
 
     private GatewayHarness(Vertx vertx, boolean ownsVertx, Map<String, SimServer> sims, boolean ownsSims,
                            Hedgerow core, HttpServer server, VertxUpstreamClient upstream,
-                           DispatchCounters counters) {
+                           MeterRegistry meters) {
         this.vertx = vertx;
         this.ownsVertx = ownsVertx;
         this.sims = sims;
@@ -52,7 +54,7 @@ public final class GatewayHarness implements AutoCloseable {
         this.core = core;
         this.server = server;
         this.upstream = upstream;
-        this.counters = counters;
+        this.meters = meters;
     }
 
     /** Starts one simulator per provider id; the same map can back several harnesses. */
@@ -102,9 +104,9 @@ public final class GatewayHarness implements AutoCloseable {
                 s.baseUrl()));
         LoadedCatalog loaded = new CatalogLoader(env::get).parse(yaml);
         VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64);
-        DispatchCounters counters = new DispatchCounters();
+        MeterRegistry meters = new SimpleMeterRegistry();
         Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), Ticker.system(),
-                Clock.systemUTC(), counters);
+                Clock.systemUTC(), new GatewayMetrics(meters));
         core.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);
@@ -115,7 +117,7 @@ public final class GatewayHarness implements AutoCloseable {
         HttpServer server = vertx.createHttpServer().requestHandler(router)
                 .invalidRequestHandler(GatewayRoutes::invalidRequest).listen(0, "127.0.0.1")
                 .toCompletionStage().toCompletableFuture().join();
-        return new GatewayHarness(vertx, ownsVertx, sims, ownsSims, core, server, upstream, counters);
+        return new GatewayHarness(vertx, ownsVertx, sims, ownsSims, core, server, upstream, meters);
     }
 
     public String baseUrl() {
@@ -134,9 +136,9 @@ public final class GatewayHarness implements AutoCloseable {
         return core;
     }
 
-    /** This instance's dispatch counters (hedges, wasted tokens, resumes). */
-    public DispatchCounters counters() {
-        return counters;
+    /** The sum of a counter of this instance's production metrics ({@link GatewayMetrics}) over all its tags. */
+    public double metric(String name, String... tags) {
+        return meters.find(name).tags(tags).counters().stream().mapToDouble(c -> c.count()).sum();
     }
 
     public Vertx vertx() {

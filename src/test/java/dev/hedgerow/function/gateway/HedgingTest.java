@@ -135,7 +135,7 @@ class HedgingTest {
     @Test
     void hedgeToTheNextTierFiresAtTheWindowAndTheSimulatorSeesTheLoserCancelled() throws Exception {
         SimServer slow = gw.sim("slow");
-        long hedges = gw.counters().hedgesFired();
+        double hedges = gw.metric("hedgerow_hedges", "result", "fired");
         String out = post(chat("tiered", "race me", true, "")).then().statusCode(200).extract().asString();
         assertEquals(SimText.expected(SEED, "race me", LENGTH), Sse.content(out));
         JsonNode trail = Sse.trail(out);
@@ -146,8 +146,8 @@ class HedgingTest {
         assertTrue(hedge.path("start_ms").asLong() >= 200, "not before the window's floor: " + hedge);
         eventually(() -> slow.stats("m-tiered").cancelled() == 1, "the slow simulator sees the cancel");
         assertEquals(0, slow.stats("m-tiered").completed());
-        assertEquals(hedges + 1, gw.counters().hedgesFired());
-        assertTrue(gw.counters().wastedTokens() > 0);
+        assertEquals(hedges + 1, gw.metric("hedgerow_hedges", "result", "fired"));
+        assertTrue(gw.metric("hedgerow_hedge_wasted_tokens") > 0);
     }
 
     @Test

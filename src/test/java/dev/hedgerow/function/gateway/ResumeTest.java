@@ -143,7 +143,7 @@ class ResumeTest {
 
     @Test
     void killedAfterOneTokenResumesByteExactWithTheVllmPrefill() {
-        long resumes = gw.counters().resumes();
+        double resumes = gw.metric("hedgerow_resumes");
         gw.sim("a").enqueue("m-text", Fault.dropAfter(1));
         String out = stream("resume", "one token then gone", "");
         assertEquals(expected("one token then gone"), Sse.content(out));
@@ -152,7 +152,7 @@ class ResumeTest {
         String cont = lastBody("b", "m-text");
         assertTrue(cont.contains("\"continue_final_message\":true"), cont);
         assertTrue(cont.contains("\"add_generation_prompt\":false"), cont);
-        assertEquals(resumes + 1, gw.counters().resumes());
+        assertEquals(resumes + 1, gw.metric("hedgerow_resumes"));
     }
 
     @Test
