@@ -772,7 +772,6 @@ final class Dispatch {
     private void writeChunk(Attempt a, ObjectNode node) {
         node.remove("usage");
         rewriteIdentity(a, node);
-        transcript.chunks++;
         sink.write(Sse.data(node));
     }
 

@@ -10,7 +10,6 @@ final class Transcript {
     boolean toolCallStarted;
     boolean roleSent;
     String finishReason;
-    int chunks;
     /** Content and reasoning deltas delivered: the tokens generated so far (a stream sends one token a delta). */
     int deltas;
 

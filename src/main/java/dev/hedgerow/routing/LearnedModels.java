@@ -239,9 +239,4 @@ public final class LearnedModels implements RouteModels {
     private void write(RouteSnapshot base, List<StateStore.RouteBlob> writes) {
         store.putRouteBlobs(base.routeId(), writes).subscribe().with(v -> { }, t -> { });
     }
-
-    /** Forgets this instance's local copies (tests, admin reset). */
-    public void forgetLocal(String routeId) {
-        latest.keySet().removeIf(k -> k.startsWith(routeId + "|"));
-    }
 }
