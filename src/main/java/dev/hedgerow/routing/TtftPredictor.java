@@ -2,27 +2,36 @@ package dev.hedgerow.routing;
 
 /**
  * One route's learned time to first token as a function of prompt size (Keln's "predicted TTFT for your prompt
- * size"): the line {@code ttft_ms = a + b · prompt_tokens}, fitted by <b>recursive least squares</b> with a
- * forgetting factor λ (each older sample weighs λ times less, so the fit follows a route that speeds up or slows
- * down), plus an exponentially weighted variance of the prediction error, which gives the P90 window
+ * size"): the line {@code ttft_ms = a + b · prompt_tokens}, fitted by <b>exponentially weighted, ridge-regularised
+ * least squares</b>, plus an exponentially weighted variance of the prediction error, which gives the P90 window
  * {@code mean + 1.2816 · σ} the dispatcher hedges at.
  *
- * <p>Numerics: prompt size enters as thousands of tokens so both parameters have similar scale; the inverse
- * correlation matrix {@code P} is kept symmetric, its trace never exceeds the prior's (no covariance wind-up when
- * every sample has the same size) and its diagonal never falls below a small floor (adaptation never stops).
- * Intercept and slope are projected to be ≥ 0 after each step and predictions are clamped to ≥ 0.
+ * <p>The state is the weighted sufficient statistics of the samples (Σw, Σwx, Σwx², Σwy, Σwxy); every older
+ * sample weighs λ times less (so the fit follows a route that speeds up or slows down), and the prior enters as a
+ * ridge penalty pulling {@code a} and {@code b} towards the {@link Prior}'s values with weights {@value #RIDGE_A}
+ * and {@value #RIDGE_B} (in samples, with prompt size in thousands of tokens). The line is solved exactly from
+ * these sums on every step, so it is the best fit of the samples it remembers, whatever order they came in: two
+ * samples of different size determine a route's slope, which matters because {@code auto} samples a route mostly
+ * at the prompt sizes it is fastest for. This replaced recursive least squares, whose projection of a negative slope
+ * onto zero left its covariance inconsistent with the line: a route sampled three times could settle on a slope six
+ * times too steep and never be picked, or explored, again. Non-negativity is a constrained solve: when the
+ * unconstrained optimum has a negative slope (or intercept) the best line with that parameter at zero is used.
+ * With no forgetting of the prior, every sample at one size leaves the slope to the prior instead of winding up.
  *
  * <p>A route never measured predicts from its {@link Prior}. State is an immutable value: {@link #update} returns
  * a new one; {@link #encode()} / {@link #decode(String, Prior)} move it through the shared store, and decoding
- * anything damaged yields the prior rather than throwing. Thread-safe (immutable).
+ * anything damaged (or the older {@code t1} encoding) yields the prior rather than throwing. Thread-safe.
  */
 public final class TtftPredictor {
     /** The standard normal 90th percentile. */
     public static final double Z90 = 1.2816;
-    static final String TAG = "t1";
+    static final String TAG = "t2";
     private static final double KTOK = 1000.0;
-    private static final double P_FLOOR = 1e-9;
     private static final double MIN_CLIP_MS = 50;
+    /** Ridge weight of the prior intercept, in samples: the first sample all but sets it. */
+    static final double RIDGE_A = 0.01;
+    /** Ridge weight of the prior slope, in samples at one thousand tokens. */
+    static final double RIDGE_B = 1.0;
 
     /**
      * What is assumed of a route before its first sample, and how fast it forgets.
@@ -50,36 +59,51 @@ public final class TtftPredictor {
     public record Prediction(double meanMs, double p90Ms) {
     }
 
-    // Prior weight of each parameter (P0 diagonal): the intercept is learnt from the first sample, the slope
-    // needs samples of different sizes before it moves far from the prior.
-    private static final double P0_A = 100;
-    private static final double P0_B = 1;
-
     private final Prior prior;
-    private final double a;      // ms
-    private final double bk;     // ms per 1000 tokens
-    private final double p00;
-    private final double p01;
-    private final double p11;
+    // exponentially weighted sums over the samples (x in thousands of tokens, y in ms)
+    private final double s0;
+    private final double s1;
+    private final double s2;
+    private final double t0;
+    private final double t1;
     private final double variance;
     private final long samples;
+    // the line solved from the sums and the prior
+    private final double a;      // ms
+    private final double bk;     // ms per 1000 tokens
 
-    private TtftPredictor(Prior prior, double a, double bk, double p00, double p01, double p11, double variance,
+    private TtftPredictor(Prior prior, double s0, double s1, double s2, double t0, double t1, double variance,
                           long samples) {
         this.prior = prior;
-        this.a = a;
-        this.bk = bk;
-        this.p00 = p00;
-        this.p01 = p01;
-        this.p11 = p11;
+        this.s0 = s0;
+        this.s1 = s1;
+        this.s2 = s2;
+        this.t0 = t0;
+        this.t1 = t1;
         this.variance = variance;
         this.samples = samples;
+        double m00 = s0 + RIDGE_A;
+        double m01 = s1;
+        double m11 = s2 + RIDGE_B;
+        double r0 = t0 + RIDGE_A * prior.interceptMs();
+        double r1 = t1 + RIDGE_B * prior.slopeMsPerToken() * KTOK;
+        double det = m00 * m11 - m01 * m01;
+        double na = (m11 * r0 - m01 * r1) / det;
+        double nb = (m00 * r1 - m01 * r0) / det;
+        if (nb < 0) {            // best line with a flat slope
+            nb = 0;
+            na = r0 / m00;
+        } else if (na < 0) {     // best line through the origin
+            na = 0;
+            nb = r1 / m11;
+        }
+        this.a = Math.max(0, na);
+        this.bk = Math.max(0, nb);
     }
 
     /** The state of a route never measured. */
     public static TtftPredictor fresh(Prior prior) {
-        return new TtftPredictor(prior, prior.interceptMs(), prior.slopeMsPerToken() * KTOK, P0_A, 0, P0_B,
-                prior.spreadMs() * prior.spreadMs(), 0);
+        return new TtftPredictor(prior, 0, 0, 0, 0, 0, prior.spreadMs() * prior.spreadMs(), 0);
     }
 
     public Prior prior() {
@@ -111,14 +135,18 @@ public final class TtftPredictor {
     }
 
     /**
-     * How uncertain the line is at this prompt size: {@code φᵀPφ} for the regressor {@code φ = (1, x)}, the RLS
-     * predictive-variance factor (the prediction's variance is this times the noise variance). About
+     * How uncertain the line is at this prompt size: {@code φᵀM⁻¹φ} for the regressor {@code φ = (1, x)} and the
+     * regularised normal matrix {@code M} (the prediction's variance is this times the noise variance). About
      * {@code 1/n} where {@code n} samples of similar size were seen; large for sizes far from every sample (a route
-     * measured only on short prompts knows little about long ones) and for a route never measured.
+     * measured only on short prompts knows little about long ones), and {@code 1/}{@value #RIDGE_A}{@code  + x²} for
+     * a route never measured.
      */
     public double uncertainty(long promptTokens) {
         double x = x(promptTokens);
-        return Math.max(0, p00 + 2 * p01 * x + p11 * x * x);
+        double m00 = s0 + RIDGE_A;
+        double m11 = s2 + RIDGE_B;
+        double det = m00 * m11 - s1 * s1;
+        return Math.max(0, (m11 - 2 * s1 * x + m00 * x * x) / det);
     }
 
     /**
@@ -133,69 +161,47 @@ public final class TtftPredictor {
         double x1 = x(promptTokens);
         double predicted = a + bk * x1;
         double rawError = ttftMs - predicted;   // a-priori error: what the prediction actually missed by
-        double px0 = p00 + p01 * x1;
-        double px1 = p01 + p11 * x1;
-        // Huber-style robust RLS: once a few samples are in, an error beyond 3 predictive standard deviations is
+        // Huber-style robustness: once a few samples are in, an error beyond 3 predictive standard deviations is
         // clipped to that size, so a heavy-tail sample (a request 10x slower than usual) nudges the line and the
-        // spread instead of dragging them. The predictive spread grows with x'Px, the line's own uncertainty at this
+        // spread instead of dragging them. The predictive spread grows with the line's own uncertainty at this
         // prompt size: at a size far from every sample so far (a slope never learnt) the clip is wide and the
         // error is learnt in full; at a well-measured size it is tight.
-        double novelty = Math.max(0, px0 + px1 * x1);
-        double clip = Math.max(3 * Math.sqrt(variance), MIN_CLIP_MS) * Math.sqrt(1 + novelty);
+        double clip = Math.max(3 * Math.sqrt(variance), MIN_CLIP_MS) * Math.sqrt(1 + uncertainty(promptTokens));
         double error = samples >= 5 ? Math.max(-clip, Math.min(clip, rawError)) : rawError;
+        double y = predicted + error;           // ≥ 0: a clipped error is above the raw one, and ttft ≥ 0
 
-        // RLS step for the regressor (1, x1)
-        double denom = lambda + px0 + px1 * x1;
-        double k0 = px0 / denom;
-        double k1 = px1 / denom;
-        double na = a + k0 * error;
-        double nbk = bk + k1 * error;
-        double n00 = (p00 - k0 * px0) / lambda;
-        double n01 = (p01 - k0 * px1) / lambda;
-        double n11 = (p11 - k1 * px1) / lambda;
-
-        // keep P well-conditioned: floor the diagonal, cap the trace at the prior's, keep it positive definite
-        n00 = Math.max(n00, P_FLOOR);
-        n11 = Math.max(n11, P_FLOOR);
-        double trace = n00 + n11;
-        double maxTrace = P0_A + P0_B;
-        if (trace > maxTrace) {
-            double s = maxTrace / trace;
-            n00 *= s;
-            n01 *= s;
-            n11 *= s;
+        double n0 = lambda * s0 + 1;
+        double n1 = lambda * s1 + x1;
+        double n2 = lambda * s2 + x1 * x1;
+        double m0 = lambda * t0 + y;
+        double m1 = lambda * t1 + x1 * y;
+        // Error variance. The first two samples' errors are against a line that did not exist yet (the prior's
+        // guess, then a line through one point) and say nothing about the route's spread: the prior spread stands
+        // until the line has two samples. From then on the errors are averaged (the first replaces the prior, so
+        // a route is not judged by a guess for longer than it takes to measure it), exponentially weighted once
+        // about 1/(1-λ) are in.
+        double nvar = variance;
+        if (samples >= 2) {
+            double w = Math.max(1 - lambda, 1.0 / (samples - 1));
+            nvar = (1 - w) * variance + w * error * error;
         }
-        double maxOff = Math.sqrt(n00 * n11) * 0.999;
-        n01 = Math.max(-maxOff, Math.min(maxOff, n01));
-
-        // physical guard: prefill never makes a prompt faster, and no TTFT is negative
-        if (nbk < 0) {
-            nbk = 0;
-        }
-        if (na < 0) {
-            na = 0;
-        }
-        if (!Double.isFinite(na) || !Double.isFinite(nbk) || !Double.isFinite(n00 + n01 + n11)) {
+        if (!Double.isFinite(n2 + m0 + m1 + nvar)) {
             return this;
         }
-
-        // exponentially weighted error variance; the prior spread counts as one sample so early errors settle fast
-        double w = Math.max(1 - lambda, 1.0 / (samples + 2));
-        double nvar = (1 - w) * variance + w * error * error;
-
-        return new TtftPredictor(prior, na, nbk, n00, n01, n11, nvar, samples + 1);
+        return new TtftPredictor(prior, n0, n1, n2, m0, m1, nvar, samples + 1);
     }
 
-    /** {@code t1;a;b_per_ktok;p00;p01;p11;variance;samples}. */
+    /** {@code t2;Σw;Σwx;Σwx²;Σwy;Σwxy;variance;samples} (x in thousands of tokens, y in ms). */
     public String encode() {
-        return Codec.encode(TAG, a, bk, p00, p01, p11, variance, samples);
+        return Codec.encode(TAG, s0, s1, s2, t0, t1, variance, samples);
     }
 
     /** The state in {@code encoded}, or {@link #fresh(Prior)} if it is missing or damaged. Never throws. */
     public static TtftPredictor decode(String encoded, Prior prior) {
         double[] v = Codec.decode(encoded, TAG, 7);
-        if (v == null || v[0] < 0 || v[1] < 0 || v[2] <= 0 || v[4] <= 0 || v[2] * v[4] - v[3] * v[3] <= 0
-                || v[5] < 0 || v[6] < 0) {
+        // weights, sizes and times are never negative, and (Cauchy-Schwarz) (Σwx)² ≤ Σw·Σwx²
+        if (v == null || v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0 || v[4] < 0 || v[5] < 0 || v[6] < 0
+                || v[1] * v[1] > v[0] * v[2] * (1 + 1e-9) + 1e-12) {
             return fresh(prior);
         }
         return new TtftPredictor(prior, v[0], v[1], v[2], v[3], v[4], v[5], (long) v[6]);

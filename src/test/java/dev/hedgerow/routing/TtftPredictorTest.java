@@ -120,7 +120,7 @@ class TtftPredictorTest {
         assertEquals(p.encode(), back.encode());
         assertEquals(p.predict(12_345), back.predict(12_345));
         assertEquals(40, back.samples());
-        assertTrue(p.encode().startsWith("t1;"));
+        assertTrue(p.encode().startsWith("t2;"));
     }
 
     @Test
@@ -130,6 +130,46 @@ class TtftPredictorTest {
                 "t1;NaN;2;3;4;5;6;7", "t1;1;2;-3;0;5;6;7", "t1;1;2;1;5;1;6;7", "t1;a;b;c;d;e;f;g", "t1;;;;;;;"}) {
             assertEquals(fresh, TtftPredictor.decode(garbage, PRIOR).encode(), String.valueOf(garbage));
         }
+    }
+
+    @Test
+    void aFewSamplesOfDifferentSizeDetermineTheSlope() {
+        // a route auto picks only for long prompts (and explored once): three samples far from the prior must give
+        // its line, or the route looks slow for the very prompts it is fastest for and is never picked again
+        TtftPredictor p = TtftPredictor.fresh(PRIOR).update(6094, 198).update(2696, 164).update(1162, 145);
+        assertEquals(210, p.predict(8410).meanMs(), 15);
+        assertEquals(134, p.predict(147).meanMs(), 15);
+        assertTrue(p.uncertainty(3000) < p.uncertainty(100_000), "surer inside the sampled sizes than far out");
+    }
+
+    @Test
+    void theOrderOfTheSamplesHardlyMatters() {
+        long[] sizes = {6094, 2696, 1162, 300, 9000};
+        double[] ttft = {198, 164, 145, 140, 215};
+        TtftPredictor forward = TtftPredictor.fresh(PRIOR);
+        TtftPredictor backward = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < sizes.length; i++) {
+            forward = forward.update(sizes[i], ttft[i]);
+            backward = backward.update(sizes[sizes.length - 1 - i], ttft[sizes.length - 1 - i]);
+        }
+        for (long tokens : new long[]{100, 3000, 10_000}) {
+            assertEquals(forward.predict(tokens).meanMs(), backward.predict(tokens).meanMs(), 8, "at " + tokens);
+        }
+    }
+
+    @Test
+    void theWindowReflectsTheRoutesOwnSpreadAfterAFewSamplesNotThePriorsGuess() {
+        SplittableRandom rnd = new SplittableRandom(9);
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        assertEquals(1000, p.sigmaMs(), 1e-9);
+        p = p.update(500, 100).update(3000, 120);
+        assertEquals(1000, p.sigmaMs(), 1e-9, "two samples only fix the line");
+        for (int i = 0; i < 10; i++) {
+            long tokens = rnd.nextLong(300, 4000);
+            p = p.update(tokens, (92 + 0.008 * tokens) * (1 + rnd.nextDouble(-0.05, 0.05)));
+        }
+        TtftPredictor.Prediction pr = p.predict(2000);
+        assertTrue(pr.p90Ms() - pr.meanMs() < 20, "window " + (pr.p90Ms() - pr.meanMs()));
     }
 
     @Test
