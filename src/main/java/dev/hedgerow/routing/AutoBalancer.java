@@ -20,18 +20,20 @@ import java.util.List;
  *   <li><b>prefix affinity</b>: the route that recently served this prompt's longest prefix goes first among the
  *       routes within the bar of its tier (a cached prefix never outweighs the SLO or the bar);</li>
  *   <li><b>bounded exploration</b>: at about one rotation position in {@value #EXPLORE_EVERY} (chosen by a hash of
- *       the position, so a periodic traffic pattern cannot hide a prompt size from it), the route of the tier whose
- *       prediction for this prompt size is most uncertain goes first, if it is uncertain at all: a route never
- *       measured, or one measured only on prompts of very different size (uncertainty above
- *       {@value #UNCERTAIN}, see {@link TtftPredictor#uncertainty}). New routes get measured, and a route judged
- *       on short prompts gets a sample of a long one, without ever costing more than that share of requests; once
- *       every route is measured near every prompt size in use, nothing is explored.</li>
+ *       the position, so a periodic traffic pattern cannot hide a prompt size from it), the route of the tier that
+ *       might most undercut the one in front goes first: the route whose <em>optimistic</em> prediction for this
+ *       prompt size (mean less two standard deviations of its line's estimate there, {@link
+ *       TtftEstimate#optimisticMs}) is lowest, if that is below the front route's mean. A route never measured
+ *       always qualifies, and so does one measured only on prompts of very different size or with a wide spread
+ *       (a few slow samples taken while something was cold); a route measured near this size and clearly slower
+ *       never does. New routes get measured, a route judged on short prompts gets a sample of a long one, and a
+ *       route misjudged on a few samples gets another look, without exploration ever costing more than that
+ *       share of requests or being spent where it cannot pay off.</li>
  * </ol>
  * Stateless; thread-safe.
  */
 final class AutoBalancer implements Balancer {
     static final int EXPLORE_EVERY = 10;
-    static final double UNCERTAIN = 4.0;
     private final RouteModels models;
 
     AutoBalancer(RouteModels models) {
@@ -98,11 +100,15 @@ final class AutoBalancer implements Balancer {
         List<Placed> out = new ArrayList<>(fast);
         out.addAll(slow);
         if (explores(ctx.cursor())) {
-            double most = tier.stream().mapToDouble(c -> c.estimate().uncertainty()).max().orElse(0);
-            if (most > UNCERTAIN) {
-                List<Candidate> top = tier.stream().filter(c -> c.estimate().uncertainty() == most)
+            double front = out.get(0).candidate().estimate().meanMs();
+            Candidate frontCandidate = out.get(0).candidate();
+            double best = tier.stream().filter(c -> c != frontCandidate)
+                    .mapToDouble(c -> c.estimate().optimisticMs()).min().orElse(Double.POSITIVE_INFINITY);
+            if (best < front) {
+                List<Candidate> top = tier.stream().filter(c -> c != frontCandidate
+                                && c.estimate().optimisticMs() == best)
                         .sorted(Comparator.comparing(Candidate::id)).toList();
-                // rotate among equally uncertain routes (several never measured) so each gets its sample
+                // rotate among equally promising routes (several never measured) so each gets its sample
                 Candidate pick = top.get((int) Math.floorMod(ctx.cursor() / EXPLORE_EVERY, (long) top.size()));
                 out.removeIf(p -> p.candidate() == pick);
                 out.add(0, new Placed(pick, meetsSlo, Placement.EXPLORE));

@@ -12,4 +12,18 @@ public record TtftEstimate(double meanMs, double p90Ms, boolean measured, double
     public TtftEstimate(double meanMs, double p90Ms, boolean measured) {
         this(meanMs, p90Ms, measured, measured ? 0 : Double.POSITIVE_INFINITY);
     }
+
+    /**
+     * The optimistic end of what this route may truly take for this prompt size: the mean less two standard
+     * deviations of the line's own estimate there ({@code σ · √uncertainty}, σ being the spread behind the P90);
+     * {@code -∞} for a route never measured. A route whose optimistic end is below another's mean might be the
+     * faster one, and is worth a sample.
+     */
+    public double optimisticMs() {
+        if (!measured || !Double.isFinite(uncertainty)) {
+            return Double.NEGATIVE_INFINITY;
+        }
+        double sigma = Math.max(0, p90Ms - meanMs) / TtftPredictor.Z90;
+        return meanMs - 2 * sigma * Math.sqrt(Math.max(0, uncertainty));
+    }
 }

@@ -134,6 +134,34 @@ class AutoBalancerTest {
         }
     }
 
+    static Candidate estimated(String id, TtftEstimate e) {
+        Candidate c = cand(id, 0, true, meets());
+        return new Candidate(c.key(), c.route(), c.provider(), c.state(), false, e);
+    }
+
+    @Test
+    void aRouteMisjudgedOnAFewWideSamplesIsExploredAgain() {
+        // measured slow while something was cold: a high mean, but a wide spread says the line is not sure of it
+        List<Candidate> cs = List.of(estimated("a", new TtftEstimate(145, 276, true, 0.05)),
+                estimated("misjudged", new TtftEstimate(483, 1199, true, 0.3)));
+        int explored = 0;
+        for (long cursor = 1; cursor <= 100; cursor++) {
+            boolean first = auto.order(cs, ctx(cursor, null)).get(0).route().id().equals("misjudged");
+            assertEquals(AutoBalancer.explores(cursor), first);
+            explored += first ? 1 : 0;
+        }
+        assertTrue(explored > 0);
+    }
+
+    @Test
+    void aRouteSurelySlowerAtThisSizeIsNeverExplored() {
+        List<Candidate> cs = List.of(estimated("a", new TtftEstimate(100, 110, true, 0.05)),
+                estimated("slower", new TtftEstimate(300, 330, true, 0.05)));
+        for (long cursor = 1; cursor <= 100; cursor++) {
+            assertEquals(List.of("a", "slower"), ids(auto.order(cs, ctx(cursor, null))));
+        }
+    }
+
     @Test
     void routesMeasuredNearThisPromptSizeAreNeverExplored() {
         List<Candidate> cs = List.of(cand("a", 100, true, meets()), cand("b", 900, true, meets()));
