@@ -81,11 +81,6 @@ public final class SimText {
         return n;
     }
 
-    static int words(String text) {
-        String s = text == null ? "" : text.strip();
-        return s.isEmpty() ? 0 : s.split("\\s+").length;
-    }
-
     private static List<String> generate(long seed, int count) {
         SplittableRandom rng = new SplittableRandom(seed);
         List<String> out = new ArrayList<>(Math.max(0, count));

@@ -274,6 +274,7 @@ class SimChatTest {
                 + "\"quarterly revenue report for finance\"]}";
         JsonNode r = SimHttp.tree(http.post("/v1/embeddings", body).body());
         assertEquals(3, r.path("data").size());
+        assertEquals(5 + 5 + 6, r.path("usage").path("prompt_tokens").asInt(), "o200k tokens of the inputs");
         float[][] v = new float[3][];
         for (int i = 0; i < 3; i++) {
             JsonNode e = r.path("data").path(i).path("embedding");
