@@ -7,7 +7,8 @@ import java.util.List;
 /**
  * The parts of a chat completion request the simulator acts on, read once from the JSON body. Immutable.
  *
- * @param prefill null for an ordinary request; else the continuation asked for
+ * @param promptTokens the messages' BPE tokens with chat framing ({@link SimText#estimateTokens})
+ * @param prefill      null for an ordinary request; else the continuation asked for
  */
 record ChatRequest(String model, boolean stream, boolean includeUsage, Integer maxTokens, String firstUserMessage,
                    int promptTokens, Tools tools, boolean jsonMode, boolean hasImages, Prefill prefill) {

@@ -62,6 +62,8 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
     /**
      * Latency model. TTFT = ({@code ttftBaseMs} + {@code ttftMsPer1kPromptTokens} × prompt tokens / 1000) ×
      * (1 ± {@code jitter}, uniform), and with probability {@code heavyTailProbability} × {@code heavyTailFactor}.
+     * Prompt tokens are BPE tokens with chat framing ({@link SimText#estimateTokens}), as a real provider's
+     * prefill cost tracks them.
      *
      * @param tokensPerSecond decode speed; 0 or less writes every token at once
      */

@@ -3,6 +3,7 @@ package dev.hedgerow.sim;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.routing.TokenCounter;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -341,7 +342,7 @@ public final class SimServer implements AutoCloseable {
             for (float f : SimEmbeddings.embed(inputs.get(i), Math.max(1, dim))) {
                 vec.add(f);
             }
-            tokens += SimText.words(inputs.get(i));
+            tokens += TokenCounter.shared().countText(inputs.get(i));
         }
         out.put("model", name);
         out.putObject("usage").put("prompt_tokens", tokens).put("total_tokens", tokens);

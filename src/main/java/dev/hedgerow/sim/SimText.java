@@ -1,5 +1,6 @@
 package dev.hedgerow.sim;
 
+import dev.hedgerow.routing.TokenCounter;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -58,18 +59,26 @@ public final class SimText {
         return generate(mix(seed ^ 0x5eed5eedL, hash(firstUserMessage)), count);
     }
 
-    /** Prompt size estimate: words (whitespace-separated) plus 4 per message, as chat templates add a few. */
+    /**
+     * Chat framing per message: OpenAI's {@value TokenCounter#TOKENS_PER_MESSAGE} plus 1 for the role (every
+     * standard role is one {@code o200k_base} token).
+     */
+    static final int TOKENS_PER_MESSAGE = TokenCounter.TOKENS_PER_MESSAGE + 1;
+
+    /**
+     * Prompt tokens of a chat request with the given message texts, counted as a provider counts them: each text
+     * by a real BPE tokenizer ({@link TokenCounter#shared()}, {@code o200k_base}), plus {@link #TOKENS_PER_MESSAGE}
+     * per message and {@value TokenCounter#REPLY_PRIMING} priming the reply. For plain text messages (no
+     * {@code name}, no tools) this is exactly what the gateway's {@link TokenCounter#countRequest} counts. It drives
+     * the scripted TTFT ({@link ModelScript.Latency}) and {@code usage.prompt_tokens}.
+     */
     public static int estimateTokens(List<String> messageTexts) {
-        int n = 0;
+        TokenCounter counter = TokenCounter.shared();
+        int n = TokenCounter.REPLY_PRIMING;
         for (String t : messageTexts) {
-            n += 4 + words(t);
+            n += TOKENS_PER_MESSAGE + counter.countText(t);
         }
         return n;
-    }
-
-    static int words(String text) {
-        String s = text == null ? "" : text.strip();
-        return s.isEmpty() ? 0 : s.split("\\s+").length;
     }
 
     private static List<String> generate(long seed, int count) {

@@ -75,7 +75,8 @@ class SimChatTest {
         assertEquals("chat.completion", body.path("object").asText());
         assertEquals(SimText.expected(SEED, PROMPT, 20), body.path("choices").path(0).path("message").path("content").asText());
         assertEquals(20, body.path("usage").path("completion_tokens").asInt());
-        assertEquals(4 + 5, body.path("usage").path("prompt_tokens").asInt());
+        // reply priming 3 + one message: 4 (framing and role) + 7 o200k tokens of the prompt
+        assertEquals(3 + 4 + 7, body.path("usage").path("prompt_tokens").asInt());
     }
 
     @Test
@@ -223,12 +224,12 @@ class SimChatTest {
 
     @Test
     void ttftFollowsTheScriptedLatency() {
-        // A 1-word prompt estimates to 5 tokens: 120 ms + 5 × 20 ms.
+        // A one-token prompt counts 3 + 4 + 1 = 8 prompt tokens: 120 ms + 8 × 20 ms.
         sim.script("slow", ModelScript.defaults().withLength(5).withLatency(
                 ModelScript.Latency.of(120, 0).withTtftPer1kPromptTokens(20_000)));
         SimHttp.Raw r = http.stream(SimHttp.chat("slow", "x", true));
         long firstContent = r.elapsedMs();
-        assertTrue(firstContent >= 220, "ttft " + firstContent);
+        assertTrue(firstContent >= 280, "ttft " + firstContent);
         assertTrue(firstContent < 1000, "ttft " + firstContent);
     }
 
@@ -273,6 +274,7 @@ class SimChatTest {
                 + "\"quarterly revenue report for finance\"]}";
         JsonNode r = SimHttp.tree(http.post("/v1/embeddings", body).body());
         assertEquals(3, r.path("data").size());
+        assertEquals(5 + 5 + 6, r.path("usage").path("prompt_tokens").asInt(), "o200k tokens of the inputs");
         float[][] v = new float[3][];
         for (int i = 0; i < 3; i++) {
             JsonNode e = r.path("data").path(i).path("embedding");

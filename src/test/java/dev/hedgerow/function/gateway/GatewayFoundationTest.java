@@ -1,6 +1,8 @@
 package dev.hedgerow.function.gateway;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.routing.TokenCounter;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimStats;
@@ -32,6 +34,7 @@ import static org.hamcrest.Matchers.hasItems;
 import static org.hamcrest.Matchers.not;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -122,15 +125,18 @@ class GatewayFoundationTest {
     }
 
     @Test
-    void aNonStreamedAnswerBillsTheUpstreamsOwnUsage() {
-        // a prompt whose size the simulator estimates differently from the gateway's tokenizer
-        String prompt = "antidisestablishmentarianism supercalifragilistic pneumonoultramicroscopic words";
+    void aNonStreamedAnswerBillsTheUpstreamsOwnUsage() throws Exception {
+        // a message name, which the gateway's tokenizer counts and the simulator does not: the two counts differ
+        String body = "{\"model\":\"%s\",\"stream\":false,\"messages\":[{\"role\":\"user\",\"name\":\"alice\","
+                + "\"content\":\"antidisestablishmentarianism supercalifragilistic pneumonoultramicroscopic\"}]}";
         JsonNode direct = given().auth().oauth2("sk-alpha").contentType("application/json")
-                .body(body("alpha-model", prompt, false))
+                .body(body.formatted("alpha-model"))
                 .post(gw.sim("alpha").baseUrl() + "/chat/completions").then().statusCode(200)
                 .extract().as(JsonNode.class).path("usage");
+        assertNotEquals(TokenCounter.shared().countRequest(Json.parse(body.formatted("chat"))),
+                direct.path("prompt_tokens").asInt(), "the gateway's own count would differ from the upstream's");
         JsonNode billed = given().auth().oauth2("k-acme").contentType("application/json")
-                .body(body("chat", prompt, false))
+                .body(body.formatted("chat"))
                 .post("/v1/chat/completions").then().statusCode(200)
                 .extract().as(JsonNode.class).path("usage");
         assertEquals(direct.path("prompt_tokens").asInt(), billed.path("prompt_tokens").asInt(), billed.toString());
