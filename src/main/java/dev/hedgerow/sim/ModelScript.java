@@ -61,32 +61,71 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
 
     /**
      * Latency model. TTFT = ({@code ttftBaseMs} + {@code ttftMsPer1kPromptTokens} × prompt tokens / 1000) ×
-     * (1 ± {@code jitter}, uniform), and with probability {@code heavyTailProbability} × {@code heavyTailFactor}.
+     * (1 ± {@code jitter}, uniform), and with probability {@code heavyTailProbability} × a slow-down factor: exactly
+     * {@code heavyTailFactor} (a step tail, {@code heavyTailShape} 0), or drawn from a Pareto distribution with
+     * minimum {@code heavyTailFactor} and shape {@code heavyTailShape} (a continuous heavy tail, as when requests
+     * queue at an overloaded provider), capped at {@value #MAX_TAIL_FACTOR}.
      * Prompt tokens are BPE tokens with chat framing ({@link SimText#estimateTokens}), as a real provider's
      * prefill cost tracks them.
      *
      * @param tokensPerSecond decode speed; 0 or less writes every token at once
+     * @param heavyTailShape  0 for the step tail; else the Pareto shape α &gt; 0 (smaller is heavier: P(factor &gt; x)
+     *                        = (heavyTailFactor / x)^α, and the mean is infinite for α ≤ 1 but for the cap)
      */
     public record Latency(long ttftBaseMs, double ttftMsPer1kPromptTokens, double tokensPerSecond, double jitter,
-                          double heavyTailProbability, double heavyTailFactor) {
+                          double heavyTailProbability, double heavyTailFactor, double heavyTailShape) {
 
-        public static final Latency INSTANT = new Latency(0, 0, 0, 0, 0, 1);
+        /** The largest Pareto slow-down factor: the tail stays heavy without overflowing a TTFT. */
+        public static final double MAX_TAIL_FACTOR = 1000;
+        public static final Latency INSTANT = new Latency(0, 0, 0, 0, 0, 1, 0);
+
+        public Latency {
+            if (!(heavyTailShape >= 0) || Double.isInfinite(heavyTailShape)) {
+                throw new IllegalArgumentException(
+                        "heavy_tail_shape must be 0 (step) or a finite Pareto shape > 0, got " + heavyTailShape);
+            }
+        }
 
         public static Latency of(long ttftBaseMs, double tokensPerSecond) {
-            return new Latency(ttftBaseMs, 0, tokensPerSecond, 0, 0, 1);
+            return new Latency(ttftBaseMs, 0, tokensPerSecond, 0, 0, 1, 0);
         }
 
         public Latency withTtftPer1kPromptTokens(double ms) {
-            return new Latency(ttftBaseMs, ms, tokensPerSecond, jitter, heavyTailProbability, heavyTailFactor);
+            return new Latency(ttftBaseMs, ms, tokensPerSecond, jitter, heavyTailProbability, heavyTailFactor,
+                    heavyTailShape);
         }
 
         public Latency withJitter(double fraction) {
             return new Latency(ttftBaseMs, ttftMsPer1kPromptTokens, tokensPerSecond, fraction, heavyTailProbability,
-                    heavyTailFactor);
+                    heavyTailFactor, heavyTailShape);
         }
 
+        /** A step tail: with {@code probability} the TTFT is exactly {@code factor} times longer. */
         public Latency withHeavyTail(double probability, double factor) {
-            return new Latency(ttftBaseMs, ttftMsPer1kPromptTokens, tokensPerSecond, jitter, probability, factor);
+            return new Latency(ttftBaseMs, ttftMsPer1kPromptTokens, tokensPerSecond, jitter, probability, factor, 0);
+        }
+
+        /**
+         * A continuous heavy tail: with {@code probability} the TTFT is multiplied by a Pareto factor with minimum
+         * {@code minFactor} (x<sub>m</sub>) and shape {@code shape} (α), capped at {@value #MAX_TAIL_FACTOR}.
+         */
+        public Latency withParetoTail(double probability, double minFactor, double shape) {
+            if (!(shape > 0)) {
+                throw new IllegalArgumentException("a Pareto shape must be > 0, got " + shape);
+            }
+            return new Latency(ttftBaseMs, ttftMsPer1kPromptTokens, tokensPerSecond, jitter, probability, minFactor,
+                    shape);
+        }
+
+        /**
+         * The slow-down factor of a slowed answer for a uniform {@code v} in [0, 1): the step factor, or the Pareto
+         * inverse CDF x<sub>m</sub> · (1 − v)^(−1/α), capped.
+         */
+        double slowdown(double v) {
+            if (heavyTailShape == 0) {
+                return heavyTailFactor;
+            }
+            return Math.min(MAX_TAIL_FACTOR, heavyTailFactor * Math.pow(1 - v, -1 / heavyTailShape));
         }
     }
 

@@ -67,7 +67,11 @@ final class ModelState {
         return f;
     }
 
-    /** Time to first token for a prompt, drawn from the script; always draws twice so the sequence is stable. */
+    /**
+     * Time to first token for a prompt, drawn from the script; always draws twice so the sequence is stable. A
+     * slowed answer's factor reuses the tail draw (given {@code tail < p}, {@code tail / p} is uniform on [0, 1)),
+     * so a step and a Pareto tail with the same seed and odds slow the same requests.
+     */
     synchronized long drawTtftMs(int promptTokens) {
         ModelScript.Latency l = script.latency();
         double u = random.nextDouble();
@@ -75,7 +79,7 @@ final class ModelState {
         double ms = l.ttftBaseMs() + l.ttftMsPer1kPromptTokens() * promptTokens / 1000.0;
         ms *= 1 + l.jitter() * (2 * u - 1);
         if (tail < l.heavyTailProbability()) {
-            ms *= l.heavyTailFactor();
+            ms *= l.slowdown(tail / l.heavyTailProbability());
         }
         return Math.max(0, Math.round(ms));
     }

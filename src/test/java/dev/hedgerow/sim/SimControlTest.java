@@ -140,6 +140,19 @@ class SimControlTest {
     }
 
     @Test
+    void paretoTailIsSetThroughTheControlEndpointAndAnInvalidShapeIs400() {
+        String latency = "{\"latency\":{\"ttft_base_ms\":100,\"heavy_tail_probability\":0.05,"
+                + "\"heavy_tail_factor\":5,\"heavy_tail_shape\":%s}}";
+        HttpResponse<String> put = http.put("/sim/models/org%2Fmodel-a", latency.formatted("1.2"));
+        assertEquals(200, put.statusCode(), put.body());
+        assertEquals(ModelScript.Latency.of(100, 0).withParetoTail(0.05, 5, 1.2),
+                SimJson.readScript(http.get("/sim/models/org%2Fmodel-a").body()).latency());
+        HttpResponse<String> bad = http.put("/sim/models/org%2Fmodel-a", latency.formatted("-1"));
+        assertEquals(400, bad.statusCode(), bad.body());
+        assertTrue(bad.body().contains("heavy_tail_shape"), bad.body());
+    }
+
+    @Test
     void statsReportCountsAndTheLastRequestBodies() {
         String body = SimHttp.chat("org/model-a", "count me", false);
         http.post("/v1/chat/completions", body);

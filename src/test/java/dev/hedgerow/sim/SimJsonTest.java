@@ -1,6 +1,7 @@
 package dev.hedgerow.sim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.EnumSet;
@@ -23,6 +24,25 @@ class SimJsonTest {
         assertTrue(json.contains("\"ttft_base_ms\":40"), json);
         assertTrue(json.contains("\"kind\":\"drop\""), json);
         assertEquals(s, SimJson.readScript(json));
+    }
+
+    @Test
+    void paretoTailRoundTripsAndAnOmittedShapeIsAStepTail() {
+        ModelScript pareto = ModelScript.defaults()
+                .withLatency(ModelScript.Latency.of(100, 0).withParetoTail(0.05, 5, 1.2));
+        String json = SimJson.write(pareto);
+        assertTrue(json.contains("\"heavy_tail_shape\":1.2"), json);
+        assertEquals(pareto, SimJson.readScript(json));
+        ModelScript step = SimJson.readScript("{\"latency\":{\"ttft_base_ms\":100,\"heavy_tail_probability\":0.05,"
+                + "\"heavy_tail_factor\":10}}");
+        assertEquals(ModelScript.Latency.of(100, 0).withHeavyTail(0.05, 10), step.latency());
+    }
+
+    @Test
+    void aNegativeHeavyTailShapeIsRejected() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> SimJson.readScript("{\"latency\":{\"heavy_tail_shape\":-1}}"));
+        assertTrue(e.getMessage().contains("heavy_tail_shape"), e.getMessage());
     }
 
     @Test

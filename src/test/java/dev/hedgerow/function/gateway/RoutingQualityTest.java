@@ -68,11 +68,11 @@ class RoutingQualityTest {
     static void start() {
         gw = GatewayHarness.start(YAML, Map.of(
                 "alpha", SimConfig.of(1).withApiKey("sk-alpha").withModel("a", ModelScript.defaults().withLength(10)
-                        .withLatency(new ModelScript.Latency(20, 150, 1000, 0, 0, 1))),
+                        .withLatency(ModelScript.Latency.of(20, 1000).withTtftPer1kPromptTokens(150))),
                 "beta", SimConfig.of(1).withApiKey("sk-beta").withModel("b", ModelScript.defaults().withLength(10)
-                        .withLatency(new ModelScript.Latency(150, 10, 1000, 0, 0, 1))),
+                        .withLatency(ModelScript.Latency.of(150, 1000).withTtftPer1kPromptTokens(10))),
                 "gamma", SimConfig.of(1).withApiKey("sk-gamma").withModel("c", ModelScript.defaults().withLength(10)
-                        .withLatency(new ModelScript.Latency(10, 5, 30, 0, 0, 1)))));
+                        .withLatency(ModelScript.Latency.of(10, 30).withTtftPer1kPromptTokens(5)))));
         RestAssured.baseURI = gw.baseUrl();
         // a fresh JVM's first requests are slow (class loading, JIT, connections): spend them off the fleet
         for (String p : List.of("alpha", "beta", "gamma")) {
