@@ -59,6 +59,9 @@ final class OverheadBench {
         }
     }
 
+    /** {@code BENCH_OVERHEAD_QUICK=1}: only direct and embedded Hedgerow, for trying settings (not for the report). */
+    private static final boolean QUICK = System.getenv("BENCH_OVERHEAD_QUICK") != null;
+
     void run() {
         double rate = BenchEnv.doubleEnv("BENCH_RATE", 500);
         int rounds = BenchEnv.intEnv("BENCH_ROUNDS", 3);
@@ -89,13 +92,15 @@ final class OverheadBench {
             targets.add(new Target("direct", sim.port(), Map.of("content-type", "application/json"), null));
             Proc hrEmbedded = Proc.hedgerow("hedgerow-embedded", env.jar, catalog, null, Map.of(), env.tmp);
             targets.add(new Target("hedgerow (embedded)", hrEmbedded.port, BenchEnv.auth("k-bench"), hrEmbedded));
-            Proc hrRedis = Proc.hedgerow("hedgerow-redis", env.jar, catalog, redis.url(), Map.of(), env.tmp);
-            targets.add(new Target("hedgerow (redis)", hrRedis.port, BenchEnv.auth("k-bench"), hrRedis));
-            Proc portkey = portkey();
-            Map<String, String> pk = new LinkedHashMap<>(Map.of("content-type", "application/json",
-                    "authorization", "Bearer sk-up", "x-portkey-provider", "openai",
-                    "x-portkey-custom-host", sim.baseUrl()));
-            targets.add(new Target("portkey", portkey.port, pk, portkey));
+            if (!QUICK) {
+                Proc hrRedis = Proc.hedgerow("hedgerow-redis", env.jar, catalog, redis.url(), Map.of(), env.tmp);
+                targets.add(new Target("hedgerow (redis)", hrRedis.port, BenchEnv.auth("k-bench"), hrRedis));
+                Proc portkey = portkey();
+                Map<String, String> pk = new LinkedHashMap<>(Map.of("content-type", "application/json",
+                        "authorization", "Bearer sk-up", "x-portkey-provider", "openai",
+                        "x-portkey-custom-host", sim.baseUrl()));
+                targets.add(new Target("portkey", portkey.port, pk, portkey));
+            }
             try (Load load = new Load(env.vertx, 256)) {
                 for (Target t : targets) { // warm-up: JIT, connection pools
                     System.out.println("warm-up " + t.name);
@@ -182,6 +187,10 @@ final class OverheadBench {
                 "added p50 ms", "added p99 ms", "max req/s (c=" + satC + ")", "stream TTFB p50 ms",
                 "TTFB p99 ms", "inter-chunk p50 ms", "inter-chunk p99 ms", "CPU at fixed rate",
                 "CPU µs/req", "RSS MB", "errors"), rows);
+        if (QUICK) {
+            System.out.println("quick run (not reported), extra JVM options " + Proc.JVM_OPTS + ":\n" + table);
+            return;
+        }
         Target emb = targets.get(1);
         Target red = targets.get(2);
         Target pk = targets.get(3);

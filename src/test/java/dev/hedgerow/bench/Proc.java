@@ -64,11 +64,18 @@ final class Proc implements AutoCloseable {
         }
     }
 
+    /** Extra JVM options for the Hedgerow process ({@code BENCH_HEDGEROW_JVM_OPTS}, space-separated). */
+    static final List<String> JVM_OPTS = java.util.Arrays.stream(
+            System.getenv().getOrDefault("BENCH_HEDGEROW_JVM_OPTS", "").trim().split("\\s+"))
+            .filter(o -> !o.isEmpty()).toList();
+
     /** The packaged Hedgerow app ({@code target/quarkus-app/quarkus-run.jar}) on a free port. */
     static Proc hedgerow(String name, Path jar, Path config, String redisUrl, Map<String, String> extraEnv,
                          Path logDir) {
         int port = freePort();
-        List<String> cmd = new ArrayList<>(List.of(javaBin(), "-Xms64m", "-Xmx512m", "-jar", jar.toString()));
+        List<String> cmd = new ArrayList<>(List.of(javaBin(), "-Xms64m", "-Xmx512m"));
+        cmd.addAll(JVM_OPTS);
+        cmd.addAll(List.of("-jar", jar.toString()));
         Map<String, String> env = new java.util.HashMap<>(extraEnv);
         env.put("HEDGEROW_CONFIG", config.toString());
         env.put("QUARKUS_HTTP_PORT", Integer.toString(port));
