@@ -351,7 +351,8 @@ final class Dispatch {
         if (c.halfOpen()) {
             // a half-open route serves only as the fleet's single probe: take the slot first
             Duration slot = abandonAfter(c).plus(Duration.ofSeconds(5));
-            deps.store().tryAcquireProbe(c.id(), settings.breaker().maxFails(), slot).subscribe().with(
+            String owner = req.requestId() + "/" + UUID.randomUUID();
+            deps.store().tryAcquireProbe(c.id(), settings.breaker().maxFails(), slot, owner).subscribe().with(
                     ok -> probeDecided(c, kind, method, ok), t -> probeDecided(c, kind, method, false));
             return;
         }

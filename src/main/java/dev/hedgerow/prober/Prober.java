@@ -131,7 +131,8 @@ public final class Prober {
         }
         boolean halfOpen = s.fails() >= breaker.maxFails();
         Uni<Boolean> slot = halfOpen
-                ? deps.store().tryAcquireProbe(t.key(), breaker.maxFails(), config.probeTimeout().plusSeconds(5))
+                ? deps.store().tryAcquireProbe(t.key(), breaker.maxFails(), config.probeTimeout().plusSeconds(5),
+                        deps.instanceId() + "/" + HexFormat.of().toHexDigits(random.nextLong()))
                 : Uni.createFrom().item(true);
         return slot.flatMap(acquired -> {
             if (!acquired) {
