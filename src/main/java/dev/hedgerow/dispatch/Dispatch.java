@@ -93,6 +93,12 @@ final class Dispatch {
     private long lastActivityNanos;
     /** The failure that started the current resume episode: what the client is told if resuming fails. */
     private String resumeCause;
+    /**
+     * The last probe-slot release this dispatch sent. A later acquisition waits for it: writes on separate pooled
+     * connections can overtake each other, and an acquisition landing first would find this dispatch's own slot
+     * still taken (a refused prefill moves the resume to the next method on the same half-open route).
+     */
+    private Uni<Void> probeReleased = Uni.createFrom().voidItem();
 
     Dispatch(Dispatcher.Deps deps, DispatchRequest req, ClientSink sink) {
         this.deps = deps;
@@ -140,6 +146,8 @@ final class Dispatch {
         final ContinuationMethod method;
         final long startNanos = deps.ticker().nanos();
         final String leaseId = UUID.randomUUID().toString();
+        /** The half-open probe slot this attempt serves as, or null on a route that is not half-open. */
+        final ProbeSlot probe;
         /**
          * The last lease write sent for this attempt: each next one (renew, release) is sent only once it has
          * completed, because fire-and-forget writes can overtake each other (separate pooled Redis connections), and
@@ -174,11 +182,12 @@ final class Dispatch {
         boolean visibleStarted;
         long outputChars;
 
-        Attempt(int index, Candidate cand, Kind kind, ContinuationMethod method) {
+        Attempt(int index, Candidate cand, Kind kind, ContinuationMethod method, ProbeSlot probe) {
             this.index = index;
             this.cand = cand;
             this.kind = kind;
             this.method = method;
+            this.probe = probe;
             this.gaps = InterTokenStats.decode(cand.state().blob(LearnedModels.GAP).orElse(null));
         }
 
@@ -291,6 +300,41 @@ final class Dispatch {
         }
     }
 
+    /**
+     * A half-open probe slot this dispatch took ({@code StateStore.tryAcquireProbe}), given back exactly once: by the
+     * health verdict of the attempt it let through ({@code recordSuccess} / {@code recordFailure} free the slot
+     * themselves), or else by a release under its own owner token, so a late release never frees a slot another
+     * instance took after this one expired. Guarded by the enclosing dispatch.
+     */
+    private final class ProbeSlot {
+        final String routeId;
+        final String owner;
+        /** Taken, or still being taken: cleared when the store refuses it or when it is given back. */
+        boolean held = true;
+
+        ProbeSlot(String routeId, String owner) {
+            this.routeId = routeId;
+            this.owner = owner;
+        }
+
+        /** A health verdict on the route was sent: that write frees the slot. */
+        void settledByVerdict() {
+            held = false;
+        }
+
+        /** The probe came to no verdict (hang-up, client error, lost race, ...): free the slot for the next one. */
+        void release() {
+            if (!held) {
+                return;
+            }
+            held = false;
+            probeReleased = probeReleased.onItemOrFailure()
+                    .transformToUni((v, t) -> deps.store().releaseProbe(routeId, owner))
+                    .onFailure().recoverWithNull().memoize().indefinitely();
+            probeReleased.subscribe().with(v -> { }, t -> { });
+        }
+    }
+
     /** Why an attempt failed, and what that means for the route and the request. */
     private record Failure(String errorClass, String detail, int status, FailoverCriterion criterion,
                            boolean routeFault, long retryAfterSeconds) {
@@ -350,20 +394,42 @@ final class Dispatch {
         }
         if (c.halfOpen()) {
             // a half-open route serves only as the fleet's single probe: take the slot first
-            Duration slot = abandonAfter(c).plus(Duration.ofSeconds(5));
-            deps.store().tryAcquireProbe(c.id(), settings.breaker().maxFails(), slot).subscribe().with(
-                    ok -> probeDecided(c, kind, method, ok), t -> probeDecided(c, kind, method, false));
+            Duration ttl = abandonAfter(c).plus(Duration.ofSeconds(5));
+            ProbeSlot slot = new ProbeSlot(c.id(), req.requestId() + "/" + UUID.randomUUID());
+            probeReleased.onItemOrFailure().transformToUni((v, t) -> deps.store().tryAcquireProbe(c.id(),
+                    settings.breaker().maxFails(), ttl, slot.owner)).subscribe().with(
+                    ok -> probeDecided(c, kind, method, slot, ok), t -> probeUnknown(c, kind, method, slot));
             return;
         }
-        doLaunch(c, kind, method);
+        doLaunch(c, kind, method, null);
     }
 
-    private synchronized void probeDecided(Candidate c, Kind kind, ContinuationMethod method, boolean acquired) {
+    /**
+     * The acquisition failed without an answer: the script may still have taken the slot (a reply lost on the way),
+     * so it is released under this owner's token (harmless when it took nothing) and the route is passed over.
+     */
+    private synchronized void probeUnknown(Candidate c, Kind kind, ContinuationMethod method, ProbeSlot slot) {
+        slot.release();
+        probeDecided(c, kind, method, slot, false);
+    }
+
+    private synchronized void probeDecided(Candidate c, Kind kind, ContinuationMethod method, ProbeSlot slot,
+                                           boolean acquired) {
+        if (!acquired) {
+            slot.held = false;
+        }
         if (finished) {
+            // the request ended (client gone, answered elsewhere) while the slot was being taken
+            slot.release();
             return;
         }
         if (acquired) {
-            doLaunch(c, kind, method);
+            try {
+                doLaunch(c, kind, method, slot);
+            } catch (RuntimeException e) {
+                slot.release(); // a bug must not hold the route's recovery for the slot's TTL
+                throw e;
+            }
             return;
         }
         trail.add(new AttemptRecord(trail.size() + 1, c.route().id(), c.route().provider(), kindName(kind), "skipped", 0,
@@ -385,8 +451,8 @@ final class Dispatch {
         return ContinuationMethod.forRoute(c.provider().dialect(), c.route().can("prefill", true));
     }
 
-    private void doLaunch(Candidate c, Kind kind, ContinuationMethod method) {
-        Attempt a = new Attempt(attempts.size() + 1, c, kind, method);
+    private void doLaunch(Candidate c, Kind kind, ContinuationMethod method, ProbeSlot probe) {
+        Attempt a = new Attempt(attempts.size() + 1, c, kind, method, probe);
         attempts.add(a);
         ObjectNode body = req.chat().upstreamBody(c.route().model());
         if (stream) {
@@ -665,8 +731,8 @@ final class Dispatch {
 
     /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
     private void outputLimitExceeded(Attempt a) {
-        endAttempt(a, "failed", "output_limit", true);
         recordHealthFailure(a, Failure.transport("output_limit", "over " + outputLimit() + " chars"));
+        endAttempt(a, "failed", "output_limit", true);
         Integer max = req.chat().maxTokens();
         endWithErrorEvent("output_limit_exceeded", "The upstream kept generating past the output limit of "
                 + outputLimit() + " characters" + (max == null ? "" : " (max_tokens " + max + ")")
@@ -848,8 +914,8 @@ final class Dispatch {
 
     private void midStreamFailure(Attempt a, String cls, String detail) {
         resumeCause = cls;
-        endAttempt(a, "failed", cls, true);
         recordHealthFailure(a, new Failure(cls, detail, a.status, FailoverCriterion.ERROR, true, 0));
+        endAttempt(a, "failed", cls, true);
         resumeOrEnd(a.cand, cls, detail);
     }
 
@@ -931,8 +997,8 @@ final class Dispatch {
         u.put("completion_tokens", billed.completionTokens());
         u.put("total_tokens", billed.totalTokens());
         finished = true;
-        endAttempt(a, "success", null, false);
         recordSuccess(a);
+        endAttempt(a, "success", null, false);
         Map<String, String> headers = responseHeaders(a, "application/json");
         headers.put("x-hedgerow-attempts", Json.write(trailNode()));
         sink.head(200, headers);
@@ -1015,11 +1081,11 @@ final class Dispatch {
             return;
         }
         String cls = "http_" + status;
-        endAttempt(a, "failed", cls, false);
         if (status == 429 || status >= 500) {
             recordHealthFailure(a, new Failure(cls, "resume refused", status, FailoverCriterion.forStatus(status),
                     true, status == 429 ? retryAfter : 0));
         }
+        endAttempt(a, "failed", cls, false);
         resumeOrEnd(a.cand, cls, "resume attempt answered " + status);
     }
 
@@ -1073,14 +1139,12 @@ final class Dispatch {
 
     /** An attempt failed before it streamed content: fail over (or wait for a racing attempt). */
     private void attemptFailed(Attempt a, Failure f) {
+        recordHealthFailure(a, f);
+        endAttempt(a, "failed", f.errorClass(), true);
         if (a.kind == Kind.RESUME) {
-            endAttempt(a, "failed", f.errorClass(), true);
-            recordHealthFailure(a, f);
             resumeOrEnd(a.cand, f.errorClass(), f.detail());
             return;
         }
-        endAttempt(a, "failed", f.errorClass(), true);
-        recordHealthFailure(a, f);
         if (f.status() == 429 || f.status() == 503 || f.status() == 529) {
             sawCapacityError = true;
         }
@@ -1213,8 +1277,8 @@ final class Dispatch {
             }
         }
         finished = true;
-        endAttempt(a, "success", null, false);
         recordSuccess(a);
+        endAttempt(a, "success", null, false);
         UsageSample billed = usageOf(a, null);
         if (req.chat().includeUsage()) {
             ObjectNode chunk = baseChunk(a);
@@ -1276,11 +1340,20 @@ final class Dispatch {
 
     // ---- bookkeeping -----------------------------------------------------------------------------------------
 
+    /**
+     * Ends an attempt once: timers, the upstream exchange, the lease, the learned gaps, the trail. A half-open probe
+     * slot the attempt still holds is released here; a path that reports the route's health calls
+     * {@link #recordHealthFailure} or {@link #recordSuccess} first, since those writes free the slot themselves (a
+     * release sent before the verdict would let another request probe the route in between).
+     */
     private void endAttempt(Attempt a, String outcome, String error, boolean cancelExchange) {
         if (!a.live) {
             return;
         }
         a.live = false;
+        if (a.probe != null) {
+            a.probe.release();
+        }
         a.windowTimer.cancel();
         a.abandonTimer.cancel();
         a.ioTimer.cancel();
@@ -1306,6 +1379,9 @@ final class Dispatch {
             return;
         }
         GroupSettings.Breaker b = settings.breaker();
+        if (a.probe != null) {
+            a.probe.settledByVerdict();
+        }
         deps.store().recordFailure(a.cand.id(), b.maxFails(), b.failTimeout()).subscribe().with(v -> { }, t -> { });
         if (f.retryAfterSeconds() > 0) {
             deps.store().holdRetryAfter(a.cand.id(), Duration.ofSeconds(f.retryAfterSeconds()))
@@ -1319,6 +1395,9 @@ final class Dispatch {
         if (a.cand.halfOpen() || a.cand.state().fails() > 0
                 || elapsedMs(startNanos) >= settings.breaker().failTimeout().toMillis()) {
             GroupSettings.Breaker b = settings.breaker();
+            if (a.probe != null) {
+                a.probe.settledByVerdict();
+            }
             deps.store().recordSuccess(a.cand.id(), b.maxFails(), b.failTimeout()).subscribe().with(v -> { },
                     t -> { });
         }

@@ -27,6 +27,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 
@@ -36,8 +37,9 @@ import java.util.function.ToIntFunction;
  *   <li>a standard-size streamed probe per route, straight to the provider, whose first-token time and decode
  *       speed feed the same learned models (and so the same SLO status) as live traffic;</li>
  *   <li>for a route out of cooldown but still at its failure limit, the fleet's single half-open probe
- *       ({@link StateStore#tryAcquireProbe}), whose outcome closes or re-opens the breaker; routes cooling down are
- *       left alone;</li>
+ *       ({@link StateStore#tryAcquireProbe}), whose outcome closes or re-opens the breaker (a probe that ends with
+ *       no outcome, by an exception or a cancelled round, gives the slot back); routes cooling down are left
+ *       alone;</li>
  *   <li>a known-answer check ({@code "Reply with exactly: <nonce>"}) and the model the response claims, written as
  *       the route's {@code verification} blob ({@code pass} / {@code fail:<why>}); the router excludes a failing
  *       route until a later round passes it;</li>
@@ -130,34 +132,71 @@ public final class Prober {
             return Uni.createFrom().item(result(t, "skipped", "cooling down", null, null));
         }
         boolean halfOpen = s.fails() >= breaker.maxFails();
-        Uni<Boolean> slot = halfOpen
-                ? deps.store().tryAcquireProbe(t.key(), breaker.maxFails(), config.probeTimeout().plusSeconds(5))
-                : Uni.createFrom().item(true);
-        return slot.flatMap(acquired -> {
-            if (!acquired) {
-                return Uni.createFrom().item(result(t, "skipped", "half-open probe taken elsewhere", null, null));
-            }
-            String action = halfOpen ? "half_open_probe" : "probe";
-            ObjectNode body = speedProbe(t.route);
-            int promptTokens = deps.countPrompt().applyAsInt(body);
-            return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
-                    config.probeTimeout()).flatMap(outcome -> {
-                if (outcome instanceof ProbeOutcome.Failed f) {
-                    return deps.store().recordFailure(t.key(), breaker.maxFails(), breaker.failTimeout())
-                            .onFailure().recoverWithNull()
-                            .replaceWith(result(t, action, "failed: " + f.reason(), null, null));
-                }
-                ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
-                learn(s, promptTokens, a);
-                Uni<?> breakerWrite = halfOpen || s.fails() > 0
-                        ? deps.store().recordSuccess(t.key(), breaker.maxFails(), breaker.failTimeout())
+        if (!halfOpen) {
+            return probe(t, s, breaker, false, () -> { });
+        }
+        String owner = deps.instanceId() + "/" + HexFormat.of().toHexDigits(random.nextLong());
+        AtomicBoolean held = new AtomicBoolean(true);
+        return deps.store().tryAcquireProbe(t.key(), breaker.maxFails(), config.probeTimeout().plusSeconds(5), owner)
+                .onFailure().call(() -> releaseProbe(t, owner, held)) // the reply may be lost, not the slot
+                .flatMap(acquired -> {
+                    if (!acquired) {
+                        return Uni.createFrom().item(result(t, "skipped", "half-open probe taken elsewhere", null,
+                                null));
+                    }
+                    // the verdict (recordSuccess / recordFailure) frees the slot; any other end gives it back
+                    return probe(t, s, breaker, true, () -> held.set(false))
+                            .onTermination().call(() -> releaseProbe(t, owner, held));
+                });
+    }
+
+    /**
+     * The speed probe and the breaker write of its outcome; {@code verdictSent} runs just before that write, which
+     * also frees a half-open probe slot. Deferred, so that anything thrown while preparing it fails this Uni (and is
+     * reported for this route) instead of escaping to the round.
+     */
+    private Uni<RoundReport.RouteResult> probe(Target t, RouteSnapshot s, GroupSettings.Breaker breaker,
+                                               boolean halfOpen, Runnable verdictSent) {
+        return Uni.createFrom().deferred(() -> probeNow(t, s, breaker, halfOpen, verdictSent));
+    }
+
+    private Uni<RoundReport.RouteResult> probeNow(Target t, RouteSnapshot s, GroupSettings.Breaker breaker,
+                                                  boolean halfOpen, Runnable verdictSent) {
+        String action = halfOpen ? "half_open_probe" : "probe";
+        ObjectNode body = speedProbe(t.route);
+        int promptTokens = deps.countPrompt().applyAsInt(body);
+        return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
+                config.probeTimeout()).flatMap(outcome -> {
+            if (outcome instanceof ProbeOutcome.Failed f) {
+                verdictSent.run();
+                return deps.store().recordFailure(t.key(), breaker.maxFails(), breaker.failTimeout())
                         .onFailure().recoverWithNull()
-                        : Uni.createFrom().voidItem();
-                Double tps = a.tokens() > 1 && a.decodeMs() > 0 ? (a.tokens() - 1) * 1000.0 / a.decodeMs() : null;
-                return breakerWrite.flatMap(x -> verify(t)).map(verdict ->
-                        result(t, action, "ok", a.ttftMs(), tps, verdict));
-            });
+                        .replaceWith(result(t, action, "failed: " + f.reason(), null, null));
+            }
+            ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
+            learn(s, promptTokens, a);
+            Uni<?> breakerWrite = Uni.createFrom().voidItem();
+            if (halfOpen || s.fails() > 0) {
+                verdictSent.run();
+                breakerWrite = deps.store().recordSuccess(t.key(), breaker.maxFails(), breaker.failTimeout())
+                        .onFailure().recoverWithNull();
+            }
+            Double tps = a.tokens() > 1 && a.decodeMs() > 0 ? (a.tokens() - 1) * 1000.0 / a.decodeMs() : null;
+            return breakerWrite.flatMap(x -> verify(t)).map(verdict ->
+                    result(t, action, "ok", a.ttftMs(), tps, verdict));
         });
+    }
+
+    /**
+     * Gives back a half-open probe slot once, unless a verdict freed it: a probe that failed with an exception or was
+     * cancelled must not hold the route's recovery for the slot's TTL. Compare-and-delete under {@code owner}, so it
+     * never frees a slot taken by another instance; never fails.
+     */
+    private Uni<Void> releaseProbe(Target t, String owner, AtomicBoolean held) {
+        if (!held.compareAndSet(true, false)) {
+            return Uni.createFrom().voidItem();
+        }
+        return deps.store().releaseProbe(t.key(), owner).onFailure().recoverWithNull();
     }
 
     private void learn(RouteSnapshot s, int promptTokens, ProbeOutcome.Answered a) {

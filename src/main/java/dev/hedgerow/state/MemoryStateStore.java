@@ -188,7 +188,8 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl) {
+    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
+        Objects.requireNonNull(owner, "owner");
         return locked(() -> {
             if (exists(StateKeys.cool(routeId))) {
                 return false;
@@ -197,8 +198,18 @@ public final class MemoryStateStore implements StateStore {
             if (fails == null || fails < maxFails || exists(StateKeys.probe(routeId))) {
                 return false;
             }
-            put(StateKeys.probe(routeId), "1", expiryIn(ttlMillis(ttl)));
+            put(StateKeys.probe(routeId), owner, expiryIn(ttlMillis(ttl)));
             return true;
+        });
+    }
+
+    @Override
+    public Uni<Void> releaseProbe(String routeId, String owner) {
+        return lockedVoid(() -> {
+            String key = StateKeys.probe(routeId);
+            if (owner.equals(get(key))) {
+                delete(key);
+            }
         });
     }
 

@@ -62,11 +62,14 @@ final class RedisScripts {
             return {tonumber(redis.call('GET', KEYS[1]) or '0'), redis.call('PTTL', KEYS[4])}
             """);
 
-    /** Half-open probe slot. KEYS: cool, fails, probe. ARGV: maxFails, ttlMs. Returns 1 for the one winner. */
+    /**
+     * Half-open probe slot, holding its owner's token. KEYS: cool, fails, probe. ARGV: maxFails, ttlMs, owner.
+     * Returns 1 for the one winner.
+     */
     static final LuaScript TRY_PROBE = LuaScript.of("tryAcquireProbe", """
             if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
             if tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(ARGV[1]) then return 0 end
-            if redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[2]) then return 1 end
+            if redis.call('SET', KEYS[3], ARGV[3], 'NX', 'PX', ARGV[2]) then return 1 end
             return 0
             """);
 
@@ -266,8 +269,11 @@ final class RedisScripts {
             return 1
             """);
 
-    /** Releases a lock only for its owner. KEYS: lock. ARGV: owner. */
-    static final LuaScript UNLOCK = LuaScript.of("unlock", """
+    /**
+     * Deletes a key only while it holds the owner's token (a lock, a probe slot): never frees one that expired
+     * and was taken by someone else. KEYS: the key. ARGV: owner.
+     */
+    static final LuaScript DELETE_IF_OWNER = LuaScript.of("deleteIfOwner", """
             if redis.call('GET', KEYS[1]) == ARGV[1] then
               return redis.call('DEL', KEYS[1])
             end

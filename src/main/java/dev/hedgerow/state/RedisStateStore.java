@@ -206,11 +206,18 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl) {
+    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
+        Objects.requireNonNull(owner, "owner");
         return eval(RedisScripts.TRY_PROBE,
                 List.of(StateKeys.cool(routeId), StateKeys.fails(routeId), StateKeys.probe(routeId)),
-                Integer.toString(maxFails), Long.toString(MemoryStateStore.ttlMillis(ttl)))
+                Integer.toString(maxFails), Long.toString(MemoryStateStore.ttlMillis(ttl)), owner)
                 .map(r -> r.toLong() == 1);
+    }
+
+    @Override
+    public Uni<Void> releaseProbe(String routeId, String owner) {
+        // compare-and-delete of one key (the route's hash tag): never frees a slot taken by another owner
+        return eval(RedisScripts.DELETE_IF_OWNER, List.of(StateKeys.probe(routeId)), owner).replaceWithVoid();
     }
 
     @Override
@@ -442,7 +449,7 @@ public final class RedisStateStore implements StateStore {
 
     @Override
     public Uni<Void> unlock(String name, String owner) {
-        return eval(RedisScripts.UNLOCK, List.of(StateKeys.lock(name)), owner).replaceWithVoid();
+        return eval(RedisScripts.DELETE_IF_OWNER, List.of(StateKeys.lock(name)), owner).replaceWithVoid();
     }
 
     @Override

@@ -198,9 +198,20 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl) {
-        return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl),
-                () -> local.tryAcquireProbe(routeId, maxFails, ttl));
+    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
+        return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl, owner),
+                () -> local.tryAcquireProbe(routeId, maxFails, ttl, owner));
+    }
+
+    /**
+     * Releases on the shared store (or, when it fails, the local one) and then on the local store as well: the slot
+     * may have been taken locally during an outage that has ended since, and an owner's release is harmless where
+     * it holds nothing.
+     */
+    @Override
+    public Uni<Void> releaseProbe(String routeId, String owner) {
+        return call(() -> shared.releaseProbe(routeId, owner), () -> local.releaseProbe(routeId, owner))
+                .chain(() -> local.releaseProbe(routeId, owner));
     }
 
     @Override

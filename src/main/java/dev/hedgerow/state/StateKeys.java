@@ -9,7 +9,7 @@ package dev.hedgerow.state;
  * hr:{r:&lt;routeId&gt;}:cool               cooldown marker            TTL failTimeout
  * hr:{r:&lt;routeId&gt;}:fails              total failures (Kong)      TTL failTimeout + idle expiry
  * hr:{r:&lt;routeId&gt;}:lastfail           last-failure marker        TTL failTimeout
- * hr:{r:&lt;routeId&gt;}:probe              half-open probe slot       TTL probe ttl
+ * hr:{r:&lt;routeId&gt;}:probe              half-open probe: owner     TTL probe ttl
  * hr:{r:&lt;routeId&gt;}:ra                 Retry-After hold           TTL the hold
  * hr:{r:&lt;routeId&gt;}:leases             zset leaseId -&gt; expiry ms  TTL the longest lease
  * hr:{r:&lt;routeId&gt;}:usage:&lt;bucket&gt;     hash p, c, cost            TTL window + bucket

@@ -57,11 +57,22 @@ public interface StateStore {
     Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout);
 
     /**
-     * Takes the route's single half-open probe slot: succeeds for exactly one caller fleet-wide while the route is
-     * out of cooldown but still at {@code maxFails}. The slot expires after {@code ttl} so a dead instance cannot
-     * hold it.
+     * Takes the route's single half-open probe slot for {@code owner}: succeeds for exactly one caller fleet-wide
+     * while the route is out of cooldown but still at {@code maxFails}. The slot expires after {@code ttl} so a dead
+     * instance cannot hold it. {@code owner} must be unique per acquisition (a random id): it is what
+     * {@link #releaseProbe} checks.
      */
-    Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl);
+    Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner);
+
+    /**
+     * Gives back a probe slot taken by {@code owner} whose probe came to no verdict (the client hung up, the route's
+     * answer was a client error, the attempt lost a race, a bug), so the next request may probe the route at once
+     * instead of after the slot's TTL. Compare-and-delete: a slot that is free, or held by another owner (taken
+     * after {@code owner}'s expired), is left alone, so releasing is always harmless. A probe that did come to a
+     * verdict reports it with {@link #recordSuccess} or {@link #recordFailure} instead, which free the slot
+     * themselves.
+     */
+    Uni<Void> releaseProbe(String routeId, String owner);
 
     /** Holds the route out of rotation for {@code wait} (an upstream 429's Retry-After). */
     Uni<Void> holdRetryAfter(String routeId, Duration wait);

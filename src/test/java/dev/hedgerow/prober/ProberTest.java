@@ -21,6 +21,7 @@ import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.FakeTicker;
 import dev.hedgerow.time.Ticker;
+import io.smallrye.mutiny.subscription.Cancellable;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
 import org.junit.jupiter.api.AfterEach;
@@ -39,9 +40,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Probe rounds against real simulators through the production core: learning, half-open recovery, verification,
- * timeouts, the fleet-wide round lock and metrics scrapes. The state store runs on a fake ticker so cooldowns and
- * TTLs end when the test says so.
+ * Probe rounds against real simulators through the production core: learning, half-open recovery (and the probe slot
+ * given back when a half-open probe ends with no outcome), verification, timeouts, the fleet-wide round lock and
+ * metrics scrapes. The state store runs on a fake ticker so cooldowns and TTLs end when the test says so.
  */
 class ProberTest {
     static final String YAML = """
@@ -227,6 +228,64 @@ class ProberTest {
         assertEquals("failed: http 503", result(r, "chat-alpha").outcome());
         assertTrue(snapshot("chat-alpha").coolingDown());
         assertFalse(snapshot("chat-alpha").probeTaken(), "the probe slot is released");
+    }
+
+    @Test
+    void aHalfOpenProbeCutShortByACancelledRoundGivesTheSlotBack() {
+        gw.core().store().recordFailure("acme/chat-alpha", 1, Duration.ofSeconds(30)).await().indefinitely();
+        ticker.advance(Duration.ofSeconds(31));
+        sims.get("alpha").resetStats();
+        sims.get("alpha").script("alpha-model", ModelScript.defaults().withLength(24)
+                .withLatency(ModelScript.Latency.of(60_000, 400)));
+        Cancellable round = prober(ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(60))).runRound()
+                .subscribe().with(r -> { }, t -> { });
+        poll(() -> sims.get("alpha").stats("alpha-model").received() == 1, "the half-open probe is upstream");
+        assertTrue(snapshot("chat-alpha").probeTaken(), "precondition: the probe holds the slot");
+
+        round.cancel();
+
+        poll(() -> !snapshot("chat-alpha").probeTaken(), "the slot is given back");
+        RouteSnapshot s = snapshot("chat-alpha");
+        assertEquals(1, s.fails(), "no outcome, no verdict: still half-open");
+        assertFalse(s.coolingDown());
+        assertTrue(gw.core().store().tryAcquireProbe("acme/chat-alpha", 1, Duration.ofSeconds(30), "next")
+                .await().indefinitely(), "the next probe may go at once");
+    }
+
+    @Test
+    void aHalfOpenProbeThatThrowsGivesTheSlotBack() {
+        gw.core().store().recordFailure("acme/chat-alpha", 1, Duration.ofSeconds(30)).await().indefinitely();
+        ticker.advance(Duration.ofSeconds(31));
+        Hedgerow core = gw.core();
+        // a bug between taking the slot and sending the probe (here: in counting the probe's prompt)
+        Prober buggy = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
+                core.samples(), core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), body -> {
+                    throw new IllegalStateException("tokenizer bug");
+                }, "test"), ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5)));
+
+        RoundReport r = buggy.runRound().await().atMost(Duration.ofSeconds(30));
+
+        assertTrue(result(r, "chat-alpha").outcome().contains("tokenizer bug"), result(r, "chat-alpha").outcome());
+        RouteSnapshot s = snapshot("chat-alpha");
+        assertFalse(s.probeTaken(), "the slot is given back");
+        assertEquals(1, s.fails(), "no outcome, no verdict: still half-open");
+        assertFalse(s.coolingDown());
+    }
+
+    /** Polls a condition another thread makes true, up to 10 s. */
+    static void poll(java.util.function.BooleanSupplier cond, String what) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("never happened: " + what);
+            }
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
     }
 
     @Test

@@ -8,6 +8,7 @@ import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.RedisServer;
 import dev.hedgerow.testsupport.Resp;
 import dev.hedgerow.testsupport.Sse;
+import dev.hedgerow.time.FakeTicker;
 import dev.hedgerow.time.Ticker;
 import io.vertx.core.Vertx;
 import io.vertx.redis.client.RedisClientType;
@@ -199,6 +200,33 @@ class RedisOutageTest {
         storeA.putOrgBlob("acme", "rejoin-probe", "from-a", Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5));
         assertEquals(Optional.of("from-a"),
                 storeB.getOrgBlob("acme", "rejoin-probe").await().atMost(Duration.ofSeconds(5)));
+    }
+
+    @Test
+    void aProbeSlotTakenLocallyDuringTheOutageIsReleasedThereAfterRedisReturns() {
+        FakeTicker time = new FakeTicker();
+        MemoryStateStore local = new MemoryStateStore(time);
+        io.vertx.mutiny.redis.client.Redis client = io.vertx.mutiny.redis.client.Redis.createClient(
+                io.vertx.mutiny.core.Vertx.newInstance(vertx), new RedisOptions().addConnectionString(redis.url())
+                        .setMaxPoolSize(2).setMaxPoolWaiting(16));
+        clients.add(client);
+        ResilientStateStore store = new ResilientStateStore(new RedisStateStore(client, RedisClientType.STANDALONE),
+                local, SETTINGS);
+        String route = "acme/outage-probe";
+        local.recordFailure(route, 1, Duration.ofSeconds(30)).await().atMost(Duration.ofSeconds(5));
+        time.advance(Duration.ofSeconds(30)); // the local cooldown is over: half-open there
+        redis.stop();
+        assertTrue(store.tryAcquireProbe(route, 1, Duration.ofSeconds(30), "owner-a").await()
+                .atMost(Duration.ofSeconds(5)), "taken on the local store while Redis is down");
+        redis.restart();
+        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+        while (store.degraded() || !store.ping().await().atMost(Duration.ofSeconds(5))) {
+            assertTrue(System.nanoTime() < deadline, "timed out waiting for shared state");
+        }
+        store.releaseProbe(route, "owner-a").await().atMost(Duration.ofSeconds(5));
+        assertFalse(store.degraded(), "precondition: the release went to Redis first");
+        assertFalse(local.snapshot(List.of(route), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5))
+                .get(route).probeTaken(), "no local slot left to hold a later outage's probe");
     }
 
     @Test

@@ -137,11 +137,11 @@ abstract class StateStoreContract {
     @Test
     void probeIsRefusedWhileClosedOrCoolingDown() {
         String r = id("route");
-        assertFalse(await(store().tryAcquireProbe(r, 2, LONG)), "closed: no failures");
+        assertFalse(await(store().tryAcquireProbe(r, 2, LONG, "a")), "closed: no failures");
         fail(r, 2, LONG);
-        assertFalse(await(store().tryAcquireProbe(r, 2, LONG)), "closed: below maxFails");
+        assertFalse(await(store().tryAcquireProbe(r, 2, LONG, "a")), "closed: below maxFails");
         fail(r, 2, LONG);
-        assertFalse(await(store().tryAcquireProbe(r, 2, LONG)), "open: cooling down");
+        assertFalse(await(store().tryAcquireProbe(r, 2, LONG, "a")), "open: cooling down");
     }
 
     @Test
@@ -153,9 +153,10 @@ abstract class StateStoreContract {
             CountDownLatch go = new CountDownLatch(1);
             List<Future<Boolean>> results = new ArrayList<>();
             for (int i = 0; i < callers; i++) {
+                String owner = "caller-" + i;
                 results.add(pool.submit(() -> {
                     go.await();
-                    return await(store().tryAcquireProbe(r, 2, LONG));
+                    return await(store().tryAcquireProbe(r, 2, LONG, owner));
                 }));
             }
             go.countDown();
@@ -173,17 +174,17 @@ abstract class StateStoreContract {
     @Test
     void probeSlotExpiresAfterItsTtl() {
         String r = halfOpenRoute(1);
-        assertTrue(await(store().tryAcquireProbe(r, 1, SHORT)));
-        assertFalse(await(store().tryAcquireProbe(r, 1, SHORT)));
+        assertTrue(await(store().tryAcquireProbe(r, 1, SHORT, "a")));
+        assertFalse(await(store().tryAcquireProbe(r, 1, SHORT, "b")));
         advance(PAST_SHORT);
         assertFalse(snap(r).probeTaken());
-        assertTrue(await(store().tryAcquireProbe(r, 1, SHORT)));
+        assertTrue(await(store().tryAcquireProbe(r, 1, SHORT, "b")));
     }
 
     @Test
     void failedProbeReleasesSlotAndRestartsCooldown() {
         String r = halfOpenRoute(2);
-        assertTrue(await(store().tryAcquireProbe(r, 2, LONG)));
+        assertTrue(await(store().tryAcquireProbe(r, 2, LONG, "a")));
         BreakerState after = fail(r, 2, LONG);
         assertTrue(after.coolingDown());
         assertEquals(3, after.fails());
@@ -195,12 +196,63 @@ abstract class StateStoreContract {
     @Test
     void successfulProbeReleasesSlotAndClosesBreaker() {
         String r = halfOpenRoute(2);
-        assertTrue(await(store().tryAcquireProbe(r, 2, LONG)));
+        assertTrue(await(store().tryAcquireProbe(r, 2, LONG, "a")));
         BreakerState after = succeed(r, 2, SHORT);
         assertEquals(0, after.fails());
         assertFalse(after.coolingDown());
         assertFalse(snap(r).probeTaken());
-        assertFalse(await(store().tryAcquireProbe(r, 2, LONG)), "closed again: no probe needed");
+        assertFalse(await(store().tryAcquireProbe(r, 2, LONG, "b")), "closed again: no probe needed");
+    }
+
+    @Test
+    void aReleasedProbeSlotCanBeTakenAgainAtOnce() {
+        String r = halfOpenRoute(2);
+        assertTrue(await(store().tryAcquireProbe(r, 2, LONG, "a")));
+        assertFalse(await(store().tryAcquireProbe(r, 2, LONG, "b")), "precondition: the slot is held");
+        await(store().releaseProbe(r, "a"));
+        RouteSnapshot s = snap(r);
+        assertFalse(s.probeTaken());
+        assertEquals(2, s.fails(), "a release is no verdict: the breaker stays half-open");
+        assertFalse(s.coolingDown());
+        assertTrue(await(store().tryAcquireProbe(r, 2, LONG, "b")));
+        assertTrue(snap(r).probeTaken());
+    }
+
+    @Test
+    void releasingAProbeSlotThatIsNotHeldIsHarmless() {
+        String closed = id("route");
+        await(store().releaseProbe(closed, "a"));
+        assertFalse(snap(closed).probeTaken());
+        String r = halfOpenRoute(1);
+        await(store().releaseProbe(r, "a"));
+        await(store().releaseProbe(r, "a"));
+        assertTrue(await(store().tryAcquireProbe(r, 1, LONG, "a")));
+        await(store().releaseProbe(r, "a"));
+        await(store().releaseProbe(r, "a")); // twice: the second finds nothing
+        assertFalse(snap(r).probeTaken());
+        assertEquals(1, snap(r).fails());
+    }
+
+    @Test
+    void onlyTheOwnerReleasesAProbeSlot() {
+        String r = halfOpenRoute(1);
+        assertTrue(await(store().tryAcquireProbe(r, 1, LONG, "a")));
+        await(store().releaseProbe(r, "b"));
+        assertTrue(snap(r).probeTaken());
+        assertFalse(await(store().tryAcquireProbe(r, 1, LONG, "b")));
+    }
+
+    @Test
+    void aLateReleaseDoesNotFreeASlotTakenAfterOursExpired() {
+        String r = halfOpenRoute(1);
+        assertTrue(await(store().tryAcquireProbe(r, 1, SHORT, "a")));
+        advance(PAST_SHORT);
+        assertTrue(await(store().tryAcquireProbe(r, 1, LONG, "b")), "a's slot expired: b probes");
+        await(store().releaseProbe(r, "a"));
+        assertTrue(snap(r).probeTaken(), "b's probe is still in flight");
+        assertFalse(await(store().tryAcquireProbe(r, 1, LONG, "c")));
+        await(store().releaseProbe(r, "b"));
+        assertTrue(await(store().tryAcquireProbe(r, 1, LONG, "c")));
     }
 
     @Test

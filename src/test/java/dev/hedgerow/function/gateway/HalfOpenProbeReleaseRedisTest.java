@@ -1,0 +1,88 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.StateKeys;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.RedisStores;
+import dev.hedgerow.testsupport.Resp;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Map;
+
+import static dev.hedgerow.function.gateway.GroupKit.key;
+
+/**
+ * {@link HalfOpenProbeRelease} on two gateway instances over one private Redis: the probe goes through one, the
+ * next request through the other, so the release is seen fleet-wide. The route's fail_timeout is passed by deleting
+ * its cooldown and last-failure keys, exactly what their TTLs would do 30 s later; the probe slot's own TTL (about
+ * 35 s) is left to Redis, so only a release frees it within the test.
+ */
+class HalfOpenProbeReleaseRedisTest extends HalfOpenProbeRelease {
+    static RedisServer redis;
+    static Vertx vertx;
+    static Map<String, SimServer> sims;
+    static StateStore store1;
+    static StateStore store2;
+    static GatewayHarness gw1;
+    static GatewayHarness gw2;
+
+    @BeforeAll
+    static void start() {
+        redis = RedisServer.start();
+        vertx = Vertx.vertx();
+        sims = GatewayHarness.startSims(vertx, GroupKit.sims(QUICK, "kimi-k2"));
+        // each instance has its own Redis client, as separate processes would
+        store1 = RedisStores.standalone(vertx, redis.url());
+        store2 = RedisStores.standalone(vertx, redis.url());
+        gw1 = GatewayHarness.start(vertx, YAML, sims, store1);
+        gw2 = GatewayHarness.start(vertx, YAML, sims, store2);
+        warmUp(gw1);
+        warmUp(gw2);
+    }
+
+    @AfterAll
+    static void stop() {
+        gw1.close();
+        gw2.close();
+        sims.values().forEach(SimServer::close);
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+        redis.close();
+    }
+
+    @BeforeEach
+    void reset() {
+        GroupKit.reset(gw1);
+        gw1.sim("digitalocean").script("kimi-k2", QUICK);
+    }
+
+    @Override
+    GatewayHarness gw() {
+        return gw1;
+    }
+
+    @Override
+    GatewayHarness next() {
+        return gw2;
+    }
+
+    @Override
+    StateStore store() {
+        return store1;
+    }
+
+    @Override
+    void passFailTimeout(String routeId) {
+        try {
+            Resp.command(redis.port(), "DEL", StateKeys.cool(key(routeId)), StateKeys.lastFail(key(routeId)));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}
