@@ -38,6 +38,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 
 /**
  * Probe rounds against real simulators through the production core: learning, half-open recovery (and the probe slot
@@ -239,12 +240,12 @@ class ProberTest {
                 .withLatency(ModelScript.Latency.of(60_000, 400)));
         Cancellable round = prober(ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(60))).runRound()
                 .subscribe().with(r -> { }, t -> { });
-        poll(() -> sims.get("alpha").stats("alpha-model").received() == 1, "the half-open probe is upstream");
+        eventually(() -> sims.get("alpha").stats("alpha-model").received() == 1, "the half-open probe is upstream");
         assertTrue(snapshot("chat-alpha").probeTaken(), "precondition: the probe holds the slot");
 
         round.cancel();
 
-        poll(() -> !snapshot("chat-alpha").probeTaken(), "the slot is given back");
+        eventually(() -> !snapshot("chat-alpha").probeTaken(), "the slot is given back");
         RouteSnapshot s = snapshot("chat-alpha");
         assertEquals(1, s.fails(), "no outcome, no verdict: still half-open");
         assertFalse(s.coolingDown());
@@ -270,22 +271,6 @@ class ProberTest {
         assertFalse(s.probeTaken(), "the slot is given back");
         assertEquals(1, s.fails(), "no outcome, no verdict: still half-open");
         assertFalse(s.coolingDown());
-    }
-
-    /** Polls a condition another thread makes true, up to 10 s. */
-    static void poll(java.util.function.BooleanSupplier cond, String what) {
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (!cond.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("never happened: " + what);
-            }
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
     }
 
     @Test

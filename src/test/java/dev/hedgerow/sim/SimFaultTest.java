@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.vertx.core.Vertx;
@@ -66,21 +67,6 @@ class SimFaultTest {
 
     private String expected(int tokens) {
         return SimText.expected(SEED, PROMPT, tokens);
-    }
-
-    /** Polls until the condition holds: counters move on the event loop just after the client sees the end. */
-    private static void eventually(java.util.function.BooleanSupplier cond, String what) {
-        long deadline = System.nanoTime() + 3_000_000_000L;
-        while (!cond.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        }
     }
 
     @Test

@@ -15,6 +15,7 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 
 /** The hostile-upstream faults: HTML with 200, a giant SSE line, an endless stream, a slow drip. */
 class SimHostileFaultTest {
@@ -44,17 +45,6 @@ class SimHostileFaultTest {
     void stop() {
         sim.close();
     }
-
-    private static void eventually(java.util.function.BooleanSupplier cond, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + 3_000_000_000L;
-        while (!cond.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
-
     @Test
     void html200IsAnHtmlPageWithStatus200OnAStream() {
         sim.enqueue("m", new Fault.Html200(0));

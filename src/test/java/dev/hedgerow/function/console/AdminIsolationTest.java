@@ -39,6 +39,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 
 /**
  * The admin API keeps organizations apart, on the real application over a real Redis: an admin key of {@code acme}
@@ -398,20 +399,5 @@ class AdminIsolationTest {
                 assertFalse(line.contains(secret), "'" + secret + "' logged: " + line);
             }
         }
-    }
-
-    static void eventually(java.util.function.BooleanSupplier check, String what) {
-        for (int i = 0; i < 100; i++) {
-            if (check.getAsBoolean()) {
-                return;
-            }
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
-            }
-        }
-        fail("never: " + what);
     }
 }

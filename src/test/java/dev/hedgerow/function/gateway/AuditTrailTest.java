@@ -18,6 +18,7 @@ import static dev.hedgerow.function.gateway.GroupKit.chat;
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 
 /**
  * Nothing fails silently: every attempt is in the trail (header, final chunk, request log in the audit stream),
@@ -71,7 +72,7 @@ class AuditTrailTest {
         assertEquals("success", t.get(1).path("outcome").asText());
         String requestId = r.header("x-hedgerow-request-id");
         // the request log is written once the response has ended
-        GroupKit.eventually(() -> GroupKit.audit(store, "request").stream()
+        eventually(() -> GroupKit.audit(store, "request").stream()
                 .anyMatch(e -> requestId.equals(e.get("request_id"))), "the request log event");
         Map<String, String> logged = GroupKit.audit(store, "request").stream()
                 .filter(e -> requestId.equals(e.get("request_id"))).findFirst().orElseThrow();

@@ -22,7 +22,7 @@ import java.util.Map;
 import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
 import static dev.hedgerow.function.gateway.GroupKit.SEED;
 import static dev.hedgerow.function.gateway.GroupKit.chat;
-import static dev.hedgerow.function.gateway.GroupKit.eventually;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static dev.hedgerow.function.gateway.GroupKit.health;
 import static dev.hedgerow.function.gateway.GroupKit.received;
 import static dev.hedgerow.function.gateway.GroupKit.route;

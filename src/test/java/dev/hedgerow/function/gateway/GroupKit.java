@@ -19,9 +19,9 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.BooleanSupplier;
 
 import static io.restassured.RestAssured.given;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 
 /**
  * Shared pieces of the alias-group end-to-end tests: the four providers of the Trifrost demo, each a simulator
@@ -163,19 +163,4 @@ final class GroupKit {
         return audit(store, "blocked").stream().filter(e -> reason.equals(e.get("reason"))).count();
     }
 
-    /** Polls a condition that another thread or instance makes true (fire-and-forget writes), up to 10 s. */
-    static void eventually(BooleanSupplier cond, String what) {
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (!cond.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("never happened: " + what);
-            }
-            try {
-                Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError(e);
-            }
-        }
-    }
 }

@@ -19,7 +19,7 @@ import java.util.List;
 
 import static dev.hedgerow.function.gateway.GroupKit.await;
 import static dev.hedgerow.function.gateway.GroupKit.chat;
-import static dev.hedgerow.function.gateway.GroupKit.eventually;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static dev.hedgerow.function.gateway.GroupKit.health;
 import static dev.hedgerow.function.gateway.GroupKit.key;
 import static dev.hedgerow.function.gateway.GroupKit.received;

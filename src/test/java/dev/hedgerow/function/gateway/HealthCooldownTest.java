@@ -28,7 +28,7 @@ import java.util.concurrent.TimeUnit;
 import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
 import static dev.hedgerow.function.gateway.GroupKit.await;
 import static dev.hedgerow.function.gateway.GroupKit.chat;
-import static dev.hedgerow.function.gateway.GroupKit.eventually;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static dev.hedgerow.function.gateway.GroupKit.health;
 import static dev.hedgerow.function.gateway.GroupKit.key;
 import static dev.hedgerow.function.gateway.GroupKit.received;

@@ -22,13 +22,13 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.function.BooleanSupplier;
 
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 
 /**
  * Predictive hedging over real HTTP against simulators: the slow route's first-token window passes, the next
@@ -114,17 +114,6 @@ class HedgingTest {
         return "{\"model\":\"" + alias + "\",\"stream\":" + stream + extra
                 + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}";
     }
-
-    static void eventually(BooleanSupplier cond, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while (!cond.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("never happened: " + what);
-            }
-            Thread.sleep(10);
-        }
-    }
-
     static JsonNode attempt(JsonNode trail, String route) {
         for (JsonNode a : trail) {
             if (a.path("route").asText().equals(route)) {
