@@ -143,7 +143,7 @@ public final class AdminService {
             if (s != null) {
                 groups.put(alias, o.group(alias).withStrategy(s));
             }
-            return new Org(o.id(), o.keys(), o.adminKeys(), o.providers(), routes, groups, o.routing());
+            return o.withRoutesAndGroups(routes, groups);
         });
     }
 
@@ -231,7 +231,7 @@ public final class AdminService {
     private static Org retag(Org o, String alias, java.util.function.Function<Route, List<String>> tags) {
         List<Route> routes = o.routes().stream()
                 .map(r -> r.alias().equals(alias) ? with(r, r.weight(), r.priority(), tags.apply(r)) : r).toList();
-        return new Org(o.id(), o.keys(), o.adminKeys(), o.providers(), routes, o.groups(), o.routing());
+        return o.withRoutesAndGroups(routes, o.groups());
     }
 
     private static Route with(Route r, int weight, int priority, List<String> tags) {

@@ -138,6 +138,9 @@ public final class CatalogCodec {
         ObjectNode routing = o.putObject("routing");
         routing.put("alias_header", org.routing().aliasHeader());
         routing.put("path_alias", org.routing().pathAlias());
+        o.putObject("hedge_budget").put("ratio", org.hedgeBudget().ratio())
+                .put("min_per_window", org.hedgeBudget().minPerWindow())
+                .put("window", org.hedgeBudget().window().toString());
         return o;
     }
 
@@ -226,7 +229,16 @@ public final class CatalogCodec {
         RoutingRules rr = routing == null ? RoutingRules.defaults()
                 : new RoutingRules(routing.optText("alias_header"),
                 routing.bool("path_alias", RoutingRules.defaults().pathAlias()));
-        return new Org(d.text("id"), keys, adminKeys, providers, routes, groups, rr);
+        Doc hb = d.obj("hedge_budget");
+        HedgeBudget dh = HedgeBudget.defaults();
+        HedgeBudget budget;
+        try {
+            budget = hb == null ? dh : new HedgeBudget(hb.number("ratio", dh.ratio()),
+                    hb.integer("min_per_window", dh.minPerWindow()), hb.duration("window", dh.window()));
+        } catch (IllegalArgumentException e) {
+            throw hb.bad("hedge_budget", e.getMessage());
+        }
+        return new Org(d.text("id"), keys, adminKeys, providers, routes, groups, rr, budget);
     }
 
     private static GroupSettings group(Doc n) {

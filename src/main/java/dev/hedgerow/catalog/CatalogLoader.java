@@ -61,7 +61,7 @@ public final class CatalogLoader {
 
     private static final Set<String> TOP_FIELDS = Set.of("orgs");
     private static final Set<String> ORG_FIELDS =
-            Set.of("id", "keys", "admin_keys", "providers", "routes", "groups", "routing");
+            Set.of("id", "keys", "admin_keys", "providers", "routes", "groups", "routing", "hedge_budget");
     private static final Set<String> KEY_FIELDS = Set.of("name", "key");
     private static final Set<String> PROVIDER_FIELDS =
             Set.of("id", "base_url", "api_key", "dialect", "metrics_url", "capacity_key");
@@ -77,6 +77,7 @@ public final class CatalogLoader {
     private static final Set<String> SLO_FIELDS =
             Set.of("decode_tokens_per_second", "first_token", "standard_prompt_max_tokens");
     private static final Set<String> ROUTING_FIELDS = Set.of("alias_header", "path_alias");
+    private static final Set<String> HEDGE_BUDGET_FIELDS = Set.of("ratio", "min_per_window", "window");
 
     // Org and provider ids end up in Redis keys and hash tags: lowercase, no braces, colons or spaces.
     private static final Pattern SLUG = Pattern.compile("[a-z0-9][a-z0-9._-]{0,63}");
@@ -287,10 +288,12 @@ public final class CatalogLoader {
             }
 
             RoutingRules routing = readRouting(o);
+            HedgeBudget hedgeBudget = readHedgeBudget(o);
             if (id == null) {
                 return null;
             }
-            return new Org(id, keys, adminKeys, List.copyOf(providers.values()), routes, groups, routing);
+            return new Org(id, keys, adminKeys, List.copyOf(providers.values()), routes, groups, routing,
+                    hedgeBudget);
         }
 
         /** A mapping's own keys are all allowed (group names are aliases, checked against routes instead). */
@@ -630,6 +633,21 @@ public final class CatalogLoader {
                 header = null;
             }
             return new RoutingRules(header, rm.bool("path_alias", RoutingRules.defaults().pathAlias()));
+        }
+
+        private HedgeBudget readHedgeBudget(ConfigMap o) {
+            HedgeBudget d = HedgeBudget.defaults();
+            ConfigMap hm = o.map("hedge_budget", HEDGE_BUDGET_FIELDS);
+            if (hm == null) {
+                return d;
+            }
+            double ratio = hm.number("ratio", d.ratio());
+            if (!(ratio >= 0 && ratio <= 1)) {
+                hm.error("ratio", "must be between 0 and 1 (hedges per request; 0.05 = 5 %), got " + ratio);
+                ratio = d.ratio();
+            }
+            return new HedgeBudget(ratio, hm.integer("min_per_window", d.minPerWindow(), 0),
+                    hm.duration("window", d.window(), false));
         }
 
         private <E extends Enum<E>> E enumValue(ConfigMap m, String key, String noun, Class<E> type, E def) {

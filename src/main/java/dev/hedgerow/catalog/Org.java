@@ -7,11 +7,12 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * One tenant: its client and admin keys (as hashes), providers, routes and alias groups. Immutable.
+ * One tenant: its client and admin keys (as hashes), providers, routes and alias groups, where a request may name
+ * its alias, and its shared hedge budget. Immutable.
  * Aliases resolve only inside their org: another org's alias can never shadow or leak into this one.
  */
 public record Org(String id, List<ApiKey> keys, List<ApiKey> adminKeys, List<Provider> providers, List<Route> routes,
-                  Map<String, GroupSettings> groups, RoutingRules routing) {
+                  Map<String, GroupSettings> groups, RoutingRules routing, HedgeBudget hedgeBudget) {
     private static final GroupSettings DEFAULT_GROUP = GroupSettings.defaults();
 
     public Org {
@@ -21,12 +22,18 @@ public record Org(String id, List<ApiKey> keys, List<ApiKey> adminKeys, List<Pro
         routes = List.copyOf(routes);
         groups = Map.copyOf(groups);
         routing = routing == null ? RoutingRules.defaults() : routing;
+        hedgeBudget = hedgeBudget == null ? HedgeBudget.defaults() : hedgeBudget;
     }
 
-    /** An org with the default routing rules. */
+    /** An org with the default routing rules and hedge budget. */
     public Org(String id, List<ApiKey> keys, List<ApiKey> adminKeys, List<Provider> providers, List<Route> routes,
                Map<String, GroupSettings> groups) {
-        this(id, keys, adminKeys, providers, routes, groups, RoutingRules.defaults());
+        this(id, keys, adminKeys, providers, routes, groups, RoutingRules.defaults(), HedgeBudget.defaults());
+    }
+
+    /** This org with other routes and groups (an admin edit); everything else is kept. */
+    public Org withRoutesAndGroups(List<Route> newRoutes, Map<String, GroupSettings> newGroups) {
+        return new Org(id, keys, adminKeys, providers, newRoutes, newGroups, routing, hedgeBudget);
     }
 
     public Optional<Provider> provider(String providerId) {

@@ -9,6 +9,7 @@ import dev.hedgerow.api.Json;
 import dev.hedgerow.api.Sse;
 import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.InterTokenStats;
@@ -112,7 +113,8 @@ final class Dispatch {
     // ---- lifecycle -------------------------------------------------------------------------------------------
 
     synchronized void start() {
-        deps.store().countRequest(req.org().id(), deps.hedge().window()).subscribe().with(v -> { }, t -> { });
+        deps.store().countRequest(req.org().id(), req.org().hedgeBudget().window()).subscribe().with(v -> { },
+                t -> { });
         Candidate first = nextCandidate(false, null);
         if (first == null) {
             finalError();
@@ -569,7 +571,7 @@ final class Dispatch {
         if (next == null || (!req.facts().prefs().allowFallbacks())) {
             return;
         }
-        Dispatcher.HedgeBudget hb = deps.hedge();
+        HedgeBudget hb = req.org().hedgeBudget();
         deps.store().hedgeBudget(req.org().id(), true, hb.ratio(), hb.minPerWindow(), hb.window()).subscribe().with(
                 ok -> hedgeDecided(a, ok), t -> hedgeDecided(a, false));
     }

@@ -5,11 +5,10 @@ import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.UpstreamClient;
 
-import java.time.Duration;
 import java.util.function.ToIntFunction;
 
 /**
- * Runs requests: one {@link Dispatch} per request. The chain's order (hedge budget, hedge, failover / resume,
+ * Runs requests: one {@link Dispatch} per request. The chain's order (the org's hedge budget, hedge, failover / resume,
  * per-route breaker, attempt limits, the call) is assembled here and in {@link Dispatch} only. Thread-safe.
  */
 public final class Dispatcher {
@@ -18,20 +17,9 @@ public final class Dispatcher {
      * What dispatch needs from the outside world.
      *
      * @param tokens    counts tokens of a text (billing when the upstream sends no usage)
-     * @param hedge     the shared hedge budget's shape
      */
     public record Deps(UpstreamClient upstream, StateStore store, Scheduler scheduler, Ticker ticker,
-                       ToIntFunction<String> tokens, DispatchObserver observer, HedgeBudget hedge) {
-    }
-
-    /**
-     * At most {@code ratio} extra upstream requests from hedges over a sliding {@code window}, with a minimum
-     * allowance so a quiet gateway can still hedge (Finagle's retry budget).
-     */
-    public record HedgeBudget(double ratio, int minPerWindow, Duration window) {
-        public static HedgeBudget defaults() {
-            return new HedgeBudget(0.05, 3, Duration.ofSeconds(60));
-        }
+                       ToIntFunction<String> tokens, DispatchObserver observer) {
     }
 
     /** Lets the edge report a client hang-up. */

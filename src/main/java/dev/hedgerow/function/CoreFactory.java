@@ -63,7 +63,7 @@ public final class CoreFactory {
         DispatchObserver observers = chain(new Learning(models, catalog, samples), new PrefixAffinity(store),
                 new RequestRecorder(store, audit), extra);
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
-                tokens::countText, observers, Dispatcher.HedgeBudget.defaults()));
+                tokens::countText, observers));
         return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream,
                 samples);
     }

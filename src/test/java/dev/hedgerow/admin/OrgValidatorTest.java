@@ -67,7 +67,7 @@ class OrgValidatorTest {
         Provider p = providers.get(0);
         providers.set(0, new Provider(p.id(), "http://169.254.169.254/latest", p.apiKey(), p.dialect(),
                 p.metricsUrl(), p.capacityKeyHash()));
-        Org edited = new Org(o.id(), o.keys(), o.adminKeys(), providers, o.routes(), o.groups(), o.routing());
+        Org edited = new Org(o.id(), o.keys(), o.adminKeys(), providers, o.routes(), o.groups(), o.routing(), o.hedgeBudget());
         List<CatalogError> errors = OrgValidator.validate(edited);
         assertEquals(1, errors.size(), errors.toString());
         assertEquals("providers[0].base_url", errors.get(0).path());
@@ -102,7 +102,7 @@ class OrgValidatorTest {
     }
 
     static Org copy(Org o, List<Route> routes, Map<String, GroupSettings> groups) {
-        return new Org(o.id(), o.keys(), o.adminKeys(), o.providers(), routes, groups, o.routing());
+        return new Org(o.id(), o.keys(), o.adminKeys(), o.providers(), routes, groups, o.routing(), o.hedgeBudget());
     }
 
     static Route withWeight(Route r, int w) {

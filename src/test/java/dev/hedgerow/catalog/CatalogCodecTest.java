@@ -47,7 +47,8 @@ class CatalogCodecTest {
                 List.of(new Provider("p", "http://h:1", null, Dialect.ANTHROPIC, null, null)),
                 List.of(new Route("r", "vendor/model:free", "p", "m", 0, 0, 1, Set.of("tools:stream"), Set.of(),
                         new Route.Price(0.1, 1e6), "ü \"quoted\"\n", null)),
-                Map.of("vendor/model:free", g), new RoutingRules(null, false));
+                Map.of("vendor/model:free", g), new RoutingRules(null, false),
+                new HedgeBudget(0.025, 7, Duration.ofSeconds(90)));
 
         assertEquals(org, CatalogCodec.fromJson(CatalogCodec.toJson(org)));
     }

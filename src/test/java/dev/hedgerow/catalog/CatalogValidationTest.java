@@ -2,6 +2,7 @@ package dev.hedgerow.catalog;
 
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
@@ -401,6 +402,28 @@ class CatalogValidationTest {
     void invalidAliasHeaderNameIsAnError() {
         assertOnlyError(ORG + "    routing: { alias_header: \"X:Model\" }\n",
                 "orgs[0].routing.alias_header: invalid header name \"X:Model\"");
+    }
+
+    @Test
+    void aHedgeBudgetOutsideItsRangesIsAnError() {
+        assertOnlyError(ORG + "    hedge_budget: { ratio: 1.5 }\n",
+                "orgs[0].hedge_budget.ratio: must be between 0 and 1 (hedges per request; 0.05 = 5 %), got 1.5");
+        assertOnlyError(ORG + "    hedge_budget: { min_per_window: -1 }\n",
+                "orgs[0].hedge_budget.min_per_window: must be ≥ 0 (got -1)");
+        assertOnlyError(ORG + "    hedge_budget: { window: 0s }\n",
+                "orgs[0].hedge_budget.window: must be longer than 0");
+        assertOnlyError(ORG + "    hedge_budget: { share: 0.1 }\n",
+                "orgs[0].hedge_budget.share: unknown field");
+    }
+
+    @Test
+    void aHedgeBudgetIsReadAndDefaulted() {
+        Org custom = new CatalogLoader(k -> null).parse(ORG
+                + "    hedge_budget: { ratio: 0.02, min_per_window: 0, window: 2m }\n").orgs().get(0);
+        assertEquals(new HedgeBudget(0.02, 0, Duration.ofMinutes(2)), custom.hedgeBudget());
+        Org partial = new CatalogLoader(k -> null).parse(ORG + "    hedge_budget: { ratio: 0.1 }\n").orgs().get(0);
+        assertEquals(new HedgeBudget(0.1, 3, Duration.ofSeconds(60)), partial.hedgeBudget());
+        assertEquals(HedgeBudget.defaults(), new CatalogLoader(k -> null).parse(ORG).orgs().get(0).hedgeBudget());
     }
 
     @Test

@@ -82,7 +82,7 @@ class SecretBoxTest {
     void theStoredCatalogSealsProviderKeysAndReadsThemBack() {
         Org org = new Org("acme", List.of(new ApiKey("app", Keys.sha256Hex("k-client"))), List.of(),
                 List.of(new Provider("alpha", "https://a.example/v1", "sk-provider-secret", Dialect.OPENAI, null,
-                        null)), List.of(), java.util.Map.of(), RoutingRules.defaults());
+                        null)), List.of(), java.util.Map.of(), RoutingRules.defaults(), HedgeBudget.defaults());
         SecretBox box = SecretBox.of(KEY);
         String json = CatalogCodec.toJson(org, box);
         assertFalse(json.contains("sk-provider-secret"), json);

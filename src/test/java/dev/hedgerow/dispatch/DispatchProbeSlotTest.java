@@ -102,7 +102,7 @@ class DispatchProbeSlotTest {
         DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "chat", org.group("chat"), chat, facts,
                 List.of(cands));
         Dispatcher d = new Dispatcher(new Dispatcher.Deps(upstream, store.proxy, scheduler, ticker, s -> s.length() / 4,
-                DispatchObserver.NONE, Dispatcher.HedgeBudget.defaults()));
+                DispatchObserver.NONE));
         return d.start(dr, sink);
     }
 

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.CatalogLoader;
+import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.routing.Candidate;
@@ -174,21 +175,23 @@ class DispatchTimingTest {
                 new TtftEstimate(p90Ms / 2, p90Ms, true));
     }
 
-    Dispatcher.Handle start(boolean reasoning, Dispatcher.HedgeBudget budget, Candidate... cands) {
+    Dispatcher.Handle start(boolean reasoning, HedgeBudget budget, Candidate... cands) {
+        Org o = new Org(org.id(), org.keys(), org.adminKeys(), org.providers(), org.routes(), org.groups(),
+                org.routing(), budget);
         String body = "{\"model\":\"chat\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
                 + (reasoning ? ",\"reasoning_effort\":\"high\"" : "") + "}";
         ChatRequest chat = ChatRequest.parse(body.getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(10, null, true, reasoning, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), null, "hi");
-        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "chat", org.group("chat"), chat, facts,
+        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, o, "chat", o.group("chat"), chat, facts,
                 List.of(cands));
         Dispatcher d = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker, s -> s.length() / 4,
-                counters, budget));
+                counters));
         return d.start(dr, sink);
     }
 
     Dispatcher.Handle start(boolean reasoning, Candidate... cands) {
-        return start(reasoning, Dispatcher.HedgeBudget.defaults(), cands);
+        return start(reasoning, HedgeBudget.defaults(), cands);
     }
 
     void advance(long ms) {
@@ -245,7 +248,7 @@ class DispatchTimingTest {
 
     @Test
     void exhaustedHedgeBudgetStopsTheHedgeButNotTheRequest() {
-        Dispatcher.HedgeBudget tight = new Dispatcher.HedgeBudget(0.05, 1, Duration.ofSeconds(60));
+        HedgeBudget tight = new HedgeBudget(0.05, 1, Duration.ofSeconds(60));
         start(false, tight, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
         advance(300);
         assertEquals(2, upstream.calls.size());

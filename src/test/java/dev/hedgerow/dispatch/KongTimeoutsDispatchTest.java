@@ -107,7 +107,7 @@ class KongTimeoutsDispatchTest {
 
     private void start(RouteSnapshot aState) {
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
-                String::length, new DispatchObserver() { }, Dispatcher.HedgeBudget.defaults()));
+                String::length, new DispatchObserver() { }));
         ChatRequest chat = ChatRequest.parse("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
                 .getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(1, null, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,

@@ -235,6 +235,6 @@ class AliasGroupsTest {
                     r.tags(), r.embeddings()));
         }
         return new Org(org.id(), org.keys(), org.adminKeys(), org.providers(), routes, new HashMap<>(org.groups()),
-                org.routing());
+                org.routing(), org.hedgeBudget());
     }
 }

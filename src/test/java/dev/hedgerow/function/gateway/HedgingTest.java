@@ -71,6 +71,18 @@ class HedgingTest {
                   - { alias: whole, provider: fast, model: m-whole, priority: 2 }
                 groups:
                   whole: { strategy: priority, first_token_floor: 200ms }
+              # an org that allows no hedging at all: its budget refuses every hedge
+              - id: frugal
+                keys: [{ name: app, key: "k-frugal" }]
+                hedge_budget: { ratio: 0, min_per_window: 0 }
+                providers:
+                  - { id: slow, base_url: "${SIM_SLOW_URL}" }
+                  - { id: fast, base_url: "${SIM_FAST_URL}" }
+                routes:
+                  - { alias: frugal, provider: slow, model: m-frugal, priority: 1 }
+                  - { alias: frugal, provider: fast, model: m-frugal, priority: 2 }
+                groups:
+                  frugal: { strategy: priority, first_token_floor: 200ms }
             """;
 
     static GatewayHarness gw;
@@ -85,8 +97,10 @@ class HedgingTest {
             slowSim = slowSim.withModel(m, slow);
             fastSim = fastSim.withModel(m, fast);
         }
-        gw = GatewayHarness.start(YAML, Map.of("slow", slowSim.withModel("m-doomed", fast),
-                "fast", fastSim.withModel("m-doomed", fast),
+        // slow enough to pass the 200 ms window, quick enough to wait for when no hedge may fire
+        ModelScript late = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(600, 0));
+        gw = GatewayHarness.start(YAML, Map.of("slow", slowSim.withModel("m-doomed", fast).withModel("m-frugal", late),
+                "fast", fastSim.withModel("m-doomed", fast).withModel("m-frugal", fast),
                 "spare", SimConfig.of(SEED).withModel("m-doomed", fast)));
         RestAssured.baseURI = gw.baseUrl();
         // the slow routes have answered in ~100 ms so far: they rank first and their window is short
@@ -94,7 +108,8 @@ class HedgingTest {
         for (int i = 0; i < 40; i++) {
             p = p.update(5 + i, 100);
         }
-        for (String route : List.of("acme/tiered-slow", "acme/auto-slow", "acme/billed-slow", "beta/whole-slow")) {
+        for (String route : List.of("acme/tiered-slow", "acme/auto-slow", "acme/billed-slow", "beta/whole-slow",
+                "frugal/frugal-slow")) {
             gw.core().store().putRouteBlob(route, LearnedModels.TTFT, p.encode(), null).await()
                     .atMost(Duration.ofSeconds(5));
         }
@@ -139,6 +154,19 @@ class HedgingTest {
         assertEquals(0, slow.stats("m-tiered").completed());
         assertEquals(hedges + 1, gw.metric("hedgerow_hedges", "result", "fired"));
         assertTrue(gw.metric("hedgerow_hedge_wasted_tokens") > 0);
+    }
+
+    @Test
+    void anOrgWhoseHedgeBudgetIsZeroWaitsForItsPrimary() {
+        double refused = gw.metric("hedgerow_hedges", "result", "budget_refused");
+        String out = given().auth().oauth2("k-frugal").contentType("application/json")
+                .body(chat("frugal", "no race", true, "")).post("/v1/chat/completions")
+                .then().statusCode(200).header("x-hedgerow-route", "frugal-slow").extract().asString();
+        assertEquals(SimText.expected(SEED, "no race", LENGTH), Sse.content(out));
+        JsonNode trail = Sse.trail(out);
+        assertEquals(1, trail.size(), "one attempt, no hedge: " + trail);
+        assertEquals(0, gw.sim("fast").stats("m-frugal").received(), "the next tier never saw the request");
+        assertEquals(refused + 1, gw.metric("hedgerow_hedges", "result", "budget_refused"));
     }
 
     @Test
