@@ -8,20 +8,18 @@ import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.Sse;
 import dev.hedgerow.catalog.FailoverCriterion;
+import dev.hedgerow.dispatch.Attempt.Failure;
+import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.routing.Candidate;
-import dev.hedgerow.routing.InterTokenStats;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.ThinkingTime;
 import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Cancellable;
-import dev.hedgerow.upstream.SseDecoder;
 import dev.hedgerow.upstream.SseEvent;
 import dev.hedgerow.upstream.TransportFailure;
-import dev.hedgerow.upstream.UpstreamClient;
-import dev.hedgerow.upstream.UpstreamHandler;
 import dev.hedgerow.upstream.UpstreamRequest;
 import io.smallrye.mutiny.Uni;
 
@@ -47,8 +45,6 @@ import java.util.UUID;
  * the stream on another route from the exact text already delivered ({@link Transcript}).
  */
 final class Dispatch {
-    private static final int MAX_ERROR_BODY = 64 * 1024;
-    private static final int MAX_NONSTREAM_BODY = 16 * 1024 * 1024;
     private static final Duration LEASE_TTL = Duration.ofSeconds(90);
     private static final Duration MODEL_TTL = Duration.ofDays(7);
     /** Stall allowance {@code max(floor, mean + K·dev, M·mean)} of the inter-chunk gap (RFC 6298's RTO uses K = 4). */
@@ -110,6 +106,11 @@ final class Dispatch {
         this.startNanos = deps.ticker().nanos();
     }
 
+    /** True when the client asked for a stream (SSE), false for a whole JSON answer. */
+    boolean streaming() {
+        return stream;
+    }
+
     // ---- lifecycle -------------------------------------------------------------------------------------------
 
     synchronized void start() {
@@ -138,177 +139,13 @@ final class Dispatch {
         deps.observer().finished(req, 499, List.copyOf(trail), null, winner == null ? null : winner.cand);
     }
 
-    private enum Kind { PRIMARY, FAILOVER, HEDGE, RESUME }
-
-    /** One upstream exchange and what it has produced so far. Guarded by the enclosing dispatch. */
-    private final class Attempt implements UpstreamHandler, SseDecoder.Listener {
-        final int index;
-        final Candidate cand;
-        final Kind kind;
-        final ContinuationMethod method;
-        final long startNanos = deps.ticker().nanos();
-        final String leaseId = UUID.randomUUID().toString();
-        /** The half-open probe slot this attempt serves as, or null on a route that is not half-open. */
-        final ProbeSlot probe;
-        /**
-         * The last lease write sent for this attempt: each next one (renew, release) is sent only once it has
-         * completed, because fire-and-forget writes can overtake each other (separate pooled Redis connections), and
-         * a release landing before its acquire would leave the lease counted until its TTL.
-         */
-        Uni<Void> leaseWrite = Uni.createFrom().voidItem();
-        UpstreamClient.Exchange exchange;
-        Cancellable windowTimer = Cancellable.NONE;
-        Cancellable abandonTimer = Cancellable.NONE;
-        /** Kong's write_timeout until the body is sent, then read_timeout until the response head. */
-        Cancellable ioTimer = Cancellable.NONE;
-        boolean sent;
-        boolean live = true;
-        int status;
-        Map<String, String> headers = Map.of();
-        SseDecoder decoder;
-        ByteArrayOutputStream body;
-        final List<ObjectNode> pending = new ArrayList<>();
-        boolean hasContent;
-        long firstContentNanos = -1;
-        long lastContentNanos;
-        int contentChunks;
-        String finishReason;
-        JsonNode usage;
-        OverlapTrimmer trimmer;
-        boolean trimReasoning;
-        boolean wrongContentType;
-        /** This stream's gaps folded into the route's learned rhythm; written to the route once, at the end. */
-        InterTokenStats gaps;
-        int gapsObserved;
-        long firstReasoningNanos = -1;
-        boolean visibleStarted;
-        long outputChars;
-
-        Attempt(int index, Candidate cand, Kind kind, ContinuationMethod method, ProbeSlot probe) {
-            this.index = index;
-            this.cand = cand;
-            this.kind = kind;
-            this.method = method;
-            this.probe = probe;
-            this.gaps = InterTokenStats.decode(cand.state().blob(LearnedModels.GAP).orElse(null));
-        }
-
-        @Override
-        public void onHead(int status, Map<String, String> headers) {
-            synchronized (Dispatch.this) {
-                if (!live) {
-                    return;
-                }
-                ioTimer.cancel();
-                this.status = status;
-                this.headers = headers;
-                String ct = headers.getOrDefault("content-type", "");
-                if (status == 200 && stream) {
-                    wrongContentType = !ct.contains("text/event-stream");
-                    if (!wrongContentType) {
-                        decoder = new SseDecoder(this, 2 * 1024 * 1024);
-                        return;
-                    }
-                }
-                body = new ByteArrayOutputStream();
-            }
-        }
-
-        @Override
-        public void onSent() {
-            synchronized (Dispatch.this) {
-                if (live && !sent) {
-                    sent = true;
-                    armIoTimer(this);
-                }
-            }
-        }
-
-        @Override
-        public void onData(byte[] bytes) {
-            synchronized (Dispatch.this) {
-                if (!live) {
-                    return;
-                }
-                if (decoder != null) {
-                    try {
-                        decoder.feed(bytes);
-                    } catch (SseDecoder.OversizeException e) {
-                        if (hasContent) {
-                            // committed: resume elsewhere (failing it as a pre-commit attempt would leave it hanging)
-                            midStreamFailure(this, "oversize_event", e.getMessage());
-                        } else {
-                            attemptFailed(this, Failure.transport("oversize_event", e.getMessage()));
-                        }
-                    }
-                    return;
-                }
-                int limit = status == 200 && !wrongContentType ? MAX_NONSTREAM_BODY : MAX_ERROR_BODY;
-                if (body.size() + bytes.length > limit) {
-                    if (status == 200 && !wrongContentType) {
-                        attemptFailed(this, Failure.transport("oversize_body", "response body over " + limit));
-                        return;
-                    }
-                    body.write(bytes, 0, Math.max(0, limit - body.size()));
-                    return;
-                }
-                body.write(bytes, 0, bytes.length);
-            }
-        }
-
-        @Override
-        public void onEnd() {
-            synchronized (Dispatch.this) {
-                if (!live) {
-                    return;
-                }
-                if (decoder != null) {
-                    decoder.finish();
-                    streamEnded(this, null);
-                } else {
-                    bodyEnded(this);
-                }
-            }
-        }
-
-        @Override
-        public void onError(TransportFailure failure) {
-            synchronized (Dispatch.this) {
-                if (!live) {
-                    return;
-                }
-                if (decoder != null && (hasContent || finishReason != null)) {
-                    streamEnded(this, failure);
-                    return;
-                }
-                String cls = "transport_" + failure.kind().name().toLowerCase();
-                attemptFailed(this, failure.kind() == TransportFailure.Kind.CONNECT_TIMEOUT
-                        ? Failure.timeout(cls, failure.detail()) : Failure.transport(cls, failure.detail()));
-            }
-        }
-
-        @Override
-        public void onEvent(SseEvent event) {
-            if (live) {
-                streamEvent(this, event);
-            }
-        }
-
-        @Override
-        public void onComment(String comment) {
-            if (live) {
-                life(this);
-            }
-        }
-    }
-
     /**
      * A half-open probe slot this dispatch took ({@code StateStore.tryAcquireProbe}), given back exactly once: by the
      * health verdict of the attempt it let through ({@code recordSuccess} / {@code recordFailure} free the slot
      * themselves), or else by a release under its own owner token, so a late release never frees a slot another
      * instance took after this one expired. Guarded by the enclosing dispatch.
      */
-    private final class ProbeSlot {
+    final class ProbeSlot {
         final String routeId;
         final String owner;
         /** Taken, or still being taken: cleared when the store refuses it or when it is given back. */
@@ -334,18 +171,6 @@ final class Dispatch {
                     .transformToUni((v, t) -> deps.store().releaseProbe(routeId, owner))
                     .onFailure().recoverWithNull().memoize().indefinitely();
             probeReleased.subscribe().with(v -> { }, t -> { });
-        }
-    }
-
-    /** Why an attempt failed, and what that means for the route and the request. */
-    private record Failure(String errorClass, String detail, int status, FailoverCriterion criterion,
-                           boolean routeFault, long retryAfterSeconds) {
-        static Failure transport(String cls, String detail) {
-            return new Failure(cls, detail, 0, FailoverCriterion.ERROR, true, 0);
-        }
-
-        static Failure timeout(String cls, String detail) {
-            return new Failure(cls, detail, 0, FailoverCriterion.TIMEOUT, true, 0);
         }
     }
 
@@ -454,7 +279,7 @@ final class Dispatch {
     }
 
     private void doLaunch(Candidate c, Kind kind, ContinuationMethod method, ProbeSlot probe) {
-        Attempt a = new Attempt(attempts.size() + 1, c, kind, method, probe);
+        Attempt a = new Attempt(this, deps, attempts.size() + 1, c, kind, method, probe);
         attempts.add(a);
         ObjectNode body = req.chat().upstreamBody(c.route().model());
         if (stream) {
@@ -504,7 +329,7 @@ final class Dispatch {
      * Kong's write_timeout (connect + write, until the client reports the body sent) and read_timeout (from then
      * to the response head). A client that cannot report the body sent gets one timer for all three.
      */
-    private void armIoTimer(Attempt a) {
+    void armIoTimer(Attempt a) {
         a.ioTimer.cancel();
         if (!a.live || a.status > 0) {
             return;
@@ -607,7 +432,7 @@ final class Dispatch {
         }
     }
 
-    private void life(Attempt a) {
+    void life(Attempt a) {
         synchronized (this) {
             if (!a.live) {
                 return;
@@ -622,7 +447,7 @@ final class Dispatch {
 
     // ---- streaming -------------------------------------------------------------------------------------------
 
-    private synchronized void streamEvent(Attempt a, SseEvent event) {
+    synchronized void streamEvent(Attempt a, SseEvent event) {
         if (!a.live || finished) {
             return;
         }
@@ -851,7 +676,7 @@ final class Dispatch {
     }
 
     /** The upstream stream ended ({@code failure} null = clean EOF or [DONE]). */
-    private void streamEnded(Attempt a, TransportFailure failure) {
+    void streamEnded(Attempt a, TransportFailure failure) {
         if (a.finishReason != null && (a == winner || !a.hasContent)) {
             if (a != winner) {
                 // a finish with no content at all is an empty but complete answer
@@ -914,7 +739,7 @@ final class Dispatch {
         midStreamFailure(a, "stall", "no progress for " + silentMs + " ms");
     }
 
-    private void midStreamFailure(Attempt a, String cls, String detail) {
+    void midStreamFailure(Attempt a, String cls, String detail) {
         resumeCause = cls;
         recordHealthFailure(a, new Failure(cls, detail, a.status, FailoverCriterion.ERROR, true, 0));
         endAttempt(a, "failed", cls, true);
@@ -954,7 +779,7 @@ final class Dispatch {
 
     // ---- non-streaming ---------------------------------------------------------------------------------------
 
-    private void bodyEnded(Attempt a) {
+    void bodyEnded(Attempt a) {
         byte[] bytes = a.body.toByteArray();
         if (a.status != 200 || a.wrongContentType) {
             if (a.status == 200) {
@@ -1140,7 +965,7 @@ final class Dispatch {
     }
 
     /** An attempt failed before it streamed content: fail over (or wait for a racing attempt). */
-    private void attemptFailed(Attempt a, Failure f) {
+    void attemptFailed(Attempt a, Failure f) {
         recordHealthFailure(a, f);
         endAttempt(a, "failed", f.errorClass(), true);
         if (a.kind == Kind.RESUME) {
