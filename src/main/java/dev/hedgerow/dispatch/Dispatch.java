@@ -46,7 +46,6 @@ import java.util.UUID;
  */
 final class Dispatch {
     private static final Duration LEASE_TTL = Duration.ofSeconds(90);
-    private static final Duration MODEL_TTL = Duration.ofDays(7);
     /** Stall allowance {@code max(floor, mean + K·dev, M·mean)} of the inter-chunk gap (RFC 6298's RTO uses K = 4). */
     static final double STALL_K = 4;
     static final double STALL_M = 3;
@@ -314,7 +313,7 @@ final class Dispatch {
         String base = c.provider().baseUrl();
         String url = (base.endsWith("/") ? base.substring(0, base.length() - 1) : base) + "/chat/completions";
         UpstreamRequest ur = new UpstreamRequest(url, headers, Json.bytes(body), settings.timeouts().connect());
-        leaseWrite(a, () -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
+        a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
         a.exchange = deps.upstream().send(ur, a);
         armIoTimer(a);
         a.abandonTimer = deps.scheduler().schedule(abandonAfter(c), () -> abandon(a));
@@ -381,7 +380,7 @@ final class Dispatch {
         return Duration.ofMillis(ms);
     }
 
-    private static ThinkingTime thinking(Candidate c) {
+    static ThinkingTime thinking(Candidate c) {
         return ThinkingTime.decode(c.state().blob(LearnedModels.THINK).orElse(null));
     }
 
@@ -515,39 +514,9 @@ final class Dispatch {
             return;
         }
         if (substantive) {
-            learnRhythm(a, !reasoning.isEmpty(), !content.isEmpty() || hasTools);
+            a.learnRhythm(!reasoning.isEmpty(), !content.isEmpty() || hasTools);
         }
         emitChunk(a, (ObjectNode) node, content, reasoning, hasTools, finish);
-    }
-
-    /**
-     * Folds the gap since the previous chunk into the attempt's copy of the route's rhythm. The pause between the
-     * last reasoning and the first visible chunk is thinking, not decode rhythm: it teaches {@link ThinkingTime}
-     * (written at once, it happens once per stream) and is kept out of the gap statistics.
-     */
-    private void learnRhythm(Attempt a, boolean reasoning, boolean visible) {
-        long now = deps.ticker().nanos();
-        boolean thinkingEnds = visible && !a.visibleStarted && a.firstReasoningNanos >= 0;
-        if (a.contentChunks > 0 && !thinkingEnds) {
-            long gapMs = (now - a.lastContentNanos) / 1_000_000L;
-            a.gaps = a.gaps.observe(gapMs);
-            a.gapsObserved++;
-            deps.observer().gap(a.cand, gapMs);
-        }
-        if (thinkingEnds && a.kind != Kind.RESUME) {
-            long thinkMs = (now - a.firstReasoningNanos) / 1_000_000L;
-            String enc = thinking(a.cand).observe(thinkMs).encode();
-            deps.store().putRouteBlob(a.cand.id(), LearnedModels.THINK, enc, MODEL_TTL).subscribe().with(v -> { },
-                    t -> { });
-        }
-        if (reasoning && a.firstReasoningNanos < 0) {
-            a.firstReasoningNanos = now;
-        }
-        if (visible) {
-            a.visibleStarted = true;
-        }
-        a.lastContentNanos = now;
-        a.contentChunks++;
     }
 
     private long outputLimit() {
@@ -1177,21 +1146,7 @@ final class Dispatch {
         if (!a.live) {
             return;
         }
-        a.live = false;
-        if (a.probe != null) {
-            a.probe.release();
-        }
-        a.windowTimer.cancel();
-        a.abandonTimer.cancel();
-        a.ioTimer.cancel();
-        if (a.exchange != null && (cancelExchange || !"success".equals(outcome))) {
-            a.exchange.cancel();
-        }
-        leaseWrite(a, () -> deps.store().releaseLease(a.cand.id(), a.leaseId));
-        if (a.gapsObserved > 0) {
-            deps.store().putRouteBlob(a.cand.id(), LearnedModels.GAP, a.gaps.encode(), MODEL_TTL).subscribe()
-                    .with(v -> { }, t -> { });
-        }
+        a.end(outcome, cancelExchange);
         long ttft = a.firstContentNanos < 0 ? -1 : (a.firstContentNanos - a.startNanos) / 1_000_000L;
         trail.add(new AttemptRecord(a.index, a.cand.route().id(), a.cand.route().provider(), kindName(a.kind), outcome,
                 a.status, error, (a.startNanos - startNanos) / 1_000_000L, ttft, elapsedMs(a.startNanos)));
@@ -1258,14 +1213,6 @@ final class Dispatch {
         return n;
     }
 
-    /** Sends {@code write} after the attempt's previous lease write completed (whatever its outcome). */
-    private static void leaseWrite(Attempt a, java.util.function.Supplier<Uni<Void>> write) {
-        Uni<Void> next = a.leaseWrite.onItemOrFailure().transformToUni((v, t) -> write.get())
-                .onFailure().recoverWithNull().memoize().indefinitely();
-        a.leaseWrite = next;
-        next.subscribe().with(v -> { }, t -> { });
-    }
-
     private void renewLeases() {
         synchronized (this) {
             if (finished) {
@@ -1273,7 +1220,7 @@ final class Dispatch {
             }
             for (Attempt a : attempts) {
                 if (a.live) {
-                    leaseWrite(a, () -> deps.store().renewLease(a.cand.id(), a.leaseId, LEASE_TTL));
+                    a.leaseWrite(() -> deps.store().renewLease(a.cand.id(), a.leaseId, LEASE_TTL));
                 }
             }
             leaseTimer = deps.scheduler().schedule(LEASE_TTL.dividedBy(3), this::renewLeases);
@@ -1285,9 +1232,7 @@ final class Dispatch {
         leaseTimer.cancel();
         priorityWait.cancel();
         for (Attempt a : attempts) {
-            a.windowTimer.cancel();
-            a.abandonTimer.cancel();
-            a.ioTimer.cancel();
+            a.cancelTimers();
         }
     }
 
