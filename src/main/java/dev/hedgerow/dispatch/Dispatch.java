@@ -1,7 +1,6 @@
 package dev.hedgerow.dispatch;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
@@ -71,7 +70,7 @@ final class Dispatch {
     private final long startNanos;
     private final Transcript transcript = new Transcript();
     private final List<Attempt> attempts = new ArrayList<>();
-    private final List<AttemptRecord> trail = new ArrayList<>();
+    private final AttemptTrail trail = new AttemptTrail();
     private final Set<String> tried = new HashSet<>();
 
     private int preCommitAttempts;
@@ -135,7 +134,7 @@ final class Dispatch {
             }
         }
         stopTimers();
-        deps.observer().finished(req, 499, List.copyOf(trail), null, winner == null ? null : winner.cand);
+        deps.observer().finished(req, 499, trail.snapshot(), null, winner == null ? null : winner.cand);
     }
 
     /**
@@ -258,8 +257,7 @@ final class Dispatch {
             }
             return;
         }
-        trail.add(new AttemptRecord(trail.size() + 1, c.route().id(), c.route().provider(), kindName(kind), "skipped", 0,
-                "half_open_probe_taken", elapsedMs(startNanos), -1, 0));
+        trail.skipped(c, kind, "half_open_probe_taken", elapsedMs(startNanos));
         if (kind != Kind.RESUME) {
             preCommitAttempts--;
         }
@@ -796,14 +794,14 @@ final class Dispatch {
         recordSuccess(a);
         endAttempt(a, "success", null, false);
         Map<String, String> headers = responseHeaders(a, "application/json");
-        headers.put("x-hedgerow-attempts", Json.write(trailNode()));
+        headers.put("x-hedgerow-attempts", Json.write(trail.toNode()));
         sink.head(200, headers);
         sink.write(Json.bytes(out));
         sink.end();
         stopTimers();
         long e2e = elapsedMs(a.startNanos);
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), e2e, e2e);
-        deps.observer().finished(req, 200, List.copyOf(trail), billed, a.cand);
+        deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
     }
 
     // ---- outcomes --------------------------------------------------------------------------------------------
@@ -923,14 +921,14 @@ final class Dispatch {
         headers.put("content-type", a.headers.getOrDefault("content-type", "application/json"));
         headers.put("x-hedgerow-request-id", req.requestId());
         headers.put("x-hedgerow-route", a.cand.route().id());
-        headers.put("x-hedgerow-attempts", Json.write(trailNode()));
+        headers.put("x-hedgerow-attempts", Json.write(trail.toNode()));
         if (a.headers.containsKey("retry-after")) {
             headers.put("retry-after", a.headers.get("retry-after"));
         }
         sink.head(a.status, headers);
         sink.write(bytes);
         sink.end();
-        deps.observer().finished(req, a.status, List.copyOf(trail), null, null);
+        deps.observer().finished(req, a.status, trail.snapshot(), null, null);
     }
 
     /** An attempt failed before it streamed content: fail over (or wait for a racing attempt). */
@@ -973,12 +971,7 @@ final class Dispatch {
         if (!req.facts().prefs().allowFallbacks() || preCommitAttempts >= settings.retry().maxAttempts()) {
             return false;
         }
-        int failuresHere = 0;
-        for (AttemptRecord r : trail) {
-            if (r.route().equals(a.cand.route().id()) && "failed".equals(r.outcome())) {
-                failuresHere++;
-            }
-        }
+        int failuresHere = trail.failuresOn(a.cand.route().id());
         PriorityRetry.Decision d = PriorityRetry.afterFailure(settings, req.candidates(), tried, a.cand,
                 failuresHere, id -> (int) attempts.stream().filter(x -> x.cand.id().equals(id)).count(), f.status(),
                 f.retryAfterSeconds());
@@ -1030,11 +1023,11 @@ final class Dispatch {
         headers.put("content-type", "application/json");
         headers.put("retry-after", Long.toString(retryAfter));
         headers.put("x-hedgerow-request-id", req.requestId());
-        headers.put("x-hedgerow-attempts", Json.write(trailNode()));
+        headers.put("x-hedgerow-attempts", Json.write(trail.toNode()));
         sink.head(status, headers);
         sink.write(Json.bytes(err.toNode()));
         sink.end();
-        deps.observer().finished(req, status, List.copyOf(trail), null, null);
+        deps.observer().finished(req, status, trail.snapshot(), null, null);
     }
 
     private void endWithErrorEvent(String message) {
@@ -1051,11 +1044,11 @@ final class Dispatch {
         }
         ObjectNode err = new ApiError(502, "server_error", code, message, null, null).toNode();
         err.put("id", req.requestId());
-        err.set("attempt_trail", trailNode());
+        err.set("attempt_trail", trail.toNode());
         sink.write(Sse.data(err));
         sink.write(Sse.DONE);
         sink.end();
-        deps.observer().finished(req, 502, List.copyOf(trail), null, null);
+        deps.observer().finished(req, 502, trail.snapshot(), null, null);
     }
 
     private void complete(Attempt a) {
@@ -1083,12 +1076,12 @@ final class Dispatch {
             u.put("prompt_tokens", billed.promptTokens());
             u.put("completion_tokens", billed.completionTokens());
             u.put("total_tokens", billed.totalTokens());
-            chunk.set("attempt_trail", trailNode());
+            chunk.set("attempt_trail", trail.toNode());
             sink.write(Sse.data(chunk));
         } else {
             ObjectNode chunk = baseChunk(a);
             chunk.putArray("choices");
-            chunk.set("attempt_trail", trailNode());
+            chunk.set("attempt_trail", trail.toNode());
             sink.write(Sse.data(chunk));
         }
         sink.write(Sse.DONE);
@@ -1096,7 +1089,7 @@ final class Dispatch {
         stopTimers();
         long decodeMs = a.firstContentNanos < 0 ? 0 : (deps.ticker().nanos() - a.firstContentNanos) / 1_000_000L;
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), decodeMs, elapsedMs(a.startNanos));
-        deps.observer().finished(req, 200, List.copyOf(trail), billed, a.cand);
+        deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
     }
 
     private ObjectNode baseChunk(Attempt a) {
@@ -1147,13 +1140,7 @@ final class Dispatch {
             return;
         }
         a.end(outcome, cancelExchange);
-        long ttft = a.firstContentNanos < 0 ? -1 : (a.firstContentNanos - a.startNanos) / 1_000_000L;
-        trail.add(new AttemptRecord(a.index, a.cand.route().id(), a.cand.route().provider(), kindName(a.kind), outcome,
-                a.status, error, (a.startNanos - startNanos) / 1_000_000L, ttft, elapsedMs(a.startNanos)));
-    }
-
-    private static String kindName(Kind k) {
-        return k.name().toLowerCase();
+        trail.ended(a, outcome, error, (a.startNanos - startNanos) / 1_000_000L, elapsedMs(a.startNanos));
     }
 
     private void recordHealthFailure(Attempt a, Failure f) {
@@ -1195,12 +1182,6 @@ final class Dispatch {
         h.put("x-hedgerow-request-id", req.requestId());
         h.put("x-hedgerow-route", a.cand.route().id());
         return h;
-    }
-
-    private ArrayNode trailNode() {
-        ArrayNode arr = JsonNodeFactory.instance.arrayNode();
-        trail.forEach(r -> arr.add(r.toNode()));
-        return arr;
     }
 
     private int liveCount() {

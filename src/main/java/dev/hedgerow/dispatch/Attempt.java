@@ -1,0 +1,282 @@
+package dev.hedgerow.dispatch;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.catalog.FailoverCriterion;
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.InterTokenStats;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.ThinkingTime;
+import dev.hedgerow.time.Cancellable;
+import dev.hedgerow.upstream.SseDecoder;
+import dev.hedgerow.upstream.SseEvent;
+import dev.hedgerow.upstream.TransportFailure;
+import dev.hedgerow.upstream.UpstreamClient;
+import dev.hedgerow.upstream.UpstreamHandler;
+import io.smallrye.mutiny.Uni;
+
+import java.io.ByteArrayOutputStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.Supplier;
+
+/**
+ * One upstream exchange of a {@link Dispatch} and what it has produced so far: its timers, lease, probe slot,
+ * response head and body (or SSE decoder), held chunks, learned rhythm and output count. Its upstream callbacks take
+ * the dispatch's lock and hand every decision to the dispatch; all its state is guarded by that dispatch.
+ */
+final class Attempt implements UpstreamHandler, SseDecoder.Listener {
+    private static final int MAX_ERROR_BODY = 64 * 1024;
+    private static final int MAX_NONSTREAM_BODY = 16 * 1024 * 1024;
+    private static final Duration MODEL_TTL = Duration.ofDays(7);
+
+    /** Why the attempt was launched. */
+    enum Kind { PRIMARY, FAILOVER, HEDGE, RESUME }
+
+    /** Why an attempt failed, and what that means for the route and the request. */
+    record Failure(String errorClass, String detail, int status, FailoverCriterion criterion,
+                   boolean routeFault, long retryAfterSeconds) {
+        static Failure transport(String cls, String detail) {
+            return new Failure(cls, detail, 0, FailoverCriterion.ERROR, true, 0);
+        }
+
+        static Failure timeout(String cls, String detail) {
+            return new Failure(cls, detail, 0, FailoverCriterion.TIMEOUT, true, 0);
+        }
+    }
+
+    private final Dispatch dispatch;
+    private final Dispatcher.Deps deps;
+    final int index;
+    final Candidate cand;
+    final Kind kind;
+    final ContinuationMethod method;
+    final long startNanos;
+    final String leaseId;
+    /** The half-open probe slot this attempt serves as, or null on a route that is not half-open. */
+    final Dispatch.ProbeSlot probe;
+    /**
+     * The last lease write sent for this attempt: each next one (renew, release) is sent only once it has
+     * completed, because fire-and-forget writes can overtake each other (separate pooled Redis connections), and
+     * a release landing before its acquire would leave the lease counted until its TTL.
+     */
+    private Uni<Void> lastLeaseWrite = Uni.createFrom().voidItem();
+    UpstreamClient.Exchange exchange;
+    Cancellable windowTimer = Cancellable.NONE;
+    Cancellable abandonTimer = Cancellable.NONE;
+    /** Kong's write_timeout until the body is sent, then read_timeout until the response head. */
+    Cancellable ioTimer = Cancellable.NONE;
+    boolean sent;
+    boolean live = true;
+    int status;
+    Map<String, String> headers = Map.of();
+    SseDecoder decoder;
+    ByteArrayOutputStream body;
+    final List<ObjectNode> pending = new ArrayList<>();
+    boolean hasContent;
+    long firstContentNanos = -1;
+    long lastContentNanos;
+    int contentChunks;
+    String finishReason;
+    JsonNode usage;
+    OverlapTrimmer trimmer;
+    boolean trimReasoning;
+    boolean wrongContentType;
+    /** This stream's gaps folded into the route's learned rhythm; written to the route once, at the end. */
+    InterTokenStats gaps;
+    int gapsObserved;
+    long firstReasoningNanos = -1;
+    boolean visibleStarted;
+    long outputChars;
+
+    Attempt(Dispatch dispatch, Dispatcher.Deps deps, int index, Candidate cand, Kind kind, ContinuationMethod method,
+            Dispatch.ProbeSlot probe) {
+        this.dispatch = dispatch;
+        this.deps = deps;
+        this.startNanos = deps.ticker().nanos();
+        this.leaseId = UUID.randomUUID().toString();
+        this.index = index;
+        this.cand = cand;
+        this.kind = kind;
+        this.method = method;
+        this.probe = probe;
+        this.gaps = InterTokenStats.decode(cand.state().blob(LearnedModels.GAP).orElse(null));
+    }
+
+    /** Sends {@code write} after the attempt's previous lease write completed (whatever its outcome). */
+    void leaseWrite(Supplier<Uni<Void>> write) {
+        Uni<Void> next = lastLeaseWrite.onItemOrFailure().transformToUni((v, t) -> write.get())
+                .onFailure().recoverWithNull().memoize().indefinitely();
+        lastLeaseWrite = next;
+        next.subscribe().with(v -> { }, t -> { });
+    }
+
+    /**
+     * Folds the gap since the previous chunk into the attempt's copy of the route's rhythm. The pause between the
+     * last reasoning and the first visible chunk is thinking, not decode rhythm: it teaches {@link ThinkingTime}
+     * (written at once, it happens once per stream) and is kept out of the gap statistics.
+     */
+    void learnRhythm(boolean reasoning, boolean visible) {
+        long now = deps.ticker().nanos();
+        boolean thinkingEnds = visible && !visibleStarted && firstReasoningNanos >= 0;
+        if (contentChunks > 0 && !thinkingEnds) {
+            long gapMs = (now - lastContentNanos) / 1_000_000L;
+            gaps = gaps.observe(gapMs);
+            gapsObserved++;
+            deps.observer().gap(cand, gapMs);
+        }
+        if (thinkingEnds && kind != Kind.RESUME) {
+            long thinkMs = (now - firstReasoningNanos) / 1_000_000L;
+            String enc = Dispatch.thinking(cand).observe(thinkMs).encode();
+            deps.store().putRouteBlob(cand.id(), LearnedModels.THINK, enc, MODEL_TTL).subscribe().with(v -> { },
+                    t -> { });
+        }
+        if (reasoning && firstReasoningNanos < 0) {
+            firstReasoningNanos = now;
+        }
+        if (visible) {
+            visibleStarted = true;
+        }
+        lastContentNanos = now;
+        contentChunks++;
+    }
+
+    /**
+     * Ends this live attempt's own side: the probe slot it still holds, its timers, the upstream exchange (kept open
+     * only by a success that did not ask to cancel it), the lease and the learned gaps. The trail record is the
+     * dispatch's.
+     */
+    void end(String outcome, boolean cancelExchange) {
+        live = false;
+        if (probe != null) {
+            probe.release();
+        }
+        cancelTimers();
+        if (exchange != null && (cancelExchange || !"success".equals(outcome))) {
+            exchange.cancel();
+        }
+        leaseWrite(() -> deps.store().releaseLease(cand.id(), leaseId));
+        if (gapsObserved > 0) {
+            deps.store().putRouteBlob(cand.id(), LearnedModels.GAP, gaps.encode(), MODEL_TTL).subscribe()
+                    .with(v -> { }, t -> { });
+        }
+    }
+
+    /** Cancels the first-token window, abandon and Kong I/O timers. */
+    void cancelTimers() {
+        windowTimer.cancel();
+        abandonTimer.cancel();
+        ioTimer.cancel();
+    }
+
+    @Override
+    public void onHead(int status, Map<String, String> headers) {
+        synchronized (dispatch) {
+            if (!live) {
+                return;
+            }
+            ioTimer.cancel();
+            this.status = status;
+            this.headers = headers;
+            String ct = headers.getOrDefault("content-type", "");
+            if (status == 200 && dispatch.streaming()) {
+                wrongContentType = !ct.contains("text/event-stream");
+                if (!wrongContentType) {
+                    decoder = new SseDecoder(this, 2 * 1024 * 1024);
+                    return;
+                }
+            }
+            body = new ByteArrayOutputStream();
+        }
+    }
+
+    @Override
+    public void onSent() {
+        synchronized (dispatch) {
+            if (live && !sent) {
+                sent = true;
+                dispatch.armIoTimer(this);
+            }
+        }
+    }
+
+    @Override
+    public void onData(byte[] bytes) {
+        synchronized (dispatch) {
+            if (!live) {
+                return;
+            }
+            if (decoder != null) {
+                try {
+                    decoder.feed(bytes);
+                } catch (SseDecoder.OversizeException e) {
+                    if (hasContent) {
+                        // committed: resume elsewhere (failing it as a pre-commit attempt would leave it hanging)
+                        dispatch.midStreamFailure(this, "oversize_event", e.getMessage());
+                    } else {
+                        dispatch.attemptFailed(this, Failure.transport("oversize_event", e.getMessage()));
+                    }
+                }
+                return;
+            }
+            int limit = status == 200 && !wrongContentType ? MAX_NONSTREAM_BODY : MAX_ERROR_BODY;
+            if (body.size() + bytes.length > limit) {
+                if (status == 200 && !wrongContentType) {
+                    dispatch.attemptFailed(this, Failure.transport("oversize_body", "response body over " + limit));
+                    return;
+                }
+                body.write(bytes, 0, Math.max(0, limit - body.size()));
+                return;
+            }
+            body.write(bytes, 0, bytes.length);
+        }
+    }
+
+    @Override
+    public void onEnd() {
+        synchronized (dispatch) {
+            if (!live) {
+                return;
+            }
+            if (decoder != null) {
+                decoder.finish();
+                dispatch.streamEnded(this, null);
+            } else {
+                dispatch.bodyEnded(this);
+            }
+        }
+    }
+
+    @Override
+    public void onError(TransportFailure failure) {
+        synchronized (dispatch) {
+            if (!live) {
+                return;
+            }
+            if (decoder != null && (hasContent || finishReason != null)) {
+                dispatch.streamEnded(this, failure);
+                return;
+            }
+            String cls = "transport_" + failure.kind().name().toLowerCase();
+            dispatch.attemptFailed(this, failure.kind() == TransportFailure.Kind.CONNECT_TIMEOUT
+                    ? Failure.timeout(cls, failure.detail()) : Failure.transport(cls, failure.detail()));
+        }
+    }
+
+    @Override
+    public void onEvent(SseEvent event) {
+        if (live) {
+            dispatch.streamEvent(this, event);
+        }
+    }
+
+    @Override
+    public void onComment(String comment) {
+        if (live) {
+            dispatch.life(this);
+        }
+    }
+}
