@@ -69,6 +69,7 @@ final class Dispatch {
     private final boolean stream;
     private final long startNanos;
     private final Transcript transcript = new Transcript();
+    private final Billing billing;
     private final List<Attempt> attempts = new ArrayList<>();
     private final AttemptTrail trail = new AttemptTrail();
     private final Set<String> tried = new HashSet<>();
@@ -102,6 +103,7 @@ final class Dispatch {
         this.settings = req.settings();
         this.stream = req.chat().stream();
         this.startNanos = deps.ticker().nanos();
+        this.billing = new Billing(req.facts().promptTokens(), deps.tokens(), transcript);
     }
 
     /** True when the client asked for a stream (SSE), false for a whole JSON answer. */
@@ -533,7 +535,7 @@ final class Dispatch {
                 + "; the stream was cut.");
     }
 
-    private static String text(JsonNode n) {
+    static String text(JsonNode n) {
         return n == null || n.isNull() ? "" : n.asText("");
     }
 
@@ -785,11 +787,8 @@ final class Dispatch {
         }
         ObjectNode out = (ObjectNode) node;
         rewriteIdentity(a, out);
-        UsageSample billed = usageOf(a, msg);
-        ObjectNode u = out.putObject("usage");
-        u.put("prompt_tokens", billed.promptTokens());
-        u.put("completion_tokens", billed.completionTokens());
-        u.put("total_tokens", billed.totalTokens());
+        UsageSample billed = billing.usageOf(a, resumes > 0, msg);
+        Billing.putUsage(out, billed);
         finished = true;
         recordSuccess(a);
         endAttempt(a, "success", null, false);
@@ -1068,14 +1067,11 @@ final class Dispatch {
         finished = true;
         recordSuccess(a);
         endAttempt(a, "success", null, false);
-        UsageSample billed = usageOf(a, null);
+        UsageSample billed = billing.usageOf(a, resumes > 0, null);
         if (req.chat().includeUsage()) {
             ObjectNode chunk = baseChunk(a);
             chunk.putArray("choices");
-            ObjectNode u = chunk.putObject("usage");
-            u.put("prompt_tokens", billed.promptTokens());
-            u.put("completion_tokens", billed.completionTokens());
-            u.put("total_tokens", billed.totalTokens());
+            Billing.putUsage(chunk, billed);
             chunk.set("attempt_trail", trail.toNode());
             sink.write(Sse.data(chunk));
         } else {
@@ -1100,31 +1096,6 @@ final class Dispatch {
         chunk.put("model", a.cand.route().model());
         chunk.put("provider", a.cand.route().provider());
         return chunk;
-    }
-
-    /**
-     * What the request is billed: once, however many attempts ran. Without a resume the winner's own usage (or
-     * a count with the tokenizer when it sent none); after a resume the original prompt once plus every
-     * completion token the client received.
-     */
-    private UsageSample usageOf(Attempt a, JsonNode nonStreamMessage) {
-        long prompt = req.facts().promptTokens();
-        long completion;
-        if (resumes == 0 && a.usage != null && a.usage.has("prompt_tokens")) {
-            prompt = a.usage.path("prompt_tokens").asLong(prompt);
-            completion = a.usage.path("completion_tokens").asLong(0);
-        } else if (nonStreamMessage != null) {
-            StringBuilder sb = new StringBuilder(text(nonStreamMessage.get("content")));
-            sb.append(text(nonStreamMessage.get("reasoning_content")));
-            if (nonStreamMessage.has("tool_calls")) {
-                sb.append(nonStreamMessage.get("tool_calls").toString());
-            }
-            completion = deps.tokens().applyAsInt(sb.toString());
-        } else {
-            completion = deps.tokens().applyAsInt(transcript.content.toString() + transcript.reasoning);
-        }
-        double cost = a.cand.route().price().cost(prompt, completion);
-        return new UsageSample(prompt, completion, cost);
     }
 
     // ---- bookkeeping -----------------------------------------------------------------------------------------

@@ -1,0 +1,64 @@
+package dev.hedgerow.dispatch;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.state.UsageSample;
+
+import java.util.function.ToIntFunction;
+
+/**
+ * What a dispatch bills: the usage of the request, counted once however many attempts ran, and its JSON form for
+ * the client. Confined to its dispatch (guarded by it).
+ */
+final class Billing {
+    private final long promptTokens;
+    private final ToIntFunction<String> tokens;
+    private final Transcript transcript;
+
+    /**
+     * @param promptTokens the request's own prompt count, billed when the upstream reports none
+     * @param tokens       counts tokens of a text (when the upstream sends no usage)
+     * @param transcript   what the client received
+     */
+    Billing(long promptTokens, ToIntFunction<String> tokens, Transcript transcript) {
+        this.promptTokens = promptTokens;
+        this.tokens = tokens;
+        this.transcript = transcript;
+    }
+
+    /**
+     * What the request is billed: once, however many attempts ran. Without a resume the winner's own usage (or
+     * a count with the tokenizer when it sent none); after a resume the original prompt once plus every
+     * completion token the client received.
+     *
+     * @param resumed          the stream was resumed at least once
+     * @param nonStreamMessage the whole answer's message, or null for a stream
+     */
+    UsageSample usageOf(Attempt a, boolean resumed, JsonNode nonStreamMessage) {
+        long prompt = promptTokens;
+        long completion;
+        if (!resumed && a.usage != null && a.usage.has("prompt_tokens")) {
+            prompt = a.usage.path("prompt_tokens").asLong(prompt);
+            completion = a.usage.path("completion_tokens").asLong(0);
+        } else if (nonStreamMessage != null) {
+            StringBuilder sb = new StringBuilder(Dispatch.text(nonStreamMessage.get("content")));
+            sb.append(Dispatch.text(nonStreamMessage.get("reasoning_content")));
+            if (nonStreamMessage.has("tool_calls")) {
+                sb.append(nonStreamMessage.get("tool_calls").toString());
+            }
+            completion = tokens.applyAsInt(sb.toString());
+        } else {
+            completion = tokens.applyAsInt(transcript.content.toString() + transcript.reasoning);
+        }
+        double cost = a.cand.route().price().cost(prompt, completion);
+        return new UsageSample(prompt, completion, cost);
+    }
+
+    /** Sets {@code parent.usage} to the billed counts, in OpenAI's form. */
+    static void putUsage(ObjectNode parent, UsageSample billed) {
+        ObjectNode u = parent.putObject("usage");
+        u.put("prompt_tokens", billed.promptTokens());
+        u.put("completion_tokens", billed.completionTokens());
+        u.put("total_tokens", billed.totalTokens());
+    }
+}
