@@ -1,11 +1,9 @@
 package dev.hedgerow.dispatch;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.Json;
-import dev.hedgerow.api.Sse;
 import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.dispatch.Attempt.Failure;
 import dev.hedgerow.dispatch.Attempt.Kind;
@@ -50,21 +48,12 @@ final class Dispatch {
     static final double STALL_M = 3;
     /** Allowed reasoning pause {@code max(floor, mean + K·dev)} of the route's thinking time. */
     static final double THINK_K = 4;
-    /**
-     * Output guard: the most text (content, reasoning, tool-call arguments) one attempt may deliver. 4 Mi chars is
-     * about a million tokens, beyond any model's output limit: only an upstream that never stops gets there, and
-     * the cap bounds the transcript's memory.
-     */
-    static final long MAX_OUTPUT_CHARS = 4L * 1024 * 1024;
-    /** With max_tokens set the cap is this many chars per token (8x an average token) plus the slack below. */
-    static final int OUTPUT_CHARS_PER_TOKEN = 32;
-    static final int OUTPUT_SLACK_CHARS = 4096;
     /** Content-less chunks held before the first content: a stream of only those is garbage, not a preamble. */
     private static final int MAX_PENDING = 64;
 
     private final Dispatcher.Deps deps;
     private final DispatchRequest req;
-    private final ClientSink sink;
+    private final ClientOutput output;
     private final GroupSettings settings;
     private final boolean stream;
     private final long startNanos;
@@ -78,7 +67,6 @@ final class Dispatch {
     private int resumes;
     private boolean committed;
     private Attempt winner;
-    private boolean headSent;
     private boolean finished;
     private int contextLimit = -1;
     private Attempt contextError;
@@ -99,10 +87,10 @@ final class Dispatch {
     Dispatch(Dispatcher.Deps deps, DispatchRequest req, ClientSink sink) {
         this.deps = deps;
         this.req = req;
-        this.sink = sink;
         this.settings = req.settings();
         this.stream = req.chat().stream();
         this.startNanos = deps.ticker().nanos();
+        this.output = new ClientOutput(req, sink, stream, transcript);
         this.billing = new Billing(req.facts().promptTokens(), deps.tokens(), transcript);
     }
 
@@ -508,30 +496,24 @@ final class Dispatch {
         if (a != winner) {
             return;
         }
-        a.outputChars += content.length() + reasoning.length() + (hasTools ? toolCalls.toString().length() : 0);
-        if (a.outputChars > outputLimit()) {
+        if (output.overLimit(a, content.length() + reasoning.length()
+                + (hasTools ? toolCalls.toString().length() : 0))) {
             outputLimitExceeded(a);
             return;
         }
         if (substantive) {
             a.learnRhythm(!reasoning.isEmpty(), !content.isEmpty() || hasTools);
         }
-        emitChunk(a, (ObjectNode) node, content, reasoning, hasTools, finish);
-    }
-
-    private long outputLimit() {
-        Integer max = req.chat().maxTokens();
-        return max == null ? MAX_OUTPUT_CHARS
-                : Math.min(MAX_OUTPUT_CHARS, (long) max * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS);
+        output.emitChunk(a, (ObjectNode) node, content, reasoning, hasTools, finish);
     }
 
     /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
     private void outputLimitExceeded(Attempt a) {
-        recordHealthFailure(a, Failure.transport("output_limit", "over " + outputLimit() + " chars"));
+        recordHealthFailure(a, Failure.transport("output_limit", "over " + output.outputLimit() + " chars"));
         endAttempt(a, "failed", "output_limit", true);
         Integer max = req.chat().maxTokens();
         endWithErrorEvent("output_limit_exceeded", "The upstream kept generating past the output limit of "
-                + outputLimit() + " characters" + (max == null ? "" : " (max_tokens " + max + ")")
+                + output.outputLimit() + " characters" + (max == null ? "" : " (max_tokens " + max + ")")
                 + "; the stream was cut.");
     }
 
@@ -562,86 +544,12 @@ final class Dispatch {
         if (!committed) {
             committed = true;
             if (stream) {
-                headSent = true;
-                sink.head(200, responseHeaders(a, "text/event-stream"));
-                for (ObjectNode p : a.pending) {
-                    JsonNode d = p.path("choices").path(0).path("delta");
-                    if (d.has("role")) {
-                        transcript.roleSent = true;
-                    }
-                    writeChunk(a, p);
-                }
-                a.pending.clear();
+                output.commitStream(a);
             }
         }
         if (stream) {
             armStallWatchdog();
         }
-    }
-
-    private void emitChunk(Attempt a, ObjectNode node, String content, String reasoning, boolean hasTools,
-                           String finish) {
-        ObjectNode choice = (ObjectNode) node.get("choices").get(0);
-        ObjectNode delta = choice.has("delta") && choice.get("delta").isObject() ? (ObjectNode) choice.get("delta")
-                : choice.putObject("delta");
-        String outContent = content;
-        String outReasoning = reasoning;
-        if (a.kind == Kind.RESUME) {
-            delta.remove("role");
-            if (a.trimmer != null && !a.trimmer.decided()) {
-                if (a.trimReasoning) {
-                    outReasoning = a.trimmer.feed(reasoning);
-                    if (!content.isEmpty() || finish != null || hasTools) {
-                        outReasoning = outReasoning + a.trimmer.flush();
-                    }
-                } else {
-                    outContent = a.trimmer.feed(content);
-                    if (finish != null || hasTools) {
-                        outContent = outContent + a.trimmer.flush();
-                    }
-                }
-            }
-        } else if (delta.has("role")) {
-            if (transcript.roleSent) {
-                delta.remove("role");
-            }
-            transcript.roleSent = true;
-        }
-        if (!outContent.equals(content)) {
-            delta.put("content", outContent);
-        }
-        if (!outReasoning.equals(reasoning)) {
-            delta.put(delta.has("reasoning_content") ? "reasoning_content" : "reasoning", outReasoning);
-        }
-        transcript.content.append(outContent);
-        transcript.reasoning.append(outReasoning);
-        if (!outContent.isEmpty() || !outReasoning.isEmpty()) {
-            transcript.deltas++;
-        }
-        if (hasTools) {
-            transcript.toolCallStarted = true;
-        }
-        if (finish != null) {
-            transcript.finishReason = finish;
-        }
-        if (outContent.isEmpty() && outReasoning.isEmpty() && !hasTools && finish == null && delta.size() <= 1
-                && !delta.has("role")) {
-            return;
-        }
-        writeChunk(a, node);
-    }
-
-    private void writeChunk(Attempt a, ObjectNode node) {
-        node.remove("usage");
-        rewriteIdentity(a, node);
-        sink.write(Sse.data(node));
-    }
-
-    private void rewriteIdentity(Attempt a, ObjectNode node) {
-        node.put("id", req.requestId());
-        node.put("created", req.createdEpochSeconds());
-        node.put("model", a.cand.route().model());
-        node.put("provider", a.cand.route().provider());
     }
 
     /** The upstream stream ended ({@code failure} null = clean EOF or [DONE]). */
@@ -742,7 +650,7 @@ final class Dispatch {
         }
         resumes++;
         deps.observer().resumed(req, cls);
-        sink.write(Sse.KEEP_ALIVE);
+        output.keepAlive();
         launch(next, Kind.RESUME, methods(next).get(0));
     }
 
@@ -786,17 +694,13 @@ final class Dispatch {
             a.usage = usage; // the upstream's own count: billed as is, no need to run the tokenizer
         }
         ObjectNode out = (ObjectNode) node;
-        rewriteIdentity(a, out);
+        output.rewriteIdentity(a, out);
         UsageSample billed = billing.usageOf(a, resumes > 0, msg);
         Billing.putUsage(out, billed);
         finished = true;
         recordSuccess(a);
         endAttempt(a, "success", null, false);
-        Map<String, String> headers = responseHeaders(a, "application/json");
-        headers.put("x-hedgerow-attempts", Json.write(trail.toNode()));
-        sink.head(200, headers);
-        sink.write(Json.bytes(out));
-        sink.end();
+        output.whole(a, out, trail.toNode());
         stopTimers();
         long e2e = elapsedMs(a.startNanos);
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), e2e, e2e);
@@ -916,17 +820,7 @@ final class Dispatch {
             }
         }
         stopTimers();
-        Map<String, String> headers = new LinkedHashMap<>();
-        headers.put("content-type", a.headers.getOrDefault("content-type", "application/json"));
-        headers.put("x-hedgerow-request-id", req.requestId());
-        headers.put("x-hedgerow-route", a.cand.route().id());
-        headers.put("x-hedgerow-attempts", Json.write(trail.toNode()));
-        if (a.headers.containsKey("retry-after")) {
-            headers.put("retry-after", a.headers.get("retry-after"));
-        }
-        sink.head(a.status, headers);
-        sink.write(bytes);
-        sink.end();
+        output.passThrough(a, bytes, trail.toNode());
         deps.observer().finished(req, a.status, trail.snapshot(), null, null);
     }
 
@@ -1014,18 +908,11 @@ final class Dispatch {
         String msg = "Every capable provider of '" + req.alias() + "' was tried and none could serve ("
                 + trail.size() + " attempts). Retry after " + retryAfter + " s.";
         ApiError err = ApiError.upstreamExhausted(status, msg, retryAfter);
-        if (headSent) {
+        if (output.headSent()) {
             endWithErrorEvent(msg);
             return;
         }
-        Map<String, String> headers = new LinkedHashMap<>();
-        headers.put("content-type", "application/json");
-        headers.put("retry-after", Long.toString(retryAfter));
-        headers.put("x-hedgerow-request-id", req.requestId());
-        headers.put("x-hedgerow-attempts", Json.write(trail.toNode()));
-        sink.head(status, headers);
-        sink.write(Json.bytes(err.toNode()));
-        sink.end();
+        output.exhausted(status, retryAfter, err, trail.toNode());
         deps.observer().finished(req, status, trail.snapshot(), null, null);
     }
 
@@ -1041,12 +928,7 @@ final class Dispatch {
                 endAttempt(other, "cancelled", null, false);
             }
         }
-        ObjectNode err = new ApiError(502, "server_error", code, message, null, null).toNode();
-        err.put("id", req.requestId());
-        err.set("attempt_trail", trail.toNode());
-        sink.write(Sse.data(err));
-        sink.write(Sse.DONE);
-        sink.end();
+        output.endWithError(code, message, trail.toNode());
         deps.observer().finished(req, 502, trail.snapshot(), null, null);
     }
 
@@ -1054,48 +936,16 @@ final class Dispatch {
         if (finished) {
             return;
         }
-        if (a.trimmer != null && !a.trimmer.decided()) {
-            String rest = a.trimmer.flush();
-            if (!rest.isEmpty()) {
-                ObjectNode chunk = baseChunk(a);
-                ObjectNode delta = chunk.putArray("choices").addObject().put("index", 0).putObject("delta");
-                delta.put(a.trimReasoning ? "reasoning_content" : "content", rest);
-                (a.trimReasoning ? transcript.reasoning : transcript.content).append(rest);
-                writeChunk(a, chunk);
-            }
-        }
+        output.flushTrimmer(a);
         finished = true;
         recordSuccess(a);
         endAttempt(a, "success", null, false);
         UsageSample billed = billing.usageOf(a, resumes > 0, null);
-        if (req.chat().includeUsage()) {
-            ObjectNode chunk = baseChunk(a);
-            chunk.putArray("choices");
-            Billing.putUsage(chunk, billed);
-            chunk.set("attempt_trail", trail.toNode());
-            sink.write(Sse.data(chunk));
-        } else {
-            ObjectNode chunk = baseChunk(a);
-            chunk.putArray("choices");
-            chunk.set("attempt_trail", trail.toNode());
-            sink.write(Sse.data(chunk));
-        }
-        sink.write(Sse.DONE);
-        sink.end();
+        output.endStream(a, req.chat().includeUsage() ? billed : null, trail.toNode());
         stopTimers();
         long decodeMs = a.firstContentNanos < 0 ? 0 : (deps.ticker().nanos() - a.firstContentNanos) / 1_000_000L;
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), decodeMs, elapsedMs(a.startNanos));
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
-    }
-
-    private ObjectNode baseChunk(Attempt a) {
-        ObjectNode chunk = JsonNodeFactory.instance.objectNode();
-        chunk.put("id", req.requestId());
-        chunk.put("object", "chat.completion.chunk");
-        chunk.put("created", req.createdEpochSeconds());
-        chunk.put("model", a.cand.route().model());
-        chunk.put("provider", a.cand.route().provider());
-        return chunk;
     }
 
     // ---- bookkeeping -----------------------------------------------------------------------------------------
@@ -1141,18 +991,6 @@ final class Dispatch {
             deps.store().recordSuccess(a.cand.id(), b.maxFails(), b.failTimeout()).subscribe().with(v -> { },
                     t -> { });
         }
-    }
-
-    private Map<String, String> responseHeaders(Attempt a, String contentType) {
-        Map<String, String> h = new LinkedHashMap<>();
-        h.put("content-type", contentType);
-        if (stream) {
-            h.put("cache-control", "no-cache");
-            h.put("x-accel-buffering", "no");
-        }
-        h.put("x-hedgerow-request-id", req.requestId());
-        h.put("x-hedgerow-route", a.cand.route().id());
-        return h;
     }
 
     private int liveCount() {

@@ -1,0 +1,244 @@
+package dev.hedgerow.dispatch;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.api.Sse;
+import dev.hedgerow.dispatch.Attempt.Kind;
+import dev.hedgerow.state.UsageSample;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Everything a dispatch writes to its {@link ClientSink}: the response head and headers, the streamed chunks
+ * rewritten to the gateway's identity (a resumed attempt's overlap trimmed, its repeated role dropped) and recorded
+ * in the {@link Transcript}, the closing chunk, the in-stream error event, and the whole answers (success, a
+ * passed-through client error, exhaustion). Also the output guard's limit. It decides nothing: the dispatch calls
+ * it, under its lock, once it has decided.
+ */
+final class ClientOutput {
+    /**
+     * Output guard: the most text (content, reasoning, tool-call arguments) one attempt may deliver. 4 Mi chars is
+     * about a million tokens, beyond any model's output limit: only an upstream that never stops gets there, and
+     * the cap bounds the transcript's memory.
+     */
+    static final long MAX_OUTPUT_CHARS = 4L * 1024 * 1024;
+    /** With max_tokens set the cap is this many chars per token (8x an average token) plus the slack below. */
+    static final int OUTPUT_CHARS_PER_TOKEN = 32;
+    static final int OUTPUT_SLACK_CHARS = 4096;
+
+    private final DispatchRequest req;
+    private final ClientSink sink;
+    private final boolean stream;
+    private final Transcript transcript;
+    private boolean headSent;
+
+    ClientOutput(DispatchRequest req, ClientSink sink, boolean stream, Transcript transcript) {
+        this.req = req;
+        this.sink = sink;
+        this.stream = stream;
+        this.transcript = transcript;
+    }
+
+    /** True once the stream's response head went out: from then on failures end the stream with an error event. */
+    boolean headSent() {
+        return headSent;
+    }
+
+    /** The output guard's cap on the text one attempt may deliver, in chars. */
+    long outputLimit() {
+        Integer max = req.chat().maxTokens();
+        return max == null ? MAX_OUTPUT_CHARS
+                : Math.min(MAX_OUTPUT_CHARS, (long) max * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS);
+    }
+
+    /** Counts {@code chars} more of the attempt's output; true when it is now over {@link #outputLimit()}. */
+    boolean overLimit(Attempt a, long chars) {
+        a.outputChars += chars;
+        return a.outputChars > outputLimit();
+    }
+
+    /** The stream commits to its first winner: the response head, then the content-less chunks it held. */
+    void commitStream(Attempt a) {
+        headSent = true;
+        sink.head(200, responseHeaders(a, "text/event-stream"));
+        for (ObjectNode p : a.pending) {
+            JsonNode d = p.path("choices").path(0).path("delta");
+            if (d.has("role")) {
+                transcript.roleSent = true;
+            }
+            writeChunk(a, p);
+        }
+        a.pending.clear();
+    }
+
+    /** The winner's chunk, as delivered: trimmed if it resumes inexactly, recorded in the transcript, then sent. */
+    void emitChunk(Attempt a, ObjectNode node, String content, String reasoning, boolean hasTools, String finish) {
+        ObjectNode choice = (ObjectNode) node.get("choices").get(0);
+        ObjectNode delta = choice.has("delta") && choice.get("delta").isObject() ? (ObjectNode) choice.get("delta")
+                : choice.putObject("delta");
+        String outContent = content;
+        String outReasoning = reasoning;
+        if (a.kind == Kind.RESUME) {
+            delta.remove("role");
+            if (a.trimmer != null && !a.trimmer.decided()) {
+                if (a.trimReasoning) {
+                    outReasoning = a.trimmer.feed(reasoning);
+                    if (!content.isEmpty() || finish != null || hasTools) {
+                        outReasoning = outReasoning + a.trimmer.flush();
+                    }
+                } else {
+                    outContent = a.trimmer.feed(content);
+                    if (finish != null || hasTools) {
+                        outContent = outContent + a.trimmer.flush();
+                    }
+                }
+            }
+        } else if (delta.has("role")) {
+            if (transcript.roleSent) {
+                delta.remove("role");
+            }
+            transcript.roleSent = true;
+        }
+        if (!outContent.equals(content)) {
+            delta.put("content", outContent);
+        }
+        if (!outReasoning.equals(reasoning)) {
+            delta.put(delta.has("reasoning_content") ? "reasoning_content" : "reasoning", outReasoning);
+        }
+        transcript.content.append(outContent);
+        transcript.reasoning.append(outReasoning);
+        if (!outContent.isEmpty() || !outReasoning.isEmpty()) {
+            transcript.deltas++;
+        }
+        if (hasTools) {
+            transcript.toolCallStarted = true;
+        }
+        if (finish != null) {
+            transcript.finishReason = finish;
+        }
+        if (outContent.isEmpty() && outReasoning.isEmpty() && !hasTools && finish == null && delta.size() <= 1
+                && !delta.has("role")) {
+            return;
+        }
+        writeChunk(a, node);
+    }
+
+    /** Sends what an inexact resume's overlap trimmer still holds (the stream finished before it decided). */
+    void flushTrimmer(Attempt a) {
+        if (a.trimmer != null && !a.trimmer.decided()) {
+            String rest = a.trimmer.flush();
+            if (!rest.isEmpty()) {
+                ObjectNode chunk = baseChunk(a);
+                ObjectNode delta = chunk.putArray("choices").addObject().put("index", 0).putObject("delta");
+                delta.put(a.trimReasoning ? "reasoning_content" : "content", rest);
+                (a.trimReasoning ? transcript.reasoning : transcript.content).append(rest);
+                writeChunk(a, chunk);
+            }
+        }
+    }
+
+    /** Ends a complete stream: the closing chunk (with the usage when {@code billed} is not null), then [DONE]. */
+    void endStream(Attempt a, UsageSample billed, ArrayNode trail) {
+        ObjectNode chunk = baseChunk(a);
+        chunk.putArray("choices");
+        if (billed != null) {
+            Billing.putUsage(chunk, billed);
+        }
+        chunk.set("attempt_trail", trail);
+        sink.write(Sse.data(chunk));
+        sink.write(Sse.DONE);
+        sink.end();
+    }
+
+    /** Ends the stream with an error event carrying the trail, then [DONE]. */
+    void endWithError(String code, String message, ArrayNode trail) {
+        ObjectNode err = new ApiError(502, "server_error", code, message, null, null).toNode();
+        err.put("id", req.requestId());
+        err.set("attempt_trail", trail);
+        sink.write(Sse.data(err));
+        sink.write(Sse.DONE);
+        sink.end();
+    }
+
+    /** A comment that keeps the client's connection alive while a resume starts. */
+    void keepAlive() {
+        sink.write(Sse.KEEP_ALIVE);
+    }
+
+    /** Gives a chunk or whole answer the gateway's identity: request id, creation time, model and provider. */
+    void rewriteIdentity(Attempt a, ObjectNode node) {
+        node.put("id", req.requestId());
+        node.put("created", req.createdEpochSeconds());
+        node.put("model", a.cand.route().model());
+        node.put("provider", a.cand.route().provider());
+    }
+
+    /** Sends a whole (non-streamed) answer, already rewritten and billed. */
+    void whole(Attempt a, ObjectNode answer, ArrayNode trail) {
+        Map<String, String> headers = responseHeaders(a, "application/json");
+        headers.put("x-hedgerow-attempts", Json.write(trail));
+        sink.head(200, headers);
+        sink.write(Json.bytes(answer));
+        sink.end();
+    }
+
+    /** Sends the attempt's client error as the provider sent it ({@code bytes} already redacted). */
+    void passThrough(Attempt a, byte[] bytes, ArrayNode trail) {
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("content-type", a.headers.getOrDefault("content-type", "application/json"));
+        headers.put("x-hedgerow-request-id", req.requestId());
+        headers.put("x-hedgerow-route", a.cand.route().id());
+        headers.put("x-hedgerow-attempts", Json.write(trail));
+        if (a.headers.containsKey("retry-after")) {
+            headers.put("retry-after", a.headers.get("retry-after"));
+        }
+        sink.head(a.status, headers);
+        sink.write(bytes);
+        sink.end();
+    }
+
+    /** Sends the error answer for a request no route could serve (before any head went out). */
+    void exhausted(int status, long retryAfter, ApiError err, ArrayNode trail) {
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("content-type", "application/json");
+        headers.put("retry-after", Long.toString(retryAfter));
+        headers.put("x-hedgerow-request-id", req.requestId());
+        headers.put("x-hedgerow-attempts", Json.write(trail));
+        sink.head(status, headers);
+        sink.write(Json.bytes(err.toNode()));
+        sink.end();
+    }
+
+    private void writeChunk(Attempt a, ObjectNode node) {
+        node.remove("usage");
+        rewriteIdentity(a, node);
+        sink.write(Sse.data(node));
+    }
+
+    private ObjectNode baseChunk(Attempt a) {
+        ObjectNode chunk = JsonNodeFactory.instance.objectNode();
+        chunk.put("id", req.requestId());
+        chunk.put("object", "chat.completion.chunk");
+        chunk.put("created", req.createdEpochSeconds());
+        chunk.put("model", a.cand.route().model());
+        chunk.put("provider", a.cand.route().provider());
+        return chunk;
+    }
+
+    private Map<String, String> responseHeaders(Attempt a, String contentType) {
+        Map<String, String> h = new LinkedHashMap<>();
+        h.put("content-type", contentType);
+        if (stream) {
+            h.put("cache-control", "no-cache");
+            h.put("x-accel-buffering", "no");
+        }
+        h.put("x-hedgerow-request-id", req.requestId());
+        h.put("x-hedgerow-route", a.cand.route().id());
+        return h;
+    }
+}
