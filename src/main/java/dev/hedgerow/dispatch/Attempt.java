@@ -57,7 +57,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     final long startNanos;
     final String leaseId;
     /** The half-open probe slot this attempt serves as, or null on a route that is not half-open. */
-    final Dispatch.ProbeSlot probe;
+    final ProbeSlots.Slot probe;
     /**
      * The last lease write sent for this attempt: each next one (renew, release) is sent only once it has
      * completed, because fire-and-forget writes can overtake each other (separate pooled Redis connections), and
@@ -93,7 +93,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     long outputChars;
 
     Attempt(Dispatch dispatch, Dispatcher.Deps deps, int index, Candidate cand, Kind kind, ContinuationMethod method,
-            Dispatch.ProbeSlot probe) {
+            ProbeSlots.Slot probe) {
         this.dispatch = dispatch;
         this.deps = deps;
         this.startNanos = deps.ticker().nanos();

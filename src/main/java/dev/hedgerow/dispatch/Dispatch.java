@@ -62,6 +62,7 @@ final class Dispatch {
     private final List<Attempt> attempts = new ArrayList<>();
     private final AttemptTrail trail = new AttemptTrail();
     private final Set<String> tried = new HashSet<>();
+    private final ProbeSlots probes;
 
     private int preCommitAttempts;
     private int resumes;
@@ -77,19 +78,13 @@ final class Dispatch {
     private long lastActivityNanos;
     /** The failure that started the current resume episode: what the client is told if resuming fails. */
     private String resumeCause;
-    /**
-     * The last probe-slot release this dispatch sent. A later acquisition waits for it: writes on separate pooled
-     * connections can overtake each other, and an acquisition landing first would find this dispatch's own slot
-     * still taken (a refused prefill moves the resume to the next method on the same half-open route).
-     */
-    private Uni<Void> probeReleased = Uni.createFrom().voidItem();
-
     Dispatch(Dispatcher.Deps deps, DispatchRequest req, ClientSink sink) {
         this.deps = deps;
         this.req = req;
         this.settings = req.settings();
         this.stream = req.chat().stream();
         this.startNanos = deps.ticker().nanos();
+        this.probes = new ProbeSlots(deps.store());
         this.output = new ClientOutput(req, sink, stream, transcript);
         this.billing = new Billing(req.facts().promptTokens(), deps.tokens(), transcript);
     }
@@ -125,41 +120,6 @@ final class Dispatch {
         }
         stopTimers();
         deps.observer().finished(req, 499, trail.snapshot(), null, winner == null ? null : winner.cand);
-    }
-
-    /**
-     * A half-open probe slot this dispatch took ({@code StateStore.tryAcquireProbe}), given back exactly once: by the
-     * health verdict of the attempt it let through ({@code recordSuccess} / {@code recordFailure} free the slot
-     * themselves), or else by a release under its own owner token, so a late release never frees a slot another
-     * instance took after this one expired. Guarded by the enclosing dispatch.
-     */
-    final class ProbeSlot {
-        final String routeId;
-        final String owner;
-        /** Taken, or still being taken: cleared when the store refuses it or when it is given back. */
-        boolean held = true;
-
-        ProbeSlot(String routeId, String owner) {
-            this.routeId = routeId;
-            this.owner = owner;
-        }
-
-        /** A health verdict on the route was sent: that write frees the slot. */
-        void settledByVerdict() {
-            held = false;
-        }
-
-        /** The probe came to no verdict (hang-up, client error, lost race, ...): free the slot for the next one. */
-        void release() {
-            if (!held) {
-                return;
-            }
-            held = false;
-            probeReleased = probeReleased.onItemOrFailure()
-                    .transformToUni((v, t) -> deps.store().releaseProbe(routeId, owner))
-                    .onFailure().recoverWithNull().memoize().indefinitely();
-            probeReleased.subscribe().with(v -> { }, t -> { });
-        }
     }
 
     // ---- choosing and launching ------------------------------------------------------------------------------
@@ -210,9 +170,8 @@ final class Dispatch {
         if (c.halfOpen()) {
             // a half-open route serves only as the fleet's single probe: take the slot first
             Duration ttl = abandonAfter(c).plus(Duration.ofSeconds(5));
-            ProbeSlot slot = new ProbeSlot(c.id(), req.requestId() + "/" + UUID.randomUUID());
-            probeReleased.onItemOrFailure().transformToUni((v, t) -> deps.store().tryAcquireProbe(c.id(),
-                    settings.breaker().maxFails(), ttl, slot.owner)).subscribe().with(
+            ProbeSlots.Slot slot = probes.slot(c.id(), req.requestId() + "/" + UUID.randomUUID());
+            probes.acquire(slot, settings.breaker().maxFails(), ttl).subscribe().with(
                     ok -> probeDecided(c, kind, method, slot, ok), t -> probeUnknown(c, kind, method, slot));
             return;
         }
@@ -223,12 +182,12 @@ final class Dispatch {
      * The acquisition failed without an answer: the script may still have taken the slot (a reply lost on the way),
      * so it is released under this owner's token (harmless when it took nothing) and the route is passed over.
      */
-    private synchronized void probeUnknown(Candidate c, Kind kind, ContinuationMethod method, ProbeSlot slot) {
+    private synchronized void probeUnknown(Candidate c, Kind kind, ContinuationMethod method, ProbeSlots.Slot slot) {
         slot.release();
         probeDecided(c, kind, method, slot, false);
     }
 
-    private synchronized void probeDecided(Candidate c, Kind kind, ContinuationMethod method, ProbeSlot slot,
+    private synchronized void probeDecided(Candidate c, Kind kind, ContinuationMethod method, ProbeSlots.Slot slot,
                                            boolean acquired) {
         if (!acquired) {
             slot.held = false;
@@ -265,7 +224,7 @@ final class Dispatch {
         return ContinuationMethod.forRoute(c.provider().dialect(), c.route().can("prefill", true));
     }
 
-    private void doLaunch(Candidate c, Kind kind, ContinuationMethod method, ProbeSlot probe) {
+    private void doLaunch(Candidate c, Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {
         Attempt a = new Attempt(this, deps, attempts.size() + 1, c, kind, method, probe);
         attempts.add(a);
         ObjectNode body = req.chat().upstreamBody(c.route().model());

@@ -1,0 +1,70 @@
+package dev.hedgerow.dispatch;
+
+import dev.hedgerow.state.StateStore;
+import io.smallrye.mutiny.Uni;
+
+import java.time.Duration;
+
+/**
+ * The half-open probe slots one dispatch takes, and the order of its store writes about them: each acquisition
+ * waits for this dispatch's last release. Guarded by its dispatch.
+ */
+final class ProbeSlots {
+    private final StateStore store;
+    /**
+     * The last probe-slot release this dispatch sent. A later acquisition waits for it: writes on separate pooled
+     * connections can overtake each other, and an acquisition landing first would find this dispatch's own slot
+     * still taken (a refused prefill moves the resume to the next method on the same half-open route).
+     */
+    private Uni<Void> released = Uni.createFrom().voidItem();
+
+    ProbeSlots(StateStore store) {
+        this.store = store;
+    }
+
+    /** A slot on the route for {@code owner}, not yet asked for. */
+    Slot slot(String routeId, String owner) {
+        return new Slot(routeId, owner);
+    }
+
+    /** Asks the store for the slot ({@code StateStore.tryAcquireProbe}) once the last release went through. */
+    Uni<Boolean> acquire(Slot slot, int maxFails, Duration ttl) {
+        return released.onItemOrFailure().transformToUni((v, t) -> store.tryAcquireProbe(slot.routeId, maxFails,
+                ttl, slot.owner));
+    }
+
+    /**
+     * A half-open probe slot this dispatch took ({@code StateStore.tryAcquireProbe}), given back exactly once: by the
+     * health verdict of the attempt it let through ({@code recordSuccess} / {@code recordFailure} free the slot
+     * themselves), or else by a release under its own owner token, so a late release never frees a slot another
+     * instance took after this one expired. Guarded by the enclosing dispatch.
+     */
+    final class Slot {
+        final String routeId;
+        final String owner;
+        /** Taken, or still being taken: cleared when the store refuses it or when it is given back. */
+        boolean held = true;
+
+        Slot(String routeId, String owner) {
+            this.routeId = routeId;
+            this.owner = owner;
+        }
+
+        /** A health verdict on the route was sent: that write frees the slot. */
+        void settledByVerdict() {
+            held = false;
+        }
+
+        /** The probe came to no verdict (hang-up, client error, lost race, ...): free the slot for the next one. */
+        void release() {
+            if (!held) {
+                return;
+            }
+            held = false;
+            released = released.onItemOrFailure()
+                    .transformToUni((v, t) -> store.releaseProbe(routeId, owner))
+                    .onFailure().recoverWithNull().memoize().indefinitely();
+            released.subscribe().with(v -> { }, t -> { });
+        }
+    }
+}
