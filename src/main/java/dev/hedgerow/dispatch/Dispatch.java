@@ -18,7 +18,6 @@ import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.upstream.SseEvent;
 import dev.hedgerow.upstream.TransportFailure;
 import dev.hedgerow.upstream.UpstreamRequest;
-import io.smallrye.mutiny.Uni;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
