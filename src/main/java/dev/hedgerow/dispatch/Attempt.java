@@ -130,7 +130,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         }
         if (thinkingEnds && kind != Kind.RESUME) {
             long thinkMs = (now - firstReasoningNanos) / 1_000_000L;
-            String enc = Dispatch.thinking(cand).observe(thinkMs).encode();
+            String enc = TimingWindows.thinking(cand).observe(thinkMs).encode();
             deps.store().putRouteBlob(cand.id(), LearnedModels.THINK, enc, MODEL_TTL).subscribe().with(v -> { },
                     t -> { });
         }

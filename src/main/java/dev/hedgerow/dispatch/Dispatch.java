@@ -11,8 +11,6 @@ import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.routing.Candidate;
-import dev.hedgerow.routing.LearnedModels;
-import dev.hedgerow.routing.ThinkingTime;
 import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.upstream.SseEvent;
@@ -42,11 +40,6 @@ import java.util.UUID;
  */
 final class Dispatch {
     private static final Duration LEASE_TTL = Duration.ofSeconds(90);
-    /** Stall allowance {@code max(floor, mean + K·dev, M·mean)} of the inter-chunk gap (RFC 6298's RTO uses K = 4). */
-    static final double STALL_K = 4;
-    static final double STALL_M = 3;
-    /** Allowed reasoning pause {@code max(floor, mean + K·dev)} of the route's thinking time. */
-    static final double THINK_K = 4;
     /** Content-less chunks held before the first content: a stream of only those is garbage, not a preamble. */
     private static final int MAX_PENDING = 64;
 
@@ -62,6 +55,7 @@ final class Dispatch {
     private final AttemptTrail trail = new AttemptTrail();
     private final Set<String> tried = new HashSet<>();
     private final ProbeSlots probes;
+    private final TimingWindows windows;
 
     private int preCommitAttempts;
     private int resumes;
@@ -84,6 +78,7 @@ final class Dispatch {
         this.stream = req.chat().stream();
         this.startNanos = deps.ticker().nanos();
         this.probes = new ProbeSlots(deps.store());
+        this.windows = new TimingWindows(req, stream);
         this.output = new ClientOutput(req, sink, stream, transcript);
         this.billing = new Billing(req.facts().promptTokens(), deps.tokens(), transcript);
     }
@@ -168,7 +163,7 @@ final class Dispatch {
         }
         if (c.halfOpen()) {
             // a half-open route serves only as the fleet's single probe: take the slot first
-            Duration ttl = abandonAfter(c).plus(Duration.ofSeconds(5));
+            Duration ttl = windows.abandonAfter(c).plus(Duration.ofSeconds(5));
             ProbeSlots.Slot slot = probes.slot(c.id(), req.requestId() + "/" + UUID.randomUUID());
             probes.acquire(slot, settings.breaker().maxFails(), ttl).subscribe().with(
                     ok -> probeDecided(c, kind, method, slot, ok), t -> probeUnknown(c, kind, method, slot));
@@ -262,9 +257,9 @@ final class Dispatch {
         a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
         a.exchange = deps.upstream().send(ur, a);
         armIoTimer(a);
-        a.abandonTimer = deps.scheduler().schedule(abandonAfter(c), () -> abandon(a));
+        a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(c), () -> abandon(a));
         if (kind != Kind.RESUME && settings.hedging()) {
-            a.windowTimer = deps.scheduler().schedule(firstTokenWindow(c), () -> windowPassed(a));
+            a.windowTimer = deps.scheduler().schedule(windows.firstTokenWindow(c), () -> windowPassed(a));
         }
     }
 
@@ -297,37 +292,6 @@ final class Dispatch {
             return;
         }
         attemptFailed(a, Failure.timeout(cls, detail));
-    }
-
-    /** The first-token window: the route's predicted P90 for this prompt size, never below the floor. */
-    private Duration firstTokenWindow(Candidate c) {
-        double p90 = c.estimate().p90Ms();
-        if (!stream) {
-            // a non-streamed answer arrives whole: allow the expected decode too
-            int expected = req.chat().maxTokens() == null ? 256 : Math.min(req.chat().maxTokens(), 1024);
-            p90 += expected * 1000.0 / Math.max(1, settings.slo().decodeTokensPerSecond());
-        }
-        long ms = Math.max(settings.timeouts().firstTokenFloor().toMillis(), (long) p90);
-        return Duration.ofMillis(ms);
-    }
-
-    /**
-     * How long a silent attempt may run before it is abandoned and retried elsewhere: scales with prompt size
-     * (through the prediction) and is reset by signs of life (keep-alive comments); never an overall deadline.
-     */
-    private Duration abandonAfter(Candidate c) {
-        long window = firstTokenWindow(c).toMillis();
-        long ceiling = settings.timeouts().firstTokenCeiling().toMillis();
-        long ms = Math.max(ceiling, window * 3);
-        if (req.facts().reasoning()) {
-            // a thinking model may be silent before its first token for as long as it usually thinks
-            ms = Math.max(ms * 2, window + thinking(c).allowedPauseMillis(ceiling, THINK_K));
-        }
-        return Duration.ofMillis(ms);
-    }
-
-    static ThinkingTime thinking(Candidate c) {
-        return ThinkingTime.decode(c.state().blob(LearnedModels.THINK).orElse(null));
     }
 
     private synchronized void windowPassed(Attempt a) {
@@ -367,13 +331,13 @@ final class Dispatch {
                     + elapsedMs(a.startNanos) + " ms"));
             return;
         }
-        long left = abandonAfter(a.cand).toMillis() - elapsedMs(a.startNanos);
+        long left = windows.abandonAfter(a.cand).toMillis() - elapsedMs(a.startNanos);
         if (left > 0) {
             // the head came within the read limit: the first-token limit runs on
             a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(left), () -> abandon(a));
         } else {
             attemptFailed(a, Failure.timeout("timeout_first_token", "no first token within "
-                    + abandonAfter(a.cand).toMillis() + " ms"));
+                    + windows.abandonAfter(a.cand).toMillis() + " ms"));
         }
     }
 
@@ -385,7 +349,7 @@ final class Dispatch {
             lastActivityNanos = deps.ticker().nanos();
             if (!a.hasContent) {
                 a.abandonTimer.cancel();
-                a.abandonTimer = deps.scheduler().schedule(abandonAfter(a.cand), () -> abandon(a));
+                a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(a.cand), () -> abandon(a));
             }
         }
     }
@@ -536,23 +500,7 @@ final class Dispatch {
     private void armStallWatchdog() {
         stallTimer.cancel();
         lastActivityNanos = deps.ticker().nanos();
-        stallTimer = deps.scheduler().schedule(stallGap(), this::stallCheck);
-    }
-
-    /**
-     * The allowed silence after the first content: adapts to the route's measured inter-token time (its learned
-     * gaps plus this stream's). While the model is still reasoning, a pause as long as its usual thinking is life.
-     */
-    private Duration stallGap() {
-        long floor = settings.timeouts().stallFloor().toMillis();
-        if (winner == null) {
-            return Duration.ofMillis(floor);
-        }
-        long allowed = winner.gaps.allowedGapMillis(floor, STALL_K, STALL_M);
-        if (transcript.inReasoning()) {
-            allowed = Math.max(allowed, thinking(winner.cand).allowedPauseMillis(floor, THINK_K));
-        }
-        return Duration.ofMillis(allowed);
+        stallTimer = deps.scheduler().schedule(windows.stallGap(winner, transcript), this::stallCheck);
     }
 
     private synchronized void stallCheck() {
@@ -560,7 +508,7 @@ final class Dispatch {
             return;
         }
         long silentMs = (deps.ticker().nanos() - lastActivityNanos) / 1_000_000L;
-        long gap = stallGap().toMillis();
+        long gap = windows.stallGap(winner, transcript).toMillis();
         if (silentMs < gap) {
             stallTimer = deps.scheduler().schedule(Duration.ofMillis(gap - silentMs), this::stallCheck);
             return;

@@ -1,0 +1,81 @@
+package dev.hedgerow.dispatch;
+
+import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.ThinkingTime;
+
+import java.time.Duration;
+
+/**
+ * How long a dispatch waits: the first-token window that triggers a hedge, the silence after which an attempt is
+ * abandoned, and the stall watchdog's allowed gap. Each adapts to the route's prediction and learned rhythm and to
+ * the group's timeouts. Pure calculations: the dispatch arms the timers.
+ */
+final class TimingWindows {
+    /** Stall allowance {@code max(floor, mean + K·dev, M·mean)} of the inter-chunk gap (RFC 6298's RTO uses K = 4). */
+    static final double STALL_K = 4;
+    static final double STALL_M = 3;
+    /** Allowed reasoning pause {@code max(floor, mean + K·dev)} of the route's thinking time. */
+    static final double THINK_K = 4;
+
+    private final DispatchRequest req;
+    private final GroupSettings settings;
+    private final boolean stream;
+
+    TimingWindows(DispatchRequest req, boolean stream) {
+        this.req = req;
+        this.settings = req.settings();
+        this.stream = stream;
+    }
+
+    /** The first-token window: the route's predicted P90 for this prompt size, never below the floor. */
+    Duration firstTokenWindow(Candidate c) {
+        double p90 = c.estimate().p90Ms();
+        if (!stream) {
+            // a non-streamed answer arrives whole: allow the expected decode too
+            int expected = req.chat().maxTokens() == null ? 256 : Math.min(req.chat().maxTokens(), 1024);
+            p90 += expected * 1000.0 / Math.max(1, settings.slo().decodeTokensPerSecond());
+        }
+        long ms = Math.max(settings.timeouts().firstTokenFloor().toMillis(), (long) p90);
+        return Duration.ofMillis(ms);
+    }
+
+    /**
+     * How long a silent attempt may run before it is abandoned and retried elsewhere: scales with prompt size
+     * (through the prediction) and is reset by signs of life (keep-alive comments); never an overall deadline.
+     */
+    Duration abandonAfter(Candidate c) {
+        long window = firstTokenWindow(c).toMillis();
+        long ceiling = settings.timeouts().firstTokenCeiling().toMillis();
+        long ms = Math.max(ceiling, window * 3);
+        if (req.facts().reasoning()) {
+            // a thinking model may be silent before its first token for as long as it usually thinks
+            ms = Math.max(ms * 2, window + thinking(c).allowedPauseMillis(ceiling, THINK_K));
+        }
+        return Duration.ofMillis(ms);
+    }
+
+    /**
+     * The allowed silence after the first content: adapts to the route's measured inter-token time (its learned
+     * gaps plus this stream's). While the model is still reasoning, a pause as long as its usual thinking is life.
+     *
+     * @param winner the committed attempt, or null while a resume is starting
+     */
+    Duration stallGap(Attempt winner, Transcript transcript) {
+        long floor = settings.timeouts().stallFloor().toMillis();
+        if (winner == null) {
+            return Duration.ofMillis(floor);
+        }
+        long allowed = winner.gaps.allowedGapMillis(floor, STALL_K, STALL_M);
+        if (transcript.inReasoning()) {
+            allowed = Math.max(allowed, thinking(winner.cand).allowedPauseMillis(floor, THINK_K));
+        }
+        return Duration.ofMillis(allowed);
+    }
+
+    /** The route's learned thinking time (before its first visible token). */
+    static ThinkingTime thinking(Candidate c) {
+        return ThinkingTime.decode(c.state().blob(LearnedModels.THINK).orElse(null));
+    }
+}
