@@ -23,9 +23,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 
@@ -211,49 +209,13 @@ final class Dispatch {
             }
             return;
         }
-        launch(next, kind, kind == Kind.RESUME ? methods(next).get(0) : null);
-    }
-
-    private List<ContinuationMethod> methods(Candidate c) {
-        return ContinuationMethod.forRoute(c.provider().dialect(), c.route().can("prefill", true));
+        launch(next, kind, kind == Kind.RESUME ? UpstreamCall.methods(next).get(0) : null);
     }
 
     private void doLaunch(Candidate c, Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {
         Attempt a = new Attempt(this, deps, attempts.size() + 1, c, kind, method, probe);
         attempts.add(a);
-        ObjectNode body = req.chat().upstreamBody(c.route().model());
-        if (stream) {
-            body.put("stream", true);
-            ObjectNode so = body.has("stream_options") && body.get("stream_options").isObject()
-                    ? (ObjectNode) body.get("stream_options") : body.putObject("stream_options");
-            so.put("include_usage", true);
-        }
-        if (kind == Kind.RESUME) {
-            method.apply(body, transcript);
-            if (!method.exact()) {
-                boolean reasoningPhase = transcript.inReasoning();
-                a.trimReasoning = reasoningPhase;
-                a.trimmer = new OverlapTrimmer(reasoningPhase ? transcript.reasoning : transcript.content, 64, 4);
-            }
-            Integer max = req.chat().maxTokens();
-            if (max != null) {
-                // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token
-                int left = Math.max(1, max - transcript.deltas);
-                body.remove("max_tokens");
-                body.put(body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", left);
-            }
-        }
-        Map<String, String> headers = new LinkedHashMap<>();
-        headers.put("content-type", "application/json");
-        headers.put("accept", stream ? "text/event-stream" : "application/json");
-        String key = c.provider().apiKey();
-        if (key != null && !key.isEmpty()) {
-            headers.put("authorization", "Bearer " + key);
-        }
-        headers.put("x-request-id", req.requestId() + "-" + a.index);
-        String base = c.provider().baseUrl();
-        String url = (base.endsWith("/") ? base.substring(0, base.length() - 1) : base) + "/chat/completions";
-        UpstreamRequest ur = new UpstreamRequest(url, headers, Json.bytes(body), settings.timeouts().connect());
+        UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript);
         a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
         a.exchange = deps.upstream().send(ur, a);
         armIoTimer(a);
@@ -557,7 +519,7 @@ final class Dispatch {
         resumes++;
         deps.observer().resumed(req, cls);
         output.keepAlive();
-        launch(next, Kind.RESUME, methods(next).get(0));
+        launch(next, Kind.RESUME, UpstreamCall.methods(next).get(0));
     }
 
     // ---- non-streaming ---------------------------------------------------------------------------------------
@@ -674,7 +636,7 @@ final class Dispatch {
                 && !"context_length_exceeded".equals(code);
         if (prefillRefused) {
             endAttempt(a, "failed", "prefill_refused", false);
-            List<ContinuationMethod> ms = methods(a.cand);
+            List<ContinuationMethod> ms = UpstreamCall.methods(a.cand);
             int i = ms.indexOf(a.method);
             if (i >= 0 && i + 1 < ms.size()) {
                 launch(a.cand, Kind.RESUME, ms.get(i + 1));

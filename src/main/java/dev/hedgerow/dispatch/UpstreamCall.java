@@ -1,0 +1,67 @@
+package dev.hedgerow.dispatch;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.dispatch.Attempt.Kind;
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.upstream.UpstreamRequest;
+
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The request an attempt sends upstream: the chat body for the route's model (streamed with usage when the client
+ * streams), for a resume the continuation of the {@link Transcript} with only the tokens left, and the headers and
+ * URL of the provider. Stateless.
+ */
+final class UpstreamCall {
+    private UpstreamCall() {
+    }
+
+    /** The continuation methods a route supports, in the order a resume tries them. */
+    static List<ContinuationMethod> methods(Candidate c) {
+        return ContinuationMethod.forRoute(c.provider().dialect(), c.route().can("prefill", true));
+    }
+
+    /**
+     * Builds the attempt's request. For an inexact resume it also gives the attempt the {@link OverlapTrimmer} that
+     * cuts what the route repeats of the transcript.
+     */
+    static UpstreamRequest build(DispatchRequest req, boolean stream, Attempt a, Transcript transcript) {
+        Candidate c = a.cand;
+        ObjectNode body = req.chat().upstreamBody(c.route().model());
+        if (stream) {
+            body.put("stream", true);
+            ObjectNode so = body.has("stream_options") && body.get("stream_options").isObject()
+                    ? (ObjectNode) body.get("stream_options") : body.putObject("stream_options");
+            so.put("include_usage", true);
+        }
+        if (a.kind == Kind.RESUME) {
+            a.method.apply(body, transcript);
+            if (!a.method.exact()) {
+                boolean reasoningPhase = transcript.inReasoning();
+                a.trimReasoning = reasoningPhase;
+                a.trimmer = new OverlapTrimmer(reasoningPhase ? transcript.reasoning : transcript.content, 64, 4);
+            }
+            Integer max = req.chat().maxTokens();
+            if (max != null) {
+                // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token
+                int left = Math.max(1, max - transcript.deltas);
+                body.remove("max_tokens");
+                body.put(body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", left);
+            }
+        }
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put("content-type", "application/json");
+        headers.put("accept", stream ? "text/event-stream" : "application/json");
+        String key = c.provider().apiKey();
+        if (key != null && !key.isEmpty()) {
+            headers.put("authorization", "Bearer " + key);
+        }
+        headers.put("x-request-id", req.requestId() + "-" + a.index);
+        String base = c.provider().baseUrl();
+        String url = (base.endsWith("/") ? base.substring(0, base.length() - 1) : base) + "/chat/completions";
+        return new UpstreamRequest(url, headers, Json.bytes(body), req.settings().timeouts().connect());
+    }
+}
