@@ -41,8 +41,8 @@ final class Billing {
             prompt = a.usage.path("prompt_tokens").asLong(prompt);
             completion = a.usage.path("completion_tokens").asLong(0);
         } else if (nonStreamMessage != null) {
-            StringBuilder sb = new StringBuilder(Dispatch.text(nonStreamMessage.get("content")));
-            sb.append(Dispatch.text(nonStreamMessage.get("reasoning_content")));
+            StringBuilder sb = new StringBuilder(UpstreamReplies.text(nonStreamMessage.get("content")));
+            sb.append(UpstreamReplies.text(nonStreamMessage.get("reasoning_content")));
             if (nonStreamMessage.has("tool_calls")) {
                 sb.append(nonStreamMessage.get("tool_calls").toString());
             }

@@ -3,7 +3,6 @@ package dev.hedgerow.dispatch;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
-import dev.hedgerow.api.Json;
 import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.dispatch.Attempt.Failure;
 import dev.hedgerow.dispatch.Attempt.Kind;
@@ -18,7 +17,6 @@ import dev.hedgerow.upstream.TransportFailure;
 import dev.hedgerow.upstream.UpstreamRequest;
 
 import java.io.ByteArrayOutputStream;
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -326,12 +324,7 @@ final class Dispatch {
             streamEnded(a, null);
             return;
         }
-        JsonNode node;
-        try {
-            node = Json.parse(event.data());
-        } catch (IOException e) {
-            node = null;
-        }
+        JsonNode node = UpstreamReplies.parse(event.data());
         if (node == null || !node.isObject()) {
             // skipped and counted; garbage is no sign of life for the stall watchdog
             deps.observer().malformedFrame(a.cand);
@@ -339,8 +332,7 @@ final class Dispatch {
         }
         lastActivityNanos = deps.ticker().nanos();
         if (node.hasNonNull("error")) {
-            JsonNode err = node.get("error");
-            String msg = err.isObject() ? err.path("message").asText("upstream error event") : err.asText();
+            String msg = UpstreamReplies.errorMessage(node.get("error"));
             if (a.hasContent || a.finishReason != null) {
                 midStreamFailure(a, "upstream_error_event", msg);
             } else {
@@ -352,43 +344,34 @@ final class Dispatch {
         if (usage != null && usage.isObject()) {
             a.usage = usage;
         }
-        JsonNode choices = node.get("choices");
-        if (choices == null || !choices.isArray() || choices.isEmpty()) {
+        UpstreamReplies.Delta d = UpstreamReplies.firstChoice(node);
+        if (d == null) {
             return;
         }
-        JsonNode choice = choices.get(0);
-        JsonNode delta = choice.path("delta");
-        String content = text(delta.get("content"));
-        String reasoning = delta.hasNonNull("reasoning_content") ? text(delta.get("reasoning_content"))
-                : text(delta.get("reasoning"));
-        JsonNode toolCalls = delta.get("tool_calls");
-        boolean hasTools = toolCalls != null && toolCalls.isArray() && !toolCalls.isEmpty();
-        String finish = choice.hasNonNull("finish_reason") ? choice.get("finish_reason").asText() : null;
-        boolean substantive = !content.isEmpty() || !reasoning.isEmpty() || hasTools;
+        String finish = d.finish();
         if (finish != null && a.finishReason == null) {
             a.finishReason = finish;
         }
         if (!a.hasContent) {
-            if (!substantive && finish == null) {
+            if (!d.substantive() && finish == null) {
                 if (a.kind != Kind.RESUME && a.pending.size() < MAX_PENDING) {
                     a.pending.add((ObjectNode) node);
                 }
                 return;
             }
-            contentArrived(a, reasoning.isEmpty() ? false : content.isEmpty());
+            contentArrived(a, d.reasoning().isEmpty() ? false : d.content().isEmpty());
         }
         if (a != winner) {
             return;
         }
-        if (output.overLimit(a, content.length() + reasoning.length()
-                + (hasTools ? toolCalls.toString().length() : 0))) {
+        if (output.overLimit(a, d.chars())) {
             outputLimitExceeded(a);
             return;
         }
-        if (substantive) {
-            a.learnRhythm(!reasoning.isEmpty(), !content.isEmpty() || hasTools);
+        if (d.substantive()) {
+            a.learnRhythm(!d.reasoning().isEmpty(), !d.content().isEmpty() || d.hasTools());
         }
-        output.emitChunk(a, (ObjectNode) node, content, reasoning, hasTools, finish);
+        output.emitChunk(a, (ObjectNode) node, d.content(), d.reasoning(), d.hasTools(), finish);
     }
 
     /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
@@ -399,10 +382,6 @@ final class Dispatch {
         endWithErrorEvent("output_limit_exceeded", "The upstream kept generating past the output limit of "
                 + output.outputLimit() + " characters" + (max == null ? "" : " (max_tokens " + max + ")")
                 + "; the stream was cut.");
-    }
-
-    static String text(JsonNode n) {
-        return n == null || n.isNull() ? "" : n.asText("");
     }
 
     /** The attempt produced its first content: it wins the race (or takes over a resumed stream). */
@@ -535,27 +514,13 @@ final class Dispatch {
             }
             return;
         }
-        JsonNode node;
-        try {
-            node = Json.parse(bytes);
-        } catch (IOException e) {
-            node = null;
-        }
-        if (node == null || !node.isObject() || !node.path("choices").isArray() || node.path("choices").isEmpty()) {
-            attemptFailed(a, Failure.transport("malformed_body", "200 without a chat completion"));
-            return;
-        }
-        if (node.hasNonNull("error")) {
-            attemptFailed(a, Failure.transport("upstream_error_body", node.get("error").toString()));
+        JsonNode node = UpstreamReplies.parseWhole(bytes);
+        Failure unusable = UpstreamReplies.unusableWhole(node);
+        if (unusable != null) {
+            attemptFailed(a, unusable);
             return;
         }
         JsonNode msg = node.path("choices").path(0).path("message");
-        boolean empty = text(msg.get("content")).isEmpty() && !msg.path("tool_calls").isArray()
-                && text(msg.get("reasoning_content")).isEmpty();
-        if (empty && node.path("choices").path(0).path("finish_reason").isNull()) {
-            attemptFailed(a, Failure.transport("zero_content", "200 with no content"));
-            return;
-        }
         contentArrived(a, false);
         JsonNode usage = node.get("usage");
         if (usage != null && usage.isObject()) {
@@ -579,14 +544,8 @@ final class Dispatch {
 
     private void httpError(Attempt a, byte[] bytes) {
         int status = a.status;
-        String code = null;
-        try {
-            JsonNode n = Json.parse(bytes);
-            code = n.path("error").path("code").asText(null);
-        } catch (IOException | RuntimeException e) {
-            code = null;
-        }
-        long retryAfter = parseRetryAfter(a.headers.get("retry-after"));
+        String code = UpstreamReplies.errorCode(bytes);
+        long retryAfter = UpstreamReplies.parseRetryAfter(a.headers.get("retry-after"));
         if (a.kind == Kind.RESUME) {
             resumeRefused(a, status, code, retryAfter);
             return;
@@ -610,7 +569,7 @@ final class Dispatch {
             return;
         }
         boolean routeFault = status == 429 || status >= 500 || failsOver;
-        Failure f = new Failure("http_" + status, shorten(new String(bytes, StandardCharsets.UTF_8)), status,
+        Failure f = new Failure("http_" + status, UpstreamReplies.shorten(new String(bytes, StandardCharsets.UTF_8)), status,
                 criterion, routeFault, status == 429 ? retryAfter : 0);
         if (!failsOver && status >= 500) {
             // not a failover criterion for this group: report it after this one attempt
@@ -661,21 +620,6 @@ final class Dispatch {
         }
         String text = new String(body, StandardCharsets.UTF_8);
         return text.contains(key) ? text.replace(key, "[redacted]").getBytes(StandardCharsets.UTF_8) : body;
-    }
-
-    private static long parseRetryAfter(String v) {
-        if (v == null) {
-            return 0;
-        }
-        try {
-            return Math.max(0, Long.parseLong(v.trim()));
-        } catch (NumberFormatException e) {
-            return 0;
-        }
-    }
-
-    private static String shorten(String s) {
-        return s.length() > 300 ? s.substring(0, 300) : s;
     }
 
     private void clientErrorPassthrough(Attempt a, byte[] raw) {
