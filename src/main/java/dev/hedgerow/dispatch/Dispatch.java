@@ -8,7 +8,6 @@ import dev.hedgerow.dispatch.Attempt.Failure;
 import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.HedgeBudget;
-import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Cancellable;
@@ -20,9 +19,7 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.UUID;
 
 /**
@@ -49,7 +46,7 @@ final class Dispatch {
     private final Billing billing;
     private final List<Attempt> attempts = new ArrayList<>();
     private final AttemptTrail trail = new AttemptTrail();
-    private final Set<String> tried = new HashSet<>();
+    private final RouteChoice routes;
     private final ProbeSlots probes;
     private final TimingWindows windows;
 
@@ -58,7 +55,6 @@ final class Dispatch {
     private boolean committed;
     private Attempt winner;
     private boolean finished;
-    private int contextLimit = -1;
     private Attempt contextError;
     private boolean sawCapacityError;
     private Cancellable stallTimer = Cancellable.NONE;
@@ -73,6 +69,7 @@ final class Dispatch {
         this.settings = req.settings();
         this.stream = req.chat().stream();
         this.startNanos = deps.ticker().nanos();
+        this.routes = new RouteChoice(req.candidates(), settings.strategy());
         this.probes = new ProbeSlots(deps.store());
         this.windows = new TimingWindows(req, stream);
         this.output = new ClientOutput(req, sink, stream, transcript);
@@ -89,7 +86,7 @@ final class Dispatch {
     synchronized void start() {
         deps.store().countRequest(req.org().id(), req.org().hedgeBudget().window()).subscribe().with(v -> { },
                 t -> { });
-        Candidate first = nextCandidate(false, null);
+        Candidate first = routes.next(false, null);
         if (first == null) {
             finalError();
             return;
@@ -114,46 +111,8 @@ final class Dispatch {
 
     // ---- choosing and launching ------------------------------------------------------------------------------
 
-    /** The next route to try, in ranked order: untried first; for a resume, a tried one other than the last. */
-    private Candidate nextCandidate(boolean resume, Candidate failed) {
-        for (Candidate c : req.candidates()) {
-            if (tried.contains(c.id())) {
-                continue;
-            }
-            if (contextLimit >= 0 && c.route().contextWindow() <= contextLimit) {
-                continue;
-            }
-            return c;
-        }
-        if (resume) {
-            for (Candidate c : req.candidates()) {
-                if (failed == null || !c.id().equals(failed.id())) {
-                    return c;
-                }
-            }
-            return failed;
-        }
-        return null;
-    }
-
-    /**
-     * Where a hedge for the racing attempt goes: the next untried route in ranked order; with the priority strategy
-     * the next tier first (a hedge exists to escape the slow tier), else an untried member of the same tier.
-     */
-    private Candidate hedgeTarget(Attempt racing) {
-        if (settings.strategy() == Strategy.PRIORITY) {
-            for (Candidate c : req.candidates()) {
-                if (!tried.contains(c.id()) && c.route().priority() > racing.cand.route().priority()
-                        && (contextLimit < 0 || c.route().contextWindow() > contextLimit)) {
-                    return c;
-                }
-            }
-        }
-        return nextCandidate(false, null);
-    }
-
     private void launch(Candidate c, Kind kind, ContinuationMethod method) {
-        tried.add(c.id());
+        routes.tried(c);
         if (kind != Kind.RESUME) {
             preCommitAttempts++;
         }
@@ -200,7 +159,7 @@ final class Dispatch {
         if (kind != Kind.RESUME) {
             preCommitAttempts--;
         }
-        Candidate next = nextCandidate(kind == Kind.RESUME, null);
+        Candidate next = routes.next(kind == Kind.RESUME, null);
         if (next == null || (kind == Kind.RESUME && next.id().equals(c.id()))) {
             if (liveCount() == 0) {
                 exhausted();
@@ -261,7 +220,7 @@ final class Dispatch {
         if (liveCount() > 1 || preCommitAttempts >= settings.retry().maxAttempts()) {
             return;
         }
-        Candidate next = hedgeTarget(a);
+        Candidate next = routes.hedgeTarget(a);
         if (next == null || (!req.facts().prefs().allowFallbacks())) {
             return;
         }
@@ -276,7 +235,7 @@ final class Dispatch {
                 || preCommitAttempts >= settings.retry().maxAttempts()) {
             return;
         }
-        Candidate next = hedgeTarget(a);
+        Candidate next = routes.hedgeTarget(a);
         if (next != null) {
             launch(next, Kind.HEDGE, null);
         }
@@ -490,7 +449,7 @@ final class Dispatch {
             endWithErrorEvent("The stream failed (" + cause + ") and every resume attempt was used.");
             return;
         }
-        Candidate next = nextCandidate(true, failed);
+        Candidate next = routes.next(true, failed);
         if (next == null) {
             endWithErrorEvent("The stream failed (" + cause + ") and no other route can resume it.");
             return;
@@ -555,7 +514,7 @@ final class Dispatch {
         boolean failsOver = criterion != null && settings.retry().failoverCriteria().contains(criterion)
                 && settings.retry().failoverCriteria().contains(FailoverCriterion.NON_IDEMPOTENT);
         if (status == 400 && "context_length_exceeded".equals(code)) {
-            contextLimit = Math.max(contextLimit, a.cand.route().contextWindow());
+            routes.contextExceeded(a.cand.route().contextWindow());
             contextError = a;
             a.body = new ByteArrayOutputStream();
             a.body.writeBytes(bytes);
@@ -659,11 +618,11 @@ final class Dispatch {
         if (criterionAllows && f.routeFault() && stayOnTopTier(a, f)) {
             return;
         }
-        Candidate next = nextCandidate(false, a.cand);
+        Candidate next = routes.next(false, a.cand);
         boolean fallbackAllowed = req.facts().prefs().allowFallbacks();
         if (next != null && criterionAllows && fallbackAllowed && preCommitAttempts < settings.retry().maxAttempts()) {
             if (next == a.cand) {
-                tried.remove(a.cand.id());
+                routes.untried(a.cand);
             }
             launch(next, Kind.FAILOVER, null);
             return;
@@ -677,14 +636,14 @@ final class Dispatch {
             return false;
         }
         int failuresHere = trail.failuresOn(a.cand.route().id());
-        PriorityRetry.Decision d = PriorityRetry.afterFailure(settings, req.candidates(), tried, a.cand,
+        PriorityRetry.Decision d = PriorityRetry.afterFailure(settings, req.candidates(), routes.triedIds(), a.cand,
                 failuresHere, id -> (int) attempts.stream().filter(x -> x.cand.id().equals(id)).count(), f.status(),
                 f.retryAfterSeconds());
         if (!(d instanceof PriorityRetry.Decision.Stay stay)) {
             return false;
         }
         if (stay.delay().isZero()) {
-            tried.remove(stay.target().id());
+            routes.untried(stay.target());
             launch(stay.target(), Kind.FAILOVER, null);
         } else {
             priorityWait = deps.scheduler().schedule(stay.delay(), () -> retryAfterWaited(stay.target()));
@@ -696,7 +655,7 @@ final class Dispatch {
         if (finished || committed || liveCount() > 0) {
             return;
         }
-        tried.remove(c.id());
+        routes.untried(c);
         launch(c, Kind.FAILOVER, null);
     }
 

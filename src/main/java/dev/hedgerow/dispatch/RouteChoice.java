@@ -1,0 +1,83 @@
+package dev.hedgerow.dispatch;
+
+import dev.hedgerow.catalog.Strategy;
+import dev.hedgerow.routing.Candidate;
+
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Which of a dispatch's ranked candidates comes next: the routes tried so far, the context size a route has
+ * refused (no route with a window that small is tried again), and the order for a failover, a resume and a hedge.
+ * Guarded by its dispatch.
+ */
+final class RouteChoice {
+    private final List<Candidate> candidates;
+    private final Strategy strategy;
+    private final Set<String> tried = new HashSet<>();
+    private int contextLimit = -1;
+
+    RouteChoice(List<Candidate> candidates, Strategy strategy) {
+        this.candidates = candidates;
+        this.strategy = strategy;
+    }
+
+    /** The route is being tried. */
+    void tried(Candidate c) {
+        tried.add(c.id());
+    }
+
+    /** The route may be tried again (a retry on the same route). */
+    void untried(Candidate c) {
+        tried.remove(c.id());
+    }
+
+    /** The ids of the routes tried so far (live: for Kong's priority rules). */
+    Set<String> triedIds() {
+        return tried;
+    }
+
+    /** A route refused the prompt as too long: only routes with a larger context window are tried from now on. */
+    void contextExceeded(int contextWindow) {
+        contextLimit = Math.max(contextLimit, contextWindow);
+    }
+
+    /** The next route to try, in ranked order: untried first; for a resume, a tried one other than the last. */
+    Candidate next(boolean resume, Candidate failed) {
+        for (Candidate c : candidates) {
+            if (tried.contains(c.id())) {
+                continue;
+            }
+            if (contextLimit >= 0 && c.route().contextWindow() <= contextLimit) {
+                continue;
+            }
+            return c;
+        }
+        if (resume) {
+            for (Candidate c : candidates) {
+                if (failed == null || !c.id().equals(failed.id())) {
+                    return c;
+                }
+            }
+            return failed;
+        }
+        return null;
+    }
+
+    /**
+     * Where a hedge for the racing attempt goes: the next untried route in ranked order; with the priority strategy
+     * the next tier first (a hedge exists to escape the slow tier), else an untried member of the same tier.
+     */
+    Candidate hedgeTarget(Attempt racing) {
+        if (strategy == Strategy.PRIORITY) {
+            for (Candidate c : candidates) {
+                if (!tried.contains(c.id()) && c.route().priority() > racing.cand.route().priority()
+                        && (contextLimit < 0 || c.route().contextWindow() > contextLimit)) {
+                    return c;
+                }
+            }
+        }
+        return next(false, null);
+    }
+}
