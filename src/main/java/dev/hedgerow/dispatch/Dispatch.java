@@ -47,6 +47,7 @@ final class Dispatch {
     private final List<Attempt> attempts = new ArrayList<>();
     private final AttemptTrail trail = new AttemptTrail();
     private final RouteChoice routes;
+    private final RouteHealth health;
     private final ProbeSlots probes;
     private final TimingWindows windows;
 
@@ -70,6 +71,7 @@ final class Dispatch {
         this.stream = req.chat().stream();
         this.startNanos = deps.ticker().nanos();
         this.routes = new RouteChoice(req.candidates(), settings.strategy());
+        this.health = new RouteHealth(deps.store(), settings.breaker(), deps.ticker(), startNanos);
         this.probes = new ProbeSlots(deps.store());
         this.windows = new TimingWindows(req, stream);
         this.output = new ClientOutput(req, sink, stream, transcript);
@@ -335,7 +337,7 @@ final class Dispatch {
 
     /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
     private void outputLimitExceeded(Attempt a) {
-        recordHealthFailure(a, Failure.transport("output_limit", "over " + output.outputLimit() + " chars"));
+        health.failure(a, Failure.transport("output_limit", "over " + output.outputLimit() + " chars"));
         endAttempt(a, "failed", "output_limit", true);
         Integer max = req.chat().maxTokens();
         endWithErrorEvent("output_limit_exceeded", "The upstream kept generating past the output limit of "
@@ -424,7 +426,7 @@ final class Dispatch {
 
     void midStreamFailure(Attempt a, String cls, String detail) {
         resumeCause = cls;
-        recordHealthFailure(a, new Failure(cls, detail, a.status, FailoverCriterion.ERROR, true, 0));
+        health.failure(a, new Failure(cls, detail, a.status, FailoverCriterion.ERROR, true, 0));
         endAttempt(a, "failed", cls, true);
         resumeOrEnd(a.cand, cls, detail);
     }
@@ -490,7 +492,7 @@ final class Dispatch {
         UsageSample billed = billing.usageOf(a, resumes > 0, msg);
         Billing.putUsage(out, billed);
         finished = true;
-        recordSuccess(a);
+        health.success(a);
         endAttempt(a, "success", null, false);
         output.whole(a, out, trail.toNode());
         stopTimers();
@@ -532,7 +534,7 @@ final class Dispatch {
                 criterion, routeFault, status == 429 ? retryAfter : 0);
         if (!failsOver && status >= 500) {
             // not a failover criterion for this group: report it after this one attempt
-            recordHealthFailure(a, f);
+            health.failure(a, f);
             clientErrorPassthrough(a, bytes);
             return;
         }
@@ -565,7 +567,7 @@ final class Dispatch {
         }
         String cls = "http_" + status;
         if (status == 429 || status >= 500) {
-            recordHealthFailure(a, new Failure(cls, "resume refused", status, FailoverCriterion.forStatus(status),
+            health.failure(a, new Failure(cls, "resume refused", status, FailoverCriterion.forStatus(status),
                     true, status == 429 ? retryAfter : 0));
         }
         endAttempt(a, "failed", cls, false);
@@ -597,7 +599,7 @@ final class Dispatch {
 
     /** An attempt failed before it streamed content: fail over (or wait for a racing attempt). */
     void attemptFailed(Attempt a, Failure f) {
-        recordHealthFailure(a, f);
+        health.failure(a, f);
         endAttempt(a, "failed", f.errorClass(), true);
         if (a.kind == Kind.RESUME) {
             resumeOrEnd(a.cand, f.errorClass(), f.detail());
@@ -709,7 +711,7 @@ final class Dispatch {
         }
         output.flushTrimmer(a);
         finished = true;
-        recordSuccess(a);
+        health.success(a);
         endAttempt(a, "success", null, false);
         UsageSample billed = billing.usageOf(a, resumes > 0, null);
         output.endStream(a, req.chat().includeUsage() ? billed : null, trail.toNode());
@@ -724,7 +726,7 @@ final class Dispatch {
     /**
      * Ends an attempt once: timers, the upstream exchange, the lease, the learned gaps, the trail. A half-open probe
      * slot the attempt still holds is released here; a path that reports the route's health calls
-     * {@link #recordHealthFailure} or {@link #recordSuccess} first, since those writes free the slot themselves (a
+     * {@link RouteHealth#failure} or {@link RouteHealth#success} first, since those writes free the slot themselves (a
      * release sent before the verdict would let another request probe the route in between).
      */
     private void endAttempt(Attempt a, String outcome, String error, boolean cancelExchange) {
@@ -733,35 +735,6 @@ final class Dispatch {
         }
         a.end(outcome, cancelExchange);
         trail.ended(a, outcome, error, (a.startNanos - startNanos) / 1_000_000L, elapsedMs(a.startNanos));
-    }
-
-    private void recordHealthFailure(Attempt a, Failure f) {
-        if (!f.routeFault()) {
-            return;
-        }
-        GroupSettings.Breaker b = settings.breaker();
-        if (a.probe != null) {
-            a.probe.settledByVerdict();
-        }
-        deps.store().recordFailure(a.cand.id(), b.maxFails(), b.failTimeout()).subscribe().with(v -> { }, t -> { });
-        if (f.retryAfterSeconds() > 0) {
-            deps.store().holdRetryAfter(a.cand.id(), Duration.ofSeconds(f.retryAfterSeconds()))
-                    .subscribe().with(v -> { }, t -> { });
-        }
-    }
-
-    private void recordSuccess(Attempt a) {
-        // Skipping the write is exact only while no failure recorded after the snapshot can be fail_timeout old:
-        // Kong resets the counter on a success after fail_timeout, so a request that long must always report.
-        if (a.cand.halfOpen() || a.cand.state().fails() > 0
-                || elapsedMs(startNanos) >= settings.breaker().failTimeout().toMillis()) {
-            GroupSettings.Breaker b = settings.breaker();
-            if (a.probe != null) {
-                a.probe.settledByVerdict();
-            }
-            deps.store().recordSuccess(a.cand.id(), b.maxFails(), b.failTimeout()).subscribe().with(v -> { },
-                    t -> { });
-        }
     }
 
     private int liveCount() {
