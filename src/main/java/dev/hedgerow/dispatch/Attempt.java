@@ -3,6 +3,7 @@ package dev.hedgerow.dispatch;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.catalog.FailoverCriterion;
+import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.InterTokenStats;
 import dev.hedgerow.routing.LearnedModels;
@@ -50,6 +51,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
 
     private final Dispatch dispatch;
     private final Dispatcher.Deps deps;
+    private final GroupSettings.Timeouts timeouts;
     final int index;
     final Candidate cand;
     final Kind kind;
@@ -92,10 +94,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     boolean visibleStarted;
     long outputChars;
 
-    Attempt(Dispatch dispatch, Dispatcher.Deps deps, int index, Candidate cand, Kind kind, ContinuationMethod method,
-            ProbeSlots.Slot probe) {
+    Attempt(Dispatch dispatch, Dispatcher.Deps deps, GroupSettings.Timeouts timeouts, int index, Candidate cand,
+            Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {
         this.dispatch = dispatch;
         this.deps = deps;
+        this.timeouts = timeouts;
         this.startNanos = deps.ticker().nanos();
         this.leaseId = UUID.randomUUID().toString();
         this.index = index;
@@ -165,6 +168,28 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         }
     }
 
+    /**
+     * Kong's write_timeout (connect + write, until the client reports the body sent) and read_timeout (from then
+     * to the response head). A client that cannot report the body sent gets one timer for all three.
+     */
+    void armIoTimer() {
+        ioTimer.cancel();
+        if (!live || status > 0) {
+            return;
+        }
+        GroupSettings.Timeouts t = timeouts;
+        if (sent) {
+            ioTimer = deps.scheduler().schedule(t.read(), () -> dispatch.ioTimedOut(this, "timeout_read",
+                    "no response head within read_timeout " + t.read().toMillis() + " ms"));
+        } else if (exchange != null && exchange.reportsSent()) {
+            ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()), () -> dispatch.ioTimedOut(this,
+                    "timeout_write", "request not sent within connect_timeout + write_timeout"));
+        } else if (exchange != null) {
+            ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()).plus(t.read()), () -> dispatch.ioTimedOut(
+                    this, "timeout_read", "no response head within connect + write + read timeouts"));
+        }
+    }
+
     /** Cancels the first-token window, abandon and Kong I/O timers. */
     void cancelTimers() {
         windowTimer.cancel();
@@ -198,7 +223,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         synchronized (dispatch) {
             if (live && !sent) {
                 sent = true;
-                dispatch.armIoTimer(this);
+                armIoTimer();
             }
         }
     }

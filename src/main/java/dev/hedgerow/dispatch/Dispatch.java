@@ -172,12 +172,12 @@ final class Dispatch {
     }
 
     private void doLaunch(Candidate c, Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {
-        Attempt a = new Attempt(this, deps, attempts.size() + 1, c, kind, method, probe);
+        Attempt a = new Attempt(this, deps, settings.timeouts(), attempts.size() + 1, c, kind, method, probe);
         attempts.add(a);
         UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript);
         a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
         a.exchange = deps.upstream().send(ur, a);
-        armIoTimer(a);
+        a.armIoTimer();
         a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(c), () -> abandon(a));
         if (kind != Kind.RESUME && settings.hedging()) {
             a.windowTimer = deps.scheduler().schedule(windows.firstTokenWindow(c), () -> windowPassed(a));
@@ -186,29 +186,7 @@ final class Dispatch {
 
     // ---- windows ---------------------------------------------------------------------------------------------
 
-    /**
-     * Kong's write_timeout (connect + write, until the client reports the body sent) and read_timeout (from then
-     * to the response head). A client that cannot report the body sent gets one timer for all three.
-     */
-    void armIoTimer(Attempt a) {
-        a.ioTimer.cancel();
-        if (!a.live || a.status > 0) {
-            return;
-        }
-        GroupSettings.Timeouts t = settings.timeouts();
-        if (a.sent) {
-            a.ioTimer = deps.scheduler().schedule(t.read(), () -> ioTimedOut(a, "timeout_read",
-                    "no response head within read_timeout " + t.read().toMillis() + " ms"));
-        } else if (a.exchange != null && a.exchange.reportsSent()) {
-            a.ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()), () -> ioTimedOut(a, "timeout_write",
-                    "request not sent within connect_timeout + write_timeout"));
-        } else if (a.exchange != null) {
-            a.ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()).plus(t.read()), () -> ioTimedOut(a,
-                    "timeout_read", "no response head within connect + write + read timeouts"));
-        }
-    }
-
-    private synchronized void ioTimedOut(Attempt a, String cls, String detail) {
+    synchronized void ioTimedOut(Attempt a, String cls, String detail) {
         if (finished || !a.live || a.status > 0) {
             return;
         }
@@ -530,8 +508,8 @@ final class Dispatch {
             return;
         }
         boolean routeFault = status == 429 || status >= 500 || failsOver;
-        Failure f = new Failure("http_" + status, UpstreamReplies.shorten(new String(bytes, StandardCharsets.UTF_8)), status,
-                criterion, routeFault, status == 429 ? retryAfter : 0);
+        Failure f = new Failure("http_" + status, UpstreamReplies.shorten(new String(bytes, StandardCharsets.UTF_8)),
+                status, criterion, routeFault, status == 429 ? retryAfter : 0);
         if (!failsOver && status >= 500) {
             // not a failover criterion for this group: report it after this one attempt
             health.failure(a, f);

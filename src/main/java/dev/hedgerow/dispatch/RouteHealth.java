@@ -33,7 +33,8 @@ final class RouteHealth {
         if (a.probe != null) {
             a.probe.settledByVerdict();
         }
-        store.recordFailure(a.cand.id(), breaker.maxFails(), breaker.failTimeout()).subscribe().with(v -> { }, t -> { });
+        store.recordFailure(a.cand.id(), breaker.maxFails(), breaker.failTimeout()).subscribe().with(v -> { },
+                t -> { });
         if (f.retryAfterSeconds() > 0) {
             store.holdRetryAfter(a.cand.id(), Duration.ofSeconds(f.retryAfterSeconds()))
                     .subscribe().with(v -> { }, t -> { });
