@@ -10,6 +10,7 @@ import dev.hedgerow.api.Sse;
 import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.state.UsageSample;
 
+import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -187,8 +188,9 @@ final class ClientOutput {
         sink.end();
     }
 
-    /** Sends the attempt's client error as the provider sent it ({@code bytes} already redacted). */
-    void passThrough(Attempt a, byte[] bytes, ArrayNode trail) {
+    /** Sends the attempt's client error as the provider sent it, its API key redacted. */
+    void passThrough(Attempt a, byte[] raw, ArrayNode trail) {
+        byte[] bytes = redactKey(raw, a.cand.provider().apiKey());
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put("content-type", a.headers.getOrDefault("content-type", "application/json"));
         headers.put("x-hedgerow-request-id", req.requestId());
@@ -212,6 +214,15 @@ final class ClientOutput {
         sink.head(status, headers);
         sink.write(Json.bytes(err.toNode()));
         sink.end();
+    }
+
+    /** A provider's error may quote the key it was sent (some 401s do): that key never reaches the client. */
+    static byte[] redactKey(byte[] body, String key) {
+        if (key == null || key.length() < 8) {
+            return body;
+        }
+        String text = new String(body, StandardCharsets.UTF_8);
+        return text.contains(key) ? text.replace(key, "[redacted]").getBytes(StandardCharsets.UTF_8) : body;
     }
 
     private void writeChunk(Attempt a, ObjectNode node) {

@@ -102,11 +102,7 @@ final class Dispatch {
             return;
         }
         finished = true;
-        for (Attempt a : attempts) {
-            if (a.live) {
-                endAttempt(a, "client_cancelled", null, false);
-            }
-        }
+        endLive("client_cancelled");
         stopTimers();
         deps.observer().finished(req, 499, trail.snapshot(), null, winner == null ? null : winner.cand);
     }
@@ -552,24 +548,10 @@ final class Dispatch {
         resumeOrEnd(a.cand, cls, "resume attempt answered " + status);
     }
 
-    /** A provider's error may quote the key it was sent (some 401s do): that key never reaches the client. */
-    static byte[] redactKey(byte[] body, String key) {
-        if (key == null || key.length() < 8) {
-            return body;
-        }
-        String text = new String(body, StandardCharsets.UTF_8);
-        return text.contains(key) ? text.replace(key, "[redacted]").getBytes(StandardCharsets.UTF_8) : body;
-    }
-
-    private void clientErrorPassthrough(Attempt a, byte[] raw) {
-        byte[] bytes = redactKey(raw, a.cand.provider().apiKey());
+    private void clientErrorPassthrough(Attempt a, byte[] bytes) {
         finished = true;
         endAttempt(a, "client_error", "http_" + a.status, false);
-        for (Attempt other : attempts) {
-            if (other.live) {
-                endAttempt(other, "cancelled", null, false);
-            }
-        }
+        endLive("cancelled");
         stopTimers();
         output.passThrough(a, bytes, trail.toNode());
         deps.observer().finished(req, a.status, trail.snapshot(), null, null);
@@ -674,11 +656,7 @@ final class Dispatch {
     private void endWithErrorEvent(String code, String message) {
         finished = true;
         stopTimers();
-        for (Attempt other : attempts) {
-            if (other.live) {
-                endAttempt(other, "cancelled", null, false);
-            }
-        }
+        endLive("cancelled");
         output.endWithError(code, message, trail.toNode());
         deps.observer().finished(req, 502, trail.snapshot(), null, null);
     }
@@ -713,6 +691,15 @@ final class Dispatch {
         }
         a.end(outcome, cancelExchange);
         trail.ended(a, outcome, error, (a.startNanos - startNanos) / 1_000_000L, elapsedMs(a.startNanos));
+    }
+
+    /** Ends every attempt still live with the outcome. */
+    private void endLive(String outcome) {
+        for (Attempt a : attempts) {
+            if (a.live) {
+                endAttempt(a, outcome, null, false);
+            }
+        }
     }
 
     private int liveCount() {

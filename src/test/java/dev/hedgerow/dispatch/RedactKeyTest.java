@@ -13,13 +13,13 @@ class RedactKeyTest {
         byte[] body = "{\"error\":{\"message\":\"Incorrect API key provided: sk-live-123456789\"}}"
                 .getBytes(StandardCharsets.UTF_8);
         assertEquals("{\"error\":{\"message\":\"Incorrect API key provided: [redacted]\"}}",
-                new String(Dispatch.redactKey(body, "sk-live-123456789"), StandardCharsets.UTF_8));
+                new String(ClientOutput.redactKey(body, "sk-live-123456789"), StandardCharsets.UTF_8));
     }
 
     @Test
     void bodiesWithoutTheKeyPassUnchanged() {
         byte[] body = "{\"error\":{\"message\":\"bad request\"}}".getBytes(StandardCharsets.UTF_8);
-        assertEquals(body, Dispatch.redactKey(body, "sk-live-123456789"));
-        assertEquals(body, Dispatch.redactKey(body, null));
+        assertEquals(body, ClientOutput.redactKey(body, "sk-live-123456789"));
+        assertEquals(body, ClientOutput.redactKey(body, null));
     }
 }
