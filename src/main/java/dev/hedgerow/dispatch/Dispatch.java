@@ -4,10 +4,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.catalog.FailoverCriterion;
-import dev.hedgerow.dispatch.Attempt.Failure;
-import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.HedgeBudget;
+import dev.hedgerow.dispatch.Attempt.Failure;
+import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Cancellable;
@@ -30,6 +30,11 @@ import java.util.UUID;
  * <p>The commit point: until some attempt streams content, nothing reaches the client (the response head is held),
  * so failover and hedging are invisible. The first content commits that attempt; from then on a failure resumes
  * the stream on another route from the exact text already delivered ({@link Transcript}).
+ *
+ * <p>This class owns the decisions (race, failover, resume, finish), the timers and the lock; its collaborators,
+ * all called under that lock, do the rest: {@link Attempt} (one upstream exchange), {@link RouteChoice},
+ * {@link RouteHealth}, {@link ProbeSlots}, {@link TimingWindows}, {@link UpstreamCall}, {@link UpstreamReplies},
+ * {@link ClientOutput} (all the client sees), {@link Billing} and {@link AttemptTrail}.
  */
 final class Dispatch {
     private static final Duration LEASE_TTL = Duration.ofSeconds(90);
@@ -64,6 +69,7 @@ final class Dispatch {
     private long lastActivityNanos;
     /** The failure that started the current resume episode: what the client is told if resuming fails. */
     private String resumeCause;
+
     Dispatch(Dispatcher.Deps deps, DispatchRequest req, ClientSink sink) {
         this.deps = deps;
         this.req = req;
