@@ -15,7 +15,7 @@ import java.util.function.UnaryOperator;
 
 /**
  * The learned per-route models, kept as blobs in the shared store so every instance predicts alike: TTFT by prompt
- * size (recursive least squares, {@link TtftPredictor}), the EMA latency of Trifrost's {@code least_latency}, the
+ * size (forgetting least squares, {@link TtftPredictor}), the EMA latency of Trifrost's {@code least_latency}, the
  * peak EWMAs of Kong's {@code lowest_latency} (tpot and e2e), decode speed, and the inter-chunk gap allowance of
  * the stall watchdog, and the route's standing against the SLO targets ({@link SloTracker}, blob
  * {@value #SLO}). Reads prefer this instance's own write of the last {@value #LOCAL_FRESH_MS} ms (a snapshot read
