@@ -131,6 +131,9 @@ public final class OrgValidator {
             routing.put("alias_header", esc(org.routing().aliasHeader()));
         }
         routing.put("path_alias", org.routing().pathAlias());
+        o.putObject("hedge_budget").put("ratio", org.hedgeBudget().ratio())
+                .put("min_per_window", org.hedgeBudget().minPerWindow())
+                .put("window", duration(org.hedgeBudget().window()));
         return root;
     }
 

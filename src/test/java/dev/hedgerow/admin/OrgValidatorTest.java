@@ -3,6 +3,7 @@ package dev.hedgerow.admin;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.Route;
@@ -93,6 +94,15 @@ class OrgValidatorTest {
         List<CatalogError> errors = OrgValidator.validate(copy(o, routes, o.groups()));
         assertTrue(errors.stream().anyMatch(e -> e.message().contains("every member of alias \"fast\" is drained")),
                 errors.toString());
+    }
+
+    @Test
+    void theDocumentCarriesTheHedgeBudget() {
+        Org o = demo().get(0);
+        Org budgeted = new Org(o.id(), o.keys(), o.adminKeys(), o.providers(), o.routes(), o.groups(), o.routing(),
+                new HedgeBudget(0.02, 0, Duration.ofSeconds(90)));
+        Org back = new CatalogLoader(name -> null).parse(OrgValidator.document(budgeted).toString()).orgs().get(0);
+        assertEquals(budgeted.hedgeBudget(), back.hedgeBudget());
     }
 
     @Test
