@@ -125,11 +125,11 @@ class HostileInputTest {
     }
 
     @Test
-    void aRequestLineOverTheLimitIs414InTheEnvelope() {
+    void aRequestLineOverTheServersLimitIs414() {
+        // refused by the HTTP server's decoder (4 KiB initial line) before any route runs: its own bare 414
         RawHttp.Response r = RawHttp.send(gw.port(), RawHttp.request("POST", "/models/" + "m".repeat(8192)
                 + "/v1/chat/completions", AUTH, withContent("x")));
         assertEquals(414, r.status());
-        Envelope.assert4xx(r.status(), r.body(), "8 KiB path");
     }
 
     @Test

@@ -17,6 +17,7 @@ import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.VertxUpstreamClient;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
 import io.vertx.ext.web.Router;
 
 import java.time.Clock;
@@ -114,8 +115,10 @@ public final class GatewayHarness implements AutoCloseable {
         if (mounts != null) {
             mounts.accept(router, () -> core);
         }
-        HttpServer server = vertx.createHttpServer().requestHandler(router)
-                .invalidRequestHandler(GatewayRoutes::invalidRequest).listen(0, "127.0.0.1")
+        // the production server's header limit (quarkus.http.limits.max-header-size), so oversized headers reach
+        // the gateway's own guard here as they do there
+        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setMaxHeaderSize(256 * 1024))
+                .requestHandler(router).listen(0, "127.0.0.1")
                 .toCompletionStage().toCompletableFuture().join();
         return new GatewayHarness(vertx, ownsVertx, sims, ownsSims, core, server, upstream, meters);
     }

@@ -22,6 +22,7 @@ import io.vertx.core.http.HttpServerResponse;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
+import io.vertx.ext.web.handler.PlatformHandler;
 
 import java.security.SecureRandom;
 import java.util.HashMap;
@@ -55,11 +56,14 @@ public final class GatewayRoutes {
 
     public void mount(Router router) {
         BodyHandler body = BodyHandler.create(false).setBodyLimit(bodyLimit).setHandleFileUploads(false);
-        router.post("/v1/chat/completions").handler(body).handler(GatewayRoutes::headerGuard)
+        // the guard first (a platform handler may precede the body handler): an oversized header block is refused
+        // before its body is read
+        PlatformHandler guard = GatewayRoutes::headerGuard;
+        router.post("/v1/chat/completions").handler(guard).handler(body)
                 .handler(ctx -> chat(ctx, null)).failureHandler(this::failure);
-        router.post("/models/:alias/v1/chat/completions").handler(body).handler(GatewayRoutes::headerGuard)
+        router.post("/models/:alias/v1/chat/completions").handler(guard).handler(body)
                 .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(this::failure);
-        router.get("/v1/models").handler(GatewayRoutes::headerGuard).handler(this::models)
+        router.get("/v1/models").handler(guard).handler(this::models)
                 .failureHandler(this::failure);
         // any other method on the gateway's paths: the envelope, not the router's plain-text 405
         for (String path : List.of("/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models")) {
@@ -87,28 +91,6 @@ public final class GatewayRoutes {
         ctx.next();
     }
 
-    /**
-     * Answers requests the HTTP decoder refused (header block over the server's limit: 431; request line too long:
-     * 414; anything else unreadable: 400) in the OpenAI envelope instead of an empty body, then closes the
-     * connection (its framing can no longer be trusted). Install with {@code server.invalidRequestHandler(...)}.
-     */
-    public static void invalidRequest(HttpServerRequest req) {
-        Throwable cause = req.decoderResult() == null ? null : req.decoderResult().cause();
-        String msg = cause == null || cause.getMessage() == null ? "" : cause.getMessage();
-        ApiError err;
-        if (msg.startsWith("HTTP header is larger than")) {
-            err = new ApiError(431, "invalid_request_error", "headers_too_large",
-                    "The request headers exceed the server's limit.", null, null);
-        } else if (msg.startsWith("An HTTP line is larger than")) {
-            err = new ApiError(414, "invalid_request_error", "uri_too_long",
-                    "The request line exceeds the server's limit.", null, null);
-        } else {
-            err = ApiError.invalidRequest("invalid_http", "The HTTP request could not be parsed.", null);
-        }
-        req.response().putHeader("connection", "close");
-        writeError(req.response(), err);
-    }
-
     private void failure(RoutingContext ctx) {
         int status = ctx.statusCode();
         ApiError err;
@@ -124,7 +106,7 @@ public final class GatewayRoutes {
         writeError(ctx.response(), err);
     }
 
-    private Optional<Org> authenticate(HttpServerRequest req) {
+    private static Optional<Org> authenticate(Hedgerow h, HttpServerRequest req) {
         String auth = req.getHeader("authorization");
         if (auth == null || !auth.regionMatches(true, 0, "Bearer ", 0, 7)) {
             return Optional.empty();
@@ -133,11 +115,11 @@ public final class GatewayRoutes {
         if (key.isEmpty()) {
             return Optional.empty();
         }
-        return core.get().catalog().current().orgForKeyHash(Keys.sha256Hex(key));
+        return h.catalog().current().orgForKeyHash(Keys.sha256Hex(key));
     }
 
     private void models(RoutingContext ctx) {
-        Optional<Org> org = authenticate(ctx.request());
+        Optional<Org> org = authenticate(core.get(), ctx.request());
         if (org.isEmpty()) {
             writeError(ctx.response(), ApiError.unauthorized());
             return;
@@ -160,7 +142,7 @@ public final class GatewayRoutes {
         Hedgerow h = core.get();
         HttpServerRequest httpReq = ctx.request();
         HttpServerResponse resp = ctx.response();
-        Optional<Org> maybeOrg = authenticate(httpReq);
+        Optional<Org> maybeOrg = authenticate(h, httpReq);
         if (maybeOrg.isEmpty()) {
             writeError(resp, ApiError.unauthorized());
             return;
