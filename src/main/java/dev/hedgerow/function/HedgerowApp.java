@@ -74,7 +74,12 @@ public class HedgerowApp {
     }
 
     /** The core, built on first use (the HTTP routes may be mounted before the startup event). */
-    public synchronized Hedgerow core() {
+    public Hedgerow core() {
+        Hedgerow built = core;   // every request asks: the volatile read alone, no lock, once it is built
+        return built != null ? built : build();
+    }
+
+    private synchronized Hedgerow build() {
         if (core != null) {
             return core;
         }
