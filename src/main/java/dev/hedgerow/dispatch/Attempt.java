@@ -21,7 +21,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.function.Supplier;
 
 /**
@@ -94,13 +93,13 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     boolean visibleStarted;
     long outputChars;
 
-    Attempt(Dispatch dispatch, Dispatcher.Deps deps, GroupSettings.Timeouts timeouts, int index, Candidate cand,
-            Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {
+    Attempt(Dispatch dispatch, Dispatcher.Deps deps, GroupSettings.Timeouts timeouts, int index, String leaseId,
+            Candidate cand, Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {
         this.dispatch = dispatch;
         this.deps = deps;
         this.timeouts = timeouts;
         this.startNanos = deps.ticker().nanos();
-        this.leaseId = UUID.randomUUID().toString();
+        this.leaseId = leaseId;
         this.index = index;
         this.cand = cand;
         this.kind = kind;

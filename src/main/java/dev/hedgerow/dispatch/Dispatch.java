@@ -174,7 +174,10 @@ final class Dispatch {
     }
 
     private void doLaunch(Candidate c, Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {
-        Attempt a = new Attempt(this, deps, settings.timeouts(), attempts.size() + 1, c, kind, method, probe);
+        int index = attempts.size() + 1;
+        // the upstream's x-request-id doubles as the lease id: unique (the request id is 143 random bits), no draw
+        Attempt a = new Attempt(this, deps, settings.timeouts(), index, req.requestId() + "-" + index, c, kind, method,
+                probe);
         attempts.add(a);
         UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript);
         a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));

@@ -59,7 +59,7 @@ final class UpstreamCall {
         if (key != null && !key.isEmpty()) {
             headers.put("authorization", "Bearer " + key);
         }
-        headers.put("x-request-id", req.requestId() + "-" + a.index);
+        headers.put("x-request-id", a.leaseId);
         String base = c.provider().baseUrl();
         String url = (base.endsWith("/") ? base.substring(0, base.length() - 1) : base) + "/chat/completions";
         return new UpstreamRequest(url, headers, Json.bytes(body), req.settings().timeouts().connect());

@@ -43,8 +43,8 @@ final class AutoBalancer implements Balancer {
     /** Why a candidate is where it is in the order. */
     enum Placement { EXPLORE, AFFINITY, FAST, SLOW_BAR }
 
-    /** A placed candidate, with its SLO tier. */
-    record Placed(Candidate candidate, boolean meetsSlo, Placement placement) {
+    /** A placed candidate and why it is where it is. */
+    record Placed(Candidate candidate, Placement placement) {
     }
 
     @Override
@@ -68,12 +68,12 @@ final class AutoBalancer implements Balancer {
         for (Candidate c : candidates) {
             (models.meetsSlo(c.state(), settings.slo()) ? meets : below).add(c);
         }
-        List<Placed> out = new ArrayList<>(rankTier(meets, true, ctx));
-        out.addAll(rankTier(below, false, ctx));
+        List<Placed> out = new ArrayList<>(rankTier(meets, ctx));
+        out.addAll(rankTier(below, ctx));
         return out;
     }
 
-    private List<Placed> rankTier(List<Candidate> tier, boolean meetsSlo, BalanceContext ctx) {
+    private List<Placed> rankTier(List<Candidate> tier, BalanceContext ctx) {
         if (tier.isEmpty()) {
             return List.of();
         }
@@ -84,15 +84,15 @@ final class AutoBalancer implements Balancer {
         List<Placed> slow = new ArrayList<>();
         for (Candidate c : byTtft) {
             if (c.estimate().meanMs() <= bar) {
-                fast.add(new Placed(c, meetsSlo, Placement.FAST));
+                fast.add(new Placed(c, Placement.FAST));
             } else {
-                slow.add(new Placed(c, meetsSlo, Placement.SLOW_BAR));
+                slow.add(new Placed(c, Placement.SLOW_BAR));
             }
         }
         if (ctx.affinityKey() != null) {
             for (int i = 0; i < fast.size(); i++) {
                 if (fast.get(i).candidate().id().equals(ctx.affinityKey())) {
-                    fast.add(0, new Placed(fast.remove(i).candidate(), meetsSlo, Placement.AFFINITY));
+                    fast.add(0, new Placed(fast.remove(i).candidate(), Placement.AFFINITY));
                     break;
                 }
             }
@@ -111,7 +111,7 @@ final class AutoBalancer implements Balancer {
                 // rotate among equally promising routes (several never measured) so each gets its sample
                 Candidate pick = top.get((int) Math.floorMod(ctx.cursor() / EXPLORE_EVERY, (long) top.size()));
                 out.removeIf(p -> p.candidate() == pick);
-                out.add(0, new Placed(pick, meetsSlo, Placement.EXPLORE));
+                out.add(0, new Placed(pick, Placement.EXPLORE));
             }
         }
         return out;

@@ -114,16 +114,6 @@ public final class LearnedModels implements RouteModels {
         return CapacityReport.decode(state.blob(CAPACITY).orElse(null));
     }
 
-    /**
-     * Whether the route currently meets the SLO targets: not {@link SloTracker.Status#BELOW}. A route not yet
-     * measured counts as meeting them (exploration measures it); a route below them returns once its tracker has
-     * seen enough good samples in a row (hysteresis), or when its verdict expires unrefreshed.
-     */
-    @Override
-    public boolean meetsSlo(RouteSnapshot state, GroupSettings.Slo slo) {
-        return sloStatus(state, slo) != SloTracker.Status.BELOW;
-    }
-
     /** The route's tracker against {@code slo} (fresh when never measured or expired). */
     public SloTracker slo(RouteSnapshot state, GroupSettings.Slo slo) {
         return SloTracker.decode(blob(state, SLO), slo);

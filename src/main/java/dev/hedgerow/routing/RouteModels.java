@@ -20,16 +20,16 @@ public interface RouteModels {
     boolean hasHeadroom(RouteSnapshot state);
 
     /** The route's current capacity report, if a fresh one exists. */
-    default Optional<CapacityReport> capacity(RouteSnapshot state) {
-        return Optional.empty();
-    }
+    Optional<CapacityReport> capacity(RouteSnapshot state);
 
     /** The route's standing against the group's speed targets. */
-    default SloTracker.Status sloStatus(RouteSnapshot state, GroupSettings.Slo slo) {
-        return SloTracker.Status.UNKNOWN;
-    }
+    SloTracker.Status sloStatus(RouteSnapshot state, GroupSettings.Slo slo);
 
-    /** True unless the route is measured below the targets. */
+    /**
+     * Whether the route currently meets the SLO targets: not {@link SloTracker.Status#BELOW}. A route not yet
+     * measured counts as meeting them (exploration measures it); a route below them returns once its tracker has
+     * seen enough good samples in a row (hysteresis), or when its verdict expires unrefreshed.
+     */
     default boolean meetsSlo(RouteSnapshot state, GroupSettings.Slo slo) {
         return sloStatus(state, slo) != SloTracker.Status.BELOW;
     }

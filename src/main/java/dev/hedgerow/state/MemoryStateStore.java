@@ -243,11 +243,6 @@ public final class MemoryStateStore implements StateStore {
     // ---- blobs ------------------------------------------------------------------------------------------------
 
     @Override
-    public Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl) {
-        return lockedVoid(() -> putBlobLocked(routeId, name, value, ttl));
-    }
-
-    @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
         return lockedVoid(() -> blobs.forEach(b -> putBlobLocked(routeId, b.name(), b.value(), b.ttl())));
     }

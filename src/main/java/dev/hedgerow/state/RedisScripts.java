@@ -82,32 +82,9 @@ final class RedisScripts {
             """);
 
     /**
-     * Named route blob plus its index (a hash name -> blob key, so the snapshot reads blobs without scanning).
-     * KEYS: blob, index. ARGV: name, value, ttlMs (0 = none). The index lives as long as its longest blob.
-     */
-    static final LuaScript PUT_ROUTE_BLOB = LuaScript.of("putRouteBlob", """
-            local ttl = tonumber(ARGV[3])
-            if ttl > 0 then
-              redis.call('SET', KEYS[1], ARGV[2], 'PX', ttl)
-            else
-              redis.call('SET', KEYS[1], ARGV[2])
-            end
-            local existed = redis.call('EXISTS', KEYS[2])
-            redis.call('HSET', KEYS[2], ARGV[1], KEYS[1])
-            if ttl == 0 then
-              redis.call('PERSIST', KEYS[2])
-            elseif existed == 0 then
-              redis.call('PEXPIRE', KEYS[2], ttl)
-            else
-              local cur = redis.call('PTTL', KEYS[2])
-              if cur >= 0 and cur < ttl then redis.call('PEXPIRE', KEYS[2], ttl) end
-            end
-            return 1
-            """);
-
-    /**
-     * Several named blobs of one route plus their index, each as {@link #PUT_ROUTE_BLOB} writes it, in one call.
-     * KEYS: index, blob1 .. blobN (one slot: all carry the route's hash tag). ARGV: name1, value1, ttlMs1, ...
+     * Named route blobs plus their index (a hash name -> blob key, so the snapshot reads blobs without scanning), in
+     * one call; the index lives as long as its longest blob. KEYS: index, blob1 .. blobN (one slot: all carry the
+     * route's hash tag). ARGV: name1, value1, ttlMs1, ... (ttl 0 = none).
      */
     static final LuaScript PUT_ROUTE_BLOBS = LuaScript.of("putRouteBlobs", """
             for i = 2, #KEYS do

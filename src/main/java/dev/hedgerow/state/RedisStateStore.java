@@ -246,14 +246,6 @@ public final class RedisStateStore implements StateStore {
     // ---- blobs ------------------------------------------------------------------------------------------------
 
     @Override
-    public Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl) {
-        return eval(RedisScripts.PUT_ROUTE_BLOB,
-                List.of(StateKeys.routeBlob(routeId, name), StateKeys.routeBlobIndex(routeId)),
-                name, value, Long.toString(MemoryStateStore.ttlMillis(ttl)))
-                .replaceWithVoid();
-    }
-
-    @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
         if (blobs.isEmpty()) {
             return Uni.createFrom().voidItem();

@@ -230,12 +230,6 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl) {
-        return call(() -> shared.putRouteBlob(routeId, name, value, ttl),
-                () -> local.putRouteBlob(routeId, name, value, ttl));
-    }
-
-    @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
         return call(() -> shared.putRouteBlobs(routeId, blobs), () -> local.putRouteBlobs(routeId, blobs));
     }

@@ -86,7 +86,9 @@ public interface StateStore {
     // ---- per-route named blobs: latency/TTFT models, capacity reports, verification, standing ------------------
 
     /** Stores a small named value for a route (e.g. "ttft", "ewma", "capacity"); {@code ttl} null = no expiry. */
-    Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl);
+    default Uni<Void> putRouteBlob(String routeId, String name, String value, Duration ttl) {
+        return putRouteBlobs(routeId, List.of(new RouteBlob(name, value, ttl)));
+    }
 
     /** One named value of {@link #putRouteBlobs}; {@code ttl} null = no expiry. */
     record RouteBlob(String name, String value, Duration ttl) {
@@ -98,17 +100,11 @@ public interface StateStore {
 
     /**
      * Stores several named values of one route in one store call (one round trip and one script on Redis), each
-     * exactly as {@link #putRouteBlob} would; a name given twice keeps its last value. Not atomic with respect
-     * to failure on every implementation, but never observed half-written by a snapshot on Redis. This default
-     * writes them one by one.
+     * with the route's blob index (which lives as long as its longest-lived blob); a name given twice keeps its last
+     * value. Not atomic with respect to failure on every implementation, but never observed half-written by a
+     * snapshot on Redis.
      */
-    default Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
-        Uni<Void> chain = Uni.createFrom().voidItem();
-        for (RouteBlob b : blobs) {
-            chain = chain.chain(() -> putRouteBlob(routeId, b.name(), b.value(), b.ttl()));
-        }
-        return chain;
-    }
+    Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs);
 
     // ---- leases (least connections): in-flight requests counted across instances, never leaking ---------------
 
