@@ -114,7 +114,7 @@ public final class CatalogService {
     public Uni<Org> update(String orgId, UnaryOperator<Org> edit) {
         return store.orgCatalog(orgId).flatMap(stored -> {
             if (stored.isEmpty()) {
-                return Uni.createFrom().failure(new IllegalArgumentException("unknown org " + orgId));
+                return Uni.createFrom().failure(new UnknownOrg(orgId));
             }
             Org before = decode.apply(stored.get().json());
             Org after = edit.apply(before);
@@ -143,5 +143,12 @@ public final class CatalogService {
     public void stop() {
         stopped = true;
         poller.cancel();
+    }
+
+    /** An edit named an org the store does not hold (removed by another instance since the caller saw it). */
+    public static final class UnknownOrg extends RuntimeException {
+        public UnknownOrg(String orgId) {
+            super("Unknown organization '" + orgId + "'.");
+        }
     }
 }

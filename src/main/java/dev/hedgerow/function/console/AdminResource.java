@@ -9,6 +9,7 @@ import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.RequestException;
 import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.CatalogError;
+import dev.hedgerow.catalog.CatalogService;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.function.HedgerowApp;
@@ -206,9 +207,10 @@ public class AdminResource {
         return error(ApiError.invalidRequest("invalid_catalog", e.getMessage(), null), errors);
     }
 
+    /** Only this one: any other IllegalArgumentException is a server fault, not the admin's bad request. */
     @ServerExceptionMapper
-    public Response unknownOrg(IllegalArgumentException e) {
-        return error(ApiError.invalidRequest(e.getMessage(), null), null);
+    public Response unknownOrg(CatalogService.UnknownOrg e) {
+        return error(ApiError.notFound(e.getMessage()), null);
     }
 
     private static Response error(ApiError err, ArrayNode errors) {
