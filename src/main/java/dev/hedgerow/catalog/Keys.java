@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.Optional;
 
 /**
  * Hashing and comparison of secrets (client keys, admin keys, capacity keys). Secrets are kept only as the
@@ -11,6 +12,18 @@ import java.util.HexFormat;
  */
 public final class Keys {
     private Keys() {
+    }
+
+    /**
+     * The secret of an {@code Authorization: Bearer <secret>} header (scheme case-insensitive, secret trimmed);
+     * empty when the header is missing, not a bearer, or names no secret. Every HTTP entry point reads keys so.
+     */
+    public static Optional<String> bearer(String authorizationHeader) {
+        if (authorizationHeader == null || !authorizationHeader.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            return Optional.empty();
+        }
+        String secret = authorizationHeader.substring(7).trim();
+        return secret.isEmpty() ? Optional.empty() : Optional.of(secret);
     }
 
     /** Lowercase hex SHA-256 of the UTF-8 bytes of {@code text}. */

@@ -61,6 +61,15 @@ class KeyHashingTest {
     }
 
     @Test
+    void aBearerHeaderYieldsItsTrimmedSecretAndNothingElseDoes() {
+        assertEquals(java.util.Optional.of("k-1"), Keys.bearer("Bearer k-1"));
+        assertEquals(java.util.Optional.of("k-1"), Keys.bearer("bearer   k-1  "));
+        for (String h : new String[]{null, "", "Bearer", "Bearer    ", "Basic azox", "Bearerk-1"}) {
+            assertEquals(java.util.Optional.empty(), Keys.bearer(h), String.valueOf(h));
+        }
+    }
+
+    @Test
     void keysAreStoredAsSha256Hex() {
         Org acme = new CatalogLoader(ENV::get).parse(CatalogLoaderTest.resource("catalog/valid-full.yaml"))
                 .orgs().get(0);

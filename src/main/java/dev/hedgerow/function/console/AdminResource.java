@@ -64,11 +64,8 @@ public class AdminResource {
         if (!app.functions().has("console")) {
             throw new RequestException(ApiError.notFound("The console function is not enabled here."));
         }
-        String auth = headers.getHeaderString(HttpHeaders.AUTHORIZATION);
-        if (auth == null || !auth.regionMatches(true, 0, "Bearer ", 0, 7) || auth.substring(7).isBlank()) {
-            throw new RequestException(ApiError.unauthorized());
-        }
-        String hash = Keys.sha256Hex(auth.substring(7).trim());
+        String hash = Keys.sha256Hex(Keys.bearer(headers.getHeaderString(HttpHeaders.AUTHORIZATION))
+                .orElseThrow(() -> new RequestException(ApiError.unauthorized())));
         Catalog catalog = app.core().catalog().current();
         return catalog.orgForAdminKeyHash(hash).orElseThrow(() -> catalog.orgForKeyHash(hash).isPresent()
                 ? new RequestException(new ApiError(403, "permission_error", "admin_key_required",

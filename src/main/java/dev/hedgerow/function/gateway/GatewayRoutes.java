@@ -107,15 +107,8 @@ public final class GatewayRoutes {
     }
 
     private static Optional<Org> authenticate(Hedgerow h, HttpServerRequest req) {
-        String auth = req.getHeader("authorization");
-        if (auth == null || !auth.regionMatches(true, 0, "Bearer ", 0, 7)) {
-            return Optional.empty();
-        }
-        String key = auth.substring(7).trim();
-        if (key.isEmpty()) {
-            return Optional.empty();
-        }
-        return h.catalog().current().orgForKeyHash(Keys.sha256Hex(key));
+        return Keys.bearer(req.getHeader("authorization"))
+                .flatMap(key -> h.catalog().current().orgForKeyHash(Keys.sha256Hex(key)));
     }
 
     private void models(RoutingContext ctx) {

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.Json;
+import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.routing.CapacityIntake;
 import dev.hedgerow.runtime.Hedgerow;
 import io.vertx.core.buffer.Buffer;
@@ -41,8 +42,7 @@ public final class CapacityRoutes {
 
     private void report(RoutingContext ctx) {
         Hedgerow h = core.get();
-        String auth = ctx.request().getHeader("authorization");
-        String key = auth != null && auth.regionMatches(true, 0, "Bearer ", 0, 7) ? auth.substring(7) : null;
+        String key = Keys.bearer(ctx.request().getHeader("authorization")).orElse(null);
         JsonNode body;
         try {
             Buffer b = ctx.body().buffer();

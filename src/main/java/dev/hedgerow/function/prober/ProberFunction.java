@@ -97,10 +97,8 @@ public class ProberFunction {
     private void run(RoutingContext ctx) {
         HttpServerResponse resp = ctx.response();
         if (token.isPresent() && !token.get().isBlank()) {
-            String auth = ctx.request().getHeader("authorization");
-            String presented = auth != null && auth.regionMatches(true, 0, "Bearer ", 0, 7) ? auth.substring(7).trim()
-                    : null;
-            if (!Keys.constantTimeEquals(presented == null ? "" : Keys.sha256Hex(presented),
+            String presented = Keys.bearer(ctx.request().getHeader("authorization")).orElse("");
+            if (!Keys.constantTimeEquals(presented.isEmpty() ? "" : Keys.sha256Hex(presented),
                     Keys.sha256Hex(token.get()))) {
                 write(resp, ApiError.unauthorized().status(), ApiError.unauthorized().toNode());
                 return;
