@@ -4,12 +4,8 @@ import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
-import dev.hedgerow.sim.SimServer;
-import dev.hedgerow.state.RedisStateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
-import dev.hedgerow.testsupport.RedisServer;
-import dev.hedgerow.testsupport.RedisStores;
-import io.vertx.core.Vertx;
+import dev.hedgerow.testsupport.GatewayPair;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -34,33 +30,21 @@ class CatalogPropagationTest {
                 routes:
                   - { alias: chat, provider: alpha, model: m }
             """;
-    static Vertx vertx;
-    static RedisServer redis;
-    static Map<String, SimServer> sims;
+    static GatewayPair pair;
     static GatewayHarness a;
     static GatewayHarness b;
 
-    static RedisStateStore store() {
-        return RedisStores.standalone(vertx, redis.url());
-    }
-
     @BeforeAll
     static void start() {
-        vertx = Vertx.vertx();
-        redis = RedisServer.start();
-        sims = GatewayHarness.startSims(vertx, Map.of("alpha", SimConfig.of(1).withModel("m",
+        pair = GatewayPair.onPrivateRedis(YAML, Map.of("alpha", SimConfig.of(1).withModel("m",
                 ModelScript.defaults().withLength(4))));
-        a = GatewayHarness.start(vertx, YAML, sims, store());
-        b = GatewayHarness.start(vertx, YAML, sims, store());
+        a = pair.gw1();
+        b = pair.gw2();
     }
 
     @AfterAll
     static void stop() {
-        a.close();
-        b.close();
-        sims.values().forEach(SimServer::close);
-        redis.close();
-        vertx.close();
+        pair.close();
     }
 
     @Test
