@@ -2,13 +2,11 @@ package dev.hedgerow.function.gateway;
 
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
-import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.Ticker;
 import io.smallrye.mutiny.Uni;
-import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -39,7 +37,6 @@ class LeaseOrderingTest {
                   - { alias: chat, provider: alpha, model: alpha-model }
             """;
 
-    static Vertx vertx;
     static GatewayHarness gw;
     static final AtomicInteger acquiresLanded = new AtomicInteger();
     static final AtomicInteger releasesLanded = new AtomicInteger();
@@ -47,9 +44,6 @@ class LeaseOrderingTest {
 
     @BeforeAll
     static void start() {
-        vertx = Vertx.vertx();
-        SimServer sim = SimServer.startBlocking(vertx, SimConfig.of(3).withModel("alpha-model",
-                ModelScript.defaults().withLength(4)));
         StateStore slowAcquires = (StateStore) Proxy.newProxyInstance(StateStore.class.getClassLoader(),
                 new Class<?>[] {StateStore.class}, (proxy, method, args) -> {
                     switch (method.getName()) {
@@ -72,13 +66,13 @@ class LeaseOrderingTest {
                         }
                     }
                 });
-        gw = GatewayHarness.start(vertx, YAML, Map.of("alpha", sim), slowAcquires);
+        gw = GatewayHarness.start(YAML, Map.of("alpha", SimConfig.of(3).withModel("alpha-model",
+                ModelScript.defaults().withLength(4))), slowAcquires);
     }
 
     @AfterAll
     static void stop() {
         gw.close();
-        vertx.close();
     }
 
     @Test
