@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.hasItem;
 import static org.hamcrest.Matchers.not;
@@ -48,7 +49,7 @@ class CatalogPropagationTest {
     }
 
     @Test
-    void anAliasAddedOnOneInstanceIsServedByTheOtherWithinTwoSeconds() throws Exception {
+    void anAliasAddedOnOneInstanceIsServedByTheOtherWithoutARestart() {
         given().baseUri(b.baseUrl()).auth().oauth2("k-prop").get("/v1/models").then()
                 .body("data.id", not(hasItem("added")));
         a.core().catalog().update("acme", org -> {
@@ -58,14 +59,8 @@ class CatalogPropagationTest {
                     r.capabilities(), r.parameters(), r.price(), null, List.of()));
             return new Org(org.id(), org.keys(), org.adminKeys(), org.providers(), routes, org.groups());
         }).await().atMost(Duration.ofSeconds(5));
-        long deadline = System.nanoTime() + Duration.ofSeconds(2).toNanos();
-        boolean seen = false;
-        while (System.nanoTime() < deadline && !seen) {
-            seen = given().baseUri(b.baseUrl()).auth().oauth2("k-prop").get("/v1/models").jsonPath()
-                    .getList("data.id").contains("added");
-            Thread.sleep(50);
-        }
-        org.junit.jupiter.api.Assertions.assertTrue(seen, "instance b did not see the new alias within 2 s");
+        eventually(() -> given().baseUri(b.baseUrl()).auth().oauth2("k-prop").get("/v1/models").jsonPath()
+                .getList("data.id").contains("added"), "instance b serves the new alias");
         given().baseUri(b.baseUrl()).auth().oauth2("k-prop").contentType("application/json")
                 .body("{\"model\":\"added\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
                 .post("/v1/chat/completions").then().statusCode(200);

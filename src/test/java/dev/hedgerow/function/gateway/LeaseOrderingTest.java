@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -80,10 +81,7 @@ class LeaseOrderingTest {
         given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
                 .post("/v1/chat/completions").then().statusCode(200);
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while ((acquiresLanded.get() < 1 || releasesLanded.get() < 1) && System.nanoTime() < deadline) {
-            Thread.sleep(20);
-        }
+        eventually(() -> acquiresLanded.get() >= 1 && releasesLanded.get() >= 1, "the acquire and the release land");
         assertEquals(1, acquiresLanded.get());
         assertEquals(1, releasesLanded.get());
         String key = "acme/chat-alpha";
