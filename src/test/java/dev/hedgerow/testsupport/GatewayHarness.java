@@ -132,10 +132,6 @@ public final class GatewayHarness implements AutoCloseable {
         return meters.find(name).tags(tags).counters().stream().mapToDouble(c -> c.count()).sum();
     }
 
-    public Vertx vertx() {
-        return vertx;
-    }
-
     @Override
     public void close() {
         core.catalog().stop();
