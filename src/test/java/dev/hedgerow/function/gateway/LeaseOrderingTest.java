@@ -77,7 +77,7 @@ class LeaseOrderingTest {
     }
 
     @Test
-    void aReleaseNeverOvertakesItsAcquire() throws Exception {
+    void aReleaseNeverOvertakesItsAcquire() {
         given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
                 .post("/v1/chat/completions").then().statusCode(200);

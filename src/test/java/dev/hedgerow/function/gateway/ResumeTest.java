@@ -260,7 +260,7 @@ class ResumeTest {
     }
 
     @Test
-    void aResumedStreamIsBilledOnce() throws Exception {
+    void aResumedStreamIsBilledOnce() {
         gw.sim("a").enqueue("m-text", Fault.dropAfter(7));
         String out = stream("bill", "bill the resume once", ",\"stream_options\":{\"include_usage\":true}");
         List<JsonNode> ev = Sse.events(out);

@@ -70,7 +70,7 @@ class StallTest {
     }
 
     @Test
-    void aStalledStreamIsCutAndResumedElsewhereByteExact() throws Exception {
+    void aStalledStreamIsCutAndResumedElsewhereByteExact() {
         gw.sim("a").enqueue("m-text", Fault.stall(5, 30_000));
         String out = stream("stall", "then silence");
         assertEquals(SimText.expected(SEED, "then silence", LENGTH), Sse.content(out));
