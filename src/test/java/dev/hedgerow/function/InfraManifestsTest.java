@@ -260,6 +260,7 @@ class InfraManifestsTest {
         Set<String> secretKeys = new HashSet<>();
         yaml("infra/knative/secret.example.yaml").path("stringData").fieldNames().forEachRemaining(secretKeys::add);
         Set<String> referenced = references(catalog);
+        assertFalse(referenced.isEmpty(), "the catalog references its keys as ${...}");
         assertTrue(secretKeys.containsAll(referenced), referenced + " vs " + secretKeys);
         assertFalse(new CatalogLoader(name -> "placeholder-" + name).parse(catalog).orgs().isEmpty());
     }

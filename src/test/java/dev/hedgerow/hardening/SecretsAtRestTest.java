@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -131,7 +132,9 @@ class SecretsAtRestTest {
         List<String> logs;
         try (LogCapture capture = new LogCapture()) {
             responses = traffic();
-            Thread.sleep(200); // accounting runs after the response: let its log lines land
+            // accounting runs after the response: wait for the request log line of each of the 4 dispatched calls
+            eventually(() -> capture.lines().stream().filter(l -> l.startsWith("dev.hedgerow.request ")).count() >= 4,
+                    "the request log has a line for each dispatched call");
             logs = capture.lines();
         }
         assertFalse(logs.isEmpty(), "the request log should have written something");

@@ -18,7 +18,7 @@ import java.util.Map;
  * Everything the real Quarkus application needs for {@code @QuarkusTest}s: a private {@code redis-server} on a free
  * port, two simulated providers, and a catalog file pointing at them. The app is started with
  * {@code HEDGEROW_CONFIG} and {@code REDIS_URL} set through config. Tests reach the simulators through
- * {@link #sims()} and the Redis URL through {@link #redisUrl()}.
+ * {@link #sims()} and the Redis server through {@link #redis()}.
  *
  * <p>Catalog: org {@code acme} (client key {@code k-acme}, admin key {@code a-acme}) with alias {@code kimi3} on
  * providers {@code alpha} and {@code beta} (rr_health, fast 1 s cooldown), alias {@code solo} on {@code alpha},
@@ -73,10 +73,6 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
 
     public static Map<String, SimServer> sims() {
         return SIMS;
-    }
-
-    public static String redisUrl() {
-        return redis.url();
     }
 
     /** The app's private Redis, for outage tests (stop, then restart it before the test ends). */

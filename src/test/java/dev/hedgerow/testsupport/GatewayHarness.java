@@ -66,35 +66,26 @@ public final class GatewayHarness implements AutoCloseable {
     }
 
     public static GatewayHarness start(String yaml, Map<String, SimConfig> providers) {
+        return start(yaml, providers, new MemoryStateStore(Ticker.system()));
+    }
+
+    /** Own Vert.x and simulators (closed with the harness) over a given store, e.g. a memory store on a fake clock. */
+    public static GatewayHarness start(String yaml, Map<String, SimConfig> providers, StateStore store) {
+        return start(yaml, providers, store, null);
+    }
+
+    /**
+     * Like {@link #start(String, Map, StateStore)}, and {@code mounts} adds more HTTP routes (another function's
+     * edge, e.g. {@code POST /v1/capacity}) on the same server, after the gateway's.
+     */
+    public static GatewayHarness start(String yaml, Map<String, SimConfig> providers, StateStore store,
+                                       BiConsumer<Router, Supplier<Hedgerow>> mounts) {
         Vertx vertx = Vertx.vertx();
-        return start(vertx, true, yaml, startSims(vertx, providers), true,
-                new MemoryStateStore(Ticker.system()));
+        return start(vertx, true, yaml, startSims(vertx, providers), true, store, mounts);
     }
 
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store) {
         return start(vertx, false, yaml, sims, false, store, null);
-    }
-
-    /**
-     * Like {@link #start(Vertx, String, Map, StateStore)}, and {@code mounts} adds more HTTP routes (another
-     * function's edge, e.g. {@code POST /v1/capacity}) on the same server, after the gateway's.
-     */
-    public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
-                                       BiConsumer<Router, Supplier<Hedgerow>> mounts) {
-        return start(vertx, false, yaml, sims, false, store, mounts);
-    }
-
-    /** Own Vert.x, simulators and memory store, with extra routes ({@code mounts}) on the gateway's server. */
-    public static GatewayHarness start(String yaml, Map<String, SimConfig> providers,
-                                       BiConsumer<Router, Supplier<Hedgerow>> mounts) {
-        Vertx vertx = Vertx.vertx();
-        return start(vertx, true, yaml, startSims(vertx, providers), true, new MemoryStateStore(Ticker.system()),
-                mounts);
-    }
-
-    private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
-                                        boolean ownsSims, StateStore store) {
-        return start(vertx, ownsVertx, yaml, sims, ownsSims, store, null);
     }
 
     private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
@@ -142,10 +133,6 @@ public final class GatewayHarness implements AutoCloseable {
     /** The sum of a counter of this instance's production metrics ({@link GatewayMetrics}) over all its tags. */
     public double metric(String name, String... tags) {
         return meters.find(name).tags(tags).counters().stream().mapToDouble(c -> c.count()).sum();
-    }
-
-    public Vertx vertx() {
-        return vertx;
     }
 
     @Override

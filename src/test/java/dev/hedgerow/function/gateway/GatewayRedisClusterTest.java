@@ -4,15 +4,14 @@ import dev.hedgerow.function.HedgerowApp;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
-import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.sim.SimText;
 import dev.hedgerow.state.ResilientStateStore;
 import dev.hedgerow.state.StateKeys;
 import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.GatewayPair;
 import dev.hedgerow.testsupport.RedisCluster;
 import dev.hedgerow.testsupport.Resp;
 import dev.hedgerow.testsupport.Sse;
-import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -55,8 +54,7 @@ class GatewayRedisClusterTest {
             """;
 
     static RedisCluster cluster;
-    static Vertx vertx;
-    static Map<String, SimServer> sims;
+    static GatewayPair pair;
     static ResilientStateStore storeA;
     static ResilientStateStore storeB;
     static GatewayHarness a;
@@ -66,26 +64,23 @@ class GatewayRedisClusterTest {
     @BeforeAll
     static void start() {
         cluster = RedisCluster.start();
-        vertx = Vertx.vertx();
         ModelScript fast = ModelScript.defaults().withLength(12).withLatency(ModelScript.Latency.of(5, 0));
-        sims = GatewayHarness.startSims(vertx, Map.of(
+        String redisUrl = String.join(",", cluster.urls());
+        pair = GatewayPair.on(YAML, Map.of(
                 "alpha", SimConfig.of(SEED).withApiKey("sk-alpha").withModel("alpha-model", fast)
                         .withModel("alpha-cool", fast),
                 "beta", SimConfig.of(SEED).withApiKey("sk-beta").withModel("beta-model", fast)
-                        .withModel("beta-cool", fast)));
-        String redisUrl = String.join(",", cluster.urls());
-        storeA = HedgerowApp.redisStore(vertx, redisUrl, true);
-        storeB = HedgerowApp.redisStore(vertx, redisUrl, true);
-        a = GatewayHarness.start(vertx, YAML, sims, storeA);
-        b = GatewayHarness.start(vertx, YAML, sims, storeB);
+                        .withModel("beta-cool", fast)),
+                vertx -> HedgerowApp.redisStore(vertx, redisUrl, true));
+        storeA = (ResilientStateStore) pair.store1();
+        storeB = (ResilientStateStore) pair.store2();
+        a = pair.gw1();
+        b = pair.gw2();
     }
 
     @AfterAll
     static void stop() {
-        a.close();
-        b.close();
-        sims.values().forEach(SimServer::close);
-        vertx.close().toCompletionStage().toCompletableFuture().join();
+        pair.close();
         cluster.close();
     }
 
@@ -144,15 +139,15 @@ class GatewayRedisClusterTest {
 
     @Test
     void aFailureSeenByOneInstanceCoolsTheRouteForTheOther() {
-        sims.get("alpha").enqueue("alpha-cool", Fault.status(500));
+        a.sim("alpha").enqueue("alpha-cool", Fault.status(500));
         // rotation reaches alpha within two requests on instance A; its 500 fails over to beta
-        for (int i = 0; i < 2 && sims.get("alpha").stats("alpha-cool").received() == 0; i++) {
+        for (int i = 0; i < 2 && a.sim("alpha").stats("alpha-cool").received() == 0; i++) {
             assertEquals("cool-beta", route(chat(a, "cool", "on a " + i)));
         }
-        assertEquals(1, sims.get("alpha").stats("alpha-cool").received());
+        assertEquals(1, a.sim("alpha").stats("alpha-cool").received());
         for (int i = 0; i < 4; i++) {
             assertEquals("cool-beta", route(chat(b, "cool", "on b " + i)), "instance B avoids the cooling route");
         }
-        assertEquals(1, sims.get("alpha").stats("alpha-cool").received());
+        assertEquals(1, a.sim("alpha").stats("alpha-cool").received());
     }
 }

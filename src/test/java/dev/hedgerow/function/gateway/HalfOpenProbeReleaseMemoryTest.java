@@ -4,7 +4,6 @@ import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.FakeTicker;
-import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 
@@ -17,18 +16,15 @@ import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
  * never passes on its own, so only a release frees it.
  */
 class HalfOpenProbeReleaseMemoryTest extends HalfOpenProbeRelease {
-    Vertx vertx;
     FakeTicker time;
     StateStore store;
     GatewayHarness gw;
 
     @BeforeEach
     void start() {
-        vertx = Vertx.vertx();
         time = new FakeTicker();
         store = new MemoryStateStore(time);
-        gw = GatewayHarness.start(vertx, YAML, GatewayHarness.startSims(vertx, GroupKit.sims(QUICK, "kimi-k2")),
-                store);
+        gw = GatewayHarness.start(YAML, GroupKit.sims(QUICK, "kimi-k2"), store);
         warmUp(gw);
         PROVIDERS.forEach(p -> gw.sim(p).resetStats());
     }
@@ -36,8 +32,6 @@ class HalfOpenProbeReleaseMemoryTest extends HalfOpenProbeRelease {
     @AfterEach
     void stop() {
         gw.close();
-        PROVIDERS.forEach(p -> gw.sim(p).close());
-        vertx.close().toCompletionStage().toCompletableFuture().join();
     }
 
     @Override

@@ -1,20 +1,16 @@
 package dev.hedgerow.function.gateway;
 
-import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.StateKeys;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
-import dev.hedgerow.testsupport.RedisServer;
-import dev.hedgerow.testsupport.RedisStores;
+import dev.hedgerow.testsupport.GatewayPair;
 import dev.hedgerow.testsupport.Resp;
-import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.util.Map;
 
 import static dev.hedgerow.function.gateway.GroupKit.key;
 
@@ -25,35 +21,23 @@ import static dev.hedgerow.function.gateway.GroupKit.key;
  * 35 s) is left to Redis, so only a release frees it within the test.
  */
 class HalfOpenProbeReleaseRedisTest extends HalfOpenProbeRelease {
-    static RedisServer redis;
-    static Vertx vertx;
-    static Map<String, SimServer> sims;
-    static StateStore store1;
-    static StateStore store2;
+    static GatewayPair pair;
     static GatewayHarness gw1;
     static GatewayHarness gw2;
 
     @BeforeAll
     static void start() {
-        redis = RedisServer.start();
-        vertx = Vertx.vertx();
-        sims = GatewayHarness.startSims(vertx, GroupKit.sims(QUICK, "kimi-k2"));
         // each instance has its own Redis client, as separate processes would
-        store1 = RedisStores.standalone(vertx, redis.url());
-        store2 = RedisStores.standalone(vertx, redis.url());
-        gw1 = GatewayHarness.start(vertx, YAML, sims, store1);
-        gw2 = GatewayHarness.start(vertx, YAML, sims, store2);
+        pair = GatewayPair.onPrivateRedis(YAML, GroupKit.sims(QUICK, "kimi-k2"));
+        gw1 = pair.gw1();
+        gw2 = pair.gw2();
         warmUp(gw1);
         warmUp(gw2);
     }
 
     @AfterAll
     static void stop() {
-        gw1.close();
-        gw2.close();
-        sims.values().forEach(SimServer::close);
-        vertx.close().toCompletionStage().toCompletableFuture().join();
-        redis.close();
+        pair.close();
     }
 
     @BeforeEach
@@ -74,13 +58,13 @@ class HalfOpenProbeReleaseRedisTest extends HalfOpenProbeRelease {
 
     @Override
     StateStore store() {
-        return store1;
+        return pair.store1();
     }
 
     @Override
     void passFailTimeout(String routeId) {
         try {
-            Resp.command(redis.port(), "DEL", StateKeys.cool(key(routeId)), StateKeys.lastFail(key(routeId)));
+            Resp.command(pair.redis().port(), "DEL", StateKeys.cool(key(routeId)), StateKeys.lastFail(key(routeId)));
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

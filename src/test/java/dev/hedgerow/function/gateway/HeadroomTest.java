@@ -4,13 +4,11 @@ import dev.hedgerow.function.prober.CapacityRoutes;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
-import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.FakeTicker;
 import io.restassured.RestAssured;
 import io.restassured.response.Response;
-import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -49,21 +47,17 @@ class HeadroomTest {
             """;
 
     static final FakeTicker TICKER = new FakeTicker();
-    static Vertx vertx;
-    static Map<String, SimServer> sims;
     static GatewayHarness gw;
 
     @BeforeAll
     static void start() {
-        vertx = Vertx.vertx();
         // six tokens: too short to be judged against the sustained-decode target, so only reports speak to speed
         ModelScript fast = ModelScript.defaults().withLength(6).withLatency(ModelScript.Latency.of(2, 0));
         ModelScript slower = ModelScript.defaults().withLength(6).withLatency(ModelScript.Latency.of(40, 0));
-        sims = GatewayHarness.startSims(vertx, Map.of(
+        gw = GatewayHarness.start(YAML, Map.of(
                 "alpha", SimConfig.of(1).withApiKey("sk-alpha").withModel("m-a", fast),
-                "beta", SimConfig.of(1).withApiKey("sk-beta").withModel("m-b", slower)));
-        gw = GatewayHarness.start(vertx, YAML, sims, new MemoryStateStore(TICKER),
-                (router, core) -> new CapacityRoutes(core).mount(router));
+                "beta", SimConfig.of(1).withApiKey("sk-beta").withModel("m-b", slower)),
+                new MemoryStateStore(TICKER), (router, core) -> new CapacityRoutes(core).mount(router));
         RestAssured.baseURI = gw.baseUrl();
         Set<String> seen = new HashSet<>();
         for (int i = 0; i < 2 * 10 && seen.size() < 2; i++) {   // exploration measures a new route within 10
@@ -75,8 +69,6 @@ class HeadroomTest {
     @AfterAll
     static void stop() {
         gw.close();
-        sims.values().forEach(SimServer::close);
-        vertx.close().toCompletionStage().toCompletableFuture().join();
     }
 
     /** Every earlier report has expired; both routes are measured and alpha is the faster. */

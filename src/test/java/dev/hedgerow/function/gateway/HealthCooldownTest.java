@@ -7,7 +7,6 @@ import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.FakeTicker;
 import io.restassured.response.Response;
-import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -61,18 +60,15 @@ class HealthCooldownTest {
                   hang: { strategy: rr_health, hedging: false, read_timeout: 2s }
             """);
 
-    Vertx vertx;
     FakeTicker time;
     StateStore store;
     GatewayHarness gw;
 
     @BeforeEach
     void start() {
-        vertx = Vertx.vertx();
         time = new FakeTicker();
         store = new MemoryStateStore(time);
-        gw = GatewayHarness.start(vertx, YAML, GatewayHarness.startSims(vertx,
-                GroupKit.sims(GroupKit.quick(6), "kimi-k2")), store);
+        gw = GatewayHarness.start(YAML, GroupKit.sims(GroupKit.quick(6), "kimi-k2"), store);
         chat(gw, "pair", "warm up");
         PROVIDERS.forEach(p -> gw.sim(p).resetStats());
     }
@@ -80,8 +76,6 @@ class HealthCooldownTest {
     @AfterEach
     void stop() {
         gw.close();
-        PROVIDERS.forEach(p -> gw.sim(p).close());
-        vertx.close().toCompletionStage().toCompletableFuture().join();
     }
 
     /** Fails kimi3-digitalocean once (a 500 on a request restricted to it). */

@@ -25,6 +25,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -106,10 +107,8 @@ class KongLeastConnectionsTest {
                             + "[{\"role\":\"user\",\"content\":\"connection " + i + "\"}]}")).build();
             pending.add(client.sendAsync(req, HttpResponse.BodyHandlers.ofString()));
             // one request at a time reaches an upstream, so each sees the leases of all before it
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (received(sim) < i + 1 && System.nanoTime() < deadline) {
-                Thread.sleep(2);
-            }
+            int sent = i + 1;
+            eventually(() -> received(sim) >= sent, "request " + sent + " reaches the upstream");
             Thread.sleep(5);
         }
         int big = sim.stats("m-big").inFlight();

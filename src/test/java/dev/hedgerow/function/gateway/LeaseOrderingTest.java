@@ -2,13 +2,11 @@ package dev.hedgerow.function.gateway;
 
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
-import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.Ticker;
 import io.smallrye.mutiny.Uni;
-import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -20,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -39,7 +38,6 @@ class LeaseOrderingTest {
                   - { alias: chat, provider: alpha, model: alpha-model }
             """;
 
-    static Vertx vertx;
     static GatewayHarness gw;
     static final AtomicInteger acquiresLanded = new AtomicInteger();
     static final AtomicInteger releasesLanded = new AtomicInteger();
@@ -47,9 +45,6 @@ class LeaseOrderingTest {
 
     @BeforeAll
     static void start() {
-        vertx = Vertx.vertx();
-        SimServer sim = SimServer.startBlocking(vertx, SimConfig.of(3).withModel("alpha-model",
-                ModelScript.defaults().withLength(4)));
         StateStore slowAcquires = (StateStore) Proxy.newProxyInstance(StateStore.class.getClassLoader(),
                 new Class<?>[] {StateStore.class}, (proxy, method, args) -> {
                     switch (method.getName()) {
@@ -72,24 +67,21 @@ class LeaseOrderingTest {
                         }
                     }
                 });
-        gw = GatewayHarness.start(vertx, YAML, Map.of("alpha", sim), slowAcquires);
+        gw = GatewayHarness.start(YAML, Map.of("alpha", SimConfig.of(3).withModel("alpha-model",
+                ModelScript.defaults().withLength(4))), slowAcquires);
     }
 
     @AfterAll
     static void stop() {
         gw.close();
-        vertx.close();
     }
 
     @Test
-    void aReleaseNeverOvertakesItsAcquire() throws Exception {
+    void aReleaseNeverOvertakesItsAcquire() {
         given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
                 .post("/v1/chat/completions").then().statusCode(200);
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        while ((acquiresLanded.get() < 1 || releasesLanded.get() < 1) && System.nanoTime() < deadline) {
-            Thread.sleep(20);
-        }
+        eventually(() -> acquiresLanded.get() >= 1 && releasesLanded.get() >= 1, "the acquire and the release land");
         assertEquals(1, acquiresLanded.get());
         assertEquals(1, releasesLanded.get());
         String key = "acme/chat-alpha";

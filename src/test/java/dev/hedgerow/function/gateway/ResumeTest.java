@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -254,19 +255,19 @@ class ResumeTest {
         assertEquals(before, gw.sim("b").stats("m-text").received());
     }
 
+    static Map<String, UsageSample> ledger() {
+        return gw.core().store().ledger("acme").await().atMost(Duration.ofSeconds(5));
+    }
+
     @Test
-    void aResumedStreamIsBilledOnce() throws Exception {
+    void aResumedStreamIsBilledOnce() {
         gw.sim("a").enqueue("m-text", Fault.dropAfter(7));
         String out = stream("bill", "bill the resume once", ",\"stream_options\":{\"include_usage\":true}");
         List<JsonNode> ev = Sse.events(out);
         JsonNode usage = ev.get(ev.size() - 1).path("usage");
         assertTrue(usage.path("completion_tokens").asInt() > 0, usage.toString());
-        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
-        UsageSample ledger = null;
-        while (ledger == null && System.nanoTime() < deadline) {
-            ledger = gw.core().store().ledger("acme").await().atMost(Duration.ofSeconds(5)).get("bill");
-            Thread.sleep(10);
-        }
+        eventually(() -> ledger().containsKey("bill"), "the resumed stream is in the ledger");
+        UsageSample ledger = ledger().get("bill");
         assertEquals(usage.path("prompt_tokens").asLong(), ledger.promptTokens());
         assertEquals(usage.path("completion_tokens").asLong(), ledger.completionTokens());
     }
