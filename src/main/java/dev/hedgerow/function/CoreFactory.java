@@ -73,7 +73,7 @@ public final class CoreFactory {
             implements DispatchObserver {
         @Override
         public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
-            models.learnFirstToken(route.state(), promptTokens, ttftMs, reasoningFirst, slo(route));
+            models.learnFirstToken(route.state(), promptTokens, ttftMs, slo(route));
             samples.record(route.state(), promptTokens, ttftMs);
         }
 

@@ -174,7 +174,7 @@ public final class Prober {
                         .replaceWith(result(t, action, "failed: " + f.reason(), null, null));
             }
             ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
-            learn(s, promptTokens, a);
+            learn(t, s, promptTokens, a);
             Uni<?> breakerWrite = Uni.createFrom().voidItem();
             if (halfOpen || s.fails() > 0) {
                 verdictSent.run();
@@ -199,10 +199,12 @@ public final class Prober {
         return deps.store().releaseProbe(t.key(), owner).onFailure().recoverWithNull();
     }
 
-    private void learn(RouteSnapshot s, int promptTokens, ProbeOutcome.Answered a) {
-        deps.models().learnFirstToken(s, promptTokens, a.ttftMs(), false);
+    /** Learns a probe like live traffic: judged against the route's own group targets, not the defaults. */
+    private void learn(Target t, RouteSnapshot s, int promptTokens, ProbeOutcome.Answered a) {
+        GroupSettings.Slo slo = t.org.group(t.route.alias()).slo();
+        deps.models().learnFirstToken(s, promptTokens, a.ttftMs(), slo);
         deps.samples().record(s, promptTokens, a.ttftMs());
-        deps.models().learnDecode(s, a.tokens(), a.decodeMs(), a.e2eMs());
+        deps.models().learnDecode(s, a.tokens(), a.decodeMs(), a.e2eMs(), slo);
     }
 
     /**

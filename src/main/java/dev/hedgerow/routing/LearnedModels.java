@@ -167,18 +167,12 @@ public final class LearnedModels implements RouteModels {
 
     // ---- learning ------------------------------------------------------------------------------------------
 
-    /** Learns a first token against the default SLO targets. */
-    public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, boolean reasoningFirst) {
-        learnFirstToken(base, promptTokens, ttftMs, reasoningFirst, GroupSettings.Slo.defaults());
-    }
-
     /**
      * Learns one measured time to first token for a prompt of {@code promptTokens} (live traffic or a probe):
      * the TTFT line, Trifrost's EMA, and the SLO tracker of the route's group targets {@code slo}.
      * {@code base} must be a snapshot of the route (its blobs are the starting point when this instance holds none).
      */
-    public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, boolean reasoningFirst,
-                                GroupSettings.Slo slo) {
+    public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, GroupSettings.Slo slo) {
         List<StateStore.RouteBlob> writes = new ArrayList<>(3);
         update(base, TTFT, MODEL_TTL, enc -> (enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior))
                 .update(promptTokens, ttftMs).encode(), writes);
@@ -195,11 +189,6 @@ public final class LearnedModels implements RouteModels {
         update(base, EMA, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
                 .observe(latencyMs).encode(), writes);
         write(base, writes);
-    }
-
-    /** Learns a decode against the default SLO targets. */
-    public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs) {
-        learnDecode(base, tokens, decodeMs, e2eMs, GroupSettings.Slo.defaults());
     }
 
     /**

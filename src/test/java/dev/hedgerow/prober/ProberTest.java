@@ -9,6 +9,7 @@ import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.prober.VertxMetricsSource;
 import dev.hedgerow.routing.CapacityReport;
 import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.SloTracker;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.runtime.Hedgerow;
@@ -62,7 +63,7 @@ class ProberTest {
                   - { alias: odd, provider: beta, model: beta-model, id: odd-beta }
                 groups:
                   chat: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 30s } }
-                  odd: { strategy: rr_health }
+                  odd: { strategy: rr_health, slo: { decode_tokens_per_second: 100000 } }
             """;
 
     Vertx vertx;
@@ -150,6 +151,17 @@ class ProberTest {
         assertTrue(points.get(0).promptTokens() > 200, "a standard-size prompt: " + points.get(0));
         assertTrue(gw.core().models().ttft(s, new RequestFacts(256, null, true, false, Set.of(), Set.of(),
                 ProviderPrefs.NONE, List.of(), Map.of(), null, null)).measured());
+    }
+
+    @Test
+    void aProbeIsJudgedAgainstItsGroupsSloTargetsNotTheDefaults() {
+        round();
+
+        // odd-beta and chat-beta are the same 400 tokens/s model: only odd's group asks for 100000 tokens/s
+        SloTracker strict = gw.core().models().slo(snapshot("odd-beta"), acme().group("odd").slo());
+        SloTracker lenient = gw.core().models().slo(snapshot("chat-beta"), acme().group("chat").slo());
+        assertEquals(SloTracker.Status.BELOW, strict.decodeStatus());
+        assertEquals(SloTracker.Status.MEETS, lenient.decodeStatus());
     }
 
     @Test

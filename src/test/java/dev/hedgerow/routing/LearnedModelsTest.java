@@ -44,7 +44,7 @@ class LearnedModelsTest {
     void aHugePromptAndAShortOneGetDifferentPredictionsOnTheSameRoute() {
         for (int i = 0; i < 30; i++) {
             int tokens = i % 2 == 0 ? 500 : 100_000 + i * 3000;
-            models.learnFirstToken(snap(), tokens, Math.round(200 + 0.02 * tokens), false, SLO);
+            models.learnFirstToken(snap(), tokens, Math.round(200 + 0.02 * tokens), SLO);
         }
         double at500 = models.ttft(snap(), prompt(500)).meanMs();
         double at200k = models.ttft(snap(), prompt(200_000)).meanMs();
@@ -55,7 +55,7 @@ class LearnedModelsTest {
     @Test
     void anotherInstancePredictsFromTheSharedModel() {
         for (int i = 0; i < 10; i++) {
-            models.learnFirstToken(snap(), 1000, 80, false, SLO);
+            models.learnFirstToken(snap(), 1000, 80, SLO);
         }
         LearnedModels other = new LearnedModels(store, clock, TtftPredictor.Prior.defaults());
         TtftEstimate e = other.ttft(snap(), prompt(1000));
@@ -96,9 +96,9 @@ class LearnedModelsTest {
 
     @Test
     void aSlowFirstTokenOnAStandardPromptIsBelowButAHugePromptIsNotJudged() {
-        models.learnFirstToken(snap(), 200_000, 20_000, false, SLO);
+        models.learnFirstToken(snap(), 200_000, 20_000, SLO);
         assertEquals(SloTracker.Status.UNKNOWN, models.sloStatus(snap(), SLO));
-        models.learnFirstToken(snap(), 2_000, 6_000, false, SLO);
+        models.learnFirstToken(snap(), 2_000, 6_000, SLO);
         assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO));
     }
 
