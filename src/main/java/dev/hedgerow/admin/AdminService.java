@@ -43,8 +43,6 @@ import java.util.function.UnaryOperator;
 public final class AdminService {
     /** Prompt sizes at which the health view predicts each route's first-token time. */
     public static final List<Integer> PREDICT_SIZES = List.of(256, 1024, 4096, 16384, 65536);
-    public static final String STANDING = "standing";
-    public static final String VERIFICATION = "verification";
 
     private final Hedgerow core;
 
@@ -191,8 +189,8 @@ public final class AdminService {
             throw new RequestException(ApiError.invalidRequest("invalid_standing",
                     "standing must be 'good' or 'suspended'.", "standing"));
         }
-        return core.store().putRouteBlob(Router.key(org, r), STANDING, standing, null)
-                .replaceWith(() -> routeFlag(r, STANDING, standing));
+        return core.store().putRouteBlob(Router.key(org, r), Router.STANDING, standing, null)
+                .replaceWith(() -> routeFlag(r, Router.STANDING, standing));
     }
 
     /**
@@ -206,8 +204,8 @@ public final class AdminService {
             throw new RequestException(ApiError.invalidRequest("invalid_verification",
                     "verification must be 'pass' or 'fail:<why>'.", "verification"));
         }
-        return core.store().putRouteBlob(Router.key(org, r), VERIFICATION, verdict, null)
-                .replaceWith(() -> routeFlag(r, VERIFICATION, verdict));
+        return core.store().putRouteBlob(Router.key(org, r), Router.VERIFICATION, verdict, null)
+                .replaceWith(() -> routeFlag(r, Router.VERIFICATION, verdict));
     }
 
     private static ObjectNode routeFlag(Route r, String name, String value) {
@@ -287,8 +285,8 @@ public final class AdminService {
         ObjectNode m = member(r);
         int maxFails = settings.breaker().maxFails();
         boolean halfOpen = !s.coolingDown() && s.fails() >= maxFails;
-        String verification = s.blob(VERIFICATION).orElse(null);
-        String standing = s.blob(STANDING).orElse("good");
+        String verification = s.blob(Router.VERIFICATION).orElse(null);
+        String standing = s.blob(Router.STANDING).orElse(Router.GOOD_STANDING);
         String state;
         if (r.drained()) {
             state = "drained";

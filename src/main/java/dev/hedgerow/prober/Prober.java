@@ -51,8 +51,6 @@ import java.util.function.ToIntFunction;
  * Thread-safe; a round's work is independent of any other.
  */
 public final class Prober {
-    /** The route blob with the verification verdict the router reads. */
-    public static final String VERIFICATION = "verification";
     static final String LOCK = "prober-round";
 
     /** The ports and state a prober works with. */
@@ -233,7 +231,7 @@ public final class Prober {
     }
 
     private Uni<String> write(Target t, String verdict) {
-        return deps.store().putRouteBlob(t.key(), VERIFICATION, verdict, config.verificationTtl())
+        return deps.store().putRouteBlob(t.key(), Router.VERIFICATION, verdict, config.verificationTtl())
                 .onFailure().invoke(e -> log.log(System.Logger.Level.WARNING, "verification write failed: " + e))
                 .onFailure().recoverWithNull()
                 .replaceWith(verdict);

@@ -9,6 +9,7 @@ import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.prober.VertxMetricsSource;
 import dev.hedgerow.routing.CapacityReport;
 import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.Router;
 import dev.hedgerow.routing.SloTracker;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
@@ -180,7 +181,7 @@ class ProberTest {
         RoundReport r = round();
 
         assertEquals("pass", result(r, "chat-beta").verification());
-        assertEquals("pass", snapshot("chat-beta").blob(Prober.VERIFICATION).orElseThrow());
+        assertEquals("pass", snapshot("chat-beta").blob(Router.VERIFICATION).orElseThrow());
         JsonNode check = lastBody("beta", "beta-model", 0);
         assertTrue(check.path("messages").path(0).path("content").asText().startsWith("Reply with exactly: hr-"));
     }
@@ -198,7 +199,7 @@ class ProberTest {
         liar.servedModel = "kimi-x";
         round();
 
-        assertEquals("pass", snapshot("odd-liar").blob(Prober.VERIFICATION).orElseThrow());
+        assertEquals("pass", snapshot("odd-liar").blob(Router.VERIFICATION).orElseThrow());
         assertEquals(2, ((RoutePlan.Ready) plan("odd")).candidates().size());
     }
 
