@@ -17,6 +17,7 @@ import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.Router;
+import dev.hedgerow.routing.TtftSampleLog;
 import dev.hedgerow.routing.TtftEstimate;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.state.AuditRecord;
@@ -338,7 +339,7 @@ public final class AdminService {
                     .put("p90_ms", round(e.p90Ms()));
         }
         ArrayNode samples = m.putArray("samples");
-        for (TtftSamples.Sample p : TtftSamples.decode(s.blob(TtftSamples.BLOB).orElse(null))) {
+        for (TtftSampleLog.Sample p : TtftSampleLog.decode(s.blob(LearnedModels.TTFT_SAMPLES).orElse(null))) {
             samples.addObject().put("prompt_tokens", p.promptTokens()).put("ttft_ms", p.ttftMs());
         }
         s.blob(LearnedModels.CAPACITY).flatMap(dev.hedgerow.routing.CapacityReport::decode).ifPresentOrElse(c ->

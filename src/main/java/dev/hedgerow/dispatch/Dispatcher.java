@@ -1,5 +1,6 @@
 package dev.hedgerow.dispatch;
 
+import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
@@ -19,7 +20,7 @@ public final class Dispatcher {
      * @param tokens    counts tokens of a text (billing when the upstream sends no usage)
      */
     public record Deps(UpstreamClient upstream, StateStore store, Scheduler scheduler, Ticker ticker,
-                       ToIntFunction<String> tokens, DispatchObserver observer) {
+                       ToIntFunction<String> tokens, DispatchObserver observer, LearnedModels models) {
     }
 
     /** Lets the edge report a client hang-up. */

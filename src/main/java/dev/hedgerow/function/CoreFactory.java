@@ -1,6 +1,5 @@
 package dev.hedgerow.function;
 
-import dev.hedgerow.admin.TtftSamples;
 import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.audit.RequestRecorder;
 import dev.hedgerow.catalog.CatalogCodec;
@@ -59,22 +58,18 @@ public final class CoreFactory {
         Router router = new Router(store, clock, settings -> Balancers.forSettings(settings, models), models,
                 new SemanticEmbeddings(upstream, store));
         AuditLog audit = new AuditLog(store, clock);
-        TtftSamples samples = new TtftSamples(store, TtftSamples.DEFAULT_KEEP);
-        DispatchObserver observers = chain(new Learning(models, catalog, samples), new PrefixAffinity(store),
+        DispatchObserver observers = chain(new Learning(models, catalog), new PrefixAffinity(store),
                 new RequestRecorder(store, audit), extra);
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
-                tokens::countText, observers));
-        return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream,
-                samples);
+                tokens::countText, observers, models));
+        return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream);
     }
 
     /** Feeds what dispatch observed into the learned route models, judged against the route's group targets. */
-    private record Learning(LearnedModels models, CatalogService catalog, TtftSamples samples)
-            implements DispatchObserver {
+    private record Learning(LearnedModels models, CatalogService catalog) implements DispatchObserver {
         @Override
         public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
             models.learnFirstToken(route.state(), promptTokens, ttftMs, slo(route));
-            samples.record(route.state(), promptTokens, ttftMs);
         }
 
         @Override

@@ -2,7 +2,6 @@ package dev.hedgerow.prober;
 
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.hedgerow.admin.TtftSamples;
 import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
@@ -54,7 +53,7 @@ public final class Prober {
     static final String LOCK = "prober-round";
 
     /** The ports and state a prober works with. */
-    public record Deps(StateStore store, Supplier<Catalog> catalog, LearnedModels models, TtftSamples samples,
+    public record Deps(StateStore store, Supplier<Catalog> catalog, LearnedModels models,
                        UpstreamClient upstream, MetricsSource metrics, Scheduler scheduler, Ticker ticker,
                        ToIntFunction<com.fasterxml.jackson.databind.JsonNode> countPrompt, String instanceId) {
     }
@@ -201,7 +200,6 @@ public final class Prober {
     private void learn(Target t, RouteSnapshot s, int promptTokens, ProbeOutcome.Answered a) {
         GroupSettings.Slo slo = t.org.group(t.route.alias()).slo();
         deps.models().learnFirstToken(s, promptTokens, a.ttftMs(), slo);
-        deps.samples().record(s, promptTokens, a.ttftMs());
         deps.models().learnDecode(s, a.tokens(), a.decodeMs(), a.e2eMs(), slo);
     }
 

@@ -1,7 +1,6 @@
 package dev.hedgerow.prober;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.hedgerow.admin.TtftSamples;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.Org;
@@ -11,6 +10,7 @@ import dev.hedgerow.routing.CapacityReport;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.Router;
 import dev.hedgerow.routing.SloTracker;
+import dev.hedgerow.routing.TtftSampleLog;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.runtime.Hedgerow;
@@ -104,7 +104,7 @@ class ProberTest {
     Prober prober(ProberConfig config) {
         Hedgerow core = gw.core();
         return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.samples(), core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
+                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
                 core.tokens()::countRequest, "test"), config);
     }
 
@@ -147,7 +147,7 @@ class ProberTest {
         RouteSnapshot s = snapshot("chat-alpha");
         assertTrue(s.blob(LearnedModels.TTFT).isPresent());
         assertTrue(s.blob(LearnedModels.DECODE).isPresent());
-        List<TtftSamples.Sample> points = TtftSamples.decode(s.blob(TtftSamples.BLOB).orElse(null));
+        List<TtftSampleLog.Sample> points = TtftSampleLog.decode(s.blob(LearnedModels.TTFT_SAMPLES).orElse(null));
         assertEquals(1, points.size());
         assertTrue(points.get(0).promptTokens() > 200, "a standard-size prompt: " + points.get(0));
         assertTrue(gw.core().models().ttft(s, new RequestFacts(256, null, true, false, Set.of(), Set.of(),
@@ -273,7 +273,7 @@ class ProberTest {
         Hedgerow core = gw.core();
         // a bug between taking the slot and sending the probe (here: in counting the probe's prompt)
         Prober buggy = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.samples(), core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), body -> {
+                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), body -> {
                     throw new IllegalStateException("tokenizer bug");
                 }, "test"), ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5)));
 

@@ -129,4 +129,50 @@ class LearnedModelsTest {
         assertTrue(models.hasHeadroom(snap()));
         assertTrue(models.capacity(snap()).isEmpty());
     }
+
+    @Test
+    void aFirstTokenAlsoRecordsTheConsolesSamplePoint() {
+        models.learnFirstToken(snap(), 300, 30, SLO);
+        models.learnFirstToken(snap(), 400, 40, SLO);
+
+        assertEquals(List.of(new TtftSampleLog.Sample(300, 30), new TtftSampleLog.Sample(400, 40)),
+                TtftSampleLog.decode(snap().blob(LearnedModels.TTFT_SAMPLES).orElse(null)));
+    }
+
+    @Test
+    void concurrentStreamsPlannedFromOneSnapshotChainTheirGaps() {
+        RouteSnapshot planned = snap();
+        models.learnGaps(planned, new long[] {10, 10}, 2);
+        models.learnGaps(planned, new long[] {30}, 1);   // its snapshot predates the first stream's write
+
+        InterTokenStats learned = InterTokenStats.decode(snap().blob(LearnedModels.GAP).orElse(null));
+        assertEquals(3, learned.count());
+        assertEquals(InterTokenStats.FRESH.observe(10).observe(10).observe(30), learned);
+    }
+
+    @Test
+    void aLongStreamReplaysItsRecentGapsAndCountsThemAll() {
+        long[] ring = new long[LearnedModels.GAP_REPLAY];
+        InterTokenStats all = InterTokenStats.FRESH;
+        int observed = 150;
+        for (int i = 0; i < observed; i++) {
+            long gap = i < 100 ? 20 : 40;
+            ring[i % ring.length] = gap;
+            all = all.observe(gap);
+        }
+        models.learnGaps(snap(), ring, observed);
+
+        InterTokenStats learned = InterTokenStats.decode(snap().blob(LearnedModels.GAP).orElse(null));
+        assertEquals(observed, learned.count());
+        assertEquals(all.meanMs(), learned.meanMs(), 0.01);
+    }
+
+    @Test
+    void thinkingTimesChainOnOneInstance() {
+        RouteSnapshot planned = snap();
+        models.learnThinking(planned, 1000);
+        models.learnThinking(planned, 3000);
+
+        assertEquals(2, ThinkingTime.decode(snap().blob(LearnedModels.THINK).orElse(null)).count());
+    }
 }
