@@ -147,8 +147,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
 
     /**
      * Ends this live attempt's own side: the probe slot it still holds, its timers, the upstream exchange (kept open
-     * only by a success that did not ask to cancel it), the lease and the learned gaps. The trail record is the
-     * dispatch's.
+     * only by a success that did not ask to cancel it), the lease and the learned gaps (a success leaves them to the
+     * dispatch, which learns them with the decode in one store call). The trail record is the dispatch's.
      */
     void end(String outcome, boolean cancelExchange) {
         live = false;
@@ -160,7 +160,9 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
             exchange.cancel();
         }
         leaseWrite(() -> deps.store().releaseLease(cand.id(), leaseId));
-        deps.models().learnGaps(cand.state(), recentGaps, gapsObserved);
+        if (!"success".equals(outcome)) {
+            deps.models().learnGaps(cand.state(), recentGaps, gapsObserved);
+        }
     }
 
     /**

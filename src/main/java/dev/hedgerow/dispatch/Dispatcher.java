@@ -18,6 +18,7 @@ public final class Dispatcher {
      * What dispatch needs from the outside world.
      *
      * @param tokens    counts tokens of a text (billing when the upstream sends no usage)
+     * @param models    the instance's one learned-model store: dispatch learns TTFT, decode, gaps and thinking here
      */
     public record Deps(UpstreamClient upstream, StateStore store, Scheduler scheduler, Ticker ticker,
                        ToIntFunction<String> tokens, DispatchObserver observer, LearnedModels models) {

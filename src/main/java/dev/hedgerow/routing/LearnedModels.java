@@ -202,12 +202,20 @@ public final class LearnedModels implements RouteModels {
      * one instance chain instead of overwriting each other.
      */
     public void learnGaps(RouteSnapshot base, long[] recentGaps, long observed) {
+        if (observed <= 0) {
+            return;
+        }
+        List<StateStore.RouteBlob> writes = new ArrayList<>(1);
+        updateGaps(base, recentGaps, observed, writes);
+        write(base, writes);
+    }
+
+    private void updateGaps(RouteSnapshot base, long[] recentGaps, long observed, List<StateStore.RouteBlob> writes) {
         if (observed <= 0 || recentGaps.length == 0) {
             return;
         }
         int n = (int) Math.min(observed, recentGaps.length);
         int start = observed > recentGaps.length ? (int) (observed % recentGaps.length) : 0;
-        List<StateStore.RouteBlob> writes = new ArrayList<>(1);
         update(base, GAP, MODEL_TTL, enc -> {
             InterTokenStats before = InterTokenStats.decode(enc);
             InterTokenStats s = before;
@@ -217,7 +225,6 @@ public final class LearnedModels implements RouteModels {
             // gaps beyond the replayed ones still count as observed
             return new InterTokenStats(s.meanMs(), s.devMs(), before.count() + observed).encode();
         }, writes);
-        write(base, writes);
     }
 
     /** Learns one reasoning stream's thinking time (first reasoning to first visible chunk, {@link ThinkingTime}). */
@@ -241,8 +248,15 @@ public final class LearnedModels implements RouteModels {
      * shorter than {@value #SUSTAINED_MIN_TOKENS} tokens are not judged against the sustained-decode target.
      */
     public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs, GroupSettings.Slo slo) {
+        learnDecode(base, tokens, decodeMs, e2eMs, slo, new long[0], 0);
+    }
+
+    /** As above, with the finished stream's gaps ({@link #learnGaps}) in the same store call. */
+    public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs, GroupSettings.Slo slo,
+                            long[] recentGaps, long gapsObserved) {
         long now = clock.millis();
-        List<StateStore.RouteBlob> writes = new ArrayList<>(4);
+        List<StateStore.RouteBlob> writes = new ArrayList<>(5);
+        updateGaps(base, recentGaps, gapsObserved, writes);
         if (tokens > 1 && decodeMs > 0) {
             double tps = (tokens - 1) * 1000.0 / decodeMs;
             double tpot = decodeMs / (double) (tokens - 1);

@@ -175,4 +175,14 @@ class LearnedModelsTest {
 
         assertEquals(2, ThinkingTime.decode(snap().blob(LearnedModels.THINK).orElse(null)).count());
     }
+
+    @Test
+    void aFinishedStreamLearnsItsDecodeAndItsGapsTogether() {
+        models.learnDecode(snap(), 41, 400, 500, SLO, new long[] {10, 12, 0}, 2);
+
+        RouteSnapshot s = snap();
+        assertEquals(100, models.decodeSpeed(s), 0.001);
+        assertEquals(InterTokenStats.FRESH.observe(10).observe(12),
+                InterTokenStats.decode(s.blob(LearnedModels.GAP).orElse(null)));
+    }
 }
