@@ -17,6 +17,7 @@ import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.Router;
+import dev.hedgerow.routing.TtftSampleLog;
 import dev.hedgerow.routing.TtftEstimate;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.state.AuditRecord;
@@ -43,8 +44,6 @@ import java.util.function.UnaryOperator;
 public final class AdminService {
     /** Prompt sizes at which the health view predicts each route's first-token time. */
     public static final List<Integer> PREDICT_SIZES = List.of(256, 1024, 4096, 16384, 65536);
-    public static final String STANDING = "standing";
-    public static final String VERIFICATION = "verification";
 
     private final Hedgerow core;
 
@@ -191,8 +190,8 @@ public final class AdminService {
             throw new RequestException(ApiError.invalidRequest("invalid_standing",
                     "standing must be 'good' or 'suspended'.", "standing"));
         }
-        return core.store().putRouteBlob(Router.key(org, r), STANDING, standing, null)
-                .replaceWith(() -> routeFlag(r, STANDING, standing));
+        return core.store().putRouteBlob(Router.key(org, r), Router.STANDING, standing, null)
+                .replaceWith(() -> routeFlag(r, Router.STANDING, standing));
     }
 
     /**
@@ -206,8 +205,8 @@ public final class AdminService {
             throw new RequestException(ApiError.invalidRequest("invalid_verification",
                     "verification must be 'pass' or 'fail:<why>'.", "verification"));
         }
-        return core.store().putRouteBlob(Router.key(org, r), VERIFICATION, verdict, null)
-                .replaceWith(() -> routeFlag(r, VERIFICATION, verdict));
+        return core.store().putRouteBlob(Router.key(org, r), Router.VERIFICATION, verdict, null)
+                .replaceWith(() -> routeFlag(r, Router.VERIFICATION, verdict));
     }
 
     private static ObjectNode routeFlag(Route r, String name, String value) {
@@ -287,8 +286,8 @@ public final class AdminService {
         ObjectNode m = member(r);
         int maxFails = settings.breaker().maxFails();
         boolean halfOpen = !s.coolingDown() && s.fails() >= maxFails;
-        String verification = s.blob(VERIFICATION).orElse(null);
-        String standing = s.blob(STANDING).orElse("good");
+        String verification = s.blob(Router.VERIFICATION).orElse(null);
+        String standing = s.blob(Router.STANDING).orElse(Router.GOOD_STANDING);
         String state;
         if (r.drained()) {
             state = "drained";
@@ -340,7 +339,7 @@ public final class AdminService {
                     .put("p90_ms", round(e.p90Ms()));
         }
         ArrayNode samples = m.putArray("samples");
-        for (TtftSamples.Sample p : TtftSamples.decode(s.blob(TtftSamples.BLOB).orElse(null))) {
+        for (TtftSampleLog.Sample p : TtftSampleLog.decode(s.blob(LearnedModels.TTFT_SAMPLES).orElse(null))) {
             samples.addObject().put("prompt_tokens", p.promptTokens()).put("ttft_ms", p.ttftMs());
         }
         s.blob(LearnedModels.CAPACITY).flatMap(dev.hedgerow.routing.CapacityReport::decode).ifPresentOrElse(c ->

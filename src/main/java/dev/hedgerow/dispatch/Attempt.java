@@ -7,7 +7,6 @@ import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.InterTokenStats;
 import dev.hedgerow.routing.LearnedModels;
-import dev.hedgerow.routing.ThinkingTime;
 import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.upstream.SseDecoder;
 import dev.hedgerow.upstream.SseEvent;
@@ -17,7 +16,6 @@ import dev.hedgerow.upstream.UpstreamHandler;
 import io.smallrye.mutiny.Uni;
 
 import java.io.ByteArrayOutputStream;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -31,7 +29,6 @@ import java.util.function.Supplier;
 final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     private static final int MAX_ERROR_BODY = 64 * 1024;
     private static final int MAX_NONSTREAM_BODY = 16 * 1024 * 1024;
-    private static final Duration MODEL_TTL = Duration.ofDays(7);
 
     /** Why the attempt was launched. */
     enum Kind { PRIMARY, FAILOVER, HEDGE, RESUME }
@@ -86,8 +83,10 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     OverlapTrimmer trimmer;
     boolean trimReasoning;
     boolean wrongContentType;
-    /** This stream's gaps folded into the route's learned rhythm; written to the route once, at the end. */
+    /** This stream's gaps folded into the route's learned rhythm (the stall watchdog reads it). */
     InterTokenStats gaps;
+    /** The stream's last gaps, a ring, learned once at the end ({@link LearnedModels#learnGaps}). */
+    final long[] recentGaps = new long[LearnedModels.GAP_REPLAY];
     int gapsObserved;
     long firstReasoningNanos = -1;
     boolean visibleStarted;
@@ -118,8 +117,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
 
     /**
      * Folds the gap since the previous chunk into the attempt's copy of the route's rhythm. The pause between the
-     * last reasoning and the first visible chunk is thinking, not decode rhythm: it teaches {@link ThinkingTime}
-     * (written at once, it happens once per stream) and is kept out of the gap statistics.
+     * last reasoning and the first visible chunk is thinking, not decode rhythm: it is learned at once (it happens
+     * once per stream, {@link LearnedModels#learnThinking}) and kept out of the gap statistics.
      */
     void learnRhythm(boolean reasoning, boolean visible) {
         long now = deps.ticker().nanos();
@@ -127,14 +126,13 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         if (contentChunks > 0 && !thinkingEnds) {
             long gapMs = (now - lastContentNanos) / 1_000_000L;
             gaps = gaps.observe(gapMs);
+            recentGaps[gapsObserved % recentGaps.length] = gapMs;
             gapsObserved++;
             deps.observer().gap(cand, gapMs);
         }
         if (thinkingEnds && kind != Kind.RESUME) {
             long thinkMs = (now - firstReasoningNanos) / 1_000_000L;
-            String enc = TimingWindows.thinking(cand).observe(thinkMs).encode();
-            deps.store().putRouteBlob(cand.id(), LearnedModels.THINK, enc, MODEL_TTL).subscribe().with(v -> { },
-                    t -> { });
+            deps.models().learnThinking(cand.state(), thinkMs);
         }
         if (reasoning && firstReasoningNanos < 0) {
             firstReasoningNanos = now;
@@ -148,8 +146,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
 
     /**
      * Ends this live attempt's own side: the probe slot it still holds, its timers, the upstream exchange (kept open
-     * only by a success that did not ask to cancel it), the lease and the learned gaps. The trail record is the
-     * dispatch's.
+     * only by a success that did not ask to cancel it), the lease and the learned gaps (a success leaves them to the
+     * dispatch, which learns them with the decode in one store call). The trail record is the dispatch's.
      */
     void end(String outcome, boolean cancelExchange) {
         live = false;
@@ -161,9 +159,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
             exchange.cancel();
         }
         leaseWrite(() -> deps.store().releaseLease(cand.id(), leaseId));
-        if (gapsObserved > 0) {
-            deps.store().putRouteBlob(cand.id(), LearnedModels.GAP, gaps.encode(), MODEL_TTL).subscribe()
-                    .with(v -> { }, t -> { });
+        if (!"success".equals(outcome)) {
+            deps.models().learnGaps(cand.state(), recentGaps, gapsObserved);
         }
     }
 

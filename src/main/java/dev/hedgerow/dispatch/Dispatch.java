@@ -336,9 +336,11 @@ final class Dispatch {
         a.abandonTimer.cancel();
         long latencyMs = (a.firstContentNanos - a.startNanos) / 1_000_000L;
         if (stream) {
+            deps.models().learnFirstToken(a.cand.state(), req.facts().promptTokens(), latencyMs, settings.slo());
             deps.observer().firstToken(a.cand, req.facts().promptTokens(), latencyMs, reasoningFirst);
         } else {
             // a non-streamed answer arrives whole: its latency is end-to-end, not time to first token
+            deps.models().learnLatency(a.cand.state(), latencyMs);
             deps.observer().wholeResponse(a.cand, req.facts().promptTokens(), latencyMs);
         }
         for (Attempt other : attempts) {
@@ -480,6 +482,8 @@ final class Dispatch {
         output.whole(a, out, trail.toNode());
         stopTimers();
         long e2e = elapsedMs(a.startNanos);
+        deps.models().learnDecode(a.cand.state(), (int) billed.completionTokens(), e2e, e2e, settings.slo(),
+                a.recentGaps, a.gapsObserved);
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), e2e, e2e);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
     }
@@ -682,6 +686,9 @@ final class Dispatch {
         output.endStream(a, req.chat().includeUsage() ? billed : null, trail.toNode());
         stopTimers();
         long decodeMs = a.firstContentNanos < 0 ? 0 : (deps.ticker().nanos() - a.firstContentNanos) / 1_000_000L;
+        // one store call for the decode models and this stream's gaps (Attempt.end left them to this)
+        deps.models().learnDecode(a.cand.state(), (int) billed.completionTokens(), decodeMs,
+                elapsedMs(a.startNanos), settings.slo(), a.recentGaps, a.gapsObserved);
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), decodeMs, elapsedMs(a.startNanos));
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
     }

@@ -6,8 +6,10 @@ import dev.hedgerow.state.UsageSample;
 import java.util.List;
 
 /**
- * Receives what a request teaches about routes and what it cost: the learning and accounting side of dispatch
- * (latency models, metrics, usage ledger, request log). Implementations must not block. Thread-safe.
+ * Receives what a request teaches about routes and what it cost: the accounting side of dispatch (metrics, usage
+ * ledger, request log, prefix affinity). The learned route models are not fed from here: dispatch learns them
+ * itself through {@code LearnedModels}, judged against the request's group SLO, so one observation is one store
+ * call. Implementations must not block. Thread-safe.
  */
 public interface DispatchObserver {
 

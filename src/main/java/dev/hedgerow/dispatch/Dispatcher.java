@@ -1,5 +1,6 @@
 package dev.hedgerow.dispatch;
 
+import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
@@ -17,9 +18,10 @@ public final class Dispatcher {
      * What dispatch needs from the outside world.
      *
      * @param tokens    counts tokens of a text (billing when the upstream sends no usage)
+     * @param models    the instance's one learned-model store: dispatch learns TTFT, decode, gaps and thinking here
      */
     public record Deps(UpstreamClient upstream, StateStore store, Scheduler scheduler, Ticker ticker,
-                       ToIntFunction<String> tokens, DispatchObserver observer) {
+                       ToIntFunction<String> tokens, DispatchObserver observer, LearnedModels models) {
     }
 
     /** Lets the edge report a client hang-up. */

@@ -1,11 +1,9 @@
 package dev.hedgerow.function;
 
-import dev.hedgerow.admin.TtftSamples;
 import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.audit.RequestRecorder;
 import dev.hedgerow.catalog.CatalogCodec;
 import dev.hedgerow.catalog.CatalogService;
-import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.dispatch.AttemptRecord;
@@ -59,39 +57,11 @@ public final class CoreFactory {
         Router router = new Router(store, clock, settings -> Balancers.forSettings(settings, models), models,
                 new SemanticEmbeddings(upstream, store));
         AuditLog audit = new AuditLog(store, clock);
-        TtftSamples samples = new TtftSamples(store, TtftSamples.DEFAULT_KEEP);
-        DispatchObserver observers = chain(new Learning(models, catalog, samples), new PrefixAffinity(store),
+        DispatchObserver observers = chain(new PrefixAffinity(store),
                 new RequestRecorder(store, audit), extra);
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
-                tokens::countText, observers));
-        return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream,
-                samples);
-    }
-
-    /** Feeds what dispatch observed into the learned route models, judged against the route's group targets. */
-    private record Learning(LearnedModels models, CatalogService catalog, TtftSamples samples)
-            implements DispatchObserver {
-        @Override
-        public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
-            models.learnFirstToken(route.state(), promptTokens, ttftMs, reasoningFirst, slo(route));
-            samples.record(route.state(), promptTokens, ttftMs);
-        }
-
-        @Override
-        public void wholeResponse(Candidate route, int promptTokens, long latencyMs) {
-            models.learnLatency(route.state(), latencyMs);
-        }
-
-        @Override
-        public void decoded(Candidate route, int tokens, long decodeMs, long e2eMs) {
-            models.learnDecode(route.state(), tokens, decodeMs, e2eMs, slo(route));
-        }
-
-        private GroupSettings.Slo slo(Candidate c) {
-            int slash = c.key().indexOf('/');   // the key is "<org>/<routeId>"
-            return catalog.current().org(slash < 0 ? "" : c.key().substring(0, slash))
-                    .map(o -> o.group(c.route().alias()).slo()).orElse(GroupSettings.Slo.defaults());
-        }
+                tokens::countText, observers, models));
+        return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream);
     }
 
     /**

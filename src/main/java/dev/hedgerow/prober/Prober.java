@@ -2,7 +2,6 @@ package dev.hedgerow.prober;
 
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.hedgerow.admin.TtftSamples;
 import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
@@ -51,12 +50,10 @@ import java.util.function.ToIntFunction;
  * Thread-safe; a round's work is independent of any other.
  */
 public final class Prober {
-    /** The route blob with the verification verdict the router reads. */
-    public static final String VERIFICATION = "verification";
     static final String LOCK = "prober-round";
 
     /** The ports and state a prober works with. */
-    public record Deps(StateStore store, Supplier<Catalog> catalog, LearnedModels models, TtftSamples samples,
+    public record Deps(StateStore store, Supplier<Catalog> catalog, LearnedModels models,
                        UpstreamClient upstream, MetricsSource metrics, Scheduler scheduler, Ticker ticker,
                        ToIntFunction<com.fasterxml.jackson.databind.JsonNode> countPrompt, String instanceId) {
     }
@@ -174,7 +171,7 @@ public final class Prober {
                         .replaceWith(result(t, action, "failed: " + f.reason(), null, null));
             }
             ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
-            learn(s, promptTokens, a);
+            learn(t, s, promptTokens, a);
             Uni<?> breakerWrite = Uni.createFrom().voidItem();
             if (halfOpen || s.fails() > 0) {
                 verdictSent.run();
@@ -199,10 +196,11 @@ public final class Prober {
         return deps.store().releaseProbe(t.key(), owner).onFailure().recoverWithNull();
     }
 
-    private void learn(RouteSnapshot s, int promptTokens, ProbeOutcome.Answered a) {
-        deps.models().learnFirstToken(s, promptTokens, a.ttftMs(), false);
-        deps.samples().record(s, promptTokens, a.ttftMs());
-        deps.models().learnDecode(s, a.tokens(), a.decodeMs(), a.e2eMs());
+    /** Learns a probe like live traffic: judged against the route's own group targets, not the defaults. */
+    private void learn(Target t, RouteSnapshot s, int promptTokens, ProbeOutcome.Answered a) {
+        GroupSettings.Slo slo = t.org.group(t.route.alias()).slo();
+        deps.models().learnFirstToken(s, promptTokens, a.ttftMs(), slo);
+        deps.models().learnDecode(s, a.tokens(), a.decodeMs(), a.e2eMs(), slo);
     }
 
     /**
@@ -231,7 +229,7 @@ public final class Prober {
     }
 
     private Uni<String> write(Target t, String verdict) {
-        return deps.store().putRouteBlob(t.key(), VERIFICATION, verdict, config.verificationTtl())
+        return deps.store().putRouteBlob(t.key(), Router.VERIFICATION, verdict, config.verificationTtl())
                 .onFailure().invoke(e -> log.log(System.Logger.Level.WARNING, "verification write failed: " + e))
                 .onFailure().recoverWithNull()
                 .replaceWith(verdict);

@@ -17,12 +17,14 @@ import java.util.function.UnaryOperator;
  * The learned per-route models, kept as blobs in the shared store so every instance predicts alike: TTFT by prompt
  * size (forgetting least squares, {@link TtftPredictor}), the EMA latency of Trifrost's {@code least_latency}, the
  * peak EWMAs of Kong's {@code lowest_latency} (tpot and e2e), decode speed, and the inter-chunk gap allowance of
- * the stall watchdog, and the route's standing against the SLO targets ({@link SloTracker}, blob
- * {@value #SLO}). Reads prefer this instance's own write of the last {@value #LOCAL_FRESH_MS} ms (a snapshot read
- * just before that write cannot contain it yet), else the snapshot, so every instance converges on the shared
- * copy. Updates start from this instance's write of the last {@value #LOCAL_CHAIN_MS} ms (the snapshot a request
- * was planned with may predate it), else the snapshot's, so one instance's samples chain; across instances the
- * last writer wins, which only drops samples: everything here is rebuilt from traffic. Thread-safe.
+ * the stall watchdog, the thinking time of reasoning models, the route's standing against the SLO targets
+ * ({@link SloTracker}, blob {@value #SLO}) and the measured TTFT points the console plots ({@link TtftSampleLog}).
+ * Every write goes through this class, so one instance's samples chain and one observation is one store call.
+ * Reads prefer this instance's own write of the last {@value #LOCAL_FRESH_MS} ms (a snapshot read just before that
+ * write cannot contain it yet), else the snapshot, so every instance converges on the shared copy. Updates start
+ * from this instance's write of the last {@value #LOCAL_CHAIN_MS} ms (the snapshot a request was planned with may
+ * predate it), else the snapshot's, so one instance's samples chain; across instances the last writer wins, which
+ * only drops samples: everything here is rebuilt from traffic. Thread-safe.
  */
 public final class LearnedModels implements RouteModels {
     public static final String TTFT = "ttft";
@@ -34,6 +36,13 @@ public final class LearnedModels implements RouteModels {
     public static final String CAPACITY = "capacity";
     public static final String THINK = "think";
     public static final String SLO = "slo";
+    /** The measured (prompt, TTFT) points the console plots ({@link TtftSampleLog}). */
+    public static final String TTFT_SAMPLES = "ttft_samples";
+    /**
+     * How many of a stream's most recent gaps {@link #learnGaps} replays onto this instance's copy: with the gap
+     * EWMA's α = 1/8 the starting point weighs (7/8)^64 ≈ 0.02% after that many, so replaying more changes nothing.
+     */
+    public static final int GAP_REPLAY = 64;
 
     /** How long this instance trusts its own newest write over a snapshot. */
     static final long LOCAL_FRESH_MS = 2_000;
@@ -87,7 +96,7 @@ public final class LearnedModels implements RouteModels {
         double think = 0;
         if (facts.reasoning()) {
             String t = blob(state, THINK);
-            // written by dispatch as a ThinkingTime (first reasoning to first visible chunk)
+            // learned from dispatch by learnThinking (first reasoning to first visible chunk)
             think = ThinkingTime.decode(t).meanMs();
         }
         return new TtftEstimate(pr.meanMs() + think, pr.p90Ms() + think, p.samples() > 0,
@@ -157,25 +166,61 @@ public final class LearnedModels implements RouteModels {
 
     // ---- learning ------------------------------------------------------------------------------------------
 
-    /** Learns a first token against the default SLO targets. */
-    public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, boolean reasoningFirst) {
-        learnFirstToken(base, promptTokens, ttftMs, reasoningFirst, GroupSettings.Slo.defaults());
-    }
-
     /**
      * Learns one measured time to first token for a prompt of {@code promptTokens} (live traffic or a probe):
-     * the TTFT line, Trifrost's EMA, and the SLO tracker of the route's group targets {@code slo}.
+     * the TTFT line, Trifrost's EMA, the SLO tracker of the route's group targets {@code slo}, and the console's
+     * sample points, in one store call.
      * {@code base} must be a snapshot of the route (its blobs are the starting point when this instance holds none).
      */
-    public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, boolean reasoningFirst,
-                                GroupSettings.Slo slo) {
-        List<StateStore.RouteBlob> writes = new ArrayList<>(3);
+    public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, GroupSettings.Slo slo) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(4);
         update(base, TTFT, MODEL_TTL, enc -> (enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior))
                 .update(promptTokens, ttftMs).encode(), writes);
         update(base, EMA, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
                 .observe(ttftMs).encode(), writes);
         update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeTtft(promptTokens, ttftMs).encode(),
                 writes);
+        update(base, TTFT_SAMPLES, MODEL_TTL, enc -> TtftSampleLog.append(enc, promptTokens, ttftMs,
+                TtftSampleLog.KEEP), writes);
+        write(base, writes);
+    }
+
+    /**
+     * Learns one stream's rhythm for the stall watchdog ({@link InterTokenStats}): {@code observed} gaps in all,
+     * of which {@code recentGaps} holds the last up to {@value #GAP_REPLAY} as a ring ({@code observed % length}
+     * is the oldest once it wrapped). They are replayed onto this instance's newest copy, so concurrent streams on
+     * one instance chain instead of overwriting each other.
+     */
+    public void learnGaps(RouteSnapshot base, long[] recentGaps, long observed) {
+        if (observed <= 0) {
+            return;
+        }
+        List<StateStore.RouteBlob> writes = new ArrayList<>(1);
+        updateGaps(base, recentGaps, observed, writes);
+        write(base, writes);
+    }
+
+    private void updateGaps(RouteSnapshot base, long[] recentGaps, long observed, List<StateStore.RouteBlob> writes) {
+        if (observed <= 0 || recentGaps.length == 0) {
+            return;
+        }
+        int n = (int) Math.min(observed, recentGaps.length);
+        int start = observed > recentGaps.length ? (int) (observed % recentGaps.length) : 0;
+        update(base, GAP, MODEL_TTL, enc -> {
+            InterTokenStats before = InterTokenStats.decode(enc);
+            InterTokenStats s = before;
+            for (int i = 0; i < n; i++) {
+                s = s.observe(recentGaps[(start + i) % recentGaps.length]);
+            }
+            // gaps beyond the replayed ones still count as observed
+            return new InterTokenStats(s.meanMs(), s.devMs(), before.count() + observed).encode();
+        }, writes);
+    }
+
+    /** Learns one reasoning stream's thinking time (first reasoning to first visible chunk, {@link ThinkingTime}). */
+    public void learnThinking(RouteSnapshot base, long thinkMs) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(1);
+        update(base, THINK, MODEL_TTL, enc -> ThinkingTime.decode(enc).observe(thinkMs).encode(), writes);
         write(base, writes);
     }
 
@@ -187,19 +232,21 @@ public final class LearnedModels implements RouteModels {
         write(base, writes);
     }
 
-    /** Learns a decode against the default SLO targets. */
-    public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs) {
-        learnDecode(base, tokens, decodeMs, e2eMs, GroupSettings.Slo.defaults());
-    }
-
     /**
      * Learns one finished generation: {@code tokens} completion tokens, {@code decodeMs} from the first to the
      * last, {@code e2eMs} in all. Decode speed counts the gaps between tokens ({@code tokens - 1}); completions
      * shorter than {@value #SUSTAINED_MIN_TOKENS} tokens are not judged against the sustained-decode target.
      */
     public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs, GroupSettings.Slo slo) {
+        learnDecode(base, tokens, decodeMs, e2eMs, slo, new long[0], 0);
+    }
+
+    /** As above, with the finished stream's gaps ({@link #learnGaps}) in the same store call. */
+    public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs, GroupSettings.Slo slo,
+                            long[] recentGaps, long gapsObserved) {
         long now = clock.millis();
-        List<StateStore.RouteBlob> writes = new ArrayList<>(4);
+        List<StateStore.RouteBlob> writes = new ArrayList<>(5);
+        updateGaps(base, recentGaps, gapsObserved, writes);
         if (tokens > 1 && decodeMs > 0) {
             double tps = (tokens - 1) * 1000.0 / decodeMs;
             double tpot = decodeMs / (double) (tokens - 1);

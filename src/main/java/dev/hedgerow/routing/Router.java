@@ -27,7 +27,10 @@ import java.util.stream.Collectors;
  * read in one batched round trip (plus the rotation cursor). Thread-safe.
  */
 public final class Router {
-    /** Route blob set by the console: a value starting with {@code fail} excludes the route. */
+    /**
+     * Route blob set by the prober's known-answer check or the console: a value starting with {@code fail} excludes
+     * the route. This class holds the one declaration of these operator blob names.
+     */
     public static final String VERIFICATION = "verification";
     /** Route blob set by the console: any value but {@value #GOOD_STANDING} excludes the route. */
     public static final String STANDING = "standing";

@@ -1,6 +1,5 @@
 package dev.hedgerow.runtime;
 
-import dev.hedgerow.admin.TtftSamples;
 import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.catalog.CatalogService;
 import dev.hedgerow.dispatch.Dispatcher;
@@ -19,9 +18,9 @@ import java.time.InstantSource;
  *
  * <p>{@code models} is the instance's one {@link LearnedModels} (the prober must learn through the same instance as
  * live traffic, or each would chain its own copy); {@code upstream} is the provider client (the prober calls routes
- * directly); {@code samples} keeps the measured TTFT points the console plots.
+ * directly).
  */
 public record Hedgerow(StateStore store, CatalogService catalog, Router router, Dispatcher dispatcher,
                        AuditLog audit, TokenCounter tokens, PrefixHasher prefixes, InstantSource clock,
-                       LearnedModels models, UpstreamClient upstream, TtftSamples samples) {
+                       LearnedModels models, UpstreamClient upstream) {
 }

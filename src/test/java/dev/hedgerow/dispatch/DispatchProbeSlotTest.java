@@ -11,7 +11,9 @@ import dev.hedgerow.dispatch.DispatchTimingTest.RecordingSink;
 import dev.hedgerow.dispatch.DispatchTimingTest.ScriptedUpstream;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.TtftEstimate;
+import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
@@ -102,7 +104,9 @@ class DispatchProbeSlotTest {
         DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "chat", org.group("chat"), chat, facts,
                 List.of(cands));
         Dispatcher d = new Dispatcher(new Dispatcher.Deps(upstream, store.proxy, scheduler, ticker, s -> s.length() / 4,
-                DispatchObserver.NONE));
+                DispatchObserver.NONE,
+                new LearnedModels(store.proxy,
+                        () -> java.time.Instant.ofEpochMilli(ticker.millis()), TtftPredictor.Prior.defaults())));
         return d.start(dr, sink);
     }
 

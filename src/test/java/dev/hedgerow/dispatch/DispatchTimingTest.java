@@ -13,6 +13,7 @@ import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.ThinkingTime;
 import dev.hedgerow.routing.TtftEstimate;
+import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.UsageSample;
@@ -64,6 +65,8 @@ class DispatchTimingTest {
     final FakeTicker ticker = new FakeTicker();
     final FakeScheduler scheduler = new FakeScheduler(ticker);
     final MemoryStateStore store = new MemoryStateStore(ticker);
+    final LearnedModels models = new LearnedModels(store,
+            () -> java.time.Instant.ofEpochMilli(ticker.millis()), TtftPredictor.Prior.defaults());
     final ScriptedUpstream upstream = new ScriptedUpstream();
     final io.micrometer.core.instrument.simple.SimpleMeterRegistry meters =
             new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
@@ -186,7 +189,7 @@ class DispatchTimingTest {
         DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, o, "chat", o.group("chat"), chat, facts,
                 List.of(cands));
         Dispatcher d = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker, s -> s.length() / 4,
-                counters));
+                counters, models));
         return d.start(dr, sink);
     }
 

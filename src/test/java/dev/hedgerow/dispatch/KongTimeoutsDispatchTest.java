@@ -7,7 +7,9 @@ import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.TtftEstimate;
+import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.time.FakeScheduler;
@@ -107,7 +109,9 @@ class KongTimeoutsDispatchTest {
 
     private void start(RouteSnapshot aState) {
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
-                String::length, new DispatchObserver() { }));
+                String::length, new DispatchObserver() { },
+                new LearnedModels(store,
+                        () -> java.time.Instant.ofEpochMilli(ticker.millis()), TtftPredictor.Prior.defaults())));
         ChatRequest chat = ChatRequest.parse("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
                 .getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(1, null, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,

@@ -1,7 +1,6 @@
 package dev.hedgerow.prober;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.hedgerow.admin.TtftSamples;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.Org;
@@ -9,6 +8,9 @@ import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.prober.VertxMetricsSource;
 import dev.hedgerow.routing.CapacityReport;
 import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.Router;
+import dev.hedgerow.routing.SloTracker;
+import dev.hedgerow.routing.TtftSampleLog;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.runtime.Hedgerow;
@@ -62,7 +64,7 @@ class ProberTest {
                   - { alias: odd, provider: beta, model: beta-model, id: odd-beta }
                 groups:
                   chat: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 30s } }
-                  odd: { strategy: rr_health }
+                  odd: { strategy: rr_health, slo: { decode_tokens_per_second: 100000 } }
             """;
 
     Vertx vertx;
@@ -102,7 +104,7 @@ class ProberTest {
     Prober prober(ProberConfig config) {
         Hedgerow core = gw.core();
         return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.samples(), core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
+                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
                 core.tokens()::countRequest, "test"), config);
     }
 
@@ -145,11 +147,22 @@ class ProberTest {
         RouteSnapshot s = snapshot("chat-alpha");
         assertTrue(s.blob(LearnedModels.TTFT).isPresent());
         assertTrue(s.blob(LearnedModels.DECODE).isPresent());
-        List<TtftSamples.Sample> points = TtftSamples.decode(s.blob(TtftSamples.BLOB).orElse(null));
+        List<TtftSampleLog.Sample> points = TtftSampleLog.decode(s.blob(LearnedModels.TTFT_SAMPLES).orElse(null));
         assertEquals(1, points.size());
         assertTrue(points.get(0).promptTokens() > 200, "a standard-size prompt: " + points.get(0));
         assertTrue(gw.core().models().ttft(s, new RequestFacts(256, null, true, false, Set.of(), Set.of(),
                 ProviderPrefs.NONE, List.of(), Map.of(), null, null)).measured());
+    }
+
+    @Test
+    void aProbeIsJudgedAgainstItsGroupsSloTargetsNotTheDefaults() {
+        round();
+
+        // odd-beta and chat-beta are the same 400 tokens/s model: only odd's group asks for 100000 tokens/s
+        SloTracker strict = gw.core().models().slo(snapshot("odd-beta"), acme().group("odd").slo());
+        SloTracker lenient = gw.core().models().slo(snapshot("chat-beta"), acme().group("chat").slo());
+        assertEquals(SloTracker.Status.BELOW, strict.decodeStatus());
+        assertEquals(SloTracker.Status.MEETS, lenient.decodeStatus());
     }
 
     @Test
@@ -168,7 +181,7 @@ class ProberTest {
         RoundReport r = round();
 
         assertEquals("pass", result(r, "chat-beta").verification());
-        assertEquals("pass", snapshot("chat-beta").blob(Prober.VERIFICATION).orElseThrow());
+        assertEquals("pass", snapshot("chat-beta").blob(Router.VERIFICATION).orElseThrow());
         JsonNode check = lastBody("beta", "beta-model", 0);
         assertTrue(check.path("messages").path(0).path("content").asText().startsWith("Reply with exactly: hr-"));
     }
@@ -186,7 +199,7 @@ class ProberTest {
         liar.servedModel = "kimi-x";
         round();
 
-        assertEquals("pass", snapshot("odd-liar").blob(Prober.VERIFICATION).orElseThrow());
+        assertEquals("pass", snapshot("odd-liar").blob(Router.VERIFICATION).orElseThrow());
         assertEquals(2, ((RoutePlan.Ready) plan("odd")).candidates().size());
     }
 
@@ -260,7 +273,7 @@ class ProberTest {
         Hedgerow core = gw.core();
         // a bug between taking the slot and sending the probe (here: in counting the probe's prompt)
         Prober buggy = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.samples(), core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), body -> {
+                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), body -> {
                     throw new IllegalStateException("tokenizer bug");
                 }, "test"), ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5)));
 

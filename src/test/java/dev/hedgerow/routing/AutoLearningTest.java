@@ -68,7 +68,7 @@ class AutoLearningTest {
                     0, null, Map.of())).get(0);
             Line served = FLEET.stream().filter(l -> l.id().equals(pick.route().id())).findFirst().orElseThrow();
             double ttft = served.expected(tokens) * (1 + 0.1 * (2 * rnd.nextDouble() - 1));
-            models.learnFirstToken(pick.state(), tokens, Math.round(ttft), false);
+            models.learnFirstToken(pick.state(), tokens, Math.round(ttft), GroupSettings.Slo.defaults());
             if (i >= warmup) {
                 sum += served.expected(tokens);
                 oracle += FLEET.stream().mapToDouble(l -> l.expected(tokens)).min().orElseThrow();

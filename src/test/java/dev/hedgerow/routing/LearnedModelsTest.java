@@ -44,7 +44,7 @@ class LearnedModelsTest {
     void aHugePromptAndAShortOneGetDifferentPredictionsOnTheSameRoute() {
         for (int i = 0; i < 30; i++) {
             int tokens = i % 2 == 0 ? 500 : 100_000 + i * 3000;
-            models.learnFirstToken(snap(), tokens, Math.round(200 + 0.02 * tokens), false, SLO);
+            models.learnFirstToken(snap(), tokens, Math.round(200 + 0.02 * tokens), SLO);
         }
         double at500 = models.ttft(snap(), prompt(500)).meanMs();
         double at200k = models.ttft(snap(), prompt(200_000)).meanMs();
@@ -55,7 +55,7 @@ class LearnedModelsTest {
     @Test
     void anotherInstancePredictsFromTheSharedModel() {
         for (int i = 0; i < 10; i++) {
-            models.learnFirstToken(snap(), 1000, 80, false, SLO);
+            models.learnFirstToken(snap(), 1000, 80, SLO);
         }
         LearnedModels other = new LearnedModels(store, clock, TtftPredictor.Prior.defaults());
         TtftEstimate e = other.ttft(snap(), prompt(1000));
@@ -96,9 +96,9 @@ class LearnedModelsTest {
 
     @Test
     void aSlowFirstTokenOnAStandardPromptIsBelowButAHugePromptIsNotJudged() {
-        models.learnFirstToken(snap(), 200_000, 20_000, false, SLO);
+        models.learnFirstToken(snap(), 200_000, 20_000, SLO);
         assertEquals(SloTracker.Status.UNKNOWN, models.sloStatus(snap(), SLO));
-        models.learnFirstToken(snap(), 2_000, 6_000, false, SLO);
+        models.learnFirstToken(snap(), 2_000, 6_000, SLO);
         assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO));
     }
 
@@ -128,5 +128,61 @@ class LearnedModelsTest {
         ticker.advance(Duration.ofSeconds(31));
         assertTrue(models.hasHeadroom(snap()));
         assertTrue(models.capacity(snap()).isEmpty());
+    }
+
+    @Test
+    void aFirstTokenAlsoRecordsTheConsolesSamplePoint() {
+        models.learnFirstToken(snap(), 300, 30, SLO);
+        models.learnFirstToken(snap(), 400, 40, SLO);
+
+        assertEquals(List.of(new TtftSampleLog.Sample(300, 30), new TtftSampleLog.Sample(400, 40)),
+                TtftSampleLog.decode(snap().blob(LearnedModels.TTFT_SAMPLES).orElse(null)));
+    }
+
+    @Test
+    void concurrentStreamsPlannedFromOneSnapshotChainTheirGaps() {
+        RouteSnapshot planned = snap();
+        models.learnGaps(planned, new long[] {10, 10}, 2);
+        models.learnGaps(planned, new long[] {30}, 1);   // its snapshot predates the first stream's write
+
+        InterTokenStats learned = InterTokenStats.decode(snap().blob(LearnedModels.GAP).orElse(null));
+        assertEquals(3, learned.count());
+        assertEquals(InterTokenStats.FRESH.observe(10).observe(10).observe(30), learned);
+    }
+
+    @Test
+    void aLongStreamReplaysItsRecentGapsAndCountsThemAll() {
+        long[] ring = new long[LearnedModels.GAP_REPLAY];
+        InterTokenStats all = InterTokenStats.FRESH;
+        int observed = 150;
+        for (int i = 0; i < observed; i++) {
+            long gap = i < 100 ? 20 : 40;
+            ring[i % ring.length] = gap;
+            all = all.observe(gap);
+        }
+        models.learnGaps(snap(), ring, observed);
+
+        InterTokenStats learned = InterTokenStats.decode(snap().blob(LearnedModels.GAP).orElse(null));
+        assertEquals(observed, learned.count());
+        assertEquals(all.meanMs(), learned.meanMs(), 0.01);
+    }
+
+    @Test
+    void thinkingTimesChainOnOneInstance() {
+        RouteSnapshot planned = snap();
+        models.learnThinking(planned, 1000);
+        models.learnThinking(planned, 3000);
+
+        assertEquals(2, ThinkingTime.decode(snap().blob(LearnedModels.THINK).orElse(null)).count());
+    }
+
+    @Test
+    void aFinishedStreamLearnsItsDecodeAndItsGapsTogether() {
+        models.learnDecode(snap(), 41, 400, 500, SLO, new long[] {10, 12, 0}, 2);
+
+        RouteSnapshot s = snap();
+        assertEquals(100, models.decodeSpeed(s), 0.001);
+        assertEquals(InterTokenStats.FRESH.observe(10).observe(12),
+                InterTokenStats.decode(s.blob(LearnedModels.GAP).orElse(null)));
     }
 }

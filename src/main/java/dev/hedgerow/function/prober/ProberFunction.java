@@ -123,7 +123,7 @@ public class ProberFunction {
             metrics = new VertxMetricsSource(vertx);
             ProberConfig config = ProberConfig.defaults().withConcurrency(concurrency).withProbeTimeout(timeout);
             prober = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                    core.samples(), core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
+                    core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
                     core.tokens()::countRequest, "hedgerow-" + UUID.randomUUID()), config);
         }
         return prober;
