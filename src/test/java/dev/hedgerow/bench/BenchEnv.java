@@ -6,6 +6,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import org.HdrHistogram.Histogram;
 
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -27,6 +28,9 @@ final class BenchEnv implements AutoCloseable {
     final Path repo;
     final Vertx vertx;
     private final List<SimServer> sims = new ArrayList<>();
+    /** Holds the kernel's CPU wake-up latency request while the benchmark runs; null when not held. */
+    private final FileOutputStream idlePolling;
+    private final String idleNote;
 
     BenchEnv(Path repo, Path out) {
         this.repo = repo;
@@ -40,6 +44,25 @@ final class BenchEnv implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+        String why;
+        FileOutputStream held = null;
+        if ("off".equalsIgnoreCase(System.getenv("BENCH_CPU_DMA_LATENCY"))) {
+            why = "off by BENCH_CPU_DMA_LATENCY=off";
+        } else {
+            try {
+                held = new FileOutputStream("/dev/cpu_dma_latency");
+                held.write(new byte[] {0, 0, 0, 0}); // a 32-bit 0 µs: idle CPUs poll instead of halting
+                held.flush();
+                why = null;
+            } catch (IOException | SecurityException e) {
+                why = "could not hold /dev/cpu_dma_latency: " + e.getMessage();
+            }
+        }
+        idlePolling = held;
+        idleNote = held != null
+                ? "idle CPUs polling (the bench held /dev/cpu_dma_latency at 0 µs, as tuned's latency-performance"
+                        + " profile does, so a wake-up does not wait for a halted virtual CPU)"
+                : "idle CPUs halting (" + why + ")";
         if (!Files.isRegularFile(jar)) {
             throw new IllegalStateException("no packaged app at " + jar + ": run ./mvnw -B -q package -DskipTests");
         }
@@ -75,7 +98,8 @@ final class BenchEnv implements AutoCloseable {
     void section(String bench, String title, String body) {
         String header = "## " + title + "\n\n"
                 + "Made by `scripts/bench " + bench + "` on " + System.getenv().getOrDefault("BENCH_STAMP", "?")
-                + ", all on 127.0.0.1; 1-minute load average when it ended: " + loadAverage() + ".\n\n";
+                + ", all on 127.0.0.1, " + idleNote + "; 1-minute load average when it ended: " + loadAverage()
+                + ".\n\n";
         try {
             Files.writeString(out.resolve("sections").resolve(bench + ".md"), header + body.strip() + "\n");
         } catch (IOException e) {
@@ -129,5 +153,12 @@ final class BenchEnv implements AutoCloseable {
     public void close() {
         sims.forEach(SimServer::close);
         vertx.close().toCompletionStage().toCompletableFuture().join();
+        if (idlePolling != null) {
+            try {
+                idlePolling.close(); // releases the latency request
+            } catch (IOException ignored) {
+                // the process is ending; the kernel drops the request with the file
+            }
+        }
     }
 }

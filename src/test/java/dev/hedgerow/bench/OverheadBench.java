@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 
 import static dev.hedgerow.bench.BenchEnv.f;
 import static dev.hedgerow.bench.BenchEnv.ms;
@@ -50,6 +51,7 @@ final class OverheadBench {
         double fixedSeconds;
         double cpuAll;
         double rssMax;
+        final List<String> roundP99 = new ArrayList<>();
 
         Target(String name, int port, Map<String, String> headers, Proc proc) {
             this.name = name;
@@ -59,8 +61,18 @@ final class OverheadBench {
         }
     }
 
-    /** {@code BENCH_OVERHEAD_QUICK=1}: only direct and embedded Hedgerow, for trying settings (not for the report). */
+    /**
+     * {@code BENCH_OVERHEAD_QUICK=1}: only direct and embedded Hedgerow ({@code =redis}: direct and Hedgerow on
+     * Redis), for trying settings (not for the report).
+     */
+    /**
+     * The request path is the gateway function; the prober and console are functions of their own when deployed,
+     * and the prober's probes would share this machine's two cores and the simulator with the measured load.
+     */
+    private static final Map<String, String> GATEWAY_ONLY = Map.of("HEDGEROW_FUNCTION", "gateway");
+
     private static final boolean QUICK = System.getenv("BENCH_OVERHEAD_QUICK") != null;
+    private static final boolean QUICK_REDIS = "redis".equals(System.getenv("BENCH_OVERHEAD_QUICK"));
 
     void run() {
         double rate = BenchEnv.doubleEnv("BENCH_RATE", 500);
@@ -90,11 +102,15 @@ final class OverheadBench {
         List<Target> targets = new ArrayList<>();
         try (RedisServer redis = RedisServer.start()) {
             targets.add(new Target("direct", sim.port(), Map.of("content-type", "application/json"), null));
-            Proc hrEmbedded = Proc.hedgerow("hedgerow-embedded", env.jar, catalog, null, Map.of(), env.tmp);
-            targets.add(new Target("hedgerow (embedded)", hrEmbedded.port, BenchEnv.auth("k-bench"), hrEmbedded));
-            if (!QUICK) {
-                Proc hrRedis = Proc.hedgerow("hedgerow-redis", env.jar, catalog, redis.url(), Map.of(), env.tmp);
+            if (!QUICK_REDIS) {
+                Proc hrEmbedded = Proc.hedgerow("hedgerow-embedded", env.jar, catalog, null, GATEWAY_ONLY, env.tmp);
+                targets.add(new Target("hedgerow (embedded)", hrEmbedded.port, BenchEnv.auth("k-bench"), hrEmbedded));
+            }
+            if (!QUICK || QUICK_REDIS) {
+                Proc hrRedis = Proc.hedgerow("hedgerow-redis", env.jar, catalog, redis.url(), GATEWAY_ONLY, env.tmp);
                 targets.add(new Target("hedgerow (redis)", hrRedis.port, BenchEnv.auth("k-bench"), hrRedis));
+            }
+            if (!QUICK) {
                 Proc portkey = portkey();
                 Map<String, String> pk = new LinkedHashMap<>(Map.of("content-type", "application/json",
                         "authorization", "Bearer sk-up", "x-portkey-provider", "openai",
@@ -105,7 +121,11 @@ final class OverheadBench {
                 for (Target t : targets) { // warm-up: JIT, connection pools
                     System.out.println("warm-up " + t.name);
                     load.openLoop(i -> req(t, NONSTREAM, false, i), rate, warmup, false);
-                    load.closedLoop(i -> req(t, STREAM, true, i), streamConcurrency, 0, 2, false);
+                    // every phase the rounds run, so no round meets code the JIT has not compiled yet (the
+                    // saturated phase alone made C2 compile for seconds, into the next round's fixed-rate phase)
+                    load.closedLoop(i -> req(t, NONSTREAM, false, i), satConcurrency, 0, phase, false);
+                    load.closedLoop(i -> req(t, STREAM, true, i), streamConcurrency, 0, phase, false);
+                    load.openLoop(i -> req(t, NONSTREAM, false, i), rate, phase, false);
                 }
                 for (int round = 1; round <= rounds; round++) {
                     for (Target t : targets) {
@@ -143,6 +163,9 @@ final class OverheadBench {
         Load.Result fixed = load.openLoop(i -> req(t, NONSTREAM, false, i), rate, phase, false);
         double cpu1 = t.proc == null ? 0 : t.proc.cpuSeconds();
         t.fixed.add(fixed.latency);
+        t.roundP99.add(ms(p(fixed.latency, 99)));
+        System.out.println("  " + t.name + " fixed rate: p50 " + ms(p(fixed.latency, 50)) + " ms, p99 "
+                + ms(p(fixed.latency, 99)) + " ms, p99.9 " + ms(p(fixed.latency, 99.9)) + " ms");
         t.fixedCount += fixed.ok.get();
         t.errors += fixed.failed.get();
         t.cpuFixed += cpu1 - cpu0;
@@ -222,18 +245,25 @@ final class OverheadBench {
                         request's *scheduled* start, so no coordinated omission) at %.0f req/s for %.0f s per round; \
                         throughput: %d concurrent requests back to back for %.0f s; streaming: %d concurrent streams \
                         of 64 tokens at 200 tok/s for %.0f s. %d interleaved rounds, histograms merged, after a \
-                        warm-up of %.0f s at that rate per target (so JIT compilation is mostly done). Upstream: the \
+                        warm-up per target of %.0f s at that rate and then one unmeasured round of all three phases \
+                        (so the JITs have compiled every phase's code before any is measured). Upstream: the \
                         simulator with instant latency (16 tokens non-streaming). Hedgerow is the packaged app \
-                        (`java -Xms64m -Xmx512m -jar target/quarkus-app/quarkus-run.jar`); Portkey is \
+                        (`java -Xms64m -Xmx512m -jar target/quarkus-app/quarkus-run.jar`) serving the gateway \
+                        function only (`HEDGEROW_FUNCTION=gateway`, as deployed: the prober is a function of its \
+                        own); Portkey is \
                         @portkey-ai/gateway 1.15.2 on node %s with `x-portkey-provider: openai` and \
                         `x-portkey-custom-host`. CPU is the gateway process's user+system time from /proc during the \
                         fixed-rate phase; RSS is its peak VmRSS. "Added" = gateway minus direct at that percentile.
 
                         %s
+                        Fixed-rate p99 per round (ms): %s.
+
                         %s
                         ![latency by percentile](overhead-latency.png)
                         ![streaming](overhead-streaming.png)
                         """, rate, phase, satC, phase, streamC, phase, rounds, warmup, nodeVersion(), table,
+                targets.stream().map(t -> t.name + " " + String.join(" / ", t.roundP99))
+                        .collect(Collectors.joining("; ")),
                 verdict));
     }
 
