@@ -28,13 +28,16 @@ import java.util.Map;
  * {@code duo-alpha} collides with acme's on purpose (isolation tests), and the alias header
  * {@code X-Model-Alias}. Provider keys are sealed at rest
  * ({@code hedgerow.secret-key} = {@link #SECRET_KEY}). The prober's timer is off
- * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one.
+ * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one, with
+ * the bearer token {@link #PROBER_TOKEN} ({@code hedgerow.prober.token}), as a scheduler would.
  */
 public final class AppTestResource implements QuarkusTestResourceLifecycleManager {
     public static final long SEED = 11;
     /** Base64 of a 32-byte AES key: the app seals provider API keys in Redis with it. */
     public static final String SECRET_KEY = java.util.Base64.getEncoder()
             .encodeToString("hedgerow-test-secret-key-32bytes".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+    /** The prober endpoint's bearer token. */
+    public static final String PROBER_TOKEN = "prober-test-token";
     public static final String YAML = """
             orgs:
               - id: acme
@@ -103,6 +106,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             cfg.put("redis.url", redis.url());
             cfg.put("hedgerow.prober.interval", "0s");
             cfg.put("hedgerow.secret-key", SECRET_KEY);
+            cfg.put("hedgerow.prober.token", PROBER_TOKEN);
             return cfg;
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -303,8 +303,20 @@ class AdminApiTest {
     }
 
     @Test
+    void theProberEndpointNeedsItsOwnTokenWhenOneIsSet() {
+        for (String key : new String[] {null, "wrong-token", "k-acme", "a-acme", AppTestResource.PROBER_TOKEN + "x"}) {
+            var req = key == null ? given() : given().auth().oauth2(key);
+            req.post("/prober/run").then().statusCode(401)
+                    .body("error.type", equalTo("authentication_error"))
+                    .body("error.code", equalTo("invalid_api_key"));
+        }
+        given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
+                .body("ran", equalTo(true));
+    }
+
+    @Test
     void aProbeRoundThroughTheEndpointMeasuresAndVerifiesEveryRoute() {
-        Response r = given().post("/prober/run");
+        Response r = given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run");
         r.then().statusCode(200).body("ran", equalTo(true))
                 .body("routes.find { it.route == 'duo-alpha' }.outcome", equalTo("ok"))
                 .body("routes.find { it.route == 'duo-alpha' }.verification", equalTo("pass"))

@@ -389,7 +389,7 @@ class AdminIsolationTest {
         as("a-acme").body("{\"strategy\":\"weighted\"}").put("/admin/groups/duo").then().statusCode(200);
         as("a-acme").body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
                 .post("/admin/explain").then().statusCode(200);
-        given().post("/prober/run").then().statusCode(200);
+        given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200);
 
         // the application's own request log lines reach the handler, so the check below can fail
         assertTrue(LOGS.lines.stream().anyMatch(l -> l.startsWith("dev.hedgerow.") && l.contains("org=acme")),
