@@ -351,7 +351,7 @@ public final class AdminService {
 
     private static RequestFacts facts(int promptTokens) {
         return new RequestFacts(promptTokens, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE, List.of(),
-                Map.of(), null, null);
+                Map.of(), null);
     }
 
     private static double round(double v) {

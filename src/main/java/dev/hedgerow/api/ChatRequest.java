@@ -292,27 +292,6 @@ public final class ChatRequest {
         return out;
     }
 
-    /** The text of every message, for token counting and semantic routing. */
-    public String promptText() {
-        StringBuilder sb = new StringBuilder();
-        for (JsonNode msg : messages()) {
-            JsonNode c = msg.get("content");
-            if (c == null || c.isNull()) {
-                continue;
-            }
-            if (c.isTextual()) {
-                sb.append(c.asText()).append('\n');
-            } else {
-                for (JsonNode part : c) {
-                    if (part.path("type").asText("").equals("text")) {
-                        sb.append(part.path("text").asText("")).append('\n');
-                    }
-                }
-            }
-        }
-        return sb.toString();
-    }
-
     /** The last user message's text (semantic routing embeds this). */
     public String lastUserText() {
         String last = "";

@@ -15,10 +15,11 @@ import java.util.Set;
  * @param parameters    known parameters the request carries (checked only when {@code prefs.requireParameters})
  * @param prefixHashes  chained hashes of the prompt's leading token blocks (prefix-cache affinity)
  * @param headers       request headers, lower-cased names (consistent hashing, routing rules)
+ * @param lastUserText  the last user message's text (semantic routing), or null
  */
 public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, boolean reasoning, Set<String> needs,
                            Set<String> parameters, ProviderPrefs prefs, List<String> prefixHashes,
-                           Map<String, String> headers, String promptText, String lastUserText) {
+                           Map<String, String> headers, String lastUserText) {
 
     /**
      * The facts of a parsed chat request: the one place the gateway and the console's explain derive needs,
@@ -52,7 +53,7 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
         }
         return new RequestFacts(tokens.countRequest(chat.body()), chat.maxTokens(), chat.stream(),
                 chat.wantsReasoning(), needs, chat.parametersPresent(), chat.prefs(),
-                hashPrefixes ? prefixes.hashRequest(chat.model(), chat.body()) : java.util.List.of(), headers, null,
+                hashPrefixes ? prefixes.hashRequest(chat.model(), chat.body()) : java.util.List.of(), headers,
                 chat.lastUserText());
     }
 

@@ -100,7 +100,7 @@ class DispatchProbeSlotTest {
         String body = "{\"model\":\"chat\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
         ChatRequest chat = ChatRequest.parse(body.getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(10, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
-                List.of(), Map.of(), null, "hi");
+                List.of(), Map.of(), "hi");
         DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "chat", org.group("chat"), chat, facts,
                 List.of(cands));
         Dispatcher d = new Dispatcher(new Dispatcher.Deps(upstream, store.proxy, scheduler, ticker, s -> s.length() / 4,

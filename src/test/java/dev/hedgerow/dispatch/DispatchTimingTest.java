@@ -185,7 +185,7 @@ class DispatchTimingTest {
                 + (reasoning ? ",\"reasoning_effort\":\"high\"" : "") + "}";
         ChatRequest chat = ChatRequest.parse(body.getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(10, null, true, reasoning, Set.of(), Set.of(), ProviderPrefs.NONE,
-                List.of(), Map.of(), null, "hi");
+                List.of(), Map.of(), "hi");
         DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, o, "chat", o.group("chat"), chat, facts,
                 List.of(cands));
         Dispatcher d = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker, s -> s.length() / 4,

@@ -115,7 +115,7 @@ class KongTimeoutsDispatchTest {
         ChatRequest chat = ChatRequest.parse("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
                 .getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(1, null, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,
-                List.of(), Map.of(), null, "hi");
+                List.of(), Map.of(), "hi");
         List<Candidate> cands = List.of(candidate("a", aState), candidate("b", RouteSnapshot.empty("acme/b")));
         dispatcher.start(new DispatchRequest("req-1", 0, org, "kt", org.group("kt"), chat, facts, cands), sink);
     }

@@ -132,7 +132,7 @@ class ProberTest {
 
     RoutePlan plan(String alias) {
         RequestFacts facts = new RequestFacts(20, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
-                List.of(), Map.of(), null, null);
+                List.of(), Map.of(), null);
         return gw.core().router().plan(acme(), alias, facts).await().atMost(Duration.ofSeconds(5));
     }
 
@@ -151,7 +151,7 @@ class ProberTest {
         assertEquals(1, points.size());
         assertTrue(points.get(0).promptTokens() > 200, "a standard-size prompt: " + points.get(0));
         assertTrue(gw.core().models().ttft(s, new RequestFacts(256, null, true, false, Set.of(), Set.of(),
-                ProviderPrefs.NONE, List.of(), Map.of(), null, null)).measured());
+                ProviderPrefs.NONE, List.of(), Map.of(), null)).measured());
     }
 
     @Test

@@ -46,7 +46,7 @@ class AutoBalancerTest {
 
     static Balancer.BalanceContext ctx(long cursor, String affinity) {
         RequestFacts f = new RequestFacts(100, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE, List.of(),
-                Map.of(), null, "hi");
+                Map.of(), "hi");
         return new Balancer.BalanceContext(f, cursor, SETTINGS, 0, affinity, Map.of());
     }
 

@@ -55,7 +55,7 @@ class AutoLearningTest {
             // 50 to 7500 prompt tokens, log-uniform
             int tokens = (int) Math.round(Math.exp(Math.log(50) + rnd.nextDouble() * Math.log(150)));
             RequestFacts facts = new RequestFacts(tokens, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
-                    List.of(), Map.of(), null, "hi");
+                    List.of(), Map.of(), "hi");
             List<Candidate> candidates = new ArrayList<>();
             for (Line l : FLEET) {
                 RouteSnapshot s = snapshot(l);
@@ -83,7 +83,7 @@ class AutoLearningTest {
 
     static double predicted(LearnedModels models, Line l, int tokens) {
         return models.ttft(snapshot(l), new RequestFacts(tokens, null, true, false, Set.of(), Set.of(),
-                ProviderPrefs.NONE, List.of(), Map.of(), null, "hi")).meanMs();
+                ProviderPrefs.NONE, List.of(), Map.of(), "hi")).meanMs();
     }
 
     @Test

@@ -32,7 +32,7 @@ class LearnedModelsTest {
 
     static RequestFacts prompt(int tokens) {
         return new RequestFacts(tokens, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE, List.of(),
-                Map.of(), null, "x");
+                Map.of(), "x");
     }
 
     /** Time passes beyond the local-copy window, so reads come from the shared store only. */

@@ -21,7 +21,7 @@ class RouterCapabilityTest {
     static RequestFacts facts(boolean stream, Set<String> needs, Set<String> params, ProviderPrefs prefs,
                               int promptTokens, Integer maxTokens) {
         return new RequestFacts(promptTokens, maxTokens, stream, false, needs, params, prefs, List.of(), Map.of(),
-                null, "x");
+                "x");
     }
 
     @Test

@@ -212,7 +212,7 @@ class AutoRoutingTest {
             com.fasterxml.jackson.databind.JsonNode body = dev.hedgerow.api.Json.parse("{\"model\":\"aff\","
                     + "\"messages\":[{\"role\":\"user\",\"content\":\"" + content + "\"}]}");
             RequestFacts facts = new RequestFacts(100, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
-                    gw.core().prefixes().hashRequest("aff", body), Map.of(), null, content);
+                    gw.core().prefixes().hashRequest("aff", body), Map.of(), content);
             Org org = gw.core().catalog().current().org("acme").orElseThrow();
             return gw.core().router().explain(org, "aff", facts).await().indefinitely().routes();
         } catch (java.io.IOException e) {
@@ -242,7 +242,7 @@ class AutoRoutingTest {
     void explainListsEveryRouteWithItsChecksPredictionSloAndRank() {
         Org org = gw.core().catalog().current().org("acme").orElseThrow();
         RequestFacts facts = new RequestFacts(500, null, false, false, Set.of("tools"), Set.of(), ProviderPrefs.NONE,
-                List.of(), Map.of(), null, "explain me");
+                List.of(), Map.of(), "explain me");
         Explanation e = gw.core().router().explain(org, "pair", facts).await().indefinitely();
         assertEquals("ready", e.outcome());
         Explanation.RouteView fast = e.routes().stream().filter(r -> r.routeId().equals("pair-fast")).findFirst()
@@ -271,7 +271,7 @@ class AutoRoutingTest {
 
     private static double explainOne(Org org, int tokens) {
         RequestFacts facts = new RequestFacts(tokens, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
-                List.of(), Map.of(), null, "x");
+                List.of(), Map.of(), "x");
         return gw.core().router().explain(org, "pair", facts).await().indefinitely().routes().stream()
                 .filter(r -> r.routeId().equals("pair-fast")).findFirst().orElseThrow().predicted().meanMs();
     }

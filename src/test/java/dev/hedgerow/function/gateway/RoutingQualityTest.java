@@ -129,7 +129,7 @@ class RoutingQualityTest {
         }
         String sloC = gw.core().router().explain(gw.core().catalog().current().org("acme").orElseThrow(), "fleet",
                 new RequestFacts(100, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE, List.of(), Map.of(),
-                        null, "x")).await().indefinitely().routes().stream()
+                        "x")).await().indefinitely().routes().stream()
                 .filter(r -> r.routeId().equals("route-c")).findFirst().orElseThrow().slo();
         double shortShare = 100.0 * shortOnA / MEASURED_PER_SIZE;
         double longShare = 100.0 * longOnB / MEASURED_PER_SIZE;
