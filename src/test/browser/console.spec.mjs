@@ -1,14 +1,14 @@
 // Drives the Hedgerow console in real headless Chromium (Debian's /usr/bin/chromium) against a running app.
-// Usage: node console.spec.mjs <baseUrl> <betaSimRootUrl> <screenshotDir>
+// Usage: node console.spec.mjs <baseUrl> <betaSimRootUrl> <screenshotDir> [proberToken]
 // Prints "ok: ..." per check and "console: all checks passed" at the end; exits 1 on the first failure.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const [base, betaSim, shots] = process.argv.slice(2);
+const [base, betaSim, shots, proberToken] = process.argv.slice(2);
 if (!base || !betaSim || !shots) {
-  console.error('usage: node console.spec.mjs <baseUrl> <betaSimRootUrl> <screenshotDir>');
+  console.error('usage: node console.spec.mjs <baseUrl> <betaSimRootUrl> <screenshotDir> [proberToken]');
   process.exit(2);
 }
 mkdirSync(shots, { recursive: true });
@@ -102,7 +102,8 @@ try {
   await page.screenshot({ path: join(shots, '03-cooling-down.png'), fullPage: true });
   await betaState.filter({ hasText: 'half-open' }).waitFor({ timeout: 8000 });
   ok('after the cooldown panel-beta is half-open');
-  const round = await (await fetch(base + '/prober/run', { method: 'POST' })).json();
+  const round = await (await fetch(base + '/prober/run',
+    { method: 'POST', headers: proberToken ? { authorization: 'Bearer ' + proberToken } : {} })).json();
   const probe = round.routes.find(r => r.route === 'panel-beta');
   check(probe && probe.action === 'half_open_probe' && probe.outcome === 'ok',
     'the prober took the half-open probe: ' + JSON.stringify(probe));

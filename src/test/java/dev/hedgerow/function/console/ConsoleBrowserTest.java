@@ -42,7 +42,7 @@ class ConsoleBrowserTest {
         String baseUrl = base.toString().replaceAll("/$", "");
         String beta = AppTestResource.sims().get("beta").rootUrl();
         Result r = run(List.of("node", "console.spec.mjs", baseUrl, beta,
-                Path.of("target/screenshots").toAbsolutePath().toString()), dir, 180);
+                Path.of("target/screenshots").toAbsolutePath().toString(), AppTestResource.PROBER_TOKEN), dir, 180);
         System.out.println(r.output);
         assertEquals(0, r.exit, r.output);
         assertTrue(r.output.contains("console: all checks passed"), r.output);
