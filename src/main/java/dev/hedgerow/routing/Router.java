@@ -116,7 +116,9 @@ public final class Router {
 
         List<String> keys = capable.stream().map(r -> key(org, r)).toList();
         Uni<Map<String, float[]>> embeddings = extras.apply(new ExtrasQuery(org, alias, settings, facts, capable));
-        Uni<Long> position = cursor != null ? Uni.createFrom().item(cursor) : store.nextCursor(org.id(), alias);
+        // one capable route ranks the same at every position: no store round trip to move the group's cursor
+        Uni<Long> position = cursor != null ? Uni.createFrom().item(cursor)
+                : capable.size() == 1 ? Uni.createFrom().item(0L) : store.nextCursor(org.id(), alias);
         return Uni.combine().all()
                 .unis(store.snapshot(keys, settings.balancer().usageWindow()), position,
                         affinity(org, settings, facts), embeddings)

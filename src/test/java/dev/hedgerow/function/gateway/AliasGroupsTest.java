@@ -227,6 +227,21 @@ class AliasGroupsTest {
         assertEquals("http_500", t.get(0).path("error").asText());
     }
 
+    @Test
+    void aRequestWithOneCapableRouteLeavesTheRotationAlone() {
+        long before = await(gw.core().store().nextCursor(ORG, "solo"));
+        long kimiBefore = await(gw.core().store().nextCursor(ORG, "kimi3"));
+        for (int i = 0; i < 3; i++) {
+            assertEquals(200, chat(gw, "solo", "alone " + i).statusCode());
+            // narrowed to one route by the caller's preferences: nothing to rotate either
+            assertEquals(200, chat(gw, "kimi3", "only one " + i, false, "{\"only\":[\"fireworks\"]}").statusCode());
+        }
+        assertEquals(before + 1, await(gw.core().store().nextCursor(ORG, "solo")));
+        assertEquals(kimiBefore + 1, await(gw.core().store().nextCursor(ORG, "kimi3")));
+        assertEquals(200, chat(gw, "kimi3", "rotates").statusCode());
+        assertEquals(kimiBefore + 3, await(gw.core().store().nextCursor(ORG, "kimi3")));
+    }
+
     static Org withWeight(Org org, String routeId, int weight) {
         List<Route> routes = new ArrayList<>();
         for (Route r : org.routes()) {
