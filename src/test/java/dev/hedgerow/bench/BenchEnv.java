@@ -56,6 +56,14 @@ final class BenchEnv implements AutoCloseable {
                 why = null;
             } catch (IOException | SecurityException e) {
                 why = "could not hold /dev/cpu_dma_latency: " + e.getMessage();
+                if (held != null) {
+                    try {
+                        held.close(); // opened but not written: drop the request rather than claim it
+                    } catch (IOException ignored) {
+                        // nothing held either way
+                    }
+                    held = null;
+                }
             }
         }
         idlePolling = held;
