@@ -13,6 +13,7 @@ import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.dispatch.ClientSink;
 import dev.hedgerow.dispatch.DispatchRequest;
 import dev.hedgerow.dispatch.Dispatcher;
+import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.runtime.Hedgerow;
@@ -67,7 +68,7 @@ public final class GatewayRoutes {
                 .failureHandler(this::failure);
         // any other method on the gateway's paths: the envelope, not the router's plain-text 405
         for (String path : List.of("/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models")) {
-            router.route(path).handler(ctx -> writeError(ctx.response(), new ApiError(405, "invalid_request_error",
+            router.route(path).handler(ctx -> JsonReplies.error(ctx.response(), new ApiError(405, "invalid_request_error",
                     "method_not_allowed", "Method " + ctx.request().method() + " is not allowed here.", null, null)));
         }
     }
@@ -84,7 +85,7 @@ public final class GatewayRoutes {
         }
         if (size > MAX_HEADER_BYTES) {
             ctx.response().putHeader("connection", "close");
-            writeError(ctx.response(), new ApiError(431, "invalid_request_error", "headers_too_large",
+            JsonReplies.error(ctx.response(), new ApiError(431, "invalid_request_error", "headers_too_large",
                     "The request headers exceed " + MAX_HEADER_BYTES + " bytes.", null, null));
             return;
         }
@@ -103,7 +104,7 @@ public final class GatewayRoutes {
                     ctx.failure());
             err = new ApiError(500, "server_error", "internal_error", "Internal error.", null, null);
         }
-        writeError(ctx.response(), err);
+        JsonReplies.error(ctx.response(), err);
     }
 
     private static Optional<Org> authenticate(Hedgerow h, HttpServerRequest req) {
@@ -114,7 +115,7 @@ public final class GatewayRoutes {
     private void models(RoutingContext ctx) {
         Optional<Org> org = authenticate(core.get(), ctx.request());
         if (org.isEmpty()) {
-            writeError(ctx.response(), ApiError.unauthorized());
+            JsonReplies.error(ctx.response(), ApiError.unauthorized());
             return;
         }
         ObjectNode root = JsonNodeFactory.instance.objectNode();
@@ -128,7 +129,7 @@ public final class GatewayRoutes {
             m.put("owned_by", org.get().id());
             m.put("strategy", org.get().group(alias).strategy().wireName());
         }
-        ctx.response().putHeader("content-type", "application/json").end(Buffer.buffer(Json.bytes(root)));
+        JsonReplies.json(ctx.response(), 200, root);
     }
 
     private void chat(RoutingContext ctx, String pathAlias) {
@@ -137,13 +138,13 @@ public final class GatewayRoutes {
         HttpServerResponse resp = ctx.response();
         Optional<Org> maybeOrg = authenticate(h, httpReq);
         if (maybeOrg.isEmpty()) {
-            writeError(resp, ApiError.unauthorized());
+            JsonReplies.error(resp, ApiError.unauthorized());
             return;
         }
         Org org = maybeOrg.get();
         if (pathAlias != null && !org.routing().pathAlias()) {
             // the org's routing rules do not route by path: the path form does not exist for it
-            writeError(resp, ApiError.notFound("Path aliases are not enabled for this organization; send the alias"
+            JsonReplies.error(resp, ApiError.notFound("Path aliases are not enabled for this organization; send the alias"
                     + " as \"model\"."));
             return;
         }
@@ -160,7 +161,7 @@ public final class GatewayRoutes {
                 ApiError err = ApiError.modelNotFound(alias);
                 h.audit().blocked(org.id(), alias, "model_not_found", err.message(), requestId).subscribe()
                         .with(v -> { }, t -> { });
-                writeError(resp, err);
+                JsonReplies.error(resp, err);
                 return;
             }
             RequestFacts facts = facts(h, org, chat, httpReq);
@@ -176,13 +177,13 @@ public final class GatewayRoutes {
                     },
                     t -> {
                         System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "routing failed", t);
-                        writeError(resp, new ApiError(503, "server_error", "routing_unavailable",
+                        JsonReplies.error(resp, new ApiError(503, "server_error", "routing_unavailable",
                                 "Routing state is unavailable; retry shortly.", null, 1L));
                     });
         } catch (RequestException e) {
             h.audit().blocked(org.id(), alias, e.error().code(), e.error().message(), requestId).subscribe()
                     .with(v -> { }, t -> { });
-            writeError(resp, e.error());
+            JsonReplies.error(resp, e.error());
         }
     }
 
@@ -202,7 +203,7 @@ public final class GatewayRoutes {
     /** A bug met by one request ends that request with a 500 envelope; it must never leave the client hanging. */
     private static void internalError(HttpServerResponse resp, Throwable t) {
         System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "request failed", t);
-        writeError(resp, new ApiError(500, "server_error", "internal_error", "Internal error.", null, null));
+        JsonReplies.error(resp, new ApiError(500, "server_error", "internal_error", "Internal error.", null, null));
     }
 
     private void onPlan(Hedgerow h, Org org, String alias, ChatRequest chat, RequestFacts facts, RoutePlan plan,
@@ -210,7 +211,7 @@ public final class GatewayRoutes {
         if (plan instanceof RoutePlan.Blocked b) {
             h.audit().blocked(org.id(), alias, b.reason(), b.error().message(), requestId).subscribe()
                     .with(v -> { }, t -> { });
-            writeError(resp, b.error());
+            JsonReplies.error(resp, b.error());
             return;
         }
         RoutePlan.Ready ready = (RoutePlan.Ready) plan;
@@ -233,18 +234,6 @@ public final class GatewayRoutes {
         // prefix affinity is the auto strategy's alone: other groups skip the second tokenizer pass and the hashing
         return RequestFacts.of(chat, h.tokens(), h.prefixes(), headers,
                 org.group(chat.model()).strategy() == Strategy.AUTO);
-    }
-
-    static void writeError(HttpServerResponse resp, ApiError err) {
-        if (resp.closed() || resp.ended()) {
-            return;
-        }
-        resp.setStatusCode(err.status());
-        resp.putHeader("content-type", "application/json");
-        if (err.retryAfterSeconds() != null) {
-            resp.putHeader("retry-after", Long.toString(err.retryAfterSeconds()));
-        }
-        resp.end(Buffer.buffer(Json.bytes(err.toNode())));
     }
 
     /** {@code chatcmpl-hr} and 24 base-62 characters (about 143 random bits) from one draw of the secure random. */

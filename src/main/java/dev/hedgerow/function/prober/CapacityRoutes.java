@@ -5,11 +5,11 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.Json;
+import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.routing.CapacityIntake;
 import dev.hedgerow.runtime.Hedgerow;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpServerResponse;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
@@ -33,7 +33,7 @@ public final class CapacityRoutes {
 
     public void mount(Router router) {
         router.post("/v1/capacity").handler(BodyHandler.create(false).setBodyLimit(BODY_LIMIT))
-                .handler(this::report).failureHandler(ctx -> write(ctx.response(),
+                .handler(this::report).failureHandler(ctx -> JsonReplies.error(ctx.response(),
                         ctx.statusCode() >= 400 && ctx.statusCode() < 500
                                 ? ApiError.invalidRequest("The report could not be read.", null)
                                 .withStatus(ctx.statusCode())
@@ -53,7 +53,7 @@ public final class CapacityRoutes {
         new CapacityIntake(h.store(), () -> h.catalog().current()).submit(key, body).subscribe().with(
                 outcome -> {
                     if (outcome instanceof CapacityIntake.Outcome.Refused r) {
-                        write(ctx.response(), r.error());
+                        JsonReplies.error(ctx.response(), r.error());
                         return;
                     }
                     CapacityIntake.Outcome.Accepted a = (CapacityIntake.Outcome.Accepted) outcome;
@@ -62,21 +62,10 @@ public final class CapacityRoutes {
                     out.set("report", a.report().toNode());
                     out.put("has_headroom", a.report().hasHeadroom());
                     out.put("ttl_seconds", a.ttl().toSeconds());
-                    ctx.response().putHeader("content-type", "application/json")
-                            .end(Buffer.buffer(Json.bytes(out)));
+                    JsonReplies.json(ctx.response(), 200, out);
                 },
-                t -> write(ctx.response(), new ApiError(503, "server_error", "state_unavailable",
+                t -> JsonReplies.error(ctx.response(), new ApiError(503, "server_error", "state_unavailable",
                         "The report could not be stored; retry shortly.", null, 1L)));
     }
 
-    private static void write(HttpServerResponse resp, ApiError err) {
-        if (resp.ended() || resp.closed()) {
-            return;
-        }
-        resp.setStatusCode(err.status()).putHeader("content-type", "application/json");
-        if (err.retryAfterSeconds() != null) {
-            resp.putHeader("retry-after", Long.toString(err.retryAfterSeconds()));
-        }
-        resp.end(Buffer.buffer(Json.bytes(err.toNode())));
-    }
 }

@@ -3,6 +3,7 @@ package dev.hedgerow.function.prober;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.Json;
+import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.function.HedgerowApp;
 import dev.hedgerow.function.VertxScheduler;
@@ -14,7 +15,6 @@ import dev.hedgerow.time.Ticker;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.vertx.core.Vertx;
-import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
@@ -100,21 +100,13 @@ public class ProberFunction {
             String presented = Keys.bearer(ctx.request().getHeader("authorization")).orElse("");
             if (!Keys.constantTimeEquals(presented.isEmpty() ? "" : Keys.sha256Hex(presented),
                     Keys.sha256Hex(token.get()))) {
-                write(resp, ApiError.unauthorized().status(), ApiError.unauthorized().toNode());
+                JsonReplies.error(resp, ApiError.unauthorized());
                 return;
             }
         }
-        round().subscribe().with(r -> write(resp, 200, Json.MAPPER.valueToTree(r)),
-                t -> write(resp, 500, new ApiError(500, "server_error", "probe_round_failed",
-                        "The probe round failed: " + t.getClass().getSimpleName(), null, null).toNode()));
-    }
-
-    private static void write(HttpServerResponse resp, int status, com.fasterxml.jackson.databind.JsonNode body) {
-        if (resp.closed() || resp.ended()) {
-            return;
-        }
-        resp.setStatusCode(status).putHeader("content-type", "application/json")
-                .end(Buffer.buffer(Json.bytes(body)));
+        round().subscribe().with(r -> JsonReplies.json(resp, 200, Json.MAPPER.valueToTree(r)),
+                t -> JsonReplies.error(resp, new ApiError(500, "server_error", "probe_round_failed",
+                        "The probe round failed: " + t.getClass().getSimpleName(), null, null)));
     }
 
     private synchronized Prober prober() {
