@@ -5,6 +5,7 @@ import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
 import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.runtime.Hedgerow;
+import dev.hedgerow.state.CachingStateStore;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RedisStateStore;
 import dev.hedgerow.state.ResilientStateStore;
@@ -64,7 +65,15 @@ public class HedgerowApp {
     @ConfigProperty(name = "hedgerow.secret-key")
     Optional<String> secretKey;
 
+    /**
+     * How long this instance may reuse a route's shared state (Redis) when ranking: another instance's breaker
+     * verdicts, holds and leases reach it at most this much later; its own at once (0 = read Redis every request).
+     */
+    @ConfigProperty(name = "hedgerow.state.snapshot-max-age", defaultValue = "50ms")
+    Duration snapshotMaxAge;
+
     private volatile Hedgerow core;
+    private volatile ResilientStateStore shared;
     private volatile DemoFleet demo;
     private volatile VertxUpstreamClient upstream;
     private volatile String stateMode = "memory";
@@ -114,7 +123,15 @@ public class HedgerowApp {
             return new MemoryStateStore(Ticker.system());
         }
         stateMode = redisCluster ? "redis-cluster" : "redis";
-        return redisStore(vertx, redisUrl.get(), redisCluster);
+        shared = redisStore(vertx, redisUrl.get(), redisCluster);
+        return snapshotMaxAge.isZero() || snapshotMaxAge.isNegative() ? shared
+                : new CachingStateStore(shared, snapshotMaxAge, Ticker.system());
+    }
+
+    /** The Redis store behind its outage guard, when state is shared (empty on embedded state). */
+    public Optional<ResilientStateStore> sharedState() {
+        core();
+        return Optional.ofNullable(shared);
     }
 
     /**

@@ -1,7 +1,6 @@
 package dev.hedgerow.function;
 
 import dev.hedgerow.state.ResilientStateStore;
-import dev.hedgerow.state.StateStore;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.StartupEvent;
@@ -37,15 +36,15 @@ public class StateHealth implements AsyncHealthCheck {
     }
 
     double degradedValue() {
-        return app.core().store() instanceof ResilientStateStore r && r.degraded() ? 1 : 0;
+        return app.sharedState().map(r -> r.degraded() ? 1 : 0).orElse(0);
     }
 
     @Override
     public Uni<HealthCheckResponse> call() {
-        StateStore store = app.core().store();
         HealthCheckResponseBuilder b = HealthCheckResponse.named("hedgerow-state").up()
                 .withData("mode", app.stateMode());
-        if (!(store instanceof ResilientStateStore r)) {
+        ResilientStateStore r = app.sharedState().orElse(null);
+        if (r == null) {
             return Uni.createFrom().item(b.withData("state", "local").build());
         }
         return r.ping().map(answered -> {

@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 
 /**
  * Two gateway instances over one shared Redis, as two processes of a fleet: one Vert.x, one simulator per provider
@@ -36,8 +37,14 @@ public final class GatewayPair implements AutoCloseable {
 
     /** Two instances on a private {@link RedisServer}, each with its own plain {@link RedisStateStore}. */
     public static GatewayPair onPrivateRedis(String yaml, Map<String, SimConfig> providers) {
+        return onPrivateRedis(yaml, providers, UnaryOperator.identity());
+    }
+
+    /** As above, each instance's store wrapped by {@code wrap} (e.g. in its own snapshot cache). */
+    public static GatewayPair onPrivateRedis(String yaml, Map<String, SimConfig> providers,
+                                             UnaryOperator<StateStore> wrap) {
         GatewayPair pair = new GatewayPair(RedisServer.start());
-        return pair.start(yaml, providers, v -> pair.standaloneStore());
+        return pair.start(yaml, providers, v -> wrap.apply(pair.standaloneStore()));
     }
 
     /**

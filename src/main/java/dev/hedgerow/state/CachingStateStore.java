@@ -1,0 +1,347 @@
+package dev.hedgerow.state;
+
+import dev.hedgerow.time.Ticker;
+import io.smallrye.mutiny.Uni;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One instance's short-lived copy of route snapshots in front of the shared store, so most requests rank without a
+ * round trip to Redis (the snapshot is the one store read a request waits for).
+ *
+ * <p>Freshness: a route's snapshot is reused for at most {@code maxAge}, so another instance's breaker verdicts,
+ * Retry-After holds, leases, usage and learned models reach this instance at most that much later. This instance's own
+ * writes are seen at once: a health write (failure, success, probe slot, Retry-After hold, reset) drops the route's
+ * copy when it completes, a blob write patches the copy, and leases and usage taken here since the copy was read are
+ * added to it. Only the fleet-wide writes stay exact (the probe slot is still taken atomically in the shared store;
+ * the cache only decides what ranking sees). Everything else passes through.
+ *
+ * <p>A copy read while a health write of the same route was under way is not kept (a per-route generation, bumped when
+ * the write completes, must be unchanged between the read's start and its end). Leases taken while a read was in
+ * flight may be counted twice for at most {@code maxAge}: harmless for least-connections ranking. Thread-safe: entries
+ * are immutable and replaced whole; per-route local counters are atomic or guarded by their own lock.
+ */
+public final class CachingStateStore implements StateStore {
+    /** Entries kept before a sweep drops the stale ones (routes removed from the catalog leave theirs behind). */
+    private static final int SWEEP_AT = 4096;
+
+    private final StateStore inner;
+    private final long maxAgeNanos;
+    private final Ticker ticker;
+    /** By route id: one copy per route (read with its group's usage window; another window reads again). */
+    private final Map<String, Entry> entries = new ConcurrentHashMap<>();
+    private final Map<String, Local> locals = new ConcurrentHashMap<>();
+
+    /**
+     * @param maxAge longest reuse of a snapshot; must be positive (a zero max-age means: do not wrap the store)
+     */
+    public CachingStateStore(StateStore inner, Duration maxAge, Ticker ticker) {
+        this.inner = Objects.requireNonNull(inner, "inner");
+        this.ticker = Objects.requireNonNull(ticker, "ticker");
+        if (maxAge.isNegative() || maxAge.isZero()) {
+            throw new IllegalArgumentException("maxAge must be positive: " + maxAge);
+        }
+        this.maxAgeNanos = maxAge.toNanos();
+    }
+
+    /** The store behind the cache. */
+    public StateStore inner() {
+        return inner;
+    }
+
+    /** A snapshot as read, with what this instance had counted locally when the read started. */
+    private record Entry(RouteSnapshot snap, long windowMillis, long readNanos, long generation, long leasesAtRead,
+                         UsageSample usageAtRead) {
+    }
+
+    /** This instance's own effects on one route since start: health-write generation, live leases, usage added. */
+    private static final class Local {
+        final AtomicLong generation = new AtomicLong();
+        final AtomicLong leases = new AtomicLong();
+        private UsageSample usage = UsageSample.ZERO;
+
+        synchronized UsageSample usage() {
+            return usage;
+        }
+
+        synchronized void addUsage(UsageSample s) {
+            usage = usage.plus(s);
+        }
+    }
+
+    private Local local(String routeId) {
+        return locals.computeIfAbsent(routeId, k -> new Local());
+    }
+
+    // ---- the cached read -------------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
+        long now = ticker.nanos();
+        long window = usageWindow.toMillis();
+        Map<String, RouteSnapshot> out = new LinkedHashMap<>();
+        List<String> missing = new ArrayList<>();
+        for (String id : routeIds) {
+            Entry e = entries.get(id);
+            Local l = local(id);
+            if (e != null && e.windowMillis == window && now - e.readNanos < maxAgeNanos
+                    && e.generation == l.generation.get()) {
+                out.put(id, adjusted(e, l));
+            } else {
+                missing.add(id);
+            }
+        }
+        if (missing.isEmpty()) {
+            return Uni.createFrom().item(out);
+        }
+        Map<String, Entry> started = new HashMap<>();
+        for (String id : missing) {
+            Local l = local(id);
+            // what this instance had done before the read: the read includes it, later local effects are added
+            started.put(id, new Entry(null, window, now, l.generation.get(), l.leases.get(), l.usage()));
+        }
+        return inner.snapshot(missing, usageWindow).map(read -> {
+            if (entries.size() > SWEEP_AT) {
+                sweep(now);
+            }
+            Map<String, RouteSnapshot> merged = new LinkedHashMap<>();
+            for (String id : routeIds) {
+                RouteSnapshot snap = out.get(id);
+                if (snap == null) {
+                    snap = read.getOrDefault(id, RouteSnapshot.empty(id));
+                    keep(id, snap, started.get(id));
+                }
+                merged.put(id, snap);
+            }
+            return merged;
+        });
+    }
+
+    private void keep(String id, RouteSnapshot snap, Entry started) {
+        if (local(id).generation.get() == started.generation) {
+            entries.put(id, new Entry(snap, started.windowMillis, started.readNanos, started.generation,
+                    started.leasesAtRead, started.usageAtRead));
+        }
+    }
+
+    /** The cached snapshot plus this instance's leases and usage since it was read. */
+    private static RouteSnapshot adjusted(Entry e, Local l) {
+        RouteSnapshot s = e.snap;
+        long leaseDelta = l.leases.get() - e.leasesAtRead;
+        UsageSample now = l.usage();
+        UsageSample usage = now == e.usageAtRead ? s.usage() : new UsageSample(
+                s.usage().promptTokens() + now.promptTokens() - e.usageAtRead.promptTokens(),
+                s.usage().completionTokens() + now.completionTokens() - e.usageAtRead.completionTokens(),
+                s.usage().cost() + now.cost() - e.usageAtRead.cost());
+        if (leaseDelta == 0 && usage == s.usage()) {
+            return s;
+        }
+        int inflight = (int) Math.max(0, s.inflight() + leaseDelta);
+        return new RouteSnapshot(s.routeId(), s.coolingDown(), s.cooldownRemainingMillis(), s.fails(),
+                s.probeTaken(), s.retryAfterMillis(), inflight, usage, s.blobs());
+    }
+
+    private void sweep(long now) {
+        entries.entrySet().removeIf(x -> now - x.getValue().readNanos >= maxAgeNanos);
+    }
+
+    /** Drops the route's copies once {@code write} has completed (or failed: the store may have applied it). */
+    private <T> Uni<T> invalidating(String routeId, Uni<T> write) {
+        return write.onTermination().invoke(() -> local(routeId).generation.incrementAndGet());
+    }
+
+    // ---- route health: written through, the route's copy dropped ------------------------------------------------
+
+    @Override
+    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
+        return invalidating(routeId, inner.recordFailure(routeId, maxFails, failTimeout));
+    }
+
+    @Override
+    public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
+        return invalidating(routeId, inner.recordSuccess(routeId, maxFails, failTimeout));
+    }
+
+    @Override
+    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
+        return invalidating(routeId, inner.tryAcquireProbe(routeId, maxFails, ttl, owner));
+    }
+
+    @Override
+    public Uni<Void> releaseProbe(String routeId, String owner) {
+        return invalidating(routeId, inner.releaseProbe(routeId, owner));
+    }
+
+    @Override
+    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
+        return invalidating(routeId, inner.holdRetryAfter(routeId, wait));
+    }
+
+    @Override
+    public Uni<Long> cooldownRemainingMillis(String routeId) {
+        return inner.cooldownRemainingMillis(routeId);
+    }
+
+    @Override
+    public Uni<Void> resetHealth(String routeId) {
+        return invalidating(routeId, inner.resetHealth(routeId));
+    }
+
+    // ---- blobs: written through, the copy patched ------------------------------------------------------------------
+
+    @Override
+    public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+        return inner.putRouteBlobs(routeId, blobs).onTermination().invoke(() -> patch(routeId, blobs));
+    }
+
+    /**
+     * Moves the route's current copies to a new generation with the written blobs, so a read that started before the
+     * write (and may not include it) is not kept over them.
+     */
+    private void patch(String routeId, List<RouteBlob> blobs) {
+        Local l = local(routeId);
+        long before = l.generation.get();
+        if (!l.generation.compareAndSet(before, before + 1)) {
+            return; // another write moved the generation: the copies are dropped anyway
+        }
+        entries.computeIfPresent(routeId, (k, e) -> {
+            if (e.generation != before) {
+                return e;
+            }
+            Map<String, String> merged = new HashMap<>(e.snap.blobs());
+            blobs.forEach(b -> merged.put(b.name(), b.value()));
+            RouteSnapshot s = e.snap;
+            return new Entry(new RouteSnapshot(s.routeId(), s.coolingDown(), s.cooldownRemainingMillis(), s.fails(),
+                    s.probeTaken(), s.retryAfterMillis(), s.inflight(), s.usage(), Map.copyOf(merged)),
+                    e.windowMillis, e.readNanos, before + 1, e.leasesAtRead, e.usageAtRead);
+        });
+    }
+
+    // ---- leases and usage: counted locally as they are written -----------------------------------------------------
+
+    @Override
+    public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
+        return Uni.createFrom().deferred(() -> {
+            local(routeId).leases.incrementAndGet();
+            return inner.acquireLease(routeId, leaseId, ttl);
+        });
+    }
+
+    @Override
+    public Uni<Void> renewLease(String routeId, String leaseId, Duration ttl) {
+        return inner.renewLease(routeId, leaseId, ttl);
+    }
+
+    @Override
+    public Uni<Void> releaseLease(String routeId, String leaseId) {
+        return Uni.createFrom().deferred(() -> {
+            local(routeId).leases.decrementAndGet();
+            return inner.releaseLease(routeId, leaseId);
+        });
+    }
+
+    @Override
+    public Uni<Void> addUsage(String routeId, UsageSample sample, Duration window) {
+        return Uni.createFrom().deferred(() -> {
+            local(routeId).addUsage(sample);
+            return inner.addUsage(routeId, sample, window);
+        });
+    }
+
+    // ---- everything else passes through ----------------------------------------------------------------------------
+
+    @Override
+    public Uni<Map<String, Long>> catalogVersions() {
+        return inner.catalogVersions();
+    }
+
+    @Override
+    public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
+        return inner.orgCatalog(orgId);
+    }
+
+    @Override
+    public Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion) {
+        return inner.putOrgCatalog(orgId, doc, expectedVersion);
+    }
+
+    @Override
+    public Uni<Long> nextCursor(String orgId, String alias) {
+        return inner.nextCursor(orgId, alias);
+    }
+
+    @Override
+    public Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window) {
+        return inner.hedgeBudget(orgId, spend, ratio, minPerWindow, window);
+    }
+
+    @Override
+    public Uni<Void> countRequest(String orgId, Duration window) {
+        return inner.countRequest(orgId, window);
+    }
+
+    @Override
+    public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
+        return inner.appendAudit(orgId, event, maxLen);
+    }
+
+    @Override
+    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
+        return inner.readAudit(orgId, limit);
+    }
+
+    @Override
+    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
+        return inner.addLedger(orgId, alias, sample);
+    }
+
+    @Override
+    public Uni<Map<String, UsageSample>> ledger(String orgId) {
+        return inner.ledger(orgId);
+    }
+
+    @Override
+    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
+        return inner.affinity(orgId, prefixHashes);
+    }
+
+    @Override
+    public Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl) {
+        return inner.putAffinity(orgId, prefixHashes, routeId, ttl);
+    }
+
+    @Override
+    public Uni<Optional<String>> getOrgBlob(String orgId, String name) {
+        return inner.getOrgBlob(orgId, name);
+    }
+
+    @Override
+    public Uni<Void> putOrgBlob(String orgId, String name, String value, Duration ttl) {
+        return inner.putOrgBlob(orgId, name, value, ttl);
+    }
+
+    @Override
+    public Uni<Boolean> tryLock(String name, String owner, Duration ttl) {
+        return inner.tryLock(name, owner, ttl);
+    }
+
+    @Override
+    public Uni<Void> unlock(String name, String owner) {
+        return inner.unlock(name, owner);
+    }
+
+    @Override
+    public Uni<Boolean> ping() {
+        return inner.ping();
+    }
+}

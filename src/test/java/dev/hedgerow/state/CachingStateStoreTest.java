@@ -1,0 +1,170 @@
+package dev.hedgerow.state;
+
+import dev.hedgerow.time.FakeTicker;
+import io.smallrye.mutiny.Uni;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The contract on the snapshot cache (over an embedded store, one fake ticker for both), then what the cache adds:
+ * another instance's writes are seen after at most max-age, this instance's own at once, and a read that raced one
+ * of this instance's health writes is never kept.
+ */
+class CachingStateStoreTest extends StateStoreContract {
+    static final Duration MAX_AGE = Duration.ofMillis(50);
+    static final Duration WINDOW = Duration.ofSeconds(10);
+
+    private FakeTicker ticker;
+    private MemoryStateStore shared;
+    private final AtomicInteger sharedReads = new AtomicInteger();
+    private CachingStateStore store;
+
+    @BeforeEach
+    void fresh() {
+        ticker = new FakeTicker();
+        shared = new MemoryStateStore(ticker, TUNING);
+        store = new CachingStateStore(counting(shared, sharedReads, null), MAX_AGE, ticker);
+    }
+
+    @Override
+    protected StateStore store() {
+        return store;
+    }
+
+    @Override
+    protected void advance(Duration d) {
+        ticker.advance(d);
+    }
+
+    /**
+     * {@code inner} with its snapshot reads counted; when {@code held} is set, the next read is answered with what the
+     * store held when it was asked, but only once the test completes the future it leaves there.
+     */
+    @SuppressWarnings("unchecked")
+    static StateStore counting(StateStore inner, AtomicInteger reads,
+                               AtomicReference<CompletableFuture<Void>> held) {
+        return (StateStore) Proxy.newProxyInstance(StateStore.class.getClassLoader(), new Class<?>[]{StateStore.class},
+                (proxy, method, args) -> {
+                    try {
+                        Object out = method.invoke(inner, args);
+                        if (!method.getName().equals("snapshot")) {
+                            return out;
+                        }
+                        reads.incrementAndGet();
+                        if (held == null || held.get() == null) {
+                            return out;
+                        }
+                        Map<?, ?> asked = ((Uni<Map<?, ?>>) out).await().indefinitely();
+                        CompletableFuture<Void> gate = held.getAndSet(null);
+                        return Uni.createFrom().completionStage(gate).map(v -> asked);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    private RouteSnapshot read(StateStore s, String route) {
+        return await(s.snapshot(List.of(route), WINDOW)).get(route);
+    }
+
+    @Test
+    void aCopyIsReusedUntilMaxAgeAndAnotherInstancesWriteIsSeenAfterIt() {
+        String r = id("route");
+        CachingStateStore other = new CachingStateStore(shared, MAX_AGE, ticker);
+        assertFalse(read(store, r).coolingDown());
+        assertEquals(1, sharedReads.get());
+
+        await(other.recordFailure(r, 1, Duration.ofSeconds(30)));
+        assertTrue(read(other, r).coolingDown(), "the writing instance sees its own verdict at once");
+        ticker.advance(MAX_AGE.minusMillis(1));
+        assertFalse(read(store, r).coolingDown(), "inside max-age this instance ranks on its copy");
+        assertEquals(1, sharedReads.get(), "a reuse reads nothing from the shared store");
+
+        ticker.advance(Duration.ofMillis(1));
+        assertTrue(read(store, r).coolingDown(), "at max-age the copy is read again");
+        assertEquals(2, sharedReads.get());
+    }
+
+    @Test
+    void ownHealthWritesDropTheCopy() {
+        String r = id("route");
+        read(store, r);
+        await(store.recordFailure(r, 1, Duration.ofSeconds(30)));
+        assertTrue(read(store, r).coolingDown());
+        await(store.resetHealth(r));
+        assertFalse(read(store, r).coolingDown());
+        await(store.holdRetryAfter(r, Duration.ofSeconds(5)));
+        assertTrue(read(store, r).retryAfterMillis() > 0);
+        assertEquals(4, sharedReads.get(), "each health write made the next ranking read again");
+    }
+
+    @Test
+    void ownLeasesUsageAndBlobsAreAddedToTheCopy() {
+        String r = id("route");
+        CachingStateStore other = new CachingStateStore(shared, MAX_AGE, ticker);
+        await(other.acquireLease(r, "theirs", Duration.ofSeconds(30)));
+        assertEquals(1, read(store, r).inflight());
+
+        await(store.acquireLease(r, "mine", Duration.ofSeconds(30)));
+        await(store.addUsage(r, new UsageSample(10, 5, 0.5), WINDOW));
+        await(store.putRouteBlob(r, "standing", "suspended", null));
+        RouteSnapshot s = read(store, r);
+        assertEquals(2, s.inflight(), "the other instance's lease from the copy, this one's added");
+        assertEquals(new UsageSample(10, 5, 0.5), s.usage());
+        assertEquals("suspended", s.blob("standing").orElseThrow());
+        assertEquals(1, sharedReads.get(), "all from the copy");
+
+        await(store.releaseLease(r, "mine"));
+        assertEquals(1, read(store, r).inflight());
+        await(other.putRouteBlob(r, "standing", "good", null));
+        assertEquals("suspended", read(store, r).blob("standing").orElseThrow(), "theirs: after max-age");
+        ticker.advance(MAX_AGE);
+        s = read(store, r);
+        assertEquals("good", s.blob("standing").orElseThrow());
+        assertEquals(1, s.inflight());
+        assertEquals(new UsageSample(10, 5, 0.5), s.usage(), "counted once, not copy plus local");
+    }
+
+    @Test
+    void aReadThatRacedOwnHealthWriteIsNotKept() {
+        String r = id("route");
+        AtomicReference<CompletableFuture<Void>> held = new AtomicReference<>(new CompletableFuture<>());
+        CompletableFuture<Void> gate = held.get();
+        CachingStateStore racing = new CachingStateStore(counting(shared, sharedReads, held), MAX_AGE, ticker);
+
+        CompletableFuture<Map<String, RouteSnapshot>> before = racing.snapshot(List.of(r), WINDOW)
+                .subscribeAsCompletionStage();
+        await(racing.recordFailure(r, 1, Duration.ofSeconds(30)));
+        gate.complete(null);
+        assertFalse(before.join().get(r).coolingDown(), "precondition: the read started before the failure");
+
+        assertTrue(read(racing, r).coolingDown(), "the stale read was handed to its caller, not kept");
+    }
+
+    @Test
+    void aReadWithAnotherUsageWindowReadsAgain() {
+        String r = id("route");
+        read(store, r);
+        await(store.snapshot(List.of(r), Duration.ofMinutes(1)));
+        assertEquals(2, sharedReads.get());
+    }
+
+    @Test
+    void maxAgeMustBePositive() {
+        assertThrows(IllegalArgumentException.class, () -> new CachingStateStore(shared, Duration.ZERO, ticker));
+    }
+}
