@@ -4,6 +4,7 @@ import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.Org;
+import dev.hedgerow.dispatch.DispatchTimingTest.RecordingSink;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.TtftEstimate;
@@ -55,7 +56,7 @@ class KongTimeoutsDispatchTest {
     final MemoryStateStore store = new MemoryStateStore(ticker);
     final HandUpstream upstream = new HandUpstream();
     final Org org = new CatalogLoader(n -> null).parse(YAML).orgs().get(0);
-    final Sink sink = new Sink();
+    final RecordingSink sink = new RecordingSink();
 
     /** An upstream whose exchanges the test drives: it records each request and its handler. */
     static final class HandUpstream implements UpstreamClient {
@@ -83,25 +84,6 @@ class KongTimeoutsDispatchTest {
             h.onHead(200, Map.of("content-type", "application/json"));
             h.onData(COMPLETION.getBytes(StandardCharsets.UTF_8));
             h.onEnd();
-        }
-    }
-
-    static final class Sink implements ClientSink {
-        int status;
-        Map<String, String> headers = Map.of();
-
-        @Override
-        public void head(int status, Map<String, String> headers) {
-            this.status = status;
-            this.headers = headers;
-        }
-
-        @Override
-        public void write(byte[] bytes) {
-        }
-
-        @Override
-        public void end() {
         }
     }
 
