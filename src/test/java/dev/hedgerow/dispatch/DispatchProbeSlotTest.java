@@ -5,19 +5,17 @@ import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.Org;
-import dev.hedgerow.catalog.Route;
 import dev.hedgerow.dispatch.DispatchTimingTest.Call;
 import dev.hedgerow.dispatch.DispatchTimingTest.RecordingSink;
 import dev.hedgerow.dispatch.DispatchTimingTest.ScriptedUpstream;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.RequestFacts;
-import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.TtftEstimate;
-import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.state.UsageSample;
+import dev.hedgerow.testsupport.DispatchFixture;
 import dev.hedgerow.testsupport.Sse;
 import dev.hedgerow.time.FakeScheduler;
 import dev.hedgerow.time.FakeTicker;
@@ -91,9 +89,7 @@ class DispatchProbeSlotTest {
     }
 
     Candidate candidate(String routeId, RouteSnapshot s, boolean halfOpen) {
-        Route r = org.routes().stream().filter(x -> x.id().equals(routeId)).findFirst().orElseThrow();
-        return new Candidate("acme/" + routeId, r, org.provider(r.provider()).orElseThrow(), s, halfOpen,
-                new TtftEstimate(150, 300, true));
+        return DispatchFixture.candidate(org, routeId, s, halfOpen, new TtftEstimate(150, 300, true));
     }
 
     Dispatcher.Handle start(Candidate... cands) {
@@ -103,10 +99,8 @@ class DispatchProbeSlotTest {
                 List.of(), Map.of(), "hi");
         DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "chat", org.group("chat"), chat, facts,
                 List.of(cands));
-        Dispatcher d = new Dispatcher(new Dispatcher.Deps(upstream, store.proxy, scheduler, ticker, s -> s.length() / 4,
-                DispatchObserver.NONE,
-                new LearnedModels(store.proxy,
-                        () -> java.time.Instant.ofEpochMilli(ticker.millis()), TtftPredictor.Prior.defaults())));
+        Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store.proxy, scheduler, ticker,
+                s -> s.length() / 4, DispatchObserver.NONE));
         return d.start(dr, sink);
     }
 

@@ -6,17 +6,16 @@ import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.catalog.Org;
-import dev.hedgerow.catalog.Route;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.InterTokenStats;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.ThinkingTime;
 import dev.hedgerow.routing.TtftEstimate;
-import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.UsageSample;
+import dev.hedgerow.testsupport.DispatchFixture;
 import dev.hedgerow.testsupport.Sse;
 import dev.hedgerow.time.FakeScheduler;
 import dev.hedgerow.time.FakeTicker;
@@ -65,8 +64,6 @@ class DispatchTimingTest {
     final FakeTicker ticker = new FakeTicker();
     final FakeScheduler scheduler = new FakeScheduler(ticker);
     final MemoryStateStore store = new MemoryStateStore(ticker);
-    final LearnedModels models = new LearnedModels(store,
-            () -> java.time.Instant.ofEpochMilli(ticker.millis()), TtftPredictor.Prior.defaults());
     final ScriptedUpstream upstream = new ScriptedUpstream();
     final io.micrometer.core.instrument.simple.SimpleMeterRegistry meters =
             new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
@@ -171,11 +168,8 @@ class DispatchTimingTest {
     // ---- building a request ----------------------------------------------------------------------------------
 
     Candidate candidate(String routeId, double p90Ms, Map<String, String> blobs) {
-        Route r = org.routes().stream().filter(x -> x.id().equals(routeId)).findFirst().orElseThrow();
-        String key = "acme/" + routeId;
-        RouteSnapshot s = new RouteSnapshot(key, false, 0, 0, false, 0, 0, UsageSample.ZERO, blobs);
-        return new Candidate(key, r, org.provider(r.provider()).orElseThrow(), s, false,
-                new TtftEstimate(p90Ms / 2, p90Ms, true));
+        RouteSnapshot s = new RouteSnapshot("acme/" + routeId, false, 0, 0, false, 0, 0, UsageSample.ZERO, blobs);
+        return DispatchFixture.candidate(org, routeId, s, false, new TtftEstimate(p90Ms / 2, p90Ms, true));
     }
 
     Dispatcher.Handle start(boolean reasoning, HedgeBudget budget, Candidate... cands) {
@@ -188,8 +182,8 @@ class DispatchTimingTest {
                 List.of(), Map.of(), "hi");
         DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, o, "chat", o.group("chat"), chat, facts,
                 List.of(cands));
-        Dispatcher d = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker, s -> s.length() / 4,
-                counters, models));
+        Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store, scheduler, ticker, s -> s.length() / 4,
+                counters));
         return d.start(dr, sink);
     }
 

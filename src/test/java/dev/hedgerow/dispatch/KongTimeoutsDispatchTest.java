@@ -4,14 +4,13 @@ import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.Org;
-import dev.hedgerow.catalog.Route;
+import dev.hedgerow.dispatch.DispatchTimingTest.RecordingSink;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.RequestFacts;
-import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.TtftEstimate;
-import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.testsupport.DispatchFixture;
 import dev.hedgerow.time.FakeScheduler;
 import dev.hedgerow.time.FakeTicker;
 import dev.hedgerow.upstream.UpstreamClient;
@@ -57,7 +56,7 @@ class KongTimeoutsDispatchTest {
     final MemoryStateStore store = new MemoryStateStore(ticker);
     final HandUpstream upstream = new HandUpstream();
     final Org org = new CatalogLoader(n -> null).parse(YAML).orgs().get(0);
-    final Sink sink = new Sink();
+    final RecordingSink sink = new RecordingSink();
 
     /** An upstream whose exchanges the test drives: it records each request and its handler. */
     static final class HandUpstream implements UpstreamClient {
@@ -88,30 +87,9 @@ class KongTimeoutsDispatchTest {
         }
     }
 
-    static final class Sink implements ClientSink {
-        int status;
-        Map<String, String> headers = Map.of();
-
-        @Override
-        public void head(int status, Map<String, String> headers) {
-            this.status = status;
-            this.headers = headers;
-        }
-
-        @Override
-        public void write(byte[] bytes) {
-        }
-
-        @Override
-        public void end() {
-        }
-    }
-
     private void start(RouteSnapshot aState) {
-        Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
-                String::length, new DispatchObserver() { },
-                new LearnedModels(store,
-                        () -> java.time.Instant.ofEpochMilli(ticker.millis()), TtftPredictor.Prior.defaults())));
+        Dispatcher dispatcher = new Dispatcher(DispatchFixture.deps(upstream, store, scheduler, ticker,
+                String::length, new DispatchObserver() { }));
         ChatRequest chat = ChatRequest.parse("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
                 .getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(1, null, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,
@@ -121,8 +99,7 @@ class KongTimeoutsDispatchTest {
     }
 
     private Candidate candidate(String id, RouteSnapshot state) {
-        Route r = org.route(id).orElseThrow();
-        return new Candidate("acme/" + id, r, org.provider("p").orElseThrow(), state, false, TtftEstimate.UNKNOWN);
+        return DispatchFixture.candidate(org, id, state, false, TtftEstimate.UNKNOWN);
     }
 
     @Test

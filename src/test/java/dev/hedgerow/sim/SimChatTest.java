@@ -6,36 +6,18 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.vertx.core.Vertx;
 import java.net.http.HttpResponse;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-class SimChatTest {
+class SimChatTest extends SimFixture {
 
     static final long SEED = 42;
     static final String PROMPT = "Tell me about the hedgerow";
-    static Vertx vertx;
-    SimServer sim;
-    SimHttp http;
 
-    @BeforeAll
-    static void vertx() {
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void closeVertx() {
-        vertx.close();
-    }
-
-    @BeforeEach
-    void start() {
-        sim = SimServer.startBlocking(vertx, SimConfig.of(SEED)
+    @Override
+    SimConfig config() {
+        return SimConfig.of(SEED)
                 .withModel("m1", ModelScript.defaults().withLength(20))
                 .withModel("m2", ModelScript.defaults().withLength(20).withSeed(99)
                         .withLatency(ModelScript.Latency.of(10, 2000)))
@@ -43,13 +25,7 @@ class SimChatTest {
                         ModelScript.Capabilities.DEFAULT.withTools(false).withJsonMode(false)
                                 .withUsage(ModelScript.UsageMode.NONE)))
                 .withModel("vision", ModelScript.defaults().withCapabilities(
-                        ModelScript.Capabilities.DEFAULT.withImages(true))));
-        http = new SimHttp(sim);
-    }
-
-    @AfterEach
-    void stop() {
-        sim.close();
+                        ModelScript.Capabilities.DEFAULT.withImages(true)));
     }
 
     @Test

@@ -5,51 +5,27 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.vertx.core.Vertx;
 import java.net.http.HttpResponse;
 import java.util.EnumSet;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-class SimContinuationTest {
+class SimContinuationTest extends SimFixture {
 
     static final long SEED = 3;
     static final String PROMPT = "Describe the morning field";
     static final int LENGTH = 40;
     static final String FULL = SimText.expected(SEED, PROMPT, LENGTH);
-    static Vertx vertx;
-    SimServer sim;
-    SimHttp http;
 
-    @BeforeAll
-    static void vertx() {
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void closeVertx() {
-        vertx.close();
-    }
-
-    @BeforeEach
-    void start() {
+    @Override
+    SimConfig config() {
         ModelScript base = ModelScript.defaults().withLength(LENGTH);
-        sim = SimServer.startBlocking(vertx, SimConfig.of(SEED)
+        return SimConfig.of(SEED)
                 .withModel("any", base)
                 .withModel("vllm", base.withCapabilities(ModelScript.Capabilities.DEFAULT.withContinuation(
                         EnumSet.of(ModelScript.Continuation.CONTINUE_FINAL_MESSAGE))))
                 .withModel("openai", base.withCapabilities(ModelScript.Capabilities.DEFAULT.withContinuation(
-                        EnumSet.noneOf(ModelScript.Continuation.class)).withOverlapChars(12))));
-        http = new SimHttp(sim);
-    }
-
-    @AfterEach
-    void stop() {
-        sim.close();
+                        EnumSet.noneOf(ModelScript.Continuation.class)).withOverlapChars(12)));
     }
 
     /** A request whose messages are the prompt then the partial answer, in the given dialect. */

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.vertx.core.Vertx;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.HashMap;
@@ -12,38 +11,14 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-class SimControlTest {
+class SimControlTest extends SimFixture {
 
-    static Vertx vertx;
-    SimServer sim;
-    SimHttp http;
-
-    @BeforeAll
-    static void vertx() {
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void closeVertx() {
-        vertx.close();
-    }
-
-    @BeforeEach
-    void start() {
-        sim = SimServer.startBlocking(vertx, SimConfig.of(1).withMaxRunning(1)
-                .withModel("org/model-a", ModelScript.defaults().withLength(10)));
-        http = new SimHttp(sim);
-    }
-
-    @AfterEach
-    void stop() {
-        sim.close();
+    @Override
+    SimConfig config() {
+        return SimConfig.of(1).withMaxRunning(1)
+                .withModel("org/model-a", ModelScript.defaults().withLength(10));
     }
 
     /** Prometheus text exposition: {@code name{labels} value} lines, with HELP/TYPE comments. */

@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static dev.hedgerow.testsupport.Eventually.eventually;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.vertx.core.Vertx;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
@@ -18,43 +17,20 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-class SimFaultTest {
+class SimFaultTest extends SimFixture {
 
     static final long SEED = 7;
     static final String PROMPT = "Write about the river stones";
     static final int LENGTH = 30;
-    static Vertx vertx;
-    SimServer sim;
-    SimHttp http;
 
-    @BeforeAll
-    static void vertx() {
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void closeVertx() {
-        vertx.close();
-    }
-
-    @BeforeEach
-    void start() {
-        sim = SimServer.startBlocking(vertx, SimConfig.of(SEED).withModel("m",
-                ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 1000))));
-        http = new SimHttp(sim);
-    }
-
-    @AfterEach
-    void stop() {
-        sim.close();
+    @Override
+    SimConfig config() {
+        return SimConfig.of(SEED).withModel("m",
+                ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 1000)));
     }
 
     private SimHttp.Raw stream() {

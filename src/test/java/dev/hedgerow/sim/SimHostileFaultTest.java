@@ -1,11 +1,6 @@
 package dev.hedgerow.sim;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.vertx.core.Vertx;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.net.http.HttpResponse;
@@ -18,32 +13,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static dev.hedgerow.testsupport.Eventually.eventually;
 
 /** The hostile-upstream faults: HTML with 200, a giant SSE line, an endless stream, a slow drip. */
-class SimHostileFaultTest {
+class SimHostileFaultTest extends SimFixture {
     static final String PROMPT = "Write about the river stones";
-    static Vertx vertx;
-    SimServer sim;
-    SimHttp http;
 
-    @BeforeAll
-    static void vertx() {
-        vertx = Vertx.vertx();
-    }
-
-    @AfterAll
-    static void closeVertx() {
-        vertx.close();
-    }
-
-    @BeforeEach
-    void start() {
-        sim = SimServer.startBlocking(vertx, SimConfig.of(7).withModel("m",
-                ModelScript.defaults().withLength(10).withLatency(ModelScript.Latency.of(5, 1000))));
-        http = new SimHttp(sim);
-    }
-
-    @AfterEach
-    void stop() {
-        sim.close();
+    @Override
+    SimConfig config() {
+        return SimConfig.of(7).withModel("m",
+                ModelScript.defaults().withLength(10).withLatency(ModelScript.Latency.of(5, 1000)));
     }
     @Test
     void html200IsAnHtmlPageWithStatus200OnAStream() {

@@ -109,8 +109,7 @@ class AliasGroupsTest {
 
     @Test
     void rrHealthRotatesEvenlyOverTheHealthyMembersWhileOneCoolsDown() {
-        gw.sim("digitalocean").enqueue("kimi-k2", Fault.status(500));
-        assertEquals(502, chat(gw, "kimi3", "fail it", false, "{\"only\":[\"digitalocean\"]}").statusCode());
+        GroupKit.failOnce(gw, "kimi3", "digitalocean", "kimi-k2");
         assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown());
         gw.sim("digitalocean").resetStats();
         for (int i = 0; i < 6; i++) {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
+import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.state.AuditRecord;
@@ -14,6 +15,10 @@ import dev.hedgerow.testsupport.Sse;
 import io.restassured.response.Response;
 import io.smallrye.mutiny.Uni;
 
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -21,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 
 import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static dev.hedgerow.testsupport.Eventually.eventually;
 
 /**
@@ -92,6 +98,37 @@ final class GroupKit {
 
     static Response chat(GatewayHarness gw, String alias, String prompt) {
         return chat(gw, alias, prompt, false, null);
+    }
+
+    /**
+     * Fails the provider's route of the alias once, as a real outage would: its simulator answers the next request
+     * for the model with a 500, on a request restricted to that provider, which therefore ends in a 502. Under the
+     * default breaker ({@code max_fails: 1}) the route is cooling down afterwards.
+     */
+    static void failOnce(GatewayHarness gw, String alias, String provider, String model) {
+        gw.sim(provider).enqueue(model, Fault.status(500));
+        Response r = chat(gw, alias, "fail " + provider, false, "{\"only\":[\"" + provider + "\"]}");
+        assertEquals(502, r.statusCode(), "precondition: the only allowed route failed: " + r.asString());
+    }
+
+    /**
+     * Sends a chat request over a raw socket and leaves the connection open: closing the returned socket is the
+     * client hanging up, which no HTTP client library lets a test time exactly.
+     */
+    static Socket sendAndHold(GatewayHarness gw, String body) throws IOException {
+        Socket s = new Socket("127.0.0.1", gw.port());
+        try {
+            OutputStream out = s.getOutputStream();
+            out.write(("POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer " + KEY
+                    + "\r\ncontent-type: application/json\r\ncontent-length: "
+                    + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body)
+                    .getBytes(StandardCharsets.UTF_8));
+            out.flush();
+            return s;
+        } catch (IOException e) {
+            s.close();
+            throw e;
+        }
     }
 
     /** The route that served a response (the {@code x-hedgerow-route} header). */

@@ -11,9 +11,7 @@ import dev.hedgerow.testsupport.GatewayHarness;
 import io.restassured.response.Response;
 import org.junit.jupiter.api.Test;
 
-import java.io.OutputStream;
 import java.net.Socket;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -38,7 +36,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 abstract class HalfOpenProbeRelease {
     static final String DO_FIRST = "{\"order\":[\"digitalocean\"]}";
-    static final String DO_ONLY = "{\"only\":[\"digitalocean\"]}";
     static final String YAML = GroupKit.yaml("""
                   - { alias: kimi3, provider: digitalocean, model: kimi-k2 }
                   - { alias: kimi3, provider: openrouter, model: kimi-k2 }
@@ -64,8 +61,7 @@ abstract class HalfOpenProbeRelease {
 
     /** Opens the route's breaker with one 500 (max_fails 1) and lets its cooldown pass: it is half-open. */
     void halfOpen(String alias, String routeId) {
-        gw().sim("digitalocean").enqueue("kimi-k2", Fault.status(500));
-        assertEquals(502, chat(gw(), alias, "open the breaker", false, DO_ONLY).statusCode());
+        GroupKit.failOnce(gw(), alias, "digitalocean", "kimi-k2");
         eventually(() -> health(store(), routeId).coolingDown(), "the failure is recorded");
         passFailTimeout(routeId);
         RouteSnapshot s = health(store(), routeId);
@@ -110,13 +106,7 @@ abstract class HalfOpenProbeRelease {
         halfOpen("kimi3", "kimi3-digitalocean");
         gw().sim("digitalocean").enqueue("kimi-k2", Fault.noResponse());
         String body = GroupKit.body("kimi3", "hang up", true, DO_FIRST);
-        try (Socket s = new Socket("127.0.0.1", gw().port())) {
-            OutputStream out = s.getOutputStream();
-            out.write(("POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer k-acme\r\n"
-                    + "content-type: application/json\r\ncontent-length: "
-                    + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body)
-                    .getBytes(StandardCharsets.UTF_8));
-            out.flush();
+        try (Socket client = GroupKit.sendAndHold(gw(), body)) {
             eventually(() -> received(gw(), "digitalocean", "kimi-k2") == 1, "the probe is upstream");
             assertTrue(health(store(), "kimi3-digitalocean").probeTaken(), "precondition: the probe holds the slot");
         }

@@ -11,13 +11,11 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import java.io.OutputStream;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -80,8 +78,7 @@ class HealthCooldownTest {
 
     /** Fails kimi3-digitalocean once (a 500 on a request restricted to it). */
     void failDigitalocean() {
-        gw.sim("digitalocean").enqueue("kimi-k2", Fault.status(500));
-        assertEquals(502, chat(gw, "kimi3", "fail", false, "{\"only\":[\"digitalocean\"]}").statusCode());
+        GroupKit.failOnce(gw, "kimi3", "digitalocean", "kimi-k2");
     }
 
     @Test
@@ -141,11 +138,9 @@ class HealthCooldownTest {
 
     @Test
     void allMembersUnhealthyIs503NoHealthyProviderWithRetryAfterOfTheEarliestCooldown() {
-        gw.sim("openrouter").enqueue("kimi-k2", Fault.status(500));
-        chat(gw, "pair", "first down", false, "{\"only\":[\"openrouter\"]}");
+        GroupKit.failOnce(gw, "pair", "openrouter", "kimi-k2");
         time.advance(Duration.ofSeconds(10));
-        gw.sim("fireworks").enqueue("kimi-k2", Fault.status(500));
-        chat(gw, "pair", "second down", false, "{\"only\":[\"fireworks\"]}");
+        GroupKit.failOnce(gw, "pair", "fireworks", "kimi-k2");
         long before = GroupKit.blocked(store, "no_healthy_provider");
         Response r = chat(gw, "pair", "anyone?");
         assertEquals(503, r.statusCode());
@@ -165,13 +160,7 @@ class HealthCooldownTest {
     void aClientHangUpIsLogged499StopsTheChainAndCoolsNothing() throws Exception {
         gw.sim("digitalocean").enqueue("kimi-k2", Fault.noResponse());
         String body = GroupKit.body("hang", "hang up", true, DO_FIRST);
-        try (Socket s = new Socket("127.0.0.1", gw.port())) {
-            OutputStream out = s.getOutputStream();
-            out.write(("POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer k-acme\r\n"
-                    + "content-type: application/json\r\ncontent-length: "
-                    + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body)
-                    .getBytes(StandardCharsets.UTF_8));
-            out.flush();
+        try (Socket client = GroupKit.sendAndHold(gw, body)) {
             eventually(() -> received(gw, "digitalocean", "kimi-k2") == 1, "the attempt is upstream");
         }
         eventually(() -> GroupKit.audit(store, "request").stream().anyMatch(e -> "499".equals(e.get("status"))),

@@ -95,8 +95,7 @@ class TwoInstancesTest {
 
     @Test
     void onlyOneHalfOpenProbeIsSentAcrossBothInstances() throws Exception {
-        gw1.sim("digitalocean").enqueue("kimi-k2", Fault.status(500));
-        chat(gw1, "brief", "open the breaker", false, "{\"only\":[\"digitalocean\"]}");
+        GroupKit.failOnce(gw1, "brief", "digitalocean", "kimi-k2");
         eventually(() -> health(store2, "brief-digitalocean").coolingDown(), "the failure is recorded");
         eventually(() -> {
             RouteSnapshot s = health(store2, "brief-digitalocean");
