@@ -28,8 +28,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>A copy read while a health write of the same route was under way is not kept (a per-route generation, bumped when
  * the write completes, must be unchanged between the read's start and its end). Leases taken while a read was in
- * flight may be counted twice for at most {@code maxAge}: harmless for least-connections ranking. Thread-safe: entries
- * are immutable and replaced whole; per-route local counters are atomic or guarded by their own lock.
+ * flight may be counted twice for at most {@code maxAge}: harmless for least-connections ranking. Per-route local
+ * counters live as long as the instance (one small object per route it has ranked); copies of routes no longer asked
+ * for are swept once there are more than {@value #SWEEP_AT}. Thread-safe: entries are immutable and replaced whole;
+ * per-route local counters are atomic or guarded by their own lock.
  */
 public final class CachingStateStore implements StateStore {
     /** Entries kept before a sweep drops the stale ones (routes removed from the catalog leave theirs behind). */
