@@ -315,6 +315,31 @@ class AdminApiTest {
     }
 
     @Test
+    void aRoundWhileAnotherInstanceHoldsTheRoundLockIsSkippedAndRunsOnceItIsReleased() {
+        // the fleet-wide lock of Prober (Prober.LOCK), taken as another instance's round would take it
+        String lock = "prober-round";
+        String owner = "another-instance/round";
+        long before = AppTestResource.sims().get("alpha").stats("kimi-a").received();
+        assertTrue(store().tryLock(lock, owner, Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5)),
+                "precondition: no round holds the lock");
+        try {
+            given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
+                    .contentType("application/json")
+                    .body("ran", equalTo(false))
+                    .body("note", equalTo("another probe round is running"))
+                    .body("routes", equalTo(List.of()))
+                    .body("scrapes", equalTo(List.of()));
+            assertEquals(before, AppTestResource.sims().get("alpha").stats("kimi-a").received(),
+                    "a skipped round probes nothing");
+        } finally {
+            store().unlock(lock, owner).await().atMost(Duration.ofSeconds(5));
+        }
+        given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
+                .body("ran", equalTo(true))
+                .body("routes.find { it.route == 'duo-alpha' }.outcome", equalTo("ok"));
+    }
+
+    @Test
     void aProbeRoundThroughTheEndpointMeasuresAndVerifiesEveryRoute() {
         Response r = given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run");
         r.then().statusCode(200).body("ran", equalTo(true))
