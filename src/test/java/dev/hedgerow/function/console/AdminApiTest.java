@@ -25,6 +25,7 @@ import static org.hamcrest.Matchers.greaterThan;
 import static org.hamcrest.Matchers.hasItem;
 import static org.hamcrest.Matchers.hasItems;
 import static org.hamcrest.Matchers.not;
+import static org.hamcrest.Matchers.nullValue;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -140,6 +141,26 @@ class AdminApiTest {
     void aDrainedMemberTakesNoTraffic() {
         admin().body("{\"route\":\"duo-alpha\",\"drained\":true}").post("/admin/members/drain").then()
                 .statusCode(200).body("members.find { it.route == 'duo-alpha' }.drained", equalTo(true));
+        assertEquals(List.of("beta", "beta", "beta"), providersServing("duo", 3));
+    }
+
+    @Test
+    void drainingTheLastLiveMemberIsRefusedAndTheGroupKeepsServing() {
+        admin().body("{\"route\":\"duo-alpha\",\"drained\":true}").post("/admin/members/drain").then()
+                .statusCode(200).body("members.drained", equalTo(List.of(true, false)));
+
+        // duo-alpha is routes[3] of acme (AppTestResource.YAML): the validator names the alias's first member
+        String why = "every member of alias \"duo\" is drained; at least one must take traffic";
+        admin().body("{\"route\":\"duo-beta\",\"drained\":true}").post("/admin/members/drain").then()
+                .statusCode(400).contentType("application/json")
+                .body("error.type", equalTo("invalid_request_error"))
+                .body("error.code", equalTo("invalid_catalog"))
+                .body("error.message", equalTo("The edit was not saved: routes[3].tags: " + why))
+                .body("error.param", nullValue())
+                .body("error.errors.path", equalTo(List.of("routes[3].tags")))
+                .body("error.errors.message", equalTo(List.of(why)));
+
+        admin().get("/admin/groups/duo").then().statusCode(200).body("members.drained", equalTo(List.of(true, false)));
         assertEquals(List.of("beta", "beta", "beta"), providersServing("duo", 3));
     }
 
@@ -312,6 +333,31 @@ class AdminApiTest {
         }
         given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
                 .body("ran", equalTo(true));
+    }
+
+    @Test
+    void aRoundWhileAnotherInstanceHoldsTheRoundLockIsSkippedAndRunsOnceItIsReleased() {
+        // the fleet-wide lock of Prober (Prober.LOCK), taken as another instance's round would take it
+        String lock = "prober-round";
+        String owner = "another-instance/round";
+        long before = AppTestResource.sims().get("alpha").stats("kimi-a").received();
+        assertTrue(store().tryLock(lock, owner, Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5)),
+                "precondition: no round holds the lock");
+        try {
+            given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
+                    .contentType("application/json")
+                    .body("ran", equalTo(false))
+                    .body("note", equalTo("another probe round is running"))
+                    .body("routes", equalTo(List.of()))
+                    .body("scrapes", equalTo(List.of()));
+            assertEquals(before, AppTestResource.sims().get("alpha").stats("kimi-a").received(),
+                    "a skipped round probes nothing");
+        } finally {
+            store().unlock(lock, owner).await().atMost(Duration.ofSeconds(5));
+        }
+        given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
+                .body("ran", equalTo(true))
+                .body("routes.find { it.route == 'duo-alpha' }.outcome", equalTo("ok"));
     }
 
     @Test

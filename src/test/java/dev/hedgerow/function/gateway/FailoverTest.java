@@ -8,6 +8,7 @@ import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.Sse;
+import dev.hedgerow.time.FakeTicker;
 import dev.hedgerow.time.Ticker;
 import io.restassured.response.Response;
 import io.vertx.core.Vertx;
@@ -16,13 +17,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 
 import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
 import static dev.hedgerow.function.gateway.GroupKit.SEED;
 import static dev.hedgerow.function.gateway.GroupKit.chat;
-import static dev.hedgerow.testsupport.Eventually.eventually;
 import static dev.hedgerow.function.gateway.GroupKit.health;
 import static dev.hedgerow.function.gateway.GroupKit.received;
 import static dev.hedgerow.function.gateway.GroupKit.route;
@@ -46,13 +47,14 @@ class FailoverTest {
 
     static Vertx vertx;
     static Map<String, SimServer> sims;
+    static String yaml;
     static GatewayHarness gw;
 
     @BeforeAll
     static void start() {
         vertx = Vertx.vertx();
         sims = GatewayHarness.startSims(vertx, GroupKit.sims(GroupKit.quick(TOKENS), "kimi-k2"));
-        String yaml = GroupKit.yaml("""
+        yaml = GroupKit.yaml("""
                       - { id: refused, base_url: "http://127.0.0.1:1/v1" }
                       - { id: tls, base_url: "https://127.0.0.1:%d/v1" }
                       - { id: dns, base_url: "http://no-such-host.invalid/v1" }
@@ -212,22 +214,33 @@ class FailoverTest {
         assertEquals(3, total);
     }
 
+    /**
+     * On its own gateway over the same simulators, whose store runs on a {@link FakeTicker}: the hold is a store
+     * TTL, so moving the ticker ends it exactly, with no wall-clock wait.
+     */
     @Test
     void a429RetryAfterHoldsTheRouteUntilItEnds() {
-        gw.sim("openrouter").enqueue("kimi-k2", Fault.rateLimited(1));
-        String first = "{\"order\":[\"openrouter\"]}";
-        Response r = chat(gw, "ra", "limited", false, first);
-        assertEquals(200, r.statusCode());
-        assertEquals(List.of("ra-openrouter", "ra-digitalocean"), trailRoutes(trail(r)));
-        RouteSnapshot s = health(gw.core().store(), "ra-openrouter");
-        assertFalse(s.coolingDown(), "max_fails 5: one 429 does not open the breaker");
-        assertTrue(s.retryAfterMillis() > 0 && s.retryAfterMillis() <= 1000, s.toString());
-        for (int i = 0; i < 3; i++) {
-            assertEquals("ra-digitalocean", route(chat(gw, "ra", "held " + i, false, first)));
+        FakeTicker time = new FakeTicker();
+        try (GatewayHarness held = GatewayHarness.start(vertx, yaml, sims, new MemoryStateStore(time))) {
+            held.sim("openrouter").enqueue("kimi-k2", Fault.rateLimited(1));
+            String first = "{\"order\":[\"openrouter\"]}";
+            Response r = chat(held, "ra", "limited", false, first);
+            assertEquals(200, r.statusCode());
+            assertEquals(List.of("ra-openrouter", "ra-digitalocean"), trailRoutes(trail(r)));
+            RouteSnapshot s = health(held.core().store(), "ra-openrouter");
+            assertFalse(s.coolingDown(), "max_fails 5: one 429 does not open the breaker");
+            assertEquals(1000, s.retryAfterMillis(), s.toString());
+            for (int i = 0; i < 3; i++) {
+                assertEquals("ra-digitalocean", route(chat(held, "ra", "held " + i, false, first)));
+            }
+            time.advance(Duration.ofMillis(999));
+            assertEquals(1, health(held.core().store(), "ra-openrouter").retryAfterMillis());
+            assertEquals("ra-digitalocean", route(chat(held, "ra", "held to the last ms", false, first)));
+            assertEquals(1, received(held, "openrouter", "kimi-k2"), "not called again during the hold");
+            time.advance(Duration.ofMillis(1));
+            assertEquals(0, health(held.core().store(), "ra-openrouter").retryAfterMillis(), "hold ends");
+            assertEquals("ra-openrouter", route(chat(held, "ra", "after the hold", false, first)));
         }
-        assertEquals(1, received(gw, "openrouter", "kimi-k2"), "not called again during the hold");
-        eventually(() -> health(gw.core().store(), "ra-openrouter").retryAfterMillis() == 0, "hold ends");
-        assertEquals("ra-openrouter", route(chat(gw, "ra", "after the hold", false, first)));
     }
 
     @Test

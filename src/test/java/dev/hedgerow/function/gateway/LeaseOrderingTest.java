@@ -7,8 +7,8 @@ import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.Ticker;
 import io.smallrye.mutiny.Uni;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.lang.reflect.InvocationTargetException;
@@ -16,7 +16,8 @@ import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
@@ -24,8 +25,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * Lease writes are fire-and-forget, and on Redis they travel over separate pooled connections, so a later write can
- * land before an earlier one. Here the real memory store receives every acquire 200 ms late (as a slow connection
- * would deliver it): the release must still land after it, or the lease would stay counted until its TTL.
+ * land before an earlier one. Here the real memory store receives the acquire only when the test completes it by
+ * hand, after the whole response has reached the client (as a slow connection would deliver it late): the release,
+ * already due by then, must still land after it, or the lease would stay counted until its TTL.
  */
 class LeaseOrderingTest {
     static final String YAML = """
@@ -38,25 +40,29 @@ class LeaseOrderingTest {
                   - { alias: chat, provider: alpha, model: alpha-model }
             """;
 
-    static GatewayHarness gw;
-    static final AtomicInteger acquiresLanded = new AtomicInteger();
-    static final AtomicInteger releasesLanded = new AtomicInteger();
-    static final MemoryStateStore real = new MemoryStateStore(Ticker.system());
+    /** Completed by the test: until then every acquire is held on its way to the store. */
+    final CompletableFuture<Void> acquireDelivered = new CompletableFuture<>();
+    /** The lease calls in the order the gateway made them ("sent") and the store applied them ("landed"). */
+    final List<String> events = new CopyOnWriteArrayList<>();
+    final MemoryStateStore real = new MemoryStateStore(Ticker.system());
+    GatewayHarness gw;
 
-    @BeforeAll
-    static void start() {
+    @BeforeEach
+    void start() {
         StateStore slowAcquires = (StateStore) Proxy.newProxyInstance(StateStore.class.getClassLoader(),
                 new Class<?>[] {StateStore.class}, (proxy, method, args) -> {
                     switch (method.getName()) {
                         case "acquireLease" -> {
-                            return Uni.createFrom().voidItem().onItem().delayIt().by(Duration.ofMillis(200))
+                            events.add("acquire sent");
+                            return Uni.createFrom().completionStage(acquireDelivered)
                                     .chain(() -> real.acquireLease((String) args[0], (String) args[1],
                                             (Duration) args[2]))
-                                    .invoke(acquiresLanded::incrementAndGet);
+                                    .invoke(() -> events.add("acquire landed"));
                         }
                         case "releaseLease" -> {
+                            events.add("release sent");
                             return real.releaseLease((String) args[0], (String) args[1])
-                                    .invoke(releasesLanded::incrementAndGet);
+                                    .invoke(() -> events.add("release landed"));
                         }
                         default -> {
                             try {
@@ -71,8 +77,8 @@ class LeaseOrderingTest {
                 ModelScript.defaults().withLength(4))), slowAcquires);
     }
 
-    @AfterAll
-    static void stop() {
+    @AfterEach
+    void stop() {
         gw.close();
     }
 
@@ -81,9 +87,13 @@ class LeaseOrderingTest {
         given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
                 .post("/v1/chat/completions").then().statusCode(200);
-        eventually(() -> acquiresLanded.get() >= 1 && releasesLanded.get() >= 1, "the acquire and the release land");
-        assertEquals(1, acquiresLanded.get());
-        assertEquals(1, releasesLanded.get());
+        // the attempt ended (and asked for its release) before the response was written, so the release is due now
+        // while its acquire is still held: it must wait for it
+        assertEquals(List.of("acquire sent"), events);
+
+        acquireDelivered.complete(null);
+        eventually(() -> events.contains("release landed"), "the release lands");
+        assertEquals(List.of("acquire sent", "acquire landed", "release sent", "release landed"), events);
         String key = "acme/chat-alpha";
         assertEquals(0, real.snapshot(List.of(key), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5))
                 .get(key).inflight());
