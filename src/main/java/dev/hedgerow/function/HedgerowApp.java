@@ -5,6 +5,7 @@ import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
 import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.runtime.Hedgerow;
+import dev.hedgerow.state.BatchingStateStore;
 import dev.hedgerow.state.CachingStateStore;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RedisStateStore;
@@ -72,8 +73,16 @@ public class HedgerowApp {
     @ConfigProperty(name = "hedgerow.state.snapshot-max-age", defaultValue = "50ms")
     Duration snapshotMaxAge;
 
+    /**
+     * How long the writes every request makes (hedge-budget count, usage, ledger, learned models) may wait in this
+     * instance to be merged into one Redis call per key (0 = write each at once).
+     */
+    @ConfigProperty(name = "hedgerow.state.write-batch", defaultValue = "20ms")
+    Duration writeBatch;
+
     private volatile Hedgerow core;
     private volatile ResilientStateStore shared;
+    private volatile BatchingStateStore batching;
     private volatile DemoFleet demo;
     private volatile VertxUpstreamClient upstream;
     private volatile String stateMode = "memory";
@@ -93,9 +102,9 @@ public class HedgerowApp {
             return core;
         }
         Functions.parse(function);
-        StateStore store = createStore();
-        upstream = new VertxUpstreamClient(vertx, 512);
         VertxScheduler scheduler = new VertxScheduler(vertx);
+        StateStore store = createStore(scheduler);
+        upstream = new VertxUpstreamClient(vertx, 512);
         SecretBox secrets = SecretBox.fromEnvironment(secretKey.orElse(null), !stateMode.equals("memory"));
         Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(),
                 new GatewayMetrics(meters), secrets);
@@ -117,15 +126,23 @@ public class HedgerowApp {
         return stateMode;
     }
 
-    private StateStore createStore() {
+    private StateStore createStore(VertxScheduler scheduler) {
         if (redisUrl.isEmpty() || redisUrl.get().isBlank()) {
             stateMode = "memory";
             return new MemoryStateStore(Ticker.system());
         }
         stateMode = redisCluster ? "redis-cluster" : "redis";
         shared = redisStore(vertx, redisUrl.get(), redisCluster);
-        return snapshotMaxAge.isZero() || snapshotMaxAge.isNegative() ? shared
-                : new CachingStateStore(shared, snapshotMaxAge, Ticker.system());
+        StateStore store = shared;
+        if (positive(writeBatch)) {
+            batching = new BatchingStateStore(store, scheduler, writeBatch);
+            store = batching;
+        }
+        return positive(snapshotMaxAge) ? new CachingStateStore(store, snapshotMaxAge, Ticker.system()) : store;
+    }
+
+    private static boolean positive(Duration d) {
+        return !d.isNegative() && !d.isZero();
     }
 
     /** The Redis store behind its outage guard, when state is shared (empty on embedded state). */
@@ -172,6 +189,14 @@ public class HedgerowApp {
     }
 
     void onStop(@Observes ShutdownEvent ev) {
+        BatchingStateStore b = batching;
+        if (b != null) { // what waits in a batch is written out before the process goes
+            try {
+                b.flush().await().atMost(Duration.ofSeconds(2));
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "batched state writes not flushed at shutdown: {0}", e.toString());
+            }
+        }
         if (core != null) {
             core.catalog().stop();
         }

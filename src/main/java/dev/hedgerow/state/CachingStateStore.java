@@ -22,7 +22,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Freshness: a route's snapshot is reused for at most {@code maxAge}, so another instance's breaker verdicts,
  * Retry-After holds, leases, usage and learned models reach this instance at most that much later. This instance's own
  * writes are seen at once: a health write (failure, success, probe slot, Retry-After hold, reset) drops the route's
- * copy when it completes, a blob write patches the copy, and leases and usage taken here since the copy was read are
+ * copy when it completes, a blob write patches the copy (when it is made and again when it is stored), and leases and usage taken here since the copy was read are
  * added to it. Only the fleet-wide writes stay exact (the probe slot is still taken atomically in the shared store;
  * the cache only decides what ranking sees). Everything else passes through.
  *
@@ -203,7 +203,11 @@ public final class CachingStateStore implements StateStore {
 
     @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
-        return inner.putRouteBlobs(routeId, blobs).onTermination().invoke(() -> patch(routeId, blobs));
+        return Uni.createFrom().deferred(() -> {
+            patch(routeId, blobs); // ranked on at once, even while the write waits in a batch
+            // and again once stored: a read that started before it landed is not kept over it
+            return inner.putRouteBlobs(routeId, blobs).onTermination().invoke(() -> patch(routeId, blobs));
+        });
     }
 
     /**
@@ -288,8 +292,8 @@ public final class CachingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> countRequest(String orgId, Duration window) {
-        return inner.countRequest(orgId, window);
+    public Uni<Void> countRequests(String orgId, long n, Duration window) {
+        return inner.countRequests(orgId, n, window);
     }
 
     @Override

@@ -380,11 +380,11 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> countRequest(String orgId, Duration window) {
+    public Uni<Void> countRequests(String orgId, long n, Duration window) {
         return lockedVoid(() -> {
             long windowMs = Math.max(1, window.toMillis());
             long width = StateTuning.hedgeBucketMillis(windowMs);
-            hedgeCell(orgId, windowMs, width, nowMillis() / width).requests++;
+            hedgeCell(orgId, windowMs, width, nowMillis() / width).requests += Math.max(1, n);
         });
     }
 

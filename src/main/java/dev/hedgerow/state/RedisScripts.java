@@ -176,10 +176,10 @@ final class RedisScripts {
             return v
             """);
 
-    /** Counts one request in the current hedge bucket. KEYS: hedge prefix. ARGV: bucketMs, ttlMs. */
+    /** Counts n requests in the current hedge bucket. KEYS: hedge prefix. ARGV: bucketMs, ttlMs, n. */
     static final LuaScript HEDGE_COUNT = LuaScript.of("countRequest", NOW + """
             local k = KEYS[1] .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[1])))
-            redis.call('HINCRBY', k, 'r', 1)
+            redis.call('HINCRBY', k, 'r', tonumber(ARGV[3]))
             redis.call('PEXPIRE', k, ARGV[2])
             return 1
             """);

@@ -316,11 +316,11 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> countRequest(String orgId, Duration window) {
+    public Uni<Void> countRequests(String orgId, long n, Duration window) {
         long windowMs = Math.max(1, window.toMillis());
         long width = StateTuning.hedgeBucketMillis(windowMs);
         return eval(RedisScripts.HEDGE_COUNT, List.of(StateKeys.hedgePrefix(orgId, windowMs)),
-                Long.toString(width), Long.toString(windowMs + width))
+                Long.toString(width), Long.toString(windowMs + width), Long.toString(Math.max(1, n)))
                 .replaceWithVoid();
     }
 

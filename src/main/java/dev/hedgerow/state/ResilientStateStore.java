@@ -266,8 +266,8 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> countRequest(String orgId, Duration window) {
-        return call(() -> shared.countRequest(orgId, window), () -> local.countRequest(orgId, window));
+    public Uni<Void> countRequests(String orgId, long n, Duration window) {
+        return call(() -> shared.countRequests(orgId, n, window), () -> local.countRequests(orgId, n, window));
     }
 
     @Override

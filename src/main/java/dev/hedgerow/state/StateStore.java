@@ -137,7 +137,12 @@ public interface StateStore {
     Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window);
 
     /** Counts one request toward the hedge budget's denominator. */
-    Uni<Void> countRequest(String orgId, Duration window);
+    default Uni<Void> countRequest(String orgId, Duration window) {
+        return countRequests(orgId, 1, window);
+    }
+
+    /** Counts {@code n} (at least 1) requests toward the hedge budget's denominator, in one store call. */
+    Uni<Void> countRequests(String orgId, long n, Duration window);
 
     /** Appends an event (a flat string map) to the org's audit stream, trimmed to about {@code maxLen}. */
     Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen);

@@ -389,6 +389,20 @@ abstract class StateStoreContract {
     }
 
     @Test
+    void requestsCountedTogetherWeighLikeSingleOnes() {
+        String org = id("org");
+        await(store().countRequests(org, 60, LONG));
+        for (int i = 0; i < 40; i++) {
+            await(store().countRequest(org, LONG));
+        }
+        int spent = 0;
+        while (await(store().hedgeBudget(org, true, 0.05, 1, LONG)) && spent < 50) {
+            spent++;
+        }
+        assertEquals(5, spent);
+    }
+
+    @Test
     void checkingTheHedgeBudgetWithoutSpendingDoesNotConsumeIt() {
         String org = id("org");
         for (int i = 0; i < 3; i++) {

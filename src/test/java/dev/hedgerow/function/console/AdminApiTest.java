@@ -5,6 +5,8 @@ import dev.hedgerow.sim.Fault;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.RedisStores;
+import io.vertx.core.Vertx;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.response.Response;
@@ -17,6 +19,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
@@ -41,6 +44,9 @@ class AdminApiTest {
 
     @Inject
     HedgerowApp app;
+
+    @Inject
+    Vertx vertx;
 
     StateStore store() {
         return app.core().store();
@@ -285,6 +291,39 @@ class AdminApiTest {
                 .body("groups[0].members.find { it.route == 'duo-beta' }.fails", equalTo(1))
                 .body("groups[0].members.find { it.route == 'duo-alpha' }.state", equalTo("healthy"))
                 .body("groups[0].members.find { it.route == 'duo-alpha' }.predicted_ttft.size()", equalTo(5));
+    }
+
+    @Test
+    void servedUsageReachesTheHealthViewAndTheSharedStoreThroughTheWriteBatch() {
+        long before = healthUsage("solo", "solo-alpha");
+        StateStore plain = RedisStores.standalone(vertx, AppTestResource.redis().url());
+        long shared = sharedUsage(plain);
+        long served = 0;
+        for (int i = 0; i < 3; i++) {
+            Response r = given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"solo\",\"messages\":[{\"role\":\"user\",\"content\":\"bill " + i + "\"}]}")
+                    .post("/v1/chat/completions");
+            assertEquals(200, r.statusCode(), r.asString());
+            served += r.jsonPath().getLong("usage.prompt_tokens") + r.jsonPath().getLong("usage.completion_tokens");
+        }
+        assertTrue(served > 0);
+        long expected = served;
+        eventually(() -> healthUsage("solo", "solo-alpha") == before + expected,
+                "this instance's health view counts what it served");
+        // what another instance would read: the plain store on the same Redis, past the write batch and the cache
+        eventually(() -> sharedUsage(plain) == shared + expected, "the batched usage reaches Redis");
+    }
+
+    private long healthUsage(String alias, String route) {
+        Response h = admin().get("/admin/health?alias=" + alias);
+        String m = "groups[0].members.find { it.route == '" + route + "' }.usage.";
+        return h.jsonPath().getLong(m + "prompt_tokens") + h.jsonPath().getLong(m + "completion_tokens");
+    }
+
+    private static long sharedUsage(StateStore plain) {
+        RouteSnapshot s = plain.snapshot(List.of("acme/solo-alpha"), Duration.ofMinutes(10)).await()
+                .atMost(Duration.ofSeconds(5)).get("acme/solo-alpha");
+        return s.usage().promptTokens() + s.usage().completionTokens();
     }
 
     @Test

@@ -1,0 +1,296 @@
+package dev.hedgerow.state;
+
+import dev.hedgerow.time.Scheduler;
+import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.subscription.UniEmitter;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Function;
+
+/**
+ * Write-behind for the writes every request makes and nobody waits for: the hedge budget's request count, route
+ * usage, the org's ledger (sums) and learned-model blobs (the last value of each name wins). Such writes are merged
+ * per key for up to {@code window} and then written as one store call per key, so a busy instance makes a few shared
+ * store calls per window instead of four per request. Everything else, and every read, passes straight through.
+ *
+ * <p>A merged write's {@code Uni} completes when its batch has been written (with the batch's failure, if any), so
+ * "awaited, therefore stored" still holds. The cost is lag: another instance sees this instance's counts, usage and
+ * learned models up to {@code window} later (this instance's own snapshot cache adds them locally at once), and a
+ * hedge-budget check sees requests counted here within the last window as not yet counted; the budget's
+ * {@code min_per_window} covers a burst's first hedges. Writes pending when the process dies are lost, like any
+ * in-flight request; {@link #flush()} writes them out at shutdown.
+ *
+ * <p>Thread-safe: pending batches are guarded by one lock held only to merge or to swap the batch map.
+ */
+public final class BatchingStateStore implements StateStore {
+    private final StateStore inner;
+    private final Scheduler scheduler;
+    private final Duration window;
+    private final Object lock = new Object();
+    private Map<Object, Batch> pending = new LinkedHashMap<>();
+    private boolean flushScheduled;
+
+    /** @param window how long a write may wait to be merged with later ones; must be positive */
+    public BatchingStateStore(StateStore inner, Scheduler scheduler, Duration window) {
+        this.inner = Objects.requireNonNull(inner, "inner");
+        this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
+        if (window.isNegative() || window.isZero()) {
+            throw new IllegalArgumentException("window must be positive: " + window);
+        }
+        this.window = window;
+    }
+
+    /** The store behind the batches. */
+    public StateStore inner() {
+        return inner;
+    }
+
+    private record CountKey(String orgId, Duration window) {
+    }
+
+    private record UsageKey(String routeId, Duration window) {
+    }
+
+    private record LedgerKey(String orgId, String alias) {
+    }
+
+    private record BlobsKey(String routeId) {
+    }
+
+    /** The merged value of one key and everyone waiting for it to be written. */
+    private static final class Batch {
+        final Function<Object, Uni<Void>> write;
+        Object value;
+        final List<UniEmitter<? super Void>> waiters = new ArrayList<>(4);
+
+        Batch(Function<Object, Uni<Void>> write, Object value) {
+            this.write = write;
+            this.value = value;
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private <V> Uni<Void> merged(Object key, V value, java.util.function.BinaryOperator<V> merge,
+                                 Function<V, Uni<Void>> write) {
+        return Uni.createFrom().emitter(em -> {
+            boolean schedule;
+            synchronized (lock) {
+                Batch b = pending.get(key);
+                if (b == null) {
+                    b = new Batch(v -> write.apply((V) v), value);
+                    pending.put(key, b);
+                } else {
+                    b.value = merge.apply((V) b.value, value);
+                }
+                b.waiters.add(em);
+                schedule = !flushScheduled;
+                flushScheduled = true;
+            }
+            if (schedule) {
+                scheduler.schedule(window, () -> flush().subscribe().with(v -> { }, t -> { }));
+            }
+        });
+    }
+
+    /**
+     * Writes every pending batch now (one store call per key); the result completes when all of them are written and
+     * fails with the first failure (each batch's waiters get their own batch's outcome either way).
+     */
+    public Uni<Void> flush() {
+        Map<Object, Batch> due;
+        synchronized (lock) {
+            due = pending;
+            pending = new LinkedHashMap<>();
+            flushScheduled = false;
+        }
+        List<Uni<Void>> writes = new ArrayList<>(due.size());
+        for (Batch b : due.values()) {
+            Uni<Void> written;
+            try {
+                written = b.write.apply(b.value);
+            } catch (RuntimeException e) {
+                written = Uni.createFrom().failure(e);
+            }
+            Uni<Void> done = written.onItemOrFailure().invoke((v, t) -> b.waiters.forEach(w -> {
+                if (t == null) {
+                    w.complete(null);
+                } else {
+                    w.fail(t);
+                }
+            })).memoize().indefinitely();
+            done.subscribe().with(v -> { }, t -> { });
+            writes.add(done);
+        }
+        return writes.isEmpty() ? Uni.createFrom().voidItem()
+                : Uni.join().all(writes).andCollectFailures().replaceWithVoid();
+    }
+
+    // ---- merged writes -------------------------------------------------------------------------------------------
+
+    @Override
+    public Uni<Void> countRequests(String orgId, long n, Duration window) {
+        return merged(new CountKey(orgId, window), Math.max(1, n), Long::sum,
+                total -> inner.countRequests(orgId, total, window));
+    }
+
+    @Override
+    public Uni<Void> addUsage(String routeId, UsageSample sample, Duration window) {
+        return merged(new UsageKey(routeId, window), sample, UsageSample::plus,
+                s -> inner.addUsage(routeId, s, window));
+    }
+
+    @Override
+    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
+        return merged(new LedgerKey(orgId, alias), sample, UsageSample::plus, s -> inner.addLedger(orgId, alias, s));
+    }
+
+    @Override
+    public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+        Map<String, RouteBlob> byName = new LinkedHashMap<>();
+        blobs.forEach(b -> byName.put(b.name(), b));
+        return merged(new BlobsKey(routeId), byName, (a, b) -> {
+            Map<String, RouteBlob> m = new LinkedHashMap<>(a);
+            m.putAll(b);
+            return m;
+        }, m -> inner.putRouteBlobs(routeId, List.copyOf(m.values())));
+    }
+
+    // ---- everything else passes through ------------------------------------------------------------------------
+
+    @Override
+    public Uni<Map<String, Long>> catalogVersions() {
+        return inner.catalogVersions();
+    }
+
+    @Override
+    public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
+        return inner.orgCatalog(orgId);
+    }
+
+    @Override
+    public Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion) {
+        return inner.putOrgCatalog(orgId, doc, expectedVersion);
+    }
+
+    @Override
+    public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
+        return inner.snapshot(routeIds, usageWindow);
+    }
+
+    @Override
+    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
+        return inner.recordFailure(routeId, maxFails, failTimeout);
+    }
+
+    @Override
+    public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
+        return inner.recordSuccess(routeId, maxFails, failTimeout);
+    }
+
+    @Override
+    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
+        return inner.tryAcquireProbe(routeId, maxFails, ttl, owner);
+    }
+
+    @Override
+    public Uni<Void> releaseProbe(String routeId, String owner) {
+        return inner.releaseProbe(routeId, owner);
+    }
+
+    @Override
+    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
+        return inner.holdRetryAfter(routeId, wait);
+    }
+
+    @Override
+    public Uni<Long> cooldownRemainingMillis(String routeId) {
+        return inner.cooldownRemainingMillis(routeId);
+    }
+
+    @Override
+    public Uni<Void> resetHealth(String routeId) {
+        return inner.resetHealth(routeId);
+    }
+
+    @Override
+    public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
+        return inner.acquireLease(routeId, leaseId, ttl);
+    }
+
+    @Override
+    public Uni<Void> renewLease(String routeId, String leaseId, Duration ttl) {
+        return inner.renewLease(routeId, leaseId, ttl);
+    }
+
+    @Override
+    public Uni<Void> releaseLease(String routeId, String leaseId) {
+        return inner.releaseLease(routeId, leaseId);
+    }
+
+    @Override
+    public Uni<Long> nextCursor(String orgId, String alias) {
+        return inner.nextCursor(orgId, alias);
+    }
+
+    @Override
+    public Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window) {
+        return inner.hedgeBudget(orgId, spend, ratio, minPerWindow, window);
+    }
+
+    @Override
+    public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
+        return inner.appendAudit(orgId, event, maxLen);
+    }
+
+    @Override
+    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
+        return inner.readAudit(orgId, limit);
+    }
+
+    @Override
+    public Uni<Map<String, UsageSample>> ledger(String orgId) {
+        return inner.ledger(orgId);
+    }
+
+    @Override
+    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
+        return inner.affinity(orgId, prefixHashes);
+    }
+
+    @Override
+    public Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl) {
+        return inner.putAffinity(orgId, prefixHashes, routeId, ttl);
+    }
+
+    @Override
+    public Uni<Optional<String>> getOrgBlob(String orgId, String name) {
+        return inner.getOrgBlob(orgId, name);
+    }
+
+    @Override
+    public Uni<Void> putOrgBlob(String orgId, String name, String value, Duration ttl) {
+        return inner.putOrgBlob(orgId, name, value, ttl);
+    }
+
+    @Override
+    public Uni<Boolean> tryLock(String name, String owner, Duration ttl) {
+        return inner.tryLock(name, owner, ttl);
+    }
+
+    @Override
+    public Uni<Void> unlock(String name, String owner) {
+        return inner.unlock(name, owner);
+    }
+
+    @Override
+    public Uni<Boolean> ping() {
+        return inner.ping();
+    }
+}

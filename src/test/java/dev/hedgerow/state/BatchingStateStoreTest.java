@@ -1,0 +1,182 @@
+package dev.hedgerow.state;
+
+import dev.hedgerow.time.FakeScheduler;
+import dev.hedgerow.time.FakeTicker;
+import dev.hedgerow.time.Scheduler;
+import io.smallrye.mutiny.Uni;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The contract on the write-behind store (its batches written as soon as they are scheduled, so every await sees its
+ * write stored), then batching itself on a fake scheduler: writes within a window become one store call per key with
+ * the merged value, each caller's Uni completes only once that call is done, and a failed batch fails its callers.
+ */
+class BatchingStateStoreTest extends StateStoreContract {
+    static final Duration WINDOW = Duration.ofMillis(20);
+    static final Duration LONG_WINDOW = Duration.ofSeconds(60);
+
+    private FakeTicker ticker;
+    private StateStore store;
+
+    @BeforeEach
+    void fresh() {
+        ticker = new FakeTicker();
+        Scheduler now = (delay, task) -> {
+            task.run();
+            return () -> { };
+        };
+        store = new BatchingStateStore(new MemoryStateStore(ticker, TUNING), now, WINDOW);
+    }
+
+    @Override
+    protected StateStore store() {
+        return store;
+    }
+
+    @Override
+    protected void advance(Duration d) {
+        ticker.advance(d);
+    }
+
+    /** A batching store over an embedded one, on a fake clock, with every call to the inner store counted by name. */
+    private final class Rig {
+        final FakeScheduler scheduler = new FakeScheduler(ticker);
+        final MemoryStateStore inner = new MemoryStateStore(ticker, TUNING);
+        final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+        final AtomicReference<RuntimeException> failWith = new AtomicReference<>();
+        final BatchingStateStore batching = new BatchingStateStore((StateStore) Proxy.newProxyInstance(
+                StateStore.class.getClassLoader(), new Class<?>[]{StateStore.class}, (p, m, args) -> {
+                    calls.computeIfAbsent(m.getName(), k -> new AtomicInteger()).incrementAndGet();
+                    if (failWith.get() != null) {
+                        return Uni.createFrom().failure(failWith.get());
+                    }
+                    try {
+                        return m.invoke(inner, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                }), scheduler, WINDOW);
+
+        int calls(String name) {
+            AtomicInteger n = calls.get(name);
+            return n == null ? 0 : n.get();
+        }
+    }
+
+    @Test
+    void writesWithinAWindowAreOneStoreCallPerKeyWithTheMergedValue() {
+        Rig rig = new Rig();
+        String org = id("org");
+        String route = id("route");
+        CompletableFuture<Void> first = rig.batching.countRequest(org, LONG_WINDOW).subscribeAsCompletionStage();
+        for (int i = 0; i < 39; i++) {
+            rig.batching.countRequest(org, LONG_WINDOW).subscribe().with(v -> { });
+        }
+        rig.batching.addUsage(route, new UsageSample(10, 1, 0.25), LONG_WINDOW).subscribe().with(v -> { });
+        rig.batching.addUsage(route, new UsageSample(5, 2, 0.5), LONG_WINDOW).subscribe().with(v -> { });
+        rig.batching.addLedger(org, "kimi3", new UsageSample(10, 1, 0.25)).subscribe().with(v -> { });
+        rig.batching.addLedger(org, "kimi3", new UsageSample(5, 2, 0.5)).subscribe().with(v -> { });
+        rig.batching.putRouteBlobs(route, List.of(new StateStore.RouteBlob("ewma", "1", null),
+                new StateStore.RouteBlob("ttft", "a", null))).subscribe().with(v -> { });
+        rig.batching.putRouteBlob(route, "ewma", "2", null).subscribe().with(v -> { });
+
+        assertFalse(first.isDone(), "nothing is written before the window ends");
+        assertEquals(0, rig.calls("countRequests") + rig.calls("addUsage") + rig.calls("addLedger")
+                + rig.calls("putRouteBlobs"));
+
+        rig.scheduler.advance(WINDOW);
+        assertTrue(first.isDone(), "completed once its batch was stored");
+        assertEquals(1, rig.calls("countRequests"));
+        assertEquals(1, rig.calls("addUsage"));
+        assertEquals(1, rig.calls("addLedger"));
+        assertEquals(1, rig.calls("putRouteBlobs"));
+
+        RouteSnapshot s = await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route);
+        assertEquals(new UsageSample(15, 3, 0.75), s.usage());
+        assertEquals("2", s.blob("ewma").orElseThrow(), "the last value of a name wins");
+        assertEquals("a", s.blob("ttft").orElseThrow());
+        assertEquals(new UsageSample(15, 3, 0.75), await(rig.inner.ledger(org)).get("kimi3"));
+        int spent = 0;
+        while (await(rig.inner.hedgeBudget(org, true, 0.05, 1, LONG_WINDOW)) && spent < 10) {
+            spent++;
+        }
+        assertEquals(2, spent, "40 requests counted: 5 % of them");
+    }
+
+    @Test
+    void anIdleStoreSchedulesNothingAndTheNextWriteStartsANewWindow() {
+        Rig rig = new Rig();
+        String org = id("org");
+        rig.batching.countRequest(org, LONG_WINDOW).subscribe().with(v -> { });
+        rig.scheduler.advance(WINDOW);
+        rig.scheduler.advance(WINDOW.multipliedBy(10));
+        assertEquals(1, rig.calls("countRequests"), "no write, no call");
+
+        CompletableFuture<Void> later = rig.batching.countRequest(org, LONG_WINDOW).subscribeAsCompletionStage();
+        rig.scheduler.advance(WINDOW.minusMillis(1));
+        assertFalse(later.isDone());
+        rig.scheduler.advance(Duration.ofMillis(1));
+        assertTrue(later.isDone());
+        assertEquals(2, rig.calls("countRequests"));
+    }
+
+    @Test
+    void aFailedBatchFailsEveryCallerInIt() {
+        Rig rig = new Rig();
+        String route = id("route");
+        CompletableFuture<Void> a = rig.batching.addUsage(route, new UsageSample(1, 1, 0), LONG_WINDOW)
+                .subscribeAsCompletionStage();
+        CompletableFuture<Void> b = rig.batching.addUsage(route, new UsageSample(1, 1, 0), LONG_WINDOW)
+                .subscribeAsCompletionStage();
+        rig.failWith.set(new IllegalStateException("redis down"));
+        rig.scheduler.advance(WINDOW);
+        assertThrows(CompletionException.class, a::join);
+        assertThrows(CompletionException.class, b::join);
+    }
+
+    @Test
+    void flushWritesWhatWaitsAtOnce() {
+        Rig rig = new Rig();
+        String org = id("org");
+        CompletableFuture<Void> waiting = rig.batching.addLedger(org, "kimi3", new UsageSample(1, 2, 0))
+                .subscribeAsCompletionStage();
+        await(rig.batching.flush());
+        assertTrue(waiting.isDone());
+        assertEquals(new UsageSample(1, 2, 0), await(rig.inner.ledger(org)).get("kimi3"));
+    }
+
+    @Test
+    void readsAndOtherWritesPassStraightThrough() {
+        Rig rig = new Rig();
+        String route = id("route");
+        await(rig.batching.recordFailure(route, 1, LONG_WINDOW));
+        await(rig.batching.acquireLease(route, "l1", LONG_WINDOW));
+        RouteSnapshot s = await(rig.batching.snapshot(List.of(route), LONG_WINDOW)).get(route);
+        assertTrue(s.coolingDown());
+        assertEquals(1, s.inflight());
+    }
+
+    @Test
+    void windowMustBePositive() {
+        assertThrows(IllegalArgumentException.class,
+                () -> new BatchingStateStore(new MemoryStateStore(ticker, TUNING), new FakeScheduler(ticker),
+                        Duration.ZERO));
+    }
+}
