@@ -16,12 +16,14 @@ import java.util.function.Function;
 
 /**
  * Write-behind for the writes every request makes and nobody waits for: the hedge budget's request count, route
- * usage, the org's ledger (sums) and learned-model blobs (the last value of each name wins). Such writes are merged
- * per key for up to {@code window} and then written as one store call per key, so a busy instance makes a few shared
- * store calls per window instead of four per request. Everything else, and every read, passes straight through.
+ * usage, the org's ledger (sums), learned-model blobs (the last value of each name wins) and leases. Such writes are
+ * merged per key for up to {@code window} and then written as one store call per key, so a busy instance makes a few
+ * shared store calls per window instead of six per request. Everything else, and every read, passes straight
+ * through.
  *
  * <p>A merged write's {@code Uni} completes when its batch has been written (with the batch's failure, if any), so
- * "awaited, therefore stored" still holds. The cost is lag: another instance sees this instance's counts, usage and
+ * "awaited, therefore stored" still holds, except for a lease acquire, which is accepted at once (see
+ * {@link #acquireLease}); a release never reaches the store before its acquire. The cost is lag: another instance sees this instance's counts, usage and
  * learned models up to {@code window} later (this instance's own snapshot cache adds them locally at once), and a
  * hedge-budget check sees requests counted here within the last window as not yet counted; the budget's
  * {@code min_per_window} covers a burst's first hedges. Writes pending when the process dies are lost, like any
@@ -64,11 +66,18 @@ public final class BatchingStateStore implements StateStore {
     private record BlobsKey(String routeId) {
     }
 
+    private record LeaseKey(String routeId, String leaseId) {
+    }
+
+    /** Lease acquires being written: a release of one waits for it, so Redis never sees the release first. */
+    private final Map<LeaseKey, Uni<Void>> acquiring = new java.util.concurrent.ConcurrentHashMap<>();
+
     /** The merged value of one key and everyone waiting for it to be written. */
     private static final class Batch {
         final Function<Object, Uni<Void>> write;
         Object value;
         final List<UniEmitter<? super Void>> waiters = new ArrayList<>(4);
+        Uni<Void> written;
 
         Batch(Function<Object, Uni<Void>> write, Object value) {
             this.write = write;
@@ -82,21 +91,37 @@ public final class BatchingStateStore implements StateStore {
         return Uni.createFrom().emitter(em -> {
             boolean schedule;
             synchronized (lock) {
-                Batch b = pending.get(key);
-                if (b == null) {
-                    b = new Batch(v -> write.apply((V) v), value);
-                    pending.put(key, b);
-                } else {
-                    b.value = merge.apply((V) b.value, value);
-                }
-                b.waiters.add(em);
-                schedule = !flushScheduled;
-                flushScheduled = true;
+                add(key, value, merge, write).waiters.add(em);
+                schedule = takeFlush();
             }
             if (schedule) {
-                scheduler.schedule(window, () -> flush().subscribe().with(v -> { }, t -> { }));
+                scheduleFlush();
             }
         });
+    }
+
+    @SuppressWarnings("unchecked")
+    private <V> Batch add(Object key, V value, java.util.function.BinaryOperator<V> merge,
+                          Function<V, Uni<Void>> write) {
+        Batch b = pending.get(key);
+        if (b == null) {
+            b = new Batch(v -> write.apply((V) v), value);
+            pending.put(key, b);
+        } else {
+            b.value = merge.apply((V) b.value, value);
+        }
+        return b;
+    }
+
+    /** True when the caller must schedule the next flush (under the lock). */
+    private boolean takeFlush() {
+        boolean schedule = !flushScheduled;
+        flushScheduled = true;
+        return schedule;
+    }
+
+    private void scheduleFlush() {
+        scheduler.schedule(window, () -> flush().subscribe().with(v -> { }, t -> { }));
     }
 
     /**
@@ -109,16 +134,22 @@ public final class BatchingStateStore implements StateStore {
             due = pending;
             pending = new LinkedHashMap<>();
             flushScheduled = false;
+            for (Map.Entry<Object, Batch> e : due.entrySet()) {
+                Batch b = e.getValue();
+                b.written = Uni.createFrom().deferred(() -> b.write.apply(b.value)).memoize().indefinitely();
+                if (e.getKey() instanceof LeaseKey lease) { // registered before the lock opens to a release
+                    acquiring.put(lease, b.written);
+                }
+            }
         }
         List<Uni<Void>> writes = new ArrayList<>(due.size());
-        for (Batch b : due.values()) {
-            Uni<Void> written;
-            try {
-                written = b.write.apply(b.value);
-            } catch (RuntimeException e) {
-                written = Uni.createFrom().failure(e);
-            }
-            Uni<Void> done = written.onItemOrFailure().invoke((v, t) -> b.waiters.forEach(w -> {
+        for (Map.Entry<Object, Batch> e : due.entrySet()) {
+            Batch b = e.getValue();
+            Uni<Void> done = b.written.onItemOrFailure().invoke((v, t) -> {
+                if (e.getKey() instanceof LeaseKey lease) {
+                    acquiring.remove(lease, b.written);
+                }
+            }).onItemOrFailure().invoke((v, t) -> b.waiters.forEach(w -> {
                 if (t == null) {
                     w.complete(null);
                 } else {
@@ -160,6 +191,61 @@ public final class BatchingStateStore implements StateStore {
             m.putAll(b);
             return m;
         }, m -> inner.putRouteBlobs(routeId, List.copyOf(m.values())));
+    }
+
+    // ---- leases: an acquire is accepted at once; one released before its batch is written is never written --------
+
+    /**
+     * Accepted at once (the request's release must not wait for the batch), written with the next batch unless the
+     * request ends first: then neither the acquire nor the release reaches the store. A request shorter than the
+     * window is therefore invisible to other instances' least-connections counts (this instance counts it locally).
+     */
+    @Override
+    public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
+        return Uni.createFrom().deferred(() -> {
+            boolean schedule;
+            synchronized (lock) {
+                add(new LeaseKey(routeId, leaseId), ttl, (older, newer) -> newer,
+                        t -> inner.acquireLease(routeId, leaseId, t));
+                schedule = takeFlush();
+            }
+            if (schedule) {
+                scheduleFlush();
+            }
+            return Uni.createFrom().voidItem();
+        });
+    }
+
+    /** A renewal of a lease still waiting in a batch only changes the TTL it will be written with. */
+    @Override
+    public Uni<Void> renewLease(String routeId, String leaseId, Duration ttl) {
+        return Uni.createFrom().deferred(() -> {
+            synchronized (lock) {
+                Batch b = pending.get(new LeaseKey(routeId, leaseId));
+                if (b != null) {
+                    b.value = ttl;
+                    return Uni.createFrom().voidItem();
+                }
+            }
+            return inner.renewLease(routeId, leaseId, ttl);
+        });
+    }
+
+    /** Cancels an acquire still in a batch; otherwise removes the lease once its acquire (if being written) landed. */
+    @Override
+    public Uni<Void> releaseLease(String routeId, String leaseId) {
+        return Uni.createFrom().deferred(() -> {
+            LeaseKey key = new LeaseKey(routeId, leaseId);
+            Uni<Void> landing;
+            synchronized (lock) {
+                if (pending.remove(key) != null) {
+                    return Uni.createFrom().voidItem();
+                }
+                landing = acquiring.get(key);
+            }
+            return landing == null ? inner.releaseLease(routeId, leaseId)
+                    : landing.onItemOrFailure().transformToUni((v, t) -> inner.releaseLease(routeId, leaseId));
+        });
     }
 
     // ---- everything else passes through ------------------------------------------------------------------------
@@ -217,21 +303,6 @@ public final class BatchingStateStore implements StateStore {
     @Override
     public Uni<Void> resetHealth(String routeId) {
         return inner.resetHealth(routeId);
-    }
-
-    @Override
-    public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
-        return inner.acquireLease(routeId, leaseId, ttl);
-    }
-
-    @Override
-    public Uni<Void> renewLease(String routeId, String leaseId, Duration ttl) {
-        return inner.renewLease(routeId, leaseId, ttl);
-    }
-
-    @Override
-    public Uni<Void> releaseLease(String routeId, String leaseId) {
-        return inner.releaseLease(routeId, leaseId);
     }
 
     @Override

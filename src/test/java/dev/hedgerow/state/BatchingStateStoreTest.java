@@ -56,22 +56,31 @@ class BatchingStateStoreTest extends StateStoreContract {
     }
 
     /** A batching store over an embedded one, on a fake clock, with every call to the inner store counted by name. */
+    @SuppressWarnings("unchecked")
     private final class Rig {
         final FakeScheduler scheduler = new FakeScheduler(ticker);
         final MemoryStateStore inner = new MemoryStateStore(ticker, TUNING);
         final Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
         final AtomicReference<RuntimeException> failWith = new AtomicReference<>();
+        /** Calls by method name that land only once the test completes the future. */
+        final Map<String, CompletableFuture<Void>> holds = new ConcurrentHashMap<>();
+        /** "name" when a call reaches the inner store, "name landed" when it is done there. */
+        final List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
         final BatchingStateStore batching = new BatchingStateStore((StateStore) Proxy.newProxyInstance(
                 StateStore.class.getClassLoader(), new Class<?>[]{StateStore.class}, (p, m, args) -> {
                     calls.computeIfAbsent(m.getName(), k -> new AtomicInteger()).incrementAndGet();
                     if (failWith.get() != null) {
                         return Uni.createFrom().failure(failWith.get());
                     }
-                    try {
-                        return m.invoke(inner, args);
-                    } catch (InvocationTargetException e) {
-                        throw e.getCause();
-                    }
+                    events.add(m.getName());
+                    CompletableFuture<Void> hold = holds.getOrDefault(m.getName(), CompletableFuture.completedFuture(null));
+                    return Uni.createFrom().completionStage(hold).flatMap(v -> {
+                        try {
+                            return (Uni<Object>) m.invoke(inner, args);
+                        } catch (InvocationTargetException | IllegalAccessException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }).invoke(v -> events.add(m.getName() + " landed"));
                 }), scheduler, WINDOW);
 
         int calls(String name) {
@@ -167,10 +176,49 @@ class BatchingStateStoreTest extends StateStoreContract {
         Rig rig = new Rig();
         String route = id("route");
         await(rig.batching.recordFailure(route, 1, LONG_WINDOW));
-        await(rig.batching.acquireLease(route, "l1", LONG_WINDOW));
         RouteSnapshot s = await(rig.batching.snapshot(List.of(route), LONG_WINDOW)).get(route);
         assertTrue(s.coolingDown());
-        assertEquals(1, s.inflight());
+        assertEquals(1, rig.calls("recordFailure"));
+    }
+
+    @Test
+    void aLeaseReleasedBeforeItsBatchIsWrittenNeverReachesTheStore() {
+        Rig rig = new Rig();
+        String route = id("route");
+        await(rig.batching.acquireLease(route, "short", LONG_WINDOW));
+        await(rig.batching.releaseLease(route, "short"));
+        rig.scheduler.advance(WINDOW);
+        assertEquals(0, rig.calls("acquireLease") + rig.calls("releaseLease"));
+        assertEquals(0, await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).inflight());
+    }
+
+    @Test
+    void aLeaseOutlivingItsBatchIsWrittenAndItsReleaseNeverOvertakesTheAcquire() {
+        Rig rig = new Rig();
+        String route = id("route");
+        await(rig.batching.acquireLease(route, "long", LONG_WINDOW));
+        await(rig.batching.renewLease(route, "long", LONG_WINDOW.multipliedBy(2)));
+        assertEquals(0, rig.calls("renewLease"), "a renewal while waiting only changes the TTL");
+        CompletableFuture<Void> acquireLands = new CompletableFuture<>();
+        rig.holds.put("acquireLease", acquireLands);
+        rig.scheduler.advance(WINDOW);
+        assertEquals(List.of("acquireLease"), rig.events, "the acquire is being written");
+
+        CompletableFuture<Void> released = rig.batching.releaseLease(route, "long").subscribeAsCompletionStage();
+        assertEquals(List.of("acquireLease"), rig.events, "the release waits for the acquire to land");
+        acquireLands.complete(null);
+        released.join();
+        assertEquals(List.of("acquireLease", "acquireLease landed", "releaseLease", "releaseLease landed"),
+                rig.events);
+        assertEquals(0, await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).inflight());
+
+        await(rig.batching.acquireLease(route, "next", LONG_WINDOW));
+        rig.holds.clear();
+        rig.scheduler.advance(WINDOW);
+        assertEquals(1, await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).inflight());
+        await(rig.batching.releaseLease(route, "next"));
+        assertEquals(0, await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).inflight(),
+                "a release after the acquire landed goes straight to the store");
     }
 
     @Test
