@@ -370,6 +370,13 @@ class InfraManifestsTest {
     }
 
     @Test
+    void samFunctionsWriteSharedStateAtOnceSinceLambdaFreezesThemBetweenInvocations() {
+        for (String fn : List.of("GatewayFunction", "ProberFunction", "ConsoleFunction")) {
+            assertEquals("0s", samEnv(fn).get("HEDGEROW_STATE_WRITE_BATCH").asText(), fn);
+        }
+    }
+
+    @Test
     void samTakesEveryKeyItsCatalogReferencesFromSecretsManager() {
         String catalog;
         try {
