@@ -12,6 +12,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BinaryOperator;
 import java.util.function.Function;
 
 /**
@@ -70,7 +72,7 @@ public final class BatchingStateStore implements StateStore {
     }
 
     /** Lease acquires being written: a release of one waits for it, so Redis never sees the release first. */
-    private final Map<LeaseKey, Uni<Void>> acquiring = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<LeaseKey, Uni<Void>> acquiring = new ConcurrentHashMap<>();
 
     /** The merged value of one key and everyone waiting for it to be written. */
     private static final class Batch {
@@ -85,8 +87,7 @@ public final class BatchingStateStore implements StateStore {
         }
     }
 
-    @SuppressWarnings("unchecked")
-    private <V> Uni<Void> merged(Object key, V value, java.util.function.BinaryOperator<V> merge,
+    private <V> Uni<Void> merged(Object key, V value, BinaryOperator<V> merge,
                                  Function<V, Uni<Void>> write) {
         return Uni.createFrom().emitter(em -> {
             boolean schedule;
@@ -101,7 +102,7 @@ public final class BatchingStateStore implements StateStore {
     }
 
     @SuppressWarnings("unchecked")
-    private <V> Batch add(Object key, V value, java.util.function.BinaryOperator<V> merge,
+    private <V> Batch add(Object key, V value, BinaryOperator<V> merge,
                           Function<V, Uni<Void>> write) {
         Batch b = pending.get(key);
         if (b == null) {
@@ -125,8 +126,8 @@ public final class BatchingStateStore implements StateStore {
     }
 
     /**
-     * Writes every pending batch now (one store call per key); the result completes when all of them are written and
-     * fails with the first failure (each batch's waiters get their own batch's outcome either way).
+     * Writes every pending batch now (one store call per key); the result completes when all of them are written, and
+     * fails if any failed (each batch's waiters get their own batch's outcome either way).
      */
     public Uni<Void> flush() {
         Map<Object, Batch> due;
