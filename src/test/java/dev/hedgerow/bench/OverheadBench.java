@@ -173,12 +173,15 @@ final class OverheadBench {
 
     private static void measure(Load load, Target t, double rate, double phase, int satC, int streamC) {
         double cpu0 = t.proc == null ? 0 : t.proc.cpuSeconds();
+        long faults0 = t.proc == null ? 0 : t.proc.majorFaults();
         Load.Result fixed = load.openLoop(i -> req(t, NONSTREAM, false, i), rate, phase, false);
         double cpu1 = t.proc == null ? 0 : t.proc.cpuSeconds();
+        long faults = t.proc == null ? 0 : t.proc.majorFaults() - faults0;
         t.fixed.add(fixed.latency);
         t.roundP99.add(ms(p(fixed.latency, 99)));
         System.out.println("  " + t.name + " fixed rate: p50 " + ms(p(fixed.latency, 50)) + " ms, p99 "
-                + ms(p(fixed.latency, 99)) + " ms, p99.9 " + ms(p(fixed.latency, 99.9)) + " ms");
+                + ms(p(fixed.latency, 99)) + " ms, p99.9 " + ms(p(fixed.latency, 99.9)) + " ms, major faults "
+                + faults);
         t.fixedCount += fixed.ok.get();
         t.errors += fixed.failed.get();
         t.cpuFixed += cpu1 - cpu0;

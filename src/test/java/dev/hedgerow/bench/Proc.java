@@ -121,13 +121,24 @@ final class Proc implements AutoCloseable {
 
     /** User + system CPU time of the process so far, in seconds (from /proc/PID/stat). */
     double cpuSeconds() {
+        String[] f = stat();
+        // fields after the comm: state(0) ... utime is field 14 overall = index 11 here, stime 12
+        return f == null ? Double.NaN : (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) CLK_TCK;
+    }
+
+    /** Major page faults so far (a page read back from its file: the process touched memory the kernel had dropped). */
+    long majorFaults() {
+        String[] f = stat();
+        return f == null ? -1 : Long.parseLong(f[9]); // majflt is field 12 overall
+    }
+
+    /** /proc/PID/stat's fields after the command name, or null when the process is gone. */
+    private String[] stat() {
         try {
             String stat = Files.readString(Path.of("/proc/" + pid() + "/stat"));
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            // fields after the comm: state(0) ... utime is field 14 overall = index 11 here, stime 12
-            return (Long.parseLong(f[11]) + Long.parseLong(f[12])) / (double) CLK_TCK;
+            return stat.substring(stat.lastIndexOf(')') + 2).split(" ");
         } catch (IOException e) {
-            return Double.NaN;
+            return null;
         }
     }
 
