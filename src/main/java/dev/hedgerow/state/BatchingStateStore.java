@@ -6,12 +6,10 @@ import io.smallrye.mutiny.subscription.UniEmitter;
 
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BinaryOperator;
 import java.util.function.Function;
@@ -33,8 +31,7 @@ import java.util.function.Function;
  *
  * <p>Thread-safe: pending batches are guarded by one lock held only to merge or to swap the batch map.
  */
-public final class BatchingStateStore implements StateStore {
-    private final StateStore inner;
+public final class BatchingStateStore extends ForwardingStateStore {
     private final Scheduler scheduler;
     private final Duration window;
     private final Object lock = new Object();
@@ -43,17 +40,12 @@ public final class BatchingStateStore implements StateStore {
 
     /** @param window how long a write may wait to be merged with later ones; must be positive */
     public BatchingStateStore(StateStore inner, Scheduler scheduler, Duration window) {
-        this.inner = Objects.requireNonNull(inner, "inner");
+        super(inner);
         this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
         if (window.isNegative() || window.isZero()) {
             throw new IllegalArgumentException("window must be positive: " + window);
         }
         this.window = window;
-    }
-
-    /** The store behind the batches. */
-    public StateStore inner() {
-        return inner;
     }
 
     private record CountKey(String orgId, Duration window) {
@@ -249,120 +241,4 @@ public final class BatchingStateStore implements StateStore {
         });
     }
 
-    // ---- everything else passes through ------------------------------------------------------------------------
-
-    @Override
-    public Uni<Map<String, Long>> catalogVersions() {
-        return inner.catalogVersions();
-    }
-
-    @Override
-    public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
-        return inner.orgCatalog(orgId);
-    }
-
-    @Override
-    public Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion) {
-        return inner.putOrgCatalog(orgId, doc, expectedVersion);
-    }
-
-    @Override
-    public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
-        return inner.snapshot(routeIds, usageWindow);
-    }
-
-    @Override
-    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
-        return inner.recordFailure(routeId, maxFails, failTimeout);
-    }
-
-    @Override
-    public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
-        return inner.recordSuccess(routeId, maxFails, failTimeout);
-    }
-
-    @Override
-    public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
-        return inner.tryAcquireProbe(routeId, maxFails, ttl, owner);
-    }
-
-    @Override
-    public Uni<Void> releaseProbe(String routeId, String owner) {
-        return inner.releaseProbe(routeId, owner);
-    }
-
-    @Override
-    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-        return inner.holdRetryAfter(routeId, wait);
-    }
-
-    @Override
-    public Uni<Long> cooldownRemainingMillis(String routeId) {
-        return inner.cooldownRemainingMillis(routeId);
-    }
-
-    @Override
-    public Uni<Void> resetHealth(String routeId) {
-        return inner.resetHealth(routeId);
-    }
-
-    @Override
-    public Uni<Long> nextCursor(String orgId, String alias) {
-        return inner.nextCursor(orgId, alias);
-    }
-
-    @Override
-    public Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window) {
-        return inner.hedgeBudget(orgId, spend, ratio, minPerWindow, window);
-    }
-
-    @Override
-    public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
-        return inner.appendAudit(orgId, event, maxLen);
-    }
-
-    @Override
-    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
-        return inner.readAudit(orgId, limit);
-    }
-
-    @Override
-    public Uni<Map<String, UsageSample>> ledger(String orgId) {
-        return inner.ledger(orgId);
-    }
-
-    @Override
-    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
-        return inner.affinity(orgId, prefixHashes);
-    }
-
-    @Override
-    public Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl) {
-        return inner.putAffinity(orgId, prefixHashes, routeId, ttl);
-    }
-
-    @Override
-    public Uni<Optional<String>> getOrgBlob(String orgId, String name) {
-        return inner.getOrgBlob(orgId, name);
-    }
-
-    @Override
-    public Uni<Void> putOrgBlob(String orgId, String name, String value, Duration ttl) {
-        return inner.putOrgBlob(orgId, name, value, ttl);
-    }
-
-    @Override
-    public Uni<Boolean> tryLock(String name, String owner, Duration ttl) {
-        return inner.tryLock(name, owner, ttl);
-    }
-
-    @Override
-    public Uni<Void> unlock(String name, String owner) {
-        return inner.unlock(name, owner);
-    }
-
-    @Override
-    public Uni<Boolean> ping() {
-        return inner.ping();
-    }
 }

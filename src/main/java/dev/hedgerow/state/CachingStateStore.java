@@ -11,7 +11,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -33,11 +32,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * for are swept once there are more than {@value #SWEEP_AT}. Thread-safe: entries are immutable and replaced whole;
  * per-route local counters are atomic or guarded by their own lock.
  */
-public final class CachingStateStore implements StateStore {
+public final class CachingStateStore extends ForwardingStateStore {
     /** Entries kept before a sweep drops the stale ones (routes removed from the catalog leave theirs behind). */
     private static final int SWEEP_AT = 4096;
 
-    private final StateStore inner;
     private final long maxAgeNanos;
     private final Ticker ticker;
     /** By route id: one copy per route (read with its group's usage window; another window reads again). */
@@ -48,17 +46,12 @@ public final class CachingStateStore implements StateStore {
      * @param maxAge longest reuse of a snapshot; must be positive (a zero max-age means: do not wrap the store)
      */
     public CachingStateStore(StateStore inner, Duration maxAge, Ticker ticker) {
-        this.inner = Objects.requireNonNull(inner, "inner");
+        super(inner);
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         if (maxAge.isNegative() || maxAge.isZero()) {
             throw new IllegalArgumentException("maxAge must be positive: " + maxAge);
         }
         this.maxAgeNanos = maxAge.toNanos();
-    }
-
-    /** The store behind the cache. */
-    public StateStore inner() {
-        return inner;
     }
 
     /** A snapshot as read, with what this instance had counted locally when the read started. */
@@ -190,11 +183,6 @@ public final class CachingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Long> cooldownRemainingMillis(String routeId) {
-        return inner.cooldownRemainingMillis(routeId);
-    }
-
-    @Override
     public Uni<Void> resetHealth(String routeId) {
         return invalidating(routeId, inner.resetHealth(routeId));
     }
@@ -244,11 +232,6 @@ public final class CachingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> renewLease(String routeId, String leaseId, Duration ttl) {
-        return inner.renewLease(routeId, leaseId, ttl);
-    }
-
-    @Override
     public Uni<Void> releaseLease(String routeId, String leaseId) {
         return Uni.createFrom().deferred(() -> {
             local(routeId).leases.decrementAndGet();
@@ -264,90 +247,4 @@ public final class CachingStateStore implements StateStore {
         });
     }
 
-    // ---- everything else passes through ----------------------------------------------------------------------------
-
-    @Override
-    public Uni<Map<String, Long>> catalogVersions() {
-        return inner.catalogVersions();
-    }
-
-    @Override
-    public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
-        return inner.orgCatalog(orgId);
-    }
-
-    @Override
-    public Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion) {
-        return inner.putOrgCatalog(orgId, doc, expectedVersion);
-    }
-
-    @Override
-    public Uni<Long> nextCursor(String orgId, String alias) {
-        return inner.nextCursor(orgId, alias);
-    }
-
-    @Override
-    public Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window) {
-        return inner.hedgeBudget(orgId, spend, ratio, minPerWindow, window);
-    }
-
-    @Override
-    public Uni<Void> countRequests(String orgId, long n, Duration window) {
-        return inner.countRequests(orgId, n, window);
-    }
-
-    @Override
-    public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
-        return inner.appendAudit(orgId, event, maxLen);
-    }
-
-    @Override
-    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
-        return inner.readAudit(orgId, limit);
-    }
-
-    @Override
-    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
-        return inner.addLedger(orgId, alias, sample);
-    }
-
-    @Override
-    public Uni<Map<String, UsageSample>> ledger(String orgId) {
-        return inner.ledger(orgId);
-    }
-
-    @Override
-    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
-        return inner.affinity(orgId, prefixHashes);
-    }
-
-    @Override
-    public Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl) {
-        return inner.putAffinity(orgId, prefixHashes, routeId, ttl);
-    }
-
-    @Override
-    public Uni<Optional<String>> getOrgBlob(String orgId, String name) {
-        return inner.getOrgBlob(orgId, name);
-    }
-
-    @Override
-    public Uni<Void> putOrgBlob(String orgId, String name, String value, Duration ttl) {
-        return inner.putOrgBlob(orgId, name, value, ttl);
-    }
-
-    @Override
-    public Uni<Boolean> tryLock(String name, String owner, Duration ttl) {
-        return inner.tryLock(name, owner, ttl);
-    }
-
-    @Override
-    public Uni<Void> unlock(String name, String owner) {
-        return inner.unlock(name, owner);
-    }
-
-    @Override
-    public Uni<Boolean> ping() {
-        return inner.ping();
-    }
 }

@@ -1,10 +1,8 @@
 package dev.hedgerow.state;
 
 import dev.hedgerow.time.FakeScheduler;
-import dev.hedgerow.time.FakeTicker;
 import dev.hedgerow.time.Scheduler;
 import io.smallrye.mutiny.Uni;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.lang.reflect.InvocationTargetException;
@@ -28,31 +26,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * write stored), then batching itself on a fake scheduler: writes within a window become one store call per key with
  * the merged value, each caller's Uni completes only once that call is done, and a failed batch fails its callers.
  */
-class BatchingStateStoreTest extends StateStoreContract {
+class BatchingStateStoreTest extends FakeTimeStoreContract {
     static final Duration WINDOW = Duration.ofMillis(20);
     static final Duration LONG_WINDOW = Duration.ofSeconds(60);
 
-    private FakeTicker ticker;
-    private StateStore store;
-
-    @BeforeEach
-    void fresh() {
-        ticker = new FakeTicker();
+    @Override
+    protected StateStore build() {
         Scheduler now = (delay, task) -> {
             task.run();
             return () -> { };
         };
-        store = new BatchingStateStore(new MemoryStateStore(ticker, TUNING), now, WINDOW);
-    }
-
-    @Override
-    protected StateStore store() {
-        return store;
-    }
-
-    @Override
-    protected void advance(Duration d) {
-        ticker.advance(d);
+        return new BatchingStateStore(new MemoryStateStore(ticker, TUNING), now, WINDOW);
     }
 
     /** A batching store over an embedded one, on a fake clock, with every call to the inner store counted by name. */

@@ -1,8 +1,6 @@
 package dev.hedgerow.state;
 
-import dev.hedgerow.time.FakeTicker;
 import io.smallrye.mutiny.Uni;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.lang.reflect.InvocationTargetException;
@@ -24,30 +22,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * another instance's writes are seen after at most max-age, this instance's own at once, and a read that raced one
  * of this instance's health writes is never kept.
  */
-class CachingStateStoreTest extends StateStoreContract {
+class CachingStateStoreTest extends FakeTimeStoreContract {
     static final Duration MAX_AGE = Duration.ofMillis(50);
     static final Duration WINDOW = Duration.ofSeconds(10);
 
-    private FakeTicker ticker;
-    private MemoryStateStore shared;
+    private final MemoryStateStore shared = new MemoryStateStore(ticker, TUNING);
     private final AtomicInteger sharedReads = new AtomicInteger();
-    private CachingStateStore store;
-
-    @BeforeEach
-    void fresh() {
-        ticker = new FakeTicker();
-        shared = new MemoryStateStore(ticker, TUNING);
-        store = new CachingStateStore(counting(shared, sharedReads, null), MAX_AGE, ticker);
-    }
 
     @Override
-    protected StateStore store() {
-        return store;
-    }
-
-    @Override
-    protected void advance(Duration d) {
-        ticker.advance(d);
+    protected StateStore build() {
+        return new CachingStateStore(counting(shared, sharedReads, null), MAX_AGE, ticker);
     }
 
     /**
@@ -85,30 +69,30 @@ class CachingStateStoreTest extends StateStoreContract {
     void aCopyIsReusedUntilMaxAgeAndAnotherInstancesWriteIsSeenAfterIt() {
         String r = id("route");
         CachingStateStore other = new CachingStateStore(shared, MAX_AGE, ticker);
-        assertFalse(read(store, r).coolingDown());
+        assertFalse(read(store(), r).coolingDown());
         assertEquals(1, sharedReads.get());
 
         await(other.recordFailure(r, 1, Duration.ofSeconds(30)));
         assertTrue(read(other, r).coolingDown(), "the writing instance sees its own verdict at once");
         ticker.advance(MAX_AGE.minusMillis(1));
-        assertFalse(read(store, r).coolingDown(), "inside max-age this instance ranks on its copy");
+        assertFalse(read(store(), r).coolingDown(), "inside max-age this instance ranks on its copy");
         assertEquals(1, sharedReads.get(), "a reuse reads nothing from the shared store");
 
         ticker.advance(Duration.ofMillis(1));
-        assertTrue(read(store, r).coolingDown(), "at max-age the copy is read again");
+        assertTrue(read(store(), r).coolingDown(), "at max-age the copy is read again");
         assertEquals(2, sharedReads.get());
     }
 
     @Test
     void ownHealthWritesDropTheCopy() {
         String r = id("route");
-        read(store, r);
-        await(store.recordFailure(r, 1, Duration.ofSeconds(30)));
-        assertTrue(read(store, r).coolingDown());
-        await(store.resetHealth(r));
-        assertFalse(read(store, r).coolingDown());
-        await(store.holdRetryAfter(r, Duration.ofSeconds(5)));
-        assertTrue(read(store, r).retryAfterMillis() > 0);
+        read(store(), r);
+        await(store().recordFailure(r, 1, Duration.ofSeconds(30)));
+        assertTrue(read(store(), r).coolingDown());
+        await(store().resetHealth(r));
+        assertFalse(read(store(), r).coolingDown());
+        await(store().holdRetryAfter(r, Duration.ofSeconds(5)));
+        assertTrue(read(store(), r).retryAfterMillis() > 0);
         assertEquals(4, sharedReads.get(), "each health write made the next ranking read again");
     }
 
@@ -117,23 +101,23 @@ class CachingStateStoreTest extends StateStoreContract {
         String r = id("route");
         CachingStateStore other = new CachingStateStore(shared, MAX_AGE, ticker);
         await(other.acquireLease(r, "theirs", Duration.ofSeconds(30)));
-        assertEquals(1, read(store, r).inflight());
+        assertEquals(1, read(store(), r).inflight());
 
-        await(store.acquireLease(r, "mine", Duration.ofSeconds(30)));
-        await(store.addUsage(r, new UsageSample(10, 5, 0.5), WINDOW));
-        await(store.putRouteBlob(r, "standing", "suspended", null));
-        RouteSnapshot s = read(store, r);
+        await(store().acquireLease(r, "mine", Duration.ofSeconds(30)));
+        await(store().addUsage(r, new UsageSample(10, 5, 0.5), WINDOW));
+        await(store().putRouteBlob(r, "standing", "suspended", null));
+        RouteSnapshot s = read(store(), r);
         assertEquals(2, s.inflight(), "the other instance's lease from the copy, this one's added");
         assertEquals(new UsageSample(10, 5, 0.5), s.usage());
         assertEquals("suspended", s.blob("standing").orElseThrow());
         assertEquals(1, sharedReads.get(), "all from the copy");
 
-        await(store.releaseLease(r, "mine"));
-        assertEquals(1, read(store, r).inflight());
+        await(store().releaseLease(r, "mine"));
+        assertEquals(1, read(store(), r).inflight());
         await(other.putRouteBlob(r, "standing", "good", null));
-        assertEquals("suspended", read(store, r).blob("standing").orElseThrow(), "theirs: after max-age");
+        assertEquals("suspended", read(store(), r).blob("standing").orElseThrow(), "theirs: after max-age");
         ticker.advance(MAX_AGE);
-        s = read(store, r);
+        s = read(store(), r);
         assertEquals("good", s.blob("standing").orElseThrow());
         assertEquals(1, s.inflight());
         assertEquals(new UsageSample(10, 5, 0.5), s.usage(), "counted once, not copy plus local");
@@ -158,8 +142,8 @@ class CachingStateStoreTest extends StateStoreContract {
     @Test
     void aReadWithAnotherUsageWindowReadsAgain() {
         String r = id("route");
-        read(store, r);
-        await(store.snapshot(List.of(r), Duration.ofMinutes(1)));
+        read(store(), r);
+        await(store().snapshot(List.of(r), Duration.ofMinutes(1)));
         assertEquals(2, sharedReads.get());
     }
 
