@@ -410,10 +410,9 @@ public final class AdminService {
      * @param headers request headers, lower-cased names, credentials removed
      */
     public Uni<ObjectNode> explain(Org org, byte[] body, Map<String, String> headers) {
-        // the alias the gateway would route: the org's alias header when it has one, else the body's model
-        String header = org.routing().aliasHeader();
-        String routed = header == null ? null : headers.get(header.toLowerCase(Locale.ROOT));
-        ChatRequest chat = ChatRequest.parse(body, routed == null || routed.isBlank() ? null : routed.trim());
+        // the alias the gateway would route (explain has no path alias): the org's alias header, else the body's model
+        ChatRequest chat = ChatRequest.parse(body,
+                org.routing().routedAlias(null, name -> headers.get(name.toLowerCase(Locale.ROOT))));
         String alias = chat.model();
         if (alias == null || org.routesOf(alias).isEmpty()) {
             throw new RequestException(ApiError.modelNotFound(String.valueOf(alias)));

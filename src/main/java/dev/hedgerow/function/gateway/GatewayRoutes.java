@@ -155,7 +155,8 @@ public final class GatewayRoutes {
             if (b == null || b.length() == 0) {
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
-            ChatRequest chat = ChatRequest.parse(b.getBytes(), routedAlias(org, httpReq, pathAlias));
+            ChatRequest chat = ChatRequest.parse(b.getBytes(),
+                    org.routing().routedAlias(pathAlias, httpReq::getHeader));
             alias = chat.model();
             if (org.routesOf(alias).isEmpty()) {
                 ApiError err = ApiError.modelNotFound(alias);
@@ -185,19 +186,6 @@ public final class GatewayRoutes {
                     .with(v -> { }, t -> { });
             JsonReplies.error(resp, e.error());
         }
-    }
-
-    /**
-     * The alias named by the org's routing rules (Kong's {@code config.route.model}), or null when only the body's
-     * {@code model} counts: the path's alias, else the org's alias header.
-     */
-    static String routedAlias(Org org, HttpServerRequest req, String pathAlias) {
-        if (pathAlias != null) {
-            return pathAlias;
-        }
-        String header = org.routing().aliasHeader();
-        String value = header == null ? null : req.getHeader(header);
-        return value == null || value.isBlank() ? null : value.trim();
     }
 
     /** A bug met by one request ends that request with a 500 envelope; it must never leave the client hanging. */
