@@ -50,7 +50,8 @@ import java.util.function.ToIntFunction;
  * Thread-safe; a round's work is independent of any other.
  */
 public final class Prober {
-    static final String LOCK = "prober-round";
+    /** The fleet-wide lock one round holds (one prober round at a time across every instance). */
+    public static final String LOCK = "prober-round";
 
     /** The ports and state a prober works with. */
     public record Deps(StateStore store, Supplier<Catalog> catalog, LearnedModels models,

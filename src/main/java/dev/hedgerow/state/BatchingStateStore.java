@@ -71,7 +71,6 @@ public final class BatchingStateStore extends ForwardingStateStore {
         final Function<Object, Uni<Void>> write;
         Object value;
         final List<UniEmitter<? super Void>> waiters = new ArrayList<>(4);
-        Uni<Void> written;
 
         Batch(Function<Object, Uni<Void>> write, Object value) {
             this.write = write;
@@ -79,42 +78,36 @@ public final class BatchingStateStore extends ForwardingStateStore {
         }
     }
 
-    private <V> Uni<Void> merged(Object key, V value, BinaryOperator<V> merge,
-                                 Function<V, Uni<Void>> write) {
-        return Uni.createFrom().emitter(em -> {
-            boolean schedule;
-            synchronized (lock) {
-                add(key, value, merge, write).waiters.add(em);
-                schedule = takeFlush();
-            }
-            if (schedule) {
-                scheduleFlush();
-            }
-        });
+    /** A write that completes when its batch is stored. */
+    private <V> Uni<Void> merged(Object key, V value, BinaryOperator<V> merge, Function<V, Uni<Void>> write) {
+        return Uni.createFrom().emitter(em -> enqueue(key, value, merge, write, em));
     }
 
+    /**
+     * Merges {@code value} into the key's pending batch (a new one when there is none), adds {@code waiter} (null: no
+     * one waits) and makes sure a flush is scheduled.
+     */
     @SuppressWarnings("unchecked")
-    private <V> Batch add(Object key, V value, BinaryOperator<V> merge,
-                          Function<V, Uni<Void>> write) {
-        Batch b = pending.get(key);
-        if (b == null) {
-            b = new Batch(v -> write.apply((V) v), value);
-            pending.put(key, b);
-        } else {
-            b.value = merge.apply((V) b.value, value);
+    private <V> void enqueue(Object key, V value, BinaryOperator<V> merge, Function<V, Uni<Void>> write,
+                             UniEmitter<? super Void> waiter) {
+        boolean schedule;
+        synchronized (lock) {
+            Batch b = pending.get(key);
+            if (b == null) {
+                b = new Batch(v -> write.apply((V) v), value);
+                pending.put(key, b);
+            } else {
+                b.value = merge.apply((V) b.value, value);
+            }
+            if (waiter != null) {
+                b.waiters.add(waiter);
+            }
+            schedule = !flushScheduled;
+            flushScheduled = true;
         }
-        return b;
-    }
-
-    /** True when the caller must schedule the next flush (under the lock). */
-    private boolean takeFlush() {
-        boolean schedule = !flushScheduled;
-        flushScheduled = true;
-        return schedule;
-    }
-
-    private void scheduleFlush() {
-        scheduler.schedule(window, () -> flush().subscribe().with(v -> { }, t -> { }));
+        if (schedule) {
+            scheduler.schedule(window, () -> flush().subscribe().with(v -> { }, t -> { }));
+        }
     }
 
     /**
@@ -122,36 +115,32 @@ public final class BatchingStateStore extends ForwardingStateStore {
      * fails if any failed (each batch's waiters get their own batch's outcome either way).
      */
     public Uni<Void> flush() {
-        Map<Object, Batch> due;
+        List<Uni<Void>> writes = new ArrayList<>();
         synchronized (lock) {
-            due = pending;
+            for (Map.Entry<Object, Batch> e : pending.entrySet()) {
+                Batch b = e.getValue();
+                Uni<Void> stored = Uni.createFrom().deferred(() -> b.write.apply(b.value)).memoize().indefinitely();
+                LeaseKey lease = e.getKey() instanceof LeaseKey k ? k : null;
+                if (lease != null) { // registered before the lock opens to a release
+                    acquiring.put(lease, stored);
+                }
+                writes.add(stored.onItemOrFailure().invoke((v, t) -> {
+                    if (lease != null) {
+                        acquiring.remove(lease, stored);
+                    }
+                    b.waiters.forEach(w -> {
+                        if (t == null) {
+                            w.complete(null);
+                        } else {
+                            w.fail(t);
+                        }
+                    });
+                }).memoize().indefinitely());
+            }
             pending = new LinkedHashMap<>();
             flushScheduled = false;
-            for (Map.Entry<Object, Batch> e : due.entrySet()) {
-                Batch b = e.getValue();
-                b.written = Uni.createFrom().deferred(() -> b.write.apply(b.value)).memoize().indefinitely();
-                if (e.getKey() instanceof LeaseKey lease) { // registered before the lock opens to a release
-                    acquiring.put(lease, b.written);
-                }
-            }
         }
-        List<Uni<Void>> writes = new ArrayList<>(due.size());
-        for (Map.Entry<Object, Batch> e : due.entrySet()) {
-            Batch b = e.getValue();
-            Uni<Void> done = b.written.onItemOrFailure().invoke((v, t) -> {
-                if (e.getKey() instanceof LeaseKey lease) {
-                    acquiring.remove(lease, b.written);
-                }
-            }).onItemOrFailure().invoke((v, t) -> b.waiters.forEach(w -> {
-                if (t == null) {
-                    w.complete(null);
-                } else {
-                    w.fail(t);
-                }
-            })).memoize().indefinitely();
-            done.subscribe().with(v -> { }, t -> { });
-            writes.add(done);
-        }
+        writes.forEach(w -> w.subscribe().with(v -> { }, t -> { }));
         return writes.isEmpty() ? Uni.createFrom().voidItem()
                 : Uni.join().all(writes).andCollectFailures().replaceWithVoid();
     }
@@ -195,17 +184,10 @@ public final class BatchingStateStore extends ForwardingStateStore {
      */
     @Override
     public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
-        return Uni.createFrom().deferred(() -> {
-            boolean schedule;
-            synchronized (lock) {
-                add(new LeaseKey(routeId, leaseId), ttl, (older, newer) -> newer,
-                        t -> inner.acquireLease(routeId, leaseId, t));
-                schedule = takeFlush();
-            }
-            if (schedule) {
-                scheduleFlush();
-            }
-            return Uni.createFrom().voidItem();
+        return Uni.createFrom().item(() -> {
+            enqueue(new LeaseKey(routeId, leaseId), ttl, (older, newer) -> newer,
+                    t -> inner.acquireLease(routeId, leaseId, t), null);
+            return null;
         });
     }
 

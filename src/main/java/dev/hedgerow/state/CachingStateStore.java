@@ -54,9 +54,12 @@ public final class CachingStateStore extends ForwardingStateStore {
         this.maxAgeNanos = maxAge.toNanos();
     }
 
-    /** A snapshot as read, with what this instance had counted locally when the read started. */
-    private record Entry(RouteSnapshot snap, long windowMillis, long readNanos, long generation, long leasesAtRead,
-                         UsageSample usageAtRead) {
+    /** What this instance had done to a route when a read of it started: the read includes it, later effects not. */
+    private record Ticket(long windowMillis, long readNanos, long generation, long leases, UsageSample usage) {
+    }
+
+    /** A snapshot as read, with its ticket. */
+    private record Entry(RouteSnapshot snap, Ticket at) {
     }
 
     /** This instance's own effects on one route since start: health-write generation, live leases, usage added. */
@@ -89,8 +92,8 @@ public final class CachingStateStore extends ForwardingStateStore {
         for (String id : routeIds) {
             Entry e = entries.get(id);
             Local l = local(id);
-            if (e != null && e.windowMillis == window && now - e.readNanos < maxAgeNanos
-                    && e.generation == l.generation.get()) {
+            if (e != null && e.at.windowMillis == window && now - e.at.readNanos < maxAgeNanos
+                    && e.at.generation == l.generation.get()) {
                 out.put(id, adjusted(e, l));
             } else {
                 missing.add(id);
@@ -99,11 +102,10 @@ public final class CachingStateStore extends ForwardingStateStore {
         if (missing.isEmpty()) {
             return Uni.createFrom().item(out);
         }
-        Map<String, Entry> started = new HashMap<>();
+        Map<String, Ticket> started = new HashMap<>();
         for (String id : missing) {
             Local l = local(id);
-            // what this instance had done before the read: the read includes it, later local effects are added
-            started.put(id, new Entry(null, window, now, l.generation.get(), l.leases.get(), l.usage()));
+            started.put(id, new Ticket(window, now, l.generation.get(), l.leases.get(), l.usage()));
         }
         return inner.snapshot(missing, usageWindow).map(read -> {
             if (entries.size() > SWEEP_AT) {
@@ -122,32 +124,30 @@ public final class CachingStateStore extends ForwardingStateStore {
         });
     }
 
-    private void keep(String id, RouteSnapshot snap, Entry started) {
-        if (local(id).generation.get() == started.generation) {
-            entries.put(id, new Entry(snap, started.windowMillis, started.readNanos, started.generation,
-                    started.leasesAtRead, started.usageAtRead));
+    /** Keeps a read unless a health write of the route completed meanwhile (then it could never be served). */
+    private void keep(String id, RouteSnapshot snap, Ticket at) {
+        if (local(id).generation.get() == at.generation) {
+            entries.put(id, new Entry(snap, at));
         }
     }
 
     /** The cached snapshot plus this instance's leases and usage since it was read. */
     private static RouteSnapshot adjusted(Entry e, Local l) {
         RouteSnapshot s = e.snap;
-        long leaseDelta = l.leases.get() - e.leasesAtRead;
+        long leaseDelta = l.leases.get() - e.at.leases;
         UsageSample now = l.usage();
-        UsageSample usage = now == e.usageAtRead ? s.usage() : new UsageSample(
-                s.usage().promptTokens() + now.promptTokens() - e.usageAtRead.promptTokens(),
-                s.usage().completionTokens() + now.completionTokens() - e.usageAtRead.completionTokens(),
-                s.usage().cost() + now.cost() - e.usageAtRead.cost());
-        if (leaseDelta == 0 && usage == s.usage()) {
+        if (leaseDelta == 0 && now == e.at.usage) {
             return s;
         }
-        int inflight = (int) Math.max(0, s.inflight() + leaseDelta);
-        return new RouteSnapshot(s.routeId(), s.coolingDown(), s.cooldownRemainingMillis(), s.fails(),
-                s.probeTaken(), s.retryAfterMillis(), inflight, usage, s.blobs());
+        UsageSample usage = now == e.at.usage ? s.usage() : new UsageSample(
+                s.usage().promptTokens() + now.promptTokens() - e.at.usage.promptTokens(),
+                s.usage().completionTokens() + now.completionTokens() - e.at.usage.completionTokens(),
+                s.usage().cost() + now.cost() - e.at.usage.cost());
+        return s.withLoad((int) Math.max(0, s.inflight() + leaseDelta), usage);
     }
 
     private void sweep(long now) {
-        entries.entrySet().removeIf(x -> now - x.getValue().readNanos >= maxAgeNanos);
+        entries.entrySet().removeIf(x -> now - x.getValue().at.readNanos >= maxAgeNanos);
     }
 
     /** Drops the route's copies once {@code write} has completed (or failed: the store may have applied it). */
@@ -208,17 +208,11 @@ public final class CachingStateStore extends ForwardingStateStore {
         if (!l.generation.compareAndSet(before, before + 1)) {
             return; // another write moved the generation: the copies are dropped anyway
         }
-        entries.computeIfPresent(routeId, (k, e) -> {
-            if (e.generation != before) {
-                return e;
-            }
-            Map<String, String> merged = new HashMap<>(e.snap.blobs());
-            blobs.forEach(b -> merged.put(b.name(), b.value()));
-            RouteSnapshot s = e.snap;
-            return new Entry(new RouteSnapshot(s.routeId(), s.coolingDown(), s.cooldownRemainingMillis(), s.fails(),
-                    s.probeTaken(), s.retryAfterMillis(), s.inflight(), s.usage(), Map.copyOf(merged)),
-                    e.windowMillis, e.readNanos, before + 1, e.leasesAtRead, e.usageAtRead);
-        });
+        Map<String, String> written = new HashMap<>();
+        blobs.forEach(b -> written.put(b.name(), b.value()));
+        entries.computeIfPresent(routeId, (k, e) -> e.at.generation != before ? e
+                : new Entry(e.snap.withBlobs(written), new Ticket(e.at.windowMillis, e.at.readNanos, before + 1,
+                        e.at.leases, e.at.usage)));
     }
 
     // ---- leases and usage: counted locally as they are written -----------------------------------------------------

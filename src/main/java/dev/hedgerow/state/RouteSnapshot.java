@@ -1,5 +1,6 @@
 package dev.hedgerow.state;
 
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 
@@ -24,5 +25,19 @@ public record RouteSnapshot(String routeId, boolean coolingDown, long cooldownRe
 
     public Optional<String> blob(String name) {
         return Optional.ofNullable(blobs.get(name));
+    }
+
+    /** The same snapshot with other in-flight and usage figures. */
+    public RouteSnapshot withLoad(int inflight, UsageSample usage) {
+        return new RouteSnapshot(routeId, coolingDown, cooldownRemainingMillis, fails, probeTaken, retryAfterMillis,
+                inflight, usage, blobs);
+    }
+
+    /** The same snapshot with {@code changed} blobs written over its own. */
+    public RouteSnapshot withBlobs(Map<String, String> changed) {
+        Map<String, String> merged = new HashMap<>(blobs);
+        merged.putAll(changed);
+        return new RouteSnapshot(routeId, coolingDown, cooldownRemainingMillis, fails, probeTaken, retryAfterMillis,
+                inflight, usage, Map.copyOf(merged));
     }
 }

@@ -1,6 +1,7 @@
 package dev.hedgerow.function.console;
 
 import dev.hedgerow.function.HedgerowApp;
+import dev.hedgerow.prober.Prober;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
@@ -376,8 +377,8 @@ class AdminApiTest {
 
     @Test
     void aRoundWhileAnotherInstanceHoldsTheRoundLockIsSkippedAndRunsOnceItIsReleased() {
-        // the fleet-wide lock of Prober (Prober.LOCK), taken as another instance's round would take it
-        String lock = "prober-round";
+        // the fleet-wide round lock, taken as another instance's round would take it
+        String lock = Prober.LOCK;
         String owner = "another-instance/round";
         long before = AppTestResource.sims().get("alpha").stats("kimi-a").received();
         assertTrue(store().tryLock(lock, owner, Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5)),
