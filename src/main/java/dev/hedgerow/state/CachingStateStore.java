@@ -21,9 +21,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Freshness: a route's snapshot is reused for at most {@code maxAge}, so another instance's breaker verdicts,
  * Retry-After holds, leases, usage and learned models reach this instance at most that much later. This instance's own
  * writes are seen at once: a health write (failure, success, probe slot, Retry-After hold, reset) drops the route's
- * copy when it completes, a blob write patches the copy (when it is made and again when it is stored), and leases and usage taken here since the copy was read are
- * added to it. Only the fleet-wide writes stay exact (the probe slot is still taken atomically in the shared store;
- * the cache only decides what ranking sees). Everything else passes through.
+ * copy when it completes, a blob write patches the copy (when it is made and again when it is stored), and leases
+ * and usage taken here since the copy was read are added to it. Only the fleet-wide writes stay exact (the probe slot is still taken atomically in the shared store;
+ * the cache only decides what ranking sees). The group's rotation cursor is taken {@value #CURSOR_BLOCK} positions at
+ * a time ({@link #nextCursor}). Everything else passes through.
  *
  * <p>A copy read while a health write of the same route was under way is not kept (a per-route generation, bumped when
  * the write completes, must be unchanged between the read's start and its end). Leases taken while a read was in
@@ -35,12 +36,16 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class CachingStateStore extends ForwardingStateStore {
     /** Entries kept before a sweep drops the stale ones (routes removed from the catalog leave theirs behind). */
     private static final int SWEEP_AT = 4096;
+    /** Rotation positions taken from the shared cursor at once and handed out here one by one. */
+    static final int CURSOR_BLOCK = 32;
 
     private final long maxAgeNanos;
     private final Ticker ticker;
     /** By route id: one copy per route (read with its group's usage window; another window reads again). */
     private final Map<String, Entry> entries = new ConcurrentHashMap<>();
     private final Map<String, Local> locals = new ConcurrentHashMap<>();
+    /** By org and alias: the block of rotation positions this instance is handing out. */
+    private final Map<String, CursorBlock> cursors = new ConcurrentHashMap<>();
 
     /**
      * @param maxAge longest reuse of a snapshot; must be positive (a zero max-age means: do not wrap the store)
@@ -79,6 +84,39 @@ public final class CachingStateStore extends ForwardingStateStore {
 
     private Local local(String routeId) {
         return locals.computeIfAbsent(routeId, k -> new Local());
+    }
+
+    /** Positions {@code next..end} of a group's rotation, taken from the shared cursor and not yet handed out. */
+    private static final class CursorBlock {
+        private long next = 1;
+        private long end = 0;
+
+        synchronized Long take() {
+            return next <= end ? next++ : null;
+        }
+
+        /** Starts handing out the block that ends at {@code last} and returns its first position. */
+        synchronized long refill(long last, int size) {
+            next = last - size + 2;
+            end = last;
+            return last - size + 1;
+        }
+    }
+
+    // ---- the group's rotation: positions taken from the shared cursor a block at a time ---------------------------
+
+    /**
+     * The group's next rotation position, without a round trip for all but one request in {@value #CURSOR_BLOCK}:
+     * the shared cursor hands this instance a block of consecutive positions, which it walks in order, so its own
+     * requests still rotate one by one and instances never share a position. Two instances interleave by blocks, not
+     * by requests; over whole cycles every member still gets its share.
+     */
+    @Override
+    public Uni<Long> nextCursor(String orgId, String alias) {
+        CursorBlock block = cursors.computeIfAbsent(orgId + '\n' + alias, k -> new CursorBlock());
+        Long mine = block.take();
+        return mine != null ? Uni.createFrom().item(mine)
+                : inner.nextCursors(orgId, alias, CURSOR_BLOCK).map(last -> block.refill(last, CURSOR_BLOCK));
     }
 
     // ---- the cached read -------------------------------------------------------------------------------------------

@@ -106,8 +106,8 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Long> nextCursor(String orgId, String alias) {
-        return inner.nextCursor(orgId, alias);
+    public Uni<Long> nextCursors(String orgId, String alias, int n) {
+        return inner.nextCursors(orgId, alias, n);
     }
 
     @Override

@@ -344,11 +344,11 @@ public final class MemoryStateStore implements StateStore {
     // ---- group rotation ---------------------------------------------------------------------------------------
 
     @Override
-    public Uni<Long> nextCursor(String orgId, String alias) {
+    public Uni<Long> nextCursors(String orgId, String alias, int n) {
         return locked(() -> {
             String key = StateKeys.cursor(orgId, alias);
             Long v = get(key);
-            long next = (v == null ? 0 : v) + 1;
+            long next = (v == null ? 0 : v) + Math.max(1, n);
             put(key, next, expiryIn(tuning.idleExpiry().toMillis()));
             return next;
         });

@@ -169,9 +169,9 @@ final class RedisScripts {
             return out
             """);
 
-    /** Increments a rotation cursor and keeps it alive while used. KEYS: cursor. ARGV: idleTtlMs. */
+    /** Advances a rotation cursor by n, returns its new value, keeps it alive while used. KEYS: cursor. ARGV: idleTtlMs, n. */
     static final LuaScript NEXT_CURSOR = LuaScript.of("nextCursor", """
-            local v = redis.call('INCR', KEYS[1])
+            local v = redis.call('INCRBY', KEYS[1], tonumber(ARGV[2]))
             redis.call('PEXPIRE', KEYS[1], ARGV[1])
             return v
             """);

@@ -297,9 +297,9 @@ public final class RedisStateStore implements StateStore {
     // ---- group rotation ---------------------------------------------------------------------------------------
 
     @Override
-    public Uni<Long> nextCursor(String orgId, String alias) {
+    public Uni<Long> nextCursors(String orgId, String alias, int n) {
         return eval(RedisScripts.NEXT_CURSOR, List.of(StateKeys.cursor(orgId, alias)),
-                Long.toString(tuning.idleExpiry().toMillis()))
+                Long.toString(tuning.idleExpiry().toMillis()), Integer.toString(Math.max(1, n)))
                 .map(Response::toLong);
     }
 

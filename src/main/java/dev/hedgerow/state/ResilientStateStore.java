@@ -255,8 +255,8 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Long> nextCursor(String orgId, String alias) {
-        return call(() -> shared.nextCursor(orgId, alias), () -> local.nextCursor(orgId, alias));
+    public Uni<Long> nextCursors(String orgId, String alias, int n) {
+        return call(() -> shared.nextCursors(orgId, alias, n), () -> local.nextCursors(orgId, alias, n));
     }
 
     @Override

@@ -123,7 +123,15 @@ public interface StateStore {
     // ---- group rotation ------------------------------------------------------------------------------------
 
     /** Increments and returns the group's rotation cursor (survives catalog and admin writes). */
-    Uni<Long> nextCursor(String orgId, String alias);
+    default Uni<Long> nextCursor(String orgId, String alias) {
+        return nextCursors(orgId, alias, 1);
+    }
+
+    /**
+     * Takes {@code n} (at least 1) consecutive positions of the group's rotation cursor in one step and returns the
+     * last of them (the first is {@code last - n + 1}).
+     */
+    Uni<Long> nextCursors(String orgId, String alias, int n);
 
     // ---- per-org: hedge budget, audit stream, usage ledger, prefix affinity, caches ---------------------------
 

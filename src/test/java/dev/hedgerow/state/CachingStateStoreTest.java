@@ -148,6 +148,35 @@ class CachingStateStoreTest extends FakeTimeStoreContract {
     }
 
     @Test
+    void rotationPositionsComeFromTheSharedCursorOneBlockAtATimeAndNeverTwice() {
+        String org = id("org");
+        AtomicInteger cursorCalls = new AtomicInteger();
+        StateStore counted = countingCursor(shared, cursorCalls);
+        CachingStateStore one = new CachingStateStore(counted, MAX_AGE, ticker);
+        CachingStateStore two = new CachingStateStore(counted, MAX_AGE, ticker);
+        java.util.Set<Long> seen = new java.util.HashSet<>();
+        for (int i = 0; i < CachingStateStore.CURSOR_BLOCK; i++) {
+            assertEquals(i + 1L, await(one.nextCursor(org, "kimi3")), "this instance's requests rotate one by one");
+            assertTrue(seen.add(await(two.nextCursor(org, "kimi3"))));
+        }
+        assertEquals(2, cursorCalls.get(), "one shared-cursor call per instance per block");
+        long next = await(one.nextCursor(org, "kimi3"));
+        assertTrue(next > 2L * CachingStateStore.CURSOR_BLOCK && seen.add(next), "the next block is a fresh one");
+        assertEquals(3, cursorCalls.get());
+    }
+
+    /** {@code inner} with its calls to the shared cursor counted. */
+    private static StateStore countingCursor(StateStore inner, AtomicInteger calls) {
+        return new ForwardingStateStore(inner) {
+            @Override
+            public Uni<Long> nextCursors(String orgId, String alias, int n) {
+                calls.incrementAndGet();
+                return inner.nextCursors(orgId, alias, n);
+            }
+        };
+    }
+
+    @Test
     void maxAgeMustBePositive() {
         assertThrows(IllegalArgumentException.class, () -> new CachingStateStore(shared, Duration.ZERO, ticker));
     }

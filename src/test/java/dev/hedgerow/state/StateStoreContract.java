@@ -364,6 +364,16 @@ abstract class StateStoreContract {
         assertEquals(1L, await(store().nextCursor(id("org"), "kimi3")));
     }
 
+    @Test
+    void cursorPositionsTakenAsABlockAreNeverHandedOutAgain() {
+        String org = id("org");
+        long first = await(store().nextCursor(org, "kimi3"));
+        long last = await(store().nextCursors(org, "kimi3", 32));
+        assertTrue(last - 31 > first, "a block of 32 fresh positions ending at " + last);
+        long after = await(store().nextCursor(org, "kimi3"));
+        assertTrue(after != first && (after < last - 31 || after > last), "got " + after);
+    }
+
     // ---- hedge budget -----------------------------------------------------------------------------------------
 
     @Test

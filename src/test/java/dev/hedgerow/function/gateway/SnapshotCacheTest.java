@@ -12,12 +12,15 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 
 import static dev.hedgerow.function.gateway.GroupKit.chat;
 import static dev.hedgerow.function.gateway.GroupKit.route;
 import static dev.hedgerow.function.gateway.GroupKit.trailRoutes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 /**
  * Two gateway instances on one Redis, each ranking on its own snapshot cache (as deployed with
@@ -29,8 +32,11 @@ class SnapshotCacheTest {
     static final String YAML = GroupKit.yaml("""
                   - { alias: kimi3, provider: openrouter, model: kimi-k2 }
                   - { alias: kimi3, provider: digitalocean, model: kimi-k2 }
+                  - { alias: rot, provider: fireworks, model: kimi-k2 }
+                  - { alias: rot, provider: together, model: kimi-k2 }
             """, """
                   kimi3: { strategy: rr_health, hedging: false, breaker: { max_fails: 1, fail_timeout: 60s } }
+                  rot: { strategy: rr_health, hedging: false }
             """);
     static final ModelScript QUICK = GroupKit.quick(6);
     static final Duration MAX_AGE = Duration.ofSeconds(30);
@@ -51,6 +57,19 @@ class SnapshotCacheTest {
     @AfterAll
     static void stop() {
         pair.close();
+    }
+
+    @Test
+    void eachInstanceStillRotatesRequestByRequestOnItsBlockOfTheSharedCursor() {
+        for (GatewayHarness gw : List.of(gw1, gw2)) {
+            List<String> served = new ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                served.add(route(chat(gw, "rot", "turn " + i)));
+            }
+            for (int i = 1; i < served.size(); i++) {
+                assertNotEquals(served.get(i - 1), served.get(i), "round robin on one instance: " + served);
+            }
+        }
     }
 
     @Test
