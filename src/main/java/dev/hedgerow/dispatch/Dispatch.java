@@ -216,8 +216,15 @@ final class Dispatch {
 
     private synchronized void hedgeDecided(Attempt a, boolean allowed) {
         deps.observer().hedge(req, allowed);
-        if (!allowed || finished || committed || !a.live || a.hasContent
-                || preCommitAttempts >= settings.retry().maxAttempts()) {
+        if (finished || committed || !a.live || a.hasContent || preCommitAttempts >= settings.retry().maxAttempts()) {
+            return;
+        }
+        if (!allowed) {
+            // Refused (or the budget could not be read): ask again each time the wait doubles (2, 4, 8 … windows),
+            // until content or the abandon timer. The budget frees up as other requests arrive, and it then goes
+            // to the requests that have waited longest, which are the tail hedging exists to cut.
+            long waitedMs = Math.max(windows.firstTokenWindow(a.cand).toMillis(), elapsedMs(a.startNanos));
+            a.windowTimer = deps.scheduler().schedule(Duration.ofMillis(waitedMs), () -> windowPassed(a));
             return;
         }
         Candidate next = routes.hedgeTarget(a);

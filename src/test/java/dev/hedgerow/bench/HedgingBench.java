@@ -196,8 +196,10 @@ final class HedgingBench {
                         further out, at about 5 × 0.2^(−1/1.2) ≈ 19 normal TTFTs (the 80th percentile of the slowed \
                         5 %%), so the same rescue time can cut it about twice as much. Both fleets slow 5 %% of \
                         answers, the share the default budget allows, so the budget holds the extra load at 5 %% and \
-                        binds whenever a sample's slow share runs above it: the slow answers past the budget are not \
-                        hedged, and once they pass 1 %% of the requests the p99 stays on the slow side.
+                        binds whenever a sample's slow share runs above it. A request refused a hedge asks again each \
+                        time its wait doubles (2, 4, 8 … windows), so the budget that frees up as later requests \
+                        arrive goes to the slow answers still waiting, which are the tail; the slow answers that \
+                        finish before the budget allows them a hedge are the shortest of the slow ones.
 
                         %s
                         **Target** (p99 TTFT cut ≥ 5× for ≤ 5 %% extra upstream requests), per fleet:

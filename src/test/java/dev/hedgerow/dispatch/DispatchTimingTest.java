@@ -260,6 +260,47 @@ class DispatchTimingTest {
         assertTrue(Sse.content(sink.text()).endsWith("late but served"));
     }
 
+    @Test
+    void aRefusedHedgeAsksAgainEachTimeTheWaitDoublesAndFiresWhenTheBudgetAllows() {
+        HedgeBudget tight = new HedgeBudget(0.05, 1, Duration.ofSeconds(60));
+        start(false, tight, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        advance(300);
+        upstream.calls.get(1).head().content("x").finish();
+
+        start(false, tight, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call slow = upstream.last().head();
+        advance(300);
+        assertEquals(1, metric("hedgerow_hedges", "result", "budget_refused"), "refused at the window");
+        advance(299);
+        assertEquals(1, metric("hedgerow_hedges", "result", "budget_refused"));
+        advance(1);
+        assertEquals(2, metric("hedgerow_hedges", "result", "budget_refused"), "asked again at 2 windows");
+        assertEquals(3, upstream.calls.size());
+        // other requests arrive: 1 hedge for 22 requests leaves room for a second
+        store.countRequests("acme", 20, tight.window()).await().indefinitely();
+        advance(599);
+        assertEquals(3, upstream.calls.size(), "the next ask is at 4 windows (1200 ms)");
+        advance(1);
+        assertEquals(4, upstream.calls.size());
+        assertEquals(2, metric("hedgerow_hedges", "result", "fired"));
+        upstream.last().head().content("rescued").finish();
+        assertTrue(slow.cancelled);
+        assertTrue(Sse.content(sink.text()).endsWith("rescued"));
+    }
+
+    @Test
+    void aRefusedHedgeStopsAskingOnceContentArrives() {
+        HedgeBudget none = new HedgeBudget(0, 0, Duration.ofSeconds(60));
+        start(false, none, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head();
+        advance(600);
+        assertEquals(2, metric("hedgerow_hedges", "result", "budget_refused"));
+        a.content("on its own").finish();
+        advance(10_000);
+        assertEquals(2, metric("hedgerow_hedges", "result", "budget_refused"), "no ask after the answer");
+        assertEquals(1, upstream.calls.size());
+    }
+
     // ---- stall watchdog --------------------------------------------------------------------------------------
 
     @Test

@@ -83,6 +83,19 @@ class HedgingTest {
                   - { alias: frugal, provider: fast, model: m-frugal, priority: 2 }
                 groups:
                   frugal: { strategy: priority, first_token_floor: 200ms }
+              # an org whose budget allows one hedge per ten requests: a refused request asks again as it waits
+              - id: thrifty
+                keys: [{ name: app, key: "k-thrifty" }]
+                hedge_budget: { ratio: 0.1, min_per_window: 0 }
+                providers:
+                  - { id: slow, base_url: "${SIM_SLOW_URL}" }
+                  - { id: fast, base_url: "${SIM_FAST_URL}" }
+                routes:
+                  - { alias: thrifty, provider: slow, model: m-thrifty, priority: 1 }
+                  - { alias: thrifty, provider: fast, model: m-thrifty, priority: 2 }
+                  - { alias: quick, provider: fast, model: m-thrifty }
+                groups:
+                  thrifty: { strategy: priority, first_token_floor: 200ms }
             """;
 
     static GatewayHarness gw;
@@ -93,7 +106,7 @@ class HedgingTest {
         ModelScript fast = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 0));
         SimConfig slowSim = SimConfig.of(SEED);
         SimConfig fastSim = SimConfig.of(SEED);
-        for (String m : List.of("m-tiered", "m-auto", "m-billed", "m-whole")) {
+        for (String m : List.of("m-tiered", "m-auto", "m-billed", "m-whole", "m-thrifty")) {
             slowSim = slowSim.withModel(m, slow);
             fastSim = fastSim.withModel(m, fast);
         }
@@ -109,7 +122,7 @@ class HedgingTest {
             p = p.update(5 + i, 100);
         }
         for (String route : List.of("acme/tiered-slow", "acme/auto-slow", "acme/billed-slow", "beta/whole-slow",
-                "frugal/frugal-slow")) {
+                "frugal/frugal-slow", "thrifty/thrifty-slow")) {
             gw.core().store().putRouteBlob(route, LearnedModels.TTFT, p.encode(), null).await()
                     .atMost(Duration.ofSeconds(5));
         }
@@ -166,7 +179,38 @@ class HedgingTest {
         JsonNode trail = Sse.trail(out);
         assertEquals(1, trail.size(), "one attempt, no hedge: " + trail);
         assertEquals(0, gw.sim("fast").stats("m-frugal").received(), "the next tier never saw the request");
-        assertEquals(refused + 1, gw.metric("hedgerow_hedges", "result", "budget_refused"));
+        // asked at the 200 ms window and again at 400 ms (the wait doubled), both refused; the answer came at 600 ms
+        assertTrue(gw.metric("hedgerow_hedges", "result", "budget_refused") >= refused + 2);
+    }
+
+    @Test
+    void aRefusedHedgeAsksAgainAndFiresOnceOtherRequestsHaveRefilledTheBudget() throws Exception {
+        // the first request spends the one hedge that 10 % of one request allows
+        String first = given().auth().oauth2("k-thrifty").contentType("application/json")
+                .body(chat("thrifty", "first", true, "")).post("/v1/chat/completions")
+                .then().statusCode(200).extract().asString();
+        assertEquals("hedge", attempt(Sse.trail(first), "thrifty-fast").path("kind").asText());
+        // the second finds 1 hedge for 2 requests at its window: refused, it waits on its 4 s primary
+        double refused = gw.metric("hedgerow_hedges", "org", "thrifty", "result", "budget_refused");
+        java.util.concurrent.CompletableFuture<String> second = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> given().auth().oauth2("k-thrifty").contentType("application/json")
+                        .body(chat("thrifty", "second", true, "")).post("/v1/chat/completions")
+                        .then().statusCode(200).extract().asString());
+        eventually(() -> gw.metric("hedgerow_hedges", "org", "thrifty", "result", "budget_refused") > refused,
+                "the second request's hedge is refused");
+        // ten more requests of the org: 1 hedge for 12 requests is under 10 %
+        for (int i = 0; i < 10; i++) {
+            given().auth().oauth2("k-thrifty").contentType("application/json").body(chat("quick", "q" + i, true, ""))
+                    .post("/v1/chat/completions").then().statusCode(200);
+        }
+        String out = second.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(SimText.expected(SEED, "second", LENGTH), Sse.content(out));
+        JsonNode trail = Sse.trail(out);
+        JsonNode hedge = attempt(trail, "thrifty-fast");
+        assertEquals("hedge", hedge.path("kind").asText());
+        assertEquals("success", hedge.path("outcome").asText());
+        assertTrue(hedge.path("start_ms").asLong() >= 400, "asked again when the wait doubled, not before: " + hedge);
+        assertEquals("lost_race", attempt(trail, "thrifty-slow").path("outcome").asText());
     }
 
     @Test
