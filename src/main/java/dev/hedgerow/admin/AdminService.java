@@ -291,9 +291,9 @@ public final class AdminService {
         String state;
         if (r.drained()) {
             state = "drained";
-        } else if (verification != null && verification.startsWith("fail")) {
+        } else if (Router.failingVerification(s)) {
             state = "failing_verification";
-        } else if (!standing.equals("good")) {
+        } else if (Router.suspended(s)) {
             state = "suspended";
         } else if (s.coolingDown()) {
             state = "cooling_down";

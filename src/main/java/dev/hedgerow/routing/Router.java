@@ -320,13 +320,23 @@ public final class Router {
 
     /** Why the route's standing excludes it (failing verification, operator not in good standing), or null. */
     static String standing(RouteSnapshot s) {
-        if (s.blob(VERIFICATION).map(v -> v.trim().toLowerCase(Locale.ROOT).startsWith("fail")).orElse(false)) {
+        if (failingVerification(s)) {
             return "failing verification";
         }
-        if (s.blob(STANDING).map(v -> !v.trim().equalsIgnoreCase(GOOD_STANDING)).orElse(false)) {
+        if (suspended(s)) {
             return "operator not in good standing";
         }
         return null;
+    }
+
+    /** The prober's last verification of the route failed (the router excludes it). */
+    public static boolean failingVerification(RouteSnapshot s) {
+        return s.blob(VERIFICATION).map(v -> v.trim().toLowerCase(Locale.ROOT).startsWith("fail")).orElse(false);
+    }
+
+    /** An operator set the route's standing to anything but {@value #GOOD_STANDING} (the router excludes it). */
+    public static boolean suspended(RouteSnapshot s) {
+        return s.blob(STANDING).map(v -> !v.trim().equalsIgnoreCase(GOOD_STANDING)).orElse(false);
     }
 
     /** Strict preferences ({@code only}, {@code ignore}, {@code max_price}); returns a block or null. */
