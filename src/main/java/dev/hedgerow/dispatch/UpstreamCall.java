@@ -6,9 +6,7 @@ import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.upstream.UpstreamRequest;
 
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * The request an attempt sends upstream: the chat body for the route's model (streamed with usage when the client
@@ -52,16 +50,7 @@ final class UpstreamCall {
                 body.put(body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", left);
             }
         }
-        Map<String, String> headers = new LinkedHashMap<>();
-        headers.put("content-type", "application/json");
-        headers.put("accept", stream ? "text/event-stream" : "application/json");
-        String key = c.provider().apiKey();
-        if (key != null && !key.isEmpty()) {
-            headers.put("authorization", "Bearer " + key);
-        }
-        headers.put("x-request-id", a.leaseId);
-        String base = c.provider().baseUrl();
-        String url = (base.endsWith("/") ? base.substring(0, base.length() - 1) : base) + "/chat/completions";
-        return new UpstreamRequest(url, headers, Json.bytes(body), req.settings().timeouts().connect());
+        return UpstreamRequest.post(c.provider().baseUrl(), "/chat/completions", c.provider().apiKey(), stream,
+                Json.bytes(body), req.settings().timeouts().connect(), "x-request-id", a.leaseId);
     }
 }

@@ -18,7 +18,6 @@ import io.smallrye.mutiny.Uni;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
@@ -62,19 +61,11 @@ final class ProbeCall implements UpstreamHandler {
         boolean stream = body.path("stream").asBoolean(false);
         return Uni.createFrom().emitter(em -> {
             ProbeCall call = new ProbeCall(ticker, stream, em::complete);
-            Map<String, String> headers = new LinkedHashMap<>();
-            headers.put("content-type", "application/json");
-            headers.put("accept", stream ? "text/event-stream" : "application/json");
-            if (provider.apiKey() != null && !provider.apiKey().isEmpty()) {
-                headers.put("authorization", "Bearer " + provider.apiKey());
-            }
-            headers.put("x-hedgerow-probe", "1");
-            String base = provider.baseUrl().replaceAll("/+$", "");
             Duration connect = timeout.compareTo(Duration.ofSeconds(5)) < 0 ? timeout : Duration.ofSeconds(5);
             call.timer = scheduler.schedule(timeout, () -> call.finish(new ProbeOutcome.Failed(0,
                     "no answer within " + timeout.toMillis() + " ms")));
-            call.exchange = upstream.send(new UpstreamRequest(base + "/chat/completions", headers, Json.bytes(body),
-                    connect), call);
+            call.exchange = upstream.send(UpstreamRequest.post(provider.baseUrl(), "/chat/completions",
+                    provider.apiKey(), stream, Json.bytes(body), connect, "x-hedgerow-probe", "1"), call);
             if (call.finished.get()) {
                 call.exchange.cancel();
             }

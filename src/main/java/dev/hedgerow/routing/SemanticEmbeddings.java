@@ -101,14 +101,8 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
         body.put("model", model);
         ArrayNode input = body.putArray("input");
         texts.forEach(input::add);
-        Map<String, String> headers = new LinkedHashMap<>();
-        headers.put("content-type", "application/json");
-        if (provider.apiKey() != null && !provider.apiKey().isEmpty()) {
-            headers.put("authorization", "Bearer " + provider.apiKey());
-        }
-        String base = provider.baseUrl().endsWith("/") ? provider.baseUrl().substring(0, provider.baseUrl().length() - 1)
-                : provider.baseUrl();
-        UpstreamRequest req = new UpstreamRequest(base + "/embeddings", headers, Json.bytes(body), TIMEOUT);
+        UpstreamRequest req = UpstreamRequest.post(provider.baseUrl(), "/embeddings", provider.apiKey(), false,
+                Json.bytes(body), TIMEOUT);
         return Uni.createFrom().<byte[]>emitter(em -> {
             ByteArrayOutputStream buf = new ByteArrayOutputStream();
             int[] status = new int[1];
