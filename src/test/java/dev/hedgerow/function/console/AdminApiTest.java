@@ -2,6 +2,7 @@ package dev.hedgerow.function.console;
 
 import dev.hedgerow.function.HedgerowApp;
 import dev.hedgerow.prober.Prober;
+import dev.hedgerow.routing.Router;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
@@ -279,6 +280,19 @@ class AdminApiTest {
     }
 
     @Test
+    void healthJudgesStandingAndVerificationExactlyAsTheRouterDoes() {
+        // written past the API (by hand with redis-cli, or by an older version), in spellings the router accepts
+        store().putRouteBlob("acme/duo-beta", Router.STANDING, " Good ", null).await().atMost(Duration.ofSeconds(5));
+        store().putRouteBlob("acme/duo-alpha", Router.VERIFICATION, "FAIL: checked by hand", null).await()
+                .atMost(Duration.ofSeconds(5));
+
+        assertEquals(List.of("beta", "beta", "beta"), providersServing("duo", 3));
+        admin().get("/admin/health?alias=duo").then()
+                .body("groups[0].members.find { it.route == 'duo-beta' }.state", equalTo("healthy"))
+                .body("groups[0].members.find { it.route == 'duo-alpha' }.state", equalTo("failing_verification"));
+    }
+
+    @Test
     void healthShowsACooldownAfterAFailure() {
         AppTestResource.sims().get("beta").enqueue("kimi-b", Fault.status(500));
         given().auth().oauth2("k-acme").contentType("application/json")
@@ -297,7 +311,12 @@ class AdminApiTest {
     @Test
     void servedUsageReachesTheHealthViewAndTheSharedStoreThroughTheWriteBatch() {
         long before = healthUsage("solo", "solo-alpha");
-        StateStore plain = RedisStores.standalone(vertx, AppTestResource.redis().url());
+        try (RedisStores.Opened opened = RedisStores.open(vertx, AppTestResource.redis().url())) {
+            servedUsageReaches(opened.store(), before);
+        }
+    }
+
+    private void servedUsageReaches(StateStore plain, long before) {
         long shared = sharedUsage(plain);
         long served = 0;
         for (int i = 0; i < 3; i++) {
@@ -398,6 +417,25 @@ class AdminApiTest {
         given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
                 .body("ran", equalTo(true))
                 .body("routes.find { it.route == 'duo-alpha' }.outcome", equalTo("ok"));
+    }
+
+    @Test
+    void aRoundAskedForWhileThisInstanceIsStillRunningOneIsAnsweredAtOnceWithoutRunning() throws Exception {
+        var alpha = AppTestResource.sims().get("alpha");
+        long before = alpha.stats("kimi-a").received();
+        alpha.enqueue("kimi-a", Fault.stall(0, 1500)); // holds the first round's probe of duo-alpha
+        java.util.concurrent.CompletableFuture<Response> first = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run"));
+        eventually(() -> alpha.stats("kimi-a").received() > before, "the first round's probe reached duo-alpha");
+        given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
+                .body("ran", equalTo(false))
+                .body("note", equalTo("the previous round on this instance is still running"))
+                .body("routes", equalTo(List.of()))
+                .body("scrapes", equalTo(List.of()));
+        first.get(30, java.util.concurrent.TimeUnit.SECONDS).then().statusCode(200).body("ran", equalTo(true));
+        // the instance runs rounds again once the first is over
+        given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
+                .body("ran", equalTo(true));
     }
 
     @Test
