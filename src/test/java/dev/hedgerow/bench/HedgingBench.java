@@ -60,6 +60,7 @@ final class HedgingBench {
         int warm = BenchEnv.intEnv("BENCH_HEDGE_WARMUP", 200);
         int concurrency = BenchEnv.intEnv("BENCH_HEDGE_CONCURRENCY", 16);
         String floor = System.getenv().getOrDefault("BENCH_HEDGE_FLOOR", "120ms");
+        double floorMs = Double.parseDouble(floor.replace("ms", "").trim());
         Map<Fleet, List<SimServer>> sims = new LinkedHashMap<>();
         for (Fleet fleet : FLEETS) {
             List<SimServer> routes = new ArrayList<>();
@@ -112,15 +113,21 @@ final class HedgingBench {
                     Load.Result r = load.closedLoop(i -> req(app, org, warm + i), concurrency, n, 0, true);
                     long upstream = routes.stream().mapToLong(s -> s.stats("tail-model").received()).sum();
                     long hedges = 0;
+                    long lost = 0;
+                    long late = 0;
                     for (Load.Exchange e : r.exchanges) {
                         JsonNode trail = e.ok() ? Sse.trail(e.body()) : null;
                         if (trail != null) {
                             for (JsonNode a : trail) {
-                                hedges += "hedge".equals(a.path("kind").asText()) ? 1 : 0;
+                                if ("hedge".equals(a.path("kind").asText())) {
+                                    hedges++;
+                                    lost += "lost_race".equals(a.path("outcome").asText()) ? 1 : 0;
+                                    late += a.path("start_ms").asLong() >= 2 * floorMs ? 1 : 0;
+                                }
                             }
                         }
                     }
-                    byMode.put(mode, new Phase(r, upstream, hedges));
+                    byMode.put(mode, new Phase(r, upstream, hedges, lost, late));
                 }
                 phases.put(fleet, byMode);
             }
@@ -128,7 +135,8 @@ final class HedgingBench {
         report(phases, n, concurrency, floor);
     }
 
-    private record Phase(Load.Result r, long upstream, long hedges) {
+    /** @param lost hedges whose primary answered first; @param late hedges fired at twice the floor or later */
+    private record Phase(Load.Result r, long upstream, long hedges, long lost, long late) {
     }
 
     private static String org(Fleet fleet, String mode) {
@@ -156,7 +164,7 @@ final class HedgingBench {
                 rows.add(List.of(fleet.label(), "hedging: " + e.getKey().equals("on"), Long.toString(ph.r().ok.get()),
                         Long.toString(ph.r().failed.get()), ms(p(h, 50)), ms(p(h, 99)), ms(p(h, 99.9)),
                         Long.toString(ph.upstream()), f("%+.1f %%", 100.0 * (ph.upstream() - n) / n),
-                        Long.toString(ph.hedges())));
+                        Long.toString(ph.hedges()), Long.toString(ph.lost()), Long.toString(ph.late())));
             }
             Histogram off = fe.getValue().get("off").r().ttfb;
             Histogram on = fe.getValue().get("on").r().ttfb;
@@ -208,7 +216,8 @@ final class HedgingBench {
                         ![TTFT by percentile](hedging-ttft.png)
                         """, BASE_MS, String.join(";\n", fleets) + ".\n", n, concurrency, floor,
                 BenchEnv.table(List.of("fleet", "mode", "ok", "failed", "TTFT p50 ms", "TTFT p99 ms", "TTFT p99.9 ms",
-                        "upstream requests", "extra upstream", "hedges fired"), rows), verdicts));
+                        "upstream requests", "extra upstream", "hedges fired", "hedges the primary beat",
+                        "hedges fired at ≥ 2× floor"), rows), verdicts));
     }
 
     private static String verdict(double cut99, double extra) {

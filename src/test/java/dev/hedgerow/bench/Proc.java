@@ -119,6 +119,23 @@ final class Proc implements AutoCloseable {
         throw new IllegalStateException(name + " did not answer " + path + " within " + seconds + " s; log:\n" + tail());
     }
 
+    /** The body of {@code GET path} on this process. */
+    String get(String path) {
+        try {
+            HttpURLConnection c = (HttpURLConnection) URI.create("http://127.0.0.1:" + port + path).toURL()
+                    .openConnection();
+            c.setConnectTimeout(2000);
+            c.setReadTimeout(10_000);
+            try (var in = c.getInputStream()) {
+                return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            } finally {
+                c.disconnect();
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(name + ": GET " + path, e);
+        }
+    }
+
     /** User + system CPU time of the process so far, in seconds (from /proc/PID/stat). */
     double cpuSeconds() {
         String[] f = stat();

@@ -12,6 +12,9 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static dev.hedgerow.bench.BenchEnv.f;
 
@@ -36,7 +39,7 @@ final class SoakBench {
 
     void run() throws IOException {
         int seconds = BenchEnv.intEnv("BENCH_SOAK_SECONDS", 180);
-        int concurrency = BenchEnv.intEnv("BENCH_SOAK_CONCURRENCY", 8);
+        int rate = BenchEnv.intEnv("BENCH_SOAK_RATE", 100);
         List<SimServer> sims = ChaosBench.fleet(env, FAULTS);
         String yaml = f("""
                 orgs:
@@ -51,26 +54,27 @@ final class SoakBench {
                       - { alias: soak, provider: s2, model: c, capabilities: [prefill] }
                       - { alias: soak, provider: s3, model: c, capabilities: [prefill] }
                     groups:
-                      soak: { strategy: auto, breaker: { max_fails: 3, fail_timeout: 2s }, stall_floor: 300ms }
+                      soak: { strategy: auto, breaker: { max_fails: 10, fail_timeout: 2s }, stall_floor: 300ms }
                 """, sims.get(0).baseUrl(), sims.get(1).baseUrl(), sims.get(2).baseUrl());
         List<String> routeKeys = List.of("bench/soak-s1", "bench/soak-s2", "bench/soak-s3");
         List<double[]> samples = new ArrayList<>(); // t, heap MB, threads, rss MB
         long ok = 0;
         long failed = 0;
         Map<Integer, Integer> statuses = new LinkedHashMap<>();
+        Map<String, Long> attempts;
         List<List<String>> storeRows = new ArrayList<>();
         try (RedisServer redis = RedisServer.start();
              Proc app = Proc.hedgerow("hedgerow-soak", env.jar, env.file("soak.yaml", yaml), redis.url(), Map.of(),
                      env.tmp);
              Load load = new Load(env.vertx, 64)) {
-            load.closedLoop(i -> req(app, i), concurrency, 50, 0, false); // warm-up
+            load.closedLoop(i -> req(app, i), 8, 50, 0, false); // warm-up
             long t0 = System.nanoTime();
             samples.add(sample(app, 0));
             int index = 0;
             while ((System.nanoTime() - t0) / 1e9 < seconds) {
                 int base = index;
                 double chunk = Math.min(10, seconds - (System.nanoTime() - t0) / 1e9);
-                Load.Result r = load.closedLoop(i -> req(app, base + i), concurrency, 0, Math.max(1, chunk), false);
+                Load.Result r = load.openLoop(i -> req(app, base + i), rate, Math.max(1, chunk), false);
                 index += (int) (r.ok.get() + r.failed.get());
                 ok += r.ok.get();
                 failed += r.failed.get();
@@ -89,8 +93,9 @@ final class SoakBench {
                 storeRows.add(List.of("`" + rk + "`", "`" + StateKeys.leases(rk) + "`", leases,
                         "`" + StateKeys.probe(rk) + "`", probe));
             }
+            attempts = attemptsByOutcome(app);
         }
-        report(seconds, concurrency, ok, failed, statuses, samples, storeRows);
+        report(seconds, rate, ok, failed, statuses, attempts, samples, storeRows);
     }
 
     private static double[] sample(Proc app, double t) {
@@ -102,8 +107,28 @@ final class SoakBench {
                 BenchEnv.body("soak", ChaosBench.prompt(i), i % 3 != 0, null));
     }
 
-    private void report(int seconds, int concurrency, long ok, long failed, Map<Integer, Integer> statuses,
-                        List<double[]> samples, List<List<String>> storeRows) {
+    /** The app's {@code hedgerow_attempts} counters summed by kind and outcome (from /q/metrics). */
+    private static Map<String, Long> attemptsByOutcome(Proc app) {
+        Map<String, Long> out = new TreeMap<>();
+        Pattern line = Pattern.compile("^hedgerow_attempts_total\\{(.*)} ([0-9.E+]+)$");
+        for (String l : app.get("/q/metrics").split("\n")) {
+            Matcher m = line.matcher(l);
+            if (m.matches()) {
+                String kind = tag(m.group(1), "kind");
+                String outcome = tag(m.group(1), "outcome");
+                out.merge(kind + " " + outcome, (long) Double.parseDouble(m.group(2)), Long::sum);
+            }
+        }
+        return out;
+    }
+
+    private static String tag(String tags, String name) {
+        Matcher m = Pattern.compile(name + "=\"([^\"]*)\"").matcher(tags);
+        return m.find() ? m.group(1) : "?";
+    }
+
+    private void report(int seconds, int rate, long ok, long failed, Map<Integer, Integer> statuses,
+                        Map<String, Long> attempts, List<double[]> samples, List<List<String>> storeRows) {
         double[] first = samples.get(0);
         double[] last = samples.get(samples.size() - 1);
         double maxHeap = samples.stream().mapToDouble(s -> s[1]).max().orElse(0);
@@ -122,13 +147,16 @@ final class SoakBench {
         }
         sampleRows.append(BenchEnv.table(List.of("t (s)", "live heap MB (after full GC)", "threads", "RSS MB"), rows));
         env.section("soak", "Soak", f("""
-                        %d s of mixed traffic (two in three streamed, one in three whole) at concurrency %d through the \
-                        packaged app on a private Redis, over 3 simulated routes rolling per attempt: 503 3 %%, drop \
+                        %d s of mixed traffic (two in three streamed, one in three whole), open loop at %d req/s, \
+                        through the packaged app on a private Redis, over 3 simulated routes rolling per attempt: 503 3 %%, drop \
                         after 10 tokens 2 %%, empty stream 2 %%, 2 s stall 1 %%; group `auto`, breaker \
-                        `max_fails: 3, fail_timeout: 2s` (so cooldowns and half-open probes happen), \
+                        `max_fails: 10, fail_timeout: 2s` (a route's failures come about 5 per 2 s at this rate, so \
+                        it cools down now and then, as a flaky provider would, and half-open probes run; with \
+                        `max_fails: 3` every route was cooling nearly all the time and most requests were fast 503s), \
                         `stall_floor: 300ms`. Set `BENCH_SOAK_SECONDS` to change the length.
 
-                        Requests: %d answered 200, %d not (client-side statuses of those: %s).
+                        Requests: %d answered 200, %d not (client-side statuses of those: %s). Attempts by kind and \
+                        outcome (the app's `hedgerow_attempts`): %s.
 
                         Store after the run (read with RESP from the private Redis, 2 s after the last response):
 
@@ -138,7 +166,7 @@ final class SoakBench {
 
                         %s
                         ![soak](soak.png)
-                        """, seconds, concurrency, ok, failed, statuses.isEmpty() ? "none" : statuses.toString(),
+                        """, seconds, rate, ok, failed, statuses.isEmpty() ? "none" : statuses.toString(), attempts,
                 BenchEnv.table(List.of("route", "lease key", "ZCARD", "probe key", "EXISTS"), storeRows),
                 leasesZero ? "yes" : "NO", probesFree ? "yes" : "NO", first[1], last[1], maxHeap, first[2], last[2],
                 maxThreads, first[3], last[3], sampleRows));
