@@ -64,6 +64,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     private Uni<Void> lastLeaseWrite = Uni.createFrom().voidItem();
     UpstreamClient.Exchange exchange;
     Cancellable windowTimer = Cancellable.NONE;
+    /** Times this attempt asked the hedge budget for a hedge and was refused. */
+    int hedgesRefused;
     Cancellable abandonTimer = Cancellable.NONE;
     /** Kong's write_timeout until the body is sent, then read_timeout until the response head. */
     Cancellable ioTimer = Cancellable.NONE;

@@ -38,6 +38,8 @@ import java.util.UUID;
  */
 final class Dispatch {
     private static final Duration LEASE_TTL = Duration.ofSeconds(90);
+    /** The share of the org's hedge budget a request refused once may use when it asks again. */
+    static final double REASK_SHARE = 0.8;
     /** Content-less chunks held before the first content: a stream of only those is garbage, not a preamble. */
     private static final int MAX_PENDING = 64;
 
@@ -210,7 +212,9 @@ final class Dispatch {
             return;
         }
         HedgeBudget hb = req.org().hedgeBudget();
-        deps.store().hedgeBudget(req.org().id(), true, hb.ratio(), hb.minPerWindow(), hb.window()).subscribe().with(
+        // asking again, it may use only part of the budget: fresh requests keep first call on the rest
+        double ratio = a.hedgesRefused == 0 ? hb.ratio() : hb.ratio() * REASK_SHARE;
+        deps.store().hedgeBudget(req.org().id(), true, ratio, hb.minPerWindow(), hb.window()).subscribe().with(
                 ok -> hedgeDecided(a, ok), t -> hedgeDecided(a, false));
     }
 
@@ -221,8 +225,10 @@ final class Dispatch {
         }
         if (!allowed) {
             // Refused (or the budget could not be read): ask again each time the wait doubles (2, 4, 8 … windows),
-            // until content or the abandon timer. The budget frees up as other requests arrive, and it then goes
-            // to the requests that have waited longest, which are the tail hedging exists to cut.
+            // until content or the abandon timer, within REASK_SHARE of the budget. Budget freed by later requests
+            // then rescues a request stuck for seconds, while a request reaching its first window still comes
+            // first: for the p99, a rescue at the first window counts more than a late one.
+            a.hedgesRefused++;
             long waitedMs = Math.max(windows.firstTokenWindow(a.cand).toMillis(), elapsedMs(a.startNanos));
             a.windowTimer = deps.scheduler().schedule(Duration.ofMillis(waitedMs), () -> windowPassed(a));
             return;

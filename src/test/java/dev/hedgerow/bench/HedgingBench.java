@@ -205,9 +205,9 @@ final class HedgingBench {
                         5 %%), so the same rescue time can cut it about twice as much. Both fleets slow 5 %% of \
                         answers, the share the default budget allows, so the budget holds the extra load at 5 %% and \
                         binds whenever a sample's slow share runs above it. A request refused a hedge asks again each \
-                        time its wait doubles (2, 4, 8 … windows), so the budget that frees up as later requests \
-                        arrive goes to the slow answers still waiting, which are the tail; the slow answers that \
-                        finish before the budget allows them a hedge are the shortest of the slow ones.
+                        time its wait doubles (2, 4, 8 … windows) within 80 %% of the budget, so budget left over \
+                        after a burst of slow answers still rescues the ones stuck longest, while requests reaching \
+                        their first window keep first call on the rest.
 
                         %s
                         **Target** (p99 TTFT cut ≥ 5× for ≤ 5 %% extra upstream requests), per fleet:

@@ -276,10 +276,18 @@ class DispatchTimingTest {
         advance(1);
         assertEquals(2, metric("hedgerow_hedges", "result", "budget_refused"), "asked again at 2 windows");
         assertEquals(3, upstream.calls.size());
-        // other requests arrive: 1 hedge for 22 requests leaves room for a second
+        // other requests arrive: 1 hedge for 22 requests leaves room for a fresh request's hedge (5 % of 22 is
+        // 1.1), but not for one asking again, which may use 80 % of the budget (0.88)
         store.countRequests("acme", 20, tight.window()).await().indefinitely();
         advance(599);
-        assertEquals(3, upstream.calls.size(), "the next ask is at 4 windows (1200 ms)");
+        assertEquals(3, upstream.calls.size());
+        advance(1);
+        assertEquals(3, metric("hedgerow_hedges", "result", "budget_refused"), "asked again at 4 windows");
+        assertEquals(3, upstream.calls.size());
+        // 1 hedge for 32 requests: 80 % of 5 % of 32 is 1.28
+        store.countRequests("acme", 10, tight.window()).await().indefinitely();
+        advance(1199);
+        assertEquals(3, upstream.calls.size(), "the next ask is at 8 windows (2400 ms)");
         advance(1);
         assertEquals(4, upstream.calls.size());
         assertEquals(2, metric("hedgerow_hedges", "result", "fired"));
