@@ -67,6 +67,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     /** Times this attempt asked the hedge budget for a hedge and was refused. */
     int hedgesRefused;
     Cancellable abandonTimer = Cancellable.NONE;
+    /** Renews the half-open probe slot this attempt holds while it runs (none for other attempts). */
+    Cancellable probeTimer = Cancellable.NONE;
     /** Kong's write_timeout until the body is sent, then read_timeout until the response head. */
     Cancellable ioTimer = Cancellable.NONE;
     boolean sent;
@@ -188,10 +190,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         }
     }
 
-    /** Cancels the first-token window, abandon and Kong I/O timers. */
+    /** Cancels the first-token window, abandon, probe-slot renewal and Kong I/O timers. */
     void cancelTimers() {
         windowTimer.cancel();
         abandonTimer.cancel();
+        probeTimer.cancel();
         ioTimer.cancel();
     }
 

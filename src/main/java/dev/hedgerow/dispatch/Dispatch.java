@@ -124,7 +124,7 @@ final class Dispatch {
         }
         if (c.halfOpen()) {
             // a half-open route serves only as the fleet's single probe: take the slot first
-            Duration ttl = windows.abandonAfter(c).plus(Duration.ofSeconds(5));
+            Duration ttl = probeTtl(c);
             ProbeSlots.Slot slot = probes.slot(c.id(), req.requestId() + "/" + UUID.randomUUID());
             probes.acquire(slot, settings.breaker().maxFails(), ttl).subscribe().with(
                     ok -> probeDecided(c, kind, method, slot, ok), t -> probeUnknown(c, kind, method, slot));
@@ -189,6 +189,26 @@ final class Dispatch {
         if (kind != Kind.RESUME && settings.hedging()) {
             a.windowTimer = deps.scheduler().schedule(windows.firstTokenWindow(c), () -> windowPassed(a));
         }
+        if (probe != null) {
+            Duration ttl = probeTtl(c);
+            a.probeTimer = deps.scheduler().schedule(ttl.dividedBy(2), () -> renewProbe(a, ttl));
+        }
+    }
+
+    /**
+     * How long a half-open probe slot is taken for: the probe's longest silence plus a margin, so a dead instance's
+     * slot frees itself; a live probe renews it every half TTL until its verdict, however long its stream runs.
+     */
+    private Duration probeTtl(Candidate c) {
+        return windows.abandonAfter(c).plus(Duration.ofSeconds(5));
+    }
+
+    private synchronized void renewProbe(Attempt a, Duration ttl) {
+        if (!a.live) {
+            return;
+        }
+        a.probe.renew(ttl);
+        a.probeTimer = deps.scheduler().schedule(ttl.dividedBy(2), () -> renewProbe(a, ttl));
     }
 
     // ---- windows ---------------------------------------------------------------------------------------------

@@ -50,6 +50,13 @@ final class ProbeSlots {
             this.owner = owner;
         }
 
+        /** Extends the slot while its probe runs (a long stream is judged when it ends); nothing once given back. */
+        void renew(Duration ttl) {
+            if (held) {
+                store.renewProbe(routeId, owner, ttl).subscribe().with(v -> { }, t -> { });
+            }
+        }
+
         /** A health verdict on the route was sent: that write frees the slot. */
         void settledByVerdict() {
             held = false;

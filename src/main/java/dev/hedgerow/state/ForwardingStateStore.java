@@ -66,6 +66,11 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Void> renewProbe(String routeId, String owner, Duration ttl) {
+        return inner.renewProbe(routeId, owner, ttl);
+    }
+
+    @Override
     public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
         return inner.holdRetryAfter(routeId, wait);
     }

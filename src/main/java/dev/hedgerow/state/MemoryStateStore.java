@@ -214,6 +214,16 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Void> renewProbe(String routeId, String owner, Duration ttl) {
+        return lockedVoid(() -> {
+            String key = StateKeys.probe(routeId);
+            if (owner.equals(get(key))) {
+                put(key, owner, expiryIn(ttlMillis(ttl)));
+            }
+        });
+    }
+
+    @Override
     public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
         return lockedVoid(() -> {
             long ms = wait == null ? 0 : wait.toMillis();

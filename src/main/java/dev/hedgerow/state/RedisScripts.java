@@ -256,4 +256,12 @@ final class RedisScripts {
             end
             return 0
             """);
+
+    /** Compare-and-extend of an owned key. KEYS: key. ARGV: owner, ttlMs. */
+    static final LuaScript PEXPIRE_IF_OWNER = LuaScript.of("pexpireIfOwner", """
+            if redis.call('GET', KEYS[1]) == ARGV[1] then
+              return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+            end
+            return 0
+            """);
 }

@@ -221,6 +221,12 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Void> renewProbe(String routeId, String owner, Duration ttl) {
+        return eval(RedisScripts.PEXPIRE_IF_OWNER, List.of(StateKeys.probe(routeId)), owner,
+                Long.toString(MemoryStateStore.ttlMillis(ttl))).replaceWithVoid();
+    }
+
+    @Override
     public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
         long ms = wait == null ? 0 : wait.toMillis();
         if (ms <= 0) {

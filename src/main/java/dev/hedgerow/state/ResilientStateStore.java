@@ -215,6 +215,11 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Void> renewProbe(String routeId, String owner, Duration ttl) {
+        return call(() -> shared.renewProbe(routeId, owner, ttl), () -> local.renewProbe(routeId, owner, ttl));
+    }
+
+    @Override
     public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
         return call(() -> shared.holdRetryAfter(routeId, wait), () -> local.holdRetryAfter(routeId, wait));
     }

@@ -74,6 +74,13 @@ public interface StateStore {
      */
     Uni<Void> releaseProbe(String routeId, String owner);
 
+    /**
+     * Extends the probe slot {@code owner} holds to {@code ttl} from now, for a probe still running (a long stream
+     * is judged when it ends, past the TTL it was taken with). A slot that is free or held by another owner is left
+     * alone: a renewal never takes or steals a slot.
+     */
+    Uni<Void> renewProbe(String routeId, String owner, Duration ttl);
+
     /** Holds the route out of rotation for {@code wait} (an upstream 429's Retry-After). */
     Uni<Void> holdRetryAfter(String routeId, Duration wait);
 

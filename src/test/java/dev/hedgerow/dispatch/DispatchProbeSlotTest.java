@@ -125,6 +125,25 @@ class DispatchProbeSlotTest {
     }
 
     @Test
+    void aProbeStreamingPastItsSlotsTtlKeepsTheSlotUntilItsVerdict() {
+        start(halfOpen(), healthy("chat-a"));
+        Call probe = upstream.last().head().content("Hello");
+        // the slot was taken for the probe's longest silence plus 5 s (5 s ceiling + 5 s); the stream runs 27 s
+        for (int i = 0; i < 30; i++) {
+            scheduler.advance(Duration.ofMillis(900));
+            probe.content(" more");
+        }
+        assertTrue(snapshot().probeTaken(), "renewed while the probe runs");
+        assertFalse(memory.tryAcquireProbe(B, 1, Duration.ofSeconds(30), "another-instance").await().indefinitely(),
+                "no second probe of b while the first still streams");
+        probe.finish();
+        RouteSnapshot s = snapshot();
+        assertFalse(s.probeTaken(), "the verdict freed the slot");
+        assertEquals(0, s.fails(), "the probe's success closed the breaker");
+        assertEquals(0, store.releases.size());
+    }
+
+    @Test
     void aHalfOpenProbeThatLosesTheHedgingRaceGivesTheSlotBack() {
         start(halfOpen(), healthy("chat-a"));
         Call probe = upstream.last().head();

@@ -172,6 +172,27 @@ abstract class StateStoreContract {
     }
 
     @Test
+    void renewingAProbeSlotExtendsItForItsOwnerOnly() {
+        Duration ttl = Duration.ofMillis(1000);
+        String r = halfOpenRoute(1);
+        assertTrue(await(store().tryAcquireProbe(r, 1, SHORT, "a")));
+        await(store().renewProbe(r, "b", LONG));
+        advance(PAST_SHORT);
+        assertFalse(snap(r).probeTaken(), "another owner's renewal does not extend the slot");
+
+        assertTrue(await(store().tryAcquireProbe(r, 1, ttl, "c")));
+        advance(Duration.ofMillis(600));
+        await(store().renewProbe(r, "c", ttl));
+        advance(Duration.ofMillis(600));
+        assertTrue(snap(r).probeTaken(), "1.2 s after taking a 1 s slot: renewed at 0.6 s");
+        assertFalse(await(store().tryAcquireProbe(r, 1, ttl, "d")));
+        advance(Duration.ofMillis(600));
+        assertFalse(snap(r).probeTaken(), "the renewal lasts its own TTL");
+        await(store().renewProbe(r, "c", LONG));
+        assertFalse(snap(r).probeTaken(), "a renewal never takes a free slot");
+    }
+
+    @Test
     void probeSlotExpiresAfterItsTtl() {
         String r = halfOpenRoute(1);
         assertTrue(await(store().tryAcquireProbe(r, 1, SHORT, "a")));
