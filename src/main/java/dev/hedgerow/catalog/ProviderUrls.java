@@ -11,8 +11,10 @@ import java.util.Set;
  * credentials. Checked on the literal host: well-known metadata names, any IPv4 link-local address
  * (169.254.0.0/16: AWS/GCP/Azure/OCI IMDS, ECS task metadata), Alibaba's {@code 100.100.100.200}, Oracle's legacy
  * {@code 192.0.0.192}, AWS's IPv6 {@code fd00:ec2::254}, IPv6 link-local (fe80::/10), and IPv4 spelt in other
- * forms (IPv4-mapped or NAT64 IPv6, integer, octal or hex parts). A DNS name that merely resolves to such an
- * address is not caught here. Operators who really mean it set {@code HEDGEROW_ALLOW_METADATA_URLS=true}.
+ * forms (IPv4-mapped or NAT64 IPv6, integer, octal or hex parts). A DNS name that merely resolves (or is later
+ * re-pointed) to such an address passes here; the gateway's upstream client checks every connection's resolved
+ * address with {@link #metadataReason} too, before anything is sent. Operators who really mean it set
+ * {@code HEDGEROW_ALLOW_METADATA_URLS=true}.
  * Stateless and thread-safe.
  */
 public final class ProviderUrls {

@@ -3,6 +3,7 @@ package dev.hedgerow.function;
 import dev.hedgerow.catalog.CatalogException;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
+import dev.hedgerow.catalog.ProviderUrls;
 import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.state.BatchingStateStore;
@@ -104,7 +105,9 @@ public class HedgerowApp {
         Functions.parse(function);
         VertxScheduler scheduler = new VertxScheduler(vertx);
         StateStore store = createStore(scheduler);
-        upstream = new VertxUpstreamClient(vertx, 512);
+        // checked on every connection's resolved address too: a provider name that resolves to a metadata address
+        upstream = new VertxUpstreamClient(vertx, 512, "true".equals(System.getenv(ProviderUrls.ALLOW_ENV))
+                ? ip -> null : ProviderUrls::metadataReason);
         SecretBox secrets = SecretBox.fromEnvironment(secretKey.orElse(null), !stateMode.equals("memory"));
         Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(),
                 new GatewayMetrics(meters), secrets);

@@ -14,16 +14,29 @@ import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 
 /**
  * {@link UpstreamClient} on the Vert.x HTTP client: non-blocking, keep-alive connection pools per host, bodies
  * streamed to the handler as they arrive (no buffering). A cancel resets the request, which closes an HTTP/1.1
- * connection so the provider stops generating. Thread-safe.
+ * connection so the provider stops generating. Before anything is sent, the connection's resolved peer address is
+ * checked against {@code blockedPeer} (the gateway blocks cloud metadata addresses): a host name that resolves, or
+ * is re-pointed, to one fails as a connect error with nothing sent. Thread-safe.
  */
 public final class VertxUpstreamClient implements UpstreamClient {
     private final HttpClient client;
+    private final Function<String, String> blockedPeer;
 
     public VertxUpstreamClient(Vertx vertx, int maxConnectionsPerHost) {
+        this(vertx, maxConnectionsPerHost, ip -> null);
+    }
+
+    /**
+     * @param blockedPeer why a resolved peer IP address (as {@code SocketAddress.hostAddress()}) must not be
+     *                    sent to, or null when it may
+     */
+    public VertxUpstreamClient(Vertx vertx, int maxConnectionsPerHost, Function<String, String> blockedPeer) {
+        this.blockedPeer = blockedPeer;
         HttpClientOptions options = new HttpClientOptions()
                 .setKeepAlive(true)
                 .setKeepAliveTimeout(30)
@@ -58,6 +71,14 @@ public final class VertxUpstreamClient implements UpstreamClient {
                 return;
             }
             HttpClientRequest request = ar.result();
+            String blocked = blocked(request);
+            if (blocked != null) {
+                request.reset();
+                if (done.compareAndSet(false, true)) {
+                    handler.onError(new TransportFailure(TransportFailure.Kind.CONNECT, blocked));
+                }
+                return;
+            }
             synchronized (holder) {
                 holder[0] = request;
             }
@@ -121,6 +142,15 @@ public final class VertxUpstreamClient implements UpstreamClient {
                 return true;
             }
         };
+    }
+
+    /** Why the request's connection goes somewhere it must not, or null. */
+    private String blocked(HttpClientRequest request) {
+        io.vertx.core.net.SocketAddress peer = request.connection() == null ? null
+                : request.connection().remoteAddress();
+        String ip = peer == null ? null : peer.hostAddress();
+        String why = ip == null ? null : blockedPeer.apply(ip);
+        return why == null ? null : "refused to send to " + request.getHost() + " (" + ip + "): " + why;
     }
 
     public void close() {
