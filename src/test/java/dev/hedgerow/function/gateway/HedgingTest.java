@@ -22,6 +22,8 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -192,19 +194,19 @@ class HedgingTest {
         assertEquals("hedge", attempt(Sse.trail(first), "thrifty-fast").path("kind").asText());
         // the second finds 1 hedge for 2 requests at its window: refused, it waits on its 4 s primary
         double refused = gw.metric("hedgerow_hedges", "org", "thrifty", "result", "budget_refused");
-        java.util.concurrent.CompletableFuture<String> second = java.util.concurrent.CompletableFuture.supplyAsync(
+        CompletableFuture<String> second = CompletableFuture.supplyAsync(
                 () -> given().auth().oauth2("k-thrifty").contentType("application/json")
                         .body(chat("thrifty", "second", true, "")).post("/v1/chat/completions")
                         .then().statusCode(200).extract().asString());
         eventually(() -> gw.metric("hedgerow_hedges", "org", "thrifty", "result", "budget_refused") > refused,
                 "the second request's hedge is refused");
-        // fifteen more requests of the org: 1 hedge for 17 requests is under 80 % of 10 %, the share a request
-        // asking again may use
+        // fifteen more requests of the org: a request asking again may use 80 % of 10 % of 17 requests (1.36),
+        // more than the 1 hedge spent
         for (int i = 0; i < 15; i++) {
             given().auth().oauth2("k-thrifty").contentType("application/json").body(chat("quick", "q" + i, true, ""))
                     .post("/v1/chat/completions").then().statusCode(200);
         }
-        String out = second.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        String out = second.get(30, TimeUnit.SECONDS);
         assertEquals(SimText.expected(SEED, "second", LENGTH), Sse.content(out));
         JsonNode trail = Sse.trail(out);
         JsonNode hedge = attempt(trail, "thrifty-fast");
