@@ -20,6 +20,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
@@ -424,7 +426,7 @@ class AdminApiTest {
         var alpha = AppTestResource.sims().get("alpha");
         long before = alpha.stats("kimi-a").received();
         alpha.enqueue("kimi-a", Fault.stall(0, 1500)); // holds the first round's probe of duo-alpha
-        java.util.concurrent.CompletableFuture<Response> first = java.util.concurrent.CompletableFuture.supplyAsync(
+        CompletableFuture<Response> first = CompletableFuture.supplyAsync(
                 () -> given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run"));
         eventually(() -> alpha.stats("kimi-a").received() > before, "the first round's probe reached duo-alpha");
         given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
@@ -432,7 +434,7 @@ class AdminApiTest {
                 .body("note", equalTo("the previous round on this instance is still running"))
                 .body("routes", equalTo(List.of()))
                 .body("scrapes", equalTo(List.of()));
-        first.get(30, java.util.concurrent.TimeUnit.SECONDS).then().statusCode(200).body("ran", equalTo(true));
+        first.get(30, TimeUnit.SECONDS).then().statusCode(200).body("ran", equalTo(true));
         // the instance runs rounds again once the first is over
         given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
                 .body("ran", equalTo(true));
