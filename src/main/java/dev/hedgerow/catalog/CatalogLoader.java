@@ -144,7 +144,7 @@ public final class CatalogLoader {
             errors.add(new CatalogError("", "the document must be a mapping with \"orgs\"", root.line()));
         } else {
             ConfigMap top = ConfigMap.of(root, "", errors, TOP_FIELDS);
-            new Reader(errors, "true".equals(env.apply(ProviderUrls.ALLOW_ENV))).readOrgs(top, orgs);
+            new Reader(errors, ProviderUrls.metadataAllowed(env)).readOrgs(top, orgs);
         }
         if (!errors.isEmpty()) {
             List<CatalogError> sorted = new ArrayList<>(errors);

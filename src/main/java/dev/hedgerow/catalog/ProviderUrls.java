@@ -4,6 +4,7 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.Locale;
 import java.util.Set;
+import java.util.function.Function;
 
 /**
  * Refuses provider URLs that point at a cloud instance-metadata service, the classic SSRF target: a catalog (or an
@@ -25,6 +26,11 @@ public final class ProviderUrls {
             "instance-data", "instance-data.ec2.internal", "metadata.azure.internal", "metadata.tencentyun.com");
 
     private ProviderUrls() {
+    }
+
+    /** Whether the environment lets metadata addresses through ({@value #ALLOW_ENV} exactly "true"). */
+    public static boolean metadataAllowed(Function<String, String> env) {
+        return "true".equals(env.apply(ALLOW_ENV));
     }
 
     /** Why {@code host} (as in a URL; brackets allowed) is a metadata endpoint, or null when it is not one. */

@@ -106,7 +106,7 @@ public class HedgerowApp {
         VertxScheduler scheduler = new VertxScheduler(vertx);
         StateStore store = createStore(scheduler);
         // checked on every connection's resolved address too: a provider name that resolves to a metadata address
-        upstream = new VertxUpstreamClient(vertx, 512, "true".equals(System.getenv(ProviderUrls.ALLOW_ENV))
+        upstream = new VertxUpstreamClient(vertx, 512, ProviderUrls.metadataAllowed(System::getenv)
                 ? ip -> null : ProviderUrls::metadataReason);
         SecretBox secrets = SecretBox.fromEnvironment(secretKey.orElse(null), !stateMode.equals("memory"));
         Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(),
