@@ -64,8 +64,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     private Uni<Void> lastLeaseWrite = Uni.createFrom().voidItem();
     UpstreamClient.Exchange exchange;
     Cancellable windowTimer = Cancellable.NONE;
-    /** Times this attempt asked the hedge budget for a hedge and was refused. */
-    int hedgesRefused;
+    /** The hedge budget refused this attempt a hedge at least once: it asks again within the re-ask share. */
+    boolean hedgeRefused;
     Cancellable abandonTimer = Cancellable.NONE;
     /** Renews the half-open probe slot this attempt holds while it runs (none for other attempts). */
     Cancellable probeTimer = Cancellable.NONE;

@@ -233,7 +233,7 @@ final class Dispatch {
         }
         HedgeBudget hb = req.org().hedgeBudget();
         // asking again, it may use only part of the budget: fresh requests keep first call on the rest
-        double ratio = a.hedgesRefused == 0 ? hb.ratio() : hb.ratio() * REASK_SHARE;
+        double ratio = !a.hedgeRefused ? hb.ratio() : hb.ratio() * REASK_SHARE;
         deps.store().hedgeBudget(req.org().id(), true, ratio, hb.minPerWindow(), hb.window()).subscribe().with(
                 ok -> hedgeDecided(a, ok), t -> hedgeDecided(a, false));
     }
@@ -248,7 +248,7 @@ final class Dispatch {
             // until content or the abandon timer, within REASK_SHARE of the budget. Budget freed by later requests
             // then rescues a request stuck for seconds, while a request reaching its first window still comes
             // first: for the p99, a rescue at the first window counts more than a late one.
-            a.hedgesRefused++;
+            a.hedgeRefused = true;
             long waitedMs = Math.max(windows.firstTokenWindow(a.cand).toMillis(), elapsedMs(a.startNanos));
             a.windowTimer = deps.scheduler().schedule(Duration.ofMillis(waitedMs), () -> windowPassed(a));
             return;

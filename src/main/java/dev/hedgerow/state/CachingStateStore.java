@@ -22,8 +22,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * Retry-After holds, leases, usage and learned models reach this instance at most that much later. This instance's own
  * writes are seen at once: a health write (failure, success, probe slot, Retry-After hold, reset) drops the route's
  * copy when it completes, a blob write patches the copy (when it is made and again when it is stored), and leases
- * and usage taken here since the copy was read are added to it. Only the fleet-wide writes stay exact (the probe slot is still taken atomically in the shared store;
- * the cache only decides what ranking sees). The group's rotation cursor is taken {@value #CURSOR_BLOCK} positions at
+ * and usage taken here since the copy was read are added to it. The cache only decides what ranking sees: the probe
+ * slot, for one, is still taken atomically in the shared store. The group's rotation cursor is taken {@value #CURSOR_BLOCK} positions at
  * a time ({@link #nextCursor}). Everything else passes through.
  *
  * <p>A copy read while a health write of the same route was under way is not kept (a per-route generation, bumped when
@@ -177,10 +177,7 @@ public final class CachingStateStore extends ForwardingStateStore {
         if (leaseDelta == 0 && now == e.at.usage) {
             return s;
         }
-        UsageSample usage = now == e.at.usage ? s.usage() : new UsageSample(
-                s.usage().promptTokens() + now.promptTokens() - e.at.usage.promptTokens(),
-                s.usage().completionTokens() + now.completionTokens() - e.at.usage.completionTokens(),
-                s.usage().cost() + now.cost() - e.at.usage.cost());
+        UsageSample usage = now == e.at.usage ? s.usage() : s.usage().plus(now.minus(e.at.usage));
         return s.withLoad((int) Math.max(0, s.inflight() + leaseDelta), usage);
     }
 

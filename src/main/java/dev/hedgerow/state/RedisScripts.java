@@ -169,7 +169,10 @@ final class RedisScripts {
             return out
             """);
 
-    /** Advances a rotation cursor by n, returns its new value, keeps it alive while used. KEYS: cursor. ARGV: idleTtlMs, n. */
+    /**
+     * Advances a rotation cursor by n, returns its new value, keeps it alive while used. KEYS: cursor.
+     * ARGV: idleTtlMs, n.
+     */
     static final LuaScript NEXT_CURSOR = LuaScript.of("nextCursor", """
             local v = redis.call('INCRBY', KEYS[1], tonumber(ARGV[2]))
             redis.call('PEXPIRE', KEYS[1], ARGV[1])

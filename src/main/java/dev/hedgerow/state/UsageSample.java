@@ -8,6 +8,10 @@ public record UsageSample(long promptTokens, long completionTokens, double cost)
         return new UsageSample(promptTokens + o.promptTokens, completionTokens + o.completionTokens, cost + o.cost);
     }
 
+    public UsageSample minus(UsageSample o) {
+        return new UsageSample(promptTokens - o.promptTokens, completionTokens - o.completionTokens, cost - o.cost);
+    }
+
     public long totalTokens() {
         return promptTokens + completionTokens;
     }

@@ -148,8 +148,8 @@ final class SoakBench {
         sampleRows.append(BenchEnv.table(List.of("t (s)", "live heap MB (after full GC)", "threads", "RSS MB"), rows));
         env.section("soak", "Soak", f("""
                         %d s of mixed traffic (two in three streamed, one in three whole), open loop at %d req/s, \
-                        through the packaged app on a private Redis, over 3 simulated routes rolling per attempt: 503 3 %%, drop \
-                        after 10 tokens 2 %%, empty stream 2 %%, 2 s stall 1 %%; group `auto`, breaker \
+                        through the packaged app on a private Redis, over 3 simulated routes rolling per attempt: \
+                        503 3 %%, drop after 10 tokens 2 %%, empty stream 2 %%, 2 s stall 1 %%; group `auto`, breaker \
                         `max_fails: 10, fail_timeout: 2s` (a route's failures come about 5 per 2 s at this rate, so \
                         it cools down now and then, as a flaky provider would, and half-open probes run; with \
                         `max_fails: 3` every route was cooling nearly all the time and most requests were fast 503s), \
