@@ -97,9 +97,9 @@ class SimControlTest extends SimFixture {
         JsonNode model = cap.path("models").path("org/model-a");
         assertTrue(model.path("ttft_ms").asDouble() >= 15, model.toString());
         double tps = model.path("tokens_per_second").asDouble();
-        // scripted at 200 tok/s: pacing never runs faster (20 tokens over 19 gaps can read ~210), and a loaded
-        // machine can only slow it, so the lower bound is loose
-        assertTrue(tps > 20 && tps < 400, "measured " + tps);
+        // scripted at 200 tok/s: pacing never runs faster (20 tokens over 19 gaps can read ~210); how much slower a
+        // loaded machine makes it is not this test's business, so only a measurement and the pacing bound are checked
+        assertTrue(tps > 0 && tps < 400, "measured " + tps);
     }
 
     @Test

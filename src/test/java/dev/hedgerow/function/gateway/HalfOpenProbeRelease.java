@@ -41,9 +41,12 @@ abstract class HalfOpenProbeRelease {
                   - { alias: kimi3, provider: openrouter, model: kimi-k2 }
                   - { alias: race, provider: digitalocean, model: kimi-k2 }
                   - { alias: race, provider: openrouter, model: kimi-k2 }
+                  - { alias: long, provider: digitalocean, model: kimi-k2 }
+                  - { alias: long, provider: openrouter, model: kimi-k2 }
             """, """
                   kimi3: { strategy: rr_health, hedging: false }
                   race: { strategy: rr_health, first_token_floor: 200ms }
+                  long: { strategy: rr_health, hedging: false, first_token_floor: 200ms, first_token_ceiling: 1s }
             """);
     static final ModelScript QUICK = GroupKit.quick(6);
 
@@ -120,11 +123,7 @@ abstract class HalfOpenProbeRelease {
     void aHalfOpenProbeThatLosesTheHedgingRaceLetsTheNextRequestProbeAtOnce() {
         halfOpen("race", "race-digitalocean");
         // the route has answered in ~100 ms so far, so its hedge window is the 200 ms floor; this time it stalls
-        TtftPredictor p = TtftPredictor.fresh(TtftPredictor.Prior.defaults());
-        for (int i = 0; i < 40; i++) {
-            p = p.update(5 + i, 100);
-        }
-        await(store().putRouteBlob(key("race-digitalocean"), LearnedModels.TTFT, p.encode(), null));
+        learnQuickFirstTokens("race-digitalocean");
         gw().sim("digitalocean").script("kimi-k2", QUICK.withLatency(ModelScript.Latency.of(10_000, 0)));
         Response r = chat(gw(), "race", "race me", true, DO_FIRST);
         assertEquals(200, r.statusCode(), r.asString());
@@ -132,6 +131,15 @@ abstract class HalfOpenProbeRelease {
                 outcomes(GroupKit.trail(r)));
         eventually(() -> gw().sim("digitalocean").stats("kimi-k2").cancelled() == 1, "the loser is cancelled");
         assertTheNextRequestProbesAtOnce("race", "race-digitalocean");
+    }
+
+    /** The route has answered its first token in ~100 ms so far: its first-token window is its group's floor. */
+    void learnQuickFirstTokens(String routeId) {
+        TtftPredictor p = TtftPredictor.fresh(TtftPredictor.Prior.defaults());
+        for (int i = 0; i < 40; i++) {
+            p = p.update(5 + i, 100);
+        }
+        await(store().putRouteBlob(key(routeId), LearnedModels.TTFT, p.encode(), null));
     }
 
     /** Both runs warm the routes once, so every test starts from learned, quick routes. */

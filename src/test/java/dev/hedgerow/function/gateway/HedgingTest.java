@@ -114,7 +114,10 @@ class HedgingTest {
         }
         // slow enough to pass the 200 ms window, quick enough to wait for when no hedge may fire
         ModelScript late = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(600, 0));
-        gw = GatewayHarness.start(YAML, Map.of("slow", slowSim.withModel("m-doomed", fast).withModel("m-frugal", late),
+        // so slow that only the hedge can answer, however long the refilling requests take on a loaded machine
+        ModelScript stuck = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(20_000, 0));
+        gw = GatewayHarness.start(YAML, Map.of("slow", slowSim.withModel("m-doomed", fast).withModel("m-frugal", late)
+                        .withModel("m-thrifty", stuck),
                 "fast", fastSim.withModel("m-doomed", fast).withModel("m-frugal", fast),
                 "spare", SimConfig.of(SEED).withModel("m-doomed", fast)));
         RestAssured.baseURI = gw.baseUrl();
@@ -181,8 +184,9 @@ class HedgingTest {
         JsonNode trail = Sse.trail(out);
         assertEquals(1, trail.size(), "one attempt, no hedge: " + trail);
         assertEquals(0, gw.sim("fast").stats("m-frugal").received(), "the next tier never saw the request");
-        // asked at the 200 ms window and again at 400 ms (the wait doubled), both refused; the answer came at 600 ms
-        assertTrue(gw.metric("hedgerow_hedges", "result", "budget_refused") >= refused + 2);
+        // refused at the 200 ms window (and again at 400 ms, unless the 600 ms answer came first on a slow machine;
+        // the re-ask itself is checked with fake time in DispatchTimingTest and through HTTP below)
+        assertTrue(gw.metric("hedgerow_hedges", "result", "budget_refused") >= refused + 1);
     }
 
     @Test
@@ -192,7 +196,7 @@ class HedgingTest {
                 .body(chat("thrifty", "first", true, "")).post("/v1/chat/completions")
                 .then().statusCode(200).extract().asString();
         assertEquals("hedge", attempt(Sse.trail(first), "thrifty-fast").path("kind").asText());
-        // the second finds 1 hedge for 2 requests at its window: refused, it waits on its 4 s primary
+        // the second finds 1 hedge for 2 requests at its window: refused, it waits on its 20 s primary
         double refused = gw.metric("hedgerow_hedges", "org", "thrifty", "result", "budget_refused");
         CompletableFuture<String> second = CompletableFuture.supplyAsync(
                 () -> given().auth().oauth2("k-thrifty").contentType("application/json")
