@@ -71,6 +71,9 @@ final class OverheadBench {
      */
     private static final Map<String, String> GATEWAY_ONLY = Map.of("HEDGEROW_FUNCTION", "gateway");
 
+    /** One warm-up request in this many is streamed. */
+    private static final int WARMUP_STREAM_EVERY = 8;
+
     private static final boolean QUICK = System.getenv("BENCH_OVERHEAD_QUICK") != null;
     private static final boolean QUICK_REDIS = "redis".equals(System.getenv("BENCH_OVERHEAD_QUICK"));
 
@@ -133,7 +136,13 @@ final class OverheadBench {
             try (Load load = new Load(env.vertx, 256)) {
                 for (Target t : targets) { // warm-up: JIT, connection pools
                     System.out.println("warm-up " + t.name);
-                    load.openLoop(i -> req(t, NONSTREAM, false, i), rate, warmup, false);
+                    // whole and streamed requests mixed, as a gateway sees them: the JIT's first optimized
+                    // compile of the request path then covers both kinds. Warmed on whole answers alone, the first
+                    // streams deoptimized the hot methods (Router.plan, TimingWindows.abandonAfter among them), which
+                    // then ran in C1's profiling tier for about 5000 more calls, well into the first measured round
+                    // (-Xlog:jit+compilation: every run's round 1 had 2-4x the p99 of the rounds after it)
+                    load.openLoop(i -> i % WARMUP_STREAM_EVERY == 0 ? req(t, STREAM, true, i)
+                            : req(t, NONSTREAM, false, i), rate, warmup, false);
                     // every phase the rounds run, so no round meets code the JIT has not compiled yet (the
                     // saturated phase alone made C2 compile for seconds, into the next round's fixed-rate phase)
                     load.closedLoop(i -> req(t, NONSTREAM, false, i), satConcurrency, 0, phase, false);
@@ -264,7 +273,8 @@ final class OverheadBench {
                         request's *scheduled* start, so no coordinated omission) at %.0f req/s for %.0f s per round; \
                         throughput: %d concurrent requests back to back for %.0f s; streaming: %d concurrent streams \
                         of 64 tokens at 200 tok/s for %.0f s. %d interleaved rounds, histograms merged, after a \
-                        warm-up per target of %.0f s at that rate and then one unmeasured round of all three phases \
+                        warm-up per target of %.0f s at that rate (one request in %d streamed, so the JIT's \
+                        optimized request path covers both kinds) and then one unmeasured round of all three phases \
                         (so the JITs have compiled every phase's code before any is measured). Upstream: the \
                         simulator with instant latency (16 tokens non-streaming). Hedgerow is the packaged app \
                         (`java -Xms64m -Xmx512m -jar target/quarkus-app/quarkus-run.jar`) serving the gateway \
@@ -283,7 +293,7 @@ final class OverheadBench {
                         %s
                         ![latency by percentile](overhead-latency.png)
                         ![streaming](overhead-streaming.png)
-                        """, rate, phase, satC, phase, streamC, phase, rounds, warmup, nodeVersion(), table,
+                        """, rate, phase, satC, phase, streamC, phase, rounds, warmup, WARMUP_STREAM_EVERY, nodeVersion(), table,
                 targets.stream().map(t -> t.name + " " + String.join(" / ", t.roundP99))
                         .collect(Collectors.joining("; ")),
                 verdict));
