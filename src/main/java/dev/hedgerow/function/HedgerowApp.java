@@ -81,13 +81,6 @@ public class HedgerowApp {
     @ConfigProperty(name = "hedgerow.state.write-batch", defaultValue = "20ms")
     Duration writeBatch;
 
-    /**
-     * Run the JIT compiler threads under SCHED_IDLE ({@link JitPriority}): request threads preempt a compile at once
-     * instead of waiting out its time slice. Off in tests, which share one JVM and load every core.
-     */
-    @ConfigProperty(name = "hedgerow.jit.idle-priority", defaultValue = "true")
-    boolean jitIdlePriority;
-
     private volatile Hedgerow core;
     private volatile ResilientStateStore shared;
     private volatile BatchingStateStore batching;
@@ -97,28 +90,6 @@ public class HedgerowApp {
 
     void onStart(@Observes StartupEvent ev) {
         core();
-        if (jitIdlePriority) {
-            lowerJitPriority(true);
-            // HotSpot may add compiler threads under load: later passes catch them (the rest are skipped)
-            vertx.setPeriodic(JIT_PRIORITY_EVERY.toMillis(), id -> lowerJitPriority(false));
-        }
-    }
-
-    private static final Duration JIT_PRIORITY_EVERY = Duration.ofMinutes(1);
-
-    /** One {@link JitPriority} pass off the event loop (it runs chrt); logs the first pass and later changes. */
-    private void lowerJitPriority(boolean first) {
-        vertx.executeBlocking(() -> JitPriority.forThisJvm().apply(), false).onSuccess(o -> {
-            if (!o.supported()) {
-                if (first) {
-                    LOG.log(System.Logger.Level.INFO, "JIT compiler threads keep their priority: {0}", o.failures());
-                }
-            } else if (first || o.lowered() > 0 || !o.failures().isEmpty()) {
-                LOG.log(o.failures().isEmpty() ? System.Logger.Level.INFO : System.Logger.Level.WARNING,
-                        "JIT compiler threads at SCHED_IDLE: {0} moved now, {1} already{2}", o.lowered(),
-                        o.alreadyIdle(), o.failures().isEmpty() ? "" : "; not moved: " + o.failures());
-            }
-        });
     }
 
     /** The core, built on first use (the HTTP routes may be mounted before the startup event). */

@@ -1,6 +1,5 @@
 package dev.hedgerow.bench;
 
-import dev.hedgerow.function.JitPriority;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
@@ -52,8 +51,6 @@ final class OverheadBench {
         double fixedSeconds;
         double cpuAll;
         double rssMax;
-        /** Hedgerow's compiler threads at SCHED_IDLE ("k of n", {@link JitPriority}), as last seen. */
-        String jitIdle;
         final List<String> roundP99 = new ArrayList<>();
 
         Target(String name, int port, Map<String, String> headers, Proc proc) {
@@ -209,9 +206,6 @@ final class OverheadBench {
         if (t.proc != null) {
             t.cpuAll += t.proc.cpuSeconds() - cpu0;
             t.rssMax = Math.max(t.rssMax, t.proc.rssMb());
-            if (t.name.startsWith("hedgerow")) {
-                t.jitIdle = JitPriority.forProcess(t.proc.pid()).idleShare();
-            }
         }
         if (fixed.failed.get() + sat.failed.get() + streams.failed.get() > 0) {
             fixed.exchanges.stream().filter(e -> !e.ok()).limit(2).forEach(e -> System.out.println(
@@ -291,9 +285,7 @@ final class OverheadBench {
                         and makes all six of its writes itself) for comparison; Portkey is \
                         @portkey-ai/gateway 1.15.2 on node %s with `x-portkey-provider: openai` and \
                         `x-portkey-custom-host`. CPU is the gateway process's user+system time from /proc during the \
-                        fixed-rate phase; RSS is its peak VmRSS. "Added" = gateway minus direct at that percentile. \
-                        Hedgerow's JIT compiler threads run under SCHED_IDLE (`hedgerow.jit.idle-priority`, on by \
-                        default), found in /proc after each round: %s.
+                        fixed-rate phase; RSS is its peak VmRSS. "Added" = gateway minus direct at that percentile.
 
                         %s
                         Fixed-rate p99 per round (ms): %s.
@@ -301,9 +293,7 @@ final class OverheadBench {
                         %s
                         ![latency by percentile](overhead-latency.png)
                         ![streaming](overhead-streaming.png)
-                        """, rate, phase, satC, phase, streamC, phase, rounds, warmup, WARMUP_STREAM_EVERY, nodeVersion(),
-                targets.stream().filter(t -> t.jitIdle != null).map(t -> t.name + " " + t.jitIdle)
-                        .collect(Collectors.joining(", ")), table,
+                        """, rate, phase, satC, phase, streamC, phase, rounds, warmup, WARMUP_STREAM_EVERY, nodeVersion(), table,
                 targets.stream().map(t -> t.name + " " + String.join(" / ", t.roundP99))
                         .collect(Collectors.joining("; ")),
                 verdict));
