@@ -24,10 +24,10 @@ import java.util.function.Function;
  * <p>A merged write's {@code Uni} completes when its batch has been written (with the batch's failure, if any), so
  * "awaited, therefore stored" still holds, except for a lease acquire, which is accepted at once (see
  * {@link #acquireLease}); a release never reaches the store before its acquire. The cost is lag: another instance
- * sees this instance's counts, usage and learned models up to {@code window} later (this instance's own snapshot cache adds them locally at once), and a
- * hedge-budget check sees requests counted here within the last window as not yet counted; the budget's
- * {@code min_per_window} covers a burst's first hedges. Writes pending when the process dies are lost, like any
- * in-flight request; {@link #flush()} writes them out at shutdown.
+ * sees this instance's counts, usage and learned models up to {@code window} later (this instance's own snapshot
+ * cache adds them locally at once), and a hedge-budget check sees requests counted here within the last window as
+ * not yet counted; the budget's {@code min_per_window} covers a burst's first hedges. Writes pending when the
+ * process dies are lost, like any in-flight request; {@link #flush()} writes them out at shutdown.
  *
  * <p>Thread-safe: pending batches are guarded by one lock held only to merge or to swap the batch map.
  */

@@ -23,8 +23,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * writes are seen at once: a health write (failure, success, probe slot, Retry-After hold, reset) drops the route's
  * copy when it completes, a blob write patches the copy (when it is made and again when it is stored), and leases
  * and usage taken here since the copy was read are added to it. The cache only decides what ranking sees: the probe
- * slot, for one, is still taken atomically in the shared store. The group's rotation cursor is taken {@value #CURSOR_BLOCK} positions at
- * a time ({@link #nextCursor}). Everything else passes through.
+ * slot, for one, is still taken atomically in the shared store. The group's rotation cursor is taken
+ * {@value #CURSOR_BLOCK} positions at a time ({@link #nextCursor}). Everything else passes through.
  *
  * <p>A copy read while a health write of the same route was under way is not kept (a per-route generation, bumped when
  * the write completes, must be unchanged between the read's start and its end). Leases taken while a read was in

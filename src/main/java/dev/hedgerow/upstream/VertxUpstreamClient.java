@@ -9,6 +9,7 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.PoolOptions;
 import io.vertx.core.http.RequestOptions;
+import io.vertx.core.net.SocketAddress;
 
 import java.util.HashMap;
 import java.util.Locale;
@@ -146,7 +147,7 @@ public final class VertxUpstreamClient implements UpstreamClient {
 
     /** Why the request's connection goes somewhere it must not, or null. */
     private String blocked(HttpClientRequest request) {
-        io.vertx.core.net.SocketAddress peer = request.connection() == null ? null
+        SocketAddress peer = request.connection() == null ? null
                 : request.connection().remoteAddress();
         String ip = peer == null ? null : peer.hostAddress();
         String why = ip == null ? null : blockedPeer.apply(ip);

@@ -2,6 +2,7 @@ package dev.hedgerow.testsupport;
 
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
+import dev.hedgerow.catalog.ProviderUrls;
 import dev.hedgerow.function.GatewayMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -27,6 +28,7 @@ import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.function.BiConsumer;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -85,17 +87,33 @@ public final class GatewayHarness implements AutoCloseable {
     }
 
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store) {
-        return start(vertx, false, yaml, sims, false, store, null);
+        return start(vertx, yaml, sims, store, ProviderUrls::metadataReason);
+    }
+
+    /**
+     * Like {@link #start(Vertx, String, Map, StateStore)} with another rule for the upstream client's connect-time
+     * peer check than production's ({@link ProviderUrls#metadataReason}, which every other harness uses).
+     */
+    public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
+                                       Function<String, String> blockedPeer) {
+        return start(vertx, false, yaml, sims, false, store, null, blockedPeer);
     }
 
     private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
                                         boolean ownsSims, StateStore store,
                                         BiConsumer<Router, Supplier<Hedgerow>> mounts) {
+        return start(vertx, ownsVertx, yaml, sims, ownsSims, store, mounts, ProviderUrls::metadataReason);
+    }
+
+    private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
+                                        boolean ownsSims, StateStore store,
+                                        BiConsumer<Router, Supplier<Hedgerow>> mounts,
+                                        Function<String, String> blockedPeer) {
         Map<String, String> env = new HashMap<>();
         sims.forEach((id, s) -> env.put("SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_') + "_URL",
                 s.baseUrl()));
         LoadedCatalog loaded = new CatalogLoader(env::get).parse(yaml);
-        VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64);
+        VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64, blockedPeer);
         MeterRegistry meters = new SimpleMeterRegistry();
         Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), Ticker.system(),
                 Clock.systemUTC(), new GatewayMetrics(meters));
