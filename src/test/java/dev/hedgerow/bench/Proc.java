@@ -102,10 +102,7 @@ final class Proc implements AutoCloseable {
                 throw new IllegalStateException(name + " exited with " + process.exitValue() + "; log:\n" + tail());
             }
             try {
-                HttpURLConnection c = (HttpURLConnection) URI.create("http://127.0.0.1:" + port + path).toURL()
-                        .openConnection();
-                c.setConnectTimeout(500);
-                c.setReadTimeout(2000);
+                HttpURLConnection c = open(path, 500, 2000);
                 int code = c.getResponseCode();
                 c.disconnect();
                 if (code < 500) {
@@ -119,15 +116,20 @@ final class Proc implements AutoCloseable {
         throw new IllegalStateException(name + " did not answer " + path + " within " + seconds + " s; log:\n" + tail());
     }
 
+    private HttpURLConnection open(String path, int connectMs, int readMs) throws IOException {
+        HttpURLConnection c = (HttpURLConnection) URI.create("http://127.0.0.1:" + port + path).toURL()
+                .openConnection();
+        c.setConnectTimeout(connectMs);
+        c.setReadTimeout(readMs);
+        return c;
+    }
+
     /** The body of {@code GET path} on this process. */
     String get(String path) {
         try {
-            HttpURLConnection c = (HttpURLConnection) URI.create("http://127.0.0.1:" + port + path).toURL()
-                    .openConnection();
-            c.setConnectTimeout(2000);
-            c.setReadTimeout(10_000);
+            HttpURLConnection c = open(path, 2000, 10_000);
             try (var in = c.getInputStream()) {
-                return new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                return new String(in.readAllBytes(), StandardCharsets.UTF_8);
             } finally {
                 c.disconnect();
             }

@@ -6,9 +6,9 @@ import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.FakeTicker;
-import org.junit.jupiter.api.AfterEach;
 import io.restassured.response.Response;
 import io.smallrye.mutiny.Uni;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
