@@ -25,6 +25,8 @@ import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -81,7 +83,20 @@ public class HedgerowApp {
     @ConfigProperty(name = "hedgerow.state.write-batch", defaultValue = "20ms")
     Duration writeBatch;
 
+    /**
+     * Once the JIT has warmed up on real traffic ({@link JitWarmup}), run its compiler threads under SCHED_IDLE
+     * ({@link JitPriority}): a request thread then preempts a late compile at once instead of waiting out its time
+     * slice. Off in tests, which share one JVM that keeps both cores busy.
+     */
+    @ConfigProperty(name = "hedgerow.jit.idle-priority", defaultValue = "true")
+    boolean jitIdlePriority;
+
+    /** How many requests this instance serves before its JIT may count as warm (see {@link JitWarmup}). */
+    @ConfigProperty(name = "hedgerow.jit.warm-requests", defaultValue = "20000")
+    long jitWarmRequests;
+
     private volatile Hedgerow core;
+    private volatile GatewayMetrics metrics;
     private volatile ResilientStateStore shared;
     private volatile BatchingStateStore batching;
     private volatile DemoFleet demo;
@@ -90,6 +105,47 @@ public class HedgerowApp {
 
     void onStart(@Observes StartupEvent ev) {
         core();
+        if (jitIdlePriority) {
+            watchJitWarmup();
+        }
+    }
+
+    /** How often the JIT warm-up gate looks; it counts the JIT as settled when a pass adds under 1/30 of it. */
+    private static final Duration JIT_PASS = Duration.ofSeconds(30);
+
+    /**
+     * Every {@link #JIT_PASS}: asks {@link JitWarmup} whether the JIT has settled and, from then on, moves any
+     * compiler thread not yet at SCHED_IDLE (HotSpot may start more under load). Nothing without a JIT (native image).
+     */
+    private void watchJitWarmup() {
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+            return;
+        }
+        JitWarmup warmup = new JitWarmup(jitWarmRequests, JIT_PASS.toMillis() / 30);
+        vertx.setPeriodic(JIT_PASS.toMillis(), id -> {
+            boolean first = !warmup.done();
+            if (warmup.done() || warmup.settled(metrics.finishedRequests(), jit.getTotalCompilationTime())) {
+                lowerJitPriority(first);
+            }
+        });
+    }
+
+    /** One {@link JitPriority} pass off the event loop (it runs chrt); logs the first pass and later changes. */
+    private void lowerJitPriority(boolean first) {
+        long requests = metrics.finishedRequests();
+        vertx.executeBlocking(() -> JitPriority.forThisJvm().apply(), false).onSuccess(o -> {
+            if (!o.supported()) {
+                if (first) {
+                    LOG.log(System.Logger.Level.INFO, "JIT compiler threads keep their priority: {0}", o.failures());
+                }
+            } else if (first || o.lowered() > 0 || !o.failures().isEmpty()) {
+                LOG.log(o.failures().isEmpty() ? System.Logger.Level.INFO : System.Logger.Level.WARNING,
+                        "JIT warm after {0} requests: compiler threads at SCHED_IDLE, {1} moved now, {2} already{3}",
+                        Long.toString(requests), o.lowered(), o.alreadyIdle(),
+                        o.failures().isEmpty() ? "" : "; not moved: " + o.failures());
+            }
+        });
     }
 
     /** The core, built on first use (the HTTP routes may be mounted before the startup event). */
@@ -109,8 +165,9 @@ public class HedgerowApp {
         upstream = new VertxUpstreamClient(vertx, 512, ProviderUrls.metadataAllowed(System::getenv)
                 ? ip -> null : ProviderUrls::metadataReason);
         SecretBox secrets = SecretBox.fromEnvironment(secretKey.orElse(null), !stateMode.equals("memory"));
-        Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(),
-                new GatewayMetrics(meters), secrets);
+        metrics = new GatewayMetrics(meters);
+        Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(), metrics,
+                secrets);
         LoadedCatalog loaded = loadCatalog();
         h.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(30));
         h.catalog().startPolling(scheduler, catalogPoll);
@@ -119,6 +176,12 @@ public class HedgerowApp {
                 secrets.encrypts() ? "encrypted (" + secrets.origin() + " key)" : "in plaintext");
         core = h;
         return h;
+    }
+
+    /** Requests this instance has finished (the JIT warm-up gate's traffic count). */
+    long finishedRequests() {
+        core();
+        return metrics.finishedRequests();
     }
 
     public Functions functions() {

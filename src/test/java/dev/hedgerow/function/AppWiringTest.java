@@ -5,6 +5,7 @@ import dev.hedgerow.testsupport.AppTestResource;
 import dev.hedgerow.testsupport.Sse;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
+import jakarta.inject.Inject;
 import org.junit.jupiter.api.Test;
 
 import static io.restassured.RestAssured.given;
@@ -16,6 +17,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 @QuarkusTest
 @QuarkusTestResource(value = AppTestResource.class, restrictToAnnotatedClass = false)
 class AppWiringTest {
+
+    @Inject
+    HedgerowApp app;
 
     @Test
     void healthIsUp() {
@@ -44,6 +48,21 @@ class AppWiringTest {
                 .post("/v1/chat/completions").then().statusCode(200);
         given().get("/q/metrics").then().statusCode(200)
                 .body(org.hamcrest.Matchers.containsString("hedgerow_requests_total{alias=\"solo\",org=\"acme\",status=\"200\"}"));
+    }
+
+    @Test
+    void theJitWarmupGateCountsEveryFinishedRequest() {
+        long before = app.finishedRequests();
+        for (int i = 0; i < 3; i++) {
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"solo\",\"messages\":[{\"role\":\"user\",\"content\":\"warm\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(200);
+        }
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"no-such-alias\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/v1/chat/completions").then().statusCode(404);
+        assertEquals(before + 3, app.finishedRequests(),
+                "three served; a request refused before dispatch never reached the core's observer");
     }
 
     @Test

@@ -1,0 +1,85 @@
+package dev.hedgerow.function;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledOnOs;
+import org.junit.jupiter.api.condition.OS;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The JIT priority pass on this machine's real {@code /proc} and {@code chrt}. The JVM's own compiler threads are
+ * only found, not moved (an idle-policy JIT would slow the rest of the suite); the move itself is made on a thread
+ * of the test's own, picked by name the same way.
+ */
+@EnabledOnOs(OS.LINUX)
+class JitPriorityTest {
+
+    @Test
+    void findsThisJvmsCompilerThreads() {
+        List<Long> tids = JitPriority.forThisJvm().compilerThreads();
+        assertFalse(tids.isEmpty(), "HotSpot runs C1/C2 compiler threads");
+        assertTrue(JitPriority.isCompilerThread("C2 CompilerThre"));
+        assertTrue(JitPriority.isCompilerThread("C1 CompilerThre"));
+        assertTrue(JitPriority.isCompilerThread("JVMCI CompilerT"));
+        assertFalse(JitPriority.isCompilerThread("vert.x-eventloo"));
+        assertFalse(JitPriority.isCompilerThread("GC Thread#0"));
+    }
+
+    @Test
+    void movesMatchingThreadsToIdlePolicyOnceAndLeavesOthers() throws Exception {
+        CountDownLatch release = new CountDownLatch(1);
+        Thread probe = new Thread(() -> {
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "hr-jit-probe");
+        Thread bystander = new Thread(() -> {
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "hr-jit-other");
+        probe.start();
+        bystander.start();
+        try {
+            JitPriority pass = new JitPriority(Path.of("/proc/self/task"), "hr-jit-probe"::equals);
+            List<Long> found = pass.compilerThreads();
+            assertEquals(1, found.size(), "the one thread with that name");
+            long tid = found.get(0);
+            assertEquals(0, pass.policy(tid), "starts under the normal policy");
+
+            JitPriority.Outcome first = pass.apply();
+            assertTrue(first.supported());
+            assertEquals(1, first.lowered(), "moved: " + first);
+            assertTrue(first.failures().isEmpty(), first.failures().toString());
+            assertEquals(JitPriority.SCHED_IDLE, pass.policy(tid));
+
+            JitPriority.Outcome second = pass.apply();
+            assertEquals(0, second.lowered(), "nothing left to move");
+            assertEquals(1, second.alreadyIdle());
+
+            JitPriority others = new JitPriority(Path.of("/proc/self/task"), "hr-jit-other"::equals);
+            assertEquals(0, others.policy(others.compilerThreads().get(0)), "a thread of another name is untouched");
+        } finally {
+            release.countDown();
+            probe.join();
+            bystander.join();
+        }
+    }
+
+    @Test
+    void withoutProcNothingChanges() {
+        JitPriority.Outcome o = new JitPriority(Path.of("/nonexistent/task"), n -> true).apply();
+        assertFalse(o.supported());
+        assertEquals(0, o.lowered());
+    }
+}
