@@ -27,5 +27,6 @@ $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *
 }
 
 bench_java() { # bench name
-  java -Xms128m -Xmx1g -Djava.awt.headless=true -Djava.util.logging.manager=org.jboss.logmanager.LogManager -cp "$BENCH_CP" dev.hedgerow.bench.BenchMain "$1" "$ROOT" "$BENCH_OUT"
+  # shellcheck disable=SC2086 # BENCH_JAVA_OPTS: extra options for the bench's own JVM (load and simulator), split
+  java -Xms128m -Xmx1g ${BENCH_JAVA_OPTS:-} -Djava.awt.headless=true -Djava.util.logging.manager=org.jboss.logmanager.LogManager -cp "$BENCH_CP" dev.hedgerow.bench.BenchMain "$1" "$ROOT" "$BENCH_OUT"
 }

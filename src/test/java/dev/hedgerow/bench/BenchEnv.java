@@ -31,6 +31,7 @@ final class BenchEnv implements AutoCloseable {
     /** Holds the kernel's CPU wake-up latency request while the benchmark runs; null when not held. */
     private final FileOutputStream idlePolling;
     private final String idleNote;
+    private final QuietKernelThreads quiet;
 
     BenchEnv(Path repo, Path out) {
         this.repo = repo;
@@ -71,7 +72,9 @@ final class BenchEnv implements AutoCloseable {
                 ? "idle CPUs polling (the bench held /dev/cpu_dma_latency at 0 µs, as tuned's latency-performance"
                         + " profile does, so a wake-up does not wait for a halted virtual CPU)"
                 : "idle CPUs halting (" + why + ")";
+        quiet = new QuietKernelThreads();
         if (!Files.isRegularFile(jar)) {
+            quiet.close();
             throw new IllegalStateException("no packaged app at " + jar + ": run ./mvnw -B -q package -DskipTests");
         }
     }
@@ -106,7 +109,7 @@ final class BenchEnv implements AutoCloseable {
     void section(String bench, String title, String body) {
         String header = "## " + title + "\n\n"
                 + "Made by `scripts/bench " + bench + "` on " + System.getenv().getOrDefault("BENCH_STAMP", "?")
-                + ", all on 127.0.0.1, " + idleNote + "; 1-minute load average when it ended: " + loadAverage()
+                + ", all on 127.0.0.1, " + idleNote + ", " + quiet.note() + "; 1-minute load average when it ended: " + loadAverage()
                 + ".\n\n";
         try {
             Files.writeString(out.resolve("sections").resolve(bench + ".md"), header + body.strip() + "\n");
@@ -159,6 +162,7 @@ final class BenchEnv implements AutoCloseable {
 
     @Override
     public void close() {
+        quiet.close();
         sims.forEach(SimServer::close);
         vertx.close().toCompletionStage().toCompletableFuture().join();
         if (idlePolling != null) {

@@ -63,6 +63,9 @@ final class Load implements AutoCloseable {
         }
     }
 
+    /** {@code BENCH_TRACE_SLOW_MS}: open-loop requests at least this slow are listed with their start (diagnosis). */
+    static final long TRACE_SLOW_MICROS = (long) (BenchEnv.doubleEnv("BENCH_TRACE_SLOW_MS", 0) * 1000);
+
     /** Results of one run. */
     static final class Result {
         final Histogram latency = new ConcurrentHistogram(MAX_MICROS, 3);
@@ -71,6 +74,8 @@ final class Load implements AutoCloseable {
         final AtomicLong ok = new AtomicLong();
         final AtomicLong failed = new AtomicLong();
         final List<Exchange> exchanges = Collections.synchronizedList(new ArrayList<>());
+        /** Open loop with {@code BENCH_TRACE_SLOW_MS} set: requests at least that slow, as "HH:mm:ss.SSS latency". */
+        final List<String> slow = Collections.synchronizedList(new ArrayList<>());
         volatile long wallNanos;
 
         double throughput() {
@@ -88,6 +93,7 @@ final class Load implements AutoCloseable {
         long periodNanos = (long) (1e9 / rate);
         CountDownLatch done = new CountDownLatch((int) count);
         long t0 = System.nanoTime() + 20_000_000L;
+        long epochMillisAtT0 = System.currentTimeMillis() + 20;
         for (int i = 0; i < count; i++) {
             long intended = t0 + i * periodNanos;
             long wait;
@@ -97,6 +103,10 @@ final class Load implements AutoCloseable {
             int index = i;
             exchange(requests.apply(i), intended, null).onComplete(ar -> {
                 record(r, ar.result(), index, keepBodies);
+                if (TRACE_SLOW_MICROS > 0 && ar.result().totalMicros() >= TRACE_SLOW_MICROS) {
+                    r.slow.add(String.format("%tT.%<tL %.2f", epochMillisAtT0 + (intended - t0) / 1_000_000,
+                            ar.result().totalMicros() / 1000.0));
+                }
                 done.countDown();
             });
         }

@@ -197,6 +197,9 @@ final class OverheadBench {
         System.out.println("  " + t.name + " fixed rate: p50 " + ms(p(fixed.latency, 50)) + " ms, p99 "
                 + ms(p(fixed.latency, 99)) + " ms, p99.9 " + ms(p(fixed.latency, 99.9)) + " ms, major faults "
                 + faults);
+        if (!fixed.slow.isEmpty()) {
+            System.out.println("  slow (start, ms): " + String.join(", ", fixed.slow));
+        }
         t.fixedCount += fixed.ok.get();
         t.errors += fixed.failed.get();
         t.cpuFixed += cpu1 - cpu0;
