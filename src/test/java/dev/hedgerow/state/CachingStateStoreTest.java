@@ -74,13 +74,58 @@ class CachingStateStoreTest extends FakeTimeStoreContract {
 
         await(other.recordFailure(r, 1, Duration.ofSeconds(30)));
         assertTrue(read(other, r).coolingDown(), "the writing instance sees its own verdict at once");
-        ticker.advance(MAX_AGE.minusMillis(1));
+        ticker.advance(MAX_AGE.dividedBy(2).minusMillis(1));
         assertFalse(read(store(), r).coolingDown(), "inside max-age this instance ranks on its copy");
-        assertEquals(1, sharedReads.get(), "a reuse reads nothing from the shared store");
+        assertEquals(1, sharedReads.get(), "a young copy's reuse reads nothing from the shared store");
 
-        ticker.advance(Duration.ofMillis(1));
+        ticker.advance(MAX_AGE.dividedBy(2).plusMillis(1));
         assertTrue(read(store(), r).coolingDown(), "at max-age the copy is read again");
         assertEquals(2, sharedReads.get());
+    }
+
+    @Test
+    void pastHalfOfMaxAgeTheCopyIsServedAndReadAgainInTheBackgroundOnce() {
+        String r = id("route");
+        AtomicReference<CompletableFuture<Void>> held = new AtomicReference<>();
+        CachingStateStore cache = new CachingStateStore(counting(shared, sharedReads, held), MAX_AGE, ticker);
+        CachingStateStore other = new CachingStateStore(shared, MAX_AGE, ticker);
+        assertFalse(read(cache, r).coolingDown());
+        await(other.recordFailure(r, 1, Duration.ofSeconds(30)));
+
+        CompletableFuture<Void> gate = new CompletableFuture<>();
+        held.set(gate);
+        ticker.advance(MAX_AGE.dividedBy(2));
+        assertFalse(read(cache, r).coolingDown(), "the ageing copy answers at once; its refresh is under way");
+        assertEquals(2, sharedReads.get(), "one background read started");
+        ticker.advance(Duration.ofMillis(10));
+        assertFalse(read(cache, r).coolingDown());
+        assertEquals(2, sharedReads.get(), "no second read while the first is under way");
+
+        gate.complete(null);
+        ticker.advance(Duration.ofMillis(10)); // 45 ms after the first read, 20 ms after the refresh began
+        assertTrue(read(cache, r).coolingDown(), "the refreshed copy holds the other instance's verdict");
+        assertEquals(2, sharedReads.get(), "served from the refreshed copy, no read waited for");
+    }
+
+    @Test
+    void aRefreshThatNeverAnswersStopsNothing() {
+        String r = id("route");
+        AtomicReference<CompletableFuture<Void>> held = new AtomicReference<>();
+        CachingStateStore cache = new CachingStateStore(counting(shared, sharedReads, held), MAX_AGE, ticker);
+        read(cache, r);
+        held.set(new CompletableFuture<>()); // never completed: a hung read
+        ticker.advance(MAX_AGE.dividedBy(2));
+        read(cache, r);
+        assertEquals(2, sharedReads.get(), "the refresh started and hangs");
+
+        ticker.advance(MAX_AGE.dividedBy(2));
+        CachingStateStore other = new CachingStateStore(shared, MAX_AGE, ticker);
+        await(other.recordFailure(r, 1, Duration.ofSeconds(30)));
+        assertTrue(read(cache, r).coolingDown(), "at max-age the copy expires and the request reads, as without it");
+        assertEquals(3, sharedReads.get());
+        ticker.advance(MAX_AGE.dividedBy(2));
+        read(cache, r);
+        assertEquals(4, sharedReads.get(), "a max-age after the hung one, a new refresh may start");
     }
 
     @Test
