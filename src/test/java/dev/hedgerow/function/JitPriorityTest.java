@@ -34,22 +34,8 @@ class JitPriorityTest {
     @Test
     void movesMatchingThreadsToIdlePolicyOnceAndLeavesOthers() throws Exception {
         CountDownLatch release = new CountDownLatch(1);
-        Thread probe = new Thread(() -> {
-            try {
-                release.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "hr-jit-probe");
-        Thread bystander = new Thread(() -> {
-            try {
-                release.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }, "hr-jit-other");
-        probe.start();
-        bystander.start();
+        Thread probe = parked("hr-jit-probe", release);
+        Thread bystander = parked("hr-jit-other", release);
         try {
             JitPriority pass = new JitPriority(Path.of("/proc/self/task"), "hr-jit-probe"::equals);
             List<Long> found = pass.compilerThreads();
@@ -74,6 +60,19 @@ class JitPriorityTest {
             probe.join();
             bystander.join();
         }
+    }
+
+    /** A started thread of that name, waiting until {@code release} opens. */
+    private static Thread parked(String name, CountDownLatch release) {
+        Thread t = new Thread(() -> {
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, name);
+        t.start();
+        return t;
     }
 
     @Test
