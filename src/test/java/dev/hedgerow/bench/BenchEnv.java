@@ -119,6 +119,19 @@ final class BenchEnv implements AutoCloseable {
         System.out.println(header + body);
     }
 
+    /**
+     * CPU time the hypervisor took from this VM since boot (the steal column of /proc/stat, summed over CPUs), in
+     * ms; -1 when unknown. USER_HZ is 100 on Linux/x86, so a tick is 10 ms.
+     */
+    static long stealMillis() {
+        try {
+            String[] cpu = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+            return cpu.length > 8 ? Long.parseLong(cpu[8]) * 10 : -1;
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
     static String loadAverage() {
         try {
             return Files.readString(Path.of("/proc/loadavg")).split(" ")[0];

@@ -189,14 +189,16 @@ final class OverheadBench {
         if (t.name.startsWith("hedgerow")) {
             t.roundJit.add(JitPriority.forProcess(t.proc.pid()).idleShare());
         }
+        long steal0 = BenchEnv.stealMillis();
         Load.Result fixed = load.openLoop(i -> req(t, NONSTREAM, false, i), rate, phase, false);
+        long steal = steal0 < 0 ? 0 : BenchEnv.stealMillis() - steal0;
         double cpu1 = t.proc == null ? 0 : t.proc.cpuSeconds();
         long faults = t.proc == null ? 0 : t.proc.majorFaults() - faults0;
         t.fixed.add(fixed.latency);
-        t.roundP99.add(ms(p(fixed.latency, 99)));
+        t.roundP99.add(ms(p(fixed.latency, 99)) + (steal > 0 ? " (steal " + steal + " ms)" : ""));
         System.out.println("  " + t.name + " fixed rate: p50 " + ms(p(fixed.latency, 50)) + " ms, p99 "
                 + ms(p(fixed.latency, 99)) + " ms, p99.9 " + ms(p(fixed.latency, 99.9)) + " ms, major faults "
-                + faults);
+                + faults + (steal > 0 ? ", steal " + steal + " ms" : ""));
         if (!fixed.slow.isEmpty()) {
             System.out.println("  slow (start, ms): " + String.join(", ", fixed.slow));
         }
@@ -300,7 +302,8 @@ final class OverheadBench {
                         /proc as each round began: %s.
 
                         %s
-                        Fixed-rate p99 per round (ms): %s.
+                        Fixed-rate p99 per round (ms; with the CPU time the hypervisor took from the VM during \
+                        that phase, /proc/stat steal, when it took any): %s.
 
                         %s
                         ![latency by percentile](overhead-latency.png)
