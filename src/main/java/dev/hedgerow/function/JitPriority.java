@@ -78,15 +78,12 @@ public final class JitPriority {
                 continue; // the thread ended meanwhile
             }
             try {
-                Process p = new ProcessBuilder("chrt", "--idle", "-p", "0", Long.toString(tid))
-                        .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-                if (!p.waitFor(5, TimeUnit.SECONDS)) {
-                    p.destroyForcibly();
-                    failures.add("chrt did not finish for thread " + tid);
-                } else if (policy(tid) == SCHED_IDLE) {
+                int exit = chrt("--idle", tid);
+                if (policy(tid) == SCHED_IDLE) {
                     lowered++;
                 } else {
-                    failures.add("chrt exited " + p.exitValue() + " for thread " + tid);
+                    failures.add(exit < 0 ? "chrt did not finish for thread " + tid
+                            : "chrt exited " + exit + " for thread " + tid);
                 }
             } catch (IOException e) {
                 return Outcome.unsupported("chrt (util-linux) is not available: " + e.getMessage());
@@ -121,9 +118,17 @@ public final class JitPriority {
         return out;
     }
 
-    /** The thread's scheduling policy (0 normal, 3 batch, 5 idle …), or -1 when it cannot be read. */
+    /** The thread's scheduling policy (see {@link #policyIn}). */
     int policy(long tid) {
-        String stat = read(tasks.resolve(Long.toString(tid)).resolve("stat"));
+        return policyIn(tasks.resolve(Long.toString(tid)).resolve("stat"));
+    }
+
+    /**
+     * The scheduling policy a {@code /proc/<pid>[/task/<tid>]/stat} file shows (field 41: 0 normal, 3 batch, 5 idle
+     * …), or -1 when it cannot be read. Public for the benchmarks, which quiet the VM's kernel threads the same way.
+     */
+    public static int policyIn(Path statFile) {
+        String stat = read(statFile);
         if (stat == null) {
             return -1;
         }
@@ -131,6 +136,22 @@ public final class JitPriority {
         String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
         int index = 41 - 3;
         return fields.length > index ? Integer.parseInt(fields[index]) : -1;
+    }
+
+    /**
+     * Runs {@code chrt <policyFlag> -p 0 <tid>} ("--idle", "--other" …): its exit status, or -1 when it did not finish
+     * within 5 s. Blocks. Public for the benchmarks.
+     *
+     * @throws IOException when {@code chrt} cannot be started (util-linux missing)
+     */
+    public static int chrt(String policyFlag, long tid) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder("chrt", policyFlag, "-p", "0", Long.toString(tid))
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        if (!p.waitFor(5, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            return -1;
+        }
+        return p.exitValue();
     }
 
     private static String read(Path file) {

@@ -43,6 +43,8 @@ public final class CachingStateStore extends ForwardingStateStore {
     private static final long NO_REFRESH = Long.MIN_VALUE;
 
     private final long maxAgeNanos;
+    /** Age from which a served copy is also read again in the background (half of max-age). */
+    private final long refreshAfterNanos;
     private final Ticker ticker;
     /** By route id: one copy per route (read with its group's usage window; another window reads again). */
     private final Map<String, Entry> entries = new ConcurrentHashMap<>();
@@ -60,6 +62,7 @@ public final class CachingStateStore extends ForwardingStateStore {
             throw new IllegalArgumentException("maxAge must be positive: " + maxAge);
         }
         this.maxAgeNanos = maxAge.toNanos();
+        this.refreshAfterNanos = maxAgeNanos / 2;
     }
 
     /** What this instance had done to a route when a read of it started: the read includes it, later effects not. */
@@ -139,7 +142,7 @@ public final class CachingStateStore extends ForwardingStateStore {
             if (e != null && e.at.windowMillis == window && now - e.at.readNanos < maxAgeNanos
                     && e.at.generation == l.generation.get()) {
                 out.put(id, adjusted(e, l));
-                if (now - e.at.readNanos >= maxAgeNanos / 2 && claimRefresh(l, now)) {
+                if (now - e.at.readNanos >= refreshAfterNanos && claimRefresh(l, now)) {
                     ageing = ageing == null ? new ArrayList<>() : ageing;
                     ageing.add(id);
                 }

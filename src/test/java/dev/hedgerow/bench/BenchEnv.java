@@ -109,8 +109,8 @@ final class BenchEnv implements AutoCloseable {
     void section(String bench, String title, String body) {
         String header = "## " + title + "\n\n"
                 + "Made by `scripts/bench " + bench + "` on " + System.getenv().getOrDefault("BENCH_STAMP", "?")
-                + ", all on 127.0.0.1, " + idleNote + ", " + quiet.note() + "; 1-minute load average when it ended: " + loadAverage()
-                + ".\n\n";
+                + ", all on 127.0.0.1, " + idleNote + ", " + quiet.note() + "; 1-minute load average when it ended: "
+                + loadAverage() + ".\n\n";
         try {
             Files.writeString(out.resolve("sections").resolve(bench + ".md"), header + body.strip() + "\n");
         } catch (IOException e) {

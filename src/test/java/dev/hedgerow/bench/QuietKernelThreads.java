@@ -1,5 +1,7 @@
 package dev.hedgerow.bench;
 
+import dev.hedgerow.function.JitPriority;
+
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -7,7 +9,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Moves the kernel's DAMON threads ({@code kdamond.N}) to {@code SCHED_IDLE} while a benchmark runs and puts them
@@ -75,21 +76,13 @@ final class QuietKernelThreads implements AutoCloseable {
         return out;
     }
 
-    /** Field 41 ({@code policy}) of {@code /proc/<pid>/stat}, or -1. */
     private static int policy(long pid) {
-        String stat = read(Path.of("/proc", Long.toString(pid), "stat"));
-        if (stat == null) {
-            return -1;
-        }
-        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split(" ");
-        return fields.length > 38 ? Integer.parseInt(fields[38]) : -1;
+        return JitPriority.policyIn(Path.of("/proc", Long.toString(pid), "stat"));
     }
 
     private static boolean chrt(long pid, String policy) {
         try {
-            Process p = new ProcessBuilder("chrt", policy, "-p", "0", Long.toString(pid)).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-            return p.waitFor(5, TimeUnit.SECONDS) && p.exitValue() == 0;
+            return JitPriority.chrt(policy, pid) == 0;
         } catch (IOException e) {
             return false;
         } catch (InterruptedException e) {

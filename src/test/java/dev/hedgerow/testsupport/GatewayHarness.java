@@ -83,7 +83,8 @@ public final class GatewayHarness implements AutoCloseable {
     public static GatewayHarness start(String yaml, Map<String, SimConfig> providers, StateStore store,
                                        BiConsumer<Router, Supplier<Hedgerow>> mounts) {
         Vertx vertx = Vertx.vertx();
-        return start(vertx, true, yaml, startSims(vertx, providers), true, store, mounts);
+        return start(vertx, true, yaml, startSims(vertx, providers), true, store, mounts,
+                ProviderUrls::metadataReason);
     }
 
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store) {
@@ -97,12 +98,6 @@ public final class GatewayHarness implements AutoCloseable {
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
                                        Function<String, String> blockedPeer) {
         return start(vertx, false, yaml, sims, false, store, null, blockedPeer);
-    }
-
-    private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
-                                        boolean ownsSims, StateStore store,
-                                        BiConsumer<Router, Supplier<Hedgerow>> mounts) {
-        return start(vertx, ownsVertx, yaml, sims, ownsSims, store, mounts, ProviderUrls::metadataReason);
     }
 
     private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
