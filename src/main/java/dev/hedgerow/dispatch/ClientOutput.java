@@ -151,9 +151,7 @@ final class ClientOutput {
             Billing.putUsage(chunk, billed);
         }
         chunk.set("attempt_trail", trail);
-        sink.write(Sse.data(chunk));
-        sink.write(Sse.DONE);
-        sink.end();
+        sink.end(Sse.dataThenDone(chunk));
     }
 
     /** Ends the stream with an error event carrying the trail, then [DONE]. */
@@ -161,9 +159,7 @@ final class ClientOutput {
         ObjectNode err = new ApiError(502, "server_error", code, message, null, null).toNode();
         err.put("id", req.requestId());
         err.set("attempt_trail", trail);
-        sink.write(Sse.data(err));
-        sink.write(Sse.DONE);
-        sink.end();
+        sink.end(Sse.dataThenDone(err));
     }
 
     /** A comment that keeps the client's connection alive while a resume starts. */
@@ -184,8 +180,7 @@ final class ClientOutput {
         Map<String, String> headers = responseHeaders(a, "application/json");
         headers.put("x-hedgerow-attempts", Json.write(trail));
         sink.head(200, headers);
-        sink.write(Json.bytes(answer));
-        sink.end();
+        sink.end(Json.bytes(answer));
     }
 
     /** Sends the attempt's client error as the provider sent it, its API key redacted. */
@@ -200,8 +195,7 @@ final class ClientOutput {
             headers.put("retry-after", a.headers.get("retry-after"));
         }
         sink.head(a.status, headers);
-        sink.write(bytes);
-        sink.end();
+        sink.end(bytes);
     }
 
     /** Sends the error answer for a request no route could serve (before any head went out). */
@@ -212,8 +206,7 @@ final class ClientOutput {
         headers.put("x-hedgerow-request-id", req.requestId());
         headers.put("x-hedgerow-attempts", Json.write(trail));
         sink.head(status, headers);
-        sink.write(Json.bytes(err.toNode()));
-        sink.end();
+        sink.end(Json.bytes(err.toNode()));
     }
 
     /** A provider's error may quote the key it was sent (some 401s do): that key never reaches the client. */

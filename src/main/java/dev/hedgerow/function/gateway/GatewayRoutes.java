@@ -236,12 +236,20 @@ public final class GatewayRoutes {
         return sb.toString();
     }
 
-    /** Writes the dispatcher's output to the Vert.x response; everything is dropped once the client is gone. */
+    /**
+     * Writes the dispatcher's output to the Vert.x response; everything is dropped once the client is gone. The
+     * response turns chunked at its first {@code write}; an answer that ends without one (a whole JSON answer or an
+     * error) goes out with a content-length, head and body in one write.
+     */
     private static final class ResponseSink implements ClientSink {
         private final HttpServerResponse resp;
 
         ResponseSink(HttpServerResponse resp) {
             this.resp = resp;
+        }
+
+        private boolean open() {
+            return !resp.closed() && !resp.ended();
         }
 
         @Override
@@ -251,20 +259,29 @@ public final class GatewayRoutes {
             }
             resp.setStatusCode(status);
             headers.forEach(resp::putHeader);
-            resp.setChunked(true);
         }
 
         @Override
         public void write(byte[] bytes) {
-            if (!resp.closed() && !resp.ended()) {
+            if (open()) {
+                if (!resp.headWritten()) {
+                    resp.setChunked(true);
+                }
                 resp.write(Buffer.buffer(bytes));
             }
         }
 
         @Override
         public void end() {
-            if (!resp.closed() && !resp.ended()) {
+            if (open()) {
                 resp.end();
+            }
+        }
+
+        @Override
+        public void end(byte[] last) {
+            if (open()) {
+                resp.end(Buffer.buffer(last));
             }
         }
     }

@@ -100,6 +100,7 @@ class GatewayFoundationTest {
                 .post("/v1/chat/completions").then().statusCode(200)
                 .header("content-type", equalTo("text/event-stream"))
                 .header("x-hedgerow-route", equalTo("chat-alpha"))
+                .header("transfer-encoding", equalTo("chunked"))
                 .extract().asString();
         assertEquals(SimText.expected(SEED, "tell me a story", 24), Sse.content(out));
         assertTrue(Sse.endsWithDone(out));
@@ -115,14 +116,18 @@ class GatewayFoundationTest {
 
     @Test
     void answersNonStreamingWithModelProviderUsageAndTrail() {
-        given().auth().oauth2("k-acme").contentType("application/json")
+        io.restassured.response.Response r = given().auth().oauth2("k-acme").contentType("application/json")
                 .body(body("chat", "hello there", false))
                 .post("/v1/chat/completions").then().statusCode(200)
                 .body("choices[0].message.content", equalTo(SimText.expected(SEED, "hello there", 24)))
                 .body("model", equalTo("alpha-model"))
                 .body("provider", equalTo("alpha"))
                 .body("usage.completion_tokens", org.hamcrest.Matchers.greaterThan(0))
-                .header("x-hedgerow-attempts", org.hamcrest.Matchers.containsString("\"outcome\":\"success\""));
+                .header("x-hedgerow-attempts", org.hamcrest.Matchers.containsString("\"outcome\":\"success\""))
+                .header("transfer-encoding", org.hamcrest.Matchers.nullValue())
+                .extract().response();
+        // a whole answer goes out in one piece with its length, as OpenAI's own does
+        assertEquals(r.asByteArray().length, Integer.parseInt(r.header("content-length")));
     }
 
     @Test
