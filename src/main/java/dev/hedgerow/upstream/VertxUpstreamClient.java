@@ -1,5 +1,6 @@
 package dev.hedgerow.upstream;
 
+import io.vertx.core.Context;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClient;
@@ -14,6 +15,7 @@ import io.vertx.core.net.SocketAddress;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
@@ -23,9 +25,21 @@ import java.util.function.Function;
  * connection so the provider stops generating. Before anything is sent, the connection's resolved peer address is
  * checked against {@code blockedPeer} (the gateway blocks cloud metadata addresses): a host name that resolves, or
  * is re-pointed, to one fails as a connect error with nothing sent. Thread-safe.
+ *
+ * <p>One connection pool per event loop: a request sent from an event-loop thread goes out on a connection owned
+ * by that same loop, so writing it and reading its answer never hop to another thread. (Vert.x's shared pool
+ * hands out the most recently used connection whatever loop owns it: at low concurrency one connection, on one
+ * loop, then served the requests of every loop, each paying two cross-thread wake-ups.) Calls from any other
+ * thread use a pool of their own.
  */
 public final class VertxUpstreamClient implements UpstreamClient {
+    private final Vertx vertx;
+    private final HttpClientOptions clientOptions;
+    private final PoolOptions poolOptions;
+    /** The pool of calls made off the event loops. */
     private final HttpClient client;
+    /** Each event-loop thread's own pool, created on its first call. */
+    private final Map<Thread, HttpClient> loopClients = new ConcurrentHashMap<>();
     private final Function<String, String> blockedPeer;
 
     public VertxUpstreamClient(Vertx vertx, int maxConnectionsPerHost) {
@@ -33,20 +47,31 @@ public final class VertxUpstreamClient implements UpstreamClient {
     }
 
     /**
+     * @param maxConnectionsPerHost the most connections to one host from one event loop (and from the off-loop pool)
      * @param blockedPeer why a resolved peer IP address (as {@code SocketAddress.hostAddress()}) must not be
      *                    sent to, or null when it may
      */
     public VertxUpstreamClient(Vertx vertx, int maxConnectionsPerHost, Function<String, String> blockedPeer) {
+        this.vertx = vertx;
         this.blockedPeer = blockedPeer;
-        HttpClientOptions options = new HttpClientOptions()
+        this.clientOptions = new HttpClientOptions()
                 .setKeepAlive(true)
                 .setKeepAliveTimeout(30)
                 .setTcpNoDelay(true)
                 .setDecompressionSupported(true)
                 .setMaxInitialLineLength(16 * 1024)
                 .setMaxHeaderSize(64 * 1024);
-        this.client = vertx.createHttpClient(options, new PoolOptions().setHttp1MaxSize(maxConnectionsPerHost)
-                .setMaxWaitQueueSize(10_000));
+        this.poolOptions = new PoolOptions().setHttp1MaxSize(maxConnectionsPerHost).setMaxWaitQueueSize(10_000);
+        this.client = vertx.createHttpClient(clientOptions, poolOptions);
+    }
+
+    /** The calling event loop's own pool (its connections are created on, and owned by, that loop). */
+    private HttpClient client() {
+        if (!Context.isOnEventLoopThread()) {
+            return client;
+        }
+        return loopClients.computeIfAbsent(Thread.currentThread(),
+                t -> vertx.createHttpClient(clientOptions, poolOptions));
     }
 
     @Override
@@ -58,7 +83,7 @@ public final class VertxUpstreamClient implements UpstreamClient {
                 .setAbsoluteURI(req.url())
                 .setConnectTimeout(req.connectTimeout().toMillis());
         req.headers().forEach(options::putHeader);
-        client.request(options).onComplete(ar -> {
+        client().request(options).onComplete(ar -> {
             if (done.get()) {
                 if (ar.succeeded()) {
                     ar.result().reset();
@@ -156,5 +181,6 @@ public final class VertxUpstreamClient implements UpstreamClient {
 
     public void close() {
         client.close();
+        loopClients.values().forEach(HttpClient::close);
     }
 }
