@@ -4,9 +4,20 @@ package dev.hedgerow.routing;
  * The compact text form shared by the routing blocks' {@code encode()}/{@code decode(String)}: a short type tag
  * with a format version, then numbers, all separated by {@code ;} (for example {@code pe1;412.5;1718000000000;7}).
  * Decoding never throws: a missing, foreign or damaged string yields {@code null} and the caller starts fresh,
- * because everything in the shared store can be lost and rebuilt from traffic. Stateless; thread-safe.
+ * because everything in the shared store can be lost and rebuilt from traffic. Thread-safe.
+ *
+ * <p>Each thread remembers its last few decodes ({@link #RECENT} slots, by the string's hash): one request reads
+ * the same model string several times (ranking, then learning from it), and a cached snapshot serves the same
+ * strings to many requests, so most decodes skip the number parsing.
  */
 final class Codec {
+    static final int RECENT = 16;
+
+    private record Decoded(String encoded, String tag, double[] values) {
+    }
+
+    private static final ThreadLocal<Decoded[]> RECENT_DECODES = ThreadLocal.withInitial(() -> new Decoded[RECENT]);
+
     private Codec() {
     }
 
@@ -34,6 +45,20 @@ final class Codec {
         if (encoded == null || encoded.length() > 4096) {
             return null;
         }
+        Decoded[] recent = RECENT_DECODES.get();
+        int slot = encoded.hashCode() & (RECENT - 1);
+        Decoded seen = recent[slot];
+        if (seen != null && seen.tag.equals(tag) && seen.values.length == count && seen.encoded.equals(encoded)) {
+            return seen.values.clone();
+        }
+        double[] out = parse(encoded, tag, count);
+        if (out != null) {
+            recent[slot] = new Decoded(encoded, tag, out.clone());
+        }
+        return out;
+    }
+
+    private static double[] parse(String encoded, String tag, int count) {
         String[] parts = encoded.trim().split(";", -1);
         if (parts.length != count + 1 || !parts[0].equals(tag)) {
             return null;
