@@ -11,15 +11,24 @@ import io.micrometer.core.instrument.Timer;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Prometheus metrics of dispatch, exposed at {@code /q/metrics}: requests by status, attempts by outcome, hedges
  * fired and refused by the budget, upstream tokens wasted on hedge losers, resumes by cause, malformed upstream
  * frames, and time to first token per route. Thread-safe (Micrometer meters are).
+ *
+ * <p>The meters every request moves are kept by their tag values, so a request looks each up in one map rather
+ * than having the registry build, sort and find its tags (the registry still holds them all, as before).
  */
 public final class GatewayMetrics implements DispatchObserver {
     private final MeterRegistry registry;
     private final Counter wasted;
+    private final Map<List<String>, Counter> requests = new ConcurrentHashMap<>();
+    private final Map<List<String>, Counter> attempts = new ConcurrentHashMap<>();
+    private final Map<List<String>, Counter> billedTokens = new ConcurrentHashMap<>();
+    private final Map<String, Timer> ttft = new ConcurrentHashMap<>();
 
     public GatewayMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -29,24 +38,33 @@ public final class GatewayMetrics implements DispatchObserver {
 
     @Override
     public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
-        Timer.builder("hedgerow_ttft").description("Time to first content per route")
-                .tag("route", route.id()).publishPercentileHistogram(false)
-                .register(registry).record(Duration.ofMillis(ttftMs));
+        ttft.computeIfAbsent(route.id(), id -> Timer.builder("hedgerow_ttft")
+                        .description("Time to first content per route").tag("route", id)
+                        .publishPercentileHistogram(false).register(registry))
+                .record(Duration.ofMillis(ttftMs));
     }
 
     @Override
     public void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
                          Candidate winner) {
-        registry.counter("hedgerow_requests", "org", request.org().id(), "alias", request.alias(),
+        String org = request.org().id();
+        counter(requests, "hedgerow_requests", "org", org, "alias", request.alias(),
                 "status", Integer.toString(status)).increment();
         for (AttemptRecord a : trail) {
-            registry.counter("hedgerow_attempts", "org", request.org().id(), "route", a.route(), "kind", a.kind(),
+            counter(attempts, "hedgerow_attempts", "org", org, "route", a.route(), "kind", a.kind(),
                     "outcome", a.outcome()).increment();
         }
         if (billed != null) {
-            registry.counter("hedgerow_billed_tokens", "org", request.org().id(), "alias", request.alias())
+            counter(billedTokens, "hedgerow_billed_tokens", "org", org, "alias", request.alias())
                     .increment(billed.totalTokens());
         }
+    }
+
+    /** The counter {@code name} with these tags (name, value, ...), from {@code known} or registered there. */
+    private Counter counter(Map<List<String>, Counter> known, String name, String... tags) {
+        List<String> key = List.of(tags);
+        Counter c = known.get(key);
+        return c != null ? c : known.computeIfAbsent(key, k -> registry.counter(name, tags));
     }
 
     /**

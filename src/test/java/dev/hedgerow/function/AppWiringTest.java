@@ -43,11 +43,30 @@ class AppWiringTest {
 
     @Test
     void metricsCountRequests() {
-        given().auth().oauth2("k-acme").contentType("application/json")
-                .body("{\"model\":\"solo\",\"messages\":[{\"role\":\"user\",\"content\":\"count\"}]}")
-                .post("/v1/chat/completions").then().statusCode(200);
-        given().get("/q/metrics").then().statusCode(200)
-                .body(org.hamcrest.Matchers.containsString("hedgerow_requests_total{alias=\"solo\",org=\"acme\",status=\"200\"}"));
+        String requests = "hedgerow_requests_total{alias=\"solo\",org=\"acme\",status=\"200\"}";
+        String attempts = "hedgerow_attempts_total{kind=\"primary\",org=\"acme\",outcome=\"success\","
+                + "route=\"solo-alpha\"}";
+        double requestsBefore = metric(requests);
+        double attemptsBefore = metric(attempts);
+        for (int i = 0; i < 3; i++) {
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"solo\",\"messages\":[{\"role\":\"user\",\"content\":\"count\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(200);
+        }
+        assertEquals(requestsBefore + 3, metric(requests), "each request counted once, on the same series");
+        assertEquals(attemptsBefore + 3, metric(attempts));
+    }
+
+    /** The sum of the series in the Prometheus scrape whose line starts with {@code series} (0 when none). */
+    static double metric(String series) {
+        String scrape = given().get("/q/metrics").then().statusCode(200).extract().asString();
+        double sum = 0;
+        for (String line : scrape.split("\n")) {
+            if (line.startsWith(series)) {
+                sum += Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+            }
+        }
+        return sum;
     }
 
     @Test
