@@ -3,6 +3,7 @@ package dev.hedgerow.state;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 /** Key layout: prefix, hash tags around the entity, and escaping that keeps the tag intact. */
@@ -39,5 +40,13 @@ class StateKeysTest {
         assertEquals("hr:{r:a%7bb%7d c}:cool".replace(" ", "%20"), StateKeys.cool("a{b} c"));
         assertEquals("hr:{r:100%25}:cool", StateKeys.cool("100%"));
         assertThrows(IllegalArgumentException.class, () -> StateKeys.cool(""));
+    }
+
+    @Test
+    void controlAndWhitespaceCharactersAreEscapedInsideAndOutsideAscii() {
+        assertEquals("a%09b%0ac%7fd", StateKeys.escape("a\tb\nc\u007fd"));
+        assertEquals("x%85y%u2003z", StateKeys.escape("x\u0085y\u2003z"), "NEL (a control) and an em space");
+        String plain = "Route-1_a.b/c:d@e+f=g~h\u00e9\u4e2d";
+        assertSame(plain, StateKeys.escape(plain), "everything else is kept as given, and not copied");
     }
 }
