@@ -118,6 +118,15 @@ final class OverheadBench {
                 Proc hrRedis = Proc.hedgerow("hedgerow-redis", env.jar, catalog, redis.url(), GATEWAY_ONLY, env.tmp);
                 targets.add(new Target("hedgerow (redis)", hrRedis.port, BenchEnv.auth("k-bench"), hrRedis));
             }
+            String baseline = System.getenv("BENCH_BASELINE_JAR");
+            if (QUICK && baseline != null && !baseline.isBlank()) {
+                // another build measured in the same run, its rounds interleaved with this one's: on a noisy host
+                // the only fair A/B (scripts/bench.d/baseline.sh builds one from a commit)
+                Proc base = Proc.hedgerow("hedgerow-baseline", Path.of(baseline), catalog,
+                        QUICK_REDIS ? redis.url() : null, GATEWAY_ONLY, env.tmp);
+                targets.add(new Target("baseline (" + (QUICK_REDIS ? "redis" : "embedded") + ")", base.port,
+                        BenchEnv.auth("k-bench"), base));
+            }
             if (!QUICK) {
                 Proc portkey = portkey();
                 Map<String, String> pk = new LinkedHashMap<>(Map.of("content-type", "application/json",
