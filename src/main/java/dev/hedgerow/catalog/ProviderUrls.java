@@ -5,6 +5,7 @@ import java.net.UnknownHostException;
 import java.util.Locale;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.regex.Pattern;
 
 /**
  * Refuses provider URLs that point at a cloud instance-metadata service, the classic SSRF target: a catalog (or an
@@ -24,6 +25,10 @@ public final class ProviderUrls {
 
     private static final Set<String> NAMES = Set.of("metadata.google.internal", "metadata.goog", "metadata",
             "instance-data", "instance-data.ec2.internal", "metadata.azure.internal", "metadata.tencentyun.com");
+
+    /** Compiled once: the gateway checks every upstream connection's peer address with {@link #metadataReason}. */
+    private static final Pattern V4_CHARS = Pattern.compile("[0-9a-fx.]+");
+    private static final Pattern V6_CHARS = Pattern.compile("[0-9a-f:.]+");
 
     private ProviderUrls() {
     }
@@ -74,7 +79,7 @@ public final class ProviderUrls {
     private static String v6Reason(String h) {
         int zone = h.indexOf('%');
         String literal = zone >= 0 ? h.substring(0, zone) : h;
-        if (!literal.matches("[0-9a-f:.]+")) {
+        if (!V6_CHARS.matcher(literal).matches()) {
             return null;
         }
         byte[] b;
@@ -119,7 +124,7 @@ public final class ProviderUrls {
 
     /** inet_aton: 1 to 4 parts, each decimal, octal (leading 0) or hex (0x); the last part fills the rest. */
     static Long ipv4(String h) {
-        if (h.isEmpty() || !h.matches("[0-9a-fx.]+")) {
+        if (h.isEmpty() || !V4_CHARS.matcher(h).matches()) {
             return null;
         }
         String[] parts = h.split("\\.", -1);
