@@ -21,12 +21,32 @@ final class Codec {
     private Codec() {
     }
 
+    /** Encodes, and remembers the numbers for this thread's next decode of the string (the next ranking's). */
     static String encode(String tag, double... values) {
         StringBuilder sb = new StringBuilder(tag);
         for (double v : values) {
             sb.append(';').append(format(v));
         }
-        return sb.toString();
+        String encoded = sb.toString();
+        double[] exact = tag.indexOf(';') < 0 ? decodable(values) : null;
+        if (exact != null) {
+            remember(encoded, tag, exact);
+        }
+        return encoded;
+    }
+
+    /** A copy of {@code values} when each parses back from its text exactly as it is, else null. */
+    private static double[] decodable(double[] values) {
+        for (double v : values) {
+            if (!Double.isFinite(v) || v == 0 && Double.doubleToRawLongBits(v) != 0) {
+                return null; // not finite: decode refuses it; -0.0 is written "0" and reads back as 0.0
+            }
+        }
+        return values.clone();
+    }
+
+    private static void remember(String encoded, String tag, double[] values) {
+        RECENT_DECODES.get()[encoded.hashCode() & (RECENT - 1)] = new Decoded(encoded, tag, values);
     }
 
     /** Writes integral values without a fraction, everything else so that it parses back exactly. */
@@ -53,7 +73,7 @@ final class Codec {
         }
         double[] out = parse(encoded, tag, count);
         if (out != null) {
-            recent[slot] = new Decoded(encoded, tag, out.clone());
+            remember(encoded, tag, out.clone());
         }
         return out;
     }

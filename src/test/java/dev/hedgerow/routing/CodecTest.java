@@ -3,6 +3,7 @@ package dev.hedgerow.routing;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
 /** The shared text form, including the per-thread memory of recent decodes. */
@@ -52,5 +53,21 @@ class CodecTest {
                 assertArrayEquals(new double[] {i, i + 0.5}, Codec.decode(Codec.encode("t1", i, i + 0.5), "t1", 2));
             }
         }
+    }
+
+    @Test
+    void whatTheEncodingThreadRemembersIsExactlyWhatAnotherThreadParses() throws Exception {
+        double[][] cases = {{0.1, 1e-300, 123456789.125}, {-0.0, 5}, {1e15, 1e16, -2.5}, {Double.MIN_VALUE, 7}};
+        for (double[] values : cases) {
+            String s = Codec.encode("t1", values);
+            double[] here = Codec.decode(s, "t1", values.length);
+            java.util.concurrent.CompletableFuture<double[]> there = new java.util.concurrent.CompletableFuture<>();
+            new Thread(() -> there.complete(Codec.decode(s, "t1", values.length))).start();
+            double[] parsed = there.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            for (int i = 0; i < values.length; i++) {
+                assertEquals(Double.doubleToRawLongBits(parsed[i]), Double.doubleToRawLongBits(here[i]), s);
+            }
+        }
+        assertNull(Codec.decode(Codec.encode("t1", Double.NaN, 1), "t1", 2), "never a number decode refuses");
     }
 }
