@@ -203,9 +203,16 @@ public final class CachingStateStore extends ForwardingStateStore {
         inner.snapshot(ids, usageWindow).subscribe().with(read -> {
             for (String id : ids) {
                 keep(id, read.getOrDefault(id, RouteSnapshot.empty(id)), started.get(id));
-                local(id).refreshStarted.set(NO_REFRESH);
             }
-        }, failure -> ids.forEach(id -> local(id).refreshStarted.set(NO_REFRESH)));
+            release(ids, started);
+        }, failure -> release(ids, started));
+    }
+
+    /** Ends these refreshes' claims; a claim a later refresh took over (this one hung past max-age) stays its own. */
+    private void release(List<String> ids, Map<String, Ticket> started) {
+        for (String id : ids) {
+            local(id).refreshStarted.compareAndSet(started.get(id).readNanos, NO_REFRESH);
+        }
     }
 
     /**
@@ -213,10 +220,9 @@ public final class CachingStateStore extends ForwardingStateStore {
      * read that started later is already kept.
      */
     private void keep(String id, RouteSnapshot snap, Ticket at) {
-        Entry kept = entries.get(id);
-        if (local(id).generation.get() == at.generation && (kept == null || kept.at.readNanos <= at.readNanos)) {
-            entries.put(id, new Entry(snap, at));
-        }
+        Local l = local(id);
+        entries.compute(id, (k, kept) -> l.generation.get() == at.generation
+                && (kept == null || kept.at.readNanos <= at.readNanos) ? new Entry(snap, at) : kept);
     }
 
     /** The cached snapshot plus this instance's leases and usage since it was read. */

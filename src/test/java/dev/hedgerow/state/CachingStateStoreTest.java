@@ -129,6 +129,30 @@ class CachingStateStoreTest extends FakeTimeStoreContract {
     }
 
     @Test
+    void aHungRefreshThatAnswersLateDoesNotEndTheClaimOfTheOneThatReplacedIt() {
+        String r = id("route");
+        AtomicReference<CompletableFuture<Void>> held = new AtomicReference<>();
+        CachingStateStore cache = new CachingStateStore(counting(shared, sharedReads, held), MAX_AGE, ticker);
+        read(cache, r);
+        CompletableFuture<Void> first = new CompletableFuture<>();
+        held.set(first);
+        ticker.advance(MAX_AGE.dividedBy(2));
+        read(cache, r); // refresh 1 starts and hangs
+        ticker.advance(MAX_AGE.dividedBy(2));
+        read(cache, r); // the copy expired: a plain read
+        assertEquals(3, sharedReads.get());
+        held.set(new CompletableFuture<>());
+        ticker.advance(MAX_AGE.dividedBy(2));
+        read(cache, r); // a max-age after refresh 1: refresh 2 takes over, and hangs
+        assertEquals(4, sharedReads.get());
+
+        first.complete(null); // refresh 1 answers at last
+        ticker.advance(Duration.ofMillis(5));
+        read(cache, r);
+        assertEquals(4, sharedReads.get(), "refresh 2 is still under way: no third one starts");
+    }
+
+    @Test
     void ownHealthWritesDropTheCopy() {
         String r = id("route");
         read(store(), r);
