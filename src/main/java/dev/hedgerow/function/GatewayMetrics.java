@@ -25,9 +25,8 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class GatewayMetrics implements DispatchObserver {
     private final MeterRegistry registry;
     private final Counter wasted;
-    private final Map<List<String>, Counter> requests = new ConcurrentHashMap<>();
-    private final Map<List<String>, Counter> attempts = new ConcurrentHashMap<>();
-    private final Map<List<String>, Counter> billedTokens = new ConcurrentHashMap<>();
+    /** By name and tags (name, tag, value, ...): every counter here, looked up in one map per increment. */
+    private final Map<List<String>, Counter> counters = new ConcurrentHashMap<>();
     private final Map<String, Timer> ttft = new ConcurrentHashMap<>();
 
     public GatewayMetrics(MeterRegistry registry) {
@@ -48,23 +47,24 @@ public final class GatewayMetrics implements DispatchObserver {
     public void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
                          Candidate winner) {
         String org = request.org().id();
-        counter(requests, "hedgerow_requests", "org", org, "alias", request.alias(),
+        counter("hedgerow_requests", "org", org, "alias", request.alias(),
                 "status", Integer.toString(status)).increment();
         for (AttemptRecord a : trail) {
-            counter(attempts, "hedgerow_attempts", "org", org, "route", a.route(), "kind", a.kind(),
+            counter("hedgerow_attempts", "org", org, "route", a.route(), "kind", a.kind(),
                     "outcome", a.outcome()).increment();
         }
         if (billed != null) {
-            counter(billedTokens, "hedgerow_billed_tokens", "org", org, "alias", request.alias())
+            counter("hedgerow_billed_tokens", "org", org, "alias", request.alias())
                     .increment(billed.totalTokens());
         }
     }
 
-    /** The counter {@code name} with these tags (name, value, ...), from {@code known} or registered there. */
-    private Counter counter(Map<List<String>, Counter> known, String name, String... tags) {
-        List<String> key = List.of(tags);
-        Counter c = known.get(key);
-        return c != null ? c : known.computeIfAbsent(key, k -> registry.counter(name, tags));
+    /** The counter {@code name} with these tags (name, value, ...), registered on first use. */
+    private Counter counter(String name, String... tags) {
+        String[] key = new String[tags.length + 1];
+        key[0] = name;
+        System.arraycopy(tags, 0, key, 1, tags.length);
+        return counters.computeIfAbsent(List.of(key), k -> registry.counter(name, tags));
     }
 
     /**
@@ -81,7 +81,7 @@ public final class GatewayMetrics implements DispatchObserver {
 
     @Override
     public void hedge(DispatchRequest request, boolean fired) {
-        registry.counter("hedgerow_hedges", "org", request.org().id(), "result", fired ? "fired" : "budget_refused")
+        counter("hedgerow_hedges", "org", request.org().id(), "result", fired ? "fired" : "budget_refused")
                 .increment();
     }
 
@@ -92,11 +92,11 @@ public final class GatewayMetrics implements DispatchObserver {
 
     @Override
     public void resumed(DispatchRequest request, String reason) {
-        registry.counter("hedgerow_resumes", "org", request.org().id(), "reason", reason).increment();
+        counter("hedgerow_resumes", "org", request.org().id(), "reason", reason).increment();
     }
 
     @Override
     public void malformedFrame(Candidate route) {
-        registry.counter("hedgerow_malformed_frames", "route", route.id()).increment();
+        counter("hedgerow_malformed_frames", "route", route.id()).increment();
     }
 }
