@@ -146,19 +146,6 @@ public final class StateKeys {
         return PREFIX + "{lock:" + escape(name) + "}";
     }
 
-    /** Which ASCII characters {@link #escape} encodes (a table: keys are built on every request). */
-    private static final boolean[] ASCII_ESCAPED = new boolean[128];
-
-    static {
-        for (char c = 0; c < ASCII_ESCAPED.length; c++) {
-            ASCII_ESCAPED[c] = escaped(c);
-        }
-    }
-
-    private static boolean escaped(char c) {
-        return c == '%' || c == '{' || c == '}' || Character.isWhitespace(c) || Character.isISOControl(c);
-    }
-
     /** Percent-encodes the characters that would break a hash tag or a key's readability. */
     static String escape(String id) {
         if (id == null || id.isEmpty()) {
@@ -167,7 +154,7 @@ public final class StateKeys {
         StringBuilder out = null;
         for (int i = 0; i < id.length(); i++) {
             char c = id.charAt(i);
-            boolean bad = c < ASCII_ESCAPED.length ? ASCII_ESCAPED[c] : escaped(c);
+            boolean bad = c == '%' || c == '{' || c == '}' || Character.isWhitespace(c) || Character.isISOControl(c);
             if (bad && out == null) {
                 out = new StringBuilder(id.length() + 8).append(id, 0, i);
             }
