@@ -2,6 +2,7 @@ package dev.hedgerow.upstream;
 
 import io.vertx.core.Context;
 import io.vertx.core.Vertx;
+import io.vertx.core.VertxException;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientRequest;
@@ -12,6 +13,8 @@ import io.vertx.core.http.PoolOptions;
 import io.vertx.core.http.RequestOptions;
 import io.vertx.core.net.SocketAddress;
 
+import java.net.MalformedURLException;
+import java.net.URL;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -41,6 +44,8 @@ public final class VertxUpstreamClient implements UpstreamClient {
     /** Each event-loop thread's own pool, created on its first call. */
     private final Map<Thread, HttpClient> loopClients = new ConcurrentHashMap<>();
     private final Function<String, String> blockedPeer;
+    private static final int MAX_TARGETS = 1024;
+    private final Map<String, Target> targets = new ConcurrentHashMap<>();
 
     public VertxUpstreamClient(Vertx vertx, int maxConnectionsPerHost) {
         this(vertx, maxConnectionsPerHost, ip -> null);
@@ -78,9 +83,13 @@ public final class VertxUpstreamClient implements UpstreamClient {
     public Exchange send(UpstreamRequest req, UpstreamHandler handler) {
         AtomicBoolean done = new AtomicBoolean();
         HttpClientRequest[] holder = new HttpClientRequest[1];
+        Target target = target(req.url());
         RequestOptions options = new RequestOptions()
                 .setMethod(HttpMethod.POST)
-                .setAbsoluteURI(req.url())
+                .setHost(target.host())
+                .setPort(target.port())
+                .setSsl(target.ssl())
+                .setURI(target.uri())
                 .setConnectTimeout(req.connectTimeout().toMillis());
         req.headers().forEach(options::putHeader);
         client().request(options).onComplete(ar -> {
@@ -168,6 +177,44 @@ public final class VertxUpstreamClient implements UpstreamClient {
                 return true;
             }
         };
+    }
+
+    /** Where an absolute URL points, as the client addresses it (what {@code RequestOptions.setAbsoluteURI} sets). */
+    record Target(String host, int port, boolean ssl, String uri) {
+        static Target of(String absoluteUrl) {
+            URL url;
+            try {
+                url = new URL(absoluteUrl);
+            } catch (MalformedURLException e) {
+                throw new VertxException("Invalid url: " + absoluteUrl, e);
+            }
+            boolean ssl = switch (url.getProtocol()) {
+                case "http" -> false;
+                case "https" -> true;
+                default -> throw new IllegalArgumentException("not an http(s) URL: " + absoluteUrl);
+            };
+            int port = url.getPort() != -1 ? url.getPort() : ssl ? 443 : 80;
+            String uri = url.getPath().isEmpty() ? "/" + url.getFile() : url.getFile();
+            return new Target(url.getHost(), port, ssl, uri);
+        }
+    }
+
+    /**
+     * The parsed form of {@code url}, remembered: a gateway sends to a handful of provider URLs, and parsing one
+     * per request was a measurable share of the request path. Bounded: past {@link #MAX_TARGETS} distinct URLs the
+     * memory starts over.
+     */
+    Target target(String url) {
+        Target known = targets.get(url);
+        if (known != null) {
+            return known;
+        }
+        Target parsed = Target.of(url);
+        if (targets.size() >= MAX_TARGETS) {
+            targets.clear();
+        }
+        targets.put(url, parsed);
+        return parsed;
     }
 
     /** Why the request's connection goes somewhere it must not, or null. */
