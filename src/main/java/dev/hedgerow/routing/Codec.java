@@ -6,22 +6,25 @@ package dev.hedgerow.routing;
  * Decoding never throws: a missing, foreign or damaged string yields {@code null} and the caller starts fresh,
  * because everything in the shared store can be lost and rebuilt from traffic. Thread-safe.
  *
- * <p>Each thread remembers its last few decodes ({@link #RECENT} slots, by the string's hash): one request reads
- * the same model string several times (ranking, then learning from it), and a cached snapshot serves the same
- * strings to many requests, so most decodes skip the number parsing.
+ * <p>The codec remembers its last few decodes and encodes ({@link #RECENT} slots, by the string's hash), shared by
+ * all threads: one request reads the same model string several times (ranking, then learning from it), a cached
+ * snapshot serves the same strings to many requests, and the string one event loop just wrote is the one the
+ * other reads next, so most decodes skip the number parsing. A slot holds an immutable record, so a thread sees
+ * either a whole earlier entry or a whole later one; a lost race only costs a parse.
  */
 final class Codec {
-    static final int RECENT = 16;
+    static final int RECENT = 64;
 
     private record Decoded(String encoded, String tag, double[] values) {
     }
 
-    private static final ThreadLocal<Decoded[]> RECENT_DECODES = ThreadLocal.withInitial(() -> new Decoded[RECENT]);
+    /** Written and read without locks: each slot is replaced whole by an immutable entry (final fields). */
+    private static final Decoded[] RECENT_DECODES = new Decoded[RECENT];
 
     private Codec() {
     }
 
-    /** Encodes, and remembers the numbers for this thread's next decode of the string (the next ranking's). */
+    /** Encodes, and remembers the numbers for the next decode of the string (the next ranking's). */
     static String encode(String tag, double... values) {
         StringBuilder sb = new StringBuilder(tag);
         for (double v : values) {
@@ -46,7 +49,7 @@ final class Codec {
     }
 
     private static void remember(String encoded, String tag, double[] values) {
-        RECENT_DECODES.get()[encoded.hashCode() & (RECENT - 1)] = new Decoded(encoded, tag, values);
+        RECENT_DECODES[encoded.hashCode() & (RECENT - 1)] = new Decoded(encoded, tag, values);
     }
 
     /** Writes integral values without a fraction, everything else so that it parses back exactly. */
@@ -65,9 +68,7 @@ final class Codec {
         if (encoded == null || encoded.length() > 4096) {
             return null;
         }
-        Decoded[] recent = RECENT_DECODES.get();
-        int slot = encoded.hashCode() & (RECENT - 1);
-        Decoded seen = recent[slot];
+        Decoded seen = RECENT_DECODES[encoded.hashCode() & (RECENT - 1)];
         if (seen != null && seen.tag.equals(tag) && seen.values.length == count && seen.encoded.equals(encoded)) {
             return seen.values.clone();
         }
@@ -78,7 +79,8 @@ final class Codec {
         return out;
     }
 
-    private static double[] parse(String encoded, String tag, int count) {
+    /** The numbers parsed from the text, bypassing the memory (null as for {@link #decode}). */
+    static double[] parse(String encoded, String tag, int count) {
         String[] parts = encoded.trim().split(";", -1);
         if (parts.length != count + 1 || !parts[0].equals(tag)) {
             return null;

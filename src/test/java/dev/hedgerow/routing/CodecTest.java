@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 
-/** The shared text form, including the per-thread memory of recent decodes. */
+/** The shared text form, including the memory of recent decodes that all threads share. */
 class CodecTest {
 
     @Test
@@ -56,18 +56,46 @@ class CodecTest {
     }
 
     @Test
-    void whatTheEncodingThreadRemembersIsExactlyWhatAnotherThreadParses() throws Exception {
+    void whatEncodeRemembersIsExactlyWhatAParseOfTheTextGives() {
         double[][] cases = {{0.1, 1e-300, 123456789.125}, {-0.0, 5}, {1e15, 1e16, -2.5}, {Double.MIN_VALUE, 7}};
         for (double[] values : cases) {
             String s = Codec.encode("t1", values);
-            double[] here = Codec.decode(s, "t1", values.length);
-            java.util.concurrent.CompletableFuture<double[]> there = new java.util.concurrent.CompletableFuture<>();
-            new Thread(() -> there.complete(Codec.decode(s, "t1", values.length))).start();
-            double[] parsed = there.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            double[] remembered = Codec.decode(s, "t1", values.length);
+            double[] parsed = Codec.parse(s, "t1", values.length);
             for (int i = 0; i < values.length; i++) {
-                assertEquals(Double.doubleToRawLongBits(parsed[i]), Double.doubleToRawLongBits(here[i]), s);
+                assertEquals(Double.doubleToRawLongBits(parsed[i]), Double.doubleToRawLongBits(remembered[i]), s);
             }
         }
         assertNull(Codec.decode(Codec.encode("t1", Double.NaN, 1), "t1", 2), "never a number decode refuses");
+    }
+
+    @Test
+    void threadsSharingTheMemoryEachGetTheirOwnNumbers() throws Exception {
+        int threads = 4;
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try {
+            java.util.List<java.util.concurrent.Future<Integer>> wrong = new java.util.ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int me = t;
+                wrong.add(pool.submit(() -> {
+                    int bad = 0;
+                    for (int i = 0; i < 20_000; i++) {
+                        double a = me * 1_000_000 + i;
+                        String s = Codec.encode("t1", a, a + 0.25);
+                        double[] back = Codec.decode(s, "t1", 2);
+                        double[] other = Codec.decode(Codec.encode("t1", -a, 3), "t1", 2);
+                        if (back[0] != a || back[1] != a + 0.25 || other[0] != -a || other[1] != 3) {
+                            bad++;
+                        }
+                    }
+                    return bad;
+                }));
+            }
+            for (java.util.concurrent.Future<Integer> f : wrong) {
+                assertEquals(0, f.get(60, java.util.concurrent.TimeUnit.SECONDS));
+            }
+        } finally {
+            pool.shutdownNow();
+        }
     }
 }
