@@ -30,6 +30,11 @@ import java.util.Map;
  *
  * <p>Thread-safe and cheap to share: one instance ({@link #shared()}) holds the immutable encoding tables.
  * Text that happens to contain special-token markers (such as {@code <|endoftext|>}) is counted as ordinary text.
+ *
+ * <p>The prompt's strings are counted through a small memory of recent counts ({@link #RECENT} slots by the
+ * string's hash, for strings up to {@link #MAX_REMEMBERED} chars), shared by all threads: the same system prompt,
+ * role names and tool definitions arrive with request after request, and hashing and comparing a string costs far
+ * less than encoding it again. {@link #countText} (used for completions, which seldom repeat) always encodes.
  */
 public final class TokenCounter {
     public static final int TOKENS_PER_MESSAGE = 3;
@@ -40,7 +45,15 @@ public final class TokenCounter {
     public static final int AUDIO_TOKENS = 1000;
     public static final int TOKENS_PER_TOOL = 8;
 
+    static final int RECENT = 256;
+    static final int MAX_REMEMBERED = 16 * 1024;
+
+    private record Counted(String text, int tokens) {
+    }
+
     private final Encoding encoding;
+    /** Written and read without locks: each slot is replaced whole by an immutable entry (final fields). */
+    private final Counted[] recent = new Counted[RECENT];
 
     private TokenCounter(Encoding encoding) {
         this.encoding = encoding;
@@ -77,6 +90,24 @@ public final class TokenCounter {
         return encoding.countTokensOrdinary(text);
     }
 
+    /** {@link #countText}, through the memory of recent counts (see the class comment). */
+    int countRemembered(String text) {
+        if (text == null || text.isEmpty()) {
+            return 0;
+        }
+        if (text.length() > MAX_REMEMBERED) {
+            return encoding.countTokensOrdinary(text);
+        }
+        int slot = text.hashCode() & (RECENT - 1);
+        Counted seen = recent[slot];
+        if (seen != null && seen.text.equals(text)) {
+            return seen.tokens;
+        }
+        int tokens = encoding.countTokensOrdinary(text);
+        recent[slot] = new Counted(text, tokens);
+        return tokens;
+    }
+
     /**
      * The token ids of the first {@code maxTokens} tokens of {@code text}: the same ids the whole text would start
      * with (the tokenizer stops early, so a long text is cheap).
@@ -101,7 +132,7 @@ public final class TokenCounter {
         JsonNode tools = request.get("tools");
         if (tools != null && tools.isArray() && !tools.isEmpty()) {
             for (JsonNode tool : tools) {
-                tokens += TOKENS_PER_TOOL + countText(tool.toString());
+                tokens += TOKENS_PER_TOOL + countRemembered(tool.toString());
             }
         }
         return tokens;
@@ -131,10 +162,10 @@ public final class TokenCounter {
             switch (field.getKey()) {
                 case "content" -> tokens += countContent(value);
                 case "tool_calls" -> tokens += countToolCalls(value);
-                case "name" -> tokens += TOKENS_PER_NAME + (value.isTextual() ? countText(value.asText()) : 0);
+                case "name" -> tokens += TOKENS_PER_NAME + (value.isTextual() ? countRemembered(value.asText()) : 0);
                 default -> {
                     if (value.isTextual()) {
-                        tokens += countText(value.asText());
+                        tokens += countRemembered(value.asText());
                     }
                 }
             }
@@ -148,10 +179,10 @@ public final class TokenCounter {
             return 0;
         }
         if (content.isTextual()) {
-            return countText(content.asText());
+            return countRemembered(content.asText());
         }
         if (!content.isArray()) {
-            return countText(content.toString());
+            return countRemembered(content.toString());
         }
         int tokens = 0;
         for (JsonNode part : content) {
@@ -162,12 +193,12 @@ public final class TokenCounter {
 
     private int countPart(JsonNode part) {
         if (part.isTextual()) {
-            return countText(part.asText());
+            return countRemembered(part.asText());
         }
         String type = part.path("type").asText("");
         switch (type) {
             case "text", "input_text" -> {
-                return countText(part.path("text").asText(""));
+                return countRemembered(part.path("text").asText(""));
             }
             case "image_url", "input_image" -> {
                 String detail = part.path("image_url").path("detail").asText(part.path("detail").asText("auto"));
@@ -177,7 +208,7 @@ public final class TokenCounter {
                 return AUDIO_TOKENS;
             }
             default -> {
-                return countText(part.toString());
+                return countRemembered(part.toString());
             }
         }
     }
@@ -189,8 +220,8 @@ public final class TokenCounter {
         int tokens = 0;
         for (JsonNode call : toolCalls) {
             JsonNode fn = call.path("function");
-            tokens += TOKENS_PER_MESSAGE + countText(fn.path("name").asText(""))
-                    + countText(fn.path("arguments").asText(""));
+            tokens += TOKENS_PER_MESSAGE + countRemembered(fn.path("name").asText(""))
+                    + countRemembered(fn.path("arguments").asText(""));
         }
         return tokens;
     }

@@ -105,4 +105,64 @@ class TokenCounterTest {
             assertEquals(more[i], head[i]);
         }
     }
+
+    @Test
+    void aRememberedCountIsTheCountOfThatExactString() {
+        // more strings than slots, twice over: each one still counts as the tokenizer counts it, never as another
+        // string that shared its slot
+        for (int round = 0; round < 2; round++) {
+            for (int i = 0; i < TokenCounter.RECENT * 3; i++) {
+                String text = "prompt " + i + " " + "word ".repeat(i % 7);
+                assertEquals(counter.countText(text), counter.countRemembered(text), text);
+            }
+        }
+        assertEquals(0, counter.countRemembered(""));
+        assertEquals(0, counter.countRemembered(null));
+        String longText = "long ".repeat(TokenCounter.MAX_REMEMBERED);
+        assertEquals(counter.countText(longText), counter.countRemembered(longText), "past the memory's limit");
+    }
+
+    @Test
+    void aRepeatedSystemPromptCountsTheSameEveryTime() throws Exception {
+        String system = "You are a careful assistant. ".repeat(40);
+        JsonNode a = json("{\"messages\":[{\"role\":\"system\",\"content\":\"" + system
+                + "\"},{\"role\":\"user\",\"content\":\"first question\"}]}");
+        JsonNode b = json("{\"messages\":[{\"role\":\"system\",\"content\":\"" + system
+                + "\"},{\"role\":\"user\",\"content\":\"a second, longer question\"}]}");
+        int expectedA = TokenCounter.REPLY_PRIMING + 2 * TokenCounter.TOKENS_PER_MESSAGE + counter.countText("system")
+                + counter.countText(system) + counter.countText("user") + counter.countText("first question");
+        int expectedB = expectedA - counter.countText("first question")
+                + counter.countText("a second, longer question");
+        for (int i = 0; i < 3; i++) {
+            assertEquals(expectedA, counter.countRequest(a));
+            assertEquals(expectedB, counter.countRequest(b));
+        }
+    }
+
+    @Test
+    void threadsSharingTheMemoryEachGetTheirOwnCounts() throws Exception {
+        int threads = 4;
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
+        try {
+            java.util.List<java.util.concurrent.Future<Integer>> wrong = new java.util.ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int me = t;
+                wrong.add(pool.submit(() -> {
+                    int bad = 0;
+                    for (int i = 0; i < 5_000; i++) {
+                        String text = "thread " + me + " says" + " again".repeat(i % 5) + " " + (i % 300);
+                        if (counter.countRemembered(text) != counter.countText(text)) {
+                            bad++;
+                        }
+                    }
+                    return bad;
+                }));
+            }
+            for (java.util.concurrent.Future<Integer> f : wrong) {
+                assertEquals(0, f.get(60, java.util.concurrent.TimeUnit.SECONDS));
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
 }
