@@ -37,6 +37,8 @@ public final class MemoryStateStore implements StateStore {
     private final StateTuning tuning;
     private final Object lock = new Object();
     private final HashMap<String, Entry> data = new HashMap<>();
+    private static final int MAX_KEY_SETS = 4096;
+    private final HashMap<String, RouteKeys> routeKeys = new HashMap<>();
     private int writesSinceSweep;
     private long lastAuditMillis = -1;
     private long auditSeq;
@@ -61,11 +63,54 @@ public final class MemoryStateStore implements StateStore {
         }
     }
 
-    /** Usage bucket contents (the Redis hash p, c, cost). */
+    /** Usage bucket contents (the Redis hash p, c, cost) and the ticker instant (nanos) the bucket dies at. */
     private static final class UsageCell {
         long prompt;
         long completion;
         double cost;
+        long expiresAt;
+    }
+
+    /**
+     * A route's key names, made once per route (and per blob name) instead of on every call: a snapshot alone
+     * reads seven of them per route, and building each string (and hashing it afresh) was a measurable share of
+     * the embedded request path. The route's usage buckets live together under {@code usage} (bucket number to
+     * cell) for the same reason, where Redis keeps one key per bucket.
+     */
+    private record RouteKeys(String routeId, String cool, String fails, String lastFail, String probe,
+                             String retryAfter, String leases, String usage, String blobIndex,
+                             Map<String, String> blobs) {
+        static RouteKeys of(String routeId) {
+            return new RouteKeys(routeId, StateKeys.cool(routeId), StateKeys.fails(routeId),
+                    StateKeys.lastFail(routeId), StateKeys.probe(routeId), StateKeys.retryAfter(routeId),
+                    StateKeys.leases(routeId), StateKeys.usagePrefix(routeId), StateKeys.routeBlobIndex(routeId),
+                    new HashMap<>());
+        }
+
+        String blob(String name) {
+            String key = blobs.get(name);
+            if (key == null) {
+                if (blobs.size() >= MAX_KEY_SETS) {
+                    blobs.clear();
+                }
+                key = StateKeys.routeBlob(routeId, name);
+                blobs.put(name, key);
+            }
+            return key;
+        }
+    }
+
+    /** The route's key names (under the lock); the memory starts over past {@link #MAX_KEY_SETS} routes. */
+    private RouteKeys keys(String routeId) {
+        RouteKeys k = routeKeys.get(routeId);
+        if (k == null) {
+            if (routeKeys.size() >= MAX_KEY_SETS) {
+                routeKeys.clear();
+            }
+            k = RouteKeys.of(routeId);
+            routeKeys.put(routeId, k);
+        }
+        return k;
     }
 
     /** Hedge bucket contents (the Redis hash r, h). */
@@ -129,18 +174,18 @@ public final class MemoryStateStore implements StateStore {
     }
 
     private RouteSnapshot snapshotOf(String routeId, Duration window) {
-        long cool = pttl(StateKeys.cool(routeId));
-        Long fails = get(StateKeys.fails(routeId));
-        boolean probe = exists(StateKeys.probe(routeId));
-        long ra = pttl(StateKeys.retryAfter(routeId));
+        long cool = pttl(keys(routeId).cool());
+        Long fails = get(keys(routeId).fails());
+        boolean probe = exists(keys(routeId).probe());
+        long ra = pttl(keys(routeId).retryAfter());
         int inflight = liveLeases(routeId).size();
         UsageSample usage = usageSum(routeId, window);
         Map<String, String> blobs = new HashMap<>();
-        Set<String> names = get(StateKeys.routeBlobIndex(routeId));
+        Set<String> names = get(keys(routeId).blobIndex());
         if (names != null) {
             for (Iterator<String> it = names.iterator(); it.hasNext(); ) {
                 String name = it.next();
-                String v = get(StateKeys.routeBlob(routeId, name));
+                String v = get(keys(routeId).blob(name));
                 if (v == null) {
                     it.remove(); // the blob expired: drop its name from the index, as the Redis script does
                 } else {
@@ -156,14 +201,14 @@ public final class MemoryStateStore implements StateStore {
     public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
         return locked(() -> {
             long ft = ttlMillis(failTimeout);
-            Entry e = live(StateKeys.fails(routeId));
+            Entry e = live(keys(routeId).fails());
             long fails = (e == null ? 0 : (Long) e.value) + 1;
-            put(StateKeys.fails(routeId), fails, expiryIn(ft + tuning.idleExpiry().toMillis()));
-            put(StateKeys.lastFail(routeId), "1", expiryIn(ft));
-            delete(StateKeys.probe(routeId));
+            put(keys(routeId).fails(), fails, expiryIn(ft + tuning.idleExpiry().toMillis()));
+            put(keys(routeId).lastFail(), "1", expiryIn(ft));
+            delete(keys(routeId).probe());
             if (fails >= maxFails) {
                 // Every failure at or above the threshold (a failed probe included) re-arms the full cooldown.
-                put(StateKeys.cool(routeId), "1", expiryIn(ft));
+                put(keys(routeId).cool(), "1", expiryIn(ft));
             }
             return breaker(routeId, fails);
         });
@@ -172,18 +217,18 @@ public final class MemoryStateStore implements StateStore {
     @Override
     public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
         return locked(() -> {
-            delete(StateKeys.probe(routeId));
+            delete(keys(routeId).probe());
             // Kong: the counter resets only when no failure happened within fail_timeout (the marker is gone).
-            if (!exists(StateKeys.lastFail(routeId))) {
-                delete(StateKeys.fails(routeId));
+            if (!exists(keys(routeId).lastFail())) {
+                delete(keys(routeId).fails());
             }
-            Long fails = get(StateKeys.fails(routeId));
+            Long fails = get(keys(routeId).fails());
             return breaker(routeId, fails == null ? 0 : fails);
         });
     }
 
     private BreakerState breaker(String routeId, long fails) {
-        long cool = pttl(StateKeys.cool(routeId));
+        long cool = pttl(keys(routeId).cool());
         return new BreakerState(fails, cool >= 0, Math.max(0, cool));
     }
 
@@ -191,14 +236,14 @@ public final class MemoryStateStore implements StateStore {
     public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
         Objects.requireNonNull(owner, "owner");
         return locked(() -> {
-            if (exists(StateKeys.cool(routeId))) {
+            if (exists(keys(routeId).cool())) {
                 return false;
             }
-            Long fails = get(StateKeys.fails(routeId));
-            if (fails == null || fails < maxFails || exists(StateKeys.probe(routeId))) {
+            Long fails = get(keys(routeId).fails());
+            if (fails == null || fails < maxFails || exists(keys(routeId).probe())) {
                 return false;
             }
-            put(StateKeys.probe(routeId), owner, expiryIn(ttlMillis(ttl)));
+            put(keys(routeId).probe(), owner, expiryIn(ttlMillis(ttl)));
             return true;
         });
     }
@@ -206,7 +251,7 @@ public final class MemoryStateStore implements StateStore {
     @Override
     public Uni<Void> releaseProbe(String routeId, String owner) {
         return lockedVoid(() -> {
-            String key = StateKeys.probe(routeId);
+            String key = keys(routeId).probe();
             if (owner.equals(get(key))) {
                 delete(key);
             }
@@ -216,7 +261,7 @@ public final class MemoryStateStore implements StateStore {
     @Override
     public Uni<Void> renewProbe(String routeId, String owner, Duration ttl) {
         return lockedVoid(() -> {
-            String key = StateKeys.probe(routeId);
+            String key = keys(routeId).probe();
             if (owner.equals(get(key))) {
                 put(key, owner, expiryIn(ttlMillis(ttl)));
             }
@@ -228,25 +273,25 @@ public final class MemoryStateStore implements StateStore {
         return lockedVoid(() -> {
             long ms = wait == null ? 0 : wait.toMillis();
             // A shorter Retry-After never shortens a longer hold already in place.
-            if (ms > 0 && pttl(StateKeys.retryAfter(routeId)) < ms) {
-                put(StateKeys.retryAfter(routeId), "1", expiryIn(ms));
+            if (ms > 0 && pttl(keys(routeId).retryAfter()) < ms) {
+                put(keys(routeId).retryAfter(), "1", expiryIn(ms));
             }
         });
     }
 
     @Override
     public Uni<Long> cooldownRemainingMillis(String routeId) {
-        return locked(() -> Math.max(0, pttl(StateKeys.cool(routeId))));
+        return locked(() -> Math.max(0, pttl(keys(routeId).cool())));
     }
 
     @Override
     public Uni<Void> resetHealth(String routeId) {
         return lockedVoid(() -> {
-            delete(StateKeys.cool(routeId));
-            delete(StateKeys.fails(routeId));
-            delete(StateKeys.lastFail(routeId));
-            delete(StateKeys.probe(routeId));
-            delete(StateKeys.retryAfter(routeId));
+            delete(keys(routeId).cool());
+            delete(keys(routeId).fails());
+            delete(keys(routeId).lastFail());
+            delete(keys(routeId).probe());
+            delete(keys(routeId).retryAfter());
         });
     }
 
@@ -259,8 +304,8 @@ public final class MemoryStateStore implements StateStore {
 
     private void putBlobLocked(String routeId, String name, String value, Duration ttl) {
         long ms = ttlMillis(ttl);
-        put(StateKeys.routeBlob(routeId, name), value, ms == 0 ? NO_EXPIRY : expiryIn(ms));
-        String indexKey = StateKeys.routeBlobIndex(routeId);
+        put(keys(routeId).blob(name), value, ms == 0 ? NO_EXPIRY : expiryIn(ms));
+        String indexKey = keys(routeId).blobIndex();
         Entry index = live(indexKey);
         if (index == null) {
             index = put(indexKey, new LinkedHashSet<String>(), ms == 0 ? NO_EXPIRY : expiryIn(ms));
@@ -301,7 +346,7 @@ public final class MemoryStateStore implements StateStore {
 
     /** The route's leases with the expired ones removed (the "clean on read" of the Redis sorted set). */
     private TreeMap<String, Long> liveLeases(String routeId) {
-        TreeMap<String, Long> leases = get(StateKeys.leases(routeId));
+        TreeMap<String, Long> leases = get(keys(routeId).leases());
         if (leases == null) {
             return new TreeMap<>();
         }
@@ -312,11 +357,11 @@ public final class MemoryStateStore implements StateStore {
 
     private void storeLeases(String routeId, TreeMap<String, Long> leases) {
         if (leases.isEmpty()) {
-            delete(StateKeys.leases(routeId)); // an empty sorted set does not exist in Redis either
+            delete(keys(routeId).leases()); // an empty sorted set does not exist in Redis either
             return;
         }
         long longest = leases.values().stream().mapToLong(Long::longValue).max().orElseThrow();
-        put(StateKeys.leases(routeId), leases, expiryIn(longest - nowMillis()));
+        put(keys(routeId).leases(), leases, expiryIn(longest - nowMillis()));
     }
 
     // ---- usage ------------------------------------------------------------------------------------------------
@@ -325,24 +370,41 @@ public final class MemoryStateStore implements StateStore {
     public Uni<Void> addUsage(String routeId, UsageSample sample, Duration window) {
         return lockedVoid(() -> {
             long bucket = nowMillis() / tuning.usageBucketMillis();
-            String key = StateKeys.usageBucket(routeId, bucket);
-            UsageCell cell = getOrCreate(key, UsageCell::new, NO_EXPIRY);
+            String key = keys(routeId).usage();
+            Entry entry = live(key);
+            if (entry == null) {
+                entry = put(key, new TreeMap<Long, UsageCell>(), NO_EXPIRY);
+            }
+            @SuppressWarnings("unchecked") TreeMap<Long, UsageCell> cells = (TreeMap<Long, UsageCell>) entry.value;
+            long now = ticker.nanos();
+            cells.values().removeIf(c -> c.expiresAt <= now);
+            UsageCell cell = cells.computeIfAbsent(bucket, b -> new UsageCell());
             cell.prompt += sample.promptTokens();
             cell.completion += sample.completionTokens();
             cell.cost += sample.cost();
-            live(key).expiresAt = expiryIn(Math.max(1, window.toMillis()) + tuning.usageBucketMillis());
+            // as PEXPIRE on the Redis bucket: the bucket lives one window (and one bucket) past its latest add
+            cell.expiresAt = expiryIn(Math.max(1, window.toMillis()) + tuning.usageBucketMillis());
+            long last = 0;
+            for (UsageCell c : cells.values()) {
+                last = Math.max(last, c.expiresAt);
+            }
+            entry.expiresAt = last;
         });
     }
 
     private UsageSample usageSum(String routeId, Duration window) {
+        TreeMap<Long, UsageCell> cells = get(keys(routeId).usage());
+        if (cells == null) {
+            return new UsageSample(0, 0, 0);
+        }
         long bucket = nowMillis() / tuning.usageBucketMillis();
         long n = tuning.usageBuckets(window);
+        long now = ticker.nanos();
         long p = 0;
         long c = 0;
         double cost = 0;
-        for (long b = bucket - n + 1; b <= bucket; b++) {
-            UsageCell cell = get(StateKeys.usageBucket(routeId, b));
-            if (cell != null) {
+        for (UsageCell cell : cells.subMap(bucket - n + 1, true, bucket, true).values()) {
+            if (cell.expiresAt > now) {
                 p += cell.prompt;
                 c += cell.completion;
                 cost += cell.cost;
