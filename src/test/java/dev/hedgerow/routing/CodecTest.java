@@ -1,5 +1,6 @@
 package dev.hedgerow.routing;
 
+import dev.hedgerow.testsupport.AtOnce;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -71,31 +72,11 @@ class CodecTest {
 
     @Test
     void threadsSharingTheMemoryEachGetTheirOwnNumbers() throws Exception {
-        int threads = 4;
-        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
-        try {
-            java.util.List<java.util.concurrent.Future<Integer>> wrong = new java.util.ArrayList<>();
-            for (int t = 0; t < threads; t++) {
-                int me = t;
-                wrong.add(pool.submit(() -> {
-                    int bad = 0;
-                    for (int i = 0; i < 20_000; i++) {
-                        double a = me * 1_000_000 + i;
-                        String s = Codec.encode("t1", a, a + 0.25);
-                        double[] back = Codec.decode(s, "t1", 2);
-                        double[] other = Codec.decode(Codec.encode("t1", -a, 3), "t1", 2);
-                        if (back[0] != a || back[1] != a + 0.25 || other[0] != -a || other[1] != 3) {
-                            bad++;
-                        }
-                    }
-                    return bad;
-                }));
-            }
-            for (java.util.concurrent.Future<Integer> f : wrong) {
-                assertEquals(0, f.get(60, java.util.concurrent.TimeUnit.SECONDS));
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        assertEquals(0, AtOnce.failures(4, 20_000, n -> {
+            double a = n;
+            double[] back = Codec.decode(Codec.encode("t1", a, a + 0.25), "t1", 2);
+            double[] other = Codec.decode(Codec.encode("t1", -a, 3), "t1", 2);
+            return back[0] == a && back[1] == a + 0.25 && other[0] == -a && other[1] == 3;
+        }));
     }
 }

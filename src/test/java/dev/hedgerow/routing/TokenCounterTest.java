@@ -2,6 +2,7 @@ package dev.hedgerow.routing;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hedgerow.testsupport.AtOnce;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -141,28 +142,9 @@ class TokenCounterTest {
 
     @Test
     void threadsSharingTheMemoryEachGetTheirOwnCounts() throws Exception {
-        int threads = 4;
-        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(threads);
-        try {
-            java.util.List<java.util.concurrent.Future<Integer>> wrong = new java.util.ArrayList<>();
-            for (int t = 0; t < threads; t++) {
-                int me = t;
-                wrong.add(pool.submit(() -> {
-                    int bad = 0;
-                    for (int i = 0; i < 5_000; i++) {
-                        String text = "thread " + me + " says" + " again".repeat(i % 5) + " " + (i % 300);
-                        if (counter.countRemembered(text) != counter.countText(text)) {
-                            bad++;
-                        }
-                    }
-                    return bad;
-                }));
-            }
-            for (java.util.concurrent.Future<Integer> f : wrong) {
-                assertEquals(0, f.get(60, java.util.concurrent.TimeUnit.SECONDS));
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        assertEquals(0, AtOnce.failures(4, 5_000, n -> {
+            String text = "thread " + n / 5_000 + " says" + " again".repeat(n % 5) + " " + (n % 300);
+            return counter.countRemembered(text) == counter.countText(text);
+        }));
     }
 }
