@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
 
 /**
@@ -64,7 +65,13 @@ public final class LearnedModels implements RouteModels {
     private final StateStore store;
     private final InstantSource clock;
     private final TtftPredictor.Prior prior;
-    private final Map<String, Local> latest = new ConcurrentHashMap<>();
+    /**
+     * This instance's latest copy of each route's models, stepped without locks: a compare-and-set per model. (A
+     * {@code ConcurrentHashMap.compute} ran the step under the map bin's monitor, and with both event loops
+     * learning from the same route, one loop parked behind the other for up to 4 ms whenever the holder lost its
+     * CPU mid-step: JFR counted 97 waits over 200 µs, up to 4.9 ms, in 4 minutes at 500 req/s.)
+     */
+    private final Map<String, AtomicReference<Local>> latest = new ConcurrentHashMap<>();
 
     private record Local(String value, long atMillis) {
     }
@@ -76,7 +83,8 @@ public final class LearnedModels implements RouteModels {
     }
 
     private String blob(RouteSnapshot s, String name) {
-        Local local = latest.get(s.routeId() + "|" + name);
+        AtomicReference<Local> ref = latest.get(s.routeId() + "|" + name);
+        Local local = ref == null ? null : ref.get();
         return fresh(local) ? local.value() : s.blob(name).orElse(null);
     }
 
@@ -266,9 +274,14 @@ public final class LearnedModels implements RouteModels {
     /** Steps this instance's copy of one model and queues its new value for {@link #write}. */
     private void update(RouteSnapshot base, String name, Duration ttl, UnaryOperator<String> step,
                         List<StateStore.RouteBlob> writes) {
-        String key = base.routeId() + "|" + name;
-        Local next = latest.compute(key, (k, local) -> new Local(step.apply(younger(local, LOCAL_CHAIN_MS) ? local.value()
-                : base.blob(name).orElse(null)), clock.millis()));
+        AtomicReference<Local> ref = latest.computeIfAbsent(base.routeId() + "|" + name, k -> new AtomicReference<>());
+        Local current;
+        Local next;
+        do { // another thread stepped it meanwhile: step its value again, so no observation is lost
+            current = ref.get();
+            next = new Local(step.apply(younger(current, LOCAL_CHAIN_MS) ? current.value()
+                    : base.blob(name).orElse(null)), clock.millis());
+        } while (!ref.compareAndSet(current, next));
         writes.add(new StateStore.RouteBlob(name, next.value(), ttl));
     }
 

@@ -5,6 +5,7 @@ import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.time.FakeTicker;
+import dev.hedgerow.testsupport.AtOnce;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
@@ -184,5 +185,18 @@ class LearnedModelsTest {
         assertEquals(100, models.decodeSpeed(s), 0.001);
         assertEquals(InterTokenStats.FRESH.observe(10).observe(12),
                 InterTokenStats.decode(s.blob(LearnedModels.GAP).orElse(null)));
+    }
+
+    @Test
+    void concurrentLearnersLoseNoObservation() throws Exception {
+        // both event loops step the same route's models at once (no locks): each observation counts exactly once
+        RouteSnapshot planned = snap();
+        int threads = 4;
+        int each = 2_000;
+        assertEquals(0, AtOnce.failures(threads, each, n -> {
+            models.learnDecode(planned, 16, 200, 250, SLO);
+            return true;
+        }));
+        assertEquals((long) threads * each, models.slo(planned, SLO).decodeSamples());
     }
 }
