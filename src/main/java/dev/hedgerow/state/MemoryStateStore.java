@@ -31,13 +31,14 @@ import java.util.function.Supplier;
 public final class MemoryStateStore implements StateStore {
 
     private static final int SWEEP_EVERY = 4096;
+    /** Most routes (and blob names per route) whose key names are remembered before the memory starts over. */
+    private static final int MAX_KEY_SETS = 4096;
     private static final long NO_EXPIRY = Long.MAX_VALUE;
 
     private final Ticker ticker;
     private final StateTuning tuning;
     private final Object lock = new Object();
     private final HashMap<String, Entry> data = new HashMap<>();
-    private static final int MAX_KEY_SETS = 4096;
     private final HashMap<String, RouteKeys> routeKeys = new HashMap<>();
     private int writesSinceSweep;
     private long lastAuditMillis = -1;
@@ -174,18 +175,19 @@ public final class MemoryStateStore implements StateStore {
     }
 
     private RouteSnapshot snapshotOf(String routeId, Duration window) {
-        long cool = pttl(keys(routeId).cool());
-        Long fails = get(keys(routeId).fails());
-        boolean probe = exists(keys(routeId).probe());
-        long ra = pttl(keys(routeId).retryAfter());
+        RouteKeys k = keys(routeId);
+        long cool = pttl(k.cool());
+        Long fails = get(k.fails());
+        boolean probe = exists(k.probe());
+        long ra = pttl(k.retryAfter());
         int inflight = liveLeases(routeId).size();
         UsageSample usage = usageSum(routeId, window);
         Map<String, String> blobs = new HashMap<>();
-        Set<String> names = get(keys(routeId).blobIndex());
+        Set<String> names = get(k.blobIndex());
         if (names != null) {
             for (Iterator<String> it = names.iterator(); it.hasNext(); ) {
                 String name = it.next();
-                String v = get(keys(routeId).blob(name));
+                String v = get(k.blob(name));
                 if (v == null) {
                     it.remove(); // the blob expired: drop its name from the index, as the Redis script does
                 } else {
@@ -200,15 +202,16 @@ public final class MemoryStateStore implements StateStore {
     @Override
     public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
         return locked(() -> {
+            RouteKeys k = keys(routeId);
             long ft = ttlMillis(failTimeout);
-            Entry e = live(keys(routeId).fails());
+            Entry e = live(k.fails());
             long fails = (e == null ? 0 : (Long) e.value) + 1;
-            put(keys(routeId).fails(), fails, expiryIn(ft + tuning.idleExpiry().toMillis()));
-            put(keys(routeId).lastFail(), "1", expiryIn(ft));
-            delete(keys(routeId).probe());
+            put(k.fails(), fails, expiryIn(ft + tuning.idleExpiry().toMillis()));
+            put(k.lastFail(), "1", expiryIn(ft));
+            delete(k.probe());
             if (fails >= maxFails) {
                 // Every failure at or above the threshold (a failed probe included) re-arms the full cooldown.
-                put(keys(routeId).cool(), "1", expiryIn(ft));
+                put(k.cool(), "1", expiryIn(ft));
             }
             return breaker(routeId, fails);
         });
