@@ -44,8 +44,8 @@ public final class VertxUpstreamClient implements UpstreamClient {
     /** Each event-loop thread's own pool, created on its first call. */
     private final Map<Thread, HttpClient> loopClients = new ConcurrentHashMap<>();
     private final Function<String, String> blockedPeer;
-    private static final int MAX_TARGETS = 1024;
-    private final Map<String, Target> targets = new ConcurrentHashMap<>();
+    private static final int MAX_URLS = 1024;
+    private final Map<String, URL> urls = new ConcurrentHashMap<>();
 
     public VertxUpstreamClient(Vertx vertx, int maxConnectionsPerHost) {
         this(vertx, maxConnectionsPerHost, ip -> null);
@@ -83,13 +83,9 @@ public final class VertxUpstreamClient implements UpstreamClient {
     public Exchange send(UpstreamRequest req, UpstreamHandler handler) {
         AtomicBoolean done = new AtomicBoolean();
         HttpClientRequest[] holder = new HttpClientRequest[1];
-        Target target = target(req.url());
         RequestOptions options = new RequestOptions()
                 .setMethod(HttpMethod.POST)
-                .setHost(target.host())
-                .setPort(target.port())
-                .setSsl(target.ssl())
-                .setURI(target.uri())
+                .setAbsoluteURI(url(req.url()))
                 .setConnectTimeout(req.connectTimeout().toMillis());
         req.headers().forEach(options::putHeader);
         client().request(options).onComplete(ar -> {
@@ -179,41 +175,28 @@ public final class VertxUpstreamClient implements UpstreamClient {
         };
     }
 
-    /** Where an absolute URL points, as the client addresses it (what {@code RequestOptions.setAbsoluteURI} sets). */
-    record Target(String host, int port, boolean ssl, String uri) {
-        static Target of(String absoluteUrl) {
-            URL url;
-            try {
-                url = new URL(absoluteUrl);
-            } catch (MalformedURLException e) {
-                throw new VertxException("Invalid url: " + absoluteUrl, e);
-            }
-            boolean ssl = switch (url.getProtocol()) {
-                case "http" -> false;
-                case "https" -> true;
-                default -> throw new IllegalArgumentException("not an http(s) URL: " + absoluteUrl);
-            };
-            int port = url.getPort() != -1 ? url.getPort() : ssl ? 443 : 80;
-            String uri = url.getPath().isEmpty() ? "/" + url.getFile() : url.getFile();
-            return new Target(url.getHost(), port, ssl, uri);
-        }
-    }
-
     /**
-     * The parsed form of {@code url}, remembered: a gateway sends to a handful of provider URLs, and parsing one
-     * per request was a measurable share of the request path. Bounded: past {@link #MAX_TARGETS} distinct URLs the
-     * memory starts over.
+     * {@code url} parsed, remembered: a gateway sends to a handful of provider URLs, and {@code new URL} on every
+     * request (what {@code RequestOptions.setAbsoluteURI(String)} does) was a measurable share of the request path.
+     * Bounded: past {@link #MAX_URLS} distinct URLs the memory starts over.
+     *
+     * @throws VertxException for a malformed URL, as {@code setAbsoluteURI(String)} does
      */
-    Target target(String url) {
-        Target known = targets.get(url);
+    URL url(String url) {
+        URL known = urls.get(url);
         if (known != null) {
             return known;
         }
-        Target parsed = Target.of(url);
-        if (targets.size() >= MAX_TARGETS) {
-            targets.clear();
+        URL parsed;
+        try {
+            parsed = new URL(url);
+        } catch (MalformedURLException e) {
+            throw new VertxException("Invalid url: " + url, e);
         }
-        targets.put(url, parsed);
+        if (urls.size() >= MAX_URLS) {
+            urls.clear();
+        }
+        urls.put(url, parsed);
         return parsed;
     }
 
