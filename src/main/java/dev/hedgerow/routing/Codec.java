@@ -6,20 +6,19 @@ package dev.hedgerow.routing;
  * Decoding never throws: a missing, foreign or damaged string yields {@code null} and the caller starts fresh,
  * because everything in the shared store can be lost and rebuilt from traffic. Thread-safe.
  *
- * <p>The codec remembers its last few decodes and encodes ({@link #RECENT} slots, by the string's hash), shared by
- * all threads: one request reads the same model string several times (ranking, then learning from it), a cached
- * snapshot serves the same strings to many requests, and the string one event loop just wrote is the one the
- * other reads next, so most decodes skip the number parsing. A slot holds an immutable record, so a thread sees
- * either a whole earlier entry or a whole later one; a lost race only costs a parse.
+ * <p>The codec remembers its last few decodes and encodes ({@link #RECENT} slots of a {@link RecentByString},
+ * shared by all threads): one request reads the same model string several times (ranking, then learning from it),
+ * a cached snapshot serves the same strings to many requests, and the string one event loop just wrote is the one
+ * the other reads next, so most decodes skip the number parsing.
  */
 final class Codec {
     static final int RECENT = 64;
 
-    private record Decoded(String encoded, String tag, double[] values) {
+    /** Numbers decoded (or encoded) under a tag; the array is never changed once remembered. */
+    private record Decoded(String tag, double[] values) {
     }
 
-    /** Written and read without locks: each slot is replaced whole by an immutable entry (final fields). */
-    private static final Decoded[] RECENT_DECODES = new Decoded[RECENT];
+    private static final RecentByString<Decoded> RECENT_DECODES = new RecentByString<>(RECENT);
 
     private Codec() {
     }
@@ -49,7 +48,7 @@ final class Codec {
     }
 
     private static void remember(String encoded, String tag, double[] values) {
-        RECENT_DECODES[encoded.hashCode() & (RECENT - 1)] = new Decoded(encoded, tag, values);
+        RECENT_DECODES.put(encoded, new Decoded(tag, values));
     }
 
     /** Writes integral values without a fraction, everything else so that it parses back exactly. */
@@ -68,8 +67,8 @@ final class Codec {
         if (encoded == null || encoded.length() > 4096) {
             return null;
         }
-        Decoded seen = RECENT_DECODES[encoded.hashCode() & (RECENT - 1)];
-        if (seen != null && seen.tag.equals(tag) && seen.values.length == count && seen.encoded.equals(encoded)) {
+        Decoded seen = RECENT_DECODES.get(encoded);
+        if (seen != null && seen.tag.equals(tag) && seen.values.length == count) {
             return seen.values.clone();
         }
         double[] out = parse(encoded, tag, count);

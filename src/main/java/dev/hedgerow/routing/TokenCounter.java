@@ -31,10 +31,10 @@ import java.util.Map;
  * <p>Thread-safe and cheap to share: one instance ({@link #shared()}) holds the immutable encoding tables.
  * Text that happens to contain special-token markers (such as {@code <|endoftext|>}) is counted as ordinary text.
  *
- * <p>The prompt's strings are counted through a small memory of recent counts ({@link #RECENT} slots by the
- * string's hash, for strings up to {@link #MAX_REMEMBERED} chars), shared by all threads: the same system prompt,
- * role names and tool definitions arrive with request after request, and hashing and comparing a string costs far
- * less than encoding it again. {@link #countText} (used for completions, which seldom repeat) always encodes.
+ * <p>The prompt's strings are counted through a small memory of recent counts (a {@link RecentByString} of
+ * {@link #RECENT} slots, for strings up to {@link #MAX_REMEMBERED} chars), shared by all threads: the same system
+ * prompt, role names and tool definitions arrive with request after request, and hashing and comparing a string
+ * costs far less than encoding it again. {@link #countText} (used for completions, which seldom repeat) always encodes.
  */
 public final class TokenCounter {
     public static final int TOKENS_PER_MESSAGE = 3;
@@ -48,12 +48,8 @@ public final class TokenCounter {
     static final int RECENT = 256;
     static final int MAX_REMEMBERED = 16 * 1024;
 
-    private record Counted(String text, int tokens) {
-    }
-
     private final Encoding encoding;
-    /** Written and read without locks: each slot is replaced whole by an immutable entry (final fields). */
-    private final Counted[] recent = new Counted[RECENT];
+    private final RecentByString<Integer> recent = new RecentByString<>(RECENT);
 
     private TokenCounter(Encoding encoding) {
         this.encoding = encoding;
@@ -98,13 +94,12 @@ public final class TokenCounter {
         if (text.length() > MAX_REMEMBERED) {
             return encoding.countTokensOrdinary(text);
         }
-        int slot = text.hashCode() & (RECENT - 1);
-        Counted seen = recent[slot];
-        if (seen != null && seen.text.equals(text)) {
-            return seen.tokens;
+        Integer seen = recent.get(text);
+        if (seen != null) {
+            return seen;
         }
         int tokens = encoding.countTokensOrdinary(text);
-        recent[slot] = new Counted(text, tokens);
+        recent.put(text, tokens);
         return tokens;
     }
 
