@@ -31,15 +31,12 @@ import java.util.function.Supplier;
 public final class MemoryStateStore implements StateStore {
 
     private static final int SWEEP_EVERY = 4096;
-    /** Most routes (and blob names per route) whose key names are remembered before the memory starts over. */
-    private static final int MAX_KEY_SETS = 4096;
     private static final long NO_EXPIRY = Long.MAX_VALUE;
 
     private final Ticker ticker;
     private final StateTuning tuning;
     private final Object lock = new Object();
     private final HashMap<String, Entry> data = new HashMap<>();
-    private final HashMap<String, RouteKeys> routeKeys = new HashMap<>();
     private int writesSinceSweep;
     private long lastAuditMillis = -1;
     private long auditSeq;
@@ -64,54 +61,16 @@ public final class MemoryStateStore implements StateStore {
         }
     }
 
-    /** Usage bucket contents (the Redis hash p, c, cost) and the ticker instant (nanos) the bucket dies at. */
+    /**
+     * Usage bucket contents (the Redis hash p, c, cost) and the ticker instant (nanos) the bucket dies at. A route's
+     * buckets live together, bucket number to cell, under its usage prefix (Redis keeps one key per bucket), so a
+     * snapshot reads a usage window with one lookup instead of one key per minute of the window.
+     */
     private static final class UsageCell {
         long prompt;
         long completion;
         double cost;
         long expiresAt;
-    }
-
-    /**
-     * A route's key names, made once per route (and per blob name) instead of on every call: a snapshot alone
-     * reads seven of them per route, and building each string (and hashing it afresh) was a measurable share of
-     * the embedded request path. The route's usage buckets live together under {@code usage} (bucket number to
-     * cell) for the same reason, where Redis keeps one key per bucket.
-     */
-    private record RouteKeys(String routeId, String cool, String fails, String lastFail, String probe,
-                             String retryAfter, String leases, String usage, String blobIndex,
-                             Map<String, String> blobs) {
-        static RouteKeys of(String routeId) {
-            return new RouteKeys(routeId, StateKeys.cool(routeId), StateKeys.fails(routeId),
-                    StateKeys.lastFail(routeId), StateKeys.probe(routeId), StateKeys.retryAfter(routeId),
-                    StateKeys.leases(routeId), StateKeys.usagePrefix(routeId), StateKeys.routeBlobIndex(routeId),
-                    new HashMap<>());
-        }
-
-        String blob(String name) {
-            String key = blobs.get(name);
-            if (key == null) {
-                if (blobs.size() >= MAX_KEY_SETS) {
-                    blobs.clear();
-                }
-                key = StateKeys.routeBlob(routeId, name);
-                blobs.put(name, key);
-            }
-            return key;
-        }
-    }
-
-    /** The route's key names (under the lock); the memory starts over past {@link #MAX_KEY_SETS} routes. */
-    private RouteKeys keys(String routeId) {
-        RouteKeys k = routeKeys.get(routeId);
-        if (k == null) {
-            if (routeKeys.size() >= MAX_KEY_SETS) {
-                routeKeys.clear();
-            }
-            k = RouteKeys.of(routeId);
-            routeKeys.put(routeId, k);
-        }
-        return k;
     }
 
     /** Hedge bucket contents (the Redis hash r, h). */
@@ -175,19 +134,18 @@ public final class MemoryStateStore implements StateStore {
     }
 
     private RouteSnapshot snapshotOf(String routeId, Duration window) {
-        RouteKeys k = keys(routeId);
-        long cool = pttl(k.cool());
-        Long fails = get(k.fails());
-        boolean probe = exists(k.probe());
-        long ra = pttl(k.retryAfter());
+        long cool = pttl(StateKeys.cool(routeId));
+        Long fails = get(StateKeys.fails(routeId));
+        boolean probe = exists(StateKeys.probe(routeId));
+        long ra = pttl(StateKeys.retryAfter(routeId));
         int inflight = liveLeases(routeId).size();
         UsageSample usage = usageSum(routeId, window);
         Map<String, String> blobs = new HashMap<>();
-        Set<String> names = get(k.blobIndex());
+        Set<String> names = get(StateKeys.routeBlobIndex(routeId));
         if (names != null) {
             for (Iterator<String> it = names.iterator(); it.hasNext(); ) {
                 String name = it.next();
-                String v = get(k.blob(name));
+                String v = get(StateKeys.routeBlob(routeId, name));
                 if (v == null) {
                     it.remove(); // the blob expired: drop its name from the index, as the Redis script does
                 } else {
@@ -202,16 +160,15 @@ public final class MemoryStateStore implements StateStore {
     @Override
     public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
         return locked(() -> {
-            RouteKeys k = keys(routeId);
             long ft = ttlMillis(failTimeout);
-            Entry e = live(k.fails());
+            Entry e = live(StateKeys.fails(routeId));
             long fails = (e == null ? 0 : (Long) e.value) + 1;
-            put(k.fails(), fails, expiryIn(ft + tuning.idleExpiry().toMillis()));
-            put(k.lastFail(), "1", expiryIn(ft));
-            delete(k.probe());
+            put(StateKeys.fails(routeId), fails, expiryIn(ft + tuning.idleExpiry().toMillis()));
+            put(StateKeys.lastFail(routeId), "1", expiryIn(ft));
+            delete(StateKeys.probe(routeId));
             if (fails >= maxFails) {
                 // Every failure at or above the threshold (a failed probe included) re-arms the full cooldown.
-                put(k.cool(), "1", expiryIn(ft));
+                put(StateKeys.cool(routeId), "1", expiryIn(ft));
             }
             return breaker(routeId, fails);
         });
@@ -220,18 +177,18 @@ public final class MemoryStateStore implements StateStore {
     @Override
     public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
         return locked(() -> {
-            delete(keys(routeId).probe());
+            delete(StateKeys.probe(routeId));
             // Kong: the counter resets only when no failure happened within fail_timeout (the marker is gone).
-            if (!exists(keys(routeId).lastFail())) {
-                delete(keys(routeId).fails());
+            if (!exists(StateKeys.lastFail(routeId))) {
+                delete(StateKeys.fails(routeId));
             }
-            Long fails = get(keys(routeId).fails());
+            Long fails = get(StateKeys.fails(routeId));
             return breaker(routeId, fails == null ? 0 : fails);
         });
     }
 
     private BreakerState breaker(String routeId, long fails) {
-        long cool = pttl(keys(routeId).cool());
+        long cool = pttl(StateKeys.cool(routeId));
         return new BreakerState(fails, cool >= 0, Math.max(0, cool));
     }
 
@@ -239,14 +196,14 @@ public final class MemoryStateStore implements StateStore {
     public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
         Objects.requireNonNull(owner, "owner");
         return locked(() -> {
-            if (exists(keys(routeId).cool())) {
+            if (exists(StateKeys.cool(routeId))) {
                 return false;
             }
-            Long fails = get(keys(routeId).fails());
-            if (fails == null || fails < maxFails || exists(keys(routeId).probe())) {
+            Long fails = get(StateKeys.fails(routeId));
+            if (fails == null || fails < maxFails || exists(StateKeys.probe(routeId))) {
                 return false;
             }
-            put(keys(routeId).probe(), owner, expiryIn(ttlMillis(ttl)));
+            put(StateKeys.probe(routeId), owner, expiryIn(ttlMillis(ttl)));
             return true;
         });
     }
@@ -254,7 +211,7 @@ public final class MemoryStateStore implements StateStore {
     @Override
     public Uni<Void> releaseProbe(String routeId, String owner) {
         return lockedVoid(() -> {
-            String key = keys(routeId).probe();
+            String key = StateKeys.probe(routeId);
             if (owner.equals(get(key))) {
                 delete(key);
             }
@@ -264,7 +221,7 @@ public final class MemoryStateStore implements StateStore {
     @Override
     public Uni<Void> renewProbe(String routeId, String owner, Duration ttl) {
         return lockedVoid(() -> {
-            String key = keys(routeId).probe();
+            String key = StateKeys.probe(routeId);
             if (owner.equals(get(key))) {
                 put(key, owner, expiryIn(ttlMillis(ttl)));
             }
@@ -276,25 +233,25 @@ public final class MemoryStateStore implements StateStore {
         return lockedVoid(() -> {
             long ms = wait == null ? 0 : wait.toMillis();
             // A shorter Retry-After never shortens a longer hold already in place.
-            if (ms > 0 && pttl(keys(routeId).retryAfter()) < ms) {
-                put(keys(routeId).retryAfter(), "1", expiryIn(ms));
+            if (ms > 0 && pttl(StateKeys.retryAfter(routeId)) < ms) {
+                put(StateKeys.retryAfter(routeId), "1", expiryIn(ms));
             }
         });
     }
 
     @Override
     public Uni<Long> cooldownRemainingMillis(String routeId) {
-        return locked(() -> Math.max(0, pttl(keys(routeId).cool())));
+        return locked(() -> Math.max(0, pttl(StateKeys.cool(routeId))));
     }
 
     @Override
     public Uni<Void> resetHealth(String routeId) {
         return lockedVoid(() -> {
-            delete(keys(routeId).cool());
-            delete(keys(routeId).fails());
-            delete(keys(routeId).lastFail());
-            delete(keys(routeId).probe());
-            delete(keys(routeId).retryAfter());
+            delete(StateKeys.cool(routeId));
+            delete(StateKeys.fails(routeId));
+            delete(StateKeys.lastFail(routeId));
+            delete(StateKeys.probe(routeId));
+            delete(StateKeys.retryAfter(routeId));
         });
     }
 
@@ -307,8 +264,8 @@ public final class MemoryStateStore implements StateStore {
 
     private void putBlobLocked(String routeId, String name, String value, Duration ttl) {
         long ms = ttlMillis(ttl);
-        put(keys(routeId).blob(name), value, ms == 0 ? NO_EXPIRY : expiryIn(ms));
-        String indexKey = keys(routeId).blobIndex();
+        put(StateKeys.routeBlob(routeId, name), value, ms == 0 ? NO_EXPIRY : expiryIn(ms));
+        String indexKey = StateKeys.routeBlobIndex(routeId);
         Entry index = live(indexKey);
         if (index == null) {
             index = put(indexKey, new LinkedHashSet<String>(), ms == 0 ? NO_EXPIRY : expiryIn(ms));
@@ -349,7 +306,7 @@ public final class MemoryStateStore implements StateStore {
 
     /** The route's leases with the expired ones removed (the "clean on read" of the Redis sorted set). */
     private TreeMap<String, Long> liveLeases(String routeId) {
-        TreeMap<String, Long> leases = get(keys(routeId).leases());
+        TreeMap<String, Long> leases = get(StateKeys.leases(routeId));
         if (leases == null) {
             return new TreeMap<>();
         }
@@ -360,11 +317,11 @@ public final class MemoryStateStore implements StateStore {
 
     private void storeLeases(String routeId, TreeMap<String, Long> leases) {
         if (leases.isEmpty()) {
-            delete(keys(routeId).leases()); // an empty sorted set does not exist in Redis either
+            delete(StateKeys.leases(routeId)); // an empty sorted set does not exist in Redis either
             return;
         }
         long longest = leases.values().stream().mapToLong(Long::longValue).max().orElseThrow();
-        put(keys(routeId).leases(), leases, expiryIn(longest - nowMillis()));
+        put(StateKeys.leases(routeId), leases, expiryIn(longest - nowMillis()));
     }
 
     // ---- usage ------------------------------------------------------------------------------------------------
@@ -373,7 +330,7 @@ public final class MemoryStateStore implements StateStore {
     public Uni<Void> addUsage(String routeId, UsageSample sample, Duration window) {
         return lockedVoid(() -> {
             long bucket = nowMillis() / tuning.usageBucketMillis();
-            String key = keys(routeId).usage();
+            String key = StateKeys.usagePrefix(routeId);
             Entry entry = live(key);
             if (entry == null) {
                 entry = put(key, new TreeMap<Long, UsageCell>(), NO_EXPIRY);
@@ -396,9 +353,9 @@ public final class MemoryStateStore implements StateStore {
     }
 
     private UsageSample usageSum(String routeId, Duration window) {
-        TreeMap<Long, UsageCell> cells = get(keys(routeId).usage());
+        TreeMap<Long, UsageCell> cells = get(StateKeys.usagePrefix(routeId));
         if (cells == null) {
-            return new UsageSample(0, 0, 0);
+            return UsageSample.ZERO;
         }
         long bucket = nowMillis() / tuning.usageBucketMillis();
         long n = tuning.usageBuckets(window);
