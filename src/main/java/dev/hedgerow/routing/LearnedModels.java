@@ -68,8 +68,8 @@ public final class LearnedModels implements RouteModels {
     /**
      * This instance's latest copy of each route's models, stepped without locks: a compare-and-set per model. (A
      * {@code ConcurrentHashMap.compute} ran the step under the map bin's monitor, and with both event loops
-     * learning from the same route, one loop parked behind the other for up to 4 ms whenever the holder lost its
-     * CPU mid-step: JFR counted 97 waits over 200 µs, up to 4.9 ms, in 4 minutes at 500 req/s.)
+     * learning from the same route, one loop parked behind the other whenever the holder lost its CPU mid-step: JFR
+     * counted 97 waits over 200 µs, up to 4.9 ms, in 4 minutes at 500 req/s.)
      */
     private final Map<String, AtomicReference<Local>> latest = new ConcurrentHashMap<>();
 
@@ -274,7 +274,11 @@ public final class LearnedModels implements RouteModels {
     /** Steps this instance's copy of one model and queues its new value for {@link #write}. */
     private void update(RouteSnapshot base, String name, Duration ttl, UnaryOperator<String> step,
                         List<StateStore.RouteBlob> writes) {
-        AtomicReference<Local> ref = latest.computeIfAbsent(base.routeId() + "|" + name, k -> new AtomicReference<>());
+        String key = base.routeId() + "|" + name;
+        AtomicReference<Local> ref = latest.get(key); // a plain read: computeIfAbsent may lock the bin even on a hit
+        if (ref == null) {
+            ref = latest.computeIfAbsent(key, k -> new AtomicReference<>());
+        }
         Local current;
         Local next;
         do { // another thread stepped it meanwhile: step its value again, so no observation is lost

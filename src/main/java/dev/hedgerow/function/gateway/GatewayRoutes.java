@@ -48,14 +48,6 @@ public final class GatewayRoutes {
      * contended draws in 4 minutes at 500 req/s, up to 2.7 ms).
      */
     private static final ThreadLocal<SecureRandom> RANDOM = ThreadLocal.withInitial(GatewayRoutes::generator);
-
-    private static SecureRandom generator() {
-        try {
-            return SecureRandom.getInstance("DRBG");
-        } catch (NoSuchAlgorithmException e) {
-            return new SecureRandom();
-        }
-    }
     private static final String ID_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
     /** The largest header block the gateway reads (the server accepts more, so this answer is an envelope). */
@@ -248,6 +240,14 @@ public final class GatewayRoutes {
             sb.append(ID_CHARS.charAt((b & 0xff) % ID_CHARS.length()));
         }
         return sb.toString();
+    }
+
+    private static SecureRandom generator() {
+        try {
+            return SecureRandom.getInstance("DRBG");
+        } catch (NoSuchAlgorithmException e) {
+            return new SecureRandom();
+        }
     }
 
     /**
