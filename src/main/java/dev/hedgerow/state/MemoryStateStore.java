@@ -7,7 +7,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -15,31 +14,47 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.TreeMap;
-import java.util.function.Supplier;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.Function;
 
 /**
- * The embedded {@link StateStore} for a single process: a key/value map with per-key expiry that mirrors what
- * {@link RedisStateStore} keeps in Redis, under the same {@link StateKeys} names and with the same rules (Kong
- * breaker counting, TTL cooldowns, lease expiry, one-minute usage buckets, sliding hedge buckets). Time comes only
- * from the injected {@link Ticker}, so a test moves a fake ticker to expire cooldowns, leases, probe slots and holds.
+ * The embedded {@link StateStore} for a single process. It keeps what {@link RedisStateStore} keeps in Redis, with the
+ * same rules (Kong breaker counting, TTL cooldowns, lease expiry, usage buckets, sliding hedge buckets), but held per
+ * entity instead of per key: a route's health, leases, usage and blobs sit in one {@code RouteState}, an org's hedge
+ * buckets, ledger and audit stream in one {@code OrgState}. Time comes only from the injected {@link Ticker}, so a
+ * test moves a fake ticker to expire cooldowns, leases, probe slots and holds.
  *
- * <p>Thread-safe: every operation runs under one lock (operations are a few map lookups, so contention is not an
- * issue for one process). Expired keys are dropped when touched and by a sweep every {@value #SWEEP_EVERY} writes.
- * Every returned {@link Uni} is already completed.
+ * <p>Thread-safe without a store-wide lock: the calls every request makes (snapshot, leases, usage, blobs, hedge
+ * counts, ledger, rotation cursor) are lock-free (immutable values swapped by compare-and-set, concurrent maps), so
+ * an event loop is never parked behind another thread that was preempted while holding a lock. A route's health
+ * (breaker count, cooldown, probe slot, Retry-After hold) is one immutable value, so each health operation is atomic
+ * as the Redis script is. Only rare calls (catalog, audit) take a lock, their own. Route, org and group entries are
+ * created on first write and kept for the life of the store (one small object per catalog route, org and group);
+ * what they hold expires as in Redis, dropped when touched. The other expiring keys (affinity, org blobs, locks) are
+ * also swept every {@value #SWEEP_EVERY} writes. Every returned {@link Uni} is already completed.
  */
 public final class MemoryStateStore implements StateStore {
 
     private static final int SWEEP_EVERY = 4096;
+    /** An expiry instant that never comes; {@link #NONE} is one that has always passed (nothing stored). */
     private static final long NO_EXPIRY = Long.MAX_VALUE;
+    private static final long NONE = Long.MIN_VALUE;
 
     private final Ticker ticker;
     private final StateTuning tuning;
-    private final Object lock = new Object();
-    private final HashMap<String, Entry> data = new HashMap<>();
-    private int writesSinceSweep;
-    private long lastAuditMillis = -1;
-    private long auditSeq;
+    private final ConcurrentHashMap<String, RouteState> routes = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, OrgState> orgs = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<GroupKey, AtomicReference<Cursor>> cursors = new ConcurrentHashMap<>();
+    /** Single expiring values under their {@link StateKeys} names: affinity, org blobs, locks. */
+    private final ConcurrentHashMap<String, Timed> keys = new ConcurrentHashMap<>();
+    private final AtomicInteger writesSinceSweep = new AtomicInteger();
+    /** Catalog documents by org and every org ever listed; guarded by {@code catalogs}. */
+    private final Map<String, VersionedDoc> catalogs = new HashMap<>();
+    private final Set<String> orgIds = new LinkedHashSet<>();
 
     public MemoryStateStore(Ticker ticker) {
         this(ticker, StateTuning.DEFAULTS);
@@ -50,243 +65,285 @@ public final class MemoryStateStore implements StateStore {
         this.tuning = Objects.requireNonNull(tuning, "tuning");
     }
 
-    /** A stored value and the ticker instant (nanos) it dies at. */
-    private static final class Entry {
-        Object value;
-        long expiresAt;
+    /**
+     * A value and the ticker instant (nanos) it dies at. Compared by identity, so a compare-and-set or conditional
+     * remove on a map only succeeds on the very value it read.
+     */
+    private static final class Timed {
+        final Object value;
+        final long expiresAt;
 
-        Entry(Object value, long expiresAt) {
+        Timed(Object value, long expiresAt) {
             this.value = value;
             this.expiresAt = expiresAt;
+        }
+
+        boolean live(long now) {
+            return expiresAt > now;
         }
     }
 
     /**
-     * Usage bucket contents (the Redis hash p, c, cost) and the ticker instant (nanos) the bucket dies at. A route's
-     * buckets live together, bucket number to cell, under its usage prefix (Redis keeps one key per bucket), so a
-     * snapshot reads a usage window with one lookup instead of one key per minute of the window.
+     * A route's breaker, probe slot and Retry-After hold (the Redis keys fails, lastfail, cool, probe, ra), each with
+     * the instant it expires ({@link #NONE}: absent). Immutable: a health operation computes the next value and swaps
+     * it in by compare-and-set.
      */
-    private static final class UsageCell {
-        long prompt;
-        long completion;
-        double cost;
-        long expiresAt;
+    private record Health(long fails, long failsUntil, long lastFailUntil, long coolUntil, String probeOwner,
+                          long probeUntil, long holdUntil) {
+        static final Health CLEAR = new Health(0, NONE, NONE, NONE, null, NONE, NONE);
+
+        long fails(long now) {
+            return failsUntil > now ? fails : 0;
+        }
+
+        boolean cooling(long now) {
+            return coolUntil > now;
+        }
+
+        boolean probeTaken(long now) {
+            return probeUntil > now;
+        }
+
+        boolean probeHeldBy(String owner, long now) {
+            return probeTaken(now) && owner.equals(probeOwner);
+        }
+
+        Health withProbe(String owner, long until) {
+            return new Health(fails, failsUntil, lastFailUntil, coolUntil, owner, until, holdUntil);
+        }
     }
 
-    /** Hedge bucket contents (the Redis hash r, h). */
-    private static final class HedgeCell {
-        long requests;
-        long hedges;
+    /** Usage bucket contents (the Redis hash p, c, cost) and the instant the bucket dies at. Immutable. */
+    private record UsageCell(long prompt, long completion, double cost, long expiresAt) {
+        /** A cell taken out of its map: an add that finds it starts a new cell instead. */
+        static final UsageCell DEAD = new UsageCell(0, 0, 0, NONE);
+    }
+
+    /** One hedge bucket (the Redis hash r, h) with its bucket number. Immutable. */
+    private record HedgeCell(long bucket, long requests, long hedges) {
+    }
+
+    private record Cursor(long value, long expiresAt) {
+    }
+
+    private record GroupKey(String orgId, String alias) {
+    }
+
+    private static final class RouteState {
+        final AtomicReference<Health> health = new AtomicReference<>(Health.CLEAR);
+        /** Lease id to the instant it expires (the Redis sorted set). */
+        final ConcurrentHashMap<String, Long> leases = new ConcurrentHashMap<>();
+        /** Bucket number to cell: a usage window is one sub-map. */
+        final ConcurrentSkipListMap<Long, AtomicReference<UsageCell>> usage = new ConcurrentSkipListMap<>();
+        final ConcurrentHashMap<String, Timed> blobs = new ConcurrentHashMap<>();
+    }
+
+    private static final class OrgState {
+        /** Hedge window (ms) to its ring of {@link StateTuning#HEDGE_BUCKETS} buckets, indexed by bucket number. */
+        final ConcurrentHashMap<Long, AtomicReferenceArray<HedgeCell>> hedges = new ConcurrentHashMap<>();
+        final ConcurrentHashMap<String, AtomicReference<UsageSample>> ledger = new ConcurrentHashMap<>();
+        /** The audit stream, oldest first; it and the id clock are guarded by {@code audit}. */
+        final List<AuditRecord> audit = new ArrayList<>();
+        long lastAuditMillis = -1;
+        long auditSeq;
     }
 
     // ---- catalog ----------------------------------------------------------------------------------------------
 
     @Override
     public Uni<Map<String, Long>> catalogVersions() {
-        return locked(() -> {
-            Map<String, Long> out = new HashMap<>();
-            Set<String> orgs = get(StateKeys.ORGS);
-            if (orgs != null) {
-                for (String org : orgs) {
-                    Long v = get(StateKeys.catalogVersion(org));
-                    if (v != null) {
-                        out.put(org, v);
-                    }
+        Map<String, Long> out = new HashMap<>();
+        synchronized (catalogs) {
+            for (String org : orgIds) {
+                VersionedDoc doc = catalogs.get(org);
+                if (doc != null) {
+                    out.put(org, doc.version());
                 }
             }
-            return out;
-        });
+        }
+        return done(out);
     }
 
     @Override
     public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
-        return locked(() -> Optional.ofNullable(get(StateKeys.catalog(orgId))));
+        synchronized (catalogs) {
+            return done(Optional.ofNullable(catalogs.get(orgId)));
+        }
     }
 
     @Override
     public Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion) {
-        return locked(() -> {
+        synchronized (catalogs) {
             // Listed before the CAS, exactly as in Redis, where hr:orgs lives in another slot than the catalog.
-            this.<Set<String>>getOrCreate(StateKeys.ORGS, LinkedHashSet::new, NO_EXPIRY).add(orgId);
-            Long stored = get(StateKeys.catalogVersion(orgId));
-            long current = stored == null ? 0 : stored;
+            orgIds.add(orgId);
+            VersionedDoc stored = catalogs.get(orgId);
+            long current = stored == null ? 0 : stored.version();
             if (current != expectedVersion) {
-                return Optional.empty();
+                return done(Optional.empty());
             }
             long next = current + 1;
-            put(StateKeys.catalog(orgId), new VersionedDoc(doc.json(), doc.sourceHash(), next), NO_EXPIRY);
-            put(StateKeys.catalogVersion(orgId), next, NO_EXPIRY);
-            return Optional.of(next);
-        });
+            catalogs.put(orgId, new VersionedDoc(doc.json(), doc.sourceHash(), next));
+            return done(Optional.of(next));
+        }
     }
 
     // ---- route health -----------------------------------------------------------------------------------------
 
     @Override
     public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
-        return locked(() -> {
-            Map<String, RouteSnapshot> out = new LinkedHashMap<>();
-            for (String id : routeIds) {
-                out.put(id, snapshotOf(id, usageWindow));
-            }
-            return out;
-        });
+        Map<String, RouteSnapshot> out = new LinkedHashMap<>();
+        long now = ticker.nanos();
+        for (String id : routeIds) {
+            RouteState r = routes.get(id);
+            out.put(id, r == null ? RouteSnapshot.empty(id) : snapshotOf(id, r, usageWindow, now));
+        }
+        return done(out);
     }
 
-    private RouteSnapshot snapshotOf(String routeId, Duration window) {
-        long cool = pttl(StateKeys.cool(routeId));
-        Long fails = get(StateKeys.fails(routeId));
-        boolean probe = exists(StateKeys.probe(routeId));
-        long ra = pttl(StateKeys.retryAfter(routeId));
-        int inflight = liveLeases(routeId).size();
-        UsageSample usage = usageSum(routeId, window);
+    private RouteSnapshot snapshotOf(String routeId, RouteState r, Duration window, long now) {
+        Health h = r.health.get();
         Map<String, String> blobs = new HashMap<>();
-        Set<String> names = get(StateKeys.routeBlobIndex(routeId));
-        if (names != null) {
-            for (Iterator<String> it = names.iterator(); it.hasNext(); ) {
-                String name = it.next();
-                String v = get(StateKeys.routeBlob(routeId, name));
-                if (v == null) {
-                    it.remove(); // the blob expired: drop its name from the index, as the Redis script does
-                } else {
-                    blobs.put(name, v);
-                }
+        r.blobs.forEach((name, t) -> {
+            if (t.live(now)) {
+                blobs.put(name, (String) t.value);
+            } else {
+                r.blobs.remove(name, t);
             }
-        }
-        return new RouteSnapshot(routeId, cool >= 0, Math.max(0, cool), fails == null ? 0 : fails, probe,
-                Math.max(0, ra), inflight, usage, Map.copyOf(blobs));
+        });
+        return new RouteSnapshot(routeId, h.cooling(now), remainingMillis(h.coolUntil, now), h.fails(now),
+                h.probeTaken(now), remainingMillis(h.holdUntil, now), liveLeases(r, now),
+                usageSum(r, window, now), Map.copyOf(blobs));
     }
 
     @Override
     public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
-        return locked(() -> {
-            long ft = ttlMillis(failTimeout);
-            Entry e = live(StateKeys.fails(routeId));
-            long fails = (e == null ? 0 : (Long) e.value) + 1;
-            put(StateKeys.fails(routeId), fails, expiryIn(ft + tuning.idleExpiry().toMillis()));
-            put(StateKeys.lastFail(routeId), "1", expiryIn(ft));
-            delete(StateKeys.probe(routeId));
-            if (fails >= maxFails) {
-                // Every failure at or above the threshold (a failed probe included) re-arms the full cooldown.
-                put(StateKeys.cool(routeId), "1", expiryIn(ft));
-            }
-            return breaker(routeId, fails);
+        long ft = ttlMillis(failTimeout);
+        long now = ticker.nanos();
+        Health after = stepHealth(route(routeId), h -> {
+            long fails = h.fails(now) + 1;
+            // Every failure at or above the threshold (a failed probe included) re-arms the full cooldown.
+            long coolUntil = fails >= maxFails ? expiryIn(now, ft) : h.coolUntil;
+            return new Health(fails, expiryIn(now, ft + tuning.idleExpiry().toMillis()), expiryIn(now, ft),
+                    coolUntil, null, NONE, h.holdUntil);
         });
+        return done(breaker(after, now));
     }
 
     @Override
     public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
-        return locked(() -> {
-            delete(StateKeys.probe(routeId));
+        long now = ticker.nanos();
+        RouteState r = routes.get(routeId);
+        if (r == null) {
+            return done(breaker(Health.CLEAR, now));
+        }
+        Health after = stepHealth(r, h -> {
             // Kong: the counter resets only when no failure happened within fail_timeout (the marker is gone).
-            if (!exists(StateKeys.lastFail(routeId))) {
-                delete(StateKeys.fails(routeId));
-            }
-            Long fails = get(StateKeys.fails(routeId));
-            return breaker(routeId, fails == null ? 0 : fails);
+            boolean reset = h.lastFailUntil <= now;
+            return new Health(reset ? 0 : h.fails, reset ? NONE : h.failsUntil, h.lastFailUntil, h.coolUntil,
+                    null, NONE, h.holdUntil);
         });
+        return done(breaker(after, now));
     }
 
-    private BreakerState breaker(String routeId, long fails) {
-        long cool = pttl(StateKeys.cool(routeId));
-        return new BreakerState(fails, cool >= 0, Math.max(0, cool));
+    private static BreakerState breaker(Health h, long now) {
+        return new BreakerState(h.fails(now), h.cooling(now), remainingMillis(h.coolUntil, now));
     }
 
     @Override
     public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
         Objects.requireNonNull(owner, "owner");
-        return locked(() -> {
-            if (exists(StateKeys.cool(routeId))) {
-                return false;
-            }
-            Long fails = get(StateKeys.fails(routeId));
-            if (fails == null || fails < maxFails || exists(StateKeys.probe(routeId))) {
-                return false;
-            }
-            put(StateKeys.probe(routeId), owner, expiryIn(ttlMillis(ttl)));
-            return true;
-        });
+        RouteState r = routes.get(routeId);
+        if (r == null) {
+            return done(false); // no failure was ever counted
+        }
+        long now = ticker.nanos();
+        long until = expiryIn(now, ttlMillis(ttl));
+        Health after = stepHealth(r, h -> h.cooling(now) || h.fails(now) < maxFails || h.probeTaken(now)
+                ? null : h.withProbe(owner, until));
+        return done(after != null);
     }
 
     @Override
     public Uni<Void> releaseProbe(String routeId, String owner) {
-        return lockedVoid(() -> {
-            String key = StateKeys.probe(routeId);
-            if (owner.equals(get(key))) {
-                delete(key);
-            }
-        });
+        long now = ticker.nanos();
+        stepHealthIfKnown(routeId, h -> h.probeHeldBy(owner, now) ? h.withProbe(null, NONE) : null);
+        return done();
     }
 
     @Override
     public Uni<Void> renewProbe(String routeId, String owner, Duration ttl) {
-        return lockedVoid(() -> {
-            String key = StateKeys.probe(routeId);
-            if (owner.equals(get(key))) {
-                put(key, owner, expiryIn(ttlMillis(ttl)));
-            }
-        });
+        long now = ticker.nanos();
+        long until = expiryIn(now, ttlMillis(ttl));
+        stepHealthIfKnown(routeId, h -> h.probeHeldBy(owner, now) ? h.withProbe(owner, until) : null);
+        return done();
     }
 
     @Override
     public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-        return lockedVoid(() -> {
-            long ms = wait == null ? 0 : wait.toMillis();
-            // A shorter Retry-After never shortens a longer hold already in place.
-            if (ms > 0 && pttl(StateKeys.retryAfter(routeId)) < ms) {
-                put(StateKeys.retryAfter(routeId), "1", expiryIn(ms));
-            }
-        });
+        long ms = wait == null ? 0 : wait.toMillis();
+        if (ms <= 0) {
+            return done();
+        }
+        long now = ticker.nanos();
+        long until = expiryIn(now, ms);
+        // A shorter Retry-After never shortens a longer hold already in place.
+        stepHealth(route(routeId), h -> h.holdUntil >= until ? null
+                : new Health(h.fails, h.failsUntil, h.lastFailUntil, h.coolUntil, h.probeOwner, h.probeUntil, until));
+        return done();
     }
 
     @Override
     public Uni<Long> cooldownRemainingMillis(String routeId) {
-        return locked(() -> Math.max(0, pttl(StateKeys.cool(routeId))));
+        RouteState r = routes.get(routeId);
+        return done(r == null ? 0L : remainingMillis(r.health.get().coolUntil, ticker.nanos()));
     }
 
     @Override
     public Uni<Void> resetHealth(String routeId) {
-        return lockedVoid(() -> {
-            delete(StateKeys.cool(routeId));
-            delete(StateKeys.fails(routeId));
-            delete(StateKeys.lastFail(routeId));
-            delete(StateKeys.probe(routeId));
-            delete(StateKeys.retryAfter(routeId));
-        });
+        stepHealthIfKnown(routeId, h -> Health.CLEAR);
+        return done();
+    }
+
+    /**
+     * Swaps the route's health for {@code step}'s answer by compare-and-set, retrying on a concurrent change; a null
+     * answer leaves it as it is. Returns the health stored, or null when {@code step} declined.
+     */
+    private static Health stepHealth(RouteState r, Function<Health, Health> step) {
+        while (true) {
+            Health before = r.health.get();
+            Health after = step.apply(before);
+            if (after == null || r.health.compareAndSet(before, after)) {
+                return after;
+            }
+        }
+    }
+
+    private void stepHealthIfKnown(String routeId, Function<Health, Health> step) {
+        RouteState r = routes.get(routeId);
+        if (r != null) {
+            stepHealth(r, step);
+        }
     }
 
     // ---- blobs ------------------------------------------------------------------------------------------------
 
     @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
-        return lockedVoid(() -> blobs.forEach(b -> putBlobLocked(routeId, b.name(), b.value(), b.ttl())));
-    }
-
-    private void putBlobLocked(String routeId, String name, String value, Duration ttl) {
-        long ms = ttlMillis(ttl);
-        put(StateKeys.routeBlob(routeId, name), value, ms == 0 ? NO_EXPIRY : expiryIn(ms));
-        String indexKey = StateKeys.routeBlobIndex(routeId);
-        Entry index = live(indexKey);
-        if (index == null) {
-            index = put(indexKey, new LinkedHashSet<String>(), ms == 0 ? NO_EXPIRY : expiryIn(ms));
-        } else if (ms == 0) {
-            index.expiresAt = NO_EXPIRY;
-        } else {
-            index.expiresAt = Math.max(index.expiresAt, expiryIn(ms)); // the index outlives its longest blob
+        RouteState r = route(routeId);
+        long now = ticker.nanos();
+        for (RouteBlob b : blobs) {
+            long ms = ttlMillis(b.ttl());
+            r.blobs.put(b.name(), new Timed(b.value(), ms == 0 ? NO_EXPIRY : expiryIn(now, ms)));
         }
-        @SuppressWarnings("unchecked") Set<String> names = (Set<String>) index.value;
-        names.add(name);
+        return done();
     }
 
     // ---- leases -----------------------------------------------------------------------------------------------
 
     @Override
     public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
-        return lockedVoid(() -> {
-            TreeMap<String, Long> leases = liveLeases(routeId);
-            leases.put(leaseId, nowMillis() + ttlMillis(ttl));
-            storeLeases(routeId, leases);
-        });
+        route(routeId).leases.put(leaseId, expiryIn(ticker.nanos(), ttlMillis(ttl)));
+        return done();
     }
 
     @Override
@@ -297,134 +354,165 @@ public final class MemoryStateStore implements StateStore {
 
     @Override
     public Uni<Void> releaseLease(String routeId, String leaseId) {
-        return lockedVoid(() -> {
-            TreeMap<String, Long> leases = liveLeases(routeId);
-            leases.remove(leaseId);
-            storeLeases(routeId, leases);
-        });
+        RouteState r = routes.get(routeId);
+        if (r != null) {
+            r.leases.remove(leaseId);
+        }
+        return done();
     }
 
-    /** The route's leases with the expired ones removed (the "clean on read" of the Redis sorted set). */
-    private TreeMap<String, Long> liveLeases(String routeId) {
-        TreeMap<String, Long> leases = get(StateKeys.leases(routeId));
-        if (leases == null) {
-            return new TreeMap<>();
+    /** Counts the route's live leases, dropping the expired ones (the "clean on read" of the Redis sorted set). */
+    private static int liveLeases(RouteState r, long now) {
+        int live = 0;
+        for (Map.Entry<String, Long> e : r.leases.entrySet()) {
+            if (e.getValue() > now) {
+                live++;
+            } else {
+                r.leases.remove(e.getKey(), e.getValue()); // unless renewed meanwhile
+            }
         }
-        long now = nowMillis();
-        leases.values().removeIf(expiry -> expiry <= now);
-        return leases;
-    }
-
-    private void storeLeases(String routeId, TreeMap<String, Long> leases) {
-        if (leases.isEmpty()) {
-            delete(StateKeys.leases(routeId)); // an empty sorted set does not exist in Redis either
-            return;
-        }
-        long longest = leases.values().stream().mapToLong(Long::longValue).max().orElseThrow();
-        put(StateKeys.leases(routeId), leases, expiryIn(longest - nowMillis()));
+        return live;
     }
 
     // ---- usage ------------------------------------------------------------------------------------------------
 
     @Override
     public Uni<Void> addUsage(String routeId, UsageSample sample, Duration window) {
-        return lockedVoid(() -> {
-            long bucket = nowMillis() / tuning.usageBucketMillis();
-            String key = StateKeys.usagePrefix(routeId);
-            Entry entry = live(key);
-            if (entry == null) {
-                entry = put(key, new TreeMap<Long, UsageCell>(), NO_EXPIRY);
+        RouteState r = route(routeId);
+        long now = ticker.nanos();
+        long bucket = now / 1_000_000L / tuning.usageBucketMillis();
+        // as PEXPIRE on the Redis bucket: the bucket lives one window (and one bucket) past its latest add
+        long expiresAt = expiryIn(now, Math.max(1, window.toMillis()) + tuning.usageBucketMillis());
+        while (true) {
+            AtomicReference<UsageCell> ref = r.usage.computeIfAbsent(bucket,
+                    b -> new AtomicReference<>(new UsageCell(0, 0, 0, expiresAt)));
+            UsageCell cell = ref.get();
+            if (cell == UsageCell.DEAD) {
+                r.usage.remove(bucket, ref); // swept under us: start the bucket again
+                continue;
             }
-            @SuppressWarnings("unchecked") TreeMap<Long, UsageCell> cells = (TreeMap<Long, UsageCell>) entry.value;
-            long now = ticker.nanos();
-            cells.values().removeIf(c -> c.expiresAt <= now);
-            UsageCell cell = cells.computeIfAbsent(bucket, b -> new UsageCell());
-            cell.prompt += sample.promptTokens();
-            cell.completion += sample.completionTokens();
-            cell.cost += sample.cost();
-            // as PEXPIRE on the Redis bucket: the bucket lives one window (and one bucket) past its latest add
-            cell.expiresAt = expiryIn(Math.max(1, window.toMillis()) + tuning.usageBucketMillis());
-            long last = 0;
-            for (UsageCell c : cells.values()) {
-                last = Math.max(last, c.expiresAt);
+            UsageCell next = new UsageCell(cell.prompt + sample.promptTokens(),
+                    cell.completion + sample.completionTokens(), cell.cost + sample.cost(), expiresAt);
+            if (ref.compareAndSet(cell, next)) {
+                break;
             }
-            entry.expiresAt = last;
-        });
+        }
+        dropExpiredUsage(r, now);
+        return done();
     }
 
-    private UsageSample usageSum(String routeId, Duration window) {
-        TreeMap<Long, UsageCell> cells = get(StateKeys.usagePrefix(routeId));
-        if (cells == null) {
-            return UsageSample.ZERO;
+    /** Drops the oldest buckets while they are expired (a later one expiring first is dropped when it reaches the head). */
+    private static void dropExpiredUsage(RouteState r, long now) {
+        for (Map.Entry<Long, AtomicReference<UsageCell>> head = r.usage.firstEntry(); head != null;
+             head = r.usage.firstEntry()) {
+            AtomicReference<UsageCell> ref = head.getValue();
+            UsageCell cell = ref.get();
+            if (cell != UsageCell.DEAD && (cell.expiresAt > now || !ref.compareAndSet(cell, UsageCell.DEAD))) {
+                return; // live, or just added to: keep it
+            }
+            r.usage.remove(head.getKey(), ref);
         }
-        long bucket = nowMillis() / tuning.usageBucketMillis();
+    }
+
+    private UsageSample usageSum(RouteState r, Duration window, long now) {
+        long bucket = now / 1_000_000L / tuning.usageBucketMillis();
         long n = tuning.usageBuckets(window);
-        long now = ticker.nanos();
         long p = 0;
         long c = 0;
         double cost = 0;
-        for (UsageCell cell : cells.subMap(bucket - n + 1, true, bucket, true).values()) {
+        for (AtomicReference<UsageCell> ref : r.usage.subMap(bucket - n + 1, true, bucket, true).values()) {
+            UsageCell cell = ref.get();
             if (cell.expiresAt > now) {
                 p += cell.prompt;
                 c += cell.completion;
                 cost += cell.cost;
             }
         }
-        return new UsageSample(p, c, cost);
+        return p == 0 && c == 0 && cost == 0 ? UsageSample.ZERO : new UsageSample(p, c, cost);
     }
 
     // ---- group rotation ---------------------------------------------------------------------------------------
 
     @Override
     public Uni<Long> nextCursors(String orgId, String alias, int n) {
-        return locked(() -> {
-            String key = StateKeys.cursor(orgId, alias);
-            Long v = get(key);
-            long next = (v == null ? 0 : v) + Math.max(1, n);
-            put(key, next, expiryIn(tuning.idleExpiry().toMillis()));
-            return next;
-        });
+        GroupKey key = new GroupKey(orgId, alias);
+        AtomicReference<Cursor> ref = cursors.get(key);
+        if (ref == null) {
+            ref = cursors.computeIfAbsent(key, k -> new AtomicReference<>(new Cursor(0, NONE)));
+        }
+        long now = ticker.nanos();
+        long expiresAt = expiryIn(now, tuning.idleExpiry().toMillis());
+        while (true) {
+            Cursor c = ref.get();
+            Cursor next = new Cursor((c.expiresAt > now ? c.value : 0) + Math.max(1, n), expiresAt);
+            if (ref.compareAndSet(c, next)) {
+                return done(next.value);
+            }
+        }
     }
 
     // ---- hedge budget -----------------------------------------------------------------------------------------
 
     @Override
     public Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window) {
-        return locked(() -> {
-            long windowMs = Math.max(1, window.toMillis());
-            long width = StateTuning.hedgeBucketMillis(windowMs);
-            long bucket = nowMillis() / width;
+        long windowMs = Math.max(1, window.toMillis());
+        AtomicReferenceArray<HedgeCell> ring = hedgeRing(orgId, windowMs);
+        long bucket = ticker.millis() / StateTuning.hedgeBucketMillis(windowMs);
+        int slot = slot(bucket);
+        while (true) {
+            HedgeCell current = ring.get(slot); // read first: the spend below succeeds only if it is unchanged
             long requests = 0;
             long hedges = 0;
-            for (long b = bucket - StateTuning.HEDGE_BUCKETS + 1; b <= bucket; b++) {
-                HedgeCell cell = get(StateKeys.hedgeBucket(orgId, windowMs, b));
-                if (cell != null) {
+            for (int i = 0; i < StateTuning.HEDGE_BUCKETS; i++) {
+                HedgeCell cell = i == slot ? current : ring.get(i);
+                if (cell != null && cell.bucket > bucket - StateTuning.HEDGE_BUCKETS && cell.bucket <= bucket) {
                     requests += cell.requests;
                     hedges += cell.hedges;
                 }
             }
             boolean allowed = hedges < Math.max(minPerWindow, ratio * requests);
-            if (allowed && spend) {
-                hedgeCell(orgId, windowMs, width, bucket).hedges++;
+            if (!allowed || !spend) {
+                return done(allowed);
             }
-            return allowed;
-        });
+            HedgeCell next = current != null && current.bucket == bucket
+                    ? new HedgeCell(bucket, current.requests, current.hedges + 1)
+                    : new HedgeCell(bucket, 0, 1);
+            if (current != null && current.bucket > bucket || ring.compareAndSet(slot, current, next)) {
+                return done(true); // (a newer bucket in the slot: this call is a window late, nothing to count in)
+            }
+        }
     }
 
     @Override
     public Uni<Void> countRequests(String orgId, long n, Duration window) {
-        return lockedVoid(() -> {
-            long windowMs = Math.max(1, window.toMillis());
-            long width = StateTuning.hedgeBucketMillis(windowMs);
-            hedgeCell(orgId, windowMs, width, nowMillis() / width).requests += Math.max(1, n);
-        });
+        long windowMs = Math.max(1, window.toMillis());
+        AtomicReferenceArray<HedgeCell> ring = hedgeRing(orgId, windowMs);
+        long bucket = ticker.millis() / StateTuning.hedgeBucketMillis(windowMs);
+        int slot = slot(bucket);
+        long add = Math.max(1, n);
+        while (true) {
+            HedgeCell current = ring.get(slot);
+            if (current != null && current.bucket > bucket) {
+                return done(); // a window late: the count's bucket has already left every window
+            }
+            HedgeCell next = current != null && current.bucket == bucket
+                    ? new HedgeCell(bucket, current.requests + add, current.hedges)
+                    : new HedgeCell(bucket, add, 0);
+            if (ring.compareAndSet(slot, current, next)) {
+                return done();
+            }
+        }
     }
 
-    private HedgeCell hedgeCell(String orgId, long windowMs, long width, long bucket) {
-        String key = StateKeys.hedgeBucket(orgId, windowMs, bucket);
-        HedgeCell cell = getOrCreate(key, HedgeCell::new, NO_EXPIRY);
-        live(key).expiresAt = expiryIn(windowMs + width);
-        return cell;
+    private AtomicReferenceArray<HedgeCell> hedgeRing(String orgId, long windowMs) {
+        OrgState org = org(orgId);
+        AtomicReferenceArray<HedgeCell> ring = org.hedges.get(windowMs);
+        return ring != null ? ring
+                : org.hedges.computeIfAbsent(windowMs, w -> new AtomicReferenceArray<>(StateTuning.HEDGE_BUCKETS));
+    }
+
+    private static int slot(long bucket) {
+        return (int) Math.floorMod(bucket, (long) StateTuning.HEDGE_BUCKETS);
     }
 
     // ---- audit, ledger, affinity, org blobs -------------------------------------------------------------------
@@ -434,197 +522,186 @@ public final class MemoryStateStore implements StateStore {
         if (event.isEmpty()) {
             return Uni.createFrom().failure(new IllegalArgumentException("an audit event needs at least one field"));
         }
-        return locked(() -> {
+        OrgState org = org(orgId);
+        synchronized (org.audit) {
             // Stream ids as Redis makes them: <millis>-<sequence>, strictly increasing.
-            long ms = Math.max(nowMillis(), lastAuditMillis);
-            auditSeq = ms == lastAuditMillis ? auditSeq + 1 : 0;
-            lastAuditMillis = ms;
-            String id = ms + "-" + auditSeq;
-            List<AuditRecord> stream = getOrCreate(StateKeys.audit(orgId), ArrayList::new, NO_EXPIRY);
-            stream.add(new AuditRecord(id, Map.copyOf(event)));
-            int excess = stream.size() - Math.max(0, maxLen);
+            long ms = Math.max(ticker.millis(), org.lastAuditMillis);
+            org.auditSeq = ms == org.lastAuditMillis ? org.auditSeq + 1 : 0;
+            org.lastAuditMillis = ms;
+            String id = ms + "-" + org.auditSeq;
+            org.audit.add(new AuditRecord(id, Map.copyOf(event)));
+            int excess = org.audit.size() - Math.max(0, maxLen);
             if (excess > 0) {
-                stream.subList(0, excess).clear();
+                org.audit.subList(0, excess).clear();
             }
-            return id;
-        });
+            return done(id);
+        }
     }
 
     @Override
     public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
-        return locked(() -> {
-            List<AuditRecord> stream = get(StateKeys.audit(orgId));
-            List<AuditRecord> out = new ArrayList<>();
-            if (stream != null) {
-                for (int i = stream.size() - 1; i >= 0 && out.size() < limit; i--) {
-                    out.add(stream.get(i));
+        List<AuditRecord> out = new ArrayList<>();
+        OrgState org = orgs.get(orgId);
+        if (org != null) {
+            synchronized (org.audit) {
+                for (int i = org.audit.size() - 1; i >= 0 && out.size() < limit; i--) {
+                    out.add(org.audit.get(i));
                 }
             }
-            return out;
-        });
+        }
+        return done(out);
     }
 
     @Override
     public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
-        return lockedVoid(() -> {
-            Map<String, UsageSample> ledger = getOrCreate(StateKeys.ledger(orgId), HashMap::new, NO_EXPIRY);
-            ledger.merge(alias, sample, UsageSample::plus);
-        });
+        OrgState org = org(orgId);
+        AtomicReference<UsageSample> ref = org.ledger.get(alias);
+        if (ref == null) {
+            ref = org.ledger.computeIfAbsent(alias, a -> new AtomicReference<>(UsageSample.ZERO));
+        }
+        ref.accumulateAndGet(sample, UsageSample::plus);
+        return done();
     }
 
     @Override
     public Uni<Map<String, UsageSample>> ledger(String orgId) {
-        return locked(() -> {
-            Map<String, UsageSample> ledger = get(StateKeys.ledger(orgId));
-            return ledger == null ? Map.of() : Map.copyOf(ledger);
+        OrgState org = orgs.get(orgId);
+        if (org == null) {
+            return done(Map.of());
+        }
+        Map<String, UsageSample> out = new HashMap<>();
+        org.ledger.forEach((alias, ref) -> {
+            UsageSample total = ref.get();
+            if (total != UsageSample.ZERO) { // (an alias whose first add is still under way)
+                out.put(alias, total);
+            }
         });
+        return done(Map.copyOf(out));
     }
 
     @Override
     public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
-        return locked(() -> {
-            Map<String, String> out = new LinkedHashMap<>();
-            for (String h : prefixHashes) {
-                String route = get(StateKeys.affinity(orgId, h));
-                if (route != null) {
-                    out.put(h, route);
-                }
+        Map<String, String> out = new LinkedHashMap<>();
+        long now = ticker.nanos();
+        for (String h : prefixHashes) {
+            String route = (String) live(StateKeys.affinity(orgId, h), now);
+            if (route != null) {
+                out.put(h, route);
             }
-            return out;
-        });
+        }
+        return done(out);
     }
 
     @Override
     public Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl) {
-        return lockedVoid(() -> {
-            long ms = ttlMillis(ttl);
-            for (String h : prefixHashes) {
-                put(StateKeys.affinity(orgId, h), routeId, ms == 0 ? NO_EXPIRY : expiryIn(ms));
-            }
-        });
+        long expiresAt = expiryOrNever(ttl);
+        for (String h : prefixHashes) {
+            put(StateKeys.affinity(orgId, h), new Timed(routeId, expiresAt));
+        }
+        return done();
     }
 
     @Override
     public Uni<Optional<String>> getOrgBlob(String orgId, String name) {
-        return locked(() -> Optional.ofNullable(get(StateKeys.orgBlob(orgId, name))));
+        return done(Optional.ofNullable((String) live(StateKeys.orgBlob(orgId, name), ticker.nanos())));
     }
 
     @Override
     public Uni<Void> putOrgBlob(String orgId, String name, String value, Duration ttl) {
-        return lockedVoid(() -> {
-            long ms = ttlMillis(ttl);
-            put(StateKeys.orgBlob(orgId, name), value, ms == 0 ? NO_EXPIRY : expiryIn(ms));
-        });
+        put(StateKeys.orgBlob(orgId, name), new Timed(value, expiryOrNever(ttl)));
+        return done();
     }
 
     // ---- coordination -----------------------------------------------------------------------------------------
 
     @Override
     public Uni<Boolean> tryLock(String name, String owner, Duration ttl) {
-        return locked(() -> {
-            String key = StateKeys.lock(name);
-            if (exists(key)) {
-                return false;
+        String key = StateKeys.lock(name);
+        long now = ticker.nanos();
+        Timed mine = new Timed(owner, expiryIn(now, ttlMillis(ttl)));
+        while (true) {
+            Timed held = keys.get(key);
+            if (held != null && held.live(now)) {
+                return done(false);
             }
-            put(key, owner, expiryIn(ttlMillis(ttl)));
-            return true;
-        });
+            if (held == null ? keys.putIfAbsent(key, mine) == null : keys.replace(key, held, mine)) {
+                return done(true);
+            }
+        }
     }
 
     @Override
     public Uni<Void> unlock(String name, String owner) {
-        return lockedVoid(() -> {
-            String key = StateKeys.lock(name);
-            if (owner.equals(get(key))) {
-                delete(key);
-            }
-        });
+        String key = StateKeys.lock(name);
+        Timed held = keys.get(key);
+        if (held != null && owner.equals(held.value)) {
+            keys.remove(key, held);
+        }
+        return done();
     }
 
     @Override
     public Uni<Boolean> ping() {
-        return Uni.createFrom().item(true);
+        return done(true);
     }
 
-    // ---- the expiring map -------------------------------------------------------------------------------------
+    // ---- entities and expiring values -------------------------------------------------------------------------
 
-    private <T> Uni<T> locked(Supplier<T> op) {
-        T result;
-        synchronized (lock) {
-            result = op.get();
-        }
-        return Uni.createFrom().item(result);
+    private RouteState route(String routeId) {
+        RouteState r = routes.get(routeId); // a plain read first: computeIfAbsent may lock the bin even on a hit
+        return r != null ? r : routes.computeIfAbsent(routeId, id -> new RouteState());
     }
 
-    private Uni<Void> lockedVoid(Runnable op) {
-        synchronized (lock) {
-            op.run();
+    private OrgState org(String orgId) {
+        OrgState o = orgs.get(orgId);
+        return o != null ? o : orgs.computeIfAbsent(orgId, id -> new OrgState());
+    }
+
+    /** The key's value while it lives; an expired one is dropped (unless replaced meanwhile). */
+    private Object live(String key, long now) {
+        Timed t = keys.get(key);
+        if (t == null) {
+            return null;
         }
+        if (!t.live(now)) {
+            keys.remove(key, t);
+            return null;
+        }
+        return t.value;
+    }
+
+    private void put(String key, Timed value) {
+        keys.put(key, value);
+        if (writesSinceSweep.incrementAndGet() % SWEEP_EVERY == 0) {
+            long now = ticker.nanos();
+            keys.values().removeIf(t -> !t.live(now)); // removes only the value it tested
+        }
+    }
+
+    private static <T> Uni<T> done(T item) {
+        return Uni.createFrom().item(item);
+    }
+
+    private static Uni<Void> done() {
         return Uni.createFrom().voidItem();
     }
 
-    private long nowMillis() {
-        return ticker.millis();
+    private long expiryOrNever(Duration ttl) {
+        long ms = ttlMillis(ttl);
+        return ms == 0 ? NO_EXPIRY : expiryIn(ticker.nanos(), ms);
     }
 
-    private long expiryIn(long millis) {
-        return ticker.nanos() + Math.max(1, millis) * 1_000_000L;
+    private static long expiryIn(long now, long millis) {
+        return now + Math.max(1, millis) * 1_000_000L;
+    }
+
+    /** Whole milliseconds from {@code now} to {@code until}, 0 once passed (as PTTL, floored at 0). */
+    private static long remainingMillis(long until, long now) {
+        return until > now ? (until - now) / 1_000_000L : 0;
     }
 
     /** A TTL in whole milliseconds; 0 means none (null), anything positive is at least 1 ms, as for Redis PX. */
     static long ttlMillis(Duration ttl) {
         return ttl == null ? 0 : Math.max(1, ttl.toMillis());
-    }
-
-    private Entry live(String key) {
-        Entry e = data.get(key);
-        if (e != null && e.expiresAt <= ticker.nanos()) {
-            data.remove(key);
-            return null;
-        }
-        return e;
-    }
-
-    @SuppressWarnings("unchecked")
-    private <T> T get(String key) {
-        Entry e = live(key);
-        return e == null ? null : (T) e.value;
-    }
-
-    @SuppressWarnings("unchecked")
-    private <T> T getOrCreate(String key, Supplier<T> create, long expiresAt) {
-        Entry e = live(key);
-        if (e == null) {
-            e = put(key, create.get(), expiresAt);
-        }
-        return (T) e.value;
-    }
-
-    private boolean exists(String key) {
-        return live(key) != null;
-    }
-
-    /** Remaining life in ms like Redis PTTL: -2 when absent, -1 when it never expires. */
-    private long pttl(String key) {
-        Entry e = live(key);
-        if (e == null) {
-            return -2;
-        }
-        return e.expiresAt == NO_EXPIRY ? -1 : (e.expiresAt - ticker.nanos()) / 1_000_000L;
-    }
-
-    private Entry put(String key, Object value, long expiresAt) {
-        Entry e = new Entry(value, expiresAt);
-        data.put(key, e);
-        if (++writesSinceSweep >= SWEEP_EVERY) {
-            writesSinceSweep = 0;
-            long now = ticker.nanos();
-            data.values().removeIf(x -> x.expiresAt <= now);
-        }
-        return e;
-    }
-
-    private void delete(String key) {
-        data.remove(key);
     }
 }
