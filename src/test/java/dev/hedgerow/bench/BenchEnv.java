@@ -32,6 +32,8 @@ final class BenchEnv implements AutoCloseable {
     private final FileOutputStream idlePolling;
     private final String idleNote;
     private final QuietKernelThreads quiet;
+    /** The host's CPU availability before the benchmark started (see {@link HostCheck}). */
+    private final HostCheck hostBefore;
 
     BenchEnv(Path repo, Path out) {
         this.repo = repo;
@@ -77,6 +79,14 @@ final class BenchEnv implements AutoCloseable {
             quiet.close();
             throw new IllegalStateException("no packaged app at " + jar + ": run ./mvnw -B -q package -DskipTests");
         }
+        hostBefore = HostCheck.measure(HOST_CHECK_MILLIS);
+    }
+
+    private static final long HOST_CHECK_MILLIS = 2_000;
+
+    /** The host check from before the benchmark and one made now (nothing of the benchmark should be running). */
+    String hostNote() {
+        return HostCheck.describe(hostBefore, HostCheck.measure(HOST_CHECK_MILLIS));
     }
 
     static int intEnv(String name, int dflt) {
@@ -110,7 +120,7 @@ final class BenchEnv implements AutoCloseable {
         String header = "## " + title + "\n\n"
                 + "Made by `scripts/bench " + bench + "` on " + System.getenv().getOrDefault("BENCH_STAMP", "?")
                 + ", all on 127.0.0.1, " + idleNote + ", " + quiet.note() + "; 1-minute load average when it ended: "
-                + loadAverage() + ".\n\n";
+                + loadAverage() + "; " + hostNote() + ".\n\n";
         try {
             Files.writeString(out.resolve("sections").resolve(bench + ".md"), header + body.strip() + "\n");
         } catch (IOException e) {

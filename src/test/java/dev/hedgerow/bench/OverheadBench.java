@@ -256,7 +256,8 @@ final class OverheadBench {
                 "TTFB p99 ms", "inter-chunk p50 ms", "inter-chunk p99 ms", "CPU at fixed rate",
                 "CPU µs/req", "RSS MB", "errors"), rows);
         if (QUICK) {
-            System.out.println("quick run (not reported), extra JVM options " + Proc.JVM_OPTS + ":\n" + table);
+            System.out.println("quick run (not reported), extra JVM options " + Proc.JVM_OPTS + "; " + env.hostNote()
+                    + ":\n" + table);
             return;
         }
         Target emb = targets.get(1);
