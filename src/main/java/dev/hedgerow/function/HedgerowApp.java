@@ -8,7 +8,6 @@ import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.state.BatchingStateStore;
 import dev.hedgerow.state.CachingStateStore;
-import dev.hedgerow.state.LoopLocalRedis;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RedisStateStore;
 import dev.hedgerow.state.ResilientStateStore;
@@ -232,9 +231,8 @@ public class HedgerowApp {
                 options.addConnectionString(url.trim());
             }
         }
-        // a client per event loop, so commands never hop between the loops (see LoopLocalRedis)
-        io.vertx.mutiny.redis.client.Redis redis = io.vertx.mutiny.redis.client.Redis.newInstance(
-                new LoopLocalRedis(() -> io.vertx.redis.client.Redis.createClient(vertx, options)));
+        io.vertx.mutiny.redis.client.Redis redis = io.vertx.mutiny.redis.client.Redis.createClient(
+                io.vertx.mutiny.core.Vertx.newInstance(vertx), options);
         return new ResilientStateStore(new RedisStateStore(redis, type), new MemoryStateStore(Ticker.system()),
                 ResilientStateStore.Settings.DEFAULTS);
     }
