@@ -88,11 +88,8 @@ public final class TokenCounter {
 
     /** {@link #countText}, through the memory of recent counts (see the class comment). */
     int countRemembered(String text) {
-        if (text == null || text.isEmpty()) {
-            return 0;
-        }
-        if (text.length() > MAX_REMEMBERED) {
-            return encoding.countTokensOrdinary(text);
+        if (text == null || text.isEmpty() || text.length() > MAX_REMEMBERED) {
+            return countText(text);
         }
         Integer seen = recent.get(text);
         if (seen != null) {

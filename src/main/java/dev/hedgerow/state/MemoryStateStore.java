@@ -111,6 +111,10 @@ public final class MemoryStateStore implements StateStore {
         Health withProbe(String owner, long until) {
             return new Health(fails, failsUntil, lastFailUntil, coolUntil, owner, until, holdUntil);
         }
+
+        Health withHold(long until) {
+            return new Health(fails, failsUntil, lastFailUntil, coolUntil, probeOwner, probeUntil, until);
+        }
     }
 
     /** Usage bucket contents (the Redis hash p, c, cost) and the instant the bucket dies at. Immutable. */
@@ -121,6 +125,12 @@ public final class MemoryStateStore implements StateStore {
 
     /** One hedge bucket (the Redis hash r, h) with its bucket number. Immutable. */
     private record HedgeCell(long bucket, long requests, long hedges) {
+        /** {@code cell} (null, or an older bucket's: starts from zero) with more requests and hedges in {@code bucket}. */
+        static HedgeCell add(HedgeCell cell, long bucket, long requests, long hedges) {
+            return cell != null && cell.bucket == bucket
+                    ? new HedgeCell(bucket, cell.requests + requests, cell.hedges + hedges)
+                    : new HedgeCell(bucket, requests, hedges);
+        }
     }
 
     private record Cursor(long value, long expiresAt) {
@@ -287,8 +297,7 @@ public final class MemoryStateStore implements StateStore {
         long now = ticker.nanos();
         long until = expiryIn(now, ms);
         // A shorter Retry-After never shortens a longer hold already in place.
-        stepHealth(route(routeId), h -> h.holdUntil >= until ? null
-                : new Health(h.fails, h.failsUntil, h.lastFailUntil, h.coolUntil, h.probeOwner, h.probeUntil, until));
+        stepHealth(route(routeId), h -> h.holdUntil >= until ? null : h.withHold(until));
         return done();
     }
 
@@ -380,7 +389,7 @@ public final class MemoryStateStore implements StateStore {
     public Uni<Void> addUsage(String routeId, UsageSample sample, Duration window) {
         RouteState r = route(routeId);
         long now = ticker.nanos();
-        long bucket = now / 1_000_000L / tuning.usageBucketMillis();
+        long bucket = usageBucket(now);
         // as PEXPIRE on the Redis bucket: the bucket lives one window (and one bucket) past its latest add
         long expiresAt = expiryIn(now, Math.max(1, window.toMillis()) + tuning.usageBucketMillis());
         while (true) {
@@ -414,8 +423,12 @@ public final class MemoryStateStore implements StateStore {
         }
     }
 
+    private long usageBucket(long nowNanos) {
+        return nowNanos / 1_000_000L / tuning.usageBucketMillis();
+    }
+
     private UsageSample usageSum(RouteState r, Duration window, long now) {
-        long bucket = now / 1_000_000L / tuning.usageBucketMillis();
+        long bucket = usageBucket(now);
         long n = tuning.usageBuckets(window);
         long p = 0;
         long c = 0;
@@ -435,11 +448,8 @@ public final class MemoryStateStore implements StateStore {
 
     @Override
     public Uni<Long> nextCursors(String orgId, String alias, int n) {
-        GroupKey key = new GroupKey(orgId, alias);
-        AtomicReference<Cursor> ref = cursors.get(key);
-        if (ref == null) {
-            ref = cursors.computeIfAbsent(key, k -> new AtomicReference<>(new Cursor(0, NONE)));
-        }
+        AtomicReference<Cursor> ref = getOrCreate(cursors, new GroupKey(orgId, alias),
+                k -> new AtomicReference<>(new Cursor(0, NONE)));
         long now = ticker.nanos();
         long expiresAt = expiryIn(now, tuning.idleExpiry().toMillis());
         while (true) {
@@ -455,64 +465,57 @@ public final class MemoryStateStore implements StateStore {
 
     @Override
     public Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window) {
-        long windowMs = Math.max(1, window.toMillis());
-        AtomicReferenceArray<HedgeCell> ring = hedgeRing(orgId, windowMs);
-        long bucket = ticker.millis() / StateTuning.hedgeBucketMillis(windowMs);
-        int slot = slot(bucket);
+        HedgeSlot at = hedgeSlot(orgId, window);
         while (true) {
-            HedgeCell current = ring.get(slot); // read first: the spend below succeeds only if it is unchanged
+            HedgeCell current = at.cell(); // read first: the spend below succeeds only if it is unchanged
             long requests = 0;
             long hedges = 0;
             for (int i = 0; i < StateTuning.HEDGE_BUCKETS; i++) {
-                HedgeCell cell = i == slot ? current : ring.get(i);
-                if (cell != null && cell.bucket > bucket - StateTuning.HEDGE_BUCKETS && cell.bucket <= bucket) {
+                HedgeCell cell = i == at.slot ? current : at.ring.get(i);
+                if (cell != null && cell.bucket > at.bucket - StateTuning.HEDGE_BUCKETS && cell.bucket <= at.bucket) {
                     requests += cell.requests;
                     hedges += cell.hedges;
                 }
             }
             boolean allowed = hedges < Math.max(minPerWindow, ratio * requests);
-            if (!allowed || !spend) {
+            if (!allowed || !spend || at.add(current, 0, 1)) {
                 return done(allowed);
-            }
-            HedgeCell next = current != null && current.bucket == bucket
-                    ? new HedgeCell(bucket, current.requests, current.hedges + 1)
-                    : new HedgeCell(bucket, 0, 1);
-            if (current != null && current.bucket > bucket || ring.compareAndSet(slot, current, next)) {
-                return done(true); // (a newer bucket in the slot: this call is a window late, nothing to count in)
             }
         }
     }
 
     @Override
     public Uni<Void> countRequests(String orgId, long n, Duration window) {
-        long windowMs = Math.max(1, window.toMillis());
-        AtomicReferenceArray<HedgeCell> ring = hedgeRing(orgId, windowMs);
-        long bucket = ticker.millis() / StateTuning.hedgeBucketMillis(windowMs);
-        int slot = slot(bucket);
+        HedgeSlot at = hedgeSlot(orgId, window);
         long add = Math.max(1, n);
-        while (true) {
-            HedgeCell current = ring.get(slot);
-            if (current != null && current.bucket > bucket) {
-                return done(); // a window late: the count's bucket has already left every window
-            }
-            HedgeCell next = current != null && current.bucket == bucket
-                    ? new HedgeCell(bucket, current.requests + add, current.hedges)
-                    : new HedgeCell(bucket, add, 0);
-            if (ring.compareAndSet(slot, current, next)) {
-                return done();
-            }
+        while (!at.add(at.cell(), add, 0)) {
+            // another call changed the cell meanwhile: add to its value
+        }
+        return done();
+    }
+
+    /** The org's ring of hedge buckets for a window, the current bucket's number and its slot in the ring. */
+    private record HedgeSlot(AtomicReferenceArray<HedgeCell> ring, long bucket, int slot) {
+        HedgeCell cell() {
+            return ring.get(slot);
+        }
+
+        /**
+         * Adds to the current bucket by compare-and-set from {@code expected}; false when the slot changed meanwhile.
+         * A newer bucket in the slot means this call is a whole window late: nothing to count in, and true.
+         */
+        boolean add(HedgeCell expected, long requests, long hedges) {
+            return expected != null && expected.bucket > bucket
+                    || ring.compareAndSet(slot, expected, HedgeCell.add(expected, bucket, requests, hedges));
         }
     }
 
-    private AtomicReferenceArray<HedgeCell> hedgeRing(String orgId, long windowMs) {
-        OrgState org = org(orgId);
-        AtomicReferenceArray<HedgeCell> ring = org.hedges.get(windowMs);
-        return ring != null ? ring
-                : org.hedges.computeIfAbsent(windowMs, w -> new AtomicReferenceArray<>(StateTuning.HEDGE_BUCKETS));
-    }
-
-    private static int slot(long bucket) {
-        return (int) Math.floorMod(bucket, (long) StateTuning.HEDGE_BUCKETS);
+    private HedgeSlot hedgeSlot(String orgId, Duration window) {
+        long windowMs = Math.max(1, window.toMillis());
+        AtomicReferenceArray<HedgeCell> ring = getOrCreate(org(orgId).hedges, windowMs,
+                w -> new AtomicReferenceArray<>(StateTuning.HEDGE_BUCKETS));
+        long bucket = ticker.millis() / StateTuning.hedgeBucketMillis(windowMs);
+        return new HedgeSlot(ring, bucket, (int) Math.floorMod(bucket, (long) StateTuning.HEDGE_BUCKETS));
     }
 
     // ---- audit, ledger, affinity, org blobs -------------------------------------------------------------------
@@ -554,12 +557,8 @@ public final class MemoryStateStore implements StateStore {
 
     @Override
     public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
-        OrgState org = org(orgId);
-        AtomicReference<UsageSample> ref = org.ledger.get(alias);
-        if (ref == null) {
-            ref = org.ledger.computeIfAbsent(alias, a -> new AtomicReference<>(UsageSample.ZERO));
-        }
-        ref.accumulateAndGet(sample, UsageSample::plus);
+        getOrCreate(org(orgId).ledger, alias, a -> new AtomicReference<>(UsageSample.ZERO))
+                .accumulateAndGet(sample, UsageSample::plus);
         return done();
     }
 
@@ -648,13 +647,17 @@ public final class MemoryStateStore implements StateStore {
     // ---- entities and expiring values -------------------------------------------------------------------------
 
     private RouteState route(String routeId) {
-        RouteState r = routes.get(routeId); // a plain read first: computeIfAbsent may lock the bin even on a hit
-        return r != null ? r : routes.computeIfAbsent(routeId, id -> new RouteState());
+        return getOrCreate(routes, routeId, id -> new RouteState());
     }
 
     private OrgState org(String orgId) {
-        OrgState o = orgs.get(orgId);
-        return o != null ? o : orgs.computeIfAbsent(orgId, id -> new OrgState());
+        return getOrCreate(orgs, orgId, id -> new OrgState());
+    }
+
+    /** The key's value, made on first use; a plain read first, as computeIfAbsent may lock the bin even on a hit. */
+    private static <K, V> V getOrCreate(ConcurrentHashMap<K, V> map, K key, Function<K, V> create) {
+        V v = map.get(key);
+        return v != null ? v : map.computeIfAbsent(key, create);
     }
 
     /** The key's value while it lives; an expired one is dropped (unless replaced meanwhile). */

@@ -9,6 +9,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 /** The contract on the embedded store, with time moved by a fake ticker (no sleeping). */
 class MemoryStateStoreTest extends FakeTimeStoreContract {
@@ -95,7 +96,7 @@ class MemoryStateStoreTest extends FakeTimeStoreContract {
             return await(s.hedgeBudget(org, true, 0.05, 0, window));
         });
         assertEquals(THREADS * EACH - 70, refused);
-        assertEquals(false, await(s.hedgeBudget(org, false, 0.05, 0, window)));
+        assertFalse(await(s.hedgeBudget(org, false, 0.05, 0, window)), "the budget is spent");
     }
 
     @Test
