@@ -75,38 +75,11 @@ final class HedgingBench {
         }
         SimServer warmSim = env.sim(SimConfig.of(1).withModel("tail-model", ModelScript.defaults().withLength(16)
                 .withSeed(7).withLatency(ModelScript.Latency.of(20, 0).withJitter(0.1).withHeavyTail(0.05, 10))));
-        StringBuilder yaml = new StringBuilder(f("""
-                orgs:
-                  - id: %s
-                    keys: [{ name: bench, key: "k-%s" }]
-                    providers:
-                      - { id: w1, base_url: "%s" }
-                      - { id: w2, base_url: "%s" }
-                    routes:
-                      - { alias: tail, provider: w1, model: tail-model }
-                      - { alias: tail, provider: w2, model: tail-model }
-                    groups:
-                      tail: { strategy: auto, hedging: true, first_token_floor: %s }
-                """, JVM_WARMUP_ORG, JVM_WARMUP_ORG, warmSim.baseUrl(), warmSim.baseUrl(), floor));
+        StringBuilder yaml = new StringBuilder("orgs:\n")
+                .append(orgYaml(JVM_WARMUP_ORG, List.of(warmSim, warmSim), true, floor));
         for (Fleet fleet : FLEETS) {
-            List<SimServer> routes = sims.get(fleet);
             for (String mode : MODES) {
-                String org = org(fleet, mode);
-                yaml.append(f("""
-                          - id: %s
-                            keys: [{ name: bench, key: "k-%s" }]
-                            providers:
-                              - { id: p1, base_url: "%s" }
-                              - { id: p2, base_url: "%s" }
-                              - { id: p3, base_url: "%s" }
-                            routes:
-                              - { alias: tail, provider: p1, model: tail-model }
-                              - { alias: tail, provider: p2, model: tail-model }
-                              - { alias: tail, provider: p3, model: tail-model }
-                            groups:
-                              tail: { strategy: auto, hedging: %s, first_token_floor: %s }
-                        """, org, org, routes.get(0).baseUrl(), routes.get(1).baseUrl(), routes.get(2).baseUrl(),
-                        mode.equals("on"), floor));
+                yaml.append(orgYaml(org(fleet, mode), sims.get(fleet), mode.equals("on"), floor));
             }
         }
         Map<Fleet, Map<String, Phase>> phases = new LinkedHashMap<>();
@@ -160,6 +133,24 @@ final class HedgingBench {
 
     /** @param lost hedges whose primary answered first; @param late hedges fired at twice the floor or later */
     private record Phase(Load.Result r, long upstream, long hedges, long lost, long late) {
+    }
+
+    /** One org whose group {@code tail} has a route per simulator (providers p1, p2, ...). */
+    private static String orgYaml(String org, List<SimServer> routes, boolean hedging, String floor) {
+        StringBuilder providers = new StringBuilder();
+        StringBuilder aliases = new StringBuilder();
+        for (int i = 1; i <= routes.size(); i++) {
+            providers.append(f("      - { id: p%d, base_url: \"%s\" }\n", i, routes.get(i - 1).baseUrl()));
+            aliases.append(f("      - { alias: tail, provider: p%d, model: tail-model }\n", i));
+        }
+        return f("""
+                  - id: %s
+                    keys: [{ name: bench, key: "k-%s" }]
+                    providers:
+                %s    routes:
+                %s    groups:
+                      tail: { strategy: auto, hedging: %s, first_token_floor: %s }
+                """, org, org, providers, aliases, hedging, floor);
     }
 
     private static String org(Fleet fleet, String mode) {
