@@ -11,8 +11,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BinaryOperator;
 import java.util.function.Function;
+import java.util.function.Supplier;
+import java.util.function.UnaryOperator;
 
 /**
  * Write-behind for the writes every request makes and nobody waits for: the hedge budget's request count, route
@@ -29,14 +33,15 @@ import java.util.function.Function;
  * not yet counted; the budget's {@code min_per_window} covers a burst's first hedges. Writes pending when the
  * process dies are lost, like any in-flight request; {@link #flush()} writes them out at shutdown.
  *
- * <p>Thread-safe: pending batches are guarded by one lock held only to merge or to swap the batch map.
+ * <p>Thread-safe without a lock: both event loops merge into the same few keys (the org's count, a route's usage)
+ * on every request, so each key's batch is one immutable {@link Cell} swapped by compare-and-set. A flush seals a
+ * batch (one more swap) before writing it; a write that finds its batch sealed starts the key's next batch.
  */
 public final class BatchingStateStore extends ForwardingStateStore {
     private final Scheduler scheduler;
     private final Duration window;
-    private final Object lock = new Object();
-    private Map<Object, Batch> pending = new LinkedHashMap<>();
-    private boolean flushScheduled;
+    private final Map<Object, Batch> pending = new ConcurrentHashMap<>();
+    private final AtomicBoolean flushScheduled = new AtomicBoolean();
 
     /** @param window how long a write may wait to be merged with later ones; must be positive */
     public BatchingStateStore(StateStore inner, Scheduler scheduler, Duration window) {
@@ -63,18 +68,54 @@ public final class BatchingStateStore extends ForwardingStateStore {
     private record LeaseKey(String routeId, String leaseId) {
     }
 
-    /** Lease acquires being written: a release of one waits for it, so Redis never sees the release first. */
-    private final Map<LeaseKey, Uni<Void>> acquiring = new ConcurrentHashMap<>();
+    private enum Phase { OPEN, SEALED, CANCELLED }
 
-    /** The merged value of one key and everyone waiting for it to be written. */
+    /** Someone waiting for a batch to be written; the waiters of a batch are a stack pushed by compare-and-set. */
+    private record Waiter(UniEmitter<? super Void> emitter, Waiter next) {
+    }
+
+    /** A batch's merged value, who waits for it, and whether it still takes writes. */
+    private record Cell(Object value, Waiter waiters, Phase phase) {
+    }
+
+    /**
+     * One key's pending write. {@link #stored} writes the sealed value once, whoever subscribes first: the flush, or a
+     * lease release that must wait for its acquire to land.
+     */
     private static final class Batch {
-        final Function<Object, Uni<Void>> write;
-        Object value;
-        final List<UniEmitter<? super Void>> waiters = new ArrayList<>(4);
+        final AtomicReference<Cell> cell;
+        final Uni<Void> stored;
 
-        Batch(Function<Object, Uni<Void>> write, Object value) {
-            this.write = write;
-            this.value = value;
+        Batch(Function<Object, Uni<Void>> write, Object value, UniEmitter<? super Void> waiter) {
+            this.cell = new AtomicReference<>(new Cell(value, waiter == null ? null : new Waiter(waiter, null),
+                    Phase.OPEN));
+            this.stored = Uni.createFrom().deferred(() -> write.apply(cell.get().value())).memoize().indefinitely();
+        }
+
+        /** Applies {@code step} to the open cell; false once the batch is sealed or cancelled. */
+        boolean update(UnaryOperator<Cell> step) {
+            while (true) {
+                Cell c = cell.get();
+                if (c.phase() != Phase.OPEN) {
+                    return false;
+                }
+                if (cell.compareAndSet(c, step.apply(c))) {
+                    return true;
+                }
+            }
+        }
+
+        /** Moves an open batch to {@code phase}; the cell it closed, or null when it was already closed. */
+        Cell close(Phase phase) {
+            while (true) {
+                Cell c = cell.get();
+                if (c.phase() != Phase.OPEN) {
+                    return null;
+                }
+                if (cell.compareAndSet(c, new Cell(c.value(), c.waiters(), phase))) {
+                    return c;
+                }
+            }
         }
     }
 
@@ -84,28 +125,27 @@ public final class BatchingStateStore extends ForwardingStateStore {
     }
 
     /**
-     * Merges {@code value} into the key's pending batch (a new one when there is none), adds {@code waiter} (null: no
-     * one waits) and makes sure a flush is scheduled.
+     * Merges {@code value} into the key's open batch (a new one when there is none, or it is sealed), adds {@code
+     * waiter} (null: no one waits) and makes sure a flush is scheduled.
      */
     @SuppressWarnings("unchecked")
     private <V> void enqueue(Object key, V value, BinaryOperator<V> merge, Function<V, Uni<Void>> write,
                              UniEmitter<? super Void> waiter) {
-        boolean schedule;
-        synchronized (lock) {
+        while (true) {
             Batch b = pending.get(key);
             if (b == null) {
-                b = new Batch(v -> write.apply((V) v), value);
-                pending.put(key, b);
-            } else {
-                b.value = merge.apply((V) b.value, value);
+                if (pending.putIfAbsent(key, new Batch(v -> write.apply((V) v), value, waiter)) == null) {
+                    break;
+                }
+            } else if (b.update(c -> new Cell(merge.apply((V) c.value(), value),
+                    waiter == null ? c.waiters() : new Waiter(waiter, c.waiters()), Phase.OPEN))) {
+                break;
+            } else if (pending.replace(key, b, new Batch(v -> write.apply((V) v), value, waiter))) {
+                break; // b is being written: this write starts the key's next batch
             }
-            if (waiter != null) {
-                b.waiters.add(waiter);
-            }
-            schedule = !flushScheduled;
-            flushScheduled = true;
         }
-        if (schedule) {
+        // after the merge: a flush that began before it cleared the flag first, so this schedules the next one
+        if (!flushScheduled.get() && flushScheduled.compareAndSet(false, true)) {
             scheduler.schedule(window, () -> flush().subscribe().with(v -> { }, t -> { }));
         }
     }
@@ -115,30 +155,30 @@ public final class BatchingStateStore extends ForwardingStateStore {
      * fails if any failed (each batch's waiters get their own batch's outcome either way).
      */
     public Uni<Void> flush() {
+        flushScheduled.set(false);
         List<Uni<Void>> writes = new ArrayList<>();
-        synchronized (lock) {
-            for (Map.Entry<Object, Batch> e : pending.entrySet()) {
-                Batch b = e.getValue();
-                Uni<Void> stored = Uni.createFrom().deferred(() -> b.write.apply(b.value)).memoize().indefinitely();
-                LeaseKey lease = e.getKey() instanceof LeaseKey k ? k : null;
-                if (lease != null) { // registered before the lock opens to a release
-                    acquiring.put(lease, stored);
-                }
-                writes.add(stored.onItemOrFailure().invoke((v, t) -> {
-                    if (lease != null) {
-                        acquiring.remove(lease, stored);
-                    }
-                    b.waiters.forEach(w -> {
-                        if (t == null) {
-                            w.complete(null);
-                        } else {
-                            w.fail(t);
-                        }
-                    });
-                }).memoize().indefinitely());
+        for (Map.Entry<Object, Batch> e : pending.entrySet()) {
+            Batch b = e.getValue();
+            Cell sealed = b.close(Phase.SEALED);
+            if (sealed == null) {
+                continue; // cancelled, or sealed by a flush running at the same time
             }
-            pending = new LinkedHashMap<>();
-            flushScheduled = false;
+            boolean lease = e.getKey() instanceof LeaseKey;
+            if (!lease) { // a sealed lease stays findable until it lands, so its release can wait for it
+                pending.remove(e.getKey(), b);
+            }
+            writes.add(b.stored.onItemOrFailure().invoke((v, t) -> {
+                if (lease) {
+                    pending.remove(e.getKey(), b);
+                }
+                for (Waiter w = sealed.waiters(); w != null; w = w.next()) {
+                    if (t == null) {
+                        w.emitter().complete(null);
+                    } else {
+                        w.emitter().fail(t);
+                    }
+                }
+            }).memoize().indefinitely());
         }
         writes.forEach(w -> w.subscribe().with(v -> { }, t -> { }));
         return writes.isEmpty() ? Uni.createFrom().voidItem()
@@ -191,18 +231,21 @@ public final class BatchingStateStore extends ForwardingStateStore {
         });
     }
 
-    /** A renewal of a lease still waiting in a batch only changes the TTL it will be written with. */
+    /**
+     * A renewal of a lease still waiting in a batch only changes the TTL it will be written with; one of a lease being
+     * written follows its acquire.
+     */
     @Override
     public Uni<Void> renewLease(String routeId, String leaseId, Duration ttl) {
         return Uni.createFrom().deferred(() -> {
-            synchronized (lock) {
-                Batch b = pending.get(new LeaseKey(routeId, leaseId));
-                if (b != null) {
-                    b.value = ttl;
-                    return Uni.createFrom().voidItem();
-                }
+            Batch b = pending.get(new LeaseKey(routeId, leaseId));
+            if (b == null) {
+                return inner.renewLease(routeId, leaseId, ttl);
             }
-            return inner.renewLease(routeId, leaseId, ttl);
+            if (b.update(c -> new Cell(ttl, c.waiters(), Phase.OPEN))) {
+                return Uni.createFrom().voidItem();
+            }
+            return afterLanding(b, () -> inner.renewLease(routeId, leaseId, ttl));
         });
     }
 
@@ -211,16 +254,20 @@ public final class BatchingStateStore extends ForwardingStateStore {
     public Uni<Void> releaseLease(String routeId, String leaseId) {
         return Uni.createFrom().deferred(() -> {
             LeaseKey key = new LeaseKey(routeId, leaseId);
-            Uni<Void> landing;
-            synchronized (lock) {
-                if (pending.remove(key) != null) {
-                    return Uni.createFrom().voidItem();
-                }
-                landing = acquiring.get(key);
+            Batch b = pending.get(key);
+            if (b == null) {
+                return inner.releaseLease(routeId, leaseId);
             }
-            return landing == null ? inner.releaseLease(routeId, leaseId)
-                    : landing.onItemOrFailure().transformToUni((v, t) -> inner.releaseLease(routeId, leaseId));
+            if (b.close(Phase.CANCELLED) != null) {
+                pending.remove(key, b);
+                return Uni.createFrom().voidItem();
+            }
+            return afterLanding(b, () -> inner.releaseLease(routeId, leaseId));
         });
     }
 
+    /** {@code next} once {@code b} has been written (or failed to be). */
+    private static Uni<Void> afterLanding(Batch b, Supplier<Uni<Void>> next) {
+        return b.stored.onItemOrFailure().transformToUni((v, t) -> next.get());
+    }
 }

@@ -1,5 +1,6 @@
 package dev.hedgerow.state;
 
+import dev.hedgerow.testsupport.AtOnce;
 import dev.hedgerow.time.FakeScheduler;
 import dev.hedgerow.time.Scheduler;
 import io.smallrye.mutiny.Uni;
@@ -13,6 +14,9 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -49,7 +53,7 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         /** Calls by method name that land only once the test completes the future. */
         final Map<String, CompletableFuture<Void>> holds = new ConcurrentHashMap<>();
         /** "name" when a call reaches the inner store, "name landed" when it is done there. */
-        final List<String> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+        final List<String> events = new CopyOnWriteArrayList<>();
         final BatchingStateStore batching = new BatchingStateStore((StateStore) Proxy.newProxyInstance(
                 StateStore.class.getClassLoader(), new Class<?>[]{StateStore.class}, (p, m, args) -> {
                     calls.computeIfAbsent(m.getName(), k -> new AtomicInteger()).incrementAndGet();
@@ -199,6 +203,54 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         await(rig.batching.releaseLease(route, "next"));
         assertEquals(0, await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).inflight(),
                 "a release after the acquire landed goes straight to the store");
+    }
+
+    @Test
+    void concurrentWritersAndFlushesLoseNothingAndLeaveNoLease() throws Exception {
+        // no lock: writers merge by compare-and-set while a flusher seals and writes batches under them
+        MemoryStateStore inner = new MemoryStateStore(ticker, TUNING);
+        BatchingStateStore batching = new BatchingStateStore(inner, (delay, task) -> () -> { }, WINDOW);
+        String org = id("org");
+        String route = id("route");
+        AtOnce.settleMutiny(); // before the flusher's thread too
+        AtomicBoolean writing = new AtomicBoolean(true);
+        Thread flusher = new Thread(() -> {
+            while (writing.get()) {
+                batching.flush().subscribe().with(v -> { }, t -> { });
+            }
+        });
+        flusher.start();
+        List<CompletableFuture<Void>> written = new CopyOnWriteArrayList<>();
+        int threads = 4;
+        int each = 2_000;
+        try {
+            assertEquals(0, AtOnce.failures(threads, each, i -> {
+                written.add(batching.addUsage(route, new UsageSample(1, 2, 0.5), LONG_WINDOW)
+                        .subscribeAsCompletionStage());
+                written.add(batching.countRequest(org, LONG_WINDOW).subscribeAsCompletionStage());
+                written.add(batching.addLedger(org, "chat", new UsageSample(1, 0, 0)).subscribeAsCompletionStage());
+                await(batching.acquireLease(route, "lease-" + i, LONG_WINDOW));
+                if (i % 2 == 0) { // half end at once: cancelled in their batch, or released after they landed
+                    written.add(batching.releaseLease(route, "lease-" + i).subscribeAsCompletionStage());
+                }
+                return true;
+            }));
+        } finally {
+            writing.set(false);
+            flusher.join();
+        }
+        await(batching.flush());
+        int n = threads * each;
+        CompletableFuture.allOf(written.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+        RouteSnapshot s = await(inner.snapshot(List.of(route), LONG_WINDOW)).get(route);
+        assertEquals(new UsageSample(n, 2L * n, 0.5 * n), s.usage(), "every usage write landed once");
+        assertEquals(n / 2, s.inflight(), "exactly the leases not released are held");
+        assertEquals(n, await(inner.ledger(org)).get("chat").promptTokens());
+        int hedges = 0;
+        while (await(inner.hedgeBudget(org, true, 0.05, 0, LONG_WINDOW)) && hedges <= n) {
+            hedges++;
+        }
+        assertEquals(n / 20, hedges, "every request counted: 5 % of them allow a hedge");
     }
 
     @Test

@@ -1,5 +1,7 @@
 package dev.hedgerow.testsupport;
 
+import io.smallrye.mutiny.Uni;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -14,10 +16,20 @@ public final class AtOnce {
     }
 
     /**
+     * Outside Quarkus, Mutiny's first decorated Uni (an emitter, a deferred) looks up SmallRye's context manager,
+     * which is registered lazily and unguarded: several threads doing it first at once fail with "ContextManagerProvider
+     * already set". One Uni made here first, before any thread starts.
+     */
+    public static void settleMutiny() {
+        Uni.createFrom().emitter(e -> e.complete(null)).await().indefinitely();
+    }
+
+    /**
      * Runs {@code check(i)} for i in [0, perThread) on each of {@code threads} threads at once (thread t passes
      * {@code t * perThread + i}, so each thread's inputs are its own) and returns how many calls answered false.
      */
     public static int failures(int threads, int perThread, IntPredicate check) throws Exception {
+        settleMutiny();
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         try {
             List<Future<Integer>> counts = new ArrayList<>();
