@@ -89,6 +89,22 @@ final class BenchEnv implements AutoCloseable {
         return HostCheck.describe(hostBefore, HostCheck.measure(HOST_CHECK_MILLIS));
     }
 
+    /** {@code "K=V K2=V2"} (space-separated; null or blank: none) as an ordered map. */
+    static Map<String, String> pairs(String spec) {
+        Map<String, String> out = new java.util.LinkedHashMap<>();
+        if (spec != null) {
+            for (String pair : spec.trim().split("\\s+")) {
+                int eq = pair.indexOf('=');
+                if (eq > 0) {
+                    out.put(pair.substring(0, eq), pair.substring(eq + 1));
+                } else if (!pair.isEmpty()) {
+                    throw new IllegalArgumentException("not K=V: " + pair);
+                }
+            }
+        }
+        return out;
+    }
+
     static int intEnv(String name, int dflt) {
         String v = System.getenv(name);
         return v == null || v.isBlank() ? dflt : Integer.parseInt(v.trim());

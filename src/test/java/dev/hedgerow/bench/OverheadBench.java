@@ -65,10 +65,6 @@ final class OverheadBench {
     }
 
     /**
-     * {@code BENCH_OVERHEAD_QUICK=1}: only direct and embedded Hedgerow ({@code =redis}: direct and Hedgerow on
-     * Redis), for trying settings (not for the report).
-     */
-    /**
      * The request path is the gateway function; the prober and console are functions of their own when deployed,
      * and the prober's probes would share this machine's two cores and the simulator with the measured load.
      */
@@ -77,6 +73,10 @@ final class OverheadBench {
     /** One warm-up request in this many is streamed. */
     private static final int WARMUP_STREAM_EVERY = 8;
 
+    /**
+     * {@code BENCH_OVERHEAD_QUICK=1}: only direct and embedded Hedgerow ({@code =redis}: direct and Hedgerow on
+     * Redis), for trying settings (not for the report).
+     */
     private static final boolean QUICK = System.getenv("BENCH_OVERHEAD_QUICK") != null;
     private static final boolean QUICK_REDIS = "redis".equals(System.getenv("BENCH_OVERHEAD_QUICK"));
 
@@ -119,11 +119,16 @@ final class OverheadBench {
                 targets.add(new Target("hedgerow (redis)", hrRedis.port, BenchEnv.auth("k-bench"), hrRedis));
             }
             String baseline = System.getenv("BENCH_BASELINE_JAR");
-            if (QUICK && baseline != null && !baseline.isBlank()) {
-                // another build measured in the same run, its rounds interleaved with this one's: on a noisy host
-                // the only fair A/B (scripts/bench.d/baseline.sh builds one from a commit)
-                Proc base = Proc.hedgerow("hedgerow-baseline", Path.of(baseline), catalog,
-                        QUICK_REDIS ? redis.url() : null, GATEWAY_ONLY, env.tmp);
+            Map<String, String> baselineEnv = BenchEnv.pairs(System.getenv("BENCH_BASELINE_ENV"));
+            if (QUICK && ((baseline != null && !baseline.isBlank()) || !baselineEnv.isEmpty())) {
+                // another build (or this one with other settings) measured in the same run, its rounds interleaved
+                // with this one's: on a noisy host the only fair A/B (scripts/bench.d/baseline.sh builds one from a
+                // commit)
+                Map<String, String> baseEnv = new LinkedHashMap<>(GATEWAY_ONLY);
+                baseEnv.putAll(baselineEnv);
+                Proc base = Proc.hedgerow("hedgerow-baseline",
+                        baseline == null || baseline.isBlank() ? env.jar : Path.of(baseline), catalog,
+                        QUICK_REDIS ? redis.url() : null, baseEnv, env.tmp);
                 targets.add(new Target("baseline (" + (QUICK_REDIS ? "redis" : "embedded") + ")", base.port,
                         BenchEnv.auth("k-bench"), base));
             }
