@@ -167,7 +167,7 @@ final class OverheadBench {
                     load.openLoop(i -> req(t, NONSTREAM, false, i), rate, phase, false);
                 }
                 for (int round = 1; round <= rounds; round++) {
-                    for (Target t : targets) {
+                    for (Target t : roundOrder(targets, round)) {
                         System.out.println("round " + round + " " + t.name);
                         measure(load, t, rate, phase, satConcurrency, streamConcurrency);
                     }
@@ -192,6 +192,20 @@ final class OverheadBench {
         return p;
     }
 
+    /**
+     * The targets in round {@code round}'s order: direct first, then the gateways rotated by one place per round, so
+     * each gateway follows each other one equally often. (In fixed order, an A/A run, one build measured twice,
+     * measured the first-placed copy at up to 3x the CPU per request of the second.)
+     */
+    static List<Target> roundOrder(List<Target> targets, int round) {
+        List<Target> gateways = new ArrayList<>(targets.subList(1, targets.size()));
+        java.util.Collections.rotate(gateways, -(round - 1));
+        List<Target> out = new ArrayList<>(targets.size());
+        out.add(targets.get(0));
+        out.addAll(gateways);
+        return out;
+    }
+
     private static Load.Req req(Target t, String model, boolean stream, int i) {
         return new Load.Req(t.port, "/v1/chat/completions", t.headers,
                 BenchEnv.body(model, "overhead probe " + (i % 64), stream, null));
@@ -212,7 +226,8 @@ final class OverheadBench {
         t.roundP99.add(ms(p(fixed.latency, 99)) + (steal > 0 ? " (steal " + steal + " ms)" : ""));
         System.out.println("  " + t.name + " fixed rate: p50 " + ms(p(fixed.latency, 50)) + " ms, p99 "
                 + ms(p(fixed.latency, 99)) + " ms, p99.9 " + ms(p(fixed.latency, 99.9)) + " ms, major faults "
-                + faults + (steal > 0 ? ", steal " + steal + " ms" : ""));
+                + faults + (steal > 0 ? ", steal " + steal + " ms" : "")
+                + (t.proc == null ? "" : f(", CPU %.0f µs/req", 1e6 * (cpu1 - cpu0) / Math.max(1, fixed.ok.get()))));
         if (!fixed.slow.isEmpty()) {
             System.out.println("  slow (start, ms): " + String.join(", ", fixed.slow));
         }
