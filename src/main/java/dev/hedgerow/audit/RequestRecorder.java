@@ -18,13 +18,19 @@ import java.util.List;
  * writes the request log line (499 for client cancels). Thread-safe.
  */
 public final class RequestRecorder implements DispatchObserver {
+    private static final System.Logger LOG = System.getLogger("dev.hedgerow.request");
     private final StateStore store;
     private final AuditLog audit;
-    private final System.Logger log = System.getLogger("dev.hedgerow.request");
+    private final RequestLog requestLog;
 
     public RequestRecorder(StateStore store, AuditLog audit) {
+        this(store, audit, RequestLog.shared());
+    }
+
+    public RequestRecorder(StateStore store, AuditLog audit, RequestLog requestLog) {
         this.store = store;
         this.audit = audit;
+        this.requestLog = requestLog;
     }
 
     @Override
@@ -36,17 +42,29 @@ public final class RequestRecorder implements DispatchObserver {
                     t -> { });
             store.addLedger(org, r.alias(), billed).subscribe().with(v -> { }, t -> { });
         }
-        ArrayNode arr = JsonNodeFactory.instance.arrayNode();
-        trail.forEach(a -> arr.add(a.toNode()));
-        if (log.isLoggable(System.Logger.Level.INFO)) {
-            // a plain concatenation: MessageFormat parsing per request cost more than the rest of the line
-            log.log(System.Logger.Level.INFO, "request " + r.requestId() + " org=" + org + " alias=" + r.alias()
-                    + " status=" + status + " route=" + (winner == null ? "-" : winner.id()) + " attempts="
-                    + Json.write(arr));
-        }
+        String route = winner == null ? null : winner.id();
         if (status != 200 || trail.size() > 1) {
-            audit.request(org, r.alias(), r.requestId(), status, arr, winner == null ? null : winner.id())
+            audit.request(org, r.alias(), r.requestId(), status, trailJson(trail), route)
                     .subscribe().with(v -> { }, t -> { });
         }
+        if (LOG.isLoggable(System.Logger.Level.INFO)) { // the line is built on the log's own thread
+            String requestId = r.requestId();
+            String alias = r.alias();
+            List<AttemptRecord> attempts = List.copyOf(trail);
+            requestLog.add(() -> line(requestId, org, alias, status, route, attempts));
+        }
+    }
+
+    /** The request log line (a plain concatenation: MessageFormat parsing per request cost more than the rest). */
+    static String line(String requestId, String org, String alias, int status, String route,
+                       List<AttemptRecord> trail) {
+        return "request " + requestId + " org=" + org + " alias=" + alias + " status=" + status + " route="
+                + (route == null ? "-" : route) + " attempts=" + Json.write(trailJson(trail));
+    }
+
+    private static ArrayNode trailJson(List<AttemptRecord> trail) {
+        ArrayNode arr = JsonNodeFactory.instance.arrayNode();
+        trail.forEach(a -> arr.add(a.toNode()));
+        return arr;
     }
 }

@@ -1,5 +1,6 @@
 package dev.hedgerow.function;
 
+import dev.hedgerow.audit.RequestLog;
 import dev.hedgerow.catalog.CatalogException;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
@@ -266,6 +267,7 @@ public class HedgerowApp {
         if (core != null) {
             core.catalog().stop();
         }
+        RequestLog.shared().flush(); // lines of the last requests, before the process goes
         if (demo != null) {
             demo.close();
         }
