@@ -13,11 +13,11 @@ import java.util.function.Supplier;
  * thread of its own writes the lines a batch at a time, waking at most once per {@code batch} while lines arrive.
  *
  * <p>Why not hand each line to the logging system from the event loop, through an async console handler (which was
- * how it worked): that wakes the handler's thread once per request. On a 2-vCPU VM that wake-up, and the thread
- * switch it forces, cost ~130 µs of CPU per request, about a quarter of the gateway's whole cost per request
- * (bench-results/overhead-ab.md); writing the line on the loop instead was cheaper but put the occasional slow
- * terminal or file write straight into request latency. Here a line reaches the log at most {@code batch} after its
- * request ended (plus the sink's own time), in the order the requests ended.
+ * how it worked): that wakes the handler's thread once per request, a cross-CPU wake-up and a thread switch on every
+ * request; writing the line on the loop instead puts the occasional slow terminal or file write straight into request
+ * latency. Measured against the async handler on a 2-vCPU VM (bench-results/overhead-ab.md, session 11): 5-24 % less
+ * CPU per request in the rounds after the first, peak throughput +28 %. A line reaches the log at most {@code batch}
+ * after its request ended (plus the sink's own time), in the order the requests ended.
  *
  * <p>{@link #flush()} writes what waits at once; {@link #close()} also stops the thread, and a line added after that
  * is written by the caller. Thread-safe.
