@@ -16,8 +16,8 @@ import java.util.function.Supplier;
  * how it worked): that wakes the handler's thread once per request, a cross-CPU wake-up and a thread switch on every
  * request; writing the line on the loop instead puts the occasional slow terminal or file write straight into request
  * latency. Measured against the async handler on a 2-vCPU VM (bench-results/overhead-ab.md, session 11): 5-24 % less
- * CPU per request in the rounds after the first, peak throughput +28 %. A line reaches the log at most {@code batch}
- * after its request ended (plus the sink's own time), in the order the requests ended.
+ * CPU per request in the rounds after the first (within that host's noise), peak throughput +28 %. A line reaches the
+ * log at most {@code batch} after its request ended (plus the sink's own time), in the order the requests ended.
  *
  * <p>{@link #flush()} writes what waits at once; {@link #close()} also stops the thread, and a line added after that
  * is written by the caller. Thread-safe.
