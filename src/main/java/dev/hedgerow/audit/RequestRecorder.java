@@ -24,13 +24,9 @@ public final class RequestRecorder implements DispatchObserver {
     private final RequestLog requestLog;
 
     public RequestRecorder(StateStore store, AuditLog audit) {
-        this(store, audit, RequestLog.shared());
-    }
-
-    public RequestRecorder(StateStore store, AuditLog audit, RequestLog requestLog) {
         this.store = store;
         this.audit = audit;
-        this.requestLog = requestLog;
+        this.requestLog = RequestLog.shared();
     }
 
     @Override
@@ -56,7 +52,7 @@ public final class RequestRecorder implements DispatchObserver {
     }
 
     /** The request log line (a plain concatenation: MessageFormat parsing per request cost more than the rest). */
-    static String line(String requestId, String org, String alias, int status, String route,
+    private static String line(String requestId, String org, String alias, int status, String route,
                        List<AttemptRecord> trail) {
         return "request " + requestId + " org=" + org + " alias=" + alias + " status=" + status + " route="
                 + (route == null ? "-" : route) + " attempts=" + Json.write(trailJson(trail));
