@@ -47,7 +47,7 @@ final class RouteHealth {
         // Kong resets the counter on a success after fail_timeout, so a request that long must always report.
         if (a.cand.halfOpen() || a.cand.state().fails() > 0
                 || (ticker.nanos() - requestStartNanos) / 1_000_000L >= breaker.failTimeout().toMillis()) {
-                if (a.probe != null) {
+            if (a.probe != null) {
                 a.probe.settledByVerdict();
             }
             store.recordSuccess(a.cand.id(), breaker.maxFails(), breaker.failTimeout()).subscribe().with(v -> { },
