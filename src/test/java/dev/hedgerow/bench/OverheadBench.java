@@ -313,7 +313,8 @@ final class OverheadBench {
                         Load: a Java open-loop client (Vert.x HTTP client, HdrHistogram, every latency taken from the \
                         request's *scheduled* start, so no coordinated omission) at %.0f req/s for %.0f s per round; \
                         throughput: %d concurrent requests back to back for %.0f s; streaming: %d concurrent streams \
-                        of 64 tokens at 200 tok/s for %.0f s. %d interleaved rounds (direct first, the gateways taking turns in order), histograms merged, after a \
+                        of 64 tokens at 200 tok/s for %.0f s. %d interleaved rounds (direct first, the gateways \
+                        taking turns in order), histograms merged, after a \
                         warm-up per target of %.0f s at that rate (one request in %d streamed, so the JIT's \
                         optimized request path covers both kinds) and then one unmeasured round of all three phases \
                         (so the JITs have compiled every phase's code before any is measured). Upstream: the \
