@@ -23,9 +23,9 @@ import java.util.function.Supplier;
  * is written by the caller. Thread-safe.
  */
 public final class RequestLog implements AutoCloseable {
-    private static final RequestLog SHARED = new RequestLog(
-            line -> System.getLogger("dev.hedgerow.request").log(System.Logger.Level.INFO, line),
-            TimeUnit.MILLISECONDS.toNanos(25));
+    private static final System.Logger LOG = System.getLogger("dev.hedgerow.request");
+    /** Made on first use, not at class initialization: no thread is started by loading the class (native image). */
+    private static volatile RequestLog shared;
 
     private final ConcurrentLinkedQueue<Supplier<String>> lines = new ConcurrentLinkedQueue<>();
     private final Consumer<String> sink;
@@ -52,7 +52,31 @@ public final class RequestLog implements AutoCloseable {
 
     /** The process's request log: lines go to the {@code dev.hedgerow.request} logger at INFO. */
     public static RequestLog shared() {
-        return SHARED;
+        RequestLog log = shared;
+        if (log == null) {
+            synchronized (RequestLog.class) {
+                log = shared;
+                if (log == null) {
+                    log = new RequestLog(line -> LOG.log(System.Logger.Level.INFO, line),
+                            TimeUnit.MILLISECONDS.toNanos(25));
+                    shared = log;
+                }
+            }
+        }
+        return log;
+    }
+
+    /** Writes what waits in the shared log now, if it was ever made (at shutdown). */
+    public static void flushShared() {
+        RequestLog log = shared;
+        if (log != null) {
+            log.flush();
+        }
+    }
+
+    /** Whether the shared log's lines are written at all (the logger's level): when not, there is nothing to queue. */
+    public static boolean enabled() {
+        return LOG.isLoggable(System.Logger.Level.INFO);
     }
 
     /** Queues a line; {@code line} is called once, on the writer thread. */

@@ -1,7 +1,5 @@
 package dev.hedgerow.audit;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.dispatch.AttemptRecord;
 import dev.hedgerow.dispatch.DispatchObserver;
@@ -18,15 +16,12 @@ import java.util.List;
  * writes the request log line (499 for client cancels). Thread-safe.
  */
 public final class RequestRecorder implements DispatchObserver {
-    private static final System.Logger LOG = System.getLogger("dev.hedgerow.request");
     private final StateStore store;
     private final AuditLog audit;
-    private final RequestLog requestLog;
 
     public RequestRecorder(StateStore store, AuditLog audit) {
         this.store = store;
         this.audit = audit;
-        this.requestLog = RequestLog.shared();
     }
 
     @Override
@@ -40,27 +35,20 @@ public final class RequestRecorder implements DispatchObserver {
         }
         String route = winner == null ? null : winner.id();
         if (status != 200 || trail.size() > 1) {
-            audit.request(org, r.alias(), r.requestId(), status, trailJson(trail), route)
+            audit.request(org, r.alias(), r.requestId(), status, AttemptRecord.toArray(trail), route)
                     .subscribe().with(v -> { }, t -> { });
         }
-        if (LOG.isLoggable(System.Logger.Level.INFO)) { // the line is built on the log's own thread
+        if (RequestLog.enabled()) { // the line is built on the log's own thread (the trail is an immutable snapshot)
             String requestId = r.requestId();
             String alias = r.alias();
-            List<AttemptRecord> attempts = List.copyOf(trail);
-            requestLog.add(() -> line(requestId, org, alias, status, route, attempts));
+            RequestLog.shared().add(() -> line(requestId, org, alias, status, route, trail));
         }
     }
 
     /** The request log line (a plain concatenation: MessageFormat parsing per request cost more than the rest). */
     private static String line(String requestId, String org, String alias, int status, String route,
-                       List<AttemptRecord> trail) {
+                               List<AttemptRecord> trail) {
         return "request " + requestId + " org=" + org + " alias=" + alias + " status=" + status + " route="
-                + (route == null ? "-" : route) + " attempts=" + Json.write(trailJson(trail));
-    }
-
-    private static ArrayNode trailJson(List<AttemptRecord> trail) {
-        ArrayNode arr = JsonNodeFactory.instance.arrayNode();
-        trail.forEach(a -> arr.add(a.toNode()));
-        return arr;
+                + (route == null ? "-" : route) + " attempts=" + Json.write(AttemptRecord.toArray(trail));
     }
 }

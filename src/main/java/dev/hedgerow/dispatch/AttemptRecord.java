@@ -1,7 +1,10 @@
 package dev.hedgerow.dispatch;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.util.List;
 
 /**
  * One line of a request's attempt trail: which route, why it started, how it ended, and its timings.
@@ -14,6 +17,13 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  */
 public record AttemptRecord(int index, String route, String provider, String kind, String outcome, int status,
                             String error, long startMs, long ttftMs, long durationMs) {
+
+    /** A trail as the JSON array clients, the audit stream and the request log show. */
+    public static ArrayNode toArray(List<AttemptRecord> trail) {
+        ArrayNode arr = JsonNodeFactory.instance.arrayNode();
+        trail.forEach(r -> arr.add(r.toNode()));
+        return arr;
+    }
 
     public ObjectNode toNode() {
         ObjectNode n = JsonNodeFactory.instance.objectNode();

@@ -1,7 +1,6 @@
 package dev.hedgerow.dispatch;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.routing.Candidate;
 
@@ -50,9 +49,7 @@ final class AttemptTrail {
     }
 
     ArrayNode toNode() {
-        ArrayNode arr = JsonNodeFactory.instance.arrayNode();
-        records.forEach(r -> arr.add(r.toNode()));
-        return arr;
+        return AttemptRecord.toArray(records);
     }
 
     private static String kindName(Kind k) {

@@ -32,7 +32,10 @@ public interface DispatchObserver {
     default void gap(Candidate route, long gapMs) {
     }
 
-    /** The request finished (any outcome): its trail, final status and billed usage (null when nothing billed). */
+    /**
+     * The request finished (any outcome): its trail (an immutable snapshot, safe to keep), final status and billed
+     * usage (null when nothing billed).
+     */
     default void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
                           Candidate winner) {
     }

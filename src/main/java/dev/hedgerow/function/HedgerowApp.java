@@ -267,7 +267,7 @@ public class HedgerowApp {
         if (core != null) {
             core.catalog().stop();
         }
-        RequestLog.shared().flush(); // lines of the last requests, before the process goes
+        RequestLog.flushShared(); // lines of the last requests, before the process goes
         if (demo != null) {
             demo.close();
         }
