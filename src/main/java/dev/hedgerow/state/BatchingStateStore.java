@@ -74,22 +74,23 @@ public final class BatchingStateStore extends ForwardingStateStore {
     private record Waiter(UniEmitter<? super Void> emitter, Waiter next) {
     }
 
-    /** A batch's merged value, who waits for it, and whether it still takes writes. */
-    private record Cell(Object value, Waiter waiters, Phase phase) {
+    /**
+     * A batch's merged value, who waits for it, and whether it still takes writes; a sealed cell also holds
+     * {@code stored}, the write of its value, made once whoever subscribes first (the flush, or a lease release that
+     * must wait for its acquire to land).
+     */
+    private record Cell(Object value, Waiter waiters, Phase phase, Uni<Void> stored) {
     }
 
-    /**
-     * One key's pending write. {@link #stored} writes the sealed value once, whoever subscribes first: the flush, or a
-     * lease release that must wait for its acquire to land.
-     */
+    /** One key's pending write: its cell, and how its value is written when sealed. */
     private static final class Batch {
         final AtomicReference<Cell> cell;
-        final Uni<Void> stored;
+        final Function<Object, Uni<Void>> write;
 
         Batch(Function<Object, Uni<Void>> write, Object value, UniEmitter<? super Void> waiter) {
+            this.write = write;
             this.cell = new AtomicReference<>(new Cell(value, waiter == null ? null : new Waiter(waiter, null),
-                    Phase.OPEN));
-            this.stored = Uni.createFrom().deferred(() -> write.apply(cell.get().value())).memoize().indefinitely();
+                    Phase.OPEN, null));
         }
 
         /** Applies {@code step} to the open cell; false once the batch is sealed or cancelled. */
@@ -105,17 +106,28 @@ public final class BatchingStateStore extends ForwardingStateStore {
             }
         }
 
-        /** Moves an open batch to {@code phase}; the cell it closed, or null when it was already closed. */
+        /**
+         * Moves an open batch to {@code phase} (sealing it makes its write); the closed cell, or null when it was
+         * already closed.
+         */
         Cell close(Phase phase) {
             while (true) {
                 Cell c = cell.get();
                 if (c.phase() != Phase.OPEN) {
                     return null;
                 }
-                if (cell.compareAndSet(c, new Cell(c.value(), c.waiters(), phase))) {
-                    return c;
+                Uni<Void> stored = phase == Phase.SEALED
+                        ? Uni.createFrom().deferred(() -> write.apply(c.value())).memoize().indefinitely() : null;
+                Cell closed = new Cell(c.value(), c.waiters(), phase, stored);
+                if (cell.compareAndSet(c, closed)) {
+                    return closed;
                 }
             }
+        }
+
+        /** The sealed write, or null while the batch is open (or when it was cancelled). */
+        Uni<Void> stored() {
+            return cell.get().stored();
         }
     }
 
@@ -138,7 +150,7 @@ public final class BatchingStateStore extends ForwardingStateStore {
                     break;
                 }
             } else if (b.update(c -> new Cell(merge.apply((V) c.value(), value),
-                    waiter == null ? c.waiters() : new Waiter(waiter, c.waiters()), Phase.OPEN))) {
+                    waiter == null ? c.waiters() : new Waiter(waiter, c.waiters()), Phase.OPEN, null))) {
                 break;
             } else if (pending.replace(key, b, new Batch(v -> write.apply((V) v), value, waiter))) {
                 break; // b is being written: this write starts the key's next batch
@@ -167,7 +179,7 @@ public final class BatchingStateStore extends ForwardingStateStore {
             if (!lease) { // a sealed lease stays findable until it lands, so its release can wait for it
                 pending.remove(e.getKey(), b);
             }
-            writes.add(b.stored.onItemOrFailure().invoke((v, t) -> {
+            writes.add(sealed.stored().onItemOrFailure().invoke((v, t) -> {
                 if (lease) {
                     pending.remove(e.getKey(), b);
                 }
@@ -242,7 +254,7 @@ public final class BatchingStateStore extends ForwardingStateStore {
             if (b == null) {
                 return inner.renewLease(routeId, leaseId, ttl);
             }
-            if (b.update(c -> new Cell(ttl, c.waiters(), Phase.OPEN))) {
+            if (b.update(c -> new Cell(ttl, c.waiters(), Phase.OPEN, null))) {
                 return Uni.createFrom().voidItem();
             }
             return afterLanding(b, () -> inner.renewLease(routeId, leaseId, ttl));
@@ -266,8 +278,13 @@ public final class BatchingStateStore extends ForwardingStateStore {
         });
     }
 
-    /** {@code next} once {@code b} has been written (or failed to be). */
+    /**
+     * {@code next} once the sealed batch {@code b} has been written (or failed to be); nothing when {@code b} was
+     * cancelled: its lease was released before it was ever written.
+     */
     private static Uni<Void> afterLanding(Batch b, Supplier<Uni<Void>> next) {
-        return b.stored.onItemOrFailure().transformToUni((v, t) -> next.get());
+        Uni<Void> landing = b.stored();
+        return landing == null ? Uni.createFrom().voidItem()
+                : landing.onItemOrFailure().transformToUni((v, t) -> next.get());
     }
 }
