@@ -6,6 +6,7 @@ import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.sim.SimStats;
 import dev.hedgerow.state.RedisStateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.LogCapture;
 import dev.hedgerow.testsupport.RedisServer;
 import dev.hedgerow.testsupport.RedisStores;
 import io.vertx.core.Vertx;

@@ -8,6 +8,7 @@ import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimStats;
 import dev.hedgerow.sim.SimText;
 import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.LogCapture;
 import dev.hedgerow.testsupport.Sse;
 import io.restassured.RestAssured;
 import io.restassured.response.Response;
@@ -282,5 +283,50 @@ class GatewayFoundationTest {
                 .post("/v1/chat/completions").then().statusCode(401).extract().asString();
         assertFalse(out.contains("sk-alpha"), out);
         assertTrue(out.contains("[redacted]"), out);
+    }
+
+    /** What the gateway answered a chat request with: the id it gave the client. */
+    private static String requestId(String alias, boolean stream, int status) {
+        return given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body(alias, "log me", stream))
+                .post("/v1/chat/completions").then().statusCode(status)
+                .extract().header("x-hedgerow-request-id");
+    }
+
+    private static java.util.Optional<String> logLine(LogCapture capture, String requestId) {
+        return capture.lines().stream()
+                .filter(l -> l.startsWith("dev.hedgerow.request INFO request " + requestId + " ")).findFirst();
+    }
+
+    private static JsonNode attemptsOf(String line) throws Exception {
+        return Json.parse(line.substring(line.indexOf(" attempts=") + " attempts=".length()));
+    }
+
+    @Test
+    void eachRequestGetsOneRequestLogLineWithItsIdStatusRouteAndTrail() throws Exception {
+        try (LogCapture capture = new LogCapture()) {
+            String whole = requestId("chat", false, 200);
+            String streamed = requestId("chat", true, 200);
+            gw.sim("alpha").enqueue("alpha-model", new dev.hedgerow.sim.Fault.HttpError(400, "invalid_request_error",
+                    "bad_request", "no", null, 0));
+            String refused = requestId("chat", false, 400);
+            for (String id : List.of(whole, streamed, refused)) { // written by the request log's own thread
+                eventually(() -> logLine(capture, id).isPresent(), "the request log line of " + id);
+            }
+
+            String line = logLine(capture, whole).orElseThrow();
+            assertTrue(line.contains(" org=acme alias=chat status=200 route=acme/chat-alpha attempts="), line);
+            JsonNode attempts = attemptsOf(line);
+            assertEquals(1, attempts.size(), line);
+            assertEquals("primary", attempts.get(0).path("kind").asText());
+            assertEquals("success", attempts.get(0).path("outcome").asText());
+            assertTrue(logLine(capture, streamed).orElseThrow().contains(" status=200 route=acme/chat-alpha "));
+
+            String failed = logLine(capture, refused).orElseThrow();
+            assertTrue(failed.contains(" alias=chat status=400 route=- "), failed);
+            assertEquals(400, attemptsOf(failed).get(0).path("status").asInt(), failed);
+            assertEquals(1, capture.lines().stream().filter(l -> l.contains(" request " + whole + " ")).count(),
+                    "one line per request");
+        }
     }
 }

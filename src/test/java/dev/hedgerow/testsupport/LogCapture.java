@@ -1,4 +1,4 @@
-package dev.hedgerow.hardening;
+package dev.hedgerow.testsupport;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -14,7 +14,7 @@ import java.util.logging.SimpleFormatter;
  * Captures every log record of the process (System.Logger ends in java.util.logging) at every level while open,
  * formatted with its parameters and stack trace, so tests can assert what never reaches a log.
  */
-final class LogCapture extends Handler implements AutoCloseable {
+public final class LogCapture extends Handler implements AutoCloseable {
     private final List<String> lines = new ArrayList<>();
     private final Logger root = Logger.getLogger("");
     private final Logger hedgerow = Logger.getLogger("dev.hedgerow");
@@ -22,7 +22,7 @@ final class LogCapture extends Handler implements AutoCloseable {
     private final Level hedgerowLevel = hedgerow.getLevel();
     private final SimpleFormatter format = new SimpleFormatter();
 
-    LogCapture() {
+    public LogCapture() {
         setLevel(Level.ALL);
         hedgerow.setLevel(Level.ALL);
         root.addHandler(this);
@@ -44,7 +44,7 @@ final class LogCapture extends Handler implements AutoCloseable {
         lines.add(sb.toString());
     }
 
-    synchronized List<String> lines() {
+    public synchronized List<String> lines() {
         return List.copyOf(lines);
     }
 
