@@ -1,10 +1,15 @@
 package dev.hedgerow.catalog;
 
+import dev.hedgerow.testsupport.AtOnce;
 import org.junit.jupiter.api.Test;
 
 import java.lang.reflect.RecordComponent;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 
@@ -101,6 +106,26 @@ class KeyHashingTest {
     @Test
     void sha256HexMatchesKnownVector() {
         assertEquals("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", Keys.sha256Hex("abc"));
+    }
+
+    @Test
+    void hashesFromManyThreadsAtOnceEachMatchAFreshDigest() throws Exception {
+        int bad = AtOnce.failures(4, 2_000, i -> {
+            String text = "key-" + i + "-".repeat(i % 97);
+            return Keys.sha256Hex(text).equals(freshSha256Hex(text));
+        });
+
+        assertEquals(0, bad);
+        assertEquals("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", Keys.sha256Hex("abc"));
+    }
+
+    private static String freshSha256Hex(String text) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256")
+                    .digest(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     @Test
