@@ -38,6 +38,8 @@ import java.util.UUID;
  */
 final class Dispatch {
     private static final Duration LEASE_TTL = Duration.ofSeconds(90);
+    /** Leases are renewed three times per TTL (a constant: {@code Duration.dividedBy} goes through BigDecimal). */
+    private static final Duration LEASE_RENEW_EVERY = LEASE_TTL.dividedBy(3);
     /** The share of the org's hedge budget a request refused once may use when it asks again. */
     static final double REASK_SHARE = 0.8;
     /** Content-less chunks held before the first content: a stream of only those is garbage, not a preamble. */
@@ -102,7 +104,7 @@ final class Dispatch {
             return;
         }
         launch(first, Kind.PRIMARY, null);
-        leaseTimer = deps.scheduler().schedule(LEASE_TTL.dividedBy(3), this::renewLeases);
+        leaseTimer = deps.scheduler().schedule(LEASE_RENEW_EVERY, this::renewLeases);
     }
 
     synchronized void clientGone() {
@@ -771,7 +773,7 @@ final class Dispatch {
                     a.leaseWrite(() -> deps.store().renewLease(a.cand.id(), a.leaseId, LEASE_TTL));
                 }
             }
-            leaseTimer = deps.scheduler().schedule(LEASE_TTL.dividedBy(3), this::renewLeases);
+            leaseTimer = deps.scheduler().schedule(LEASE_RENEW_EVERY, this::renewLeases);
         }
     }
 
