@@ -93,6 +93,13 @@ public final class ChatRequest {
     }
 
     private static boolean wellFormedUtf8(byte[] bytes) {
+        int i = 0;
+        while (i < bytes.length && bytes[i] >= 0) {
+            i++;
+        }
+        if (i == bytes.length) {
+            return true; // all ASCII, the common case: no decoder, no char buffer the size of the body
+        }
         try {
             StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes));
