@@ -191,17 +191,21 @@ public final class ChatRequest {
         }
     }
 
+    /** {@code max_completion_tokens}, else {@code max_tokens}; each one present must be valid (both go upstream). */
     private Integer readMaxTokens() {
+        Integer found = null;
         for (String f : List.of("max_completion_tokens", "max_tokens")) {
             JsonNode n = body.get(f);
             if (n != null && !n.isNull()) {
                 if (!n.canConvertToInt() || !n.isIntegralNumber() || n.asInt() < 1) {
                     throw new RequestException(ApiError.invalidRequest("'" + f + "' must be a positive integer.", f));
                 }
-                return n.asInt();
+                if (found == null) {
+                    found = n.asInt();
+                }
             }
         }
-        return null;
+        return found;
     }
 
     public String model() {

@@ -3,6 +3,7 @@ package dev.hedgerow.api;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.json.JsonWriteFeature;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
@@ -19,6 +20,8 @@ public final class Json {
     public static final ObjectMapper MAPPER = JsonMapper.builder()
             // emoji and other supplementary characters go out as UTF-8, not as \\uD83C\\uDF0D escape pairs
             .enable(JsonWriteFeature.COMBINE_UNICODE_SURROGATES_IN_UTF8)
+            // "{...} xx" or "{...}{}" is not one JSON document: refused, not read up to its first value
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
             .build();
 
     static {

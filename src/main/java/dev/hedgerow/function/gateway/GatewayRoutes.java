@@ -18,6 +18,7 @@ import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.runtime.Hedgerow;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpClosedException;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.ext.web.Router;
@@ -99,6 +100,12 @@ public final class GatewayRoutes {
     }
 
     private void failure(RoutingContext ctx) {
+        if (ctx.response().closed() || ctx.failure() instanceof HttpClosedException) {
+            // the client hung up while its body was still arriving: nobody to answer, and not the gateway's fault
+            System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.DEBUG,
+                    "client closed the connection before its request body was read");
+            return;
+        }
         int status = ctx.statusCode();
         ApiError err;
         if (status == 413) {
@@ -142,6 +149,9 @@ public final class GatewayRoutes {
         Hedgerow h = core.get();
         HttpServerRequest httpReq = ctx.request();
         HttpServerResponse resp = ctx.response();
+        // every answer carries the id, refusals too: it is the one a blocked audit event records
+        String requestId = newId();
+        resp.putHeader("x-hedgerow-request-id", requestId);
         Optional<Org> maybeOrg = authenticate(h, httpReq);
         if (maybeOrg.isEmpty()) {
             JsonReplies.error(resp, ApiError.unauthorized());
@@ -154,7 +164,6 @@ public final class GatewayRoutes {
                     + " as \"model\"."));
             return;
         }
-        String requestId = newId();
         String alias = null;
         try {
             Buffer b = ctx.body().buffer();

@@ -209,13 +209,52 @@ class GatewayFoundationTest {
 
     @Test
     void malformedBodiesGetAnOpenAiError() {
+        String ok = body("chat", "x", false);
         for (String bad : List.of("{", "[]", "{\"model\":\"chat\"}", "{\"model\":\"chat\",\"messages\":[]}",
                 "{\"model\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-                "{\"model\":\"chat\",\"stream\":\"yes\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")) {
+                "{\"model\":\"chat\",\"stream\":\"yes\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+                ok + " xx", ok + "{}", ok + "[1]",
+                // both limits go upstream, so the one that is not used must be valid too
+                ok.replace("{\"model\"", "{\"max_completion_tokens\":2,\"max_tokens\":-5,\"model\""))) {
             given().auth().oauth2("k-acme").contentType("application/json").body(bad)
                     .post("/v1/chat/completions").then().statusCode(400)
+                    .header("x-hedgerow-request-id", org.hamcrest.Matchers.startsWith("chatcmpl-hr"))
                     .body("error.type", equalTo("invalid_request_error"));
         }
+        given().auth().oauth2("k-acme").contentType("application/json").body(ok + "\n  \n")
+                .post("/v1/chat/completions").then().statusCode(200);
+    }
+
+    @Test
+    void everyRefusalCarriesARequestId() {
+        given().auth().oauth2("k-acme").contentType("application/json").body(body("nope", "x", false))
+                .post("/v1/chat/completions").then().statusCode(404)
+                .header("x-hedgerow-request-id", org.hamcrest.Matchers.startsWith("chatcmpl-hr"));
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "x", false).replace("{\"model\"", "{\"provider\":{\"only\":[\"zz\"]},\"model\""))
+                .post("/v1/chat/completions").then().statusCode(400).body("error.code", equalTo("provider_not_in_group"))
+                .header("x-hedgerow-request-id", org.hamcrest.Matchers.startsWith("chatcmpl-hr"));
+        given().auth().oauth2("wrong").contentType("application/json").body(body("chat", "x", false))
+                .post("/v1/chat/completions").then().statusCode(401)
+                .header("x-hedgerow-request-id", org.hamcrest.Matchers.startsWith("chatcmpl-hr"));
+    }
+
+    @Test
+    void aClientHangingUpMidUploadIsNoServerError() throws Exception {
+        try (LogCapture capture = new LogCapture()) {
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gw.port())) {
+                socket.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                        + "Authorization: Bearer k-acme\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: 1000\r\n\r\n{\"model\":").getBytes(StandardCharsets.US_ASCII));
+                socket.getOutputStream().flush();
+            }
+            eventually(() -> capture.lines().stream().anyMatch(l -> l.contains("before its request body was read")),
+                    "the hang-up is noticed");
+            assertTrue(capture.lines().stream().noneMatch(l -> l.contains(" ERROR ") || l.contains(" SEVERE ")),
+                    String.join("\n", capture.lines()));
+        }
+        given().auth().oauth2("k-acme").contentType("application/json").body(body("chat", "after", false))
+                .post("/v1/chat/completions").then().statusCode(200);
     }
 
     @Test
