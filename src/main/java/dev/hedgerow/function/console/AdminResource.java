@@ -13,6 +13,7 @@ import dev.hedgerow.catalog.CatalogService;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.function.HedgerowApp;
+import io.smallrye.common.annotation.Blocking;
 import io.smallrye.mutiny.Uni;
 import jakarta.inject.Inject;
 import jakarta.ws.rs.Consumes;
@@ -166,6 +167,7 @@ public class AdminResource {
     @POST
     @Path("/explain")
     @Consumes(MediaType.WILDCARD)
+    @Blocking // counts the prompt's tokens like the gateway: megabytes of prompt must not hold an event loop
     @Operation(summary = "Plan a chat request: each member's filters passed or failed, and the candidates' order")
     public Uni<ObjectNode> explain(HttpHeaders headers, byte[] body) {
         Org org = org(headers);

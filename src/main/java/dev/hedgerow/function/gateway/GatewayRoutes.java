@@ -53,6 +53,11 @@ public final class GatewayRoutes {
 
     /** The largest header block the gateway reads (the server accepts more, so this answer is an envelope). */
     public static final int MAX_HEADER_BYTES = 32 * 1024;
+    /**
+     * Bodies up to this size are counted (tokens, prefix hashes) on the event loop, at most a few milliseconds;
+     * larger ones on a worker thread.
+     */
+    static final int COUNT_ON_LOOP_MAX_BYTES = 32 * 1024;
 
     private final Supplier<Hedgerow> core;
     private final long bodyLimit;
@@ -180,27 +185,52 @@ public final class GatewayRoutes {
                 JsonReplies.error(resp, err);
                 return;
             }
-            RequestFacts facts = facts(h, org, chat, httpReq);
-            String finalAlias = alias;
-            h.router().plan(org, alias, facts).subscribe().with(
-                    plan -> {
-                        try {
-                            onPlan(h, org, finalAlias, chat, facts, plan, requestId, resp);
-                        } catch (RuntimeException t) {
-                            // thrown inside a Mutiny callback it would be dropped and the client left waiting
-                            internalError(resp, t);
-                        }
-                    },
-                    t -> {
-                        System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "routing failed", t);
-                        JsonReplies.error(resp, new ApiError(503, "server_error", "routing_unavailable",
-                                "Routing state is unavailable; retry shortly.", null, 1L));
-                    });
+            Map<String, String> headers = routingHeaders(httpReq);
+            if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
+                route(h, org, chat, facts(h, org, chat, headers), requestId, resp);
+            } else {
+                // a long prompt's BPE costs ~0.5 µs per character: megabytes of it would hold this event loop, and
+                // every other request on it, for seconds; a worker counts it and the loop carries on from there
+                ctx.vertx().executeBlocking(() -> facts(h, org, chat, headers), false).onComplete(counted -> {
+                    if (counted.succeeded()) {
+                        route(h, org, chat, counted.result(), requestId, resp);
+                    } else if (counted.cause() instanceof RequestException e) {
+                        refuse(h, org, chat.model(), requestId, resp, e);
+                    } else {
+                        internalError(resp, counted.cause());
+                    }
+                });
+            }
         } catch (RequestException e) {
-            h.audit().blocked(org.id(), alias, e.error().code(), e.error().message(), requestId).subscribe()
-                    .with(v -> { }, t -> { });
-            JsonReplies.error(resp, e.error());
+            refuse(h, org, alias, requestId, resp, e);
         }
+    }
+
+    /** A bad request: one blocked audit event and the error envelope. */
+    private static void refuse(Hedgerow h, Org org, String alias, String requestId, HttpServerResponse resp,
+                               RequestException e) {
+        h.audit().blocked(org.id(), alias, e.error().code(), e.error().message(), requestId).subscribe()
+                .with(v -> { }, t -> { });
+        JsonReplies.error(resp, e.error());
+    }
+
+    /** Plans the request's routes, then dispatches it or answers the refusal (on the event loop). */
+    private void route(Hedgerow h, Org org, ChatRequest chat, RequestFacts facts, String requestId,
+                       HttpServerResponse resp) {
+        h.router().plan(org, chat.model(), facts).subscribe().with(
+                plan -> {
+                    try {
+                        onPlan(h, org, chat.model(), chat, facts, plan, requestId, resp);
+                    } catch (RuntimeException t) {
+                        // thrown inside a Mutiny callback it would be dropped and the client left waiting
+                        internalError(resp, t);
+                    }
+                },
+                t -> {
+                    System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "routing failed", t);
+                    JsonReplies.error(resp, new ApiError(503, "server_error", "routing_unavailable",
+                            "Routing state is unavailable; retry shortly.", null, 1L));
+                });
     }
 
     /** A bug met by one request ends that request with a 500 envelope; it must never leave the client hanging. */
@@ -230,10 +260,15 @@ public final class GatewayRoutes {
         }
     }
 
-    static RequestFacts facts(Hedgerow h, Org org, ChatRequest chat, HttpServerRequest req) {
+    /** The request's headers for routing (consistent hashing's key), names lowercased, without the client's key. */
+    private static Map<String, String> routingHeaders(HttpServerRequest req) {
         Map<String, String> headers = new HashMap<>();
         req.headers().forEach(e -> headers.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue()));
         headers.remove("authorization");
+        return headers;
+    }
+
+    static RequestFacts facts(Hedgerow h, Org org, ChatRequest chat, Map<String, String> headers) {
         // prefix affinity is the auto strategy's alone: other groups skip the second tokenizer pass and the hashing
         return RequestFacts.of(chat, h.tokens(), h.prefixes(), headers,
                 org.group(chat.model()).strategy() == Strategy.AUTO);

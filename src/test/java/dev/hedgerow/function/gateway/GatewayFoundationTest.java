@@ -240,6 +240,38 @@ class GatewayFoundationTest {
     }
 
     @Test
+    void aHugePromptIsCountedOffTheEventLoopSoOtherRequestsAreNotHeldBehindIt() throws Exception {
+        // 1 M characters in one unbroken run (the harness takes 1 MiB): most of a second of BPE; refused after counting (no such provider)
+        byte[] huge = body("chat", "f".repeat(1_000_000), false)
+                .replace("{\"model\"", "{\"provider\":{\"only\":[\"zz\"]},\"model\"").getBytes(StandardCharsets.UTF_8);
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gw.port())) {
+            socket.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                    + "Authorization: Bearer k-acme\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                    + "Content-Length: " + huge.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            socket.getOutputStream().write(huge);
+            socket.getOutputStream().flush();
+            java.util.concurrent.CompletableFuture<String> bigAnswer = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> {
+                        try {
+                            return new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                        } catch (java.io.IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    });
+            Thread.sleep(50); // the big body is in and being counted (not a timing assertion: it only orders)
+
+            given().auth().oauth2("k-acme").contentType("application/json").body(body("chat", "small", false))
+                    .post("/v1/chat/completions").then().statusCode(200);
+            boolean bigDoneFirst = bigAnswer.isDone();
+
+            String big = bigAnswer.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(big.startsWith("HTTP/1.1 400"), big.lines().findFirst().orElse(""));
+            assertTrue(big.contains("provider_not_in_group"), big);
+            assertFalse(bigDoneFirst, "the small request waited for the huge one's count");
+        }
+    }
+
+    @Test
     void aClientHangingUpMidUploadIsNoServerError() throws Exception {
         try (LogCapture capture = new LogCapture()) {
             try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gw.port())) {
