@@ -534,8 +534,11 @@ final class Dispatch {
             return;
         }
         FailoverCriterion criterion = FailoverCriterion.forStatus(status);
-        // an HTTP answer means the request was sent: Kong (nginx) retries a POST then only with non_idempotent
-        boolean failsOver = criterion != null && settings.retry().failoverCriteria().contains(criterion)
+        // an HTTP answer means the request was sent: Kong (nginx) retries a POST then only with non_idempotent.
+        // A 401 is the provider refusing Hedgerow's own key for it (revoked, mistyped): never the client's doing,
+        // so it is never passed through ("Incorrect API key" would blame the client's key); the route is failing
+        boolean failsOver = credentialsRefused(status) || criterion != null
+                && settings.retry().failoverCriteria().contains(criterion)
                 && settings.retry().failoverCriteria().contains(FailoverCriterion.NON_IDEMPOTENT);
         if (status == 400 && "context_length_exceeded".equals(code)) {
             routes.contextExceeded(a.cand.route().contextWindow());
@@ -588,12 +591,17 @@ final class Dispatch {
             return;
         }
         String cls = "http_" + status;
-        if (status == 429 || status >= 500) {
+        if (status == 429 || status >= 500 || credentialsRefused(status)) {
             health.failure(a, new Failure(cls, "resume refused", status, FailoverCriterion.forStatus(status),
                     true, status == 429 ? retryAfter : 0));
         }
         endAttempt(a, "failed", cls, false);
         resumeOrEnd(a.cand, cls, "resume attempt answered " + status);
+    }
+
+    /** The provider refused the credentials Hedgerow holds for it. */
+    private static boolean credentialsRefused(int status) {
+        return status == 401;
     }
 
     private void clientErrorPassthrough(Attempt a, byte[] bytes) {
