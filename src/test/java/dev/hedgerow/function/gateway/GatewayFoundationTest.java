@@ -347,11 +347,12 @@ class GatewayFoundationTest {
 
     @Test
     void aProviderErrorQuotingTheProviderKeyReachesTheClientRedacted() {
-        gw.sim("alpha").enqueue("alpha-model", new dev.hedgerow.sim.Fault.HttpError(401, "invalid_request_error",
-                "invalid_api_key", "Incorrect API key provided: sk-alpha", null, 0));
+        // (a 401 is not passed through at all: it fails over, see FailoverTest)
+        gw.sim("alpha").enqueue("alpha-model", new dev.hedgerow.sim.Fault.HttpError(403, "invalid_request_error",
+                "model_not_permitted", "Key sk-alpha may not use this model", null, 0));
         String out = given().auth().oauth2("k-acme").contentType("application/json")
                 .body(body("chat", "leak?", false))
-                .post("/v1/chat/completions").then().statusCode(401).extract().asString();
+                .post("/v1/chat/completions").then().statusCode(403).extract().asString();
         assertFalse(out.contains("sk-alpha"), out);
         assertTrue(out.contains("[redacted]"), out);
     }
