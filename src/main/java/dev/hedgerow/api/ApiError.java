@@ -28,6 +28,12 @@ public record ApiError(int status, String type, String code, String message, Str
                 "The model '" + alias + "' does not exist or you do not have access to it.", "model", null);
     }
 
+    /** The alias names embeddings models, which answer no chat completions (OpenAI answers such a call 404). */
+    public static ApiError notAChatModel(String alias) {
+        return new ApiError(404, "invalid_request_error", "not_a_chat_model", "The model '" + alias
+                + "' is an embeddings model and is not supported in the v1/chat/completions endpoint.", "model", null);
+    }
+
     public static ApiError notFound(String message) {
         return new ApiError(404, "invalid_request_error", "not_found", message, null, null);
     }

@@ -140,6 +140,9 @@ public final class GatewayRoutes {
         root.put("object", "list");
         ArrayNode data = root.putArray("data");
         for (String alias : org.get().aliases()) {
+            if (org.get().routesOf(alias).get(0).embeddings()) {
+                continue; // the semantic strategy's embeddings models: this gateway serves them no completions
+            }
             ObjectNode m = data.addObject();
             m.put("id", alias);
             m.put("object", "model");
@@ -179,11 +182,10 @@ public final class GatewayRoutes {
                     org.routing().routedAlias(pathAlias, httpReq::getHeader));
             alias = chat.model();
             if (org.routesOf(alias).isEmpty()) {
-                ApiError err = ApiError.modelNotFound(alias);
-                h.audit().blocked(org.id(), alias, "model_not_found", err.message(), requestId).subscribe()
-                        .with(v -> { }, t -> { });
-                JsonReplies.error(resp, err);
-                return;
+                throw new RequestException(ApiError.modelNotFound(alias));
+            }
+            if (org.routesOf(alias).get(0).embeddings()) { // an alias is all embeddings routes or none (catalog rule)
+                throw new RequestException(ApiError.notAChatModel(alias));
             }
             Map<String, String> headers = routingHeaders(httpReq);
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {

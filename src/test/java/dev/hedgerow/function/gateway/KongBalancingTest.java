@@ -131,6 +131,20 @@ class KongBalancingTest {
     }
 
     @Test
+    void theEmbeddingsAliasServesNoChatAndIsNotListedAsAChatModel() {
+        for (boolean stream : new boolean[]{false, true}) {
+            given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                    .body(body("embed", "hello", stream)).post("/v1/chat/completions").then().statusCode(404)
+                    .body("error.code", org.hamcrest.Matchers.equalTo("not_a_chat_model"))
+                    .body("error.param", org.hamcrest.Matchers.equalTo("model"));
+        }
+        assertEquals(0, gw.sim("sim").stats("m-embed").received(), "nothing reached the embeddings model");
+        List<String> ids = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").get("/v1/models").then()
+                .statusCode(200).extract().jsonPath().getList("data.id");
+        assertTrue(ids.contains("prio") && !ids.contains("embed"), ids.toString());
+    }
+
+    @Test
     void weightedRoundRobinSplits70_25_5InAnInterleavedCircularSequence() {
         List<String> seq = new ArrayList<>();
         for (int i = 0; i < 200; i++) {
