@@ -5,6 +5,7 @@ import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.Json;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.ext.web.Router;
 
 /**
  * JSON answers of the Vert.x routes (gateway, prober, capacity): a body with its status, or an {@link ApiError} in
@@ -32,5 +33,16 @@ public final class JsonReplies {
             resp.putHeader("retry-after", Long.toString(err.retryAfterSeconds()));
         }
         json(resp, err.status(), err.toNode());
+    }
+
+    /**
+     * Routes any method but the ones already routed on {@code paths} to a 405 in the envelope (the router's own
+     * answer would be a bare 405, or the HTML 404 of a path no route takes). Call after mounting the real routes.
+     */
+    public static void methodNotAllowed(Router router, String... paths) {
+        for (String path : paths) {
+            router.route(path).handler(ctx -> error(ctx.response(), new ApiError(405, "invalid_request_error",
+                    "method_not_allowed", "Method " + ctx.request().method() + " is not allowed here.", null, null)));
+        }
     }
 }

@@ -7,10 +7,8 @@ import dev.hedgerow.admin.AdminService;
 import dev.hedgerow.admin.InvalidEdit;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.RequestException;
-import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.CatalogService;
-import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.function.HedgerowApp;
 import io.smallrye.common.annotation.Blocking;
@@ -60,18 +58,9 @@ public class AdminResource {
         return s;
     }
 
-    /** The admin key's org; throws the 401/403/404 answer otherwise. */
+    /** The admin key's org (checked once already by {@link AdminGuard} before the request was matched). */
     private Org org(HttpHeaders headers) {
-        if (!app.functions().has("console")) {
-            throw new RequestException(ApiError.notFound("The console function is not enabled here."));
-        }
-        String hash = Keys.sha256Hex(Keys.bearer(headers.getHeaderString(HttpHeaders.AUTHORIZATION))
-                .orElseThrow(() -> new RequestException(ApiError.unauthorized())));
-        Catalog catalog = app.core().catalog().current();
-        return catalog.orgForAdminKeyHash(hash).orElseThrow(() -> catalog.orgForKeyHash(hash).isPresent()
-                ? new RequestException(new ApiError(403, "permission_error", "admin_key_required",
-                "This is a client key; the admin API needs an admin key of your organization.", null, null))
-                : new RequestException(ApiError.unauthorized()));
+        return AdminGuard.org(app, headers.getHeaderString(HttpHeaders.AUTHORIZATION));
     }
 
     @GET
@@ -160,8 +149,8 @@ public class AdminResource {
     @Operation(summary = "Audit events, newest first; filter by type, alias, reason")
     public Uni<ObjectNode> audit(HttpHeaders headers, @QueryParam("type") String type,
                                  @QueryParam("alias") String alias, @QueryParam("reason") String reason,
-                                 @QueryParam("limit") @DefaultValue("50") int limit) {
-        return service().audit(org(headers), blank(type), blank(alias), blank(reason), limit);
+                                 @QueryParam("limit") @DefaultValue("50") String limit) {
+        return service().audit(org(headers), blank(type), blank(alias), blank(reason), limit(limit));
     }
 
     @POST
@@ -179,6 +168,19 @@ public class AdminResource {
         });
         h.remove("authorization");
         return service().explain(org, body == null ? new byte[0] : body, h);
+    }
+
+    /** {@code ?limit=}: an integer from 1 to 1000 (a 400 otherwise, not the 404 JAX-RS gives an unparsable one). */
+    private static int limit(String raw) {
+        try {
+            int n = Integer.parseInt(raw.trim());
+            if (n >= 1 && n <= 1000) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // answered below
+        }
+        throw new RequestException(ApiError.invalidRequest("'limit' must be an integer from 1 to 1000.", "limit"));
     }
 
     private static String blank(String s) {
@@ -212,7 +214,7 @@ public class AdminResource {
         return error(ApiError.notFound(e.getMessage()), null);
     }
 
-    private static Response error(ApiError err, ArrayNode errors) {
+    static Response error(ApiError err, ArrayNode errors) {
         ObjectNode body = err.toNode();
         if (errors != null) {
             ((ObjectNode) body.get("error")).set("errors", errors);

@@ -29,7 +29,6 @@ import io.vertx.ext.web.handler.PlatformHandler;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -78,11 +77,7 @@ public final class GatewayRoutes {
                 .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(this::failure);
         router.get("/v1/models").handler(guard).handler(this::models)
                 .failureHandler(this::failure);
-        // any other method on the gateway's paths: the envelope, not the router's plain-text 405
-        for (String path : List.of("/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models")) {
-            router.route(path).handler(ctx -> JsonReplies.error(ctx.response(), new ApiError(405, "invalid_request_error",
-                    "method_not_allowed", "Method " + ctx.request().method() + " is not allowed here.", null, null)));
-        }
+        JsonReplies.methodNotAllowed(router, "/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models");
     }
 
     /**

@@ -38,6 +38,7 @@ public final class CapacityRoutes {
                                 ? ApiError.invalidRequest("The report could not be read.", null)
                                 .withStatus(ctx.statusCode())
                                 : new ApiError(500, "server_error", "internal_error", "Internal error.", null, null)));
+        JsonReplies.methodNotAllowed(router, "/v1/capacity");
     }
 
     private void report(RoutingContext ctx) {

@@ -64,6 +64,7 @@ public class ProberFunction {
     void mount(@Observes Router router) {
         if (app.functions().has("prober")) {
             router.post("/prober/run").handler(this::run);
+            JsonReplies.methodNotAllowed(router, "/prober/run");
         }
     }
 

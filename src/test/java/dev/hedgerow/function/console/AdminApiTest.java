@@ -102,6 +102,46 @@ class AdminApiTest {
     }
 
     @Test
+    void theKeyIsCheckedBeforeThePathMethodContentTypeOrBody() {
+        for (String key : new String[]{null, "k-acme"}) {
+            int status = key == null ? 401 : 403;
+            io.restassured.specification.RequestSpecification anyone =
+                    key == null ? given() : given().auth().oauth2(key);
+            anyone.contentType("application/json").body("{").put("/admin/groups/duo").then().statusCode(status);
+            anyone.contentType("text/plain").body("x").put("/admin/groups/duo").then().statusCode(status);
+            anyone.delete("/admin/groups/duo").then().statusCode(status);
+            anyone.get("/admin/nonexistent").then().statusCode(status)
+                    .body("error.type", equalTo(key == null ? "authentication_error" : "permission_error"));
+        }
+    }
+
+    @Test
+    void everyRefusalOfTheAdminApiAndOfUnknownPathsIsAnEnvelope() {
+        List<Map.Entry<String, io.restassured.response.Response>> answers = new ArrayList<>();
+        answers.add(Map.entry("400 invalid_json", admin().body("{").put("/admin/groups/duo")));
+        answers.add(Map.entry("400 invalid_json", admin().body("{\"route\": x}").post("/admin/members/pin")));
+        answers.add(Map.entry("415 unsupported_media_type",
+                admin().contentType("text/plain").body("x").put("/admin/groups/duo")));
+        answers.add(Map.entry("405 method_not_allowed", admin().delete("/admin/groups/duo")));
+        answers.add(Map.entry("405 method_not_allowed", admin().post("/admin/whoami")));
+        answers.add(Map.entry("404 not_found", admin().get("/admin/nonexistent")));
+        answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=abc")));
+        answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=99999999999")));
+        answers.add(Map.entry("404 not_found", given().get("/v1/embeddings")));
+        answers.add(Map.entry("404 not_found", given().auth().oauth2("k-acme").get("/v1/models/kimi3")));
+        answers.add(Map.entry("405 method_not_allowed", given().get("/prober/run")));
+        answers.add(Map.entry("405 method_not_allowed", given().get("/v1/capacity")));
+        answers.forEach(answer -> {
+            String expected = answer.getKey();
+            io.restassured.response.Response r = answer.getValue();
+            String[] want = expected.split(" ");
+            assertEquals(Integer.parseInt(want[0]), r.statusCode(), expected + ": " + r.asString());
+            assertTrue(r.contentType().startsWith("application/json"), expected + ": " + r.contentType());
+            assertEquals(want[1], r.jsonPath().getString("error.code"), expected + ": " + r.asString());
+        });
+    }
+
+    @Test
     void anAdminSeesOnlyItsOwnOrgsGroups() {
         admin().get("/admin/groups").then().statusCode(200)
                 .body("org", equalTo("acme"))

@@ -1,0 +1,96 @@
+package dev.hedgerow.function.console;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.RequestException;
+import dev.hedgerow.catalog.Catalog;
+import dev.hedgerow.catalog.Keys;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.function.HedgerowApp;
+import io.vertx.core.http.HttpServerRequest;
+import jakarta.inject.Inject;
+import jakarta.ws.rs.WebApplicationException;
+import jakarta.ws.rs.container.ContainerRequestContext;
+import jakarta.ws.rs.core.HttpHeaders;
+import jakarta.ws.rs.core.Response;
+import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
+import org.jboss.resteasy.reactive.server.ServerRequestFilter;
+
+/**
+ * The admin API's door: the admin key is checked before anything else about a request is judged (its path, method,
+ * content type, body), so a caller without one learns only that; and every refusal the JAX-RS layer itself makes
+ * (unknown path 404, method 405, content type 415, unreadable body 400) answers in the OpenAI envelope.
+ */
+public class AdminGuard {
+    @Inject
+    HedgerowApp app;
+
+    /** The admin key's org; throws the 401/403/404 answer otherwise. */
+    static Org org(HedgerowApp app, String authorization) {
+        if (!app.functions().has("console")) {
+            throw new RequestException(ApiError.notFound("The console function is not enabled here."));
+        }
+        String hash = Keys.sha256Hex(Keys.bearer(authorization)
+                .orElseThrow(() -> new RequestException(ApiError.unauthorized())));
+        Catalog catalog = app.core().catalog().current();
+        return catalog.orgForAdminKeyHash(hash).orElseThrow(() -> catalog.orgForKeyHash(hash).isPresent()
+                ? new RequestException(new ApiError(403, "permission_error", "admin_key_required",
+                "This is a client key; the admin API needs an admin key of your organization.", null, null))
+                : new RequestException(ApiError.unauthorized()));
+    }
+
+    /** Before matching: null lets an admin request with a valid admin key go on; anything else is answered here. */
+    @ServerRequestFilter(preMatching = true)
+    public Response authenticate(ContainerRequestContext ctx) {
+        if (!isAdmin(ctx.getUriInfo().getPath())) {
+            return null;
+        }
+        try {
+            org(app, ctx.getHeaderString(HttpHeaders.AUTHORIZATION));
+            return null;
+        } catch (RequestException e) {
+            return AdminResource.error(e.error(), null);
+        }
+    }
+
+    /**
+     * JAX-RS's own refusals. Quarkus REST also receives every request no Vert.x route took, so its 404 is the answer to
+     * any unknown path (an SDK calling {@code /v1/embeddings} gets an envelope it can read, not an HTML page).
+     */
+    @ServerExceptionMapper
+    public Response refused(WebApplicationException e, HttpServerRequest request) {
+        int status = e.getResponse().getStatus();
+        boolean admin = isAdmin(request.path());
+        ApiError err = switch (status) {
+            case 404 -> ApiError.notFound(admin ? "No admin API path matches this request; see /admin/openapi."
+                    : "No such endpoint: " + request.method() + " " + request.path()
+                    + ". Hedgerow serves POST /v1/chat/completions and GET /v1/models.");
+            case 405 -> new ApiError(405, "invalid_request_error", "method_not_allowed",
+                    "This method is not allowed on this admin path; see /admin/openapi.", null, null);
+            case 415 -> new ApiError(415, "invalid_request_error", "unsupported_media_type",
+                    "Send the body as application/json.", null, null);
+            case 406 -> new ApiError(406, "invalid_request_error", "not_acceptable",
+                    "The admin API answers application/json.", null, null);
+            case 400 -> e.getCause() instanceof JsonProcessingException j ? invalidJson(j)
+                    : ApiError.invalidRequest("The request could not be read.", null);
+            default -> status >= 400 && status < 500
+                    ? ApiError.invalidRequest("The request could not be read.", null).withStatus(status)
+                    : new ApiError(500, "server_error", "internal_error", "Internal error.", null, null);
+        };
+        return AdminResource.error(err, null);
+    }
+
+    private static boolean isAdmin(String path) {
+        return path != null && (path.equals("/admin") || path.startsWith("/admin/"));
+    }
+
+    @ServerExceptionMapper
+    public Response unreadable(JsonProcessingException e) {
+        return AdminResource.error(invalidJson(e), null);
+    }
+
+    private static ApiError invalidJson(JsonProcessingException e) {
+        return ApiError.invalidRequest("invalid_json", "The request body is not valid JSON: " + e.getOriginalMessage(),
+                null);
+    }
+}
