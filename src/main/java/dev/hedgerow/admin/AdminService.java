@@ -28,6 +28,7 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -106,8 +107,12 @@ public final class AdminService {
         if (edit == null || !edit.isObject()) {
             throw new RequestException(ApiError.invalidRequest("The body must be a JSON object.", null));
         }
+        onlyFields(edit, "", Set.of("strategy", "members"));
         Strategy strategy = null;
         if (edit.hasNonNull("strategy")) {
+            if (!edit.get("strategy").isTextual()) {
+                throw new RequestException(ApiError.invalidRequest("'strategy' must be a string.", "strategy"));
+            }
             try {
                 strategy = Strategy.parse(edit.get("strategy").asText());
             } catch (IllegalArgumentException e) {
@@ -115,11 +120,20 @@ public final class AdminService {
                         + edit.get("strategy").asText() + "'.", "strategy"));
             }
         }
+        JsonNode memberEdits = edit.path("members");
+        if (!memberEdits.isMissingNode() && !memberEdits.isNull() && !memberEdits.isArray()) {
+            throw new RequestException(ApiError.invalidRequest("'members' must be an array.", "members"));
+        }
         List<MemberEdit> members = new ArrayList<>();
-        for (JsonNode m : edit.path("members")) {
-            String id = m.path("route").asText(null);
-            if (id == null) {
+        Set<String> edited = new LinkedHashSet<>();
+        for (JsonNode m : memberEdits) {
+            if (!m.isObject() || !m.path("route").isTextual()) {
                 throw new RequestException(ApiError.invalidRequest("Each member edit needs a 'route'.", "members"));
+            }
+            onlyFields(m, "members[].", Set.of("route", "weight", "priority"));
+            String id = m.get("route").asText();
+            if (!edited.add(id)) {
+                throw new RequestException(ApiError.invalidRequest("Route '" + id + "' is edited twice.", "members"));
             }
             members.add(new MemberEdit(id, integer(m, "weight"), integer(m, "priority")));
         }
@@ -239,6 +253,18 @@ public final class AdminService {
     }
 
     private record MemberEdit(String route, Integer weight, Integer priority) {
+    }
+
+    /** An edit naming a field this endpoint does not change is refused, not silently half-applied. */
+    private static void onlyFields(JsonNode n, String prefix, Set<String> allowed) {
+        for (Iterator<String> it = n.fieldNames(); it.hasNext(); ) {
+            String f = it.next();
+            if (!allowed.contains(f)) {
+                throw new RequestException(ApiError.invalidRequest("unknown_field", "'" + prefix + f
+                        + "' cannot be edited here; fields: " + String.join(", ", new java.util.TreeSet<>(allowed))
+                        + ".", prefix + f));
+            }
+        }
     }
 
     private static Integer integer(JsonNode m, String field) {

@@ -118,7 +118,12 @@ public class AdminResource {
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Drain (or undrain) a member. Body {\"route\": id, \"drained\": true}")
     public Uni<ObjectNode> drain(HttpHeaders headers, JsonNode body) {
-        return service().drain(org(headers), text(body, "route"), body.path("drained").asBoolean(true));
+        JsonNode drained = body == null ? null : body.get("drained");
+        if (drained != null && !drained.isNull() && !drained.isBoolean()) {
+            throw new RequestException(ApiError.invalidRequest("'drained' must be true or false.", "drained"));
+        }
+        return service().drain(org(headers), text(body, "route"), drained == null || drained.isNull()
+                || drained.booleanValue());
     }
 
     @PUT

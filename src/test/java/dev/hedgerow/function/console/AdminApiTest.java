@@ -125,6 +125,15 @@ class AdminApiTest {
         answers.add(Map.entry("405 method_not_allowed", admin().delete("/admin/groups/duo")));
         answers.add(Map.entry("405 method_not_allowed", admin().post("/admin/whoami")));
         answers.add(Map.entry("404 not_found", admin().get("/admin/nonexistent")));
+        answers.add(Map.entry("400 unknown_field", admin().body("{\"hedging\": false}").put("/admin/groups/duo")));
+        answers.add(Map.entry("400 unknown_field",
+                admin().body("{\"members\": [{\"route\": \"duo-alpha\", \"wieght\": 5}]}").put("/admin/groups/duo")));
+        answers.add(Map.entry("400 invalid_request", admin().body("{\"members\": \"x\"}").put("/admin/groups/duo")));
+        answers.add(Map.entry("400 invalid_request", admin().body("{\"strategy\": 5}").put("/admin/groups/duo")));
+        answers.add(Map.entry("400 invalid_request", admin().body("{\"members\": [{\"route\": \"duo-alpha\", \"weight\": 1},"
+                + " {\"route\": \"duo-alpha\", \"weight\": 9}]}").put("/admin/groups/duo")));
+        answers.add(Map.entry("400 invalid_request", admin().body("{\"route\": \"duo-alpha\", \"drained\": \"nope\"}")
+                .post("/admin/members/drain")));
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=abc")));
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=99999999999")));
         answers.add(Map.entry("404 not_found", given().get("/v1/embeddings")));
