@@ -186,8 +186,16 @@ final class ClientOutput {
     /** Sends the attempt's client error as the provider sent it, its API key redacted. */
     void passThrough(Attempt a, byte[] raw, ArrayNode trail) {
         byte[] bytes = redactKey(raw, a.cand.provider().apiKey());
+        String foreign = foreignErrorMessage(bytes, a.status, a.headers.get("content-type"));
+        boolean envelope = foreign == null;
+        if (!envelope) {
+            // a proxy's HTML page, plain text, {"detail": ...}: the client gets it in the envelope its SDK reads
+            bytes = Json.bytes(new ApiError(a.status, a.status >= 500 ? "server_error" : "invalid_request_error",
+                    "upstream_error", foreign, null, null).toNode());
+        }
         Map<String, String> headers = new LinkedHashMap<>();
-        headers.put("content-type", a.headers.getOrDefault("content-type", "application/json"));
+        headers.put("content-type", envelope ? a.headers.getOrDefault("content-type", "application/json")
+                : "application/json");
         headers.put("x-hedgerow-request-id", req.requestId());
         headers.put("x-hedgerow-route", a.cand.route().id());
         headers.put("x-hedgerow-attempts", Json.write(trail));
@@ -207,6 +215,29 @@ final class ClientOutput {
         headers.put("x-hedgerow-attempts", Json.write(trail));
         sink.head(status, headers);
         sink.end(Json.bytes(err.toNode()));
+    }
+
+    /**
+     * Null when {@code body} is an OpenAI error envelope (a JSON object holding an {@code error} object); otherwise
+     * the message for the envelope it is wrapped in: the body's own {@code error}, {@code message} or {@code detail}
+     * text when it is JSON that has one, else what kind of body came (an HTML page's text is not relayed).
+     */
+    static String foreignErrorMessage(byte[] body, int status, String contentType) {
+        try {
+            JsonNode n = Json.parse(body);
+            if (n != null && n.path("error").isObject()) {
+                return null;
+            }
+            for (String f : new String[]{"error", "message", "detail"}) {
+                if (n != null && n.path(f).isTextual()) {
+                    return "The provider answered HTTP " + status + ": " + UpstreamReplies.shorten(n.path(f).asText());
+                }
+            }
+        } catch (java.io.IOException e) {
+            // not JSON: described below
+        }
+        String kind = contentType == null || contentType.isBlank() ? "an unlabelled" : "a " + contentType.split(";")[0];
+        return "The provider answered HTTP " + status + " with " + kind + " body, not an OpenAI error.";
     }
 
     /** A provider's error may quote the key it was sent (some 401s do): that key never reaches the client. */

@@ -116,7 +116,8 @@ final class Exchange {
         started = true;
         startNanos = System.nanoTime();
         steps = chat.stream() ? streamSteps() : answerSteps();
-        if (chat.stream() && !(fault instanceof Fault.HttpError) && !(fault instanceof Fault.Html200)) {
+        if (chat.stream() && !(fault instanceof Fault.HttpError) && !(fault instanceof Fault.Html200)
+                && !(fault instanceof Fault.HtmlError)) {
             response.setChunked(true)
                     .putHeader("Content-Type", "text/event-stream; charset=utf-8")
                     .putHeader("Cache-Control", "no-cache");
@@ -244,6 +245,10 @@ final class Exchange {
         }
         if (fault instanceof Fault.Html200 h) {
             s.add(new Respond(h.delayMs(), 200, HTML_PAGE, "text/html; charset=utf-8"));
+            return s;
+        }
+        if (fault instanceof Fault.HtmlError h) {
+            s.add(new Respond(0, h.status(), HTML_PAGE, "text/html; charset=utf-8"));
             return s;
         }
         if (fault instanceof Fault.EmptyStream e) {
@@ -460,6 +465,8 @@ final class Exchange {
             s.add(new Respond(ttftMs, 200, completion(true)));
         } else if (fault instanceof Fault.Html200 h) {
             s.add(new Respond(h.delayMs(), 200, HTML_PAGE, "text/html; charset=utf-8"));
+        } else if (fault instanceof Fault.HtmlError h) {
+            s.add(new Respond(0, h.status(), HTML_PAGE, "text/html; charset=utf-8"));
         } else if (fault instanceof Fault.GiantLine g) {
             s.add(new Respond(end, 200, completion(false).replace(SimJson.MAPPER.valueToTree(plan.content()).toString(),
                     "\"" + "x".repeat(g.bytes()) + "\"")));

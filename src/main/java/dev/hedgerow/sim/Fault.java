@@ -28,6 +28,7 @@ import com.fasterxml.jackson.annotation.JsonTypeInfo;
         @JsonSubTypes.Type(value = Fault.Stall.class, name = "stall"),
         @JsonSubTypes.Type(value = Fault.DropDuringReasoning.class, name = "drop_in_reasoning"),
         @JsonSubTypes.Type(value = Fault.Html200.class, name = "html_200"),
+        @JsonSubTypes.Type(value = Fault.HtmlError.class, name = "html_error"),
         @JsonSubTypes.Type(value = Fault.GiantLine.class, name = "giant_line"),
         @JsonSubTypes.Type(value = Fault.Endless.class, name = "endless"),
         @JsonSubTypes.Type(value = Fault.SlowDrip.class, name = "slow_drip"),
@@ -153,6 +154,10 @@ public sealed interface Fault {
      * arrived, for streaming and non-streaming requests alike.
      */
     record Html200(long delayMs) implements Fault {
+    }
+
+    /** A proxy's HTML error page with an error {@code status} (e.g. a 404 or 403 from a load balancer), at once. */
+    record HtmlError(int status) implements Fault {
     }
 
     /**

@@ -73,6 +73,7 @@ class SimHostileFaultTest extends SimFixture {
     @Test
     void theNewFaultsReadFromControlJson() {
         assertEquals(new Fault.Html200(5), SimJson.read("{\"kind\":\"html_200\",\"delay_ms\":5}", Fault.class));
+        assertEquals(new Fault.HtmlError(403), SimJson.read("{\"kind\":\"html_error\",\"status\":403}", Fault.class));
         assertEquals(new Fault.GiantLine(1, 10), SimJson.read("{\"kind\":\"giant_line\",\"after_tokens\":1,"
                 + "\"bytes\":10}", Fault.class));
         assertEquals(new Fault.Endless(3), SimJson.read("{\"kind\":\"endless\",\"after_tokens\":3}", Fault.class));

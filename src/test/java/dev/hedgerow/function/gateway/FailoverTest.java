@@ -302,6 +302,20 @@ class FailoverTest {
     }
 
     @Test
+    void aProxysHtmlErrorPageReachesTheClientAsAnEnvelopeWithItsStatus() {
+        for (boolean stream : new boolean[]{false, true}) {
+            GroupKit.reset(gw);
+            gw.sim("digitalocean").enqueue("kimi-k2", new Fault.HtmlError(404));
+            Response r = chat(gw, "kimi3", "html page " + stream, stream, ORDER_DO);
+            assertEquals(404, r.statusCode(), r.asString());
+            assertTrue(r.contentType().startsWith("application/json"), r.contentType());
+            assertEquals("upstream_error", r.jsonPath().getString("error.code"), r.asString());
+            assertEquals("The provider answered HTTP 404 with a text/html body, not an OpenAI error.",
+                    r.jsonPath().getString("error.message"));
+        }
+    }
+
+    @Test
     void aProviderRefusingHedgerowsKeyFailsOverAndCountsAgainstTheRoute() {
         // a 401 upstream is about the key Hedgerow holds for that provider, never the client's: not passed through
         for (boolean stream : new boolean[]{false, true}) {
