@@ -60,6 +60,7 @@ public final class ChatRequest {
         }
         this.includeUsage = so != null && so.path("include_usage").asBoolean(false);
         validateMessages(body.get("messages"));
+        RequestParameters.validate(body, stream);
         this.maxTokens = readMaxTokens();
         this.prefs = ProviderPrefs.parse(body.get("provider"));
     }

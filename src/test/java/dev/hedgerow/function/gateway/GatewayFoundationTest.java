@@ -225,6 +225,51 @@ class GatewayFoundationTest {
                 .post("/v1/chat/completions").then().statusCode(200);
     }
 
+    /**
+     * The OpenAI parameters' types and ranges are checked before any route is tried: the simulator, a lax
+     * provider, would answer every one of these, so the refusal can only come from the gateway.
+     */
+    @Test
+    void mistypedOrOutOfRangeParametersAre400NamingTheParameterAndReachNoProvider() throws Exception {
+        long before = gw.sim("alpha").stats("alpha-model").received();
+        Map<String, String> bad = Map.ofEntries(Map.entry("temperature", "\"hot\""), Map.entry("top_p", "1.5"),
+                Map.entry("n", "0"), Map.entry("presence_penalty", "-3"), Map.entry("seed", "1.5"),
+                Map.entry("stop", "[\"a\",7]"), Map.entry("logit_bias", "{\"50256\":-101}"),
+                Map.entry("logprobs", "\"yes\""), Map.entry("top_logprobs", "21"), Map.entry("tools", "{}"),
+                Map.entry("tool_choice", "5"), Map.entry("response_format", "{\"kind\":1}"),
+                Map.entry("user", "42"), Map.entry("parallel_tool_calls", "1"),
+                Map.entry("stream_options", "{\"include_usage\":\"y\"}"));
+        bad.forEach((field, value) -> {
+            String param = field.equals("stream_options") ? "stream_options.include_usage" : field;
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body(body("chat", "x", field.equals("stream_options")).replace("{\"model\"",
+                            "{\"" + field + "\":" + value + ",\"model\""))
+                    .post("/v1/chat/completions").then().statusCode(400)
+                    .body("error.type", equalTo("invalid_request_error")).body("error.param", equalTo(param))
+                    .body("error.message", org.hamcrest.Matchers.startsWith("'" + param + "' must be"));
+        });
+        // a stream is followed, resumed and hedged as one text: several interleaved choices are refused
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "x", true).replace("{\"model\"", "{\"n\":2,\"model\""))
+                .post("/v1/chat/completions").then().statusCode(400)
+                .body("error.code", equalTo("unsupported_parameter")).body("error.param", equalTo("n"));
+        assertEquals(before, gw.sim("alpha").stats("alpha-model").received(), "no refused request went upstream");
+
+        // valid values, null for "not set", n > 1 without streaming, and edge values all pass through as sent
+        String fine = "{\"temperature\":2,\"top_p\":0,\"n\":2,\"presence_penalty\":-2,\"seed\":-9007199254740993,"
+                + "\"stop\":[\"a\",\"b\"],\"logit_bias\":{\"50256\":-100},\"logprobs\":true,\"top_logprobs\":0,"
+                + "\"tools\":null,\"tool_choice\":\"auto\",\"response_format\":{\"type\":\"text\"},\"user\":\"u1\","
+                + "\"top_k\":-1,\"frequency_penalty\":null,\"model\"";
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "x", false).replace("{\"model\"", fine))
+                .post("/v1/chat/completions").then().statusCode(200);
+        SimStats s = gw.sim("alpha").stats("alpha-model");
+        JsonNode sent = Json.parse(s.recent().get(s.recent().size() - 1).body());
+        assertEquals(-9007199254740993L, sent.get("seed").longValue());
+        assertEquals(2, sent.get("n").intValue());
+        assertEquals("[\"a\",\"b\"]", sent.get("stop").toString());
+    }
+
     @Test
     void everyRefusalCarriesARequestId() {
         given().auth().oauth2("k-acme").contentType("application/json").body(body("nope", "x", false))

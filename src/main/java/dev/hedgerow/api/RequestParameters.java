@@ -1,0 +1,168 @@
+package dev.hedgerow.api;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.util.Iterator;
+import java.util.Map;
+
+/**
+ * Type and range checks of the chat completions parameters the OpenAI API defines, as OpenAI itself answers them
+ * (400, the parameter named). A request that would be refused by a strict provider is refused before any route is
+ * tried, so a lax one (many OpenAI-compatible servers ignore what they do not know) cannot quietly answer it, and
+ * a mistyped value never costs an upstream call, a hedge or a failover. {@code null} means "not set", as upstream.
+ * Fields outside this list pass through unchecked.
+ */
+final class RequestParameters {
+    /** OpenAI's limit on {@code n}. */
+    static final int MAX_CHOICES = 128;
+
+    private RequestParameters() {
+    }
+
+    static void validate(ObjectNode body, boolean stream) {
+        number(body, "temperature", 0, 2);
+        number(body, "top_p", 0, 1);
+        number(body, "presence_penalty", -2, 2);
+        number(body, "frequency_penalty", -2, 2);
+        number(body, "min_p", 0, 1);
+        number(body, "repetition_penalty", 0, Double.MAX_VALUE);
+        integer(body, "seed", Long.MIN_VALUE, Long.MAX_VALUE);
+        integer(body, "top_k", -1, Integer.MAX_VALUE);
+        integer(body, "top_logprobs", 0, 20);
+        Long n = integer(body, "n", 1, MAX_CHOICES);
+        if (stream && n != null && n > 1) {
+            // a stream is followed, resumed and hedged as one text; n > 1 interleaves several under one id
+            throw new RequestException(ApiError.invalidRequest("unsupported_parameter", "Hedgerow streams one "
+                    + "choice per request: 'n' must be 1 when 'stream' is true (ask for several choices without "
+                    + "streaming, or make n requests).", "n"));
+        }
+        bool(body, "logprobs");
+        bool(body, "parallel_tool_calls");
+        bool(body, "store");
+        text(body, "user");
+        text(body, "reasoning_effort");
+        text(body, "service_tier");
+        stop(body);
+        logitBias(body);
+        arrayOfObjects(body, "tools");
+        arrayOfObjects(body, "functions");
+        JsonNode tc = present(body, "tool_choice");
+        if (tc != null && !tc.isTextual() && !tc.isObject()) {
+            throw wrong("tool_choice", "a string or an object");
+        }
+        JsonNode rf = present(body, "response_format");
+        if (rf != null && (!rf.isObject() || !rf.path("type").isTextual())) {
+            throw wrong("response_format", "an object with a string 'type'");
+        }
+        JsonNode so = present(body, "stream_options");
+        if (so != null && so.isObject()) {
+            bool((ObjectNode) so, "include_usage", "stream_options.include_usage");
+        }
+    }
+
+    private static JsonNode present(ObjectNode body, String field) {
+        JsonNode v = body.get(field);
+        return v == null || v.isNull() ? null : v;
+    }
+
+    private static void number(ObjectNode body, String field, double min, double max) {
+        JsonNode v = present(body, field);
+        if (v == null) {
+            return;
+        }
+        if (!v.isNumber() || !Double.isFinite(v.doubleValue()) || v.doubleValue() < min || v.doubleValue() > max) {
+            throw wrong(field, max == Double.MAX_VALUE ? "a number of at least " + fmt(min)
+                    : "a number between " + fmt(min) + " and " + fmt(max));
+        }
+    }
+
+    private static Long integer(ObjectNode body, String field, long min, long max) {
+        JsonNode v = present(body, field);
+        if (v == null) {
+            return null;
+        }
+        if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
+            throw wrong(field, max == Long.MAX_VALUE || max == Integer.MAX_VALUE
+                    ? (min == Long.MIN_VALUE ? "an integer" : "an integer of at least " + min)
+                    : "an integer between " + min + " and " + max);
+        }
+        return v.longValue();
+    }
+
+    private static void bool(ObjectNode body, String field) {
+        bool(body, field, field);
+    }
+
+    private static void bool(ObjectNode body, String field, String param) {
+        JsonNode v = present(body, field);
+        if (v != null && !v.isBoolean()) {
+            throw wrong(param, "a boolean");
+        }
+    }
+
+    private static void text(ObjectNode body, String field) {
+        JsonNode v = present(body, field);
+        if (v != null && !v.isTextual()) {
+            throw wrong(field, "a string");
+        }
+    }
+
+    private static void stop(ObjectNode body) {
+        JsonNode v = present(body, "stop");
+        if (v == null || v.isTextual()) {
+            return;
+        }
+        if (v.isArray()) {
+            boolean allText = true;
+            for (JsonNode s : v) {
+                allText &= s.isTextual();
+            }
+            if (allText) {
+                return;
+            }
+        }
+        throw wrong("stop", "a string or an array of strings");
+    }
+
+    private static void logitBias(ObjectNode body) {
+        JsonNode v = present(body, "logit_bias");
+        if (v == null) {
+            return;
+        }
+        if (!v.isObject()) {
+            throw wrong("logit_bias", "an object mapping token ids to numbers between -100 and 100");
+        }
+        Iterator<Map.Entry<String, JsonNode>> it = v.fields();
+        while (it.hasNext()) {
+            Map.Entry<String, JsonNode> e = it.next();
+            JsonNode b = e.getValue();
+            if (!b.isNumber() || b.doubleValue() < -100 || b.doubleValue() > 100) {
+                throw wrong("logit_bias", "an object mapping token ids to numbers between -100 and 100 ('"
+                        + e.getKey() + "' is not)");
+            }
+        }
+    }
+
+    private static void arrayOfObjects(ObjectNode body, String field) {
+        JsonNode v = present(body, field);
+        if (v == null) {
+            return;
+        }
+        boolean ok = v.isArray();
+        for (int i = 0; ok && i < v.size(); i++) {
+            ok = v.get(i).isObject();
+        }
+        if (!ok) {
+            throw wrong(field, "an array of objects");
+        }
+    }
+
+    private static RequestException wrong(String param, String what) {
+        return new RequestException(ApiError.invalidRequest("'" + param + "' must be " + what + ".", param));
+    }
+
+    private static String fmt(double d) {
+        return d == Math.rint(d) ? Long.toString((long) d) : Double.toString(d);
+    }
+}
