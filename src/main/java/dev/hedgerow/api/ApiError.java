@@ -38,6 +38,10 @@ public record ApiError(int status, String type, String code, String message, Str
         return new ApiError(404, "invalid_request_error", "not_found", message, null, null);
     }
 
+    public static ApiError unsupportedMediaType(String message) {
+        return new ApiError(415, "invalid_request_error", "unsupported_media_type", message, null, null);
+    }
+
     public static ApiError tooLarge(long limit) {
         return new ApiError(413, "invalid_request_error", "request_too_large",
                 "Request body exceeds the limit of " + limit + " bytes.", null, null);

@@ -132,6 +132,20 @@ class HostileInputTest {
         assertEquals(414, r.status());
     }
 
+    /** Vert.x decodes a multipart body into form fields and leaves the body empty: it is not called "empty". */
+    @Test
+    void aMultipartBodyIs415NamingItsTypeNotAnEmptyBody() {
+        byte[] body = ("--xyz\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nchat\r\n--xyz--\r\n")
+                .getBytes(StandardCharsets.US_ASCII);
+        RawHttp.Response r = RawHttp.send(gw.port(), RawHttp.request("POST", "/v1/chat/completions",
+                "Authorization: Bearer k-acme\r\nContent-Type: multipart/form-data; boundary=xyz\r\n"
+                        .getBytes(StandardCharsets.US_ASCII), body));
+        assertEquals(415, r.status(), r.body());
+        JsonNode err = Envelope.assert4xx(r.status(), r.body(), "multipart");
+        assertEquals("unsupported_media_type", err.path("code").asText());
+        assertTrue(err.path("message").asText().contains("multipart/form-data"), r.body());
+    }
+
     @Test
     void missingMessagesIs400NamingMessages() {
         RawHttp.Response r = post("{\"model\":\"chat\"}".getBytes(StandardCharsets.UTF_8));

@@ -67,8 +67,7 @@ public class AdminGuard {
                     + ". Hedgerow serves POST /v1/chat/completions and GET /v1/models.");
             case 405 -> new ApiError(405, "invalid_request_error", "method_not_allowed",
                     "This method is not allowed on this admin path; see /admin/openapi.", null, null);
-            case 415 -> new ApiError(415, "invalid_request_error", "unsupported_media_type",
-                    "Send the body as application/json.", null, null);
+            case 415 -> ApiError.unsupportedMediaType("Send the body as application/json.");
             case 406 -> new ApiError(406, "invalid_request_error", "not_acceptable",
                     "The admin API answers application/json.", null, null);
             case 400 -> e.getCause() instanceof JsonProcessingException j ? invalidJson(j)

@@ -171,6 +171,12 @@ public final class GatewayRoutes {
         try {
             Buffer b = ctx.body().buffer();
             if (b == null || b.length() == 0) {
+                String type = httpReq.getHeader("content-type");
+                if (type != null && type.regionMatches(true, 0, "multipart/", 0, "multipart/".length())) {
+                    // Vert.x decodes a multipart body into form attributes and leaves the body itself empty
+                    throw new RequestException(ApiError.unsupportedMediaType("The request body must be a JSON object "
+                            + "(Content-Type: application/json), not " + type.split(";", 2)[0].trim() + "."));
+                }
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
             ChatRequest chat = ChatRequest.parse(b.getBytes(),
