@@ -95,6 +95,10 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     long firstReasoningNanos = -1;
     boolean visibleStarted;
     long outputChars;
+    /** Deltas of content or reasoning this attempt streamed: one token each (the output guard's count). */
+    long outputTokens;
+    /** The completion limit this attempt asked its provider for (a resume asks for what is left), or null. */
+    Integer askedTokens;
 
     Attempt(Dispatch dispatch, Dispatcher.Deps deps, GroupSettings.Timeouts timeouts, int index, String leaseId,
             Candidate cand, Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {

@@ -31,6 +31,7 @@ final class ClientOutput {
     /** With max_tokens set the cap is this many chars per token (8x an average token) plus the slack below. */
     static final int OUTPUT_CHARS_PER_TOKEN = 32;
     static final int OUTPUT_SLACK_CHARS = 4096;
+    static final int OUTPUT_TOKEN_SLACK = 16;
 
     private final DispatchRequest req;
     private final ClientSink sink;
@@ -57,10 +58,25 @@ final class ClientOutput {
                 : Math.min(MAX_OUTPUT_CHARS, (long) max * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS);
     }
 
-    /** Counts {@code chars} more of the attempt's output; true when it is now over {@link #outputLimit()}. */
-    boolean overLimit(Attempt a, long chars) {
+    /**
+     * The output guard's cap on the tokens one attempt may stream: what it asked for plus a quarter and
+     * {@link #OUTPUT_TOKEN_SLACK} (a provider may split a token over two deltas now and then), or none without
+     * max_tokens. A provider that ignores max_tokens is cut here long before the char cap.
+     */
+    static long tokenLimit(Attempt a) {
+        return a.askedTokens == null ? Long.MAX_VALUE : a.askedTokens + a.askedTokens / 4 + OUTPUT_TOKEN_SLACK;
+    }
+
+    /**
+     * Counts one more delta of the attempt, {@code chars} long, of which {@code token} says whether it carried
+     * content or reasoning; true when the attempt is now over {@link #outputLimit()} or {@link #tokenLimit}.
+     */
+    boolean overLimit(Attempt a, long chars, boolean token) {
         a.outputChars += chars;
-        return a.outputChars > outputLimit();
+        if (token) {
+            a.outputTokens++;
+        }
+        return a.outputChars > outputLimit() || a.outputTokens > tokenLimit(a);
     }
 
     /** The stream commits to its first winner: the response head, then the content-less chunks it held. */

@@ -343,7 +343,7 @@ final class Dispatch {
         if (a != winner) {
             return;
         }
-        if (output.overLimit(a, d.chars())) {
+        if (output.overLimit(a, d.chars(), !d.content().isEmpty() || !d.reasoning().isEmpty())) {
             outputLimitExceeded(a);
             return;
         }
@@ -355,12 +355,13 @@ final class Dispatch {
 
     /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
     private void outputLimitExceeded(Attempt a) {
-        health.failure(a, Failure.transport("output_limit", "over " + output.outputLimit() + " chars"));
+        boolean tokens = a.outputTokens > ClientOutput.tokenLimit(a);
+        String limit = tokens ? a.outputTokens - 1 + " tokens (max_tokens " + a.askedTokens + ")"
+                : output.outputLimit() + " characters";
+        health.failure(a, Failure.transport("output_limit", "over " + limit));
         endAttempt(a, "failed", "output_limit", true);
-        Integer max = req.chat().maxTokens();
         endWithErrorEvent("output_limit_exceeded", "The upstream kept generating past the output limit of "
-                + output.outputLimit() + " characters" + (max == null ? "" : " (max_tokens " + max + ")")
-                + "; the stream was cut.");
+                + limit + "; the stream was cut.");
     }
 
     /** The attempt produced its first content: it wins the race (or takes over a resumed stream). */

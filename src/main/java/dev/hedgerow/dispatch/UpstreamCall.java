@@ -35,6 +35,7 @@ final class UpstreamCall {
                     ? (ObjectNode) body.get("stream_options") : body.putObject("stream_options");
             so.put("include_usage", true);
         }
+        a.askedTokens = req.chat().maxTokens();
         if (a.kind == Kind.RESUME) {
             a.method.apply(body, transcript);
             if (!a.method.exact()) {
@@ -46,6 +47,7 @@ final class UpstreamCall {
             if (max != null) {
                 // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token
                 int left = Math.max(1, max - transcript.deltas);
+                a.askedTokens = left;
                 body.remove("max_tokens");
                 body.put(body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", left);
             }
