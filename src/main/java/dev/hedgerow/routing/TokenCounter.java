@@ -47,6 +47,8 @@ public final class TokenCounter {
 
     static final int RECENT = 256;
     static final int MAX_REMEMBERED = 16 * 1024;
+    /** Chars of one count tokenized exactly; text beyond them is estimated (see {@link Tally}). */
+    public static final int MAX_EXACT_CHARS = 1 << 20;
 
     private final Encoding encoding;
     private final RecentByString<Integer> recent = new RecentByString<>(RECENT);
@@ -114,36 +116,49 @@ public final class TokenCounter {
 
     /**
      * Prompt tokens of a chat completion request body: its {@code messages} and {@code tools}, with the framing
-     * OpenAI adds. A body without messages counts only the reply priming.
+     * OpenAI adds. A body without messages counts only the reply priming. Exact for the first
+     * {@link #MAX_EXACT_CHARS} chars of text; beyond them the rest is estimated at the tokens per char of what was
+     * counted (see {@link Tally}).
      */
     public int countRequest(JsonNode request) {
         if (request == null || !request.isObject()) {
             return REPLY_PRIMING;
         }
-        int tokens = countMessages(request.get("messages"));
+        Tally tally = new Tally();
+        int tokens = countMessages(request.get("messages"), tally);
         JsonNode tools = request.get("tools");
         if (tools != null && tools.isArray() && !tools.isEmpty()) {
             for (JsonNode tool : tools) {
-                tokens += TOKENS_PER_TOOL + countRemembered(tool.toString());
+                tokens += TOKENS_PER_TOOL + tally.text(tool.toString());
             }
         }
-        return tokens;
+        return tokens + tally.estimated();
     }
 
     /** Prompt tokens of a {@code messages} array, with per-message framing and the reply priming. */
     public int countMessages(JsonNode messages) {
+        Tally tally = new Tally();
+        return countMessages(messages, tally) + tally.estimated();
+    }
+
+    private int countMessages(JsonNode messages, Tally tally) {
         int tokens = REPLY_PRIMING;
         if (messages == null || !messages.isArray()) {
             return tokens;
         }
         for (JsonNode message : messages) {
-            tokens += countMessage(message);
+            tokens += countMessage(message, tally);
         }
         return tokens;
     }
 
     /** Tokens of one message, framing included (the reply priming is not). */
     public int countMessage(JsonNode message) {
+        Tally tally = new Tally();
+        return countMessage(message, tally) + tally.estimated();
+    }
+
+    private int countMessage(JsonNode message, Tally tally) {
         int tokens = TOKENS_PER_MESSAGE;
         if (message == null || !message.isObject()) {
             return tokens;
@@ -152,12 +167,12 @@ public final class TokenCounter {
             Map.Entry<String, JsonNode> field = it.next();
             JsonNode value = field.getValue();
             switch (field.getKey()) {
-                case "content" -> tokens += countContent(value);
-                case "tool_calls" -> tokens += countToolCalls(value);
-                case "name" -> tokens += TOKENS_PER_NAME + (value.isTextual() ? countRemembered(value.asText()) : 0);
+                case "content" -> tokens += countContent(value, tally);
+                case "tool_calls" -> tokens += countToolCalls(value, tally);
+                case "name" -> tokens += TOKENS_PER_NAME + (value.isTextual() ? tally.text(value.asText()) : 0);
                 default -> {
                     if (value.isTextual()) {
-                        tokens += countRemembered(value.asText());
+                        tokens += tally.text(value.asText());
                     }
                 }
             }
@@ -167,30 +182,35 @@ public final class TokenCounter {
 
     /** Tokens of a message's {@code content}: a string, or an array of content parts. */
     public int countContent(JsonNode content) {
+        Tally tally = new Tally();
+        return countContent(content, tally) + tally.estimated();
+    }
+
+    private int countContent(JsonNode content, Tally tally) {
         if (content == null || content.isNull()) {
             return 0;
         }
         if (content.isTextual()) {
-            return countRemembered(content.asText());
+            return tally.text(content.asText());
         }
         if (!content.isArray()) {
-            return countRemembered(content.toString());
+            return tally.text(content.toString());
         }
         int tokens = 0;
         for (JsonNode part : content) {
-            tokens += countPart(part);
+            tokens += countPart(part, tally);
         }
         return tokens;
     }
 
-    private int countPart(JsonNode part) {
+    private int countPart(JsonNode part, Tally tally) {
         if (part.isTextual()) {
-            return countRemembered(part.asText());
+            return tally.text(part.asText());
         }
         String type = part.path("type").asText("");
         switch (type) {
             case "text", "input_text" -> {
-                return countRemembered(part.path("text").asText(""));
+                return tally.text(part.path("text").asText(""));
             }
             case "image_url", "input_image" -> {
                 String detail = part.path("image_url").path("detail").asText(part.path("detail").asText("auto"));
@@ -200,22 +220,67 @@ public final class TokenCounter {
                 return AUDIO_TOKENS;
             }
             default -> {
-                return countRemembered(part.toString());
+                return tally.text(part.toString());
             }
         }
     }
 
-    private int countToolCalls(JsonNode toolCalls) {
+    private int countToolCalls(JsonNode toolCalls, Tally tally) {
         if (toolCalls == null || !toolCalls.isArray()) {
             return 0;
         }
         int tokens = 0;
         for (JsonNode call : toolCalls) {
             JsonNode fn = call.path("function");
-            tokens += TOKENS_PER_MESSAGE + countRemembered(fn.path("name").asText(""))
-                    + countRemembered(fn.path("arguments").asText(""));
+            tokens += TOKENS_PER_MESSAGE + tally.text(fn.path("name").asText(""))
+                    + tally.text(fn.path("arguments").asText(""));
         }
         return tokens;
+    }
+
+    /**
+     * One count's budget of exact tokenizing. BPE costs ~0.4 µs a char, so an 8 MiB prompt would hold a worker's
+     * CPU for seconds per request; the first {@link #MAX_EXACT_CHARS} chars (a few hundred thousand tokens, past
+     * most context windows) are counted exactly and the text beyond them is estimated at the tokens per char of
+     * what was counted. Routing needs no more: such a prompt is either far past a route's window or within a few
+     * percent of the same estimate.
+     */
+    private final class Tally {
+        private long exactCharsLeft = MAX_EXACT_CHARS;
+        private long exactChars;
+        private long exactTokens;
+        private long estimatedChars;
+
+        int text(String s) {
+            if (s == null || s.isEmpty()) {
+                return 0;
+            }
+            if (s.length() <= exactCharsLeft) {
+                return exact(s.length(), countRemembered(s));
+            }
+            int cut = (int) exactCharsLeft;
+            if (cut > 0 && Character.isHighSurrogate(s.charAt(cut - 1))) {
+                cut--; // never split a surrogate pair
+            }
+            estimatedChars += s.length() - cut;
+            return cut == 0 ? 0 : exact(cut, countText(s.substring(0, cut)));
+        }
+
+        private int exact(int chars, int tokens) {
+            exactCharsLeft -= chars;
+            exactChars += chars;
+            exactTokens += tokens;
+            return tokens;
+        }
+
+        /** Tokens of the text past the exact budget, at the ratio of what was counted (4 chars a token if none). */
+        int estimated() {
+            if (estimatedChars == 0) {
+                return 0;
+            }
+            double perChar = exactChars == 0 ? 0.25 : (double) exactTokens / exactChars;
+            return (int) Math.min(Integer.MAX_VALUE / 2, Math.ceil(estimatedChars * perChar));
+        }
     }
 
     private static final class Holder {

@@ -67,6 +67,9 @@ public final class GatewayHarness implements AutoCloseable {
         return out;
     }
 
+    /** The request body limit of every harness but {@link #startWithBodyLimit}'s. */
+    static final int BODY_LIMIT = 1024 * 1024;
+
     public static GatewayHarness start(String yaml, Map<String, SimConfig> providers) {
         return start(yaml, providers, new MemoryStateStore(Ticker.system()));
     }
@@ -84,7 +87,14 @@ public final class GatewayHarness implements AutoCloseable {
                                        BiConsumer<Router, Supplier<Hedgerow>> mounts) {
         Vertx vertx = Vertx.vertx();
         return start(vertx, true, yaml, startSims(vertx, providers), true, store, mounts,
-                ProviderUrls::metadataReason);
+                ProviderUrls::metadataReason, BODY_LIMIT);
+    }
+
+    /** Like {@link #start(String, Map)} with another request body limit than the harness's 1 MiB. */
+    public static GatewayHarness startWithBodyLimit(String yaml, Map<String, SimConfig> providers, int bodyLimit) {
+        Vertx vertx = Vertx.vertx();
+        return start(vertx, true, yaml, startSims(vertx, providers), true, new MemoryStateStore(Ticker.system()),
+                null, ProviderUrls::metadataReason, bodyLimit);
     }
 
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store) {
@@ -97,13 +107,13 @@ public final class GatewayHarness implements AutoCloseable {
      */
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
                                        Function<String, String> blockedPeer) {
-        return start(vertx, false, yaml, sims, false, store, null, blockedPeer);
+        return start(vertx, false, yaml, sims, false, store, null, blockedPeer, BODY_LIMIT);
     }
 
     private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
                                         boolean ownsSims, StateStore store,
                                         BiConsumer<Router, Supplier<Hedgerow>> mounts,
-                                        Function<String, String> blockedPeer) {
+                                        Function<String, String> blockedPeer, int bodyLimit) {
         Map<String, String> env = new HashMap<>();
         sims.forEach((id, s) -> env.put("SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_') + "_URL",
                 s.baseUrl()));
@@ -115,7 +125,7 @@ public final class GatewayHarness implements AutoCloseable {
         core.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);
-        new GatewayRoutes(() -> core, 1024 * 1024).mount(router);
+        new GatewayRoutes(() -> core, bodyLimit).mount(router);
         if (mounts != null) {
             mounts.accept(router, () -> core);
         }
