@@ -26,6 +26,7 @@ import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
 import io.vertx.ext.web.handler.PlatformHandler;
 
+import java.io.IOException;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.HashMap;
@@ -100,8 +101,10 @@ public final class GatewayRoutes {
     }
 
     private void failure(RoutingContext ctx) {
-        if (ctx.response().closed() || ctx.failure() instanceof HttpClosedException) {
-            // the client hung up while its body was still arriving: nobody to answer, and not the gateway's fault
+        if (ctx.response().closed() || ctx.failure() instanceof HttpClosedException
+                || ctx.failure() instanceof IOException) {
+            // the client hung up (or reset the connection) while its body was still arriving: nobody to answer, and
+            // not the gateway's fault
             System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.DEBUG,
                     "client closed the connection before its request body was read");
             return;

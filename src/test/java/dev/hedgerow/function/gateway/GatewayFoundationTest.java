@@ -316,10 +316,15 @@ class GatewayFoundationTest {
         }
     }
 
-    @Test
-    void aClientHangingUpMidUploadIsNoServerError() throws Exception {
+    /** A hang-up mid-upload, by an orderly close (FIN) and by a reset (RST, as a killed client or a proxy sends). */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+    void aClientHangingUpMidUploadIsNoServerError(boolean reset) throws Exception {
         try (LogCapture capture = new LogCapture()) {
             try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gw.port())) {
+                if (reset) {
+                    socket.setSoLinger(true, 0); // close() then sends RST
+                }
                 socket.getOutputStream().write(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
                         + "Authorization: Bearer k-acme\r\nContent-Type: application/json\r\n"
                         + "Content-Length: 1000\r\n\r\n{\"model\":").getBytes(StandardCharsets.US_ASCII));
