@@ -197,6 +197,20 @@ public final class BatchingStateStore extends ForwardingStateStore {
                 : Uni.join().all(writes).andCollectFailures().replaceWithVoid();
     }
 
+    /** What is pending, key kind by phase with its waiters, e.g. {@code UsageKey OPEN(3)}: for a test's failure. */
+    String describePending() {
+        List<String> out = new ArrayList<>();
+        pending.forEach((key, b) -> {
+            Cell c = b.cell.get();
+            int waiters = 0;
+            for (Waiter w = c.waiters(); w != null; w = w.next()) {
+                waiters++;
+            }
+            out.add(key.getClass().getSimpleName() + " " + c.phase() + "(" + waiters + ")");
+        });
+        return "pending: " + out;
+    }
+
     // ---- merged writes -------------------------------------------------------------------------------------------
 
     @Override

@@ -220,18 +220,21 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
             }
         });
         flusher.start();
-        List<CompletableFuture<Void>> written = new CopyOnWriteArrayList<>();
+        // each write's completion, by kind: a hang names the kinds that never completed
+        Map<String, java.util.Queue<CompletableFuture<Void>>> written = new ConcurrentHashMap<>();
+        java.util.function.BiConsumer<String, Uni<Void>> track = (kind, write) -> written.computeIfAbsent(kind,
+                k -> new java.util.concurrent.ConcurrentLinkedQueue<>()).add(write.subscribeAsCompletionStage()
+                .toCompletableFuture());
         int threads = 4;
         int each = 2_000;
         try {
             assertEquals(0, AtOnce.failures(threads, each, i -> {
-                written.add(batching.addUsage(route, new UsageSample(1, 2, 0.5), LONG_WINDOW)
-                        .subscribeAsCompletionStage());
-                written.add(batching.countRequest(org, LONG_WINDOW).subscribeAsCompletionStage());
-                written.add(batching.addLedger(org, "chat", new UsageSample(1, 0, 0)).subscribeAsCompletionStage());
+                track.accept("usage", batching.addUsage(route, new UsageSample(1, 2, 0.5), LONG_WINDOW));
+                track.accept("count", batching.countRequest(org, LONG_WINDOW));
+                track.accept("ledger", batching.addLedger(org, "chat", new UsageSample(1, 0, 0)));
                 await(batching.acquireLease(route, "lease-" + i, LONG_WINDOW));
                 if (i % 2 == 0) { // half end at once: cancelled in their batch, or released after they landed
-                    written.add(batching.releaseLease(route, "lease-" + i).subscribeAsCompletionStage());
+                    track.accept("release", batching.releaseLease(route, "lease-" + i));
                 }
                 return true;
             }));
@@ -241,7 +244,15 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         }
         await(batching.flush());
         int n = threads * each;
-        CompletableFuture.allOf(written.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+        try {
+            CompletableFuture.allOf(written.values().stream().flatMap(java.util.Collection::stream)
+                    .toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            Map<String, Long> open = new java.util.TreeMap<>();
+            written.forEach((kind, fs) -> open.put(kind, fs.stream().filter(f -> !f.isDone()).count()));
+            throw new AssertionError("writes never completed, by kind: " + open + "; " + batching.describePending(),
+                    e);
+        }
         RouteSnapshot s = await(inner.snapshot(List.of(route), LONG_WINDOW)).get(route);
         assertEquals(new UsageSample(n, 2L * n, 0.5 * n), s.usage(), "every usage write landed once");
         assertEquals(n / 2, s.inflight(), "exactly the leases not released are held");
