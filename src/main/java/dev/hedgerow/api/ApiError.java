@@ -38,6 +38,15 @@ public record ApiError(int status, String type, String code, String message, Str
         return new ApiError(404, "invalid_request_error", "not_found", message, null, null);
     }
 
+    public static ApiError methodNotAllowed(String message) {
+        return new ApiError(405, "invalid_request_error", "method_not_allowed", message, null, null);
+    }
+
+    /** A bug met by one request: nothing about it reaches the client but that it happened. */
+    public static ApiError internal() {
+        return new ApiError(500, "server_error", "internal_error", "Internal error.", null, null);
+    }
+
     public static ApiError unsupportedMediaType(String message) {
         return new ApiError(415, "invalid_request_error", "unsupported_media_type", message, null, null);
     }

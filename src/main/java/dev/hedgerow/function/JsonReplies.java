@@ -5,7 +5,12 @@ import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.Json;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.Handler;
+import io.vertx.core.http.HttpClosedException;
 import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+
+import java.io.IOException;
 
 /**
  * JSON answers of the Vert.x routes (gateway, prober, capacity): a body with its status, or an {@link ApiError} in
@@ -13,6 +18,8 @@ import io.vertx.ext.web.Router;
  * alone.
  */
 public final class JsonReplies {
+    private static final System.Logger LOG = System.getLogger("dev.hedgerow.http");
+
     private JsonReplies() {
     }
 
@@ -41,8 +48,33 @@ public final class JsonReplies {
      */
     public static void methodNotAllowed(Router router, String... paths) {
         for (String path : paths) {
-            router.route(path).handler(ctx -> error(ctx.response(), new ApiError(405, "invalid_request_error",
-                    "method_not_allowed", "Method " + ctx.request().method() + " is not allowed here.", null, null)));
+            router.route(path).handler(ctx -> error(ctx.response(), ApiError.methodNotAllowed(
+                    "Method " + ctx.request().method() + " is not allowed here.")));
         }
+    }
+
+    /**
+     * The failure handler of a Vert.x route with a body: a client that hung up or reset the connection while its
+     * body was arriving is a debug line (nobody to answer, not the server's fault); a body over {@code bodyLimit}
+     * is 413; another 4xx of the router's ("the {@code what} could not be read"); anything else an ERROR and a 500.
+     */
+    public static Handler<RoutingContext> failureHandler(long bodyLimit, String what) {
+        return ctx -> {
+            if (ctx.response().closed() || ctx.failure() instanceof HttpClosedException
+                    || ctx.failure() instanceof IOException) {
+                LOG.log(System.Logger.Level.DEBUG, "client closed the connection before its request body was read");
+                return;
+            }
+            int status = ctx.statusCode();
+            if (status == 413) {
+                error(ctx.response(), ApiError.tooLarge(bodyLimit));
+            } else if (status >= 400 && status < 500) {
+                error(ctx.response(), ApiError.invalidRequest("The " + what + " could not be read.", null)
+                        .withStatus(status));
+            } else {
+                LOG.log(System.Logger.Level.ERROR, "unexpected failure on " + ctx.request().path(), ctx.failure());
+                error(ctx.response(), ApiError.internal());
+            }
+        };
     }
 }

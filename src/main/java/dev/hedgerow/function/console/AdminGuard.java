@@ -65,8 +65,7 @@ public class AdminGuard {
             case 404 -> ApiError.notFound(admin ? "No admin API path matches this request; see /admin/openapi."
                     : "No such endpoint: " + request.method() + " " + request.path()
                     + ". Hedgerow serves POST /v1/chat/completions and GET /v1/models.");
-            case 405 -> new ApiError(405, "invalid_request_error", "method_not_allowed",
-                    "This method is not allowed on this admin path; see /admin/openapi.", null, null);
+            case 405 -> ApiError.methodNotAllowed("This method is not allowed on this admin path; see /admin/openapi.");
             case 415 -> ApiError.unsupportedMediaType("Send the body as application/json.");
             case 406 -> new ApiError(406, "invalid_request_error", "not_acceptable",
                     "The admin API answers application/json.", null, null);
@@ -74,7 +73,7 @@ public class AdminGuard {
                     : ApiError.invalidRequest("The request could not be read.", null);
             default -> status >= 400 && status < 500
                     ? ApiError.invalidRequest("The request could not be read.", null).withStatus(status)
-                    : new ApiError(500, "server_error", "internal_error", "Internal error.", null, null);
+                    : ApiError.internal();
         };
         return AdminResource.error(err, null);
     }

@@ -17,8 +17,8 @@ import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.runtime.Hedgerow;
+import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpClosedException;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.ext.web.Router;
@@ -26,7 +26,6 @@ import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
 import io.vertx.ext.web.handler.PlatformHandler;
 
-import java.io.IOException;
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
 import java.util.HashMap;
@@ -68,16 +67,17 @@ public final class GatewayRoutes {
     }
 
     public void mount(Router router) {
+        Handler<RoutingContext> failure = JsonReplies.failureHandler(bodyLimit, "request");
         BodyHandler body = BodyHandler.create(false).setBodyLimit(bodyLimit).setHandleFileUploads(false);
         // the guard first (a platform handler may precede the body handler): an oversized header block is refused
         // before its body is read
         PlatformHandler guard = GatewayRoutes::headerGuard;
         router.post("/v1/chat/completions").handler(guard).handler(body)
-                .handler(ctx -> chat(ctx, null)).failureHandler(this::failure);
+                .handler(ctx -> chat(ctx, null)).failureHandler(failure);
         router.post("/models/:alias/v1/chat/completions").handler(guard).handler(body)
-                .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(this::failure);
+                .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(failure);
         router.get("/v1/models").handler(guard).handler(this::models)
-                .failureHandler(this::failure);
+                .failureHandler(failure);
         JsonReplies.methodNotAllowed(router, "/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models");
     }
 
@@ -98,29 +98,6 @@ public final class GatewayRoutes {
             return;
         }
         ctx.next();
-    }
-
-    private void failure(RoutingContext ctx) {
-        if (ctx.response().closed() || ctx.failure() instanceof HttpClosedException
-                || ctx.failure() instanceof IOException) {
-            // the client hung up (or reset the connection) while its body was still arriving: nobody to answer, and
-            // not the gateway's fault
-            System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.DEBUG,
-                    "client closed the connection before its request body was read");
-            return;
-        }
-        int status = ctx.statusCode();
-        ApiError err;
-        if (status == 413) {
-            err = ApiError.tooLarge(bodyLimit);
-        } else if (status >= 400 && status < 500) {
-            err = ApiError.invalidRequest("The request could not be read.", null).withStatus(status);
-        } else {
-            System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "unexpected failure",
-                    ctx.failure());
-            err = new ApiError(500, "server_error", "internal_error", "Internal error.", null, null);
-        }
-        JsonReplies.error(ctx.response(), err);
     }
 
     private static Optional<Org> authenticate(Hedgerow h, HttpServerRequest req) {
@@ -242,7 +219,7 @@ public final class GatewayRoutes {
     /** A bug met by one request ends that request with a 500 envelope; it must never leave the client hanging. */
     private static void internalError(HttpServerResponse resp, Throwable t) {
         System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "request failed", t);
-        JsonReplies.error(resp, new ApiError(500, "server_error", "internal_error", "Internal error.", null, null));
+        JsonReplies.error(resp, ApiError.internal());
     }
 
     private void onPlan(Hedgerow h, Org org, String alias, ChatRequest chat, RequestFacts facts, RoutePlan plan,

@@ -33,11 +33,7 @@ public final class CapacityRoutes {
 
     public void mount(Router router) {
         router.post("/v1/capacity").handler(BodyHandler.create(false).setBodyLimit(BODY_LIMIT))
-                .handler(this::report).failureHandler(ctx -> JsonReplies.error(ctx.response(),
-                        ctx.statusCode() >= 400 && ctx.statusCode() < 500
-                                ? ApiError.invalidRequest("The report could not be read.", null)
-                                .withStatus(ctx.statusCode())
-                                : new ApiError(500, "server_error", "internal_error", "Internal error.", null, null)));
+                .handler(this::report).failureHandler(JsonReplies.failureHandler(BODY_LIMIT, "report"));
         JsonReplies.methodNotAllowed(router, "/v1/capacity");
     }
 

@@ -6,6 +6,7 @@ import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.LogCapture;
 import dev.hedgerow.time.FakeTicker;
 import io.restassured.RestAssured;
 import io.restassured.response.Response;
@@ -14,12 +15,14 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.containsInAnyOrder;
 import static org.hamcrest.Matchers.equalTo;
@@ -174,5 +177,27 @@ class HeadroomTest {
                 .statusCode(400).body("error.param", equalTo("ttl_seconds"));
         report("cap-alpha", "not json").then().statusCode(400);
         assertTrue(routesOf(2, "chat").contains("chat-alpha"));
+    }
+
+    /** The capacity route shares the gateway's failure handling: 413 naming the limit, hang-ups only a debug line. */
+    @Test
+    void anOversizedReportIs413AndAResetMidUploadIsNoServerError() throws Exception {
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"pad\":\"" + "x".repeat(20_000) + "\"}").then()
+                .statusCode(413).body("error.code", equalTo("request_too_large"))
+                .body("error.message", org.hamcrest.Matchers.containsString("16384 bytes"));
+        try (LogCapture capture = new LogCapture()) {
+            try (java.net.Socket socket = new java.net.Socket("127.0.0.1", gw.port())) {
+                socket.setSoLinger(true, 0); // close() sends RST
+                socket.getOutputStream().write(("POST /v1/capacity HTTP/1.1\r\nHost: x\r\n"
+                        + "Authorization: Bearer cap-alpha\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: 1000\r\n\r\n{\"route\":").getBytes(StandardCharsets.US_ASCII));
+                socket.getOutputStream().flush();
+            }
+            eventually(() -> capture.lines().stream().anyMatch(l -> l.contains("before its request body was read")),
+                    "the reset is noticed");
+            assertTrue(capture.lines().stream().noneMatch(l -> l.contains(" ERROR ") || l.contains(" SEVERE ")),
+                    String.join("\n", capture.lines()));
+        }
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":0}").then().statusCode(200);
     }
 }
