@@ -343,7 +343,7 @@ final class Dispatch {
         if (a != winner) {
             return;
         }
-        if (output.overLimit(a, d.chars(), !d.content().isEmpty() || !d.reasoning().isEmpty())) {
+        if (output.overLimit(a, d.chars(), d.carriesText())) {
             outputLimitExceeded(a);
             return;
         }
@@ -356,7 +356,7 @@ final class Dispatch {
     /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
     private void outputLimitExceeded(Attempt a) {
         boolean tokens = a.outputTokens > ClientOutput.tokenLimit(a);
-        String limit = tokens ? a.outputTokens - 1 + " tokens (max_tokens " + a.askedTokens + ")"
+        String limit = tokens ? ClientOutput.tokenLimit(a) + " tokens (max_tokens " + a.askedTokens + ")"
                 : output.outputLimit() + " characters";
         health.failure(a, Failure.transport("output_limit", "over " + limit));
         endAttempt(a, "failed", "output_limit", true);

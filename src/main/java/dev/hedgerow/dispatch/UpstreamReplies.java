@@ -26,6 +26,11 @@ final class UpstreamReplies {
             return !content.isEmpty() || !reasoning.isEmpty() || hasTools;
         }
 
+        /** Content or reasoning text: one generated token (the output guard's and a continuation's count). */
+        boolean carriesText() {
+            return !content.isEmpty() || !reasoning.isEmpty();
+        }
+
         /** The text this delta delivers, in chars, for the output guard. */
         int chars() {
             return content.length() + reasoning.length() + (hasTools ? toolCalls.toString().length() : 0);

@@ -8,6 +8,7 @@ import com.knuddels.jtokkit.api.IntArrayList;
 
 import java.util.Iterator;
 import java.util.Map;
+import java.util.function.ToIntFunction;
 
 /**
  * Counts the prompt tokens of an OpenAI chat request with a real BPE tokenizer (jtokkit, {@code o200k_base},
@@ -124,23 +125,25 @@ public final class TokenCounter {
         if (request == null || !request.isObject()) {
             return REPLY_PRIMING;
         }
-        Tally tally = new Tally();
-        int tokens = countMessages(request.get("messages"), tally);
-        JsonNode tools = request.get("tools");
-        if (tools != null && tools.isArray() && !tools.isEmpty()) {
-            for (JsonNode tool : tools) {
-                tokens += TOKENS_PER_TOOL + tally.text(tool.toString());
+        return counted(tally -> {
+            int tokens = countMessages(request.get("messages"), tally);
+            JsonNode tools = request.get("tools");
+            if (tools != null && tools.isArray() && !tools.isEmpty()) {
+                for (JsonNode tool : tools) {
+                    tokens += TOKENS_PER_TOOL + tally.text(tool.toString());
+                }
             }
-        }
-        return tokens + tally.estimated();
+            return tokens;
+        });
+    }
+
+    /** {@code count}'s exact tokens plus its {@link Tally}'s estimate of the text past the exact budget. */
+    private int counted(ToIntFunction<Tally> count) {
+        Tally tally = new Tally();
+        return count.applyAsInt(tally) + tally.estimated();
     }
 
     /** Prompt tokens of a {@code messages} array, with per-message framing and the reply priming. */
-    public int countMessages(JsonNode messages) {
-        Tally tally = new Tally();
-        return countMessages(messages, tally) + tally.estimated();
-    }
-
     private int countMessages(JsonNode messages, Tally tally) {
         int tokens = REPLY_PRIMING;
         if (messages == null || !messages.isArray()) {
@@ -153,9 +156,8 @@ public final class TokenCounter {
     }
 
     /** Tokens of one message, framing included (the reply priming is not). */
-    public int countMessage(JsonNode message) {
-        Tally tally = new Tally();
-        return countMessage(message, tally) + tally.estimated();
+    int countMessage(JsonNode message) {
+        return counted(tally -> countMessage(message, tally));
     }
 
     private int countMessage(JsonNode message, Tally tally) {
@@ -181,9 +183,8 @@ public final class TokenCounter {
     }
 
     /** Tokens of a message's {@code content}: a string, or an array of content parts. */
-    public int countContent(JsonNode content) {
-        Tally tally = new Tally();
-        return countContent(content, tally) + tally.estimated();
+    int countContent(JsonNode content) {
+        return counted(tally -> countContent(content, tally));
     }
 
     private int countContent(JsonNode content, Tally tally) {
