@@ -440,9 +440,7 @@ public final class AdminService {
         ChatRequest chat = ChatRequest.parse(body,
                 org.routing().routedAlias(null, name -> headers.get(name.toLowerCase(Locale.ROOT))));
         String alias = chat.model();
-        if (alias == null || org.routesOf(alias).isEmpty()) {
-            throw new RequestException(ApiError.modelNotFound(String.valueOf(alias)));
-        }
+        Router.requireChatAlias(org, alias);
         RequestFacts facts = RequestFacts.of(chat, core.tokens(), core.prefixes(), headers);
         GroupSettings settings = org.group(alias);
         return core.router().explain(org, alias, facts).map(explanation -> {

@@ -2,6 +2,7 @@ package dev.hedgerow.routing;
 
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.ProviderPrefs;
+import dev.hedgerow.api.RequestException;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
@@ -53,6 +54,21 @@ public final class Router {
         this.balancers = balancers;
         this.models = models;
         this.extras = extras;
+    }
+
+    /**
+     * Refuses a chat request for {@code alias} the org cannot route: no such group (404 model_not_found), or a group of
+     * embeddings models, which answer no chat completions (404 not_a_chat_model; an alias is all embeddings routes or
+     * none, a catalog rule). The gateway and the console's explain ask the same question here.
+     */
+    public static void requireChatAlias(Org org, String alias) {
+        List<Route> routes = alias == null ? List.of() : org.routesOf(alias);
+        if (routes.isEmpty()) {
+            throw new RequestException(ApiError.modelNotFound(String.valueOf(alias)));
+        }
+        if (routes.get(0).embeddings()) {
+            throw new RequestException(ApiError.notAChatModel(alias));
+        }
     }
 
     /** Plans a request for {@code alias}; the alias must have routes in {@code org}. */

@@ -54,6 +54,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                   - { alias: duo, provider: beta, model: kimi-b }
                   - { alias: panel, provider: alpha, model: kimi-a }
                   - { alias: panel, provider: beta, model: kimi-b }
+                  - { alias: vectors, provider: alpha, model: embed-a, embeddings: true }
                 groups:
                   kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
                   duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }

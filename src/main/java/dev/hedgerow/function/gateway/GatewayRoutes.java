@@ -162,12 +162,7 @@ public final class GatewayRoutes {
             ChatRequest chat = ChatRequest.parse(b.getBytes(),
                     org.routing().routedAlias(pathAlias, httpReq::getHeader));
             alias = chat.model();
-            if (org.routesOf(alias).isEmpty()) {
-                throw new RequestException(ApiError.modelNotFound(alias));
-            }
-            if (org.routesOf(alias).get(0).embeddings()) { // an alias is all embeddings routes or none (catalog rule)
-                throw new RequestException(ApiError.notAChatModel(alias));
-            }
+            dev.hedgerow.routing.Router.requireChatAlias(org, alias);
             Map<String, String> headers = routingHeaders(httpReq);
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
                 route(h, org, chat, facts(h, org, chat, headers), requestId, resp);

@@ -254,6 +254,19 @@ class AdminApiTest {
         assertEquals(List.of("alpha", "alpha", "alpha"), providersServing("duo", 3));
     }
 
+    /** Explain refuses what the gateway refuses, through the same check: an unknown alias, an embeddings alias. */
+    @Test
+    void explainRefusesAnUnknownOrEmbeddingsAliasAsTheGatewayDoes() {
+        for (String path : List.of("/admin/explain", "/v1/chat/completions")) {
+            for (String[] aliasAndCode : new String[][]{{"vectors", "not_a_chat_model"}, {"nope", "model_not_found"}}) {
+                (path.startsWith("/admin") ? admin() : given().auth().oauth2("k-acme").contentType("application/json"))
+                        .body("{\"model\":\"" + aliasAndCode[0] + "\",\"messages\":[{\"role\":\"user\","
+                                + "\"content\":\"x\"}]}")
+                        .post(path).then().statusCode(404).body("error.code", equalTo(aliasAndCode[1]));
+            }
+        }
+    }
+
     @Test
     void explainNamesTheMissingCapability() {
         admin().body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
