@@ -83,6 +83,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     long lastContentNanos;
     int contentChunks;
     String finishReason;
+    /**
+     * The choice that carried this attempt's finish_reason, its delta emptied: sent in the closing chunk (with the
+     * attempt trail) once the stream completes, never before, so the last chunk a client reads still has a choice.
+     */
+    ObjectNode heldFinish;
     JsonNode usage;
     OverlapTrimmer trimmer;
     boolean trimReasoning;

@@ -54,11 +54,28 @@ final class Billing {
         return new UsageSample(prompt, completion, cost);
     }
 
-    /** Sets {@code parent.usage} to the billed counts, in OpenAI's form. */
-    static void putUsage(ObjectNode parent, UsageSample billed) {
+    /**
+     * Sets {@code parent.usage} to the billed counts, in OpenAI's form, with the provider's breakdowns
+     * ({@code prompt_tokens_details.cached_tokens}, {@code completion_tokens_details.reasoning_tokens}, ...) when
+     * {@code upstream} is the usage that was billed; null after a resume, whose bill no one provider's breakdown
+     * describes.
+     */
+    static void putUsage(ObjectNode parent, UsageSample billed, JsonNode upstream) {
         ObjectNode u = parent.putObject("usage");
         u.put("prompt_tokens", billed.promptTokens());
         u.put("completion_tokens", billed.completionTokens());
         u.put("total_tokens", billed.totalTokens());
+        if (upstream != null && upstream.isObject()) {
+            upstream.fields().forEachRemaining(f -> {
+                if (f.getKey().endsWith("_details") && f.getValue().isObject()) {
+                    u.set(f.getKey(), f.getValue());
+                }
+            });
+        }
+    }
+
+    /** The upstream usage whose breakdowns go with the bill: the attempt's own, unless the stream was resumed. */
+    static JsonNode details(Attempt a, boolean resumed) {
+        return resumed ? null : a.usage;
     }
 }

@@ -137,12 +137,28 @@ final class ClientOutput {
         }
         if (finish != null) {
             transcript.finishReason = finish;
+            holdFinish(a, choice);
         }
-        if (outContent.isEmpty() && outReasoning.isEmpty() && !hasTools && finish == null && delta.size() <= 1
+        if (outContent.isEmpty() && outReasoning.isEmpty() && !hasTools && delta.size() <= 1
                 && !delta.has("role")) {
             return;
         }
         writeChunk(a, node);
+    }
+
+    /**
+     * Keeps the finish of the attempt's choice for the closing chunk and sends the rest now: the text the finishing
+     * chunk carried goes out at once, its finish_reason only with the stream's end, so the closing chunk (which
+     * carries the attempt trail) is a chunk with a choice, as OpenAI's last chunk is, and not an empty one that a
+     * client reading {@code choices[0]} of every chunk would trip on.
+     */
+    private static void holdFinish(Attempt a, ObjectNode choice) {
+        ObjectNode held = choice.deepCopy();
+        held.putObject("delta");
+        held.remove("logprobs");
+        a.heldFinish = held;
+        choice.putNull("finish_reason");
+        choice.remove("stop_reason");
     }
 
     /** Sends what an inexact resume's overlap trimmer still holds (the stream finished before it decided). */
@@ -159,12 +175,25 @@ final class ClientOutput {
         }
     }
 
-    /** Ends a complete stream: the closing chunk (with the usage when {@code billed} is not null), then [DONE]. */
-    void endStream(Attempt a, UsageSample billed, ArrayNode trail) {
+    /**
+     * Ends a complete stream: the closing chunk with the finish (and the attempt trail), then, when {@code billed}
+     * is not null (the client asked for {@code include_usage}), OpenAI's usage chunk with no choices (which then
+     * carries the trail, being the last), then [DONE].
+     */
+    void endStream(Attempt a, UsageSample billed, JsonNode usageDetails, ArrayNode trail) {
+        ObjectNode finish = a.heldFinish;
+        if (finish == null) {
+            finish = JsonNodeFactory.instance.objectNode().put("index", 0);
+            finish.putObject("delta");
+            finish.put("finish_reason", a.finishReason);
+        }
         ObjectNode chunk = baseChunk(a);
-        chunk.putArray("choices");
+        chunk.putArray("choices").add(finish);
         if (billed != null) {
-            Billing.putUsage(chunk, billed);
+            sink.write(Sse.data(chunk));
+            chunk = baseChunk(a);
+            chunk.putArray("choices");
+            Billing.putUsage(chunk, billed, usageDetails);
         }
         chunk.set("attempt_trail", trail);
         sink.end(Sse.dataThenDone(chunk));

@@ -511,7 +511,7 @@ final class Dispatch {
         ObjectNode out = (ObjectNode) node;
         output.rewriteIdentity(a, out);
         UsageSample billed = billing.usageOf(a, resumes > 0, msg);
-        Billing.putUsage(out, billed);
+        Billing.putUsage(out, billed, Billing.details(a, resumes > 0));
         finished = true;
         health.success(a);
         endAttempt(a, "success", null, false);
@@ -727,7 +727,8 @@ final class Dispatch {
         health.success(a);
         endAttempt(a, "success", null, false);
         UsageSample billed = billing.usageOf(a, resumes > 0, null);
-        output.endStream(a, req.chat().includeUsage() ? billed : null, trail.toNode());
+        output.endStream(a, req.chat().includeUsage() ? billed : null, Billing.details(a, resumes > 0),
+                trail.toNode());
         stopTimers();
         long decodeMs = a.firstContentNanos < 0 ? 0 : (deps.ticker().nanos() - a.firstContentNanos) / 1_000_000L;
         // one store call for the decode models and this stream's gaps (Attempt.end left them to this)

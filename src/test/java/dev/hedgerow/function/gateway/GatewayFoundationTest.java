@@ -24,6 +24,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -54,6 +55,7 @@ class GatewayFoundationTest {
                   - { alias: chat, provider: alpha, model: alpha-model }
                   - { alias: quiet, provider: beta, model: beta-quiet }
                   - { alias: slow, provider: beta, model: beta-slow }
+                  - { alias: think, provider: alpha, model: alpha-think }
               - id: other
                 keys: [{ name: app, key: "k-other" }]
                 providers:
@@ -69,7 +71,8 @@ class GatewayFoundationTest {
         ModelScript fast = ModelScript.defaults().withLength(24)
                 .withLatency(ModelScript.Latency.of(10, 0));
         gw = GatewayHarness.start(YAML, Map.of(
-                "alpha", SimConfig.of(SEED).withApiKey("sk-alpha").withModel("alpha-model", fast),
+                "alpha", SimConfig.of(SEED).withApiKey("sk-alpha").withModel("alpha-model", fast)
+                        .withModel("alpha-think", fast.withReasoning(new ModelScript.Reasoning(6, 0, 0))),
                 "beta", SimConfig.of(SEED).withApiKey("sk-beta")
                         .withModel("beta-quiet", fast.withCapabilities(ModelScript.Capabilities.DEFAULT
                                 .withUsage(ModelScript.UsageMode.NONE)))
@@ -162,6 +165,54 @@ class GatewayFoundationTest {
         assertTrue(last.path("usage").path("prompt_tokens").asInt() > 0);
         assertTrue(last.path("usage").path("completion_tokens").asInt() >= 20, last.toString());
         assertNotNull(last.get("attempt_trail"));
+        // as OpenAI: the finish comes in the chunk before the usage chunk
+        assertEquals("stop", ev.get(ev.size() - 2).path("choices").path(0).path("finish_reason").asText(),
+                ev.get(ev.size() - 2).toString());
+    }
+
+    /**
+     * Without include_usage every chunk has a choice (a client reading {@code choices[0]} of each chunk must not
+     * trip on an empty closing chunk), one finish_reason comes, last, and the last chunk carries the trail.
+     */
+    @Test
+    void withoutIncludeUsageEveryChunkHasAChoiceAndTheLastCarriesTheFinishAndTheTrail() {
+        String out = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "choices please", true))
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        List<JsonNode> ev = Sse.events(out);
+        assertEquals(SimText.expected(SEED, "choices please", 24), Sse.content(out));
+        List<String> finishes = new ArrayList<>();
+        for (JsonNode e : ev) {
+            assertEquals(1, e.path("choices").size(), e.toString());
+            assertFalse(e.has("usage"), e.toString());
+            JsonNode f = e.path("choices").path(0).path("finish_reason");
+            if (!f.isNull() && !f.isMissingNode()) {
+                finishes.add(f.asText());
+            }
+        }
+        assertEquals(List.of("stop"), finishes);
+        JsonNode last = ev.get(ev.size() - 1);
+        assertEquals("stop", last.path("choices").path(0).path("finish_reason").asText());
+        assertTrue(last.path("attempt_trail").isArray(), last.toString());
+        assertEquals("success", last.path("attempt_trail").path(0).path("outcome").asText());
+    }
+
+    /** The provider's usage breakdowns (reasoning tokens here) reach the client with the bill, streamed or not. */
+    @Test
+    void theProvidersUsageDetailsPassThrough() {
+        JsonNode whole = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("think", "think first", false))
+                .post("/v1/chat/completions").then().statusCode(200).extract().as(JsonNode.class);
+        assertEquals(6, whole.path("usage").path("completion_tokens_details").path("reasoning_tokens").asInt(),
+                whole.path("usage").toString());
+        String out = given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"think\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+                        + "\"messages\":[{\"role\":\"user\",\"content\":\"think first\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        List<JsonNode> ev = Sse.events(out);
+        JsonNode usage = ev.get(ev.size() - 1).path("usage");
+        assertEquals(6, usage.path("completion_tokens_details").path("reasoning_tokens").asInt(), usage.toString());
+        assertEquals(whole.path("usage").path("completion_tokens").asInt(), usage.path("completion_tokens").asInt());
     }
 
     @Test
