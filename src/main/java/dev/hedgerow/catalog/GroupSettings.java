@@ -50,7 +50,8 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
 
     /**
      * @param connect time to establish the TCP/TLS connection
-     * @param read    time to the response head (the first-token window is the dispatcher's, not this)
+     * @param read    time to the response head, and between two reads of a whole (non-SSE) body, as nginx's
+     *                proxy_read_timeout (the first-token window and the stall watchdog are the dispatcher's)
      * @param write   time to send the request body
      * @param firstTokenFloor the smallest first-token (hedge) window; {@code firstTokenCeiling} the wait after
      *                which a silent attempt is abandoned (scaled up with prompt size)

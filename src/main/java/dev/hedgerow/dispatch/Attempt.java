@@ -225,7 +225,18 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
                 }
             }
             body = new ByteArrayOutputStream();
+            armBodyTimer();
         }
+    }
+
+    /**
+     * A whole body may fall silent for read_timeout between reads, as nginx's proxy_read_timeout allows, no longer:
+     * its head came, so the read limit on the head no longer guards it and the abandon timer allows a long answer.
+     */
+    private void armBodyTimer() {
+        ioTimer.cancel();
+        long readMs = timeouts.read().toMillis();
+        ioTimer = deps.scheduler().schedule(timeouts.read(), () -> dispatch.bodyTimedOut(this, readMs));
     }
 
     @Override
@@ -257,6 +268,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
                 }
                 return;
             }
+            armBodyTimer();
             int limit = status == 200 && !wrongContentType ? MAX_NONSTREAM_BODY : MAX_ERROR_BODY;
             if (body.size() + bytes.length > limit) {
                 if (status == 200 && !wrongContentType) {

@@ -44,6 +44,11 @@ final class Dispatch {
     static final double REASK_SHARE = 0.8;
     /** Content-less chunks held before the first content: a stream of only those is garbage, not a preamble. */
     private static final int MAX_PENDING = 64;
+    /**
+     * The longest a half-open probe slot is taken for at once (a live probe renews it every half TTL): a dead
+     * instance's slot frees itself within this, however long the probe's answer may take to arrive.
+     */
+    private static final Duration MAX_PROBE_TTL = Duration.ofSeconds(60);
 
     private final Dispatcher.Deps deps;
     private final DispatchRequest req;
@@ -202,7 +207,8 @@ final class Dispatch {
      * slot frees itself; a live probe renews it every half TTL until its verdict, however long its stream runs.
      */
     private Duration probeTtl(Candidate c) {
-        return windows.abandonAfter(c).plus(Duration.ofSeconds(5));
+        Duration silence = windows.abandonAfter(c);
+        return (silence.compareTo(MAX_PROBE_TTL) > 0 ? MAX_PROBE_TTL : silence).plus(Duration.ofSeconds(5));
     }
 
     private synchronized void renewProbe(Attempt a, Duration ttl) {
@@ -220,6 +226,15 @@ final class Dispatch {
             return;
         }
         attemptFailed(a, Failure.timeout(cls, detail));
+    }
+
+    /** A whole (non-SSE) body stopped arriving for read_timeout after its head: the upstream is gone. */
+    synchronized void bodyTimedOut(Attempt a, long readMs) {
+        if (finished || !a.live) {
+            return;
+        }
+        attemptFailed(a, Failure.timeout("timeout_read", "no response data within read_timeout " + readMs
+                + " ms after the head"));
     }
 
     private synchronized void windowPassed(Attempt a) {

@@ -18,6 +18,11 @@ final class TimingWindows {
     static final double STALL_M = 3;
     /** Allowed reasoning pause {@code max(floor, mean + K·dev)} of the route's thinking time. */
     static final double THINK_K = 4;
+    /**
+     * Without max_tokens, the longest answer a non-streamed request is waited for: about the largest output limit
+     * of current models (32 k tokens); a longer answer should be streamed.
+     */
+    static final long MAX_ANSWER_TOKENS = 32_768;
 
     private final DispatchRequest req;
     private final GroupSettings settings;
@@ -44,9 +49,15 @@ final class TimingWindows {
     /**
      * How long a silent attempt may run before it is abandoned and retried elsewhere: scales with prompt size
      * (through the prediction) and is reset by signs of life (keep-alive comments); never an overall deadline.
+     * A non-streamed answer is silent until it is whole, so its wait also covers writing the longest answer the
+     * request allows at the group's SLO decode speed (the read and body timeouts still bound a dead upstream).
      */
     Duration abandonAfter(Candidate c) {
         long window = firstTokenWindow(c).toMillis();
+        if (!stream) {
+            window = Math.max(window, (long) (c.estimate().p90Ms()
+                    + longestAnswer(c) * 1000.0 / Math.max(1, settings.slo().decodeTokensPerSecond())));
+        }
         long ceiling = settings.timeouts().firstTokenCeiling().toMillis();
         long ms = Math.max(ceiling, window * 3);
         if (req.facts().reasoning()) {
@@ -72,6 +83,18 @@ final class TimingWindows {
             allowed = Math.max(allowed, thinking(winner.cand).allowedPauseMillis(floor, THINK_K));
         }
         return Duration.ofMillis(allowed);
+    }
+
+    /**
+     * The most tokens this request's answer may have on the route: its max_tokens, else what the route's context
+     * leaves after the prompt, at most {@link #MAX_ANSWER_TOKENS}.
+     */
+    long longestAnswer(Candidate c) {
+        Integer max = req.chat().maxTokens();
+        if (max != null) {
+            return max;
+        }
+        return Math.max(1, Math.min(MAX_ANSWER_TOKENS, c.route().contextWindow() - (long) req.facts().promptTokens()));
     }
 
     /** The route's learned thinking time (before its first visible token). */

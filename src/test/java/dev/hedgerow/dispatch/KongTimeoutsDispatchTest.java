@@ -88,11 +88,16 @@ class KongTimeoutsDispatchTest {
     }
 
     private void start(RouteSnapshot aState) {
+        start(aState, null);
+    }
+
+    private void start(RouteSnapshot aState, Integer maxTokens) {
         Dispatcher dispatcher = new Dispatcher(DispatchFixture.deps(upstream, store, scheduler, ticker,
                 String::length, new DispatchObserver() { }));
-        ChatRequest chat = ChatRequest.parse("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
-                .getBytes(StandardCharsets.UTF_8), null);
-        RequestFacts facts = new RequestFacts(1, null, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,
+        ChatRequest chat = ChatRequest.parse(("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+                + (maxTokens == null ? "" : ",\"max_tokens\":" + maxTokens) + "}").getBytes(StandardCharsets.UTF_8),
+                null);
+        RequestFacts facts = new RequestFacts(1, maxTokens, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
         List<Candidate> cands = List.of(candidate("a", aState), candidate("b", RouteSnapshot.empty("acme/b")));
         dispatcher.start(new DispatchRequest("req-1", 0, org, "kt", org.group("kt"), chat, facts, cands), sink);
@@ -132,15 +137,72 @@ class KongTimeoutsDispatchTest {
     }
 
     @Test
-    void aResponseHeadStopsTheReadTimer() {
+    void aResponseHeadStopsTheReadTimerOnTheHeadAndStartsItBetweenReadsOfTheBody() {
         start(RouteSnapshot.empty("acme/a"));
         upstream.handlers.get(0).onSent();
         upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
-        scheduler.advance(Duration.ofSeconds(6));
-        assertEquals(1, upstream.requests.size(), "no read timeout once the head arrived");
-        upstream.handlers.get(0).onData(COMPLETION.getBytes(StandardCharsets.UTF_8));
+        scheduler.advance(Duration.ofMillis(4_900));
+        byte[] body = COMPLETION.getBytes(StandardCharsets.UTF_8);
+        upstream.handlers.get(0).onData(java.util.Arrays.copyOf(body, 10));
+        scheduler.advance(Duration.ofMillis(4_900));
+        assertEquals(1, upstream.requests.size(), "each read came within read_timeout of the one before");
+        upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, 10, body.length));
         upstream.handlers.get(0).onEnd();
         assertEquals(200, sink.status);
+    }
+
+    /** As nginx's proxy_read_timeout: a body that stops arriving for read_timeout is a dead upstream. */
+    @Test
+    void aBodySilentForReadTimeoutAfterItsHeadFailsOver() {
+        start(RouteSnapshot.empty("acme/a"));
+        upstream.handlers.get(0).onSent();
+        upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
+        upstream.handlers.get(0).onData("{\"id\":".getBytes(StandardCharsets.UTF_8));
+        scheduler.advance(Duration.ofMillis(5_000));
+        assertEquals(2, upstream.requests.size());
+        upstream.handlers.get(1).onSent();
+        upstream.answer(1);
+        assertEquals(200, sink.status);
+        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_read\""),
+                sink.headers.toString());
+    }
+
+    /**
+     * A non-streamed answer is silent until whole: without max_tokens it may take as long as the longest answer
+     * takes to write, far past first_token_ceiling (30 s), and is not abandoned while its body keeps arriving.
+     */
+    @Test
+    void aLongNonStreamedAnswerIsNotAbandonedAtTheFirstTokenCeiling() {
+        start(RouteSnapshot.empty("acme/a"));
+        upstream.handlers.get(0).onSent();
+        upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
+        byte[] body = COMPLETION.getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < 30; i++) {   // 120 s in all, a read every 4 s
+            scheduler.advance(Duration.ofSeconds(4));
+            upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, i, i + 1));
+        }
+        upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, 30, body.length));
+        upstream.handlers.get(0).onEnd();
+        assertEquals(1, upstream.requests.size());
+        assertEquals(200, sink.status);
+    }
+
+    /** With max_tokens the wait is what writing that many tokens takes (here under the 30 s ceiling, so 30 s). */
+    @Test
+    void aShortNonStreamedAnswerIsStillAbandonedAtItsOwnWait() {
+        start(RouteSnapshot.empty("acme/a"), 100);
+        upstream.handlers.get(0).onSent();
+        upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
+        byte[] body = COMPLETION.getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < 8; i++) {   // 32 s
+            scheduler.advance(Duration.ofSeconds(4));
+            upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, i, i + 1));
+        }
+        assertEquals(2, upstream.requests.size());
+        upstream.handlers.get(1).onSent();
+        upstream.answer(1);
+        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_first_token\""),
+                sink.headers.toString());
     }
 
     @Test
@@ -151,8 +213,12 @@ class KongTimeoutsDispatchTest {
         store.recordFailure("acme/a", 3, Duration.ofSeconds(10)).await().indefinitely();
         upstream.handlers.get(0).onSent();
         upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
-        scheduler.advance(Duration.ofSeconds(11));
-        upstream.handlers.get(0).onData(COMPLETION.getBytes(StandardCharsets.UTF_8));
+        byte[] body = COMPLETION.getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < 3; i++) {   // 12 s, a read every 4 s (within read_timeout)
+            scheduler.advance(Duration.ofSeconds(4));
+            upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, i, i + 1));
+        }
+        upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, 3, body.length));
         upstream.handlers.get(0).onEnd();
         assertEquals(200, sink.status);
         RouteSnapshot after = store.snapshot(List.of("acme/a"), Duration.ofMinutes(1)).await().indefinitely()
