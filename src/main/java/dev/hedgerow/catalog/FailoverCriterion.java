@@ -4,19 +4,23 @@ import java.util.EnumSet;
 import java.util.Locale;
 import java.util.Set;
 
-/** Kong's {@code failover_criteria}: which failures move a request to another target. */
+/**
+ * Kong's {@code failover_criteria}: which failures before the first content move a request to another target.
+ * {@code error}: the connection failed, or broke while the request was sent or the answer read; {@code timeout}:
+ * one of those took too long; {@code invalid_header}: a 200 that is not a chat completion (another content type, a
+ * body that is not one, an empty answer); {@code http_NNN}: the provider answered that status.
+ * {@code non_idempotent} is accepted for Kong configurations and changes nothing: nginx retries a POST it has sent
+ * only with it, but a chat completion is always safe to retry before its first content reaches the client (the
+ * response head is held and usage is billed once), so the criteria alone decide.
+ */
 public enum FailoverCriterion {
-    ERROR, TIMEOUT, HTTP_429, HTTP_500, HTTP_502, HTTP_503, HTTP_504, HTTP_529, HTTP_403, HTTP_404, NON_IDEMPOTENT;
+    ERROR, TIMEOUT, INVALID_HEADER, HTTP_429, HTTP_500, HTTP_502, HTTP_503, HTTP_504, HTTP_529, HTTP_403, HTTP_404,
+    NON_IDEMPOTENT;
 
-    /**
-     * Hedgerow's default: Trifrost's triggers (transport errors, timeouts, 429/500/502/503/504/529), and
-     * {@code non_idempotent} because a chat completion is safe to retry before its first content reaches the client
-     * (the head is held and usage is billed once). A Kong-style list without {@code non_idempotent} retries only
-     * failures before the request was sent, as nginx does for a POST.
-     */
+    /** Hedgerow's default: Trifrost's triggers (transport errors, timeouts, 429/500/502/503/504/529, empty answers). */
     public static Set<FailoverCriterion> defaults() {
-        return EnumSet.of(ERROR, TIMEOUT, HTTP_429, HTTP_500, HTTP_502, HTTP_503, HTTP_504, HTTP_529,
-                NON_IDEMPOTENT);
+        return EnumSet.of(ERROR, TIMEOUT, INVALID_HEADER, HTTP_429, HTTP_500, HTTP_502, HTTP_503, HTTP_504,
+                HTTP_529);
     }
 
     public static FailoverCriterion parse(String s) {

@@ -43,6 +43,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         static Failure timeout(String cls, String detail) {
             return new Failure(cls, detail, 0, FailoverCriterion.TIMEOUT, true, 0);
         }
+
+        /** A 200 that is not a usable chat completion (Kong's {@code invalid_header}). */
+        static Failure invalid(String cls, String detail) {
+            return new Failure(cls, detail, 0, FailoverCriterion.INVALID_HEADER, true, 0);
+        }
     }
 
     private final Dispatch dispatch;

@@ -504,7 +504,7 @@ final class Dispatch {
         byte[] bytes = a.body.toByteArray();
         if (a.status != 200 || a.wrongContentType) {
             if (a.status == 200) {
-                attemptFailed(a, Failure.transport("wrong_content_type", "200 with content-type "
+                attemptFailed(a, Failure.invalid("wrong_content_type", "200 with content-type "
                         + a.headers.getOrDefault("content-type", "none")));
             } else {
                 httpError(a, bytes);
@@ -550,12 +550,10 @@ final class Dispatch {
             return;
         }
         FailoverCriterion criterion = FailoverCriterion.forStatus(status);
-        // an HTTP answer means the request was sent: Kong (nginx) retries a POST then only with non_idempotent.
         // A 401 is the provider refusing Hedgerow's own key for it (revoked, mistyped): never the client's doing,
         // so it is never passed through ("Incorrect API key" would blame the client's key); the route is failing
         boolean failsOver = credentialsRefused(status) || criterion != null
-                && settings.retry().failoverCriteria().contains(criterion)
-                && settings.retry().failoverCriteria().contains(FailoverCriterion.NON_IDEMPOTENT);
+                && settings.retry().failoverCriteria().contains(criterion);
         if (status == 400 && "context_length_exceeded".equals(code)) {
             routes.contextExceeded(a.cand.route().contextWindow());
             contextError = a;
@@ -646,9 +644,7 @@ final class Dispatch {
         if (liveCount() > 0) {
             return;
         }
-        boolean criterionAllows = f.criterion() == null || settings.retry().failoverCriteria().contains(f.criterion())
-                && (!(a.sent || a.status > 0)
-                || settings.retry().failoverCriteria().contains(FailoverCriterion.NON_IDEMPOTENT));
+        boolean criterionAllows = f.criterion() == null || settings.retry().failoverCriteria().contains(f.criterion());
         if (criterionAllows && f.routeFault() && stayOnTopTier(a, f)) {
             return;
         }

@@ -74,7 +74,7 @@ final class UpstreamReplies {
      */
     static Failure unusableWhole(JsonNode node) {
         if (node == null || !node.isObject() || !node.path("choices").isArray() || node.path("choices").isEmpty()) {
-            return Failure.transport("malformed_body", "200 without a chat completion");
+            return Failure.invalid("malformed_body", "200 without a chat completion");
         }
         if (node.hasNonNull("error")) {
             return Failure.transport("upstream_error_body", node.get("error").toString());
@@ -83,7 +83,7 @@ final class UpstreamReplies {
         boolean empty = text(msg.get("content")).isEmpty() && !msg.path("tool_calls").isArray()
                 && text(msg.get("reasoning_content")).isEmpty();
         if (empty && node.path("choices").path(0).path("finish_reason").isNull()) {
-            return Failure.transport("zero_content", "200 with no content");
+            return Failure.invalid("zero_content", "200 with no content");
         }
         return null;
     }

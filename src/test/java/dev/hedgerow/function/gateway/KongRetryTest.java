@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Kong's retry and fallback through the HTTP API with scripted simulator faults: {@code failover_criteria}
- * (including nginx's {@code non_idempotent} rule), {@code retries}, {@code read_timeout}, and the priority rules
+ * (the criteria alone decide; {@code non_idempotent} is accepted and changes nothing), {@code retries},
+ * {@code read_timeout}, and the priority rules
  * (stay on the top tier while its breaker is closed; wait for a short {@code Retry-After}).
  */
 class KongRetryTest {
@@ -49,6 +50,12 @@ class KongRetryTest {
                       - { id: ni-a, alias: kongpost, provider: sim, model: m-ni-a, weight: 0 }
                       - { id: np-a, alias: kongpost2, provider: sim, model: m-np-a, weight: 100 }
                       - { id: np-b, alias: kongpost2, provider: sim, model: m-np-b, weight: 0 }
+                      - { id: kr-a, alias: kongreset, provider: sim, model: m-kr-a, weight: 100 }
+                      - { id: kr-b, alias: kongreset, provider: sim, model: m-kr-b, weight: 0 }
+                      - { id: kb-a, alias: konghtml, provider: sim, model: m-kb-a, weight: 100 }
+                      - { id: kb-b, alias: konghtml, provider: sim, model: m-kb-b, weight: 0 }
+                      - { id: ki-a, alias: konginvalid, provider: sim, model: m-ki-a, weight: 100 }
+                      - { id: ki-b, alias: konginvalid, provider: sim, model: m-ki-b, weight: 0 }
                       - { id: rt-a, alias: twice, provider: sim, model: m-rt-a, weight: 100 }
                       - { id: rt-b, alias: twice, provider: sim, model: m-rt-b, weight: 50 }
                       - { id: rt-c, alias: twice, provider: sim, model: m-rt-c, weight: 10 }
@@ -63,14 +70,16 @@ class KongRetryTest {
                       - { id: topl, alias: tiersl, provider: sim, model: m-topl, priority: 1 }
                       - { id: lowl, alias: tiersl, provider: sim, model: m-lowl, priority: 2 }
                     groups:
-                      c500: { strategy: weighted, hedging: false,
-                              failover_criteria: [error, timeout, http_500, non_idempotent] }
-                      c503: { strategy: weighted, hedging: false,
-                              failover_criteria: [error, timeout, http_500, non_idempotent] }
+                      c500: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
+                      c503: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
                       c403: { strategy: weighted, hedging: false, failover_criteria: [error, http_403, non_idempotent] }
                       d403: { strategy: weighted, hedging: false }
                       kongpost: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
                       kongpost2: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
+                      kongreset: { strategy: weighted, hedging: false, failover_criteria: [error, timeout] }
+                      konghtml: { strategy: weighted, hedging: false, failover_criteria: [error, timeout] }
+                      konginvalid: { strategy: weighted, hedging: false,
+                                     failover_criteria: [error, timeout, invalid_header] }
                       twice: { strategy: weighted, hedging: false, retries: 1 }
                       readto: { strategy: weighted, hedging: false, read_timeout: 150ms }
                       tiers: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
@@ -91,7 +100,7 @@ class KongRetryTest {
         ModelScript instant = ModelScript.defaults().withLength(4).withLatency(ModelScript.Latency.INSTANT);
         SimConfig sim = SimConfig.of(13).withApiKey("sk-sim");
         for (String m : List.of("m-c5-a", "m-c5-b", "m-c3-a", "m-c3-b", "m-c4-a", "m-c4-b", "m-d4-a", "m-d4-b", "m-ni-a", "m-np-a",
-                "m-np-b", "m-rt-a", "m-rt-b", "m-rt-c", "m-rd-a", "m-rd-b", "m-top", "m-low", "m-top1", "m-low1",
+                "m-np-b", "m-kr-a", "m-kr-b", "m-kb-a", "m-kb-b", "m-ki-a", "m-ki-b", "m-rt-a", "m-rt-b", "m-rt-c", "m-rd-a", "m-rd-b", "m-top", "m-low", "m-top1", "m-low1",
                 "m-topw", "m-loww", "m-topl", "m-lowl")) {
             sim = sim.withModel(m, instant);
         }
@@ -172,13 +181,41 @@ class KongRetryTest {
         assertEquals("ni-dead:failed:transport_connect", trail(r).get(0));
     }
 
+    /**
+     * Kong's own example lists statuses without {@code non_idempotent}: a listed status fails over although the
+     * request was sent (nginx would not retry that POST; a chat completion is safe to retry before any content).
+     */
     @Test
-    void withoutNonIdempotentAnAnswerAfterTheRequestWasSentIsNotRetried() {
+    void aKongStyleListWithoutNonIdempotentFailsOverOnAListedStatus() {
         gw.sim("sim").enqueue("m-np-a", Fault.status(500));
-        long spare = received("m-np-b");
         Response r = send("kongpost2");
-        assertEquals(500, r.statusCode());
-        assertEquals(spare, received("m-np-b"));
+        assertEquals(200, r.statusCode());
+        assertEquals(List.of("np-a:failed:http_500", "np-b:success"), trail(r));
+    }
+
+    /** Kong's default list: an error while the answer's head is read is an {@code error}, and fails over. */
+    @Test
+    void aConnectionResetAfterTheRequestWasSentFailsOverUnderErrorAndTimeout() {
+        gw.sim("sim").enqueue("m-kr-a", Fault.reset());
+        Response r = send("kongreset");
+        assertEquals(200, r.statusCode());
+        assertEquals(List.of("kr-a:failed:transport_reset", "kr-b:success"), trail(r));
+    }
+
+    /** A 200 that is not a chat completion fails over only under {@code invalid_header}, as nginx's criterion. */
+    @Test
+    void aNonCompletion200FailsOverOnlyUnderInvalidHeader() {
+        gw.sim("sim").enqueue("m-kb-a", new Fault.Html200(0));
+        long spare = received("m-kb-b");
+        Response unlisted = send("konghtml");
+        assertEquals(502, unlisted.statusCode(), unlisted.asString());
+        assertEquals(List.of("kb-a:failed:malformed_body"), trail(unlisted));
+        assertEquals(spare, received("m-kb-b"));
+
+        gw.sim("sim").enqueue("m-ki-a", new Fault.Html200(0));
+        Response listed = send("konginvalid");
+        assertEquals(200, listed.statusCode());
+        assertEquals(List.of("ki-a:failed:malformed_body", "ki-b:success"), trail(listed));
     }
 
     @Test
