@@ -49,20 +49,25 @@ public final class ChatRequest {
         } else {
             this.model = m.asText();
         }
-        JsonNode s = body.get("stream");
-        if (s != null && !s.isNull() && !s.isBoolean()) {
-            throw new RequestException(ApiError.invalidRequest("'stream' must be a boolean.", "stream"));
+        try {
+            JsonNode s = body.get("stream");
+            if (s != null && !s.isNull() && !s.isBoolean()) {
+                throw new RequestException(ApiError.invalidRequest("'stream' must be a boolean.", "stream"));
+            }
+            this.stream = s != null && s.asBoolean(false);
+            JsonNode so = body.get("stream_options");
+            if (so != null && !so.isNull() && !so.isObject()) {
+                throw new RequestException(ApiError.invalidRequest("'stream_options' must be an object.",
+                        "stream_options"));
+            }
+            this.includeUsage = so != null && so.path("include_usage").asBoolean(false);
+            validateMessages(body.get("messages"));
+            RequestParameters.validate(body, stream);
+            this.maxTokens = readMaxTokens();
+            this.prefs = ProviderPrefs.parse(body.get("provider"));
+        } catch (RequestException e) {
+            throw e.withAlias(model);
         }
-        this.stream = s != null && s.asBoolean(false);
-        JsonNode so = body.get("stream_options");
-        if (so != null && !so.isNull() && !so.isObject()) {
-            throw new RequestException(ApiError.invalidRequest("'stream_options' must be an object.", "stream_options"));
-        }
-        this.includeUsage = so != null && so.path("include_usage").asBoolean(false);
-        validateMessages(body.get("messages"));
-        RequestParameters.validate(body, stream);
-        this.maxTokens = readMaxTokens();
-        this.prefs = ProviderPrefs.parse(body.get("provider"));
     }
 
     /** Parses and validates a request body; throws {@link RequestException} with a 400 on anything malformed. */

@@ -147,7 +147,8 @@ public final class GatewayRoutes {
                     + " as \"model\"."));
             return;
         }
-        String alias = null;
+        // the alias a refusal is audited under: the path's or header's at once, the body's once it is read
+        String alias = org.routing().routedAlias(pathAlias, httpReq::getHeader);
         try {
             Buffer b = ctx.body().buffer();
             if (b == null || b.length() == 0) {
@@ -159,8 +160,7 @@ public final class GatewayRoutes {
                 }
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
-            ChatRequest chat = ChatRequest.parse(b.getBytes(),
-                    org.routing().routedAlias(pathAlias, httpReq::getHeader));
+            ChatRequest chat = ChatRequest.parse(b.getBytes(), alias);
             alias = chat.model();
             dev.hedgerow.routing.Router.requireChatAlias(org, alias);
             Map<String, String> headers = routingHeaders(httpReq);
@@ -180,7 +180,7 @@ public final class GatewayRoutes {
                 });
             }
         } catch (RequestException e) {
-            refuse(h, org, alias, requestId, resp, e);
+            refuse(h, org, alias != null ? alias : e.alias(), requestId, resp, e);
         }
     }
 

@@ -82,16 +82,30 @@ class AuditTrailTest {
 
     /** Sends a request and checks it added exactly one blocked event, with this reason, and no other. */
     static void assertOneBlocked(String reason, String body, int status) {
+        assertOneBlocked(reason, body, status, "/v1/chat/completions", modelOf(body));
+    }
+
+    static String modelOf(String body) {
+        try {
+            return new ObjectMapper().readTree(body).path("model").asText("");
+        } catch (java.io.IOException e) {
+            return "";
+        }
+    }
+
+    /** The same, sent to {@code path}, and the event is filed under {@code alias} ("" when none was named). */
+    static void assertOneBlocked(String reason, String body, int status, String path, String alias) {
         long all = GroupKit.audit(store, "blocked").size();
         long before = GroupKit.blocked(store, reason);
         Response r = given().baseUri(gw.baseUrl()).auth().oauth2(GroupKit.KEY).contentType("application/json")
-                .body(body).post("/v1/chat/completions");
+                .body(body).post(path);
         assertEquals(status, r.statusCode(), r.asString());
         assertEquals(before + 1, GroupKit.blocked(store, reason), reason);
         assertEquals(all + 1, GroupKit.audit(store, "blocked").size(), "exactly one event for " + reason);
         Map<String, String> e = GroupKit.audit(store, "blocked").get(0);
         assertEquals(reason, e.get("reason"));
         assertEquals("acme", e.get("org"));
+        assertEquals(alias, e.get("alias"), e.toString());
         assertTrue(!e.get("time").isEmpty());
     }
 
@@ -105,6 +119,11 @@ class AuditTrailTest {
                 + "\"content\":\"x\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\","
                 + "\"parameters\":{\"type\":\"object\"}}}]}", 400);
         assertOneBlocked("invalid_request", GroupKit.body("kimi3", "x", false, "{\"sort\":\"fastest\"}"), 400);
+        // refused while the body was checked: still filed under the alias it named, or the path's
+        assertOneBlocked("invalid_request", "{\"model\":\"kimi3\",\"messages\":[{\"role\":\"user\","
+                + "\"content\":\"x\"}],\"temperature\":7}", 400);
+        assertOneBlocked("invalid_json", "{\"model\":", 400, "/models/kimi3/v1/chat/completions", "kimi3");
+        assertOneBlocked("invalid_json", "{\"model\":", 400, "/v1/chat/completions", "");
         gw.sim("openrouter").enqueue("kimi-k2", Fault.status(500));
         gw.sim("digitalocean").enqueue("kimi-k2", Fault.status(500));
         assertEquals(502, chat(gw, "kimi3", "all fail").statusCode());
