@@ -21,6 +21,13 @@ public final class AuditLog {
     private final InstantSource clock;
     private final System.Logger log = System.getLogger("dev.hedgerow.audit");
 
+    /** An event of a refused request. */
+    public static final String BLOCKED = "blocked";
+    /** An event of a request that ran (its status, route and attempt trail). */
+    public static final String REQUEST = "request";
+    /** Every event type the log writes. */
+    public static final java.util.List<String> TYPES = java.util.List.of(BLOCKED, REQUEST);
+
     public AuditLog(StateStore store, InstantSource clock) {
         this.store = store;
         this.clock = clock;
@@ -28,7 +35,7 @@ public final class AuditLog {
 
     public Uni<String> blocked(String orgId, String alias, String reason, String message, String requestId) {
         Map<String, String> e = new LinkedHashMap<>();
-        e.put("type", "blocked");
+        e.put("type", BLOCKED);
         e.put("reason", reason);
         e.put("org", orgId);
         e.put("alias", alias == null ? "" : alias);
@@ -43,7 +50,7 @@ public final class AuditLog {
     public Uni<String> request(String orgId, String alias, String requestId, int status, ArrayNode trail,
                                String route) {
         Map<String, String> e = new LinkedHashMap<>();
-        e.put("type", "request");
+        e.put("type", REQUEST);
         e.put("org", orgId);
         e.put("alias", alias);
         e.put("request_id", requestId);

@@ -706,8 +706,11 @@ final class Dispatch {
         stopTimers();
         int status = sawCapacityError ? 503 : 502;
         long retryAfter = Math.max(1, settings.breaker().failTimeout().toSeconds());
-        String msg = "Every capable provider of '" + req.alias() + "' was tried and none could serve ("
-                + trail.size() + " attempts). Retry after " + retryAfter + " s.";
+        // not "every provider was tried": retries, failover_criteria or allow_fallbacks may have stopped earlier
+        int n = trail.size();
+        String msg = "No provider of '" + req.alias() + "' could serve this request (" + n
+                + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
+                + retryAfter + " s.";
         ApiError err = ApiError.upstreamExhausted(status, msg, retryAfter);
         if (output.headSent()) {
             endWithErrorEvent(msg);

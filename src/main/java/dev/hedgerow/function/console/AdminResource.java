@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.admin.AdminService;
 import dev.hedgerow.admin.InvalidEdit;
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.api.RequestException;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.CatalogService;
@@ -155,7 +156,16 @@ public class AdminResource {
     public Uni<ObjectNode> audit(HttpHeaders headers, @QueryParam("type") String type,
                                  @QueryParam("alias") String alias, @QueryParam("reason") String reason,
                                  @QueryParam("limit") @DefaultValue("50") String limit) {
-        return service().audit(org(headers), blank(type), blank(alias), blank(reason), limit(limit));
+        return service().audit(org(headers), auditType(blank(type)), blank(alias), blank(reason), limit(limit));
+    }
+
+    /** {@code ?type=}: one of the event types the audit log writes (a 400 otherwise, not an always-empty list). */
+    private static String auditType(String type) {
+        if (type != null && !AuditLog.TYPES.contains(type)) {
+            throw new RequestException(ApiError.invalidRequest("'type' must be one of "
+                    + String.join(", ", AuditLog.TYPES) + ".", "type"));
+        }
+        return type;
     }
 
     @POST

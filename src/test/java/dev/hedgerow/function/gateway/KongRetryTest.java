@@ -210,6 +210,9 @@ class KongRetryTest {
         Response unlisted = send("konghtml");
         assertEquals(502, unlisted.statusCode(), unlisted.asString());
         assertEquals(List.of("kb-a:failed:malformed_body"), trail(unlisted));
+        // one route tried of two: the message says what happened, not that every provider was tried
+        assertTrue(unlisted.jsonPath().getString("error.message").startsWith(
+                "No provider of 'konghtml' could serve this request (1 attempt failed;"), unlisted.asString());
         assertEquals(spare, received("m-kb-b"));
 
         gw.sim("sim").enqueue("m-ki-a", new Fault.Html200(0));
