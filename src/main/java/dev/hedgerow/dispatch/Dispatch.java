@@ -66,6 +66,8 @@ final class Dispatch {
     private final TimingWindows windows;
 
     private int preCommitAttempts;
+    /** The number of the last attempt launched or skipped: each trail record's place in the request. */
+    private int numbered;
     private int resumes;
     private boolean committed;
     private Attempt winner;
@@ -168,7 +170,7 @@ final class Dispatch {
             }
             return;
         }
-        trail.skipped(c, kind, "half_open_probe_taken", elapsedMs(startNanos));
+        trail.skipped(++numbered, c, kind, "half_open_probe_taken", elapsedMs(startNanos));
         if (kind != Kind.RESUME) {
             preCommitAttempts--;
         }
@@ -183,7 +185,7 @@ final class Dispatch {
     }
 
     private void doLaunch(Candidate c, Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {
-        int index = attempts.size() + 1;
+        int index = ++numbered;
         // the upstream's x-request-id doubles as the lease id: unique (the request id is 143 random bits), no draw
         Attempt a = new Attempt(this, deps, settings.timeouts(), index, req.requestId() + "-" + index, c, kind, method,
                 probe);

@@ -264,6 +264,9 @@ class DispatchProbeSlotTest {
         assertTrue(upstream.last().body().contains("\"model\":\"ma\""));
         upstream.last().head().content("Hello").finish();
         assertEquals(List.of("chat-b:skipped", "chat-a:success"), outcomes(Sse.trail(sink.text())));
+        // the skip takes its own number: no two records of a trail share one
+        assertEquals(1, Sse.trail(sink.text()).get(0).path("attempt").asInt());
+        assertEquals(2, Sse.trail(sink.text()).get(1).path("attempt").asInt());
         assertEquals(List.of(), store.releases);
         assertTrue(snapshot().probeTaken(), "the other instance's probe keeps its slot");
     }

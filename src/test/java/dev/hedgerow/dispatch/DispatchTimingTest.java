@@ -243,6 +243,24 @@ class DispatchTimingTest {
         assertEquals("success", trail.get(1).path("outcome").asText());
     }
 
+    /** The trail lists attempts as they were started: a hedge beaten by its primary ends first but comes second. */
+    @Test
+    void theTrailListsAttemptsInTheOrderTheyStartedWhenThePrimaryWins() {
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head();
+        advance(300);
+        Call b = upstream.last().head();
+        a.content("Hello").finish();
+        assertTrue(b.cancelled);
+        JsonNode trail = Sse.trail(sink.text());
+        assertEquals(2, trail.size(), trail.toString());
+        assertEquals(1, trail.get(0).path("attempt").asInt());
+        assertEquals("success", trail.get(0).path("outcome").asText());
+        assertEquals(2, trail.get(1).path("attempt").asInt());
+        assertEquals("hedge", trail.get(1).path("kind").asText());
+        assertEquals("lost_race", trail.get(1).path("outcome").asText());
+    }
+
     @Test
     void exhaustedHedgeBudgetStopsTheHedgeButNotTheRequest() {
         HedgeBudget tight = new HedgeBudget(0.05, 1, Duration.ofSeconds(60));
