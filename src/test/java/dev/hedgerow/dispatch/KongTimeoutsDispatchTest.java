@@ -103,6 +103,25 @@ class KongTimeoutsDispatchTest {
         dispatcher.start(new DispatchRequest("req-1", 0, org, "kt", org.group("kt"), chat, facts, cands), sink);
     }
 
+    /**
+     * The first attempt's head, then one byte of the completion every 4 s, {@code reads} times (within
+     * read_timeout each); with {@code finish} the rest of the body and its end.
+     */
+    private void trickle(int reads, boolean finish) {
+        UpstreamHandler h = upstream.handlers.get(0);
+        h.onSent();
+        h.onHead(200, Map.of("content-type", "application/json"));
+        byte[] body = COMPLETION.getBytes(StandardCharsets.UTF_8);
+        for (int i = 0; i < reads; i++) {
+            scheduler.advance(Duration.ofSeconds(4));
+            h.onData(java.util.Arrays.copyOfRange(body, i, i + 1));
+        }
+        if (finish) {
+            h.onData(java.util.Arrays.copyOfRange(body, reads, body.length));
+            h.onEnd();
+        }
+    }
+
     private Candidate candidate(String id, RouteSnapshot state) {
         return DispatchFixture.candidate(org, id, state, false, TtftEstimate.UNKNOWN);
     }
@@ -174,15 +193,7 @@ class KongTimeoutsDispatchTest {
     @Test
     void aLongNonStreamedAnswerIsNotAbandonedAtTheFirstTokenCeiling() {
         start(RouteSnapshot.empty("acme/a"));
-        upstream.handlers.get(0).onSent();
-        upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
-        byte[] body = COMPLETION.getBytes(StandardCharsets.UTF_8);
-        for (int i = 0; i < 30; i++) {   // 120 s in all, a read every 4 s
-            scheduler.advance(Duration.ofSeconds(4));
-            upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, i, i + 1));
-        }
-        upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, 30, body.length));
-        upstream.handlers.get(0).onEnd();
+        trickle(30, true);   // 120 s in all
         assertEquals(1, upstream.requests.size());
         assertEquals(200, sink.status);
     }
@@ -191,13 +202,7 @@ class KongTimeoutsDispatchTest {
     @Test
     void aShortNonStreamedAnswerIsStillAbandonedAtItsOwnWait() {
         start(RouteSnapshot.empty("acme/a"), 100);
-        upstream.handlers.get(0).onSent();
-        upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
-        byte[] body = COMPLETION.getBytes(StandardCharsets.UTF_8);
-        for (int i = 0; i < 8; i++) {   // 32 s
-            scheduler.advance(Duration.ofSeconds(4));
-            upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, i, i + 1));
-        }
+        trickle(8, false);   // 32 s
         assertEquals(2, upstream.requests.size());
         upstream.handlers.get(1).onSent();
         upstream.answer(1);
@@ -211,15 +216,7 @@ class KongTimeoutsDispatchTest {
         // for longer than fail_timeout: Kong resets the counter on this success, so dispatch must report it
         start(RouteSnapshot.empty("acme/a"));
         store.recordFailure("acme/a", 3, Duration.ofSeconds(10)).await().indefinitely();
-        upstream.handlers.get(0).onSent();
-        upstream.handlers.get(0).onHead(200, Map.of("content-type", "application/json"));
-        byte[] body = COMPLETION.getBytes(StandardCharsets.UTF_8);
-        for (int i = 0; i < 3; i++) {   // 12 s, a read every 4 s (within read_timeout)
-            scheduler.advance(Duration.ofSeconds(4));
-            upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, i, i + 1));
-        }
-        upstream.handlers.get(0).onData(java.util.Arrays.copyOfRange(body, 3, body.length));
-        upstream.handlers.get(0).onEnd();
+        trickle(3, true);   // 12 s
         assertEquals(200, sink.status);
         RouteSnapshot after = store.snapshot(List.of("acme/a"), Duration.ofMinutes(1)).await().indefinitely()
                 .get("acme/a");
