@@ -93,6 +93,12 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
      * attempt trail) once the stream completes, never before, so the last chunk a client reads still has a choice.
      */
     ObjectNode heldFinish;
+    /**
+     * This attempt's tool-call deltas, held until its answer finishes: a tool call's arguments cannot be continued
+     * by another route, so none of them reaches the client before the call is whole, and a stream that breaks
+     * mid-call is resumed (or restarted) elsewhere instead of failing. Bounded by the output guard.
+     */
+    final List<ObjectNode> heldTools = new ArrayList<>();
     JsonNode usage;
     OverlapTrimmer trimmer;
     boolean trimReasoning;

@@ -98,6 +98,9 @@ final class ClientOutput {
         ObjectNode choice = (ObjectNode) node.get("choices").get(0);
         ObjectNode delta = choice.has("delta") && choice.get("delta").isObject() ? (ObjectNode) choice.get("delta")
                 : choice.putObject("delta");
+        if (hasTools) {
+            holdTools(a, node, delta);
+        }
         String outContent = content;
         String outReasoning = reasoning;
         if (a.kind == Kind.RESUME) {
@@ -127,23 +130,43 @@ final class ClientOutput {
         if (!outReasoning.equals(reasoning)) {
             delta.put(delta.has("reasoning_content") ? "reasoning_content" : "reasoning", outReasoning);
         }
+        boolean text = !outContent.isEmpty() || !outReasoning.isEmpty();
+        if (text || finish != null) {
+            // text after a call (rare) or the end: the held calls go out first, in the order they came
+            releaseTools(a);
+        }
         transcript.content.append(outContent);
         transcript.reasoning.append(outReasoning);
-        if (!outContent.isEmpty() || !outReasoning.isEmpty()) {
+        if (text) {
             transcript.deltas++;
-        }
-        if (hasTools) {
-            transcript.toolCallStarted = true;
         }
         if (finish != null) {
             transcript.finishReason = finish;
             holdFinish(a, choice);
         }
-        if (outContent.isEmpty() && outReasoning.isEmpty() && !hasTools && delta.size() <= 1
-                && !delta.has("role")) {
+        if (!text && delta.size() <= 1 && !delta.has("role")) {
             return;
         }
         writeChunk(a, node);
+    }
+
+    /** Moves the delta's tool calls into a chunk of their own that the attempt holds until it finishes. */
+    private static void holdTools(Attempt a, ObjectNode node, ObjectNode delta) {
+        ObjectNode held = node.deepCopy();
+        ObjectNode heldChoice = (ObjectNode) held.get("choices").get(0);
+        heldChoice.putObject("delta").set("tool_calls", delta.remove("tool_calls"));
+        heldChoice.putNull("finish_reason");
+        heldChoice.remove("stop_reason");
+        a.heldTools.add(held);
+    }
+
+    /** Sends the tool calls the attempt holds: from now on the client has (part of) a call. */
+    private void releaseTools(Attempt a) {
+        for (ObjectNode held : a.heldTools) {
+            transcript.toolCallStarted = true;
+            writeChunk(a, held);
+        }
+        a.heldTools.clear();
     }
 
     /**
@@ -181,6 +204,7 @@ final class ClientOutput {
      * carries the trail, being the last), then [DONE].
      */
     void endStream(Attempt a, UsageSample billed, JsonNode usageDetails, ArrayNode trail) {
+        releaseTools(a);
         ObjectNode finish = a.heldFinish;
         if (finish == null) {
             finish = JsonNodeFactory.instance.objectNode().put("index", 0);

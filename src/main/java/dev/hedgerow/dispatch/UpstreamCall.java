@@ -36,7 +36,7 @@ final class UpstreamCall {
             so.put("include_usage", true);
         }
         a.askedTokens = req.chat().maxTokens();
-        if (a.kind == Kind.RESUME) {
+        if (a.kind == Kind.RESUME && !transcript.isEmpty()) {
             a.method.apply(body, transcript);
             if (!a.method.exact()) {
                 boolean reasoningPhase = transcript.inReasoning();

@@ -221,11 +221,13 @@ class SimChatTest extends SimFixture {
     void decodeSpeedPacesTheTokens() {
         sim.script("paced", ModelScript.defaults().withLength(20).withLatency(ModelScript.Latency.of(0, 100)));
         long elapsed = http.stream(SimHttp.chat("paced", PROMPT, true)).elapsedMs();
+        // the pacing: 20 tokens at 100 a second cannot all arrive in less than 19 intervals
         assertTrue(elapsed >= 190, "elapsed " + elapsed);
-        // measured between the first and last deltas: never above the script (pacing), any amount below it when
-        // this machine stalls the simulator's timers, so only the safe bound is asserted
+        // the simulator's own speed is measured between the first and last deltas, which are due at fixed times
+        // from the start: a first delta delayed by a stalled timer lets the rest catch up, so the measured speed
+        // may come out above or below the script's; only that it was measured is asserted
         double tps = sim.stats("paced").speed().tokensPerSecond();
-        assertTrue(tps > 0 && tps <= 110, "tokens per second " + tps);
+        assertTrue(tps > 0, "tokens per second " + tps);
     }
 
     @Test

@@ -59,6 +59,8 @@ class ResumeTest {
                   - { alias: nores, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
                   - { alias: bill, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
                   - { alias: bill, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
+                  - { alias: tools, provider: a, model: m-text, priority: 1, capabilities: [prefill, tools] }
+                  - { alias: tools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
                 groups:
                   resume: { strategy: priority }
                   think: { strategy: priority }
@@ -66,6 +68,7 @@ class ResumeTest {
                   plain: { strategy: priority }
                   nores: { strategy: priority, resume_mid_stream: false }
                   bill: { strategy: priority }
+                  tools: { strategy: priority }
             """;
 
     static GatewayHarness gw;
@@ -86,7 +89,7 @@ class ResumeTest {
     /** Each test breaks route a on purpose: let it start every test healthy (the breaker is not under test). */
     @BeforeEach
     void healthy() {
-        for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill")) {
+        for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill", "tools")) {
             for (String p : List.of("a", "b", "plain", "refuser")) {
                 gw.core().store().resetHealth("acme/" + alias + "-" + p).await().atMost(Duration.ofSeconds(5));
             }
@@ -253,6 +256,54 @@ class ResumeTest {
         assertEquals("stream_interrupted", ev.get(ev.size() - 1).path("error").path("code").asText(), out);
         assertTrue(Sse.endsWithDone(out));
         assertEquals(before, gw.sim("b").stats("m-text").received());
+    }
+
+    static final String TOOLS = ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+            + "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}}}]";
+
+    /** The streamed tool call as a client assembles it: "id name arguments", and how many chunks carried a call. */
+    static List<String> toolCall(String out) {
+        String id = "", name = "";
+        StringBuilder args = new StringBuilder();
+        int chunks = 0;
+        for (JsonNode e : Sse.events(out)) {
+            JsonNode calls = e.path("choices").path(0).path("delta").path("tool_calls");
+            if (!calls.isArray() || calls.isEmpty()) {
+                continue;
+            }
+            chunks++;
+            JsonNode c = calls.get(0);
+            id += c.path("id").asText("");
+            name += c.path("function").path("name").asText("");
+            args.append(c.path("function").path("arguments").asText(""));
+        }
+        return List.of(id + " " + name + " " + args, Integer.toString(chunks));
+    }
+
+    /**
+     * A stream that breaks while a tool call's arguments arrive is not lost: the call's deltas are held until the
+     * answer finishes, so nothing of it reached the client and another route answers the request afresh. The
+     * client gets one whole call, the same as an unbroken stream's, and never an error event.
+     */
+    @Test
+    void aStreamBrokenInsideAToolCallsArgumentsIsAnsweredWholeByAnotherRoute() throws Exception {
+        String prompt = "weather in two cities";
+        String clean = stream("tools", prompt, TOOLS);
+        List<String> expected = toolCall(clean);
+        assertTrue(expected.get(0).contains("get_weather {\""), expected.toString());
+        assertTrue(Integer.parseInt(expected.get(1)) > 2, "the arguments come in several pieces: " + expected);
+
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(2));   // the call's head and one piece of its arguments
+        String out = stream("tools", prompt, TOOLS);
+        assertOneResponse(out);
+        assertEquals(expected, toolCall(out));
+        dev.hedgerow.api.Json.parse(toolCall(out).get(0).split(" ", 3)[2].getBytes());   // whole JSON arguments
+        assertTrue(out.contains("\"finish_reason\":\"tool_calls\""), out);
+        JsonNode trail = Sse.trail(out);
+        assertEquals("transport_reset", trail.get(0).path("error").asText(), trail.toString());
+        assertTrue(trailHas(out, "resume", "success"), trail.toString());
+        // nothing was delivered but the role: the other route was asked the request itself, not a continuation
+        assertFalse(lastBody("b", "m-text").contains("continue_final_message"), lastBody("b", "m-text"));
     }
 
     static Map<String, UsageSample> ledger() {
