@@ -25,4 +25,19 @@ public record Functions(Set<String> enabled) {
     public boolean has(String function) {
         return enabled.contains(function);
     }
+
+    /** The HTTP edges this process answers, for an unknown path's 404 (health and metrics answer everywhere). */
+    public String edges() {
+        java.util.List<String> out = new java.util.ArrayList<>();
+        if (has("gateway")) {
+            out.add("POST /v1/chat/completions, GET /v1/models");
+        }
+        if (has("prober")) {
+            out.add("POST /prober/run, POST /v1/capacity");
+        }
+        if (has("console")) {
+            out.add("/admin/..., /console/");
+        }
+        return String.join(", ", out);
+    }
 }

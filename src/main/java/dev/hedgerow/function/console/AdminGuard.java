@@ -64,7 +64,7 @@ public class AdminGuard {
         ApiError err = switch (status) {
             case 404 -> ApiError.notFound(admin ? "No admin API path matches this request; see /admin/openapi."
                     : "No such endpoint: " + request.method() + " " + request.path()
-                    + ". Hedgerow serves POST /v1/chat/completions and GET /v1/models.");
+                    + ". This instance serves " + app.functions().edges() + ".");
             case 405 -> ApiError.methodNotAllowed("This method is not allowed on this admin path; see /admin/openapi.");
             case 415 -> ApiError.unsupportedMediaType("Send the body as application/json.");
             case 406 -> new ApiError(406, "invalid_request_error", "not_acceptable",

@@ -1,6 +1,8 @@
 package dev.hedgerow.function.console;
 
+import dev.hedgerow.api.ApiError;
 import dev.hedgerow.function.HedgerowApp;
+import dev.hedgerow.function.JsonReplies;
 import io.vertx.ext.web.Router;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
@@ -9,7 +11,7 @@ import jakarta.inject.Inject;
 /**
  * The console function's dashboard: static files under {@code META-INF/resources/console/} (plain HTML, CSS and
  * JavaScript on the admin API, no build step). {@code /console} redirects to {@code /console/}; when this process
- * does not serve the console function the dashboard answers 404.
+ * does not serve the console function the dashboard and {@code /admin/openapi} answer 404 in the envelope.
  */
 @ApplicationScoped
 public class ConsoleFunction {
@@ -26,7 +28,11 @@ public class ConsoleFunction {
             }
         });
         if (!app.functions().has("console")) {
-            router.route("/console/*").order(-100).handler(ctx -> ctx.response().setStatusCode(404).end());
+            // the dashboard and the admin API's OpenAPI document (served by SmallRye, not the guarded resource)
+            for (String path : new String[]{"/console/*", "/admin/openapi*"}) {
+                router.route(path).order(-100).handler(ctx -> JsonReplies.error(ctx.response(),
+                        ApiError.notFound("The console function is not enabled here.")));
+            }
         }
     }
 }
