@@ -118,13 +118,26 @@ try {
   const slo = await page.locator('#slo-table tbody tr[data-route="panel-alpha"] td').first().textContent();
   check(['meets', 'below'].includes(slo), 'the SLO table judges panel-alpha: ' + slo);
 
-  // the audit log, filtered
+  // a request fails over: panel-beta (asked for first) answers 500 once, panel-alpha serves it
+  await adminPut('/admin/groups/panel', { strategy: 'rr_health',
+    members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
+  await fetch(betaSim + '/sim/models/kimi-b/faults', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ kind: 'http_error', status: 500, type: 'server_error', message: 'browser failover' }) });
+  const failover = await chat('panel', { provider: { order: ['beta', 'alpha'] } });
+  check(failover.status === 200 && failover.provider === 'alpha',
+    'a request asking for beta first fails over to alpha (' + failover.status + ', ' + failover.provider + ')');
+
+  // the audit log, filtered: each attempt of the trail with its cause
   const audit = page.locator('#audit-form');
   await audit.getByLabel('Type', { exact: true }).selectOption('request');
   await audit.getByLabel('Alias', { exact: true }).fill('panel');
   await audit.getByRole('button', { name: 'Filter' }).click();
-  await page.locator('#audit-table tbody tr').filter({ hasText: 'panel-beta' }).first().waitFor({ timeout: 5000 });
-  ok('the audit log shows the failed attempt trail of panel-beta');
+  const trail = page.locator('#audit-table tbody tr td:nth-child(5)');
+  await trail.filter({ hasText: 'panel-beta:failed(http_500) → panel-alpha:success' }).first()
+    .waitFor({ timeout: 5000 });
+  ok('the audit log shows the failover trail with its cause: panel-beta:failed(http_500) → panel-alpha:success');
+  const pinnedFailure = await trail.filter({ hasText: /^panel-beta:failed\(http_500\)$/ }).count();
+  check(pinnedFailure >= 1, 'the audit log shows the request pinned to beta failing with http_500');
   await page.screenshot({ path: join(shots, '05-slo-chart-audit.png'), fullPage: true });
 
   await adminPut('/admin/groups/panel', { strategy: 'rr_health',

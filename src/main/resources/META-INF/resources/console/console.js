@@ -277,7 +277,7 @@ async function loadAudit() {
     body.replaceChildren();
     for (const e of data.events) {
       const detail = e.type === 'request'
-        ? (e.attempt_trail || []).map(a => a.route + ':' + a.outcome + (a.reason ? '(' + a.reason + ')' : ''))
+        ? (e.attempt_trail || []).map(a => a.route + ':' + a.outcome + (a.error ? '(' + a.error + ')' : ''))
           .join(' → ')
         : e.message;
       body.append(el('tr', {},

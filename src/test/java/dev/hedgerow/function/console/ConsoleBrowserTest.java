@@ -22,7 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The dashboard in real headless Chromium: {@code src/test/browser/console.spec.mjs} (playwright-core on Debian's
  * chromium) signs in, changes a weight and checks that routing follows it, watches a member cool down and come back,
- * and reads the SLO table, the TTFT chart and the audit log. Screenshots go to {@code target/screenshots/}.
+ * and reads the SLO table, the TTFT chart and the audit log (a failover's trail with each attempt's cause).
+ * Screenshots go to {@code target/screenshots/}.
  * Skipped, with a message, only when node is absent.
  */
 @QuarkusTest
