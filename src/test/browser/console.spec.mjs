@@ -140,6 +140,44 @@ try {
   check(pinnedFailure >= 1, 'the audit log shows the request pinned to beta failing with http_500');
   await page.screenshot({ path: join(shots, '05-slo-chart-audit.png'), fullPage: true });
 
+  // explain: the prefilled body for the first chat alias, a body that keeps panel-beta out, then bad JSON
+  const groups = await (await fetch(base + '/admin/groups', { headers: { authorization: 'Bearer a-acme' } })).json();
+  const firstChat = groups.groups.find(g => g.members.some(m => !m.embeddings));
+  const bodyField = page.getByLabel('Request body (JSON)');
+  const sample = JSON.parse(await bodyField.inputValue());
+  check(sample.model === firstChat.alias, 'the explain body is prefilled for the first chat alias: ' + sample.model);
+  const explainButton = page.getByRole('button', { name: 'Explain', exact: true });
+  const explained = page.locator('#explain-table tbody tr');
+  await explainButton.click();
+  await page.locator('#status').filter({ hasText: 'Explained a request to ' + firstChat.alias })
+    .waitFor({ timeout: 5000 });
+  const listed = await explained.evaluateAll(rows => rows.map(r => r.dataset.route));
+  const members = firstChat.members.map(m => m.route);
+  check(listed.length === members.length && members.every(r => listed.includes(r)),
+    'explain lists every route of ' + firstChat.alias + ': ' + listed.join(', '));
+
+  await bodyField.fill(JSON.stringify({ model: 'panel', provider: { only: ['alpha'] },
+    messages: [{ role: 'user', content: 'where would this go?' }] }, null, 2));
+  await explainButton.click();
+  await page.locator('#status').filter({ hasText: 'Explained a request to panel' }).waitFor({ timeout: 5000 });
+  check((await explained.evaluateAll(rows => rows.map(r => r.dataset.route))).join(',') === 'panel-alpha,panel-beta',
+    'explain lists the routes of panel, the candidate first');
+  const alphaRow = page.locator('#explain-table tbody tr[data-route="panel-alpha"]');
+  const betaRow = page.locator('#explain-table tbody tr[data-route="panel-beta"]');
+  check(await alphaRow.getAttribute('data-rank') === '1' && await alphaRow.locator('.check-failed').count() === 0,
+    'panel-alpha passes every filter and ranks 1: ' + (await alphaRow.locator('td').first().textContent()));
+  const betaPrefs = betaRow.locator('li[data-filter="preferences"]');
+  check(await betaRow.getAttribute('data-rank') === '0' && await betaPrefs.getAttribute('data-passed') === 'false'
+    && (await betaRow.textContent()).includes('not a candidate'),
+    'panel-beta fails the preferences filter and is not a candidate: ' + await betaPrefs.textContent());
+  await page.screenshot({ path: join(shots, '06-explain.png'), fullPage: true });
+
+  await bodyField.fill('{"model": "panel", "messages": [');
+  await explainButton.click();
+  await page.locator('#status.error').filter({ hasText: 'Explain failed' }).waitFor({ timeout: 5000 });
+  check(await explained.count() === 0,
+    'invalid JSON is refused and said so: ' + await page.locator('#status').textContent());
+
   await adminPut('/admin/groups/panel', { strategy: 'rr_health',
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
   console.log('console: all checks passed');

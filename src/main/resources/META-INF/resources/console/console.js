@@ -31,7 +31,8 @@ async function api(method, path, body) {
   const opts = { method, headers: { authorization: 'Bearer ' + sessionStorage.getItem(KEY) } };
   if (body !== undefined) {
     opts.headers['content-type'] = 'application/json';
-    opts.body = JSON.stringify(body);
+    // a string is sent as typed (explain's request body: the server judges it as the gateway would)
+    opts.body = typeof body === 'string' ? body : JSON.stringify(body);
   }
   const resp = await fetch(path, opts);
   const text = await resp.text();
@@ -90,6 +91,7 @@ async function loadGroups() {
   root.replaceChildren();
   cells = new Map();
   for (const g of data.groups) root.append(groupSection(g));
+  prefillExplain(data.groups);
 }
 
 function groupSection(g) {
@@ -290,12 +292,63 @@ async function loadAudit() {
   }
 }
 
+// ---- explain: how a request body would be routed, without sending it ----------------------------------------
+
+/** A sample chat body for the first chat alias, unless the operator has typed something already. */
+function prefillExplain(groups) {
+  const text = document.getElementById('explain-body');
+  const chat = groups.find(g => g.members.some(m => !m.embeddings));
+  if (text.value.trim() || !chat) return;
+  text.value = JSON.stringify({ model: chat.alias,
+    messages: [{ role: 'user', content: 'Hello! Which route would serve this?' }] }, null, 2);
+}
+
+async function explain() {
+  const body = document.querySelector('#explain-table tbody');
+  const summary = document.getElementById('explain-summary');
+  body.replaceChildren();
+  summary.textContent = '';
+  let data;
+  try {
+    data = await api('POST', '/admin/explain', document.getElementById('explain-body').value);
+  } catch (e) {
+    status('Explain failed: ' + e.message, true);
+    return;
+  }
+  status('Explained a request to ' + data.alias + ': ' + data.outcome + '.');
+  summary.textContent = 'Alias ' + data.alias + ', strategy ' + data.strategy + ', ' + data.prompt_tokens
+    + ' prompt tokens, ' + (data.stream ? 'streaming' : 'not streaming')
+    + (data.needs.length ? ', needs ' + data.needs.join(', ') : '') + '. Targets: first token ≤ '
+    + data.slo_target.first_token_ms + ' ms, decode ≥ ' + data.slo_target.decode_tokens_per_second + ' tok/s. '
+    + (data.error ? 'Outcome: ' + data.outcome + ' — ' + data.error : 'Outcome: ready.');
+  summary.className = data.error ? 'error' : '';
+  // candidates in the order they would be tried, then the routes a filter kept out
+  const order = r => r.rank > 0 ? r.rank : Number.MAX_SAFE_INTEGER;
+  const routes = [...data.routes].sort((a, b) => order(a) - order(b));
+  for (const r of routes) {
+    const checks = el('ul', { class: 'checks' }, ...r.checks.map(c => el('li',
+      { class: c.passed ? 'check-passed' : 'check-failed', 'data-filter': c.filter, 'data-passed': String(c.passed),
+        text: (c.passed ? 'passed ' : 'failed ') + c.filter + ': ' + c.detail })));
+    const p = r.predicted_ttft_ms;
+    body.append(el('tr', { 'data-route': r.route, 'data-rank': String(r.rank) },
+      el('td', { text: r.rank > 0 ? String(r.rank) : 'not a candidate' }),
+      el('th', { scope: 'row', text: r.route + (r.affinity ? ' (prefix affinity)' : '') }),
+      el('td', { text: r.provider + ' / ' + r.model }),
+      el('td', {}, checks),
+      el('td', { text: p.mean + ' / ' + p.p90 + (p.measured ? '' : ' (prior)') }),
+      el('td', { class: 'slo-' + (r.slo === 'unknown' ? 'unmeasured' : r.slo), text: r.slo }),
+      el('td', { text: (r.weight ?? '—') + ' / ' + (r.priority ?? '—') }),
+      el('td', { text: r.placement || '—' })));
+  }
+}
+
 document.addEventListener('DOMContentLoaded', () => {
   document.getElementById('signin-form').addEventListener('submit', ev => {
     ev.preventDefault();
     signIn(document.getElementById('admin-key').value.trim());
   });
   document.getElementById('audit-form').addEventListener('submit', ev => { ev.preventDefault(); loadAudit(); });
+  document.getElementById('explain-form').addEventListener('submit', ev => { ev.preventDefault(); explain(); });
   document.getElementById('signout').addEventListener('click', signOut);
   if (sessionStorage.getItem(KEY)) signIn(sessionStorage.getItem(KEY));
 });

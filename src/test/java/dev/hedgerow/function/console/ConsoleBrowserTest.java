@@ -22,8 +22,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The dashboard in real headless Chromium: {@code src/test/browser/console.spec.mjs} (playwright-core on Debian's
  * chromium) signs in, changes a weight and checks that routing follows it, watches a member cool down and come back,
- * and reads the SLO table, the TTFT chart and the audit log (a failover's trail with each attempt's cause).
- * Screenshots go to {@code target/screenshots/}.
+ * reads the SLO table, the TTFT chart and the audit log (a failover's trail with each attempt's cause), and explains
+ * a request body (and refuses invalid JSON). Screenshots go to {@code target/screenshots/}.
  * Skipped, with a message, only when node is absent.
  */
 @QuarkusTest
@@ -48,6 +48,7 @@ class ConsoleBrowserTest {
         assertEquals(0, r.exit, r.output);
         assertTrue(r.output.contains("console: all checks passed"), r.output);
         assertTrue(Files.exists(Path.of("target/screenshots/04-recovered.png")));
+        assertTrue(Files.exists(Path.of("target/screenshots/06-explain.png")));
     }
 
     private record Result(int exit, String output) {
