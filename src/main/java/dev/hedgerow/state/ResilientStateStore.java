@@ -139,10 +139,13 @@ public final class ResilientStateStore implements StateStore {
         if (missing.isEmpty()) {
             return Uni.createFrom().item(stored);
         }
-        // CAS on version 0: when several instances re-seed at once, one write wins and the others see it next poll.
-        List<Uni<Optional<Long>>> writes = missing.stream().map(e -> shared.putOrgCatalog(e.getKey(),
-                new VersionedDoc(e.getValue().json(), e.getValue().sourceHash(), 1), 0)).toList();
+        List<Uni<Optional<Long>>> writes = missing.stream().map(e -> reseed(e.getKey(), e.getValue())).toList();
         return Uni.join().all(writes).andFailFast().flatMap(done -> shared.catalogVersions());
+    }
+
+    /** Writes a mirrored org back as version 1: a CAS on version 0, so when several instances do it one wins. */
+    private Uni<Optional<Long>> reseed(String orgId, VersionedDoc held) {
+        return shared.putOrgCatalog(orgId, new VersionedDoc(held.json(), held.sourceHash(), 1), 0);
     }
 
     private Uni<Map<String, Long>> mirrorVersions() {
@@ -151,9 +154,21 @@ public final class ResilientStateStore implements StateStore {
         return Uni.createFrom().item(out);
     }
 
+    /**
+     * The stored org, or, when a restarted Redis lost it and the mirror holds it, the org written back first: an
+     * admin edit made before the next {@link #catalogVersions()} poll re-seeds it must not find its org gone.
+     */
     @Override
     public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
-        return call(() -> shared.orgCatalog(orgId).invoke(d -> d.ifPresent(doc -> catalogMirror.put(orgId, doc))),
+        return call(() -> shared.orgCatalog(orgId).flatMap(d -> {
+                    VersionedDoc held = catalogMirror.get(orgId);
+                    if (d.isPresent() || held == null) {
+                        d.ifPresent(doc -> catalogMirror.put(orgId, doc));
+                        return Uni.createFrom().item(d);
+                    }
+                    return reseed(orgId, held).flatMap(v -> shared.orgCatalog(orgId))
+                            .invoke(again -> again.ifPresent(doc -> catalogMirror.put(orgId, doc)));
+                }),
                 () -> Uni.createFrom().item(Optional.ofNullable(catalogMirror.get(orgId))));
     }
 

@@ -228,6 +228,18 @@ class RedisOutageTest {
                 .get(route).probeTaken(), "no local slot left to hold a later outage's probe");
     }
 
+    /**
+     * An admin edit made right after Redis came back empty, before any catalog poll wrote the org back, finds its
+     * org (it was 404 'Unknown organization' until the next poll).
+     */
+    @Test
+    void anEditRightAfterRedisForgotTheCatalogFindsItsOrg() throws IOException {
+        Resp.command(redis.port(), "FLUSHALL");   // as a restart without persistence leaves it, with no outage seen
+        var edited = a.core().catalog().update("acme", org -> org).await().atMost(Duration.ofSeconds(5));
+        assertEquals("acme", edited.id());
+        assertTrue(Resp.command(redis.port(), "SMEMBERS", StateKeys.ORGS).contains("acme"), "written back");
+    }
+
     @Test
     void writesBackTheCatalogARestartedRedisForgot() throws IOException {
         redis.stop();
