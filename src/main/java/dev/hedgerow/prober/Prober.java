@@ -205,8 +205,9 @@ public final class Prober {
     }
 
     /**
-     * The known-answer check; returns the verdict written, or null when the route could not be reached (reachability
-     * is the breaker's business, not verification's).
+     * The known-answer check; returns the verdict written, or null when the route could not be reached or gave no
+     * usable answer (reachability, overload and empty or malformed 200s are the breaker's business, as failover
+     * treats them, not verification's: a transient empty answer must not exclude the route until the next round).
      */
     private Uni<String> verify(Target t) {
         String nonce = "hr-" + HexFormat.of().toHexDigits(random.nextInt());
@@ -219,7 +220,8 @@ public final class Prober {
         return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
                 config.probeTimeout()).flatMap(outcome -> {
             if (outcome instanceof ProbeOutcome.Failed f) {
-                if (f.status() == 0 || f.status() == 429 || f.status() >= 500) {
+                // unreachable, overloaded, or a 200 that was no usable answer (empty, malformed): no verdict
+                if (f.status() == 0 || f.status() == 429 || f.status() >= 500 || f.status() / 100 == 2) {
                     return Uni.createFrom().nullItem();
                 }
                 return write(t, "fail:http " + f.status());

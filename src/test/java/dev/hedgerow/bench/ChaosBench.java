@@ -169,7 +169,8 @@ final class ChaosBench {
             }
             if ((!v.complete() || !v.exact()) && broken.size() < 5) {
                 broken.add(e.index() + ": status " + e.status() + " " + e.error() + " "
-                        + e.body().substring(Math.max(0, e.body().length() - 300)).replace('\n', ' '));
+                        + e.body().substring(Math.max(0, e.body().length() - 300)).replace('\n', ' ')
+                        + (e.headers() == null ? "" : " trail " + e.headers().get("x-hedgerow-attempts")));
             }
         }
         broken.forEach(b -> System.out.println("  not exact: " + b));

@@ -203,6 +203,23 @@ class ProberTest {
         assertEquals(2, ((RoutePlan.Ready) plan("odd")).candidates().size());
     }
 
+    /**
+     * An empty answer to the known-answer check (a zero-content reply, which failover treats as a transient failure)
+     * leaves the verdict as it was: it used to write a failure that excluded the route until the next round (the
+     * chaos benchmark lost a request to it: a third of its fleet excluded, two empty streams in a row left none).
+     */
+    @Test
+    void anEmptyKnownAnswerLeavesTheVerdictAsItWas() {
+        round();
+        assertEquals("pass", snapshot("odd-liar").blob(Router.VERIFICATION).orElseThrow());
+        liar.empty = true;
+        RoundReport r = round();
+
+        assertEquals(null, result(r, "odd-liar").verification());
+        assertEquals("pass", snapshot("odd-liar").blob(Router.VERIFICATION).orElseThrow());
+        assertEquals(2, ((RoutePlan.Ready) plan("odd")).candidates().size());
+    }
+
     @Test
     void aWrongKnownAnswerFailsVerification() {
         liar.echo = false;
@@ -341,6 +358,8 @@ class ProberTest {
         final HttpServer server;
         volatile String servedModel;
         volatile boolean echo = true;
+        /** Answers the known-answer check (a whole answer) with empty content. */
+        volatile boolean empty;
 
         private LyingProvider(HttpServer server) {
             this.server = server;
@@ -361,6 +380,9 @@ class ProberTest {
                 String user = body.path("messages").path(0).path("content").asText();
                 String answer = me.echo && user.startsWith("Reply with exactly: ")
                         ? user.substring("Reply with exactly: ".length()) : "42 is the answer";
+                if (me.empty && !body.path("stream").asBoolean()) {
+                    answer = "";
+                }
                 if (body.path("stream").asBoolean()) {
                     req.response().putHeader("content-type", "text/event-stream").setChunked(true);
                     for (String w : answer.split(" ")) {
