@@ -481,7 +481,9 @@ final class Dispatch {
                     + ") and cannot be continued exactly.");
             return;
         }
-        if (!settings.resumeMidStream()) {
+        if (!settings.resumeMidStream() && !transcript.isEmpty()) {
+            // Trifrost's rule: committed once a content frame reached the client. A held tool call reached nobody,
+            // so with nothing delivered the request is still asked afresh (UpstreamCall sends it whole)
             endWithErrorEvent("The upstream stream failed after content was sent (" + cause + ").");
             return;
         }

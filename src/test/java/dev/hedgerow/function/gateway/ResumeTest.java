@@ -61,6 +61,8 @@ class ResumeTest {
                   - { alias: bill, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
                   - { alias: tools, provider: a, model: m-text, priority: 1, capabilities: [prefill, tools] }
                   - { alias: tools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
+                  - { alias: norestools, provider: a, model: m-text, priority: 1, capabilities: [prefill, tools] }
+                  - { alias: norestools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
                 groups:
                   resume: { strategy: priority }
                   think: { strategy: priority }
@@ -69,6 +71,7 @@ class ResumeTest {
                   nores: { strategy: priority, resume_mid_stream: false }
                   bill: { strategy: priority }
                   tools: { strategy: priority }
+                  norestools: { strategy: priority, resume_mid_stream: false }
             """;
 
     static GatewayHarness gw;
@@ -89,7 +92,7 @@ class ResumeTest {
     /** Each test breaks route a on purpose: let it start every test healthy (the breaker is not under test). */
     @BeforeEach
     void healthy() {
-        for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill", "tools")) {
+        for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill", "tools", "norestools")) {
             for (String p : List.of("a", "b", "plain", "refuser")) {
                 gw.core().store().resetHealth("acme/" + alias + "-" + p).await().atMost(Duration.ofSeconds(5));
             }
@@ -304,6 +307,20 @@ class ResumeTest {
         assertTrue(trailHas(out, "resume", "success"), trail.toString());
         // nothing was delivered but the role: the other route was asked the request itself, not a continuation
         assertFalse(lastBody("b", "m-text").contains("continue_final_message"), lastBody("b", "m-text"));
+    }
+
+    /**
+     * With resume off (Trifrost: committed once a content frame reached the client), a break inside a held tool
+     * call delivered nothing, so the request is still answered whole by another route, not ended with an error.
+     */
+    @Test
+    void withResumeOffABreakInsideAHeldToolCallIsStillAnsweredWholeElsewhere() {
+        String prompt = "weather without resume";
+        List<String> expected = toolCall(stream("norestools", prompt, TOOLS));
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(2));
+        String out = stream("norestools", prompt, TOOLS);
+        assertOneResponse(out);
+        assertEquals(expected, toolCall(out));
     }
 
     static Map<String, UsageSample> ledger() {
