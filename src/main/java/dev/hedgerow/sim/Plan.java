@@ -50,13 +50,7 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
             }
             finish = "tool_calls";
         } else if (req.jsonMode()) {
-            // A valid JSON object streamed in pieces: {"text":"<tokens, escaped>"}.
-            units.add(new Unit(Kind.CONTENT, "{\"text\":\""));
-            for (String t : tokens) {
-                String quoted = JsonNodeFactory.instance.textNode(t).toString();
-                units.add(new Unit(Kind.CONTENT, quoted.substring(1, quoted.length() - 1)));
-            }
-            units.add(new Unit(Kind.CONTENT, "\"}"));
+            jsonPieces(tokens).forEach(p -> units.add(new Unit(Kind.CONTENT, p)));
         } else {
             tokens.forEach(t -> units.add(new Unit(Kind.CONTENT, t)));
         }
@@ -97,6 +91,10 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
             }
         }
         List<String> full = SimText.tokens(textSeed, req.firstUserMessage(), script.length());
+        if (req.jsonMode()) {
+            // the same JSON object as a first answer's, continued after the partial like any text
+            full = jsonPieces(full);
+        }
         Rest c = rest(full, prefill.partial(), req.maxTokens());
         mismatch |= c.mismatch();
         List<String> rest = c.tokens();
@@ -109,6 +107,18 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
     }
 
     private record Rest(List<String> tokens, int end, boolean mismatch) {
+    }
+
+    /** A JSON-mode answer: a valid JSON object streamed in pieces, {"text":"<tokens, escaped>"}. */
+    private static List<String> jsonPieces(List<String> tokens) {
+        List<String> out = new ArrayList<>();
+        out.add("{\"text\":\"");
+        for (String t : tokens) {
+            String quoted = JsonNodeFactory.instance.textNode(t).toString();
+            out.add(quoted.substring(1, quoted.length() - 1));
+        }
+        out.add("\"}");
+        return out;
     }
 
     /** The tokens of {@code full} after the text {@code partial}, at most {@code maxTokens} more than written. */

@@ -63,6 +63,8 @@ class ResumeTest {
                   - { alias: tools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
                   - { alias: norestools, provider: a, model: m-text, priority: 1, capabilities: [prefill, tools] }
                   - { alias: norestools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
+                  - { alias: json, provider: a, model: m-text, priority: 1, capabilities: [prefill, json_mode] }
+                  - { alias: json, provider: b, model: m-text, priority: 2, capabilities: [prefill, json_mode] }
                 groups:
                   resume: { strategy: priority }
                   think: { strategy: priority }
@@ -72,6 +74,7 @@ class ResumeTest {
                   bill: { strategy: priority }
                   tools: { strategy: priority }
                   norestools: { strategy: priority, resume_mid_stream: false }
+                  json: { strategy: priority }
             """;
 
     static GatewayHarness gw;
@@ -92,7 +95,8 @@ class ResumeTest {
     /** Each test breaks route a on purpose: let it start every test healthy (the breaker is not under test). */
     @BeforeEach
     void healthy() {
-        for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill", "tools", "norestools")) {
+        for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill", "tools", "norestools",
+                "json")) {
             for (String p : List.of("a", "b", "plain", "refuser")) {
                 gw.core().store().resetHealth("acme/" + alias + "-" + p).await().atMost(Duration.ofSeconds(5));
             }
@@ -321,6 +325,22 @@ class ResumeTest {
         String out = stream("norestools", prompt, TOOLS);
         assertOneResponse(out);
         assertEquals(expected, toolCall(out));
+    }
+
+    /** A JSON-mode stream broken mid-object is resumed into the same valid JSON an unbroken stream gives. */
+    @Test
+    void aJsonModeStreamBrokenMidObjectResumesIntoTheSameValidJson() throws Exception {
+        String prompt = "json then gone";
+        String mode = ",\"response_format\":{\"type\":\"json_object\"}";
+        String clean = Sse.content(stream("json", prompt, mode));
+        assertTrue(clean.startsWith("{\"text\":\"") && clean.endsWith("\"}"), clean);
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
+        String out = stream("json", prompt, mode);
+        assertOneResponse(out);
+        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
+        assertEquals(clean, Sse.content(out));
+        dev.hedgerow.api.Json.parse(Sse.content(out).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        assertTrue(lastBody("b", "m-text").contains("\"response_format\""), lastBody("b", "m-text"));
     }
 
     static Map<String, UsageSample> ledger() {
