@@ -43,6 +43,11 @@ final class AttemptTrail {
         return records.size();
     }
 
+    /** How many attempts failed so far (skipped routes and lost races are not failures). */
+    int failures() {
+        return (int) records.stream().filter(r -> "failed".equals(r.outcome())).count();
+    }
+
     /** How many attempts on the route failed so far. */
     int failuresOn(String routeId) {
         int n = 0;

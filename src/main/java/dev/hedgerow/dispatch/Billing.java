@@ -37,9 +37,10 @@ final class Billing {
     UsageSample usageOf(Attempt a, boolean resumed, JsonNode nonStreamMessage) {
         long prompt = promptTokens;
         long completion;
-        if (!resumed && a.usage != null && a.usage.has("prompt_tokens")) {
-            prompt = a.usage.path("prompt_tokens").asLong(prompt);
-            completion = a.usage.path("completion_tokens").asLong(0);
+        JsonNode upstream = upstreamBill(a, resumed);
+        if (upstream != null) {
+            prompt = upstream.path("prompt_tokens").asLong(prompt);
+            completion = upstream.path("completion_tokens").asLong(0);
         } else if (nonStreamMessage != null) {
             StringBuilder sb = new StringBuilder(UpstreamReplies.text(nonStreamMessage.get("content")));
             sb.append(UpstreamReplies.text(nonStreamMessage.get("reasoning_content")));
@@ -74,8 +75,11 @@ final class Billing {
         }
     }
 
-    /** The upstream usage whose breakdowns go with the bill: the attempt's own, unless the stream was resumed. */
-    static JsonNode details(Attempt a, boolean resumed) {
-        return resumed ? null : a.usage;
+    /**
+     * The upstream's own usage when it is what the request is billed (no resume, and it counts the prompt), else
+     * null: {@link #usageOf} bills it, and {@link #putUsage} passes its breakdowns on only then.
+     */
+    static JsonNode upstreamBill(Attempt a, boolean resumed) {
+        return !resumed && a.usage != null && a.usage.has("prompt_tokens") ? a.usage : null;
     }
 }

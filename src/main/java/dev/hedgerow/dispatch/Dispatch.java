@@ -530,7 +530,7 @@ final class Dispatch {
         ObjectNode out = (ObjectNode) node;
         output.rewriteIdentity(a, out);
         UsageSample billed = billing.usageOf(a, resumes > 0, msg);
-        Billing.putUsage(out, billed, Billing.details(a, resumes > 0));
+        Billing.putUsage(out, billed, Billing.upstreamBill(a, resumes > 0));
         finished = true;
         health.success(a);
         endAttempt(a, "success", null, false);
@@ -711,7 +711,7 @@ final class Dispatch {
         int status = sawCapacityError ? 503 : 502;
         long retryAfter = Math.max(1, settings.breaker().failTimeout().toSeconds());
         // not "every provider was tried": retries, failover_criteria or allow_fallbacks may have stopped earlier
-        int n = trail.size();
+        int n = trail.failures();
         String msg = "No provider of '" + req.alias() + "' could serve this request (" + n
                 + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
                 + retryAfter + " s.";
@@ -745,7 +745,7 @@ final class Dispatch {
         health.success(a);
         endAttempt(a, "success", null, false);
         UsageSample billed = billing.usageOf(a, resumes > 0, null);
-        output.endStream(a, req.chat().includeUsage() ? billed : null, Billing.details(a, resumes > 0),
+        output.endStream(a, req.chat().includeUsage() ? billed : null, Billing.upstreamBill(a, resumes > 0),
                 trail.toNode());
         stopTimers();
         long decodeMs = a.firstContentNanos < 0 ? 0 : (deps.ticker().nanos() - a.firstContentNanos) / 1_000_000L;

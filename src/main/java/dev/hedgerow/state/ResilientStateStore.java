@@ -162,13 +162,9 @@ public final class ResilientStateStore implements StateStore {
     public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
         return call(() -> shared.orgCatalog(orgId).flatMap(d -> {
                     VersionedDoc held = catalogMirror.get(orgId);
-                    if (d.isPresent() || held == null) {
-                        d.ifPresent(doc -> catalogMirror.put(orgId, doc));
-                        return Uni.createFrom().item(d);
-                    }
-                    return reseed(orgId, held).flatMap(v -> shared.orgCatalog(orgId))
-                            .invoke(again -> again.ifPresent(doc -> catalogMirror.put(orgId, doc)));
-                }),
+                    return d.isPresent() || held == null ? Uni.createFrom().item(d)
+                            : reseed(orgId, held).flatMap(v -> shared.orgCatalog(orgId));
+                }).invoke(d -> d.ifPresent(doc -> catalogMirror.put(orgId, doc))),
                 () -> Uni.createFrom().item(Optional.ofNullable(catalogMirror.get(orgId))));
     }
 
