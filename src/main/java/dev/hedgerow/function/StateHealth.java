@@ -51,7 +51,9 @@ public class StateHealth implements AsyncHealthCheck {
             b.withData("state", r.degraded() ? "degraded" : "shared")
                     .withData("redis", answered ? "up" : "unreachable")
                     .withData("breaker", r.breakerState())
-                    .withData("fallbacks", r.fallbacks());
+                    .withData("fallbacks", r.fallbacks())
+                    .withData("pending_edits", r.pendingEdits())
+                    .withData("lost_edits", r.lostEdits());
             if (r.degraded()) {
                 b.withData("last_failure", r.lastFailure());
             }

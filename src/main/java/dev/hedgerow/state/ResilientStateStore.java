@@ -33,8 +33,12 @@ import java.util.function.Supplier;
  * read or written. During an outage catalog reads answer from the mirror (the instance keeps its orgs instead of
  * seeing an empty store), and when the store comes back without an org the mirror holds (a restarted Redis without
  * persistence), {@link #catalogVersions()} writes the org back before answering, so no instance ever drops an org
- * because Redis forgot it. Admin edits made during an outage stay local to this instance unless they are re-seeded
- * that way; an edit stored in Redis meanwhile wins at the next refresh.
+ * because Redis forgot it. An admin edit made during an outage is written to the mirror and kept as pending; before the
+ * next catalog read from the shared store it is written there, compare-and-set, if the stored org is still the one
+ * the edit was made on (by content: a Redis that restarted empty and was re-seeded by another instance holds the same
+ * org under another version), so the edit is neither lost nor reverted by this instance's next refresh. If another
+ * edit reached the store meanwhile, that one wins: the pending edit is dropped, logged, and counted in
+ * {@link #lostEdits()}, as two conflicting edits cannot both hold.
  *
  * <p>Thread-safe: the guard is thread-safe, the mirror is a concurrent map, counters are atomic.
  */
@@ -74,6 +78,10 @@ public final class ResilientStateStore implements StateStore {
     private final StateStore local;
     private final Guard guard;
     private final Map<String, VersionedDoc> catalogMirror = new ConcurrentHashMap<>();
+    /** Admin edits written only to the mirror (the shared store was unreachable), by org; see the class comment. */
+    private final Map<String, PendingEdit> pendingEdits = new ConcurrentHashMap<>();
+    private final AtomicLong lostEdits = new AtomicLong();
+    private final System.Logger log = System.getLogger("dev.hedgerow.state");
     private final AtomicLong fallbacks = new AtomicLong();
     private volatile CircuitBreakerState breaker = CircuitBreakerState.CLOSED;
     private volatile String lastFailure = "";
@@ -109,6 +117,16 @@ public final class ResilientStateStore implements StateStore {
         return fallbacks.get();
     }
 
+    /** Admin edits made during an outage and not yet written to the shared store. */
+    public int pendingEdits() {
+        return pendingEdits.size();
+    }
+
+    /** Admin edits made during an outage that lost to another edit stored meanwhile (see the class comment). */
+    public long lostEdits() {
+        return lostEdits.get();
+    }
+
     /** The most recent reason a call fell back, or "" if none did. */
     public String lastFailure() {
         return lastFailure;
@@ -130,7 +148,8 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<Map<String, Long>> catalogVersions() {
-        return call(() -> shared.catalogVersions().flatMap(this::reseedMissing), this::mirrorVersions);
+        return call(() -> writePendingEdits().flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing),
+                this::mirrorVersions);
     }
 
     private Uni<Map<String, Long>> reseedMissing(Map<String, Long> stored) {
@@ -160,7 +179,7 @@ public final class ResilientStateStore implements StateStore {
      */
     @Override
     public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
-        return call(() -> shared.orgCatalog(orgId).flatMap(d -> {
+        return call(() -> writePendingEdits().flatMap(v -> shared.orgCatalog(orgId)).flatMap(d -> {
                     VersionedDoc held = catalogMirror.get(orgId);
                     return d.isPresent() || held == null ? Uni.createFrom().item(d)
                             : reseed(orgId, held).flatMap(v -> shared.orgCatalog(orgId));
@@ -175,18 +194,66 @@ public final class ResilientStateStore implements StateStore {
                 () -> Uni.createFrom().item(putMirror(orgId, doc, expectedVersion)));
     }
 
-    /** The same compare-and-set as the stores', on the mirror. */
+    /**
+     * The stores' compare-and-set, on the mirror; a write that holds is pending until the shared store takes it.
+     * Several edits during one outage are one pending edit: the latest document, made on the first's base. The version
+     * written is negative, one no stored org can have (stored versions count up from 1): an edit stored elsewhere
+     * meanwhile may have taken the version this one would have had, and the instance's catalog, which reloads an org
+     * when its version moved, would then never take that other edit once this one is dropped.
+     */
     private Optional<Long> putMirror(String orgId, VersionedDoc doc, long expectedVersion) {
-        long[] written = {-1};
+        long[] written = {0};
         catalogMirror.compute(orgId, (k, held) -> {
             long current = held == null ? 0 : held.version();
             if (current != expectedVersion) {
                 return held;
             }
-            written[0] = expectedVersion + 1;
-            return new VersionedDoc(doc.json(), doc.sourceHash(), written[0]);
+            written[0] = -(Math.abs(current) + 1);
+            VersionedDoc next = new VersionedDoc(doc.json(), doc.sourceHash(), written[0]);
+            pendingEdits.merge(orgId, new PendingEdit(held == null ? null : held.json(), next),
+                    (first, latest) -> new PendingEdit(first.baseJson(), latest.doc()));
+            return next;
         });
-        return written[0] < 0 ? Optional.empty() : Optional.of(written[0]);
+        return written[0] == 0 ? Optional.empty() : Optional.of(written[0]);
+    }
+
+    /** An edit made on the mirror: the org's document it was made on ({@code null}: none) and the result. */
+    private record PendingEdit(String baseJson, VersionedDoc doc) {
+    }
+
+    /** Writes every pending edit to the shared store (fails, and keeps them, if the store does not answer). */
+    private Uni<Void> writePendingEdits() {
+        if (pendingEdits.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        List<Uni<Void>> writes = pendingEdits.entrySet().stream()
+                .map(e -> writePending(e.getKey(), e.getValue())).toList();
+        return Uni.join().all(writes).andFailFast().replaceWithVoid();
+    }
+
+    private Uni<Void> writePending(String orgId, PendingEdit edit) {
+        return shared.orgCatalog(orgId).flatMap(stored -> {
+            String storedJson = stored.map(VersionedDoc::json).orElse(null);
+            if (edit.doc().json().equals(storedJson)) {
+                // already there: re-seeded from this mirror, or a write that timed out here landed after all
+                pendingEdits.remove(orgId, edit);
+                return Uni.createFrom().voidItem();
+            }
+            if (storedJson != null && !storedJson.equals(edit.baseJson())) {
+                pendingEdits.remove(orgId, edit);
+                lostEdits.incrementAndGet();
+                log.log(System.Logger.Level.WARNING, "an admin edit of org " + orgId + " made while the shared state "
+                        + "store was unreachable is dropped: the org was edited elsewhere meanwhile, and that edit holds");
+                return Uni.createFrom().voidItem();
+            }
+            long expected = stored.map(VersionedDoc::version).orElse(0L);
+            return shared.putOrgCatalog(orgId, new VersionedDoc(edit.doc().json(), edit.doc().sourceHash(),
+                    expected + 1), expected).invoke(v -> v.ifPresent(version -> {
+                        // a write that lost the compare-and-set stays pending: the next read sees why
+                        pendingEdits.remove(orgId, edit);
+                        catalogMirror.put(orgId, new VersionedDoc(edit.doc().json(), edit.doc().sourceHash(), version));
+                    })).replaceWithVoid();
+        });
     }
 
     // ---- everything else: shared when possible, local otherwise ------------------------------------------------------

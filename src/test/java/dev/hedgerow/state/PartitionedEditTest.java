@@ -1,0 +1,208 @@
+package dev.hedgerow.state;
+
+import dev.hedgerow.admin.AdminService;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.Resp;
+import dev.hedgerow.testsupport.TcpLink;
+import dev.hedgerow.time.Ticker;
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.RedisClientType;
+import io.vertx.redis.client.RedisOptions;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+import static dev.hedgerow.testsupport.Eventually.eventually;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * An admin edit made on an instance cut off from a Redis that keeps running (a network partition, not a restart):
+ * the edit is answered from local state during the partition, and when the link is back it must reach Redis and
+ * the rest of the fleet, not be reverted by the instance's next catalog refresh (it was, silently). Instance A talks
+ * to Redis through a {@link TcpLink} the tests cut; instance B talks to it directly. Each test edits an org of its
+ * own, and the edits are judged by where each instance's gateway sends chat traffic.
+ */
+class PartitionedEditTest {
+    static final String YAML = """
+            orgs:
+            %s""".formatted(String.join("", org("one"), org("two"), org("three")));
+    /** Short breaker delay so the restored link is tried again quickly; one success closes the breaker. */
+    static final ResilientStateStore.Settings SETTINGS =
+            new ResilientStateStore.Settings(Duration.ofMillis(500), 4, 0.5, Duration.ofMillis(200), 1);
+
+    static RedisServer redis;
+    static Vertx vertx;
+    static TcpLink link;
+    static Map<String, SimServer> sims;
+    static final List<io.vertx.mutiny.redis.client.Redis> clients = new ArrayList<>();
+    static ResilientStateStore storeA;
+    static ResilientStateStore storeB;
+    static GatewayHarness a;
+    static GatewayHarness b;
+    static final HttpClient http = HttpClient.newHttpClient();
+
+    static String org(String id) {
+        return """
+                  - id: %1$s
+                    keys: [{ name: app, key: "k-%1$s" }]
+                    providers:
+                      - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }
+                      - { id: beta, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
+                    routes:
+                      - { alias: chat, provider: alpha, model: alpha-model }
+                      - { alias: chat, provider: beta, model: beta-model }
+                    groups:
+                      chat: { strategy: rr_health }
+                """.formatted(id);
+    }
+
+    @BeforeAll
+    static void start() {
+        redis = RedisServer.start();
+        vertx = Vertx.vertx();
+        link = TcpLink.to(vertx, redis.port());
+        ModelScript fast = ModelScript.defaults().withLength(8).withLatency(ModelScript.Latency.of(2, 0));
+        sims = GatewayHarness.startSims(vertx, Map.of(
+                "alpha", SimConfig.of(3).withApiKey("sk-alpha").withModel("alpha-model", fast),
+                "beta", SimConfig.of(3).withApiKey("sk-beta").withModel("beta-model", fast)));
+        storeA = resilient(link.redisUrl());
+        storeB = resilient(redis.url());
+        a = GatewayHarness.start(vertx, YAML, sims, storeA);
+        b = GatewayHarness.start(vertx, YAML, sims, storeB);
+    }
+
+    static ResilientStateStore resilient(String url) {
+        io.vertx.mutiny.redis.client.Redis client = io.vertx.mutiny.redis.client.Redis.createClient(
+                io.vertx.mutiny.core.Vertx.newInstance(vertx), new RedisOptions().addConnectionString(url)
+                        .setMaxPoolSize(8).setMaxPoolWaiting(256));
+        clients.add(client);
+        return new ResilientStateStore(new RedisStateStore(client, RedisClientType.STANDALONE),
+                new MemoryStateStore(Ticker.system()), SETTINGS);
+    }
+
+    @AfterAll
+    static void stop() {
+        a.close();
+        b.close();
+        clients.forEach(io.vertx.mutiny.redis.client.Redis::close);
+        sims.values().forEach(SimServer::close);
+        link.close();
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+        redis.close();
+    }
+
+    @AfterEach
+    void linkBack() {
+        link.restore();
+        eventually(() -> {
+            served(a, "one", 1);
+            return !storeA.degraded();
+        }, "instance A is back on shared state");
+    }
+
+    /** The routes that answered {@code n} chat requests of {@code orgId} on one instance. */
+    static Set<String> served(GatewayHarness gw, String orgId, int n) {
+        Set<String> routes = new TreeSet<>();
+        for (int i = 0; i < n; i++) {
+            try {
+                HttpResponse<String> r = http.send(HttpRequest.newBuilder(
+                                URI.create(gw.baseUrl() + "/v1/chat/completions"))
+                        .header("Authorization", "Bearer k-" + orgId).header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"chat\",\"messages\":[{\"role\":"
+                                + "\"user\",\"content\":\"partition " + i + "\"}]}")).build(),
+                        HttpResponse.BodyHandlers.ofString());
+                assertEquals(200, r.statusCode(), r.body());
+                routes.add(r.headers().firstValue("x-hedgerow-route").orElseThrow());
+            } catch (IOException | InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return routes;
+    }
+
+    static Org org(GatewayHarness gw, String id) {
+        return gw.core().catalog().current().org(id).orElseThrow();
+    }
+
+    static void drain(GatewayHarness gw, String orgId, String routeId) {
+        new AdminService(gw.core()).drain(org(gw, orgId), routeId, true).await().atMost(Duration.ofSeconds(10));
+    }
+
+    /** Cuts A off Redis and sends it traffic until its store answers from local state. */
+    static void partitionA() {
+        link.cut();
+        eventually(() -> {
+            served(a, "one", 1);
+            return storeA.degraded();
+        }, "instance A serves on local state");
+    }
+
+    @Test
+    void anEditMadeWhilePartitionedReachesTheFleetWhenTheLinkIsBack() {
+        long lostBefore = storeA.lostEdits();
+        partitionA();
+        drain(a, "one", "chat-beta");
+        assertEquals(Set.of("chat-alpha"), served(a, "one", 4), "in effect on A at once");
+        assertEquals(1, storeA.pendingEdits());
+
+        link.restore();
+        eventually(() -> Set.of("chat-alpha").equals(served(b, "one", 4)), "B drains chat-beta too");
+        eventually(() -> storeA.pendingEdits() == 0, "A's edit is written to Redis");
+        assertEquals(Set.of("chat-alpha"), served(a, "one", 4), "A's own refresh did not revert it");
+        assertEquals(lostBefore, storeA.lostEdits());
+    }
+
+    @Test
+    void survivesARedisThatRestartedEmptyAndWasReseededByAnotherInstance() throws IOException {
+        long lostBefore = storeA.lostEdits();
+        partitionA();
+        drain(a, "two", "chat-beta");
+        Resp.command(redis.port(), "FLUSHALL"); // as a restart without persistence leaves it
+        eventually(() -> {
+            try {
+                return Resp.command(redis.port(), "SMEMBERS", StateKeys.ORGS).contains("two");
+            } catch (IOException e) {
+                return false;
+            }
+        }, "B re-seeds the orgs from its mirror, without A's edit");
+        assertEquals(Set.of("chat-alpha", "chat-beta"), served(b, "two", 4), "precondition: B has not seen it");
+
+        link.restore();
+        eventually(() -> Set.of("chat-alpha").equals(served(b, "two", 4)), "A's edit reaches B");
+        assertEquals(Set.of("chat-alpha"), served(a, "two", 4));
+        assertEquals(lostBefore, storeA.lostEdits());
+    }
+
+    @Test
+    void anEditStoredElsewhereMeanwhileWinsAndTheLostOneIsCounted() {
+        partitionA();
+        drain(a, "three", "chat-beta");
+        drain(b, "three", "chat-alpha"); // made on Redis while A cannot see it
+        long lostBefore = storeA.lostEdits();
+
+        link.restore();
+        eventually(() -> Set.of("chat-beta").equals(served(a, "three", 4)), "A takes the edit Redis holds");
+        assertEquals(Set.of("chat-beta"), served(b, "three", 4), "B keeps its edit");
+        assertEquals(lostBefore + 1, storeA.lostEdits(), "A's conflicting edit is reported lost, not silently");
+        assertEquals(0, storeA.pendingEdits());
+    }
+}
