@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 import java.time.Duration;
 import java.util.Map;
 
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -62,20 +63,43 @@ class StateReadinessTest {
         assertEquals(0.0, gauge());
     }
 
+    /** Sets the weight of org other's one-member group duo through the admin API (routing there cannot change). */
+    static void setOtherDuoWeight(int weight) {
+        given().auth().oauth2("a-other").contentType("application/json")
+                .body("{\"members\":[{\"route\":\"duo-alpha\",\"weight\":" + weight + "}]}")
+                .put("/admin/groups/duo").then().statusCode(200);
+    }
+
+    static int otherDuoWeight() {
+        return given().auth().oauth2("a-other").get("/admin/groups/duo").then().statusCode(200).extract()
+                .jsonPath().getInt("members[0].weight");
+    }
+
     @Test
     void staysReadyAndServesWhileRedisIsDownThenRejoins() {
         RedisServer redis = AppTestResource.redis();
+        int weight = otherDuoWeight();
         try {
             redis.stop();
             driveUntilState("degraded");
             served("during the outage");
             assertEquals("unreachable", stateCheck().get("redis"));
             assertEquals(1.0, gauge());
+            setOtherDuoWeight(weight + 7);     // answered on local state, and kept for Redis
+            assertEquals(1, stateCheck().get("pending_edits"));
         } finally {
             redis.restart();
         }
-        driveUntilState("shared");
-        served("after the outage");
-        assertEquals(0.0, gauge());
+        try {
+            driveUntilState("shared");
+            served("after the outage");
+            assertEquals(0.0, gauge());
+            assertEquals(weight + 7, otherDuoWeight(), "the edit made during the outage holds");
+            eventually(() -> Integer.valueOf(0).equals(stateCheck().get("pending_edits")),
+                    "the edit is written to Redis at the next catalog read");
+            assertEquals(0, stateCheck().get("lost_edits"));
+        } finally {
+            setOtherDuoWeight(weight);
+        }
     }
 }
