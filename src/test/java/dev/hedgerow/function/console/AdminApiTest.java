@@ -229,6 +229,14 @@ class AdminApiTest {
         admin().body("{\"route\":\"duo-beta\"}").post("/admin/members/pin").then().statusCode(200)
                 .body("members.find { it.route == 'duo-beta' }.pinned", equalTo(true));
         assertEquals(List.of("beta", "beta", "beta", "beta"), providersServing("duo", 4));
+        // a request that may use only the member held out: 503, without a Retry-After (no time is known)
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"duo\",\"provider\":{\"only\":[\"alpha\"]},\"messages\":[{\"role\":\"user\","
+                        + "\"content\":\"only alpha\"}]}")
+                .post("/v1/chat/completions").then().statusCode(503)
+                .body("error.code", equalTo("no_healthy_provider"))
+                .body("error.message", containsString("held out by a pinned member"))
+                .header("Retry-After", nullValue());
 
         admin().body("{\"alias\":\"duo\"}").post("/admin/members/unpin").then().statusCode(200);
         assertTrue(providersServing("duo", 4).containsAll(List.of("alpha", "beta")));
