@@ -38,12 +38,19 @@ final class ClientOutput {
     private final boolean stream;
     private final Transcript transcript;
     private boolean headSent;
+    /** Writes to the client since the head (chunks and comments): a count, so the dispatch can tell a quiet spell. */
+    private long writes;
 
     ClientOutput(DispatchRequest req, ClientSink sink, boolean stream, Transcript transcript) {
         this.req = req;
         this.sink = sink;
         this.stream = stream;
         this.transcript = transcript;
+    }
+
+    /** How many times a chunk or comment was written to the client so far. */
+    long writes() {
+        return writes;
     }
 
     /** True once the stream's response head went out: from then on failures end the stream with an error event. */
@@ -214,7 +221,7 @@ final class ClientOutput {
         ObjectNode chunk = baseChunk(a);
         chunk.putArray("choices").add(finish);
         if (billed != null) {
-            sink.write(Sse.data(chunk));
+            write(Sse.data(chunk));
             chunk = baseChunk(a);
             chunk.putArray("choices");
             Billing.putUsage(chunk, billed, usageDetails);
@@ -231,9 +238,14 @@ final class ClientOutput {
         sink.end(Sse.dataThenDone(err));
     }
 
-    /** A comment that keeps the client's connection alive while a resume starts. */
+    /** A comment that keeps the client's connection (and any proxy on the way) alive while nothing else is sent. */
     void keepAlive() {
-        sink.write(Sse.KEEP_ALIVE);
+        write(Sse.KEEP_ALIVE);
+    }
+
+    private void write(byte[] bytes) {
+        writes++;
+        sink.write(bytes);
     }
 
     /** Gives a chunk or whole answer the gateway's identity: request id, creation time, model and provider. */
@@ -321,7 +333,7 @@ final class ClientOutput {
     private void writeChunk(Attempt a, ObjectNode node) {
         node.remove("usage");
         rewriteIdentity(a, node);
-        sink.write(Sse.data(node));
+        write(Sse.data(node));
     }
 
     private ObjectNode baseChunk(Attempt a) {

@@ -49,6 +49,12 @@ final class Dispatch {
      * instance's slot frees itself within this, however long the probe's answer may take to arrive.
      */
     private static final Duration MAX_PROBE_TTL = Duration.ofSeconds(60);
+    /**
+     * While a stream's output is held back (a tool call's deltas, until the answer finishes) the client gets a
+     * keep-alive comment at least this often, so neither it nor a proxy in front of the gateway (nginx and AWS ALB
+     * close a connection idle for 60 s by default) takes a long tool call for a dead connection.
+     */
+    static final long HELD_KEEP_ALIVE_NANOS = Duration.ofSeconds(10).toNanos();
 
     private final Dispatcher.Deps deps;
     private final DispatchRequest req;
@@ -78,6 +84,8 @@ final class Dispatch {
     private Cancellable leaseTimer = Cancellable.NONE;
     private Cancellable priorityWait = Cancellable.NONE;
     private long lastActivityNanos;
+    /** When the stream last wrote to the client (see {@link #HELD_KEEP_ALIVE_NANOS}). */
+    private long lastClientWriteNanos;
     /** The failure that started the current resume episode: what the client is told if resuming fails. */
     private String resumeCause;
 
@@ -367,7 +375,15 @@ final class Dispatch {
         if (d.substantive()) {
             a.learnRhythm(!d.reasoning().isEmpty(), !d.content().isEmpty() || d.hasTools());
         }
+        long writes = output.writes();
         output.emitChunk(a, (ObjectNode) node, d.content(), d.reasoning(), d.hasTools(), finish);
+        long now = deps.ticker().nanos();
+        if (output.writes() == writes && now - lastClientWriteNanos >= HELD_KEEP_ALIVE_NANOS) {
+            output.keepAlive();   // the chunk was held back: the client still hears from the stream
+        }
+        if (output.writes() != writes) {
+            lastClientWriteNanos = now;
+        }
     }
 
     /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
@@ -407,6 +423,7 @@ final class Dispatch {
             committed = true;
             if (stream) {
                 output.commitStream(a);
+                lastClientWriteNanos = a.firstContentNanos;
             }
         }
         if (stream) {

@@ -448,6 +448,36 @@ class DispatchTimingTest {
         assertEquals(200, sink.status);
     }
 
+    /**
+     * A tool call's deltas are held until the answer finishes; over a long call the client still hears from the
+     * stream (a keep-alive comment at least every 10 s) instead of 25 s of silence a proxy would cut.
+     */
+    @Test
+    void aLongHeldToolCallKeepsTheClientConnectionAlive() {
+        start(false, candidate("chat-a", 300, Map.of()));
+        Call a = upstream.last().head();
+        a.data(toolDelta("{\"id\":\"call_1\",\"type\":\"function\","
+                + "\"function\":{\"name\":\"write\",\"arguments\":\"\"}}"));
+        for (int i = 0; i < 50; i++) {     // 25 s of arguments, a piece every 500 ms
+            advance(500);
+            a.data(toolDelta("{\"function\":{\"arguments\":\"x\"}}"));
+        }
+        String beforeEnd = sink.text();
+        assertFalse(beforeEnd.contains("\"tool_calls\":["), "the call is held: " + beforeEnd);
+        assertEquals(2, beforeEnd.split(": keep-alive", -1).length - 1, "one comment per 10 s held: " + beforeEnd);
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n")
+                .data("data: [DONE]\n\n");
+        a.handler.onEnd();
+        assertFalse(a.cancelled);
+        assertEquals(51, sink.text().split("\"tool_calls\":\\[", -1).length - 1, "every delta, then: " + sink.text());
+        assertEquals(2, sink.text().split(": keep-alive", -1).length - 1);
+    }
+
+    static String toolDelta(String call) {
+        return "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":["
+                + call.replaceFirst("\\{", "{\"index\":0,") + "]}}]}\n\n";
+    }
+
     @Test
     void silentRoutesAreAbandonedAndOnlyAfterEveryRouteWasTriedARetryable502() {
         start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()),
