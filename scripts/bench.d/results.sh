@@ -9,7 +9,8 @@ OUT="${BENCH_OUT:-$ROOT/bench-results}"
   echo
   echo "Made with \`scripts/bench\` (each section names its own command, date, commit and machine). Every figure in a"
   echo "table is from one run on a shared 2-core machine, where the compared variants ran side by side; compare"
-  echo "within a table, not across sections or runs."
+  echo "within a table, not across sections or runs. Earlier runs' figures, and what changed between them, are in"
+  echo "[HISTORY.md](HISTORY.md)."
   for s in overhead hedging routing chaos soak coldstart; do
     if [ -f "$OUT/sections/$s.md" ]; then
       echo
