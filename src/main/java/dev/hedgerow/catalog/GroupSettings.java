@@ -64,12 +64,17 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
         }
     }
 
-    /** Strategy-specific knobs (Kong's {@code config.balancer}). */
+    /**
+     * Strategy-specific knobs (Kong's {@code config.balancer}). {@code hashOnHeader} defaults to Kong's
+     * {@value #KONG_HASH_HEADER}, so clients moving from Kong keep their sticky sessions without a setting.
+     */
     public record Balancer(String hashOnHeader, LatencyStrategy latencyStrategy,
                            TokensCountStrategy tokensCountStrategy, Duration usageWindow, String embeddingsRoute,
                            double threshold, double slowBar) {
+        public static final String KONG_HASH_HEADER = "X-Kong-LLM-Request-ID";
+
         public static Balancer defaults() {
-            return new Balancer("X-Hedgerow-Session", LatencyStrategy.TPOT, TokensCountStrategy.TOTAL_TOKENS,
+            return new Balancer(KONG_HASH_HEADER, LatencyStrategy.TPOT, TokensCountStrategy.TOTAL_TOKENS,
                     Duration.ofMinutes(10), null, 0.5, 2.0);
         }
     }

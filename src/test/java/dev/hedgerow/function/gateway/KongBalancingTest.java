@@ -41,6 +41,9 @@ class KongBalancingTest {
                   - { id: ch-a, alias: sticky, provider: sim, model: m-ch-a }
                   - { id: ch-b, alias: sticky, provider: sim, model: m-ch-b }
                   - { id: ch-c, alias: sticky, provider: sim, model: m-ch-c }
+                  - { id: kh-a, alias: kongsticky, provider: sim, model: m-kh-a }
+                  - { id: kh-b, alias: kongsticky, provider: sim, model: m-kh-b }
+                  - { id: kh-c, alias: kongsticky, provider: sim, model: m-kh-c }
                   - { id: use-short, alias: usage, provider: sim, model: m-short }
                   - { id: use-long, alias: usage, provider: sim, model: m-long }
                   - { id: cost-cheap, alias: cost, provider: sim, model: m-cost-a,
@@ -65,7 +68,8 @@ class KongBalancingTest {
                       description: "cooking recipe food kitchen baking bread" }
                 groups:
                   wrr: { strategy: weighted, hedging: false }
-                  sticky: { strategy: consistent_hashing, hedging: false }
+                  sticky: { strategy: consistent_hashing, hash_on_header: X-Hedgerow-Session, hedging: false }
+                  kongsticky: { strategy: consistent_hashing, hedging: false }
                   usage: { strategy: lowest_usage, tokens_count_strategy: completion_tokens, hedging: false }
                   cost: { strategy: lowest_usage, tokens_count_strategy: cost, hedging: false }
                   fastest: { strategy: lowest_latency, hedging: false }
@@ -80,8 +84,9 @@ class KongBalancingTest {
     static void start() {
         ModelScript instant = ModelScript.defaults().withLength(8).withLatency(ModelScript.Latency.INSTANT);
         SimConfig sim = SimConfig.of(11).withApiKey("sk-sim");
-        for (String m : List.of("m-wrr-a", "m-wrr-b", "m-wrr-c", "m-ch-a", "m-ch-b", "m-ch-c", "m-p1-a", "m-p1-b",
-                "m-p2-c", "m-embed", "m-coder", "m-poet", "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b")) {
+        for (String m : List.of("m-wrr-a", "m-wrr-b", "m-wrr-c", "m-ch-a", "m-ch-b", "m-ch-c",
+                "m-kh-a", "m-kh-b", "m-kh-c", "m-p1-a", "m-p1-b", "m-p2-c", "m-embed", "m-coder", "m-poet",
+                "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b")) {
             sim = sim.withModel(m, instant);
         }
         sim = sim.withModel("m-short", instant.withLength(10)).withModel("m-long", instant.withLength(30))
@@ -205,6 +210,22 @@ class KongBalancingTest {
         }
         System.out.println("[kong] consistent_hashing: ch-b left, " + moved + " of 30 sessions moved (exactly its own)");
         assertEquals(keysPerRoute.get("ch-b"), moved);
+    }
+
+    @Test
+    void consistentHashingHashesOnKongsRequestIdHeaderByDefault() {
+        Map<String, String> routeOf = new LinkedHashMap<>();
+        for (int k = 0; k < 12; k++) {
+            String id = "conversation-" + k;
+            for (int rep = 0; rep < 3; rep++) {
+                String r = served("kongsticky", "hash me " + rep, false, Map.of("X-Kong-LLM-Request-ID", id));
+                String first = routeOf.putIfAbsent(id, r);
+                assertEquals(first == null ? r : first, r, "X-Kong-LLM-Request-ID " + id + " stays on one route");
+            }
+        }
+        print("consistent_hashing on the default header, ids per route (12 ids x 3)",
+                tally(new ArrayList<>(routeOf.values())), 12);
+        assertTrue(new java.util.HashSet<>(routeOf.values()).size() >= 2, routeOf.toString());
     }
 
     @Test
