@@ -7,8 +7,9 @@ import java.util.List;
  * Kong's semantic strategy over {@link SemanticMatcher}: members ranked by the cosine similarity of their
  * description's embedding to the prompt's; members sharing an identical description round-robin among themselves
  * (smooth weighted at the group's cursor, so the weights decide the fallback order), then the other groups by
- * similarity. A best group under {@code threshold} is no match, yet its members still serve (nothing is dropped).
- * Without embeddings (the embeddings route failed), plain rotation. Stateless; thread-safe.
+ * similarity. A prompt whose best group is under {@code threshold} matches no description: it is no specialist's,
+ * so the whole group shares it by smooth weighted round-robin (the weights decide the failover order, nothing is
+ * dropped). Without embeddings (the embeddings route failed), plain rotation. Stateless; thread-safe.
  */
 final class SemanticBalancer implements Balancer {
 
@@ -25,6 +26,9 @@ final class SemanticBalancer implements Balancer {
         }
         SemanticMatcher.Match m = SemanticMatcher.match(prompt, members, ctx.settings().balancer().threshold(),
                 ctx.cursor());
+        if (m.best().isEmpty()) {
+            return Balancers.weighted(candidates, ctx);
+        }
         return Balancers.byIds(candidates, m.order());
     }
 }

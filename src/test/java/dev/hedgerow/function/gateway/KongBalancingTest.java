@@ -66,6 +66,11 @@ class KongBalancingTest {
                       description: "cooking recipe food kitchen baking bread" }
                   - { id: sem-chef-2, alias: sem, provider: sim, model: m-chef-2,
                       description: "cooking recipe food kitchen baking bread" }
+                  - { id: embedder-2, alias: embed2, provider: sim, model: m-embed-2, embeddings: true }
+                  - { id: loose-coder, alias: loose, provider: sim, model: m-loose-coder, weight: 3,
+                      description: "python java code software bug programming" }
+                  - { id: loose-poet, alias: loose, provider: sim, model: m-loose-poet, weight: 1,
+                      description: "poetry poem verse rhyme sonnet" }
                 groups:
                   wrr: { strategy: weighted, hedging: false }
                   sticky: { strategy: consistent_hashing, hash_on_header: X-Hedgerow-Session, hedging: false }
@@ -76,6 +81,7 @@ class KongBalancingTest {
                   quickest: { strategy: lowest_latency, latency_strategy: e2e, hedging: false }
                   prio: { strategy: priority, hedging: false, breaker: { max_fails: 1, fail_timeout: 60s } }
                   sem: { strategy: semantic, embeddings_route: embedder, threshold: 0.3, hedging: false }
+                  loose: { strategy: semantic, embeddings_route: embedder-2, threshold: 0.3, hedging: false }
             """;
 
     static GatewayHarness gw;
@@ -86,7 +92,7 @@ class KongBalancingTest {
         SimConfig sim = SimConfig.of(11).withApiKey("sk-sim");
         for (String m : List.of("m-wrr-a", "m-wrr-b", "m-wrr-c", "m-ch-a", "m-ch-b", "m-ch-c",
                 "m-kh-a", "m-kh-b", "m-kh-c", "m-p1-a", "m-p1-b", "m-p2-c", "m-embed", "m-coder", "m-poet",
-                "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b")) {
+                "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b", "m-embed-2", "m-loose-coder", "m-loose-poet")) {
             sim = sim.withModel(m, instant);
         }
         sim = sim.withModel("m-short", instant.withLength(10)).withModel("m-long", instant.withLength(30))
@@ -218,7 +224,8 @@ class KongBalancingTest {
         for (int k = 0; k < 12; k++) {
             String id = "conversation-" + k;
             for (int rep = 0; rep < 3; rep++) {
-                String r = served("kongsticky", "hash me " + rep, false, Map.of("X-Kong-LLM-Request-ID", id));
+                String r = served("kongsticky", "hash me " + rep, false,
+                        Map.of("X-Kong-LLM-Request-ID", id));
                 String first = routeOf.putIfAbsent(id, r);
                 assertEquals(first == null ? r : first, r, "X-Kong-LLM-Request-ID " + id + " stays on one route");
             }
@@ -326,5 +333,21 @@ class KongBalancingTest {
         assertEquals(60, gw.sim("sim").stats("m-embed").received());
         gw.sim("sim").stats("m-embed").recent().forEach(r -> assertTrue(!r.body().contains("sonnet\",")
                 && !r.body().contains("bread\","), r.body()));
+    }
+
+    @Test
+    void semanticSharesAPromptThatMatchesNoDescriptionByWeight() {
+        // a programming prompt is above the threshold: the coder only
+        for (int i = 0; i < 4; i++) {
+            assertEquals("loose-coder", served("loose", "please fix this python code bug"));
+        }
+        // a prompt sharing no word with any description is under it: no specialist's, so weights 3:1 decide
+        List<String> routes = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            routes.add(served("loose", "what is the weather like on mars tomorrow"));
+        }
+        Map<String, Integer> split = tally(routes);
+        print("semantic under the threshold", split, 8);
+        assertEquals(Map.of("loose-coder", 6, "loose-poet", 2), split);
     }
 }
