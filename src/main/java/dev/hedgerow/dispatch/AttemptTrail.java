@@ -49,6 +49,16 @@ final class AttemptTrail {
     }
 
     /** How many attempts on the route failed so far. */
+    /** Whether the route answered 429 in this request (its Retry-After, if any, is honoured: no retry on it). */
+    boolean rateLimited(String routeId) {
+        for (AttemptRecord r : records) {
+            if (r.route().equals(routeId) && r.status() == 429) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     int failuresOn(String routeId) {
         int n = 0;
         for (AttemptRecord r : records) {

@@ -671,14 +671,26 @@ final class Dispatch {
         }
         Candidate next = routes.next(false, a.cand);
         boolean fallbackAllowed = req.facts().prefs().allowFallbacks();
+        if (next == null && f.routeFault()) {
+            // every route was tried: Kong's retries go on with a route whose breaker is still closed
+            next = routes.retryTarget(this::breakerStillClosed);
+        }
         if (next != null && criterionAllows && fallbackAllowed && preCommitAttempts < settings.retry().maxAttempts()) {
-            if (next == a.cand) {
-                routes.untried(a.cand);
-            }
+            routes.untried(next);   // a retry on a route already tried
             launch(next, Kind.FAILOVER, null);
             return;
         }
         exhausted();
+    }
+
+    /**
+     * The route may take this request again: not a half-open probe, no 429 in this request, and its failures (the
+     * shared count plus this request's) still under {@code max_fails}.
+     */
+    private boolean breakerStillClosed(Candidate c) {
+        String id = c.route().id();
+        return !c.halfOpen() && !trail.rateLimited(id)
+                && c.state().fails() + trail.failuresOn(id) < settings.breaker().maxFails();
     }
 
     /** Kong's priority rules after a failed attempt; true when the request stays on the top tier. */

@@ -66,6 +66,20 @@ final class RouteChoice {
     }
 
     /**
+     * Kong's {@code retries} once every route was tried: the best-ranked route that may still take the request
+     * again ({@code again}: its breaker is still closed), or null. Routes under the refused context size are
+     * never retried.
+     */
+    Candidate retryTarget(java.util.function.Predicate<Candidate> again) {
+        for (Candidate c : candidates) {
+            if ((contextLimit < 0 || c.route().contextWindow() > contextLimit) && again.test(c)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /**
      * Where a hedge for the racing attempt goes: the next untried route in ranked order; with the priority strategy
      * the next tier first (a hedge exists to escape the slow tier), else an untried member of the same tier.
      */

@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Kong's retry and fallback through the HTTP API with scripted simulator faults: {@code failover_criteria}
- * (the criteria alone decide; {@code non_idempotent} is accepted and changes nothing), {@code retries},
+ * (the criteria alone decide; {@code non_idempotent} is accepted and changes nothing), {@code retries} (once
+ * every route was tried, again on a route whose breaker is still closed),
  * {@code read_timeout}, and the priority rules
  * (stay on the top tier while its breaker is closed; wait for a short {@code Retry-After}).
  */
@@ -61,6 +62,8 @@ class KongRetryTest {
                       - { id: rt-c, alias: twice, provider: sim, model: m-rt-c, weight: 10 }
                       - { id: rd-a, alias: readto, provider: sim, model: m-rd-a, weight: 100 }
                       - { id: rd-b, alias: readto, provider: sim, model: m-rd-b, weight: 0 }
+                      - { id: lone, alias: lone, provider: sim, model: m-lone }
+                      - { id: lone2, alias: lone2, provider: sim, model: m-lone2 }
                       - { id: top, alias: tiers, provider: sim, model: m-top, priority: 1 }
                       - { id: low, alias: tiers, provider: sim, model: m-low, priority: 2 }
                       - { id: top1, alias: tiers1, provider: sim, model: m-top1, priority: 1 }
@@ -82,6 +85,8 @@ class KongRetryTest {
                                      failover_criteria: [error, timeout, invalid_header] }
                       twice: { strategy: weighted, hedging: false, retries: 1 }
                       readto: { strategy: weighted, hedging: false, read_timeout: 150ms }
+                      lone: { strategy: weighted, hedging: false, retries: 2, breaker: { max_fails: 5, fail_timeout: 30s } }
+                      lone2: { strategy: weighted, hedging: false, retries: 3, breaker: { max_fails: 2, fail_timeout: 30s } }
                       tiers: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
                       tiers1: { strategy: priority, hedging: false, breaker: { max_fails: 1, fail_timeout: 30s } }
                       tiersw: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
@@ -101,7 +106,7 @@ class KongRetryTest {
         SimConfig sim = SimConfig.of(13).withApiKey("sk-sim");
         for (String m : List.of("m-c5-a", "m-c5-b", "m-c3-a", "m-c3-b", "m-c4-a", "m-c4-b", "m-d4-a", "m-d4-b", "m-ni-a", "m-np-a",
                 "m-np-b", "m-kr-a", "m-kr-b", "m-kb-a", "m-kb-b", "m-ki-a", "m-ki-b", "m-rt-a", "m-rt-b", "m-rt-c", "m-rd-a", "m-rd-b", "m-top", "m-low", "m-top1", "m-low1",
-                "m-topw", "m-loww", "m-topl", "m-lowl")) {
+                "m-topw", "m-loww", "m-topl", "m-lowl", "m-lone", "m-lone2")) {
             sim = sim.withModel(m, instant);
         }
         gw = GatewayHarness.start(yaml(deadPort), Map.of("sim", sim));
@@ -230,6 +235,26 @@ class KongRetryTest {
         assertEquals(502, r.statusCode());
         assertEquals(2, trail(r).size(), trail(r).toString());
         assertEquals(third, received("m-rt-c"), "retries: 1 allows two attempts, never a third");
+    }
+
+    @Test
+    void retriesRetryTheOnlyRouteWhileItsBreakerIsClosed() {
+        gw.sim("sim").enqueue("m-lone", Fault.status(500));
+        gw.sim("sim").enqueue("m-lone", Fault.status(500));
+        Response r = send("lone");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals(List.of("lone:failed:http_500", "lone:failed:http_500", "lone:success"), trail(r));
+    }
+
+    @Test
+    void retriesOnTheSameRouteStopWhereItsBreakerOpens() {
+        for (int i = 0; i < 4; i++) {
+            gw.sim("sim").enqueue("m-lone2", Fault.status(500));
+        }
+        Response r = send("lone2");
+        assertEquals(502, r.statusCode(), r.asString());
+        // retries: 3 would allow four attempts, but the second failure reaches max_fails 2
+        assertEquals(List.of("lone2:failed:http_500", "lone2:failed:http_500"), trail(r));
     }
 
     @Test
