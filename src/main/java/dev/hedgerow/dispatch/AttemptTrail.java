@@ -48,7 +48,6 @@ final class AttemptTrail {
         return (int) records.stream().filter(r -> "failed".equals(r.outcome())).count();
     }
 
-    /** How many attempts on the route failed so far. */
     /** Whether the route answered 429 in this request (its Retry-After, if any, is honoured: no retry on it). */
     boolean rateLimited(String routeId) {
         for (AttemptRecord r : records) {
@@ -59,6 +58,7 @@ final class AttemptTrail {
         return false;
     }
 
+    /** How many attempts on the route failed so far. */
     int failuresOn(String routeId) {
         int n = 0;
         for (AttemptRecord r : records) {

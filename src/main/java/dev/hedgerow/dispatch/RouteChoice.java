@@ -6,6 +6,7 @@ import dev.hedgerow.routing.Candidate;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * Which of a dispatch's ranked candidates comes next: the routes tried so far, the context size a route has
@@ -70,7 +71,7 @@ final class RouteChoice {
      * again ({@code again}: its breaker is still closed), or null. Routes under the refused context size are
      * never retried.
      */
-    Candidate retryTarget(java.util.function.Predicate<Candidate> again) {
+    Candidate retryTarget(Predicate<Candidate> again) {
         for (Candidate c : candidates) {
             if ((contextLimit < 0 || c.route().contextWindow() > contextLimit) && again.test(c)) {
                 return c;
