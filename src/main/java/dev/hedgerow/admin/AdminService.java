@@ -100,7 +100,8 @@ public final class AdminService {
 
     /**
      * Edits a group: {@code {"strategy": "...", "members": [{"route": id, "weight": n, "priority": n}]}}; fields
-     * left out keep their value.
+     * left out keep their value. The strategy may be written as Kong spells it ({@code round-robin}); the answer
+     * names it as Hedgerow does.
      */
     public Uni<ObjectNode> editGroup(Org org, String alias, JsonNode edit) {
         requireAlias(org, alias);
@@ -117,7 +118,7 @@ public final class AdminService {
                 strategy = Strategy.parse(edit.get("strategy").asText());
             } catch (IllegalArgumentException e) {
                 throw new RequestException(ApiError.invalidRequest("unknown_strategy", "Unknown strategy '"
-                        + edit.get("strategy").asText() + "'.", "strategy"));
+                        + edit.get("strategy").asText() + "'; allowed: " + Strategy.allowed() + ".", "strategy"));
             }
         }
         JsonNode memberEdits = edit.path("members");

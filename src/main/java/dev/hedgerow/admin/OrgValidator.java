@@ -21,7 +21,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -165,8 +164,8 @@ public final class OrgValidator {
         n.put("stall_floor", duration(t.stallFloor()));
         GroupSettings.Balancer b = g.balancer();
         n.put("hash_on_header", esc(b.hashOnHeader()));
-        n.put("latency_strategy", b.latencyStrategy().name().toLowerCase(Locale.ROOT));
-        n.put("tokens_count_strategy", b.tokensCountStrategy().name().toLowerCase(Locale.ROOT));
+        n.put("latency_strategy", b.latencyStrategy().wireName());
+        n.put("tokens_count_strategy", b.tokensCountStrategy().wireName());
         n.put("usage_window", duration(b.usageWindow()));
         if (b.embeddingsRoute() != null) {
             n.put("embeddings_route", esc(b.embeddingsRoute()));

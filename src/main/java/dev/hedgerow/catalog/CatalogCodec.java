@@ -21,7 +21,6 @@ import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -179,8 +178,8 @@ public final class CatalogCodec {
         Balancer b = g.balancer();
         n.putObject("balancer")
                 .put("hash_on_header", b.hashOnHeader())
-                .put("latency_strategy", b.latencyStrategy().name().toLowerCase(Locale.ROOT))
-                .put("tokens_count_strategy", b.tokensCountStrategy().name().toLowerCase(Locale.ROOT))
+                .put("latency_strategy", b.latencyStrategy().wireName())
+                .put("tokens_count_strategy", b.tokensCountStrategy().wireName())
                 .put("usage_window", b.usageWindow().toString())
                 .put("embeddings_route", b.embeddingsRoute())
                 .put("threshold", b.threshold())
@@ -269,10 +268,10 @@ public final class CatalogCodec {
         Doc bal = n.obj("balancer");
         Balancer db = d.balancer();
         Balancer balancer = bal == null ? db : new Balancer(bal.optText("hash_on_header", db.hashOnHeader()),
-                GroupSettings.LatencyStrategy.valueOf(bal.optText("latency_strategy",
-                        db.latencyStrategy().name()).toUpperCase(Locale.ROOT)),
-                GroupSettings.TokensCountStrategy.valueOf(bal.optText("tokens_count_strategy",
-                        db.tokensCountStrategy().name()).toUpperCase(Locale.ROOT)),
+                WireNames.parse(GroupSettings.LatencyStrategy.class, "latency_strategy",
+                        bal.optText("latency_strategy", db.latencyStrategy().wireName())),
+                WireNames.parse(GroupSettings.TokensCountStrategy.class, "tokens_count_strategy",
+                        bal.optText("tokens_count_strategy", db.tokensCountStrategy().wireName())),
                 bal.duration("usage_window", db.usageWindow()), bal.optText("embeddings_route"),
                 bal.number("threshold", db.threshold()), bal.number("slow_bar", db.slowBar()));
         Doc s = n.obj("slo");

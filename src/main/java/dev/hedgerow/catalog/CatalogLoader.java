@@ -19,7 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.HashMap;
@@ -31,7 +30,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.Function;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 
 /**
  * Loads and validates {@code hedgerow.yaml} (DESIGN.md "Configuration") into {@link Org} records.
@@ -68,8 +66,8 @@ public final class CatalogLoader {
     private static final Set<String> ROUTE_FIELDS = Set.of("id", "alias", "provider", "model", "weight", "priority",
             "context_window", "capabilities", "parameters", "price", "description", "tags", "embeddings");
     private static final Set<String> PRICE_FIELDS = Set.of("prompt_per_mtok", "completion_per_mtok");
-    private static final Set<String> GROUP_FIELDS = Set.of("strategy", "resume_mid_stream", "hedging", "breaker",
-            "retries", "max_attempts", "max_resumes", "failover_criteria", "max_retry_after_wait",
+    private static final Set<String> GROUP_FIELDS = Set.of("strategy", "algorithm", "resume_mid_stream", "hedging",
+            "breaker", "retries", "max_attempts", "max_resumes", "failover_criteria", "max_retry_after_wait",
             "connect_timeout", "read_timeout", "write_timeout", "first_token_floor", "first_token_ceiling",
             "stall_floor", "hash_on_header", "latency_strategy", "tokens_count_strategy", "usage_window",
             "embeddings_route", "threshold", "slow_bar", "slo");
@@ -506,7 +504,7 @@ public final class CatalogLoader {
                 return null;
             }
             GroupSettings d = GroupSettings.defaults();
-            Strategy strategy = enumValue(g, "strategy", "strategy", Strategy.class, d.strategy());
+            Strategy strategy = readStrategy(g, d.strategy());
             boolean resume = g.bool("resume_mid_stream", d.resumeMidStream());
             boolean hedging = g.bool("hedging", d.hedging());
 
@@ -650,6 +648,21 @@ public final class CatalogLoader {
                     hm.duration("window", d.window(), false));
         }
 
+        /**
+         * {@code strategy}, or Kong's name for it, {@code algorithm} ({@code config.balancer.algorithm}); both may
+         * be given only when they name the same strategy.
+         */
+        private Strategy readStrategy(ConfigMap g, Strategy def) {
+            Strategy strategy = enumValue(g, "strategy", "strategy", Strategy.class, null);
+            Strategy algorithm = enumValue(g, "algorithm", "algorithm", Strategy.class, null);
+            if (strategy != null && algorithm != null && strategy != algorithm) {
+                g.error("algorithm", "\"" + g.string("algorithm") + "\" (" + algorithm.wireName()
+                        + ") differs from strategy \"" + g.string("strategy") + "\" (" + strategy.wireName()
+                        + "); algorithm is Kong's name for strategy: give one of them");
+            }
+            return strategy != null ? strategy : algorithm != null ? algorithm : def;
+        }
+
         private <E extends Enum<E>> E enumValue(ConfigMap m, String key, String noun, Class<E> type, E def) {
             String s = m.string(key);
             if (s == null) {
@@ -669,17 +682,11 @@ public final class CatalogLoader {
     }
 
     private static <E extends Enum<E>> E enumByWireName(Class<E> type, String s) {
-        for (E e : type.getEnumConstants()) {
-            if (e.name().toLowerCase(Locale.ROOT).equals(s)) {
-                return e;
-            }
-        }
-        return null;
+        return WireNames.find(type, s);
     }
 
     private static <E extends Enum<E>> String allowed(Class<E> type) {
-        return Arrays.stream(type.getEnumConstants()).map(e -> e.name().toLowerCase(Locale.ROOT))
-                .collect(Collectors.joining(", "));
+        return WireNames.allowed(type);
     }
 
     private static List<String> sorted(Set<String> s) {

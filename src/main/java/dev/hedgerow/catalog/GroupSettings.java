@@ -1,6 +1,8 @@
 package dev.hedgerow.catalog;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -86,7 +88,34 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
         }
     }
 
-    public enum LatencyStrategy { TPOT, E2E }
+    /** Kong's {@code latency_strategy}: time per output token or end to end (Kong spells both as Hedgerow). */
+    public enum LatencyStrategy implements Spelled {
+        TPOT, E2E;
 
-    public enum TokensCountStrategy { PROMPT_TOKENS, COMPLETION_TOKENS, TOTAL_TOKENS, COST }
+        @Override
+        public String wireName() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /** Kong's {@code tokens_count_strategy}; Kong's hyphenated spellings ({@code total-tokens}) are accepted. */
+    public enum TokensCountStrategy implements Spelled {
+        PROMPT_TOKENS("prompt-tokens"), COMPLETION_TOKENS("completion-tokens"), TOTAL_TOKENS("total-tokens"), COST;
+
+        private final List<String> synonyms;
+
+        TokensCountStrategy(String... synonyms) {
+            this.synonyms = List.of(synonyms);
+        }
+
+        @Override
+        public String wireName() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+
+        @Override
+        public List<String> synonyms() {
+            return synonyms;
+        }
+    }
 }

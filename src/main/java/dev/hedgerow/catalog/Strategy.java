@@ -1,17 +1,45 @@
 package dev.hedgerow.catalog;
 
+import java.util.List;
 import java.util.Locale;
 
-/** The ordering strategy of an alias group (DESIGN.md "Strategies"). */
-public enum Strategy {
-    AUTO, RR_HEALTH, WEIGHTED, LEAST_LATENCY, LOWEST_LATENCY, CONSISTENT_HASHING, LEAST_CONNECTIONS, LOWEST_USAGE,
+/**
+ * The ordering strategy of an alias group (DESIGN.md "Strategies"). Each also accepts Kong AI Gateway's spelling
+ * of its {@code config.balancer.algorithm} where that differs: Kong's {@code round-robin} is weighted, so it is
+ * {@link #WEIGHTED}.
+ */
+public enum Strategy implements Spelled {
+    AUTO, RR_HEALTH, WEIGHTED("round-robin"), LEAST_LATENCY, LOWEST_LATENCY("lowest-latency"),
+    CONSISTENT_HASHING("consistent-hashing"), LEAST_CONNECTIONS("least-connections"), LOWEST_USAGE("lowest-usage"),
     PRIORITY, SEMANTIC;
 
-    public static Strategy parse(String s) {
-        return Strategy.valueOf(s.trim().toUpperCase(Locale.ROOT));
+    private final List<String> synonyms;
+
+    Strategy(String... synonyms) {
+        this.synonyms = List.of(synonyms);
     }
 
+    /**
+     * The strategy written {@code s} (trimmed, any case): a wire name or Kong's spelling.
+     *
+     * @throws IllegalArgumentException naming the value and listing the accepted ones
+     */
+    public static Strategy parse(String s) {
+        return WireNames.parse(Strategy.class, "strategy", s);
+    }
+
+    /** Every accepted spelling, for error messages. */
+    public static String allowed() {
+        return WireNames.allowed(Strategy.class);
+    }
+
+    @Override
     public String wireName() {
         return name().toLowerCase(Locale.ROOT);
+    }
+
+    @Override
+    public List<String> synonyms() {
+        return synonyms;
     }
 }

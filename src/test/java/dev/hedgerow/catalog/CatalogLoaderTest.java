@@ -108,6 +108,71 @@ class CatalogLoaderTest {
         assertEquals(new RoutingRules("X-Hedgerow-Model", false), acme.routing());
     }
 
+    private static GroupSettings group(String settings) {
+        return loader(Map.of()).parse("""
+                orgs:
+                  - id: acme
+                    keys: [{ name: app, key: k1 }]
+                    providers: [{ id: p, base_url: "https://p.example/v1" }]
+                    routes: [{ alias: a, provider: p, model: m }]
+                    groups:
+                      a: %s
+                """.formatted(settings)).orgs().get(0).group("a");
+    }
+
+    @Test
+    void kongsAlgorithmSpellingsAreHedgerowsStrategies() {
+        Map<String, Strategy> kong = Map.of("round-robin", Strategy.WEIGHTED,
+                "consistent-hashing", Strategy.CONSISTENT_HASHING, "least-connections", Strategy.LEAST_CONNECTIONS,
+                "lowest-usage", Strategy.LOWEST_USAGE, "lowest-latency", Strategy.LOWEST_LATENCY,
+                "priority", Strategy.PRIORITY);
+        kong.forEach((spelling, strategy) -> {
+            assertEquals(strategy, group("{ strategy: " + spelling + " }").strategy(), spelling);
+            assertEquals(strategy, group("{ algorithm: " + spelling + " }").strategy(), "algorithm: " + spelling);
+        });
+    }
+
+    @Test
+    void kongsKnobSpellingsAreHedgerowsValues() {
+        Map<String, GroupSettings.TokensCountStrategy> kong = Map.of(
+                "prompt-tokens", GroupSettings.TokensCountStrategy.PROMPT_TOKENS,
+                "completion-tokens", GroupSettings.TokensCountStrategy.COMPLETION_TOKENS,
+                "total-tokens", GroupSettings.TokensCountStrategy.TOTAL_TOKENS,
+                "cost", GroupSettings.TokensCountStrategy.COST);
+        kong.forEach((spelling, value) -> assertEquals(value,
+                group("{ strategy: lowest-usage, tokens_count_strategy: " + spelling + " }").balancer()
+                        .tokensCountStrategy(), spelling));
+        assertEquals(GroupSettings.LatencyStrategy.E2E,
+                group("{ algorithm: lowest-latency, latency_strategy: e2e }").balancer().latencyStrategy());
+    }
+
+    @Test
+    void aKongSpelledGroupEqualsItsHedgerowSpelledTwin() {
+        assertEquals(group("{ strategy: lowest_usage, tokens_count_strategy: completion_tokens }"),
+                group("{ algorithm: lowest-usage, tokens_count_strategy: completion-tokens }"));
+        // both keys may be given when they name the same strategy
+        assertEquals(group("{ strategy: weighted }"), group("{ strategy: weighted, algorithm: round-robin }"));
+    }
+
+    @Test
+    void kongSpelledGroupsAreStoredUnderHedgerowsNames() {
+        Org org = loader(Map.of()).parse("""
+                orgs:
+                  - id: acme
+                    keys: [{ name: app, key: k1 }]
+                    providers: [{ id: p, base_url: "https://p.example/v1" }]
+                    routes: [{ alias: a, provider: p, model: m }]
+                    groups:
+                      a: { algorithm: round-robin, tokens_count_strategy: total-tokens }
+                """).orgs().get(0);
+        String json = CatalogCodec.toJson(org);
+        assertTrue(json.contains("\"strategy\":\"weighted\""), json);
+        assertTrue(json.contains("\"tokens_count_strategy\":\"total_tokens\""), json);
+        assertFalse(json.contains("round-robin") || json.contains("total-tokens") || json.contains("algorithm"),
+                json);
+        assertEquals(org, CatalogCodec.fromJson(json));
+    }
+
     @Test
     void kongRetriesCountsAttemptsAfterTheFirst() {
         LoadedCatalog c = loader(FULL_ENV).parse(resource("catalog/valid-full.yaml"));

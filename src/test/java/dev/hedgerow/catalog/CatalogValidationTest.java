@@ -189,8 +189,33 @@ class CatalogValidationTest {
     @Test
     void unknownStrategyListsTheAllowedOnes() {
         assertOnlyError(withGroup("{ strategy: fastest }"), "orgs[0].groups.kimi3.strategy: unknown strategy "
-                + "\"fastest\" (allowed: auto, rr_health, weighted, least_latency, lowest_latency, consistent_hashing, "
-                + "least_connections, lowest_usage, priority, semantic)");
+                + "\"fastest\" (allowed: " + ALLOWED_STRATEGIES + ")");
+    }
+
+    private static final String ALLOWED_STRATEGIES = "auto, rr_health, weighted, least_latency, lowest_latency, "
+            + "consistent_hashing, least_connections, lowest_usage, priority, semantic; Kong's spellings: "
+            + "round-robin (= weighted), lowest-latency, consistent-hashing, least-connections, lowest-usage";
+
+    @Test
+    void anUnderscoredKongNameOrAnotherCaseIsStillUnknown() {
+        // Kong's spellings are synonyms, not a loosening: "round_robin" is neither Kong's nor Hedgerow's
+        assertOnlyError(withGroup("{ strategy: round_robin }"), "orgs[0].groups.kimi3.strategy: unknown strategy "
+                + "\"round_robin\" (allowed: " + ALLOWED_STRATEGIES + ")");
+        assertOnlyError(withGroup("{ strategy: Round-Robin }"), "orgs[0].groups.kimi3.strategy: unknown strategy "
+                + "\"Round-Robin\" (allowed: " + ALLOWED_STRATEGIES + ")");
+    }
+
+    @Test
+    void anUnknownAlgorithmListsTheAllowedStrategies() {
+        assertOnlyError(withGroup("{ algorithm: fastest }"), "orgs[0].groups.kimi3.algorithm: unknown algorithm "
+                + "\"fastest\" (allowed: " + ALLOWED_STRATEGIES + ")");
+    }
+
+    @Test
+    void algorithmAndStrategyNamingDifferentStrategiesIsAnError() {
+        assertOnlyError(withGroup("{ strategy: weighted, algorithm: least-connections }"),
+                "orgs[0].groups.kimi3.algorithm: \"least-connections\" (least_connections) differs from strategy "
+                        + "\"weighted\" (weighted); algorithm is Kong's name for strategy: give one of them");
     }
 
     @Test
@@ -215,7 +240,8 @@ class CatalogValidationTest {
         assertEquals("unknown latency_strategy \"p99\" (allowed: tpot, e2e)",
                 errorAt(errors, "orgs[0].groups.kimi3.latency_strategy").message());
         assertEquals("unknown tokens_count_strategy \"money\" (allowed: prompt_tokens, completion_tokens, "
-                + "total_tokens, cost)", errorAt(errors, "orgs[0].groups.kimi3.tokens_count_strategy").message());
+                + "total_tokens, cost; Kong's spellings: prompt-tokens, completion-tokens, total-tokens)",
+                errorAt(errors, "orgs[0].groups.kimi3.tokens_count_strategy").message());
     }
 
     @Test

@@ -192,9 +192,25 @@ class AdminApiTest {
     }
 
     @Test
-    void anUnknownStrategyIsRefused() {
+    void anUnknownStrategyIsRefusedWithTheAcceptedSpellings() {
         admin().body("{\"strategy\":\"fastest\"}").put("/admin/groups/duo").then().statusCode(400)
-                .body("error.code", equalTo("unknown_strategy"));
+                .body("error.code", equalTo("unknown_strategy"))
+                .body("error.param", equalTo("strategy"))
+                .body("error.message", containsString("rr_health, weighted,"))
+                .body("error.message", containsString("round-robin (= weighted)"));
+        admin().get("/admin/groups/duo").then().body("strategy", equalTo("rr_health"));
+    }
+
+    @Test
+    void kongsSpellingOfAStrategyIsAcceptedAndAnsweredInHedgerowsName() {
+        // Kong's round-robin is weighted: 300:100 gives alpha three requests of every four
+        admin().body("{\"strategy\":\"round-robin\",\"members\":[{\"route\":\"duo-alpha\",\"weight\":300}]}")
+                .put("/admin/groups/duo").then().statusCode(200)
+                .body("strategy", equalTo("weighted"));
+        admin().get("/admin/groups/duo").then().statusCode(200).body("strategy", equalTo("weighted"));
+        List<String> served = providersServing("duo", 8);
+        assertEquals(6, served.stream().filter("alpha"::equals).count(), served.toString());
+        assertEquals(2, served.stream().filter("beta"::equals).count(), served.toString());
     }
 
     @Test

@@ -71,8 +71,16 @@ class KongBalancingTest {
                       description: "python java code software bug programming" }
                   - { id: loose-poet, alias: loose, provider: sim, model: m-loose-poet, weight: 1,
                       description: "poetry poem verse rhyme sonnet" }
+                  - { id: twin-h-a, alias: twinh, provider: sim, model: m-twin-h-a, weight: 3 }
+                  - { id: twin-h-b, alias: twinh, provider: sim, model: m-twin-h-b, weight: 2 }
+                  - { id: twin-h-c, alias: twinh, provider: sim, model: m-twin-h-c, weight: 1 }
+                  - { id: twin-k-a, alias: twink, provider: sim, model: m-twin-k-a, weight: 3 }
+                  - { id: twin-k-b, alias: twink, provider: sim, model: m-twin-k-b, weight: 2 }
+                  - { id: twin-k-c, alias: twink, provider: sim, model: m-twin-k-c, weight: 1 }
                 groups:
                   wrr: { strategy: weighted, hedging: false }
+                  twinh: { strategy: weighted, hedging: false }
+                  twink: { algorithm: round-robin, hedging: false }
                   sticky: { strategy: consistent_hashing, hash_on_header: X-Hedgerow-Session, hedging: false }
                   kongsticky: { strategy: consistent_hashing, hedging: false }
                   usage: { strategy: lowest_usage, tokens_count_strategy: completion_tokens, hedging: false }
@@ -92,7 +100,8 @@ class KongBalancingTest {
         SimConfig sim = SimConfig.of(11).withApiKey("sk-sim");
         for (String m : List.of("m-wrr-a", "m-wrr-b", "m-wrr-c", "m-ch-a", "m-ch-b", "m-ch-c",
                 "m-kh-a", "m-kh-b", "m-kh-c", "m-p1-a", "m-p1-b", "m-p2-c", "m-embed", "m-coder", "m-poet",
-                "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b", "m-embed-2", "m-loose-coder", "m-loose-poet")) {
+                "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b", "m-embed-2", "m-loose-coder", "m-loose-poet",
+                "m-twin-h-a", "m-twin-h-b", "m-twin-h-c", "m-twin-k-a", "m-twin-k-b", "m-twin-k-c")) {
             sim = sim.withModel(m, instant);
         }
         sim = sim.withModel("m-short", instant.withLength(10)).withModel("m-long", instant.withLength(30))
@@ -177,6 +186,20 @@ class KongBalancingTest {
         }
         // smooth weighted round-robin interleaves: never 14 a's in a row
         assertTrue(longestRun <= 4, "longest run " + longestRun);
+    }
+
+    @Test
+    void kongsRoundRobinAlgorithmRoutesAsItsWeightedTwin() {
+        List<String> hedgerow = new ArrayList<>();
+        List<String> kong = new ArrayList<>();
+        for (int i = 0; i < 18; i++) {
+            hedgerow.add(served("twinh", "twin " + i).substring("twin-h-".length()));
+            kong.add(served("twink", "twin " + i).substring("twin-k-".length()));
+        }
+        print("algorithm: round-robin, weights 3/2/1", tally(kong), kong.size());
+        // tolerance: none. Both groups walk the same smooth weighted sequence from a fresh cursor
+        assertEquals(hedgerow, kong);
+        assertEquals(Map.of("a", 9, "b", 6, "c", 3), tally(kong));
     }
 
     @Test

@@ -1,0 +1,18 @@
+package dev.hedgerow.catalog;
+
+import java.util.List;
+
+/**
+ * A catalog enum as it is written in configuration: one canonical wire name (lowercase with underscores, what
+ * Hedgerow itself writes in the stored catalog and in admin answers) and the other spellings it accepts on input,
+ * Kong AI Gateway's hyphenated ones ({@code consistent-hashing}, {@code total-tokens}), so a Kong configuration
+ * ports without renaming. {@link WireNames} looks both up. Implemented by immutable enums: thread-safe.
+ */
+public interface Spelled {
+    String wireName();
+
+    /** Spellings accepted beside {@link #wireName()} (Kong's); never written out. */
+    default List<String> synonyms() {
+        return List.of();
+    }
+}
