@@ -170,6 +170,7 @@ public final class OrgValidator {
         if (b.embeddingsRoute() != null) {
             n.put("embeddings_route", esc(b.embeddingsRoute()));
         }
+        n.put("distance_metric", b.distanceMetric().wireName());
         n.put("threshold", b.threshold());
         n.put("slow_bar", b.slowBar());
         n.putObject("slo").put("decode_tokens_per_second", g.slo().decodeTokensPerSecond())

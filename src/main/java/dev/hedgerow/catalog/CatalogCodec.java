@@ -182,6 +182,7 @@ public final class CatalogCodec {
                 .put("tokens_count_strategy", b.tokensCountStrategy().wireName())
                 .put("usage_window", b.usageWindow().toString())
                 .put("embeddings_route", b.embeddingsRoute())
+                .put("distance_metric", b.distanceMetric().wireName())
                 .put("threshold", b.threshold())
                 .put("slow_bar", b.slowBar());
         n.putObject("slo")
@@ -273,6 +274,9 @@ public final class CatalogCodec {
                 WireNames.parse(GroupSettings.TokensCountStrategy.class, "tokens_count_strategy",
                         bal.optText("tokens_count_strategy", db.tokensCountStrategy().wireName())),
                 bal.duration("usage_window", db.usageWindow()), bal.optText("embeddings_route"),
+                // documents written before distance_metric existed were cosine
+                WireNames.parse(GroupSettings.DistanceMetric.class, "distance_metric",
+                        bal.optText("distance_metric", db.distanceMetric().wireName())),
                 bal.number("threshold", db.threshold()), bal.number("slow_bar", db.slowBar()));
         Doc s = n.obj("slo");
         Slo ds = d.slo();

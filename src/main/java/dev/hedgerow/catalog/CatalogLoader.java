@@ -2,6 +2,7 @@ package dev.hedgerow.catalog;
 
 import dev.hedgerow.catalog.GroupSettings.Balancer;
 import dev.hedgerow.catalog.GroupSettings.Breaker;
+import dev.hedgerow.catalog.GroupSettings.DistanceMetric;
 import dev.hedgerow.catalog.GroupSettings.LatencyStrategy;
 import dev.hedgerow.catalog.GroupSettings.Retry;
 import dev.hedgerow.catalog.GroupSettings.Slo;
@@ -70,7 +71,7 @@ public final class CatalogLoader {
             "breaker", "retries", "max_attempts", "max_resumes", "failover_criteria", "max_retry_after_wait",
             "connect_timeout", "read_timeout", "write_timeout", "first_token_floor", "first_token_ceiling",
             "stall_floor", "hash_on_header", "latency_strategy", "tokens_count_strategy", "usage_window",
-            "embeddings_route", "threshold", "slow_bar", "slo");
+            "embeddings_route", "distance_metric", "threshold", "slow_bar", "slo");
     private static final Set<String> BREAKER_FIELDS = Set.of("max_fails", "fail_timeout");
     private static final Set<String> SLO_FIELDS =
             Set.of("decode_tokens_per_second", "first_token", "standard_prompt_max_tokens");
@@ -593,10 +594,17 @@ public final class CatalogLoader {
                     }
                 }
             }
-            double threshold = g.number("threshold", db.threshold());
-            if (threshold < 0 || threshold > 1) {
-                g.error("threshold", "must be between 0 and 1 (got " + threshold + ")");
-                threshold = db.threshold();
+            DistanceMetric metric = enumValue(g, "distance_metric", "distance_metric", DistanceMetric.class,
+                    db.distanceMetric());
+            double threshold = g.number("threshold", metric.defaultThreshold());
+            if (metric == DistanceMetric.COSINE && (threshold < 0 || threshold > 1)) {
+                g.error("threshold", "must be between 0 and 1 (got " + threshold + "): a cosine similarity; with "
+                        + "distance_metric: euclidean it is a distance ≥ 0");
+                threshold = metric.defaultThreshold();
+            } else if (metric == DistanceMetric.EUCLIDEAN && threshold < 0) {
+                g.error("threshold", "must be ≥ 0 (got " + threshold + "): with distance_metric: euclidean it is "
+                        + "the greatest distance of a match");
+                threshold = metric.defaultThreshold();
             }
             double slowBar = g.number("slow_bar", db.slowBar());
             if (slowBar <= 0) {
@@ -604,7 +612,7 @@ public final class CatalogLoader {
                 slowBar = db.slowBar();
             }
             Balancer balancer = new Balancer(hashOnHeader != null ? hashOnHeader : db.hashOnHeader(), latency,
-                    tokens, usageWindow, embeddingsRoute, threshold, slowBar);
+                    tokens, usageWindow, embeddingsRoute, metric, threshold, slowBar);
 
             Slo slo = d.slo();
             ConfigMap sm = g.map("slo", SLO_FIELDS);

@@ -69,15 +69,18 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
     /**
      * Strategy-specific knobs (Kong's {@code config.balancer}). {@code hashOnHeader} defaults to Kong's
      * {@value #KONG_HASH_HEADER}, so clients moving from Kong keep their sticky sessions without a setting.
+     * The semantic strategy compares embeddings by {@code distanceMetric}; {@code threshold} is read in its terms
+     * (see {@link DistanceMetric}).
      */
     public record Balancer(String hashOnHeader, LatencyStrategy latencyStrategy,
                            TokensCountStrategy tokensCountStrategy, Duration usageWindow, String embeddingsRoute,
-                           double threshold, double slowBar) {
+                           DistanceMetric distanceMetric, double threshold, double slowBar) {
         public static final String KONG_HASH_HEADER = "X-Kong-LLM-Request-ID";
 
         public static Balancer defaults() {
             return new Balancer(KONG_HASH_HEADER, LatencyStrategy.TPOT, TokensCountStrategy.TOTAL_TOKENS,
-                    Duration.ofMinutes(10), null, 0.5, 2.0);
+                    Duration.ofMinutes(10), null, DistanceMetric.COSINE, DistanceMetric.COSINE.defaultThreshold(),
+                    2.0);
         }
     }
 
@@ -85,6 +88,33 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
     public record Slo(double decodeTokensPerSecond, Duration firstToken, int standardPromptMaxTokens) {
         public static Slo defaults() {
             return new Slo(50, Duration.ofSeconds(5), 8192);
+        }
+    }
+
+    /**
+     * How the semantic strategy compares a prompt's embedding with a description's (Kong's {@code distance_metric}),
+     * and so what {@code threshold} means. {@link #COSINE}: the cosine similarity, higher is closer; a match is a
+     * similarity of at least the threshold, which lies in 0..1 (default 0.5). {@link #EUCLIDEAN}: the Euclidean (L2,
+     * not squared) distance, lower is closer; a match is a distance of at most the threshold, which is any distance
+     * ≥ 0 (default 1.0: for unit-length embeddings, as OpenAI's are, distance = √(2 − 2·cosine), so 1.0 is the
+     * cosine default's 0.5 and distances lie in 0..2).
+     */
+    public enum DistanceMetric implements Spelled {
+        COSINE(0.5), EUCLIDEAN(1.0);
+
+        private final double defaultThreshold;
+
+        DistanceMetric(double defaultThreshold) {
+            this.defaultThreshold = defaultThreshold;
+        }
+
+        public double defaultThreshold() {
+            return defaultThreshold;
+        }
+
+        @Override
+        public String wireName() {
+            return name().toLowerCase(Locale.ROOT);
         }
     }
 

@@ -4,10 +4,11 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Kong's semantic strategy over {@link SemanticMatcher}: members ranked by the cosine similarity of their
- * description's embedding to the prompt's; members sharing an identical description round-robin among themselves
- * (smooth weighted at the group's cursor, so the weights decide the fallback order), then the other groups by
- * similarity. A prompt whose best group is under {@code threshold} matches no description: it is no specialist's,
+ * Kong's semantic strategy over {@link SemanticMatcher}: members ranked by how close their description's embedding
+ * is to the prompt's under the group's {@code distance_metric} (cosine similarity or Euclidean distance); members
+ * sharing an identical description round-robin among themselves (smooth weighted at the group's cursor, so the
+ * weights decide the fallback order), then the other groups closest first. A prompt whose best group is not within
+ * {@code threshold} (a similarity under it, or a distance over it) matches no description: it is no specialist's,
  * so the whole group shares it by smooth weighted round-robin (the weights decide the failover order, nothing is
  * dropped). Without embeddings (the embeddings route failed), plain rotation. Stateless; thread-safe.
  */
@@ -24,8 +25,8 @@ final class SemanticBalancer implements Balancer {
             members.add(new SemanticMatcher.Candidate(c.id(), c.route().description(),
                     ctx.embeddings().get(c.route().id()), c.route().weight()));
         }
-        SemanticMatcher.Match m = SemanticMatcher.match(prompt, members, ctx.settings().balancer().threshold(),
-                ctx.cursor());
+        SemanticMatcher.Match m = SemanticMatcher.match(prompt, members, ctx.settings().balancer().distanceMetric(),
+                ctx.settings().balancer().threshold(), ctx.cursor());
         if (m.best().isEmpty()) {
             return Balancers.weighted(candidates, ctx);
         }

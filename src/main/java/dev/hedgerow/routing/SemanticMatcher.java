@@ -1,5 +1,7 @@
 package dev.hedgerow.routing;
 
+import dev.hedgerow.catalog.GroupSettings.DistanceMetric;
+
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -7,13 +9,14 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The ordering of Kong's {@code semantic} strategy: members are compared to the prompt by the
- * {@link Cosine cosine similarity} of their description's embedding to the prompt's embedding. Members with
- * identical descriptions form one group (they serve the same domain); groups rank by similarity, highest first.
- * Within a group, members are ordered by {@link SmoothWeightedSequence} at the group's cursor (weights below 1
- * count as 1 here), so the caller round-robins among equivalent members and the weights decide who follows as
- * fallback. The best group is a <em>match</em> only if its similarity is at least the threshold; the full order is
- * returned either way so the caller can decide what an unmatched prompt gets.
+ * The ordering of Kong's {@code semantic} strategy: members are compared to the prompt by their description's
+ * embedding under the group's {@link DistanceMetric}: the {@link Cosine cosine similarity} (higher is closer) or the
+ * {@link Euclidean Euclidean distance} (lower is closer). Members with identical descriptions form one group (they
+ * serve the same domain); groups rank closest first. Within a group, members are ordered by
+ * {@link SmoothWeightedSequence} at the group's cursor (weights below 1 count as 1 here), so the caller
+ * round-robins among equivalent members and the weights decide who follows as fallback. The best group is a
+ * <em>match</em> only if it is within the threshold: a similarity of at least it (cosine) or a distance of at most
+ * it (euclidean); the full order is returned either way so the caller can decide what an unmatched prompt gets.
  *
  * <p>Members without a description or embedding, or whose embedding has another length than the prompt's, never
  * match and come last, each on its own, in the given order. Stateless; thread-safe (the embeddings are read, never
@@ -28,19 +31,24 @@ public final class SemanticMatcher {
     }
 
     /**
-     * @param best           the first member of the best group, if that group's similarity ≥ the threshold
-     * @param bestSimilarity the best group's similarity ({@code NaN} when nothing could be compared)
-     * @param order          every member: the best group first (rotated by the cursor), then the others by
-     *                       similarity descending, then the members that could not be compared
+     * @param best      the first member of the best group, if that group is within the threshold
+     * @param bestScore the best group's cosine similarity or Euclidean distance, as the metric measures
+     *                  ({@code NaN} when nothing could be compared)
+     * @param order     every member: the best group first (rotated by the cursor), then the others closest
+     *                  first, then the members that could not be compared
      */
-    public record Match(Optional<String> best, double bestSimilarity, List<String> order) {
+    public record Match(Optional<String> best, double bestScore, List<String> order) {
     }
 
-    public static Match match(float[] prompt, List<Candidate> candidates, double threshold, long cursor) {
+    public static Match match(float[] prompt, List<Candidate> candidates, DistanceMetric metric, double threshold,
+                              long cursor) {
+        // closeness: higher is closer whatever the metric (a distance is negated), so one ranking serves both
+        boolean distance = metric == DistanceMetric.EUCLIDEAN;
         Map<String, Group> groups = new LinkedHashMap<>();
         List<Group> incomparable = new ArrayList<>();
         for (Candidate c : candidates) {
-            double s = similarity(prompt, c.embedding());
+            double score = score(metric, prompt, c.embedding());
+            double s = distance ? -score : score;
             if (Double.isNaN(s) || c.description() == null) {
                 Group g = new Group();
                 g.add(c, Double.NaN);
@@ -50,33 +58,36 @@ public final class SemanticMatcher {
             groups.computeIfAbsent(c.description(), d -> new Group()).add(c, s);
         }
         List<Group> ranked = new ArrayList<>(groups.values());
-        ranked.sort((x, y) -> Double.compare(y.similarity, x.similarity));   // stable: first seen wins ties
+        ranked.sort((x, y) -> Double.compare(y.closeness, x.closeness));   // stable: first seen wins ties
         ranked.addAll(incomparable);
 
         List<String> order = new ArrayList<>(candidates.size());
         for (Group g : ranked) {
             order.addAll(g.order(cursor));
         }
-        double bestSimilarity = ranked.isEmpty() ? Double.NaN : ranked.get(0).similarity;
-        Optional<String> best = !order.isEmpty() && bestSimilarity >= threshold
+        double bestCloseness = ranked.isEmpty() ? Double.NaN : ranked.get(0).closeness;
+        Optional<String> best = !order.isEmpty() && bestCloseness >= (distance ? -threshold : threshold)
                 ? Optional.of(order.get(0)) : Optional.empty();
-        return new Match(best, bestSimilarity, List.copyOf(order));
+        return new Match(best, distance ? -bestCloseness : bestCloseness, List.copyOf(order));
     }
 
-    private static double similarity(float[] prompt, float[] embedding) {
+    private static double score(DistanceMetric metric, float[] prompt, float[] embedding) {
         if (prompt == null || embedding == null || prompt.length != embedding.length || prompt.length == 0) {
             return Double.NaN;
         }
-        return Cosine.similarity(prompt, embedding);
+        return switch (metric) {
+            case COSINE -> Cosine.similarity(prompt, embedding);
+            case EUCLIDEAN -> Euclidean.distance(prompt, embedding);
+        };
     }
 
     private static final class Group {
         final Map<String, Integer> weights = new LinkedHashMap<>();
-        double similarity = Double.NEGATIVE_INFINITY;
+        double closeness = Double.NEGATIVE_INFINITY;
 
         void add(Candidate c, double s) {
             weights.put(c.member(), Math.max(1, c.weight()));
-            similarity = Double.isNaN(s) ? s : Math.max(similarity, s);
+            closeness = Double.isNaN(s) ? s : Math.max(closeness, s);
         }
 
         List<String> order(long cursor) {

@@ -41,7 +41,8 @@ class CatalogCodecTest {
         GroupSettings g = new GroupSettings(Strategy.CONSISTENT_HASHING, false, true,
                 new GroupSettings.Breaker(7, Duration.ofNanos(1_500)), retry, GroupSettings.Timeouts.defaults(),
                 new GroupSettings.Balancer("X-Session", GroupSettings.LatencyStrategy.TPOT,
-                        GroupSettings.TokensCountStrategy.PROMPT_TOKENS, Duration.ofDays(1), null, 0.1 + 0.2, 1e-9),
+                        GroupSettings.TokensCountStrategy.PROMPT_TOKENS, Duration.ofDays(1), null,
+                        GroupSettings.DistanceMetric.EUCLIDEAN, 7.25, 1e-9),
                 new GroupSettings.Slo(12.75, Duration.ofMillis(1), 1));
         Org org = new Org("o", List.of(), List.of(new ApiKey("ops", Keys.sha256Hex("x"))),
                 List.of(new Provider("p", "http://h:1", null, Dialect.ANTHROPIC, null, null)),
@@ -63,6 +64,21 @@ class CatalogCodecTest {
         assertTrue(json.contains("\"context_window\":262144"), json);
         assertTrue(json.contains("\"breaker\":{\"max_fails\":3,\"fail_timeout\":\"PT10S\"}"), json);
         assertTrue(json.contains("\"capabilities\":[\"json_mode:nonstream\",\"prefill\",\"tools\"]"), json);
+    }
+
+    @Test
+    void theDistanceMetricIsStoredAndAGroupStoredBeforeItHadOneIsCosine() {
+        Org org = fullOrgs().get(0);
+        assertEquals(GroupSettings.DistanceMetric.EUCLIDEAN, org.group("expert").balancer().distanceMetric());
+        String json = CatalogCodec.toJson(org);
+        assertTrue(json.contains("\"distance_metric\":\"euclidean\",\"threshold\":1.2"), json);
+        assertEquals(org.group("expert"), CatalogCodec.fromJson(json).group("expert"));
+
+        Org old = CatalogCodec.fromJson("""
+                {"id":"o","routes":[{"id":"r","alias":"a","provider":"p","model":"m"}],
+                 "groups":{"a":{"strategy":"semantic","balancer":{"embeddings_route":"r","threshold":0.7}}}}""");
+        assertEquals(GroupSettings.DistanceMetric.COSINE, old.group("a").balancer().distanceMetric());
+        assertEquals(0.7, old.group("a").balancer().threshold());
     }
 
     @Test

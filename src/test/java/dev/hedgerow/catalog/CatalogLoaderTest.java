@@ -99,12 +99,15 @@ class CatalogLoaderTest {
         assertEquals(new GroupSettings.Timeouts(Duration.ofSeconds(2), Duration.ofMinutes(2), Duration.ofMillis(500),
                 Duration.ofMillis(250), Duration.ofSeconds(90), Duration.ofSeconds(3)), g.timeouts());
         assertEquals(new GroupSettings.Balancer("X-User-Id", GroupSettings.LatencyStrategy.E2E,
-                GroupSettings.TokensCountStrategy.COST, Duration.ofHours(1), null, 0.8, 1.5), g.balancer());
+                GroupSettings.TokensCountStrategy.COST, Duration.ofHours(1), null, GroupSettings.DistanceMetric.COSINE,
+                0.8, 1.5), g.balancer());
         assertEquals(new GroupSettings.Slo(80, Duration.ofSeconds(1), 4096), g.slo());
 
         GroupSettings expert = acme.group("expert");
         assertEquals(Strategy.SEMANTIC, expert.strategy());
         assertEquals("embed", expert.balancer().embeddingsRoute());
+        assertEquals(GroupSettings.DistanceMetric.EUCLIDEAN, expert.balancer().distanceMetric());
+        assertEquals(1.2, expert.balancer().threshold());
         assertEquals(new RoutingRules("X-Hedgerow-Model", false), acme.routing());
     }
 
@@ -171,6 +174,18 @@ class CatalogLoaderTest {
         assertFalse(json.contains("round-robin") || json.contains("total-tokens") || json.contains("algorithm"),
                 json);
         assertEquals(org, CatalogCodec.fromJson(json));
+    }
+
+    @Test
+    void distanceMetricDefaultsToCosineAndEachMetricHasItsOwnDefaultThreshold() {
+        GroupSettings.Balancer cosine = group("{ strategy: weighted }").balancer();
+        assertEquals(GroupSettings.DistanceMetric.COSINE, cosine.distanceMetric());
+        assertEquals(0.5, cosine.threshold(), "a similarity of at least 0.5");
+        GroupSettings.Balancer euclidean = group("{ distance_metric: euclidean }").balancer();
+        assertEquals(GroupSettings.DistanceMetric.EUCLIDEAN, euclidean.distanceMetric());
+        assertEquals(1.0, euclidean.threshold(), "a distance of at most 1: cosine 0.5 for unit-length embeddings");
+        assertEquals(1.7, group("{ distance_metric: euclidean, threshold: 1.7 }").balancer().threshold());
+        assertEquals(0.0, group("{ distance_metric: euclidean, threshold: 0 }").balancer().threshold());
     }
 
     @Test

@@ -415,7 +415,27 @@ class CatalogValidationTest {
     @Test
     void thresholdOutsideZeroToOneIsAnError() {
         assertOnlyError(withGroup("{ threshold: 1.5 }"),
-                "orgs[0].groups.kimi3.threshold: must be between 0 and 1 (got 1.5)");
+                "orgs[0].groups.kimi3.threshold: must be between 0 and 1 (got 1.5): a cosine similarity; with "
+                        + "distance_metric: euclidean it is a distance ≥ 0");
+        assertOnlyError(withGroup("{ distance_metric: cosine, threshold: -0.1 }"),
+                "orgs[0].groups.kimi3.threshold: must be between 0 and 1 (got -0.1): a cosine similarity; with "
+                        + "distance_metric: euclidean it is a distance ≥ 0");
+    }
+
+    @Test
+    void aEuclideanThresholdIsAnyDistanceFromZeroUp() {
+        new CatalogLoader(k -> null).parse(withGroup("{ distance_metric: euclidean, threshold: 1.5 }"));
+        new CatalogLoader(k -> null).parse(withGroup("{ distance_metric: euclidean, threshold: 0 }"));
+        assertOnlyError(withGroup("{ distance_metric: euclidean, threshold: -0.5 }"),
+                "orgs[0].groups.kimi3.threshold: must be ≥ 0 (got -0.5): with distance_metric: euclidean it is the "
+                        + "greatest distance of a match");
+    }
+
+    @Test
+    void anUnknownDistanceMetricListsTheAllowedOnes() {
+        assertOnlyError(withGroup("{ distance_metric: dot_product }"),
+                "orgs[0].groups.kimi3.distance_metric: unknown distance_metric \"dot_product\" "
+                        + "(allowed: cosine, euclidean)");
     }
 
     @Test
@@ -544,7 +564,7 @@ class CatalogValidationTest {
         CatalogException e = assertThrows(CatalogException.class,
                 () -> new CatalogLoader(k -> null).parse(withGroup("{ strategy: fastest, threshold: 2 }")));
         assertTrue(e.getMessage().startsWith("invalid Hedgerow configuration (2 errors):\n"), e.getMessage());
-        assertTrue(e.getMessage().contains("  orgs[0].groups.kimi3.threshold: must be between 0 and 1 (got 2.0) "
-                + "(line 9)"), e.getMessage());
+        assertTrue(e.getMessage().contains("  orgs[0].groups.kimi3.threshold: must be between 0 and 1 (got 2.0): "
+                + "a cosine similarity; with distance_metric: euclidean it is a distance ≥ 0 (line 9)"), e.getMessage());
     }
 }

@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import static dev.hedgerow.catalog.GroupSettings.DistanceMetric.COSINE;
+import static dev.hedgerow.catalog.GroupSettings.DistanceMetric.EUCLIDEAN;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -26,14 +28,14 @@ class SemanticMatcherTest {
 
     @Test
     void bestMatchIsTheMostSimilarDescriptionAboveThreshold() {
-        Match m = SemanticMatcher.match(new float[]{0.1f, 0.9f, 0.1f}, CANDIDATES, 0.5, 0);
+        Match m = SemanticMatcher.match(new float[]{0.1f, 0.9f, 0.1f}, CANDIDATES, COSINE, 0.5, 0);
         assertEquals(Optional.of("math"), m.best());
-        assertTrue(m.bestSimilarity() > 0.9);
+        assertTrue(m.bestScore() > 0.9);
     }
 
     @Test
     void noMatchBelowThresholdButTheOrderIsStillGiven() {
-        Match m = SemanticMatcher.match(new float[]{1, 1, 1}, CANDIDATES, 0.8, 0);
+        Match m = SemanticMatcher.match(new float[]{1, 1, 1}, CANDIDATES, COSINE, 0.8, 0);
         assertEquals(Optional.empty(), m.best());
         assertEquals(4, m.order().size());
     }
@@ -43,7 +45,7 @@ class SemanticMatcherTest {
         float[] prompt = {0.9f, 0.1f, 0.2f};
         Map<String, Integer> firsts = new HashMap<>();
         for (long cursor = 0; cursor < 10; cursor++) {
-            Match m = SemanticMatcher.match(prompt, CANDIDATES, 0.5, cursor);
+            Match m = SemanticMatcher.match(prompt, CANDIDATES, COSINE, 0.5, cursor);
             firsts.merge(m.best().orElseThrow(), 1, Integer::sum);
             assertEquals(List.of("coder-1", "coder-2"), m.order().subList(0, 2).stream().sorted().toList());
         }
@@ -52,7 +54,7 @@ class SemanticMatcherTest {
 
     @Test
     void otherMembersFollowBySimilarityDescending() {
-        Match m = SemanticMatcher.match(new float[]{0.9f, 0.1f, 0.3f}, CANDIDATES, 0.5, 0);
+        Match m = SemanticMatcher.match(new float[]{0.9f, 0.1f, 0.3f}, CANDIDATES, COSINE, 0.5, 0);
         assertEquals(List.of("chat", "math"), m.order().subList(2, 4));
     }
 
@@ -62,7 +64,8 @@ class SemanticMatcherTest {
                 new Candidate("small", CODE_DESC, CODE, 1));
         Map<String, Integer> firsts = new HashMap<>();
         for (long cursor = 0; cursor < 8; cursor++) {
-            firsts.merge(SemanticMatcher.match(CODE, weighted, 0.5, cursor).best().orElseThrow(), 1, Integer::sum);
+            firsts.merge(SemanticMatcher.match(CODE, weighted, COSINE, 0.5, cursor).best().orElseThrow(), 1,
+                    Integer::sum);
         }
         assertEquals(Map.of("big", 6, "small", 2), firsts);
     }
@@ -72,9 +75,60 @@ class SemanticMatcherTest {
         List<Candidate> c = List.of(new Candidate("nodesc", null, null, 1),
                 new Candidate("wrongdim", "other", new float[]{1, 0}, 1),
                 new Candidate("chat", "small talk", CHAT, 1));
-        Match m = SemanticMatcher.match(new float[]{1, 0, 0}, c, -1, 0);
+        Match m = SemanticMatcher.match(new float[]{1, 0, 0}, c, COSINE, -1, 0);
         assertEquals(List.of("chat", "nodesc", "wrongdim"), m.order());
         assertEquals(Optional.of("chat"), m.best());
-        assertEquals(Optional.empty(), SemanticMatcher.match(CODE, c.subList(0, 2), -1, 0).best());
+        assertEquals(Optional.empty(), SemanticMatcher.match(CODE, c.subList(0, 2), COSINE, -1, 0).best());
+    }
+
+    // Not unit length, so the metrics disagree: NEAR is close but points elsewhere, ALIGNED points the prompt's
+    // way from far off
+    private static final float[] PROMPT = {1, 0};
+    private static final List<Candidate> NEAR_OR_ALIGNED = List.of(
+            new Candidate("aligned", "points the same way", new float[]{10, 1}, 1),
+            new Candidate("near", "close by", new float[]{0.5f, 0.5f}, 1));
+
+    @Test
+    void cosineRanksTheMostAlignedDescriptionFirst() {
+        Match m = SemanticMatcher.match(PROMPT, NEAR_OR_ALIGNED, COSINE, 0.5, 0);
+        assertEquals(List.of("aligned", "near"), m.order());
+        assertEquals(Optional.of("aligned"), m.best());
+        assertEquals(10 / Math.sqrt(101), m.bestScore(), 1e-6);
+    }
+
+    @Test
+    void euclideanRanksTheNearestDescriptionFirst() {
+        Match m = SemanticMatcher.match(PROMPT, NEAR_OR_ALIGNED, EUCLIDEAN, 1.0, 0);
+        assertEquals(List.of("near", "aligned"), m.order());
+        assertEquals(Optional.of("near"), m.best());
+        assertEquals(Math.sqrt(0.5), m.bestScore(), 1e-6, "the best group's distance");
+    }
+
+    @Test
+    void euclideanMatchesADistanceOfAtMostTheThreshold() {
+        List<Candidate> c = List.of(new Candidate("far", "five away", new float[]{3, 4}, 1),
+                new Candidate("farther", "ten away", new float[]{6, 8}, 1));
+        float[] origin = {0, 0};
+        assertEquals(Optional.of("far"), SemanticMatcher.match(origin, c, EUCLIDEAN, 5.0, 0).best(), "5 ≤ 5");
+        assertEquals(Optional.of("far"), SemanticMatcher.match(origin, c, EUCLIDEAN, 7.5, 0).best());
+        Match none = SemanticMatcher.match(origin, c, EUCLIDEAN, 4.99, 0);
+        assertEquals(Optional.empty(), none.best(), "5 > 4.99: no description is within reach");
+        assertEquals(List.of("far", "farther"), none.order(), "the order is still given, nearest first");
+        assertEquals(5.0, none.bestScore(), 1e-9);
+    }
+
+    @Test
+    void euclideanRotatesIdenticalDescriptionsAndPutsIncomparableMembersLast() {
+        List<Candidate> c = List.of(new Candidate("nodesc", null, null, 1),
+                new Candidate("coder-1", CODE_DESC, CODE, 1),
+                new Candidate("chat", "small talk", CHAT, 1),
+                new Candidate("coder-2", CODE_DESC, CODE, 1));
+        Map<String, Integer> firsts = new HashMap<>();
+        for (long cursor = 0; cursor < 4; cursor++) {
+            Match m = SemanticMatcher.match(new float[]{0.9f, 0.1f, 0}, c, EUCLIDEAN, 0.5, cursor);
+            firsts.merge(m.best().orElseThrow(), 1, Integer::sum);
+            assertEquals(List.of("chat", "nodesc"), m.order().subList(2, 4));
+        }
+        assertEquals(Map.of("coder-1", 2, "coder-2", 2), firsts);
     }
 }

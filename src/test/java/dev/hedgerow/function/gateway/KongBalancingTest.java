@@ -1,5 +1,9 @@
 package dev.hedgerow.function.gateway;
 
+import dev.hedgerow.admin.AdminService;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.Org;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
@@ -10,6 +14,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -77,6 +82,11 @@ class KongBalancingTest {
                   - { id: twin-k-a, alias: twink, provider: sim, model: m-twin-k-a, weight: 3 }
                   - { id: twin-k-b, alias: twink, provider: sim, model: m-twin-k-b, weight: 2 }
                   - { id: twin-k-c, alias: twink, provider: sim, model: m-twin-k-c, weight: 1 }
+                  - { id: embedder-3, alias: embed3, provider: sim, model: m-embed-3, embeddings: true }
+                  - { id: near-coder, alias: near, provider: sim, model: m-near-coder, weight: 3,
+                      description: "python java code software bug programming" }
+                  - { id: near-poet, alias: near, provider: sim, model: m-near-poet, weight: 1,
+                      description: "poetry poem verse rhyme sonnet" }
                 groups:
                   wrr: { strategy: weighted, hedging: false }
                   twinh: { strategy: weighted, hedging: false }
@@ -90,6 +100,8 @@ class KongBalancingTest {
                   prio: { strategy: priority, hedging: false, breaker: { max_fails: 1, fail_timeout: 60s } }
                   sem: { strategy: semantic, embeddings_route: embedder, threshold: 0.3, hedging: false }
                   loose: { strategy: semantic, embeddings_route: embedder-2, threshold: 0.3, hedging: false }
+                  near: { algorithm: semantic, distance_metric: euclidean, threshold: 1.2,
+                          embeddings_route: embedder-3, hedging: false }
             """;
 
     static GatewayHarness gw;
@@ -101,7 +113,8 @@ class KongBalancingTest {
         for (String m : List.of("m-wrr-a", "m-wrr-b", "m-wrr-c", "m-ch-a", "m-ch-b", "m-ch-c",
                 "m-kh-a", "m-kh-b", "m-kh-c", "m-p1-a", "m-p1-b", "m-p2-c", "m-embed", "m-coder", "m-poet",
                 "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b", "m-embed-2", "m-loose-coder", "m-loose-poet",
-                "m-twin-h-a", "m-twin-h-b", "m-twin-h-c", "m-twin-k-a", "m-twin-k-b", "m-twin-k-c")) {
+                "m-twin-h-a", "m-twin-h-b", "m-twin-h-c", "m-twin-k-a", "m-twin-k-b", "m-twin-k-c",
+                "m-embed-3", "m-near-coder", "m-near-poet")) {
             sim = sim.withModel(m, instant);
         }
         sim = sim.withModel("m-short", instant.withLength(10)).withModel("m-long", instant.withLength(30))
@@ -372,5 +385,41 @@ class KongBalancingTest {
         Map<String, Integer> split = tally(routes);
         print("semantic under the threshold", split, 8);
         assertEquals(Map.of("loose-coder", 6, "loose-poet", 2), split);
+    }
+
+    @Test
+    void euclideanSemanticPicksTheNearestDescriptionWithinTheThresholdAndKeepsItThroughAnAdminEdit()
+            throws java.io.IOException {
+        // the simulator's embeddings are unit length: the coder's description is 0.82 from the code prompt, the
+        // poet's 0.95 from the poem, and the weather prompt is 1.41 from both (no shared word). Threshold 1.2 is a
+        // distance: as a cosine similarity it would match nothing
+        for (int i = 0; i < 4; i++) {
+            assertEquals("near-coder", served("near", "please fix this python code bug"));
+            assertEquals("near-poet", served("near", "write a sonnet poem with rhyme"));
+        }
+        List<String> unmatched = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            unmatched.add(served("near", "what is the weather like on mars tomorrow"));
+        }
+        print("semantic euclidean, beyond the threshold (weights 3:1)", tally(unmatched), 8);
+        assertEquals(Map.of("near-coder", 6, "near-poet", 2), tally(unmatched));
+
+        // an admin edit (validated, stored, read back) keeps the metric and its threshold above 1
+        Org acme = gw.core().catalog().current().org("acme").orElseThrow();
+        new AdminService(gw.core()).editGroup(acme, "near", Json.parse("{\"members\":["
+                        + "{\"route\":\"near-coder\",\"weight\":1},{\"route\":\"near-poet\",\"weight\":3}]}"))
+                .await().atMost(Duration.ofSeconds(10));
+        GroupSettings.Balancer stored = gw.core().catalog().current().org("acme").orElseThrow().group("near")
+                .balancer();
+        assertEquals(GroupSettings.DistanceMetric.EUCLIDEAN, stored.distanceMetric());
+        assertEquals(1.2, stored.threshold());
+        for (int i = 0; i < 4; i++) {
+            assertEquals("near-coder", served("near", "please fix this python code bug"));
+        }
+        unmatched.clear();
+        for (int i = 0; i < 8; i++) {
+            unmatched.add(served("near", "what is the weather like on mars tomorrow"));
+        }
+        assertEquals(Map.of("near-coder", 2, "near-poet", 6), tally(unmatched));
     }
 }
