@@ -69,7 +69,8 @@ final class TimingWindows {
 
     /**
      * The allowed silence after the first content: adapts to the route's measured inter-token time (its learned
-     * gaps plus this stream's). While the model is still reasoning, a pause as long as its usual thinking is life.
+     * gaps plus this stream's). While the model is still reasoning, a pause as long as its usual thinking is life,
+     * and on a route whose thinking is not measured yet, a pause as long as a silent first token may last.
      *
      * @param winner the committed attempt, or null while a resume is starting
      */
@@ -80,7 +81,11 @@ final class TimingWindows {
         }
         long allowed = winner.gaps.allowedGapMillis(floor, STALL_K, STALL_M);
         if (transcript.inReasoning()) {
-            allowed = Math.max(allowed, thinking(winner.cand).allowedPauseMillis(floor, THINK_K));
+            ThinkingTime usual = thinking(winner.cand);
+            // Until the route's thinking is measured, its silence before the first visible token is waited for
+            // like a silent first token: cut at the floor, a route that thinks longer could never be measured.
+            allowed = Math.max(allowed, usual.isMeasured() ? usual.allowedPauseMillis(floor, THINK_K)
+                    : abandonAfter(winner.cand).toMillis());
         }
         return Duration.ofMillis(allowed);
     }

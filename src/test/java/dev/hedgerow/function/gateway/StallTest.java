@@ -21,8 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Stall detection over real HTTP, scaled down (a 300 ms stall floor): a stream that stops is cut (the simulator
- * sees the cancel) and resumed elsewhere byte-exact; a reasoning model's long silent pause kept alive by
- * keep-alive comments is left alone. The 60 s versions run with fake time in DispatchTimingTest.
+ * sees the cancel) and resumed elsewhere byte-exact; a reasoning model's long pause before its first visible token
+ * is left alone, kept alive by keep-alive comments or wholly silent on a route whose thinking is not measured yet. The 60 s versions run with fake time in DispatchTimingTest.
  */
 class StallTest {
     static final long SEED = 31;
@@ -39,9 +39,12 @@ class StallTest {
                   - { alias: stall, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
                   - { alias: ponder, provider: a, model: m-ponder, priority: 1, capabilities: [prefill] }
                   - { alias: ponder, provider: b, model: m-ponder, priority: 2, capabilities: [prefill] }
+                  - { alias: muse, provider: a, model: m-muse, priority: 1, capabilities: [prefill] }
+                  - { alias: muse, provider: b, model: m-muse, priority: 2, capabilities: [prefill] }
                 groups:
                   stall: { strategy: priority, stall_floor: 300ms }
                   ponder: { strategy: priority, stall_floor: 300ms }
+                  muse: { strategy: priority, stall_floor: 300ms }
             """;
 
     static GatewayHarness gw;
@@ -51,9 +54,13 @@ class StallTest {
         ModelScript text = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 2000));
         // 4 reasoning deltas, then 1.5 s of silence but for a keep-alive comment every 100 ms, then the answer
         ModelScript ponder = text.withReasoning(new ModelScript.Reasoning(4, 1500, 100));
+        // the same, but the 1.5 s are wholly silent: no keep-alive comments
+        ModelScript muse = text.withReasoning(new ModelScript.Reasoning(4, 1500, 0));
         gw = GatewayHarness.start(YAML, Map.of(
-                "a", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder),
-                "b", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder)));
+                "a", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder)
+                        .withModel("m-muse", muse),
+                "b", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder)
+                        .withModel("m-muse", muse)));
         RestAssured.baseURI = gw.baseUrl();
     }
 
@@ -92,5 +99,20 @@ class StallTest {
         assertEquals(1, trail.size(), trail.toString());
         assertEquals("success", trail.get(0).path("outcome").asText());
         assertEquals(0, gw.sim("b").stats("m-ponder").received());
+    }
+
+    @Test
+    void aSilentReasoningPauseOnARouteNotYetMeasuredIsNotCut() {
+        // Keln: a reasoning model thinking before its first visible token is left alone. Cut at the stall floor,
+        // the route's thinking time could never be learnt, so every such pause would be cut.
+        String prompt = "think in silence";
+        String out = stream("muse", prompt);
+        assertEquals(String.join("", SimText.reasoningTokens(SEED, prompt, 4)), Sse.reasoning(out));
+        assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out));
+        JsonNode trail = Sse.trail(out);
+        assertEquals(1, trail.size(), trail.toString());
+        assertEquals("success", trail.get(0).path("outcome").asText());
+        assertEquals(0, gw.sim("a").stats("m-muse").cancelled());
+        assertEquals(0, gw.sim("b").stats("m-muse").received());
     }
 }
