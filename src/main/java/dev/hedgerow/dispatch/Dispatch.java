@@ -290,6 +290,12 @@ final class Dispatch {
         if (finished || !a.live || a.hasContent) {
             return;
         }
+        if (lastHope(a)) {
+            // abandoning it would answer an error while it is still being served (Keln: no give-up timer); a dead
+            // upstream is still ended by read_timeout (no head) or the client's hang-up
+            a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(a.cand), () -> abandon(a));
+            return;
+        }
         if (a.status == 0) {
             attemptFailed(a, Failure.timeout("timeout_no_response", "no response head within "
                     + elapsedMs(a.startNanos) + " ms"));
@@ -303,6 +309,22 @@ final class Dispatch {
             attemptFailed(a, Failure.timeout("timeout_first_token", "no first token within "
                     + windows.abandonAfter(a.cand).toMillis() + " ms"));
         }
+    }
+
+    /**
+     * Whether a silent attempt is all the request has left: no other attempt runs and none could follow it (the
+     * attempt or resume limit is reached, no untried route is left, fallbacks or timeout failovers are off).
+     */
+    private boolean lastHope(Attempt a) {
+        if (liveCount() > 1) {
+            return false;
+        }
+        if (a.kind == Kind.RESUME) {
+            return resumes >= settings.retry().maxResumes();
+        }
+        return preCommitAttempts >= settings.retry().maxAttempts() || !req.facts().prefs().allowFallbacks()
+                || !settings.retry().failoverCriteria().contains(FailoverCriterion.TIMEOUT)
+                || routes.next(false, a.cand) == null;
     }
 
     void life(Attempt a) {

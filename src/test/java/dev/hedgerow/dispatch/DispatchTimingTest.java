@@ -482,18 +482,40 @@ class DispatchTimingTest {
     }
 
     @Test
-    void silentRoutesAreAbandonedAndOnlyAfterEveryRouteWasTriedARetryable502() {
+    void silentRoutesAreAbandonedForTheNextAndOnlyAfterEveryRouteWasTriedARetryable502() {
         start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()),
                 candidate("chat-c", 300, Map.of()));
-        for (int i = 0; i < 60 && !sink.ended; i++) {
+        // the last one is not abandoned (nothing would follow it): with no head, read_timeout (60 s) ends it
+        for (int i = 0; i < 150 && !sink.ended; i++) {
             advance(1000);
         }
         assertEquals(3, upstream.calls.size());
+        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_read\""),
+                sink.headers.toString());
         assertTrue(upstream.calls.stream().allMatch(c -> c.cancelled));
         assertEquals(502, sink.status);
         assertEquals("application/json", sink.headers.get("content-type"));
         assertNull(sink.headers.get("x-hedgerow-route"));
         assertTrue(Integer.parseInt(sink.headers.get("retry-after")) >= 1);
         assertTrue(sink.text().contains("(3 attempts failed;"), sink.text());
+    }
+
+    @Test
+    void theLastRouteLeftIsNotAbandonedWhileItIsStillBeingServed() {
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head();
+        for (int i = 0; i < 120 && !a.cancelled; i++) {
+            advance(1000);
+        }
+        assertTrue(a.cancelled, "a silent route is abandoned while another can be tried");
+        assertEquals(2, upstream.calls.size());
+        Call b = upstream.last().head();
+        for (int i = 0; i < 600; i++) {
+            advance(1000);   // ten minutes without a token after its head
+        }
+        assertFalse(b.cancelled, "abandoning the last route would answer an error while it is still serving");
+        b.content("late").finish();
+        assertEquals(200, sink.status);
+        assertEquals("late", Sse.content(sink.text()));
     }
 }
