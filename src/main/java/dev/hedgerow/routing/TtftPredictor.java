@@ -32,6 +32,11 @@ public final class TtftPredictor {
     static final double RIDGE_A = 0.01;
     /** Ridge weight of the prior slope, in samples at one thousand tokens. */
     static final double RIDGE_B = 1.0;
+    /**
+     * The line counts as measured at a prompt size while its {@link #uncertainty} there is at most this: about one
+     * sample's worth of information at that size, or more.
+     */
+    static final double MEASURED_UNCERTAINTY = 1.0;
 
     /**
      * What is assumed of a route before its first sample, and how fast it forgets.
@@ -163,11 +168,14 @@ public final class TtftPredictor {
         double rawError = ttftMs - predicted;   // a-priori error: what the prediction actually missed by
         // Huber-style robustness: once a few samples are in, an error beyond 3 predictive standard deviations is
         // clipped to that size, so a heavy-tail sample (a request 10x slower than usual) nudges the line and the
-        // spread instead of dragging them. The predictive spread grows with the line's own uncertainty at this
-        // prompt size: at a size far from every sample so far (a slope never learnt) the clip is wide and the
-        // error is learnt in full; at a well-measured size it is tight.
-        double clip = Math.max(3 * Math.sqrt(variance), MIN_CLIP_MS) * Math.sqrt(1 + uncertainty(promptTokens));
-        double error = samples >= 5 ? Math.max(-clip, Math.min(clip, rawError)) : rawError;
+        // spread instead of dragging them. Only where the line has been measured (about a sample's worth of
+        // information at this size or more): far from every sample so far the error is what the line does not
+        // know yet (a slope never learnt; the noise spread says nothing of it), so it is learnt in full. Clipped
+        // there, a route probed on standard prompts took some twenty long ones to be predicted for them.
+        double u = uncertainty(promptTokens);
+        double clip = Math.max(3 * Math.sqrt(variance), MIN_CLIP_MS) * Math.sqrt(1 + u);
+        double error = samples >= 5 && u <= MEASURED_UNCERTAINTY ? Math.max(-clip, Math.min(clip, rawError))
+                : rawError;
         double y = predicted + error;           // ≥ 0: a clipped error is above the raw one, and ttft ≥ 0
 
         double n0 = lambda * s0 + 1;
@@ -183,7 +191,9 @@ public final class TtftPredictor {
         double nvar = variance;
         if (samples >= 2) {
             double w = Math.max(1 - lambda, 1.0 / (samples - 1));
-            nvar = (1 - w) * variance + w * error * error;
+            // an a-priori error's variance is the noise's times (1 + u): divided by it, an error the line could
+            // not have known (far from its samples) does not pass for noise and widen every window
+            nvar = (1 - w) * variance + w * error * error / (1 + u);
         }
         if (!Double.isFinite(n2 + m0 + m1 + nvar)) {
             return this;

@@ -186,4 +186,19 @@ class TtftPredictorTest {
         assertTrue(pr.p90Ms() < 150, "p90 " + pr.p90Ms() + " mean " + pr.meanMs());
         assertTrue(pr.p90Ms() >= pr.meanMs());
     }
+
+    @Test
+    void aRouteMeasuredOnStandardPromptsLearnsALongOnesCostFromTheFirstSample() {
+        // the prober measures every route on standard-size prompts: a tight line and spread there. The first long
+        // prompt's error is what the line did not know (its slope), not a heavy tail: learnt in full, not clipped
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < 20; i++) {
+            p = p.update(367, 210 + (i % 3) * 3);
+        }
+        p = p.update(5010, 1603);
+        assertEquals(1603, p.predict(5010).meanMs(), 160);
+        // nor does it pass for noise: the window at the measured size stays narrow
+        TtftPredictor.Prediction at367 = p.predict(367);
+        assertTrue(at367.p90Ms() - at367.meanMs() < 150, "window " + (at367.p90Ms() - at367.meanMs()));
+    }
 }
