@@ -62,8 +62,7 @@ final class ProbeCall implements UpstreamHandler {
         return Uni.createFrom().emitter(em -> {
             ProbeCall call = new ProbeCall(ticker, stream, em::complete);
             Duration connect = timeout.compareTo(Duration.ofSeconds(5)) < 0 ? timeout : Duration.ofSeconds(5);
-            call.timer = scheduler.schedule(timeout, () -> call.finish(new ProbeOutcome.Failed(0,
-                    "no answer within " + timeout.toMillis() + " ms")));
+            call.timer = scheduler.schedule(timeout, () -> call.timedOut(timeout));
             call.exchange = upstream.send(UpstreamRequest.post(provider.baseUrl(), "/chat/completions",
                     provider.apiKey(), stream, Json.bytes(body), connect, "x-hedgerow-probe", "1"), call);
             if (call.finished.get()) {
@@ -82,6 +81,12 @@ final class ProbeCall implements UpstreamHandler {
             ex.cancel();
         }
         done.accept(outcome);
+    }
+
+    /** The probe's time ran out: a route whose 200 stream is still open is slow, one that never answered failed. */
+    private synchronized void timedOut(Duration timeout) {
+        finish(status == 200 && stream && firstNanos < 0 ? new ProbeOutcome.Slow(timeout.toMillis())
+                : new ProbeOutcome.Failed(0, "no answer within " + timeout.toMillis() + " ms"));
     }
 
     @Override

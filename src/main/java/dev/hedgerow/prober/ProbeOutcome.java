@@ -23,4 +23,13 @@ public sealed interface ProbeOutcome {
      */
     record Failed(int status, String reason) implements ProbeOutcome {
     }
+
+    /**
+     * The route answered 200 and was still serving when the probe's time ran out, with no content yet: slow, not
+     * broken (a route that never answers, or answers an error, {@link Failed}).
+     *
+     * @param waitedMs how long the probe waited: a lower bound of the route's time to first token
+     */
+    record Slow(long waitedMs) implements ProbeOutcome {
+    }
 }

@@ -165,6 +165,15 @@ public final class Prober {
         int promptTokens = deps.countPrompt().applyAsInt(body);
         return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
                 config.probeTimeout()).flatMap(outcome -> {
+            if (outcome instanceof ProbeOutcome.Slow slow) {
+                // Still serving when the probe's time ran out: slow, not broken. A breaker failure would cool down
+                // what may be the only capacity (Keln: a slow provider is passed over, never cut off); its first
+                // token took at least this long, which the SLO judges. No verdict: a half-open slot is given back.
+                deps.models().learnFirstToken(s, promptTokens, slow.waitedMs(),
+                        t.org.group(t.route.alias()).slo());
+                return Uni.createFrom().item(result(t, action, "slow: no first token within " + slow.waitedMs()
+                        + " ms", null, null));
+            }
             if (outcome instanceof ProbeOutcome.Failed f) {
                 verdictSent.run();
                 return deps.store().recordFailure(t.key(), breaker.maxFails(), breaker.failTimeout())
@@ -219,6 +228,9 @@ public final class Prober {
         body.put("stream", false);
         return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
                 config.probeTimeout()).flatMap(outcome -> {
+            if (outcome instanceof ProbeOutcome.Slow) {
+                return Uni.createFrom().nullItem();   // no answer in time: no verdict
+            }
             if (outcome instanceof ProbeOutcome.Failed f) {
                 // unreachable, overloaded, or a 200 that was no usable answer (empty, malformed): no verdict
                 if (f.status() == 0 || f.status() == 429 || f.status() >= 500 || f.status() / 100 == 2) {

@@ -315,6 +315,22 @@ class ProberTest {
     }
 
     @Test
+    void aProviderStillServingWhenItsProbeTimesOutIsSlowNotBroken() {
+        // Keln: a slow provider is passed over while faster ones exist, and still serves when it is the only
+        // capacity. A breaker failure here cooled every slow route down after each round: 503 with capacity left
+        sims.get("beta").script("beta-model", ModelScript.defaults().withLength(24)
+                .withLatency(ModelScript.Latency.of(3_000, 400)));
+
+        RoundReport r = round(ProberConfig.defaults().withProbeTimeout(Duration.ofMillis(400)));
+
+        assertEquals("slow: no first token within 400 ms", result(r, "chat-beta").outcome());
+        RouteSnapshot s = snapshot("chat-beta");
+        assertFalse(s.coolingDown(), "slowness is not a breaker failure");
+        assertEquals(0, s.fails());
+        assertNull(result(r, "chat-beta").verification(), "no answer in time: no verdict");
+    }
+
+    @Test
     void roundsNeverOverlapAcrossInstances() {
         assertTrue(gw.core().store().tryLock(Prober.LOCK, "another-instance", Duration.ofSeconds(60)).await()
                 .indefinitely());
