@@ -11,6 +11,7 @@ import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.api.RequestException;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.catalog.Strategy;
@@ -70,6 +71,7 @@ public final class AdminService {
         GroupSettings g = org.group(alias);
         ObjectNode n = JsonNodeFactory.instance.objectNode();
         n.put("alias", alias);
+        n.put("revision", revision(org, alias));
         n.put("strategy", g.strategy().wireName());
         n.put("hedging", g.hedging());
         n.put("resume_mid_stream", g.resumeMidStream());
@@ -99,11 +101,29 @@ public final class AdminService {
     }
 
     /**
+     * The revision of what {@link #editGroup} edits: a digest of the group's strategy and its members' ids, weights
+     * and priorities. It changes whenever any of those does (by whichever instance, API client or catalog file), and
+     * not on pins, drains or health, which never conflict with a weight edit.
+     */
+    public static String revision(Org org, String alias) {
+        StringBuilder b = new StringBuilder(alias).append('\n').append(org.group(alias).strategy().wireName());
+        for (Route r : org.routesOf(alias)) {
+            b.append('\n').append(r.id()).append('\t').append(r.weight()).append('\t').append(r.priority());
+        }
+        return Keys.sha256Hex(b.toString()).substring(0, 16);
+    }
+
+    /**
      * Edits a group: {@code {"strategy": "...", "members": [{"route": id, "weight": n, "priority": n}]}}; fields
      * left out keep their value. The strategy may be written as Kong spells it ({@code round-robin}); the answer
      * names it as Hedgerow does.
+     *
+     * @param ifMatch the revisions the edit was based on, as an HTTP {@code If-Match} value ({@code "rev"}, a list,
+     *                or {@code *}); null = unconditional. Judged against the stored catalog inside the
+     *                compare-and-set, so an edit based on a group that has changed since is refused with 412
+     *                {@code group_changed}, never applied over the other change.
      */
-    public Uni<ObjectNode> editGroup(Org org, String alias, JsonNode edit) {
+    public Uni<ObjectNode> editGroup(Org org, String alias, JsonNode edit, String ifMatch) {
         requireAlias(org, alias);
         if (edit == null || !edit.isObject()) {
             throw new RequestException(ApiError.invalidRequest("The body must be a JSON object.", null));
@@ -140,6 +160,8 @@ public final class AdminService {
         }
         Strategy s = strategy;
         return edit(org, alias, o -> {
+            requireAlias(o, alias);
+            requireRevision(o, alias, ifMatch);
             for (MemberEdit me : members) {
                 // the same answer as any unknown id: another org's route ids must not show through
                 requireRoute(o, me.route);
@@ -468,6 +490,29 @@ public final class AdminService {
     private static Route requireRoute(Org org, String routeId) {
         return org.route(routeId == null ? "" : routeId).orElseThrow(() -> new RequestException(
                 ApiError.notFound("No route '" + routeId + "' in this organization.")));
+    }
+
+    /** The {@code If-Match} precondition of a group edit: 412 {@code group_changed} when no listed revision is current. */
+    private static void requireRevision(Org org, String alias, String ifMatch) {
+        if (ifMatch == null || ifMatch.isBlank()) {
+            return;
+        }
+        String current = revision(org, alias);
+        for (String tag : ifMatch.split(",")) {
+            String t = tag.trim();
+            if (t.equals("*") || unquote(t).equals(current)) {
+                return;
+            }
+        }
+        throw new RequestException(new ApiError(412, "invalid_request_error", "group_changed", "Alias group '"
+                + alias + "' has changed since the revision in If-Match was read (it is now \"" + current
+                + "\"): nothing was saved. Read the group again and apply your edit to its current values.",
+                "If-Match", null));
+    }
+
+    private static String unquote(String tag) {
+        return tag.length() >= 2 && tag.startsWith("\"") && tag.endsWith("\"") ? tag.substring(1, tag.length() - 1)
+                : tag;
     }
 
     private static RequestException notMember(String alias, String route) {

@@ -18,6 +18,7 @@ import jakarta.inject.Inject;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DefaultValue;
 import jakarta.ws.rs.GET;
+import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.PUT;
 import jakarta.ws.rs.Path;
@@ -85,17 +86,25 @@ public class AdminResource {
 
     @GET
     @Path("/groups/{alias: .+}")
-    @Operation(summary = "One alias group")
-    public ObjectNode group(HttpHeaders headers, @PathParam("alias") String alias) {
-        return service().group(org(headers), alias);
+    @Operation(summary = "One alias group; its ETag is the group's revision")
+    public Response group(HttpHeaders headers, @PathParam("alias") String alias) {
+        return withRevision(service().group(org(headers), alias));
     }
 
     @PUT
     @Path("/groups/{alias: .+}")
     @Consumes(MediaType.APPLICATION_JSON)
-    @Operation(summary = "Edit a group's strategy and its members' weights and priorities (validated)")
-    public Uni<ObjectNode> editGroup(HttpHeaders headers, @PathParam("alias") String alias, JsonNode body) {
-        return service().editGroup(org(headers), alias, body);
+    @Operation(summary = "Edit a group's strategy and its members' weights and priorities (validated). With "
+            + "If-Match: \"<revision>\" the edit is refused with 412 group_changed when the group changed since")
+    public Uni<Response> editGroup(HttpHeaders headers, @PathParam("alias") String alias,
+                                   @HeaderParam("If-Match") String ifMatch, JsonNode body) {
+        return service().editGroup(org(headers), alias, body, ifMatch).map(AdminResource::withRevision);
+    }
+
+    /** A group's answer with its revision as the (strong) ETag, the value an edit's If-Match names. */
+    private static Response withRevision(ObjectNode group) {
+        return Response.ok(group, MediaType.APPLICATION_JSON)
+                .header(HttpHeaders.ETAG, "\"" + group.path("revision").asText() + "\"").build();
     }
 
     @POST

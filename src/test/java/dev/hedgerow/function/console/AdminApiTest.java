@@ -192,6 +192,46 @@ class AdminApiTest {
     }
 
     @Test
+    void anEditBasedOnAStaleRevisionIsRefusedAndTheOtherEditSurvives() {
+        Response read = admin().get("/admin/groups/duo");
+        String revision = read.path("revision");
+        assertEquals("\"" + revision + "\"", read.header("ETag"));
+        // another admin changes the group in between
+        String other = admin().body("{\"strategy\":\"weighted\",\"members\":[{\"route\":\"duo-alpha\",\"weight\":7}]}")
+                .put("/admin/groups/duo").then().statusCode(200).extract().path("revision");
+        assertTrue(!other.equals(revision), "the edit changed the revision");
+
+        admin().header("If-Match", "\"" + revision + "\"")
+                .body("{\"strategy\":\"rr_health\",\"members\":[{\"route\":\"duo-beta\",\"weight\":50}]}")
+                .put("/admin/groups/duo").then().statusCode(412)
+                .body("error.code", equalTo("group_changed"))
+                .body("error.param", equalTo("If-Match"))
+                .body("error.message", containsString("nothing was saved"));
+        admin().get("/admin/groups/duo").then().body("strategy", equalTo("weighted"))
+                .body("members.weight", equalTo(List.of(7, 100))).body("revision", equalTo(other));
+
+        // based on the current revision (or any, with *) the edit goes through and answers the next revision
+        String next = admin().header("If-Match", "\"" + other + "\"")
+                .body("{\"members\":[{\"route\":\"duo-beta\",\"weight\":50}]}")
+                .put("/admin/groups/duo").then().statusCode(200).header("ETag", not(equalTo("\"" + other + "\"")))
+                .body("members.weight", equalTo(List.of(7, 50))).extract().path("revision");
+        admin().header("If-Match", "*").body("{\"members\":[{\"route\":\"duo-beta\",\"weight\":60}]}")
+                .put("/admin/groups/duo").then().statusCode(200);
+        admin().header("If-Match", "\"" + next + "\"").body("{\"members\":[{\"route\":\"duo-beta\",\"weight\":1}]}")
+                .put("/admin/groups/duo").then().statusCode(412);
+    }
+
+    @Test
+    void pinsAndDrainsDoNotChangeAGroupsRevision() {
+        String revision = admin().get("/admin/groups/duo").path("revision");
+        admin().body("{\"route\":\"duo-beta\",\"drained\":true}").post("/admin/members/drain").then().statusCode(200);
+        admin().body("{\"route\":\"duo-alpha\"}").post("/admin/members/pin").then().statusCode(200);
+        admin().get("/admin/groups/duo").then().body("revision", equalTo(revision));
+        admin().header("If-Match", "\"" + revision + "\"").body("{\"strategy\":\"weighted\"}")
+                .put("/admin/groups/duo").then().statusCode(200);
+    }
+
+    @Test
     void anUnknownStrategyIsRefusedWithTheAcceptedSpellings() {
         admin().body("{\"strategy\":\"fastest\"}").put("/admin/groups/duo").then().statusCode(400)
                 .body("error.code", equalTo("unknown_strategy"))
