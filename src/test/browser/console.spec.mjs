@@ -33,6 +33,19 @@ async function adminPut(path, body) {
   if (!resp.ok) throw new Error(path + ' answered ' + resp.status);
 }
 
+/** Waits until the panel editor shows this strategy and these weights (as the dashboard's poll brings them). */
+async function editorShows(p, strategy, weights, timeout = 8000) {
+  await p.waitForFunction(([s, w]) => {
+    const f = document.querySelector('form[data-alias="panel"]');
+    return f && f.querySelector('select').value === s && Object.entries(w).every(([r, v]) =>
+      f.querySelector(`input[data-route="${r}"][data-field="weight"]`).value === String(v));
+  }, [strategy, weights], { timeout });
+}
+
+async function adminGet(path) {
+  return (await fetch(base + path, { headers: { authorization: 'Bearer a-acme' } })).json();
+}
+
 function check(cond, msg) {
   if (!cond) throw new Error(msg);
   ok(msg);
@@ -85,10 +98,45 @@ try {
   check(served.every(p => p === 'alpha'), 'routing follows the weight: ' + served.join(','));
   await page.screenshot({ path: join(shots, '02-weight-saved.png'), fullPage: true });
 
+  // an edit made elsewhere (the admin API) shows up in an editor nobody is typing in
+  await adminPut('/admin/groups/panel', { strategy: 'least_latency', members: [{ route: 'panel-alpha', weight: 40 }] });
+  await editorShows(page, 'least_latency', { 'panel-alpha': 40, 'panel-beta': 0 });
+  ok('an edit made through the admin API shows up in the editor without a reload');
+
+  // ... and in another tab, while this one has unsaved values: they are kept, the change is flagged, a save refused
+  await page.getByLabel('Weight of panel-beta').fill('5');
+  const tab = await context.newPage();
+  await tab.goto(base + '/console/');
+  await tab.getByLabel('Admin key').fill('a-acme');
+  await tab.getByLabel('Admin key').press('Enter');
+  const tabPanel = tab.locator('form[data-alias="panel"]');
+  await tabPanel.waitFor({ timeout: 10000 });
+  await tabPanel.getByLabel('Strategy').selectOption('priority');
+  await tab.getByLabel('Weight of panel-alpha').fill('30');
+  await tabPanel.getByRole('button', { name: 'Save panel' }).click();
+  await tab.locator('#status').filter({ hasText: 'Saved panel' }).waitFor({ timeout: 5000 });
+  await tab.close();
+  await panel.locator('.group-note').filter({ hasText: 'changed elsewhere' }).waitFor({ timeout: 8000 });
+  check(await page.getByLabel('Weight of panel-beta').inputValue() === '5',
+    'what this tab typed is kept when another tab saves: ' + await panel.locator('.group-note').textContent());
+  await page.screenshot({ path: join(shots, '02b-changed-elsewhere.png'), fullPage: true });
+  await panel.getByRole('button', { name: 'Save panel' }).click();
+  await page.locator('#status.error').filter({ hasText: 'changed elsewhere' }).waitFor({ timeout: 5000 });
+  const kept = await adminGet('/admin/groups/panel');
+  check(kept.strategy === 'priority' && kept.members.map(m => m.weight).join(',') === '30,0',
+    'a save based on stale values is refused and the other tab\'s edit stays: ' + await page.locator('#status').textContent());
+  await editorShows(page, 'priority', { 'panel-alpha': 30, 'panel-beta': 0 }, 1000);
+  ok('after the refusal the editor shows the values in effect');
+
+  await adminPut('/admin/groups/panel', { strategy: 'weighted',
+    members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 0 }] });
+  await editorShows(page, 'weighted', { 'panel-alpha': 100, 'panel-beta': 0 });
+
   // an invalid edit is refused and said so
   await page.getByLabel('Weight of panel-alpha').fill('0');
   await panel.getByRole('button', { name: 'Save panel' }).click();
-  await page.locator('#status').filter({ hasText: 'Not saved' }).waitFor({ timeout: 5000 });
+  await page.locator('#status').filter({ hasText: 'Not saved' }).filter({ hasText: 'has weight 0' })
+    .waitFor({ timeout: 5000 });
   ok('an edit that zeroes every weight is refused: ' + await page.locator('#status').textContent());
 
   // a member goes into cooldown and comes back

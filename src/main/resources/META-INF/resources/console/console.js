@@ -6,8 +6,10 @@ const STRATEGIES = ['auto', 'rr_health', 'weighted', 'least_latency', 'lowest_la
   'least_connections', 'lowest_usage', 'priority', 'semantic'];
 const POLL_MS = 2000;
 let pollTimer = null;
-// route key "<alias>\u0000<route>" -> cells of its row, rebuilt with the editor
-let cells = new Map();
+let ticking = false;
+// alias -> its editor: { form, base, current, cells, rows }. `base` is the server's group the inputs started from
+// (its revision goes out as If-Match when saving); `current` is the newest one the server has shown (in effect).
+let editors = new Map();
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -27,8 +29,8 @@ function svgEl(tag, attrs) {
   return e;
 }
 
-async function api(method, path, body) {
-  const opts = { method, headers: { authorization: 'Bearer ' + sessionStorage.getItem(KEY) } };
+async function api(method, path, body, headers) {
+  const opts = { method, headers: { authorization: 'Bearer ' + sessionStorage.getItem(KEY), ...headers } };
   if (body !== undefined) {
     opts.headers['content-type'] = 'application/json';
     // a string is sent as typed (explain's request body: the server judges it as the gateway would)
@@ -64,11 +66,11 @@ async function signIn(key) {
     document.getElementById('signin').hidden = true;
     document.getElementById('app').hidden = false;
     document.getElementById('signout').hidden = false;
-    await loadGroups();
+    prefillExplain(await loadGroups());
     await refresh();
     await loadAudit();
     clearInterval(pollTimer);
-    pollTimer = setInterval(refresh, POLL_MS);
+    pollTimer = setInterval(tick, POLL_MS);
     document.getElementById('groups-title').focus?.();
   } catch (e) {
     sessionStorage.removeItem(KEY);
@@ -85,37 +87,145 @@ function signOut() {
 
 // ---- groups: editor and live health --------------------------------------------------------------------------
 
-async function loadGroups() {
-  const data = await api('GET', '/admin/groups');
-  const root = document.getElementById('groups');
-  root.replaceChildren();
-  cells = new Map();
-  for (const g of data.groups) root.append(groupSection(g));
-  prefillExplain(data.groups);
+/** One poll: the groups (an edit made elsewhere shows up in the editor) and then their live health. */
+async function tick() {
+  if (ticking) return;
+  ticking = true;
+  try {
+    await loadGroups();
+  } catch (e) {
+    status('Groups unavailable: ' + e.message, true);
+  }
+  try {
+    await refresh();
+  } finally {
+    ticking = false;
+  }
 }
 
-function groupSection(g) {
+/** Reads every group and brings each editor up to date without touching what its user has typed. */
+async function loadGroups() {
+  const data = await api('GET', '/admin/groups');
+  syncGroups(data.groups);
+  return data.groups;
+}
+
+function syncGroups(groups) {
+  const root = document.getElementById('groups');
+  const seen = new Set();
+  let prev = null;
+  for (const g of groups) {
+    seen.add(g.alias);
+    let ed = editors.get(g.alias);
+    if (ed) {
+      serverSays(ed, g);
+    } else {
+      ed = { base: g, current: g };
+      editors.set(g.alias, ed);
+      render(ed);
+    }
+    const want = prev ? prev.nextSibling : root.firstChild;
+    if (ed.form !== want) root.insertBefore(ed.form, want);
+    prev = ed.form;
+  }
+  for (const [alias, ed] of editors) {
+    if (!seen.has(alias)) { ed.form.remove(); editors.delete(alias); }
+  }
+}
+
+/** The server's group as it is now: shown at once unless the user has unsaved changes in this editor. */
+function serverSays(ed, g) {
+  ed.current = g;
+  updateFlags(ed);
+  if (g.revision !== ed.base.revision && !isDirty(ed)) adopt(ed, g);
+  else updateMarks(ed);
+}
+
+/** Resets the editor to a server group (after a save, or when nothing typed would be lost). */
+function adopt(ed, g) {
+  const sameMembers = ed.base.members.map(m => m.route).join('\u0000') === g.members.map(m => m.route).join('\u0000');
+  ed.base = g;
+  ed.current = g;
+  if (!sameMembers) {
+    render(ed);
+    return;
+  }
+  ed.form.querySelector('select').value = g.strategy;
+  for (const input of ed.form.querySelectorAll('input[data-route]')) {
+    input.value = String(member(g, input.dataset.route)[input.dataset.field]);
+  }
+  updateFlags(ed);
+  updateMarks(ed);
+}
+
+function member(g, route) {
+  return g.members.find(m => m.route === route);
+}
+
+/** Fields whose value differs from what the editor started from. */
+function changedFields(ed) {
+  const changed = [];
+  const select = ed.form.querySelector('select');
+  if (select.value !== ed.base.strategy) changed.push({ el: select, label: 'strategy', from: ed.base.strategy, to: select.value });
+  for (const input of ed.form.querySelectorAll('input[data-route]')) {
+    const was = String(member(ed.base, input.dataset.route)[input.dataset.field]);
+    if (input.value !== was) {
+      changed.push({ el: input, label: input.dataset.route + ' ' + input.dataset.field, from: was, to: input.value });
+    }
+  }
+  return changed;
+}
+
+function isDirty(ed) {
+  return changedFields(ed).length > 0;
+}
+
+function updateMarks(ed) {
+  const note = ed.form.querySelector('.group-note');
+  const stale = ed.current.revision !== ed.base.revision;
+  if (stale && isDirty(ed)) {
+    note.textContent = ed.base.alias + ' was changed elsewhere while you were editing (now: strategy '
+      + ed.current.strategy + ', weights ' + ed.current.members.map(m => m.route + ' ' + m.weight).join(', ')
+      + '). Saving your values would overwrite that change, so a save is refused.';
+    note.className = 'group-note error';
+  } else {
+    note.textContent = '';
+    note.className = 'group-note';
+  }
+}
+
+function render(ed) {
+  const g = ed.base;
   const alias = g.alias;
   const sid = 'strategy-' + alias.replace(/[^A-Za-z0-9_-]/g, '_');
   const select = el('select', { id: sid, 'data-alias': alias });
   for (const s of STRATEGIES) select.append(el('option', { value: s, selected: s === g.strategy, text: s }));
+  ed.cells = new Map();
+  ed.rows = new Map();
   const tbody = el('tbody');
-  for (const m of g.members) tbody.append(memberRow(alias, m));
+  for (const m of g.members) tbody.append(memberRow(ed, m));
   const form = el('form', { class: 'group', 'data-alias': alias, 'aria-label': 'Group ' + alias },
     el('div', { class: 'group-head' },
       el('h3', { text: alias }),
       el('label', { for: sid, text: 'Strategy' }), select,
       el('button', { type: 'submit', class: 'primary', text: 'Save ' + alias })),
+    el('p', { class: 'group-note', role: 'alert' }),
     el('table', {},
       el('caption', { class: 'visually-hidden', text: 'Members of ' + alias }),
       el('thead', {}, el('tr', {}, ...['Route', 'Provider / model', 'Weight', 'Priority', 'State', 'Breaker',
         'In flight', 'Usage (tokens)', 'Actions'].map(h => el('th', { scope: 'col', text: h })))),
       tbody));
-  form.addEventListener('submit', ev => { ev.preventDefault(); saveGroup(form, alias); });
-  return form;
+  form.addEventListener('submit', ev => { ev.preventDefault(); saveGroup(ed); });
+  form.addEventListener('input', () => updateMarks(ed));
+  form.addEventListener('change', () => updateMarks(ed));
+  if (ed.form) ed.form.replaceWith(form);
+  ed.form = form;
+  updateFlags(ed);
+  updateMarks(ed);
 }
 
-function memberRow(alias, m) {
+function memberRow(ed, m) {
+  const alias = ed.base.alias;
   const base = 'm-' + (alias + '-' + m.route).replace(/[^A-Za-z0-9_-]/g, '_');
   const weight = el('input', { type: 'number', min: '0', id: base + '-weight', value: String(m.weight),
     'data-route': m.route, 'data-field': 'weight' });
@@ -125,22 +235,40 @@ function memberRow(alias, m) {
   const breaker = el('span', { 'data-cell': 'breaker' });
   const inflight = el('span', { 'data-cell': 'inflight' });
   const usage = el('span', { 'data-cell': 'usage' });
-  const pin = el('button', { type: 'button', text: m.pinned ? 'Unpin' : 'Pin',
-    'aria-label': (m.pinned ? 'Unpin ' : 'Pin ') + m.route,
-    onclick: () => act(m.pinned ? 'POST' : 'POST', m.pinned ? '/admin/members/unpin' : '/admin/members/pin',
-      m.pinned ? { alias } : { route: m.route }, (m.pinned ? 'Unpinned ' : 'Pinned ') + m.route) });
-  const drain = el('button', { type: 'button', text: m.drained ? 'Undrain' : 'Drain',
-    'aria-label': (m.drained ? 'Undrain ' : 'Drain ') + m.route,
-    onclick: () => act('POST', '/admin/members/drain', { route: m.route, drained: !m.drained },
-      (m.drained ? 'Undrained ' : 'Drained ') + m.route) });
-  cells.set(alias + '\u0000' + m.route, { state, breaker, inflight, usage });
-  return el('tr', { 'data-route': m.route },
-    el('th', { scope: 'row', text: m.route + (m.pinned ? ' (pinned)' : '') + (m.drained ? ' (drained)' : '') }),
+  // pin and drain act on the member as the server last showed it, not as it was when this row was built
+  const now = () => member(ed.current, m.route) || m;
+  const pin = el('button', { type: 'button', onclick: () => {
+    const c = now();
+    act('POST', c.pinned ? '/admin/members/unpin' : '/admin/members/pin', c.pinned ? { alias } : { route: m.route },
+      (c.pinned ? 'Unpinned ' : 'Pinned ') + m.route);
+  } });
+  const drain = el('button', { type: 'button', onclick: () => {
+    const c = now();
+    act('POST', '/admin/members/drain', { route: m.route, drained: !c.drained },
+      (c.drained ? 'Undrained ' : 'Drained ') + m.route);
+  } });
+  const name = el('th', { scope: 'row' });
+  ed.cells.set(m.route, { state, breaker, inflight, usage });
+  ed.rows.set(m.route, { name, pin, drain });
+  return el('tr', { 'data-route': m.route }, name,
     el('td', { text: m.provider + ' / ' + m.model }),
     el('td', {}, el('label', { for: weight.id, class: 'visually-hidden', text: 'Weight of ' + m.route }), weight),
     el('td', {}, el('label', { for: priority.id, class: 'visually-hidden', text: 'Priority of ' + m.route }), priority),
     el('td', {}, state), el('td', {}, breaker), el('td', {}, inflight), el('td', {}, usage),
     el('td', {}, pin, ' ', drain));
+}
+
+/** Pinned / drained as the server shows them now (they are not part of the edit, so they are always current). */
+function updateFlags(ed) {
+  for (const m of ed.current.members) {
+    const row = ed.rows.get(m.route);
+    if (!row) continue;
+    row.name.textContent = m.route + (m.pinned ? ' (pinned)' : '') + (m.drained ? ' (drained)' : '');
+    row.pin.textContent = m.pinned ? 'Unpin' : 'Pin';
+    row.pin.setAttribute('aria-label', (m.pinned ? 'Unpin ' : 'Pin ') + m.route);
+    row.drain.textContent = m.drained ? 'Undrain' : 'Drain';
+    row.drain.setAttribute('aria-label', (m.drained ? 'Undrain ' : 'Drain ') + m.route);
+  }
 }
 
 async function act(method, path, body, done) {
@@ -150,25 +278,44 @@ async function act(method, path, body, done) {
     await loadGroups();
     await refresh();
   } catch (e) {
-    status('Not saved: ' + e.message, true);
+    if (e.status !== 401) status('Not saved: ' + e.message, true);
   }
 }
 
-async function saveGroup(form, alias) {
+function groupPath(alias) {
+  return '/admin/groups/' + encodeURIComponent(alias).replace(/%2F/g, '/');
+}
+
+async function saveGroup(ed) {
+  const alias = ed.base.alias;
   const members = {};
-  for (const input of form.querySelectorAll('input[data-route]')) {
+  for (const input of ed.form.querySelectorAll('input[data-route]')) {
     const r = input.dataset.route;
     members[r] = members[r] || { route: r };
     members[r][input.dataset.field] = Number(input.value);
   }
-  const strategy = form.querySelector('select').value;
+  const strategy = ed.form.querySelector('select').value;
+  const tried = changedFields(ed).map(c => c.label + ' ' + c.from + ' → ' + c.to).join(', ') || 'no change';
   try {
-    await api('PUT', '/admin/groups/' + encodeURIComponent(alias).replace(/%2F/g, '/'),
-      { strategy, members: Object.values(members) });
-    status('Saved ' + alias + ': strategy ' + strategy + '.');
-    await loadGroups();
+    // saved only if the group is still the one these values were edited from
+    const saved = await api('PUT', groupPath(alias), { strategy, members: Object.values(members) },
+      { 'if-match': '"' + ed.base.revision + '"' });
+    adopt(ed, saved);
+    status('Saved ' + alias + ': strategy ' + saved.strategy + '.');
     await refresh();
   } catch (e) {
+    if (e.status === 401) return;
+    if (e.status === 412) {
+      try {
+        adopt(ed, await api('GET', groupPath(alias)));
+      } catch (e2) {
+        if (e2.status === 401) return;
+      }
+      status('Not saved: ' + alias + ' was changed elsewhere since you loaded it, so your edit (' + tried
+        + ') was not applied. The editor now shows the values in effect; make your change again if you still want it.',
+      true);
+      return;
+    }
     status('Not saved: ' + e.message, true);
   }
 }
@@ -198,7 +345,7 @@ async function refresh() {
   charts.className = 'charts';
   for (const g of data.groups) {
     for (const m of g.members) {
-      const c = cells.get(g.alias + '\u0000' + m.route);
+      const c = editors.get(g.alias)?.cells.get(m.route);
       if (c) {
         c.state.textContent = stateText(m);
         c.state.className = 'state state-' + m.state;
