@@ -42,6 +42,13 @@ async function editorShows(p, strategy, weights, timeout = 8000) {
   }, [strategy, weights], { timeout });
 }
 
+/** Waits until the dashboard's poll has read the groups once more. */
+async function nextPoll(p) {
+  const seen = Number(await p.locator('#groups').getAttribute('data-polls') || 0);
+  await p.waitForFunction(n => Number(document.getElementById('groups').dataset.polls || 0) > n, seen,
+    { timeout: 8000 });
+}
+
 async function adminGet(path) {
   return (await fetch(base + path, { headers: { authorization: 'Bearer a-acme' } })).json();
 }
@@ -138,6 +145,26 @@ try {
   await page.locator('#status').filter({ hasText: 'Not saved' }).filter({ hasText: 'has weight 0' })
     .waitFor({ timeout: 5000 });
   ok('an edit that zeroes every weight is refused: ' + await page.locator('#status').textContent());
+  // ... and the form does not pass the refused values off as in effect: they are marked, what is in effect beside them
+  const alphaWeight = page.getByLabel('Weight of panel-alpha');
+  check(await alphaWeight.inputValue() === '0' && (await alphaWeight.getAttribute('class') || '').includes('unsaved'),
+    'the refused weight is kept for correction, marked unsaved');
+  const alphaEffect = panel.locator('#m-panel-panel-alpha-weight-effect');
+  check(await alphaEffect.isVisible() && await alphaEffect.textContent() === 'in effect: 100',
+    'the weight in effect is shown beside it: ' + await alphaEffect.textContent());
+  check((await panel.locator('.group-note').textContent()).includes('not in effect'),
+    'the group says its marked values are not in effect: ' + await panel.locator('.group-note').textContent());
+  check(await panel.locator('.unsaved').count() === 1 && await panel.locator('.in-effect:visible').count() === 1,
+    'only the refused field is marked');
+  await page.screenshot({ path: join(shots, '02c-refused-edit.png'), fullPage: true });
+  // the poll leaves the marked value alone; discarding shows the values in effect
+  await nextPoll(page);
+  check(await alphaWeight.inputValue() === '0', 'the poll keeps the unsaved value');
+  await panel.getByRole('button', { name: 'Discard changes to panel' }).click();
+  await editorShows(page, 'weighted', { 'panel-alpha': 100, 'panel-beta': 0 }, 1000);
+  check(await panel.locator('.unsaved').count() === 0 && await panel.locator('.in-effect:visible').count() === 0
+    && await panel.locator('.group-note').textContent() === '',
+    'discarding shows the values in effect, nothing marked');
 
   // a member goes into cooldown and comes back
   await fetch(betaSim + '/sim/models/kimi-b/faults', { method: 'POST', headers: { 'content-type': 'application/json' },

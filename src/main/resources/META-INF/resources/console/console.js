@@ -93,6 +93,9 @@ async function tick() {
   ticking = true;
   try {
     await loadGroups();
+    // how many polls have reached the editors (a test can wait for the next one)
+    const root = document.getElementById('groups');
+    root.dataset.polls = String(Number(root.dataset.polls || 0) + 1);
   } catch (e) {
     status('Groups unavailable: ' + e.message, true);
   }
@@ -180,25 +183,49 @@ function isDirty(ed) {
   return changedFields(ed).length > 0;
 }
 
+/**
+ * Marks what is not in effect: a field the user changed is marked unsaved, and any field showing something other than
+ * what the server has now gets "in effect: …" beside it; the group's note says why (unsaved, refused, or changed
+ * elsewhere while being edited).
+ */
 function updateMarks(ed) {
+  const changed = new Set(changedFields(ed).map(c => c.el));
+  for (const field of ed.form.querySelectorAll('select, input[data-route]')) {
+    let effect;
+    if (field.tagName === 'SELECT') {
+      effect = ed.current.strategy;
+    } else {
+      const m = member(ed.current, field.dataset.route);
+      effect = m ? String(m[field.dataset.field]) : null;
+    }
+    field.classList.toggle('unsaved', changed.has(field));
+    const hint = ed.form.querySelector('#' + CSS.escape(field.id + '-effect'));
+    hint.hidden = field.value === effect;
+    hint.textContent = hint.hidden ? '' : effect === null ? 'no longer a member' : 'in effect: ' + effect;
+  }
   const note = ed.form.querySelector('.group-note');
-  const stale = ed.current.revision !== ed.base.revision;
-  if (stale && isDirty(ed)) {
+  const dirty = changed.size > 0;
+  if (!dirty) ed.error = null;
+  ed.form.querySelector('button.discard').hidden = !dirty;
+  if (dirty && ed.current.revision !== ed.base.revision) {
     note.textContent = ed.base.alias + ' was changed elsewhere while you were editing (now: strategy '
       + ed.current.strategy + ', weights ' + ed.current.members.map(m => m.route + ' ' + m.weight).join(', ')
-      + '). Saving your values would overwrite that change, so a save is refused.';
-    note.className = 'group-note error';
+      + '). Saving your values would overwrite that change, so a save is refused: discard your changes to load it.';
+  } else if (dirty) {
+    note.textContent = (ed.error ? 'Not saved: ' + ed.error.replace(/([^.!?])$/, '$1.') + ' ' : '')
+      + 'The values marked unsaved are not in effect; what is in effect is shown beside them.';
   } else {
     note.textContent = '';
-    note.className = 'group-note';
   }
+  note.className = 'group-note' + (dirty && (ed.error || ed.current.revision !== ed.base.revision) ? ' error'
+    : dirty ? ' unsaved-note' : '');
 }
 
 function render(ed) {
   const g = ed.base;
   const alias = g.alias;
   const sid = 'strategy-' + alias.replace(/[^A-Za-z0-9_-]/g, '_');
-  const select = el('select', { id: sid, 'data-alias': alias });
+  const select = el('select', { id: sid, 'data-alias': alias, 'aria-describedby': sid + '-effect' });
   for (const s of STRATEGIES) select.append(el('option', { value: s, selected: s === g.strategy, text: s }));
   ed.cells = new Map();
   ed.rows = new Map();
@@ -208,7 +235,13 @@ function render(ed) {
     el('div', { class: 'group-head' },
       el('h3', { text: alias }),
       el('label', { for: sid, text: 'Strategy' }), select,
-      el('button', { type: 'submit', class: 'primary', text: 'Save ' + alias })),
+      el('span', { class: 'in-effect', id: sid + '-effect', hidden: true }),
+      el('button', { type: 'submit', class: 'primary', text: 'Save ' + alias }),
+      el('button', { type: 'button', class: 'discard', text: 'Discard changes', hidden: true,
+        'aria-label': 'Discard changes to ' + alias, onclick: () => {
+          adopt(ed, ed.current);
+          status('Discarded the unsaved changes to ' + alias + '; the editor shows the values in effect.');
+        } })),
     el('p', { class: 'group-note', role: 'alert' }),
     el('table', {},
       el('caption', { class: 'visually-hidden', text: 'Members of ' + alias }),
@@ -228,9 +261,10 @@ function memberRow(ed, m) {
   const alias = ed.base.alias;
   const base = 'm-' + (alias + '-' + m.route).replace(/[^A-Za-z0-9_-]/g, '_');
   const weight = el('input', { type: 'number', min: '0', id: base + '-weight', value: String(m.weight),
-    'data-route': m.route, 'data-field': 'weight' });
+    'data-route': m.route, 'data-field': 'weight', 'aria-describedby': base + '-weight-effect' });
   const priority = el('input', { type: 'number', min: '0', id: base + '-priority', value: String(m.priority),
-    'data-route': m.route, 'data-field': 'priority' });
+    'data-route': m.route, 'data-field': 'priority', 'aria-describedby': base + '-priority-effect' });
+  const effect = input => el('span', { class: 'in-effect', id: input.id + '-effect', hidden: true });
   const state = el('span', { class: 'state', 'data-route': m.route, 'data-cell': 'state', text: '…' });
   const breaker = el('span', { 'data-cell': 'breaker' });
   const inflight = el('span', { 'data-cell': 'inflight' });
@@ -252,8 +286,10 @@ function memberRow(ed, m) {
   ed.rows.set(m.route, { name, pin, drain });
   return el('tr', { 'data-route': m.route }, name,
     el('td', { text: m.provider + ' / ' + m.model }),
-    el('td', {}, el('label', { for: weight.id, class: 'visually-hidden', text: 'Weight of ' + m.route }), weight),
-    el('td', {}, el('label', { for: priority.id, class: 'visually-hidden', text: 'Priority of ' + m.route }), priority),
+    el('td', {}, el('label', { for: weight.id, class: 'visually-hidden', text: 'Weight of ' + m.route }), weight,
+      effect(weight)),
+    el('td', {}, el('label', { for: priority.id, class: 'visually-hidden', text: 'Priority of ' + m.route }), priority,
+      effect(priority)),
     el('td', {}, state), el('td', {}, breaker), el('td', {}, inflight), el('td', {}, usage),
     el('td', {}, pin, ' ', drain));
 }
@@ -296,6 +332,7 @@ async function saveGroup(ed) {
   }
   const strategy = ed.form.querySelector('select').value;
   const tried = changedFields(ed).map(c => c.label + ' ' + c.from + ' → ' + c.to).join(', ') || 'no change';
+  ed.error = null;
   try {
     // saved only if the group is still the one these values were edited from
     const saved = await api('PUT', groupPath(alias), { strategy, members: Object.values(members) },
@@ -316,7 +353,10 @@ async function saveGroup(ed) {
       true);
       return;
     }
-    status('Not saved: ' + e.message, true);
+    // the refused values stay for the user to correct, marked as not in effect
+    ed.error = e.message;
+    updateMarks(ed);
+    status('Not saved: ' + e.message + ' (the values marked unsaved are not in effect)', true);
   }
 }
 
