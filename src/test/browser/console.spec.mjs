@@ -253,6 +253,25 @@ try {
   check(await explained.count() === 0,
     'invalid JSON is refused and said so: ' + await page.locator('#status').textContent());
 
+  // the admin key stops being accepted (rotated or removed: here the tab holds one the server does not know): the
+  // next poll's 401 signs the dashboard out, says why, and leaves none of the org's data on the page
+  await page.getByLabel('Weight of panel-beta').fill('42');
+  await page.evaluate(() => sessionStorage.setItem('hedgerow-admin-key', 'a-revoked'));
+  await page.locator('#signin-error').filter({ hasText: 'no longer accepted' }).waitFor({ timeout: 8000 });
+  const said = await page.locator('#signin-error').textContent();
+  check(await page.locator('#app').isHidden() && await page.getByLabel('Admin key').isVisible(),
+    'a 401 on a poll returns to the sign-in form: ' + said);
+  check(said.includes('panel'), 'it names the group whose unsaved changes were not saved');
+  check(await page.locator('form[data-alias]').count() === 0 && await page.locator('#slo-table tbody tr').count() === 0
+    && await page.locator('#explain-table tbody tr').count() === 0 && await page.locator('#whoami').textContent() === '',
+    'no data of the org is left on the page');
+  await page.screenshot({ path: join(shots, '07-key-refused.png'), fullPage: true });
+  await page.getByLabel('Admin key').fill('a-acme');
+  await page.getByLabel('Admin key').press('Enter');
+  await page.locator('form[data-alias="panel"]').waitFor({ timeout: 10000 });
+  check(await page.locator('#signin-error').textContent() === '' && await page.locator('form[data-alias]').count() > 0,
+    'signing in again shows the dashboard');
+
   await adminPut('/admin/groups/panel', { strategy: 'rr_health',
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
   console.log('console: all checks passed');

@@ -7,6 +7,10 @@ const STRATEGIES = ['auto', 'rr_health', 'weighted', 'least_latency', 'lowest_la
 const POLL_MS = 2000;
 let pollTimer = null;
 let ticking = false;
+// true between a successful sign-in and sign-out (or the key's refusal); `session` numbers the sign-ins, so an answer
+// to a request made in an earlier one is dropped instead of drawn
+let signedIn = false;
+let session = 0;
 // alias -> its editor: { form, base, current, cells, rows }. `base` is the server's group the inputs started from
 // (its revision goes out as If-Match when saving); `current` is the newest one the server has shown (in effect).
 let editors = new Map();
@@ -30,6 +34,7 @@ function svgEl(tag, attrs) {
 }
 
 async function api(method, path, body, headers) {
+  const asked = session;
   const opts = { method, headers: { authorization: 'Bearer ' + sessionStorage.getItem(KEY), ...headers } };
   if (body !== undefined) {
     opts.headers['content-type'] = 'application/json';
@@ -38,6 +43,11 @@ async function api(method, path, body, headers) {
   }
   const resp = await fetch(path, opts);
   const text = await resp.text();
+  if (asked !== session) throw quiet(new Error('signed out'));
+  if (resp.status === 401 && signedIn) {
+    keyRefused();
+    throw quiet(new Error('key refused'));
+  }
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch (e) { /* not JSON */ }
   if (!resp.ok) {
@@ -50,6 +60,17 @@ async function api(method, path, body, headers) {
   return json;
 }
 
+/** An error already dealt with (the key was refused, or the session it belongs to has ended): not to be shown. */
+function quiet(e) {
+  e.quiet = true;
+  return e;
+}
+
+/** Shows a failed request's error on the status line, unless it is quiet. */
+function failed(prefix, e) {
+  if (!e.quiet) status(prefix + e.message, true);
+}
+
 function status(msg, isError) {
   const s = document.getElementById('status');
   s.textContent = msg;
@@ -60,8 +81,12 @@ function status(msg, isError) {
 
 async function signIn(key) {
   sessionStorage.setItem(KEY, key);
+  session++;
   try {
     const me = await api('GET', '/admin/whoami');
+    signedIn = true;
+    document.getElementById('signin-error').textContent = '';
+    document.getElementById('admin-key').value = '';
     document.getElementById('whoami').textContent = 'Organization: ' + me.org;
     document.getElementById('signin').hidden = true;
     document.getElementById('app').hidden = false;
@@ -73,7 +98,9 @@ async function signIn(key) {
     pollTimer = setInterval(tick, POLL_MS);
     document.getElementById('groups-title').focus?.();
   } catch (e) {
+    if (e.quiet) return;
     sessionStorage.removeItem(KEY);
+    signedIn = false;
     document.getElementById('signin-error').textContent = e.status === 403
       ? 'That is a client key. Sign in with an admin key.' : 'Sign-in failed: ' + e.message;
   }
@@ -83,6 +110,36 @@ function signOut() {
   sessionStorage.removeItem(KEY);
   clearInterval(pollTimer);
   location.reload();
+}
+
+/**
+ * The server answered 401 to a signed-in dashboard (the admin key was rotated or removed): stop polling, take every
+ * piece of the org's data off the page and ask for a key again, saying why and what was not saved.
+ */
+function keyRefused() {
+  const unsaved = [...editors.values()].filter(isDirty).map(ed => ed.base.alias);
+  signedIn = false;
+  session++;
+  clearInterval(pollTimer);
+  pollTimer = null;
+  sessionStorage.removeItem(KEY);
+  editors = new Map();
+  document.getElementById('groups').replaceChildren();
+  for (const id of ['slo-table', 'audit-table', 'explain-table']) {
+    document.querySelector('#' + id + ' tbody').replaceChildren();
+  }
+  document.getElementById('charts').replaceChildren();
+  document.getElementById('explain-summary').textContent = '';
+  document.getElementById('explain-body').value = '';
+  document.getElementById('whoami').textContent = '';
+  status('');
+  document.getElementById('app').hidden = true;
+  document.getElementById('signout').hidden = true;
+  document.getElementById('signin').hidden = false;
+  document.getElementById('signin-error').textContent = 'Your admin key is no longer accepted (401): it may have '
+    + 'been rotated or removed. Sign in again.'
+    + (unsaved.length ? ' Unsaved changes to ' + unsaved.join(', ') + ' were not saved.' : '');
+  document.getElementById('admin-key').focus();
 }
 
 // ---- groups: editor and live health --------------------------------------------------------------------------
@@ -97,7 +154,7 @@ async function tick() {
     const root = document.getElementById('groups');
     root.dataset.polls = String(Number(root.dataset.polls || 0) + 1);
   } catch (e) {
-    status('Groups unavailable: ' + e.message, true);
+    failed('Groups unavailable: ', e);
   }
   try {
     await refresh();
@@ -314,7 +371,7 @@ async function act(method, path, body, done) {
     await loadGroups();
     await refresh();
   } catch (e) {
-    if (e.status !== 401) status('Not saved: ' + e.message, true);
+    failed('Not saved: ', e);
   }
 }
 
@@ -341,12 +398,12 @@ async function saveGroup(ed) {
     status('Saved ' + alias + ': strategy ' + saved.strategy + '.');
     await refresh();
   } catch (e) {
-    if (e.status === 401) return;
+    if (e.quiet) return;
     if (e.status === 412) {
       try {
         adopt(ed, await api('GET', groupPath(alias)));
       } catch (e2) {
-        if (e2.status === 401) return;
+        if (e2.quiet) return;
       }
       status('Not saved: ' + alias + ' was changed elsewhere since you loaded it, so your edit (' + tried
         + ') was not applied. The editor now shows the values in effect; make your change again if you still want it.',
@@ -375,7 +432,7 @@ async function refresh() {
   try {
     data = await api('GET', '/admin/health');
   } catch (e) {
-    status('Health unavailable: ' + e.message, true);
+    failed('Health unavailable: ', e);
     return;
   }
   const slo = document.querySelector('#slo-table tbody');
@@ -475,7 +532,7 @@ async function loadAudit() {
     }
     if (!data.events.length) body.append(el('tr', {}, el('td', { colspan: '5', text: 'No events.' })));
   } catch (e) {
-    status('Audit unavailable: ' + e.message, true);
+    failed('Audit unavailable: ', e);
   }
 }
 
@@ -499,7 +556,7 @@ async function explain() {
   try {
     data = await api('POST', '/admin/explain', document.getElementById('explain-body').value);
   } catch (e) {
-    status('Explain failed: ' + e.message, true);
+    failed('Explain failed: ', e);
     return;
   }
   status('Explained a request to ' + data.alias + ': ' + data.outcome + '.');
