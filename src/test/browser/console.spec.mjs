@@ -266,11 +266,19 @@ try {
     && await page.locator('#explain-table tbody tr').count() === 0 && await page.locator('#whoami').textContent() === '',
     'no data of the org is left on the page');
   await page.screenshot({ path: join(shots, '07-key-refused.png'), fullPage: true });
-  await page.getByLabel('Admin key').fill('a-acme');
+  // signing in again in the same tab, with another org's admin key: only that org is shown (its own duo, one member)
+  await page.getByLabel('Admin key').fill('a-other');
   await page.getByLabel('Admin key').press('Enter');
-  await page.locator('form[data-alias="panel"]').waitFor({ timeout: 10000 });
-  check(await page.locator('#signin-error').textContent() === '' && await page.locator('form[data-alias]').count() > 0,
-    'signing in again shows the dashboard');
+  await page.locator('form[data-alias="secret"]').waitFor({ timeout: 10000 });
+  await page.locator('#slo-table tbody tr[data-route="secret-gamma"]').waitFor({ timeout: 5000 });
+  const otherGroups = await page.locator('form[data-alias]').evaluateAll(fs => fs.map(f => f.dataset.alias));
+  const otherRows = await page.locator('form[data-alias] tbody tr, #slo-table tbody tr')
+    .evaluateAll(rs => rs.map(r => r.dataset.route));
+  check(await page.locator('#signin-error').textContent() === ''
+    && (await page.locator('#whoami').textContent()).includes('other')
+    && otherGroups.join(',') === 'secret,duo' && otherRows.every(r => ['secret-gamma', 'duo-alpha'].includes(r)),
+    'signing in again as org other shows only its groups and routes: ' + otherGroups.join(',') + ' / '
+      + [...new Set(otherRows)].join(','));
 
   await adminPut('/admin/groups/panel', { strategy: 'rr_health',
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
