@@ -139,6 +139,30 @@ try {
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 0 }] });
   await editorShows(page, 'weighted', { 'panel-alpha': 100, 'panel-beta': 0 });
 
+  // a poll's answer read before this tab's own save, arriving after it, does not put the old values back (the
+  // server's real answer is only delivered late, as a slow network would)
+  let held = null;
+  const release = new Promise(r => { held = { release: r }; });
+  const captured = new Promise(r => { held.captured = r; });
+  await page.route('**/admin/groups', async route => {
+    const response = await route.fetch();
+    held.captured();
+    await release;
+    await route.fulfill({ response });
+  }, { times: 1 });
+  await captured;
+  await page.getByLabel('Weight of panel-alpha').fill('90');
+  await panel.getByRole('button', { name: 'Save panel' }).click();
+  await page.locator('#status').filter({ hasText: 'Saved panel' }).waitFor({ timeout: 5000 });
+  const polled = Number(await page.locator('#groups').getAttribute('data-polls'));
+  held.release();
+  await page.waitForFunction(n => Number(document.getElementById('groups').dataset.polls) > n, polled,
+    { timeout: 5000 });
+  check(await page.getByLabel('Weight of panel-alpha').inputValue() === '90',
+    'a poll answered before the save and delivered after it leaves the saved value in the editor');
+  await adminPut('/admin/groups/panel', { members: [{ route: 'panel-alpha', weight: 100 }] });
+  await editorShows(page, 'weighted', { 'panel-alpha': 100, 'panel-beta': 0 });
+
   // an invalid edit is refused and said so
   await page.getByLabel('Weight of panel-alpha').fill('0');
   await panel.getByRole('button', { name: 'Save panel' }).click();

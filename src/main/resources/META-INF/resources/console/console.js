@@ -11,6 +11,9 @@ let ticking = false;
 // to a request made in an earlier one is dropped instead of drawn
 let signedIn = false;
 let session = 0;
+// counts the editors' resets from this tab's own writes: a group list asked for before the latest one is older than
+// what the editor shows, and is dropped rather than drawn over it
+let writes = 0;
 // alias -> its editor: { form, base, current, cells, rows }. `base` is the server's group the inputs started from
 // (its revision goes out as If-Match when saving); `current` is the newest one the server has shown (in effect).
 let editors = new Map();
@@ -165,8 +168,9 @@ async function tick() {
 
 /** Reads every group and brings each editor up to date without touching what its user has typed. */
 async function loadGroups() {
+  const asked = writes;
   const data = await api('GET', '/admin/groups');
-  syncGroups(data.groups);
+  if (asked === writes) syncGroups(data.groups);
   return data.groups;
 }
 
@@ -367,6 +371,7 @@ function updateFlags(ed) {
 async function act(method, path, body, done) {
   try {
     await api(method, path, body);
+    writes++;
     status(done);
     await loadGroups();
     await refresh();
@@ -394,6 +399,7 @@ async function saveGroup(ed) {
     // saved only if the group is still the one these values were edited from
     const saved = await api('PUT', groupPath(alias), { strategy, members: Object.values(members) },
       { 'if-match': '"' + ed.base.revision + '"' });
+    writes++;
     adopt(ed, saved);
     status('Saved ' + alias + ': strategy ' + saved.strategy + '.');
     await refresh();
@@ -401,7 +407,9 @@ async function saveGroup(ed) {
     if (e.quiet) return;
     if (e.status === 412) {
       try {
-        adopt(ed, await api('GET', groupPath(alias)));
+        const current = await api('GET', groupPath(alias));
+        writes++;
+        adopt(ed, current);
       } catch (e2) {
         if (e2.quiet) return;
       }
