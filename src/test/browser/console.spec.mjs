@@ -210,6 +210,21 @@ try {
   ok('panel-beta is back: healthy');
   await page.screenshot({ path: join(shots, '04-recovered.png'), fullPage: true });
 
+  // live health that cannot be read (the network drops the request) is not passed off as live, and when it can be
+  // read again the page says nothing more about the failure
+  await page.route('**/admin/health', route => route.abort('failed'));
+  await page.locator('#status.error').filter({ hasText: 'Health unavailable' }).waitFor({ timeout: 5000 });
+  check(await betaState.getAttribute('data-stale') === 'true' && (await betaState.textContent()).includes('as of'),
+    'the last health read is marked as not live: ' + await betaState.textContent());
+  await page.screenshot({ path: join(shots, '04b-health-unavailable.png'), fullPage: true });
+  await page.unroute('**/admin/health');
+  await page.waitForFunction(() => {
+    const cell = document.querySelector('form[data-alias="panel"] [data-cell="state"][data-route="panel-beta"]');
+    return cell.dataset.stale === undefined && cell.textContent === 'healthy';
+  }, null, { timeout: 8000 });
+  check(!(await page.locator('#status').textContent()).includes('Health unavailable'),
+    'health is live again and the failure message is gone');
+
   // SLO table and the TTFT chart with measured points
   await page.locator('#slo-table tbody tr[data-route="panel-alpha"]').waitFor({ timeout: 5000 });
   const points = await page.locator('figure[data-route="panel-alpha"] circle[data-point]').count();

@@ -14,6 +14,9 @@ let session = 0;
 // counts the editors' resets from this tab's own writes: a group list asked for before the latest one is older than
 // what the editor shows, and is dropped rather than drawn over it
 let writes = 0;
+// the server time of the last health read, and whether the reads are failing since
+let healthAt = null;
+let healthFailing = false;
 // alias -> its editor: { form, base, current, cells, rows }. `base` is the server's group the inputs started from
 // (its revision goes out as If-Match when saving); `current` is the newest one the server has shown (in effect).
 let editors = new Map();
@@ -440,8 +443,25 @@ async function refresh() {
   try {
     data = await api('GET', '/admin/health');
   } catch (e) {
-    failed('Health unavailable: ', e);
+    if (e.quiet) return;
+    // what the cells show is no longer live: say so on each, and since when
+    const since = healthAt ? healthAt.toLocaleTimeString() : 'never';
+    for (const ed of editors.values()) {
+      for (const c of ed.cells.values()) {
+        if (c.state.dataset.stale) continue;
+        c.state.dataset.stale = 'true';
+        c.state.classList.add('stale');
+        c.state.textContent += ' (as of ' + since + ')';
+      }
+    }
+    healthFailing = true;
+    status('Health unavailable: ' + e.message + '. The states shown are as of ' + since + ', not live.', true);
     return;
+  }
+  healthAt = new Date(data.time);
+  if (healthFailing) {
+    healthFailing = false;
+    if (document.getElementById('status').textContent.startsWith('Health unavailable')) status('');
   }
   const slo = document.querySelector('#slo-table tbody');
   slo.replaceChildren();
@@ -455,6 +475,7 @@ async function refresh() {
         c.state.textContent = stateText(m);
         c.state.className = 'state state-' + m.state;
         c.state.dataset.state = m.state;
+        delete c.state.dataset.stale;
         c.breaker.textContent = m.fails + ' / ' + m.max_fails + ' fails';
         c.inflight.textContent = String(m.inflight);
         c.usage.textContent = (m.usage.prompt_tokens + m.usage.completion_tokens).toLocaleString();
