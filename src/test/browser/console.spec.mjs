@@ -182,8 +182,14 @@ try {
     'only the refused field is marked');
   await page.screenshot({ path: join(shots, '02c-refused-edit.png'), fullPage: true });
   // the poll leaves the marked value alone; discarding shows the values in effect
+  // the note is an alert: more typing and a poll leave its unchanged words alone (not announced again)
+  await panel.locator('.group-note').evaluate(n => { window.noteText = n.firstChild; });
+  await alphaWeight.press('End');
+  await alphaWeight.pressSequentially('0');
   await nextPoll(page);
-  check(await alphaWeight.inputValue() === '0', 'the poll keeps the unsaved value');
+  check(await alphaWeight.inputValue() === '00', 'the poll keeps the unsaved value');
+  check(await panel.locator('.group-note').evaluate(n => n.firstChild === window.noteText),
+    'typing and polling do not rewrite the unchanged alert');
   await panel.getByRole('button', { name: 'Discard changes to panel' }).click();
   await editorShows(page, 'weighted', { 'panel-alpha': 100, 'panel-beta': 0 }, 1000);
   check(await panel.locator('.unsaved').count() === 0 && await panel.locator('.in-effect:visible').count() === 0

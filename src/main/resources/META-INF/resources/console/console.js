@@ -271,16 +271,19 @@ function updateMarks(ed) {
   const dirty = changed.size > 0;
   if (!dirty) ed.error = null;
   ed.form.querySelector('button.discard').hidden = !dirty;
+  let text;
   if (dirty && ed.current.revision !== ed.base.revision) {
-    note.textContent = ed.base.alias + ' was changed elsewhere while you were editing (now: strategy '
+    text = ed.base.alias + ' was changed elsewhere while you were editing (now: strategy '
       + ed.current.strategy + ', weights ' + ed.current.members.map(m => m.route + ' ' + m.weight).join(', ')
       + '). Saving your values would overwrite that change, so a save is refused: discard your changes to load it.';
   } else if (dirty) {
-    note.textContent = (ed.error ? 'Not saved: ' + ed.error.replace(/([^.!?])$/, '$1.') + ' ' : '')
+    text = (ed.error ? 'Not saved: ' + ed.error.replace(/([^.!?])$/, '$1.') + ' ' : '')
       + 'The values marked unsaved are not in effect; what is in effect is shown beside them.';
   } else {
-    note.textContent = '';
+    text = '';
   }
+  // the note is an alert: rewriting it with the same words on every keystroke would announce it again each time
+  if (note.textContent !== text) note.textContent = text;
   note.className = 'group-note' + (dirty && (ed.error || ed.current.revision !== ed.base.revision) ? ' error'
     : dirty ? ' unsaved-note' : '');
 }
