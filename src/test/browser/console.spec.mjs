@@ -180,6 +180,11 @@ try {
     'the group says its marked values are not in effect: ' + await panel.locator('.group-note').textContent());
   check(await panel.locator('.unsaved').count() === 1 && await panel.locator('.in-effect:visible').count() === 1,
     'only the refused field is marked');
+  // the refusal names the member by its id (not by its index in the org's route list) and marks its field invalid
+  const refusal = await page.locator('#status').textContent();
+  check(refusal.includes('Not saved: panel-alpha weight: ') && !refusal.includes('routes[')
+    && await alphaWeight.getAttribute('aria-invalid') === 'true' && await panel.locator('[aria-invalid]').count() === 1,
+    'the refused field is named by its route and marked invalid: ' + refusal);
   await page.screenshot({ path: join(shots, '02c-refused-edit.png'), fullPage: true });
   // the poll leaves the marked value alone; discarding shows the values in effect
   // the note is an alert: more typing and a poll leave its unchanged words alone (not announced again)
@@ -193,7 +198,7 @@ try {
   await panel.getByRole('button', { name: 'Discard changes to panel' }).click();
   await editorShows(page, 'weighted', { 'panel-alpha': 100, 'panel-beta': 0 }, 1000);
   check(await panel.locator('.unsaved').count() === 0 && await panel.locator('.in-effect:visible').count() === 0
-    && await panel.locator('.group-note').textContent() === '',
+    && await panel.locator('.group-note').textContent() === '' && await panel.locator('[aria-invalid]').count() === 0,
     'discarding shows the values in effect, nothing marked');
 
   // a member goes into cooldown and comes back

@@ -258,7 +258,7 @@ public final class AdminService {
             Org next = change.apply(stored);
             List<CatalogError> errors = OrgValidator.validate(next);
             if (!errors.isEmpty()) {
-                throw new InvalidEdit(errors);
+                throw new InvalidEdit(errors, next.routes().stream().map(Route::id).toList());
             }
             return next;
         }).map(saved -> group(saved, alias));

@@ -58,9 +58,12 @@ async function api(method, path, body, headers) {
   try { json = text ? JSON.parse(text) : null; } catch (e) { /* not JSON */ }
   if (!resp.ok) {
     const err = json && json.error ? json.error : { message: resp.status + ' ' + text };
-    const detail = (err.errors || []).map(x => (x.path ? x.path + ': ' : '') + x.message).join('; ');
+    // an error inside a route is named by the route's id and field (routes[i] indexes the org's list, not this page)
+    const where = x => x.route ? x.route + ' ' + x.path.replace(/^routes\[\d+\]\.?/, '') : x.path;
+    const detail = (err.errors || []).map(x => (where(x) ? where(x) + ': ' : '') + x.message).join('; ');
     const e = new Error(detail || err.message);
     e.status = resp.status;
+    e.errors = err.errors || [];
     throw e;
   }
   return json;
@@ -263,13 +266,21 @@ function updateMarks(ed) {
       effect = m ? String(m[field.dataset.field]) : null;
     }
     field.classList.toggle('unsaved', changed.has(field));
+    // a field the refused save was faulted for, while it still holds that value
+    const invalid = changed.has(field) && (ed.invalid || []).some(x => field.dataset.route === x.route
+      && field.dataset.field === x.field);
+    if (invalid) field.setAttribute('aria-invalid', 'true');
+    else field.removeAttribute('aria-invalid');
     const hint = ed.form.querySelector('#' + CSS.escape(field.id + '-effect'));
     hint.hidden = field.value === effect;
     hint.textContent = hint.hidden ? '' : effect === null ? 'no longer a member' : 'in effect: ' + effect;
   }
   const note = ed.form.querySelector('.group-note');
   const dirty = changed.size > 0;
-  if (!dirty) ed.error = null;
+  if (!dirty) {
+    ed.error = null;
+    ed.invalid = null;
+  }
   ed.form.querySelector('button.discard').hidden = !dirty;
   let text;
   if (dirty && ed.current.revision !== ed.base.revision) {
@@ -401,6 +412,7 @@ async function saveGroup(ed) {
   const strategy = ed.form.querySelector('select').value;
   const tried = changedFields(ed).map(c => c.label + ' ' + c.from + ' → ' + c.to).join(', ') || 'no change';
   ed.error = null;
+  ed.invalid = null;
   try {
     // saved only if the group is still the one these values were edited from
     const saved = await api('PUT', groupPath(alias), { strategy, members: Object.values(members) },
@@ -426,6 +438,8 @@ async function saveGroup(ed) {
     }
     // the refused values stay for the user to correct, marked as not in effect
     ed.error = e.message;
+    ed.invalid = e.errors.filter(x => x.route).map(x => ({ route: x.route,
+      field: x.path.replace(/^routes\[\d+\]\.?/, '') }));
     updateMarks(ed);
     status('Not saved: ' + e.message + ' (the values marked unsaved are not in effect)', true);
   }

@@ -226,8 +226,11 @@ public class AdminResource {
     @ServerExceptionMapper
     public Response invalidEdit(InvalidEdit e) {
         ArrayNode errors = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
-        for (CatalogError err : e.errors()) {
-            errors.addObject().put("path", err.path()).put("message", err.message());
+        for (int i = 0; i < e.errors().size(); i++) {
+            CatalogError err = e.errors().get(i);
+            ObjectNode n = errors.addObject().put("path", err.path());
+            e.route(i).ifPresent(r -> n.put("route", r));
+            n.put("message", err.message());
         }
         return error(ApiError.invalidRequest("invalid_catalog", e.getMessage(), null), errors);
     }

@@ -232,6 +232,16 @@ class AdminApiTest {
     }
 
     @Test
+    void aRefusedEditNamesTheRouteEachErrorIsAbout() {
+        admin().body("{\"members\":[{\"route\":\"duo-beta\",\"weight\":-5}]}")
+                .put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("invalid_catalog"))
+                .body("error.errors[0].path", containsString("].weight"))
+                .body("error.errors[0].route", equalTo("duo-beta"))
+                .body("error.message", containsString("(route duo-beta): must be ≥ 0"));
+    }
+
+    @Test
     void anUnknownStrategyIsRefusedWithTheAcceptedSpellings() {
         admin().body("{\"strategy\":\"fastest\"}").put("/admin/groups/duo").then().statusCode(400)
                 .body("error.code", equalTo("unknown_strategy"))
@@ -271,9 +281,10 @@ class AdminApiTest {
                 .statusCode(400).contentType("application/json")
                 .body("error.type", equalTo("invalid_request_error"))
                 .body("error.code", equalTo("invalid_catalog"))
-                .body("error.message", equalTo("The edit was not saved: routes[3].tags: " + why))
+                .body("error.message", equalTo("The edit was not saved: routes[3].tags (route duo-alpha): " + why))
                 .body("error.param", nullValue())
                 .body("error.errors.path", equalTo(List.of("routes[3].tags")))
+                .body("error.errors.route", equalTo(List.of("duo-alpha")))
                 .body("error.errors.message", equalTo(List.of(why)));
 
         admin().get("/admin/groups/duo").then().statusCode(200).body("members.drained", equalTo(List.of(true, false)));
