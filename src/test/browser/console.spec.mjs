@@ -201,6 +201,18 @@ try {
     && await panel.locator('.group-note').textContent() === '' && await panel.locator('[aria-invalid]').count() === 0,
     'discarding shows the values in effect, nothing marked');
 
+  // an emptied field is not sent as 0: the browser asks for a value and nothing is saved
+  const puts = [];
+  page.on('request', r => { if (r.method() === 'PUT') puts.push(r.url()); });
+  await page.getByLabel('Priority of panel-beta').fill('');
+  await panel.getByRole('button', { name: 'Save panel' }).click();
+  await nextPoll(page);
+  const stillOne = (await adminGet('/admin/groups/panel')).members.find(m => m.route === 'panel-beta').priority;
+  check(puts.length === 0 && stillOne === 1
+    && await page.getByLabel('Priority of panel-beta').evaluate(e => e.validity.valueMissing),
+    'an emptied priority is refused by the form, not saved as 0');
+  await panel.getByRole('button', { name: 'Discard changes to panel' }).click();
+
   // a member goes into cooldown and comes back
   await fetch(betaSim + '/sim/models/kimi-b/faults', { method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ kind: 'http_error', status: 500, type: 'server_error', message: 'browser test' }) });

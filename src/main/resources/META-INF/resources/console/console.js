@@ -338,10 +338,11 @@ function render(ed) {
 function memberRow(ed, m) {
   const alias = ed.base.alias;
   const base = 'm-' + (alias + '-' + m.route).replace(/[^A-Za-z0-9_-]/g, '_');
+  // required: an emptied field would otherwise go out as Number('') = 0
   const weight = el('input', { type: 'number', min: '0', id: base + '-weight', value: String(m.weight),
-    'data-route': m.route, 'data-field': 'weight', 'aria-describedby': base + '-weight-effect' });
+    'data-route': m.route, 'data-field': 'weight', 'aria-describedby': base + '-weight-effect', required: true });
   const priority = el('input', { type: 'number', min: '0', id: base + '-priority', value: String(m.priority),
-    'data-route': m.route, 'data-field': 'priority', 'aria-describedby': base + '-priority-effect' });
+    'data-route': m.route, 'data-field': 'priority', 'aria-describedby': base + '-priority-effect', required: true });
   const effect = input => el('span', { class: 'in-effect', id: input.id + '-effect', hidden: true });
   const state = el('span', { class: 'state', 'data-route': m.route, 'data-cell': 'state', text: '…' });
   const breaker = el('span', { 'data-cell': 'breaker' });
