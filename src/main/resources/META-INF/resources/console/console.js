@@ -473,7 +473,8 @@ async function refresh() {
       }
     }
     healthFailing = true;
-    status('Health unavailable: ' + e.message + '. The states shown are as of ' + since + ', not live.', true);
+    status('Health unavailable: ' + e.message.replace(/\.$/, '') + '. The states shown are as of ' + since
+      + ', not live.', true);
     return;
   }
   healthAt = new Date(data.time);
