@@ -291,9 +291,20 @@ final class Dispatch {
             return;
         }
         if (lastHope(a)) {
-            // abandoning it would answer an error while it is still being served (Keln: no give-up timer); a dead
-            // upstream is still ended by read_timeout (no head) or the client's hang-up
-            a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(a.cand), () -> abandon(a));
+            // abandoning it would answer an error while it may still be served (Keln: no give-up timer), so it is
+            // waited for while the upstream shows life (any bytes, keep-alive comments included) at least once per
+            // read_timeout, as nginx's proxy_read_timeout between two reads; one silent for longer is taken for
+            // dead (without a head, the read timer ends it)
+            long silentMs = (deps.ticker().nanos() - Math.max(lastActivityNanos, a.startNanos)) / 1_000_000L;
+            long readMs = settings.timeouts().read().toMillis();
+            long waitMs = windows.abandonAfter(a.cand).toMillis();
+            if (a.status == 0 || silentMs < readMs) {
+                long next = a.status == 0 ? waitMs : Math.min(waitMs, readMs - silentMs);
+                a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(next), () -> abandon(a));
+                return;
+            }
+            attemptFailed(a, Failure.timeout("timeout_first_token", "the upstream was silent for " + silentMs
+                    + " ms (read_timeout " + readMs + " ms)"));
             return;
         }
         if (a.status == 0) {

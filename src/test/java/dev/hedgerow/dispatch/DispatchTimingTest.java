@@ -511,11 +511,28 @@ class DispatchTimingTest {
         assertEquals(2, upstream.calls.size());
         Call b = upstream.last().head();
         for (int i = 0; i < 600; i++) {
-            advance(1000);   // ten minutes without a token after its head
+            advance(1000);   // ten minutes without a token after its head, a keep-alive comment every 30 s
+            if (i % 30 == 29) {
+                b.data(": keep-alive\n\n");
+            }
         }
         assertFalse(b.cancelled, "abandoning the last route would answer an error while it is still serving");
         b.content("late").finish();
         assertEquals(200, sink.status);
         assertEquals("late", Sse.content(sink.text()));
+    }
+
+    /** The last route is waited for while it shows life; one silent for longer than read_timeout (60 s) is dead. */
+    @Test
+    void theLastRouteLeftIsEndedWhenItIsSilentForLongerThanReadTimeout() {
+        start(false, candidate("chat-a", 300, Map.of()));
+        Call a = upstream.last().head();
+        advance(59_000);
+        assertFalse(a.cancelled, "still within read_timeout of silence");
+        advance(1_000);
+        assertTrue(a.cancelled, "silent for read_timeout: taken for dead");
+        assertEquals(502, sink.status);
+        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_first_token\""),
+                sink.headers.toString());
     }
 }
