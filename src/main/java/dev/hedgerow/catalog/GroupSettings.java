@@ -2,7 +2,6 @@ package dev.hedgerow.catalog;
 
 import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
 import java.util.Set;
 
 /**
@@ -111,21 +110,11 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
         public double defaultThreshold() {
             return defaultThreshold;
         }
-
-        @Override
-        public String wireName() {
-            return name().toLowerCase(Locale.ROOT);
-        }
     }
 
     /** Kong's {@code latency_strategy}: time per output token or end to end (Kong spells both as Hedgerow). */
     public enum LatencyStrategy implements Spelled {
-        TPOT, E2E;
-
-        @Override
-        public String wireName() {
-            return name().toLowerCase(Locale.ROOT);
-        }
+        TPOT, E2E
     }
 
     /** Kong's {@code tokens_count_strategy}; Kong's hyphenated spellings ({@code total-tokens}) are accepted. */
@@ -136,11 +125,6 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
 
         TokensCountStrategy(String... synonyms) {
             this.synonyms = List.of(synonyms);
-        }
-
-        @Override
-        public String wireName() {
-            return name().toLowerCase(Locale.ROOT);
         }
 
         @Override

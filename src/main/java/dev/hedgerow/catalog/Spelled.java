@@ -1,6 +1,7 @@
 package dev.hedgerow.catalog;
 
 import java.util.List;
+import java.util.Locale;
 
 /**
  * A catalog enum as it is written in configuration: one canonical wire name (lowercase with underscores, what
@@ -9,7 +10,10 @@ import java.util.List;
  * ports without renaming. {@link WireNames} looks both up. Implemented by immutable enums: thread-safe.
  */
 public interface Spelled {
-    String wireName();
+    /** The enum constant's name in lowercase: {@code CONSISTENT_HASHING} is {@code consistent_hashing}. */
+    default String wireName() {
+        return ((Enum<?>) this).name().toLowerCase(Locale.ROOT);
+    }
 
     /** Spellings accepted beside {@link #wireName()} (Kong's); never written out. */
     default List<String> synonyms() {

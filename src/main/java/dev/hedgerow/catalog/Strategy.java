@@ -1,7 +1,6 @@
 package dev.hedgerow.catalog;
 
 import java.util.List;
-import java.util.Locale;
 
 /**
  * The ordering strategy of an alias group (DESIGN.md "Strategies"). Each also accepts Kong AI Gateway's spelling
@@ -31,11 +30,6 @@ public enum Strategy implements Spelled {
     /** Every accepted spelling, for error messages. */
     public static String allowed() {
         return WireNames.allowed(Strategy.class);
-    }
-
-    @Override
-    public String wireName() {
-        return name().toLowerCase(Locale.ROOT);
     }
 
     @Override

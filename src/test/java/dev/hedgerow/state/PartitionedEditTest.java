@@ -7,12 +7,11 @@ import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.RedisStores;
 import dev.hedgerow.testsupport.Resp;
 import dev.hedgerow.testsupport.TcpLink;
 import dev.hedgerow.time.Ticker;
 import io.vertx.core.Vertx;
-import io.vertx.redis.client.RedisClientType;
-import io.vertx.redis.client.RedisOptions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -53,7 +52,7 @@ class PartitionedEditTest {
     static Vertx vertx;
     static TcpLink link;
     static Map<String, SimServer> sims;
-    static final List<io.vertx.mutiny.redis.client.Redis> clients = new ArrayList<>();
+    static final List<RedisStores.Opened> clients = new ArrayList<>();
     static ResilientStateStore storeA;
     static ResilientStateStore storeB;
     static GatewayHarness a;
@@ -91,19 +90,16 @@ class PartitionedEditTest {
     }
 
     static ResilientStateStore resilient(String url) {
-        io.vertx.mutiny.redis.client.Redis client = io.vertx.mutiny.redis.client.Redis.createClient(
-                io.vertx.mutiny.core.Vertx.newInstance(vertx), new RedisOptions().addConnectionString(url)
-                        .setMaxPoolSize(8).setMaxPoolWaiting(256));
-        clients.add(client);
-        return new ResilientStateStore(new RedisStateStore(client, RedisClientType.STANDALONE),
-                new MemoryStateStore(Ticker.system()), SETTINGS);
+        RedisStores.Opened shared = RedisStores.open(vertx, url);
+        clients.add(shared);
+        return new ResilientStateStore(shared.store(), new MemoryStateStore(Ticker.system()), SETTINGS);
     }
 
     @AfterAll
     static void stop() {
         a.close();
         b.close();
-        clients.forEach(io.vertx.mutiny.redis.client.Redis::close);
+        clients.forEach(RedisStores.Opened::close);
         sims.values().forEach(SimServer::close);
         link.close();
         vertx.close().toCompletionStage().toCompletableFuture().join();
