@@ -492,7 +492,9 @@ public final class AdminService {
                 ApiError.notFound("No route '" + routeId + "' in this organization.")));
     }
 
-    /** The {@code If-Match} precondition of a group edit: 412 {@code group_changed} when no listed revision is current. */
+    /**
+     * The {@code If-Match} precondition of a group edit: 412 {@code group_changed} when no listed revision is current.
+     */
     private static void requireRevision(Org org, String alias, String ifMatch) {
         if (ifMatch == null || ifMatch.isBlank()) {
             return;

@@ -21,9 +21,13 @@ public final class InvalidEdit extends RuntimeException {
 
     /** @param routeIds the ids of the edited org's routes, in catalog order (what {@code routes[i]} indexes) */
     public InvalidEdit(List<CatalogError> errors, List<String> routeIds) {
-        super(message(errors, routesOf(errors, routeIds)), null, false, false);
-        this.errors = List.copyOf(errors);
-        this.routes = routesOf(errors, routeIds);
+        this(List.copyOf(errors), routesOf(errors, routeIds), true);
+    }
+
+    private InvalidEdit(List<CatalogError> errors, List<Optional<String>> routes, boolean resolved) {
+        super(message(errors, routes), null, false, false);
+        this.errors = errors;
+        this.routes = routes;
     }
 
     private static List<Optional<String>> routesOf(List<CatalogError> errors, List<String> routeIds) {

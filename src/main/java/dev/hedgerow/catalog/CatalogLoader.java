@@ -539,11 +539,12 @@ public final class CatalogLoader {
                 criteria = EnumSet.noneOf(FailoverCriterion.class);
                 List<String> names = g.strings("failover_criteria");
                 for (int i = 0; i < names.size(); i++) {
-                    FailoverCriterion c = enumByWireName(FailoverCriterion.class, names.get(i));
+                    FailoverCriterion c = WireNames.find(FailoverCriterion.class, names.get(i));
                     if (c == null) {
                         errors.add(new CatalogError(YamlTree.index(g.path("failover_criteria"), i),
                                 "unknown failover criterion \"" + names.get(i) + "\" (allowed: "
-                                        + allowed(FailoverCriterion.class) + ")", g.line("failover_criteria")));
+                                        + WireNames.allowed(FailoverCriterion.class) + ")",
+                                g.line("failover_criteria")));
                     } else {
                         criteria.add(c);
                     }
@@ -676,9 +677,9 @@ public final class CatalogLoader {
             if (s == null) {
                 return def;
             }
-            E e = enumByWireName(type, s);
+            E e = WireNames.find(type, s);
             if (e == null) {
-                m.error(key, "unknown " + noun + " \"" + s + "\" (allowed: " + allowed(type) + ")");
+                m.error(key, "unknown " + noun + " \"" + s + "\" (allowed: " + WireNames.allowed(type) + ")");
                 return def;
             }
             return e;
@@ -687,14 +688,6 @@ public final class CatalogLoader {
         private static String slugRule() {
             return "lowercase letters, digits and . _ -, starting with a letter or digit, at most 64";
         }
-    }
-
-    private static <E extends Enum<E>> E enumByWireName(Class<E> type, String s) {
-        return WireNames.find(type, s);
-    }
-
-    private static <E extends Enum<E>> String allowed(Class<E> type) {
-        return WireNames.allowed(type);
     }
 
     private static List<String> sorted(Set<String> s) {

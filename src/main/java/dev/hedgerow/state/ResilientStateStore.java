@@ -242,16 +242,18 @@ public final class ResilientStateStore implements StateStore {
             if (storedJson != null && !storedJson.equals(edit.baseJson())) {
                 pendingEdits.remove(orgId, edit);
                 lostEdits.incrementAndGet();
-                log.log(System.Logger.Level.WARNING, "an admin edit of org " + orgId + " made while the shared state "
-                        + "store was unreachable is dropped: the org was edited elsewhere meanwhile, and that edit holds");
+                log.log(System.Logger.Level.WARNING, "an admin edit of org " + orgId + " made while the shared "
+                        + "state store was unreachable is dropped: the org was edited elsewhere meanwhile, and that "
+                        + "edit holds");
                 return Uni.createFrom().voidItem();
             }
-            long expected = stored.map(VersionedDoc::version).orElse(0L);
-            return shared.putOrgCatalog(orgId, new VersionedDoc(edit.doc().json(), edit.doc().sourceHash(),
-                    expected + 1), expected).invoke(v -> v.ifPresent(version -> {
+            // the store writes expected + 1 whatever version the document carries
+            VersionedDoc doc = edit.doc();
+            return shared.putOrgCatalog(orgId, doc, stored.map(VersionedDoc::version).orElse(0L))
+                    .invoke(v -> v.ifPresent(version -> {
                         // a write that lost the compare-and-set stays pending: the next read sees why
                         pendingEdits.remove(orgId, edit);
-                        catalogMirror.put(orgId, new VersionedDoc(edit.doc().json(), edit.doc().sourceHash(), version));
+                        catalogMirror.put(orgId, new VersionedDoc(doc.json(), doc.sourceHash(), version));
                     })).replaceWithVoid();
         });
     }
