@@ -333,9 +333,23 @@ final class Dispatch {
         if (a.kind == Kind.RESUME) {
             return resumes >= settings.retry().maxResumes();
         }
-        return preCommitAttempts >= settings.retry().maxAttempts() || !req.facts().prefs().allowFallbacks()
-                || !settings.retry().failoverCriteria().contains(FailoverCriterion.TIMEOUT)
-                || routes.next(false, a.cand) == null;
+        return failoverRoute(a, FailoverCriterion.TIMEOUT) == null;
+    }
+
+    /** Whether a failure of this criterion may fail over at all: the criteria, allow_fallbacks, the attempt limit. */
+    private boolean mayFailOver(FailoverCriterion criterion) {
+        return criterionAllows(criterion) && req.facts().prefs().allowFallbacks()
+                && preCommitAttempts < settings.retry().maxAttempts();
+    }
+
+    /** The group's failover_criteria list it (a failure no criterion names, e.g. a refused connection, always may). */
+    private boolean criterionAllows(FailoverCriterion criterion) {
+        return criterion == null || settings.retry().failoverCriteria().contains(criterion);
+    }
+
+    /** The untried route a failure of this criterion would fail over to now, or null. Asks, changes nothing. */
+    private Candidate failoverRoute(Attempt a, FailoverCriterion criterion) {
+        return mayFailOver(criterion) ? routes.next(false, a.cand) : null;
     }
 
     void life(Attempt a) {
@@ -698,17 +712,15 @@ final class Dispatch {
         if (liveCount() > 0) {
             return;
         }
-        boolean criterionAllows = f.criterion() == null || settings.retry().failoverCriteria().contains(f.criterion());
-        if (criterionAllows && f.routeFault() && stayOnTopTier(a, f)) {
+        if (criterionAllows(f.criterion()) && f.routeFault() && stayOnTopTier(a, f)) {
             return;
         }
-        Candidate next = routes.next(false, a.cand);
-        boolean fallbackAllowed = req.facts().prefs().allowFallbacks();
-        if (next == null && f.routeFault()) {
+        Candidate next = failoverRoute(a, f.criterion());
+        if (next == null && f.routeFault() && mayFailOver(f.criterion())) {
             // every route was tried: Kong's retries go on with a route whose breaker is still closed
             next = routes.retryTarget(this::breakerStillClosed);
         }
-        if (next != null && criterionAllows && fallbackAllowed && preCommitAttempts < settings.retry().maxAttempts()) {
+        if (next != null) {
             routes.untried(next);   // a retry on a route already tried
             launch(next, Kind.FAILOVER, null);
             return;
