@@ -22,11 +22,17 @@ import dev.hedgerow.routing.TtftSampleLog;
 import dev.hedgerow.routing.TtftEstimate;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.state.AuditRecord;
+import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.state.UsageSample;
 import io.smallrye.mutiny.Uni;
 
 import java.io.IOException;
 import java.time.Duration;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashSet;
@@ -34,6 +40,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.function.UnaryOperator;
 
 /**
@@ -445,6 +452,65 @@ public final class AdminService {
             root.put("count", events.size());
             return root;
         });
+    }
+
+    // ---- usage ---------------------------------------------------------------------------------------------
+
+    /** The longest span one usage query may cover: the ledger's retention. */
+    public static final int USAGE_MAX_DAYS = StateStore.LEDGER_RETENTION_DAYS;
+
+    /**
+     * What the org was billed from {@code from} to {@code to} (UTC dates, both included; null {@code to} = today,
+     * null {@code from} = the first day of {@code to}'s month), for one alias or every one (null): the totals, the
+     * totals per alias, and one row per day and alias that billed anything. A request counts once however many
+     * attempts, hedges and resumes served it.
+     *
+     * @throws RequestException (400) when {@code from} is after {@code to} or the span exceeds {@link #USAGE_MAX_DAYS}
+     */
+    public Uni<ObjectNode> usage(Org org, LocalDate from, LocalDate to, String alias) {
+        LocalDate end = to != null ? to : LocalDate.ofInstant(core.clock().instant(), ZoneOffset.UTC);
+        LocalDate start = from != null ? from : end.withDayOfMonth(1);
+        if (start.isAfter(end)) {
+            throw new RequestException(ApiError.invalidRequest("'from' (" + start + ") is after 'to' (" + end + ").",
+                    "from"));
+        }
+        long span = ChronoUnit.DAYS.between(start, end) + 1;
+        if (span > USAGE_MAX_DAYS) {
+            throw new RequestException(ApiError.invalidRequest("A usage query covers at most " + USAGE_MAX_DAYS
+                    + " days (the ledger keeps no more); " + start + " to " + end + " is " + span + " days.", "from"));
+        }
+        return core.store().ledger(org.id(), start, end).map(days -> {
+            ObjectNode root = JsonNodeFactory.instance.objectNode();
+            root.put("object", "usage");
+            root.put("from", start.toString());
+            root.put("to", end.toString());
+            if (alias != null) {
+                root.put("alias", alias);
+            }
+            Map<String, LedgerEntry> perAlias = new TreeMap<>();
+            ArrayNode rows = JsonNodeFactory.instance.arrayNode();
+            days.forEach((day, totals) -> new TreeMap<>(totals).forEach((a, entry) -> {
+                if (alias == null || alias.equals(a)) {
+                    putUsage(rows.addObject().put("date", day.toString()).put("alias", a), entry);
+                    perAlias.merge(a, entry, LedgerEntry::plus);
+                }
+            }));
+            putUsage(root.putObject("total"), perAlias.values().stream().reduce(LedgerEntry.ZERO, LedgerEntry::plus));
+            ArrayNode aliases = root.putArray("aliases");
+            perAlias.forEach((a, entry) -> putUsage(aliases.addObject().put("alias", a), entry));
+            root.set("days", rows);
+            return root;
+        });
+    }
+
+    private static void putUsage(ObjectNode n, LedgerEntry e) {
+        UsageSample u = e.usage();
+        n.put("requests", e.requests());
+        n.put("prompt_tokens", u.promptTokens());
+        n.put("completion_tokens", u.completionTokens());
+        n.put("total_tokens", u.totalTokens());
+        // sums of prices in floating point: nine decimals hide the binary noise (0.1 + 0.2) and keep a nano-dollar
+        n.put("cost", Math.round(u.cost() * 1e9) / 1e9);
     }
 
     // ---- explain ---------------------------------------------------------------------------------------------

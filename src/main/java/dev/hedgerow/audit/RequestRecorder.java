@@ -5,23 +5,30 @@ import dev.hedgerow.dispatch.AttemptRecord;
 import dev.hedgerow.dispatch.DispatchObserver;
 import dev.hedgerow.dispatch.DispatchRequest;
 import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.state.UsageSample;
 
+import java.time.InstantSource;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
 import java.util.List;
 
 /**
  * The accounting side of a finished request: bills usage once into the route's usage window and the org's
- * ledger, keeps the attempt trail in the audit stream when anything but a clean single attempt happened, and
+ * ledger (on the UTC day it finished), keeps the attempt trail in the audit stream when anything but a clean single attempt happened, and
  * writes the request log line (499 for client cancels). Thread-safe.
  */
 public final class RequestRecorder implements DispatchObserver {
     private final StateStore store;
     private final AuditLog audit;
+    private final InstantSource clock;
 
-    public RequestRecorder(StateStore store, AuditLog audit) {
+    /** @param clock the wall clock, whose UTC date is the ledger day a request is billed on */
+    public RequestRecorder(StateStore store, AuditLog audit, InstantSource clock) {
         this.store = store;
         this.audit = audit;
+        this.clock = clock;
     }
 
     @Override
@@ -31,7 +38,8 @@ public final class RequestRecorder implements DispatchObserver {
         if (billed != null && winner != null) {
             store.addUsage(winner.id(), billed, r.settings().balancer().usageWindow()).subscribe().with(v -> { },
                     t -> { });
-            store.addLedger(org, r.alias(), billed).subscribe().with(v -> { }, t -> { });
+            LocalDate day = LocalDate.ofInstant(clock.instant(), ZoneOffset.UTC);
+            store.addLedger(org, day, r.alias(), LedgerEntry.of(billed)).subscribe().with(v -> { }, t -> { });
         }
         String route = winner == null ? null : winner.id();
         if (status != 200 || trail.size() > 1) {

@@ -58,7 +58,7 @@ public final class CoreFactory {
                 new SemanticEmbeddings(upstream, store));
         AuditLog audit = new AuditLog(store, clock);
         DispatchObserver observers = chain(new PrefixAffinity(store),
-                new RequestRecorder(store, audit), extra);
+                new RequestRecorder(store, audit, clock), extra);
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
                 tokens::countText, observers, models));
         return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream);

@@ -5,6 +5,7 @@ import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.subscription.UniEmitter;
 
 import java.time.Duration;
+import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -59,7 +60,7 @@ public final class BatchingStateStore extends ForwardingStateStore {
     private record UsageKey(String routeId, Duration window) {
     }
 
-    private record LedgerKey(String orgId, String alias) {
+    private record LedgerKey(String orgId, LocalDate day, String alias) {
     }
 
     private record BlobsKey(String routeId) {
@@ -226,8 +227,9 @@ public final class BatchingStateStore extends ForwardingStateStore {
     }
 
     @Override
-    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
-        return merged(new LedgerKey(orgId, alias), sample, UsageSample::plus, s -> inner.addLedger(orgId, alias, s));
+    public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
+        return merged(new LedgerKey(orgId, day, alias), entry, LedgerEntry::plus,
+                e -> inner.addLedger(orgId, day, alias, e));
     }
 
     @Override

@@ -3,11 +3,13 @@ package dev.hedgerow.state;
 import io.smallrye.mutiny.Uni;
 
 import java.time.Duration;
+import java.time.LocalDate;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.SortedMap;
 
 /**
  * A store that passes every call to another: the base of decorators that change a few operations and leave the rest
@@ -136,13 +138,13 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
-        return inner.addLedger(orgId, alias, sample);
+    public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
+        return inner.addLedger(orgId, day, alias, entry);
     }
 
     @Override
-    public Uni<Map<String, UsageSample>> ledger(String orgId) {
-        return inner.ledger(orgId);
+    public Uni<SortedMap<LocalDate, Map<String, LedgerEntry>>> ledger(String orgId, LocalDate from, LocalDate to) {
+        return inner.ledger(orgId, from, to);
     }
 
     @Override

@@ -4,6 +4,7 @@ import dev.hedgerow.time.Ticker;
 import io.smallrye.mutiny.Uni;
 
 import java.time.Duration;
+import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -14,7 +15,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
+import java.util.SortedMap;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -151,7 +155,9 @@ public final class MemoryStateStore implements StateStore {
     private static final class OrgState {
         /** Hedge window (ms) to its ring of {@link StateTuning#HEDGE_BUCKETS} buckets, indexed by bucket number. */
         final ConcurrentHashMap<Long, AtomicReferenceArray<HedgeCell>> hedges = new ConcurrentHashMap<>();
-        final ConcurrentHashMap<String, AtomicReference<UsageSample>> ledger = new ConcurrentHashMap<>();
+        /** UTC day to alias to that day's totals; days beyond the retention are dropped as new days come. */
+        final ConcurrentSkipListMap<LocalDate, ConcurrentHashMap<String, AtomicReference<LedgerEntry>>> ledger =
+                new ConcurrentSkipListMap<>();
         /** The audit stream, oldest first; it and the id clock are guarded by {@code audit}. */
         final List<AuditRecord> audit = new ArrayList<>();
         long lastAuditMillis = -1;
@@ -556,26 +562,35 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
-        getOrCreate(org(orgId).ledger, alias, a -> new AtomicReference<>(UsageSample.ZERO))
-                .accumulateAndGet(sample, UsageSample::plus);
+    public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
+        var ledger = org(orgId).ledger;
+        getOrCreate(getOrCreate(ledger, day, d -> new ConcurrentHashMap<>()), alias,
+                a -> new AtomicReference<>(LedgerEntry.ZERO)).accumulateAndGet(entry, LedgerEntry::plus);
+        // as Redis expires a day LEDGER_RETENTION_DAYS after it, counted from the newest day here (no wall clock)
+        ledger.headMap(ledger.lastKey().minusDays(LEDGER_RETENTION_DAYS - 1)).clear();
         return done();
     }
 
     @Override
-    public Uni<Map<String, UsageSample>> ledger(String orgId) {
+    public Uni<SortedMap<LocalDate, Map<String, LedgerEntry>>> ledger(String orgId, LocalDate from, LocalDate to) {
+        SortedMap<LocalDate, Map<String, LedgerEntry>> out = new TreeMap<>();
         OrgState org = orgs.get(orgId);
-        if (org == null) {
-            return done(Map.of());
+        if (org == null || from.isAfter(to)) {
+            return done(out);
         }
-        Map<String, UsageSample> out = new HashMap<>();
-        org.ledger.forEach((alias, ref) -> {
-            UsageSample total = ref.get();
-            if (total != UsageSample.ZERO) { // (an alias whose first add is still under way)
-                out.put(alias, total);
+        org.ledger.subMap(from, true, to, true).forEach((day, aliases) -> {
+            Map<String, LedgerEntry> totals = new HashMap<>();
+            aliases.forEach((alias, ref) -> {
+                LedgerEntry total = ref.get();
+                if (total != LedgerEntry.ZERO) { // (an alias whose first add is still under way)
+                    totals.put(alias, total);
+                }
+            });
+            if (!totals.isEmpty()) {
+                out.put(day, Map.copyOf(totals));
             }
         });
-        return done(Map.copyOf(out));
+        return done(out);
     }
 
     @Override
@@ -655,7 +670,7 @@ public final class MemoryStateStore implements StateStore {
     }
 
     /** The key's value, made on first use; a plain read first, as computeIfAbsent may lock the bin even on a hit. */
-    private static <K, V> V getOrCreate(ConcurrentHashMap<K, V> map, K key, Function<K, V> create) {
+    private static <K, V> V getOrCreate(ConcurrentMap<K, V> map, K key, Function<K, V> create) {
         V v = map.get(key);
         return v != null ? v : map.computeIfAbsent(key, create);
     }

@@ -228,12 +228,26 @@ final class RedisScripts {
             return nv
             """);
 
-    /** Adds to the org ledger. KEYS: ledger. ARGV: alias, prompt, completion, cost. */
+    /**
+     * Adds to one day of the org ledger and sets when that day expires. KEYS: the day's ledger. ARGV: alias,
+     * requests, prompt, completion, cost, expiry (unix seconds).
+     */
     static final LuaScript ADD_LEDGER = LuaScript.of("addLedger", """
-            redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':p', ARGV[2])
-            redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':c', ARGV[3])
-            redis.call('HINCRBYFLOAT', KEYS[1], ARGV[1] .. ':cost', ARGV[4])
+            redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':n', ARGV[2])
+            redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':p', ARGV[3])
+            redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':c', ARGV[4])
+            redis.call('HINCRBYFLOAT', KEYS[1], ARGV[1] .. ':cost', ARGV[5])
+            redis.call('EXPIREAT', KEYS[1], ARGV[6])
             return 1
+            """);
+
+    /** Every field of each key, in one round trip. KEYS: hashes of one slot. */
+    static final LuaScript HGETALL_EACH = LuaScript.of("hgetallEach", """
+            local out = {}
+            for i = 1, #KEYS do
+              out[i] = redis.call('HGETALL', KEYS[i])
+            end
+            return out
             """);
 
     /** Points prefix hashes at a route. KEYS: affinity keys (one org). ARGV: routeId, ttlMs (0 = none). */

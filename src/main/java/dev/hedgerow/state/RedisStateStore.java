@@ -11,6 +11,9 @@ import io.vertx.redis.client.RedisClientType;
 
 import java.math.BigDecimal;
 import java.time.Duration;
+import java.time.LocalDate;
+import java.time.LocalTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -20,6 +23,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.SortedMap;
+import java.util.TreeMap;
 import java.util.function.Function;
 
 /**
@@ -363,33 +368,54 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
-        return eval(RedisScripts.ADD_LEDGER, List.of(StateKeys.ledger(orgId)), alias,
-                Long.toString(sample.promptTokens()), Long.toString(sample.completionTokens()), decimal(sample.cost()))
+    public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
+        UsageSample u = entry.usage();
+        long expireAt = day.plusDays(LEDGER_RETENTION_DAYS).toEpochSecond(LocalTime.MIDNIGHT, ZoneOffset.UTC);
+        return eval(RedisScripts.ADD_LEDGER, List.of(StateKeys.ledger(orgId, day)), alias,
+                Long.toString(entry.requests()), Long.toString(u.promptTokens()), Long.toString(u.completionTokens()),
+                decimal(u.cost()), Long.toString(expireAt))
                 .replaceWithVoid();
     }
 
     @Override
-    public Uni<Map<String, UsageSample>> ledger(String orgId) {
-        return send(Request.cmd(Command.HGETALL).arg(StateKeys.ledger(orgId))).map(r -> {
-            Map<String, long[]> tokens = new HashMap<>();
-            Map<String, Double> costs = new HashMap<>();
-            pairs(r).forEach((field, value) -> {
-                int colon = field.lastIndexOf(':');
-                String alias = field.substring(0, colon);
-                switch (field.substring(colon + 1)) {
-                    case "p" -> tokens.computeIfAbsent(alias, a -> new long[2])[0] = Long.parseLong(value);
-                    case "c" -> tokens.computeIfAbsent(alias, a -> new long[2])[1] = Long.parseLong(value);
-                    default -> costs.put(alias, Double.parseDouble(value));
+    public Uni<SortedMap<LocalDate, Map<String, LedgerEntry>>> ledger(String orgId, LocalDate from, LocalDate to) {
+        List<LocalDate> days = from.datesUntil(to.plusDays(1)).toList();
+        if (days.isEmpty()) {
+            return Uni.createFrom().item(new TreeMap<>());
+        }
+        List<String> keys = days.stream().map(d -> StateKeys.ledger(orgId, d)).toList();
+        return eval(RedisScripts.HGETALL_EACH, keys).map(r -> {
+            SortedMap<LocalDate, Map<String, LedgerEntry>> out = new TreeMap<>();
+            for (int i = 0; i < days.size(); i++) {
+                Map<String, LedgerEntry> totals = ledgerDay(pairs(r.get(i)));
+                if (!totals.isEmpty()) {
+                    out.put(days.get(i), totals);
                 }
-            });
-            Map<String, UsageSample> out = new HashMap<>();
-            for (String alias : union(tokens.keySet(), costs.keySet())) {
-                long[] t = tokens.getOrDefault(alias, new long[2]);
-                out.put(alias, new UsageSample(t[0], t[1], costs.getOrDefault(alias, 0.0)));
             }
-            return Map.copyOf(out);
+            return out;
         });
+    }
+
+    /** One day's ledger hash ({@code <alias>:n|p|c|cost}) as totals per alias. */
+    private static Map<String, LedgerEntry> ledgerDay(Map<String, String> fields) {
+        Map<String, long[]> counts = new HashMap<>();
+        Map<String, Double> costs = new HashMap<>();
+        fields.forEach((field, value) -> {
+            int colon = field.lastIndexOf(':');
+            String alias = field.substring(0, colon);
+            switch (field.substring(colon + 1)) {
+                case "n" -> counts.computeIfAbsent(alias, a -> new long[3])[0] = Long.parseLong(value);
+                case "p" -> counts.computeIfAbsent(alias, a -> new long[3])[1] = Long.parseLong(value);
+                case "c" -> counts.computeIfAbsent(alias, a -> new long[3])[2] = Long.parseLong(value);
+                default -> costs.put(alias, Double.parseDouble(value));
+            }
+        });
+        Map<String, LedgerEntry> out = new HashMap<>();
+        for (String alias : union(counts.keySet(), costs.keySet())) {
+            long[] n = counts.getOrDefault(alias, new long[3]);
+            out.put(alias, new LedgerEntry(n[0], new UsageSample(n[1], n[2], costs.getOrDefault(alias, 0.0))));
+        }
+        return Map.copyOf(out);
     }
 
     @Override

@@ -6,6 +6,7 @@ import io.smallrye.mutiny.Uni;
 import jakarta.enterprise.util.TypeLiteral;
 
 import java.time.Duration;
+import java.time.LocalDate;
 import java.time.temporal.ChronoUnit;
 import java.util.Collection;
 import java.util.HashMap;
@@ -13,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.SortedMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
@@ -366,13 +368,13 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> addLedger(String orgId, String alias, UsageSample sample) {
-        return call(() -> shared.addLedger(orgId, alias, sample), () -> local.addLedger(orgId, alias, sample));
+    public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
+        return call(() -> shared.addLedger(orgId, day, alias, entry), () -> local.addLedger(orgId, day, alias, entry));
     }
 
     @Override
-    public Uni<Map<String, UsageSample>> ledger(String orgId) {
-        return call(() -> shared.ledger(orgId), () -> local.ledger(orgId));
+    public Uni<SortedMap<LocalDate, Map<String, LedgerEntry>>> ledger(String orgId, LocalDate from, LocalDate to) {
+        return call(() -> shared.ledger(orgId, from, to), () -> local.ledger(orgId, from, to));
     }
 
     @Override

@@ -1,5 +1,7 @@
 package dev.hedgerow.state;
 
+import java.time.LocalDate;
+
 /**
  * The one place that builds state keys. Every key starts with {@code hr:}, its fixed words are lowercase and
  * colon-separated, and the entity it belongs to sits inside a Redis Cluster hash tag, so every key one operation
@@ -19,7 +21,7 @@ package dev.hedgerow.state;
  * hr:{o:&lt;org&gt;}:catalog                hash json, source, version (kept)
  * hr:{o:&lt;org&gt;}:catalog:version        version alone, for MGET    (kept)
  * hr:{o:&lt;org&gt;}:audit                  stream, trimmed by length  (kept, MAXLEN ~)
- * hr:{o:&lt;org&gt;}:ledger                 hash &lt;alias&gt;:p|c|cost     (kept)
+ * hr:{o:&lt;org&gt;}:ledger:&lt;yyyy-mm-dd&gt;    hash &lt;alias&gt;:n|p|c|cost   expires 400 days after the day
  * hr:{o:&lt;org&gt;}:affinity:&lt;hash&gt;        routeId                    TTL given
  * hr:{o:&lt;org&gt;}:hedge:&lt;windowMs&gt;:&lt;b&gt;   hash r (requests), h (hedges)   TTL window + bucket
  * hr:{o:&lt;org&gt;}:blob:&lt;name&gt;            named value                TTL given (or none)
@@ -119,8 +121,9 @@ public final class StateKeys {
         return org(orgId) + ":audit";
     }
 
-    public static String ledger(String orgId) {
-        return org(orgId) + ":ledger";
+    /** The org's ledger of one UTC day. */
+    public static String ledger(String orgId, LocalDate day) {
+        return org(orgId) + ":ledger:" + day;
     }
 
     public static String affinity(String orgId, String prefixHash) {

@@ -3,10 +3,12 @@ package dev.hedgerow.state;
 import io.smallrye.mutiny.Uni;
 
 import java.time.Duration;
+import java.time.LocalDate;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.SortedMap;
 
 /**
  * The shared state of the fleet: everything one gateway instance must see of another's decisions. Two
@@ -165,11 +167,20 @@ public interface StateStore {
     /** The org's newest audit events first, at most {@code limit}. */
     Uni<List<AuditRecord>> readAudit(String orgId, int limit);
 
-    /** Adds billed usage to the org's ledger totals (per alias; no per-day breakdown is kept yet). */
-    Uni<Void> addLedger(String orgId, String alias, UsageSample sample);
+    /** How long the ledger keeps a day (a year and a month, so a year-over-year comparison still finds it). */
+    int LEDGER_RETENTION_DAYS = 400;
 
-    /** The org's ledger totals per alias. */
-    Uni<Map<String, UsageSample>> ledger(String orgId);
+    /**
+     * Adds billed requests to the org's ledger: {@code entry} is added to the alias's totals for {@code day} (a UTC
+     * date). A day is kept {@value #LEDGER_RETENTION_DAYS} days.
+     */
+    Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry);
+
+    /**
+     * The org's ledger from {@code from} to {@code to}, both included: per day (ascending) the totals of each alias
+     * that billed anything that day. Days and aliases with nothing billed are absent.
+     */
+    Uni<SortedMap<LocalDate, Map<String, LedgerEntry>>> ledger(String orgId, LocalDate from, LocalDate to);
 
     /** Route ids that recently served each prefix hash (absent hashes are left out). */
     Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes);

@@ -9,6 +9,7 @@ import org.junit.jupiter.api.Test;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
+import java.time.LocalDate;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -33,6 +34,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class BatchingStateStoreTest extends FakeTimeStoreContract {
     static final Duration WINDOW = Duration.ofMillis(20);
     static final Duration LONG_WINDOW = Duration.ofSeconds(60);
+    static final LocalDate DAY = LocalDate.of(2026, 12, 1);
+
+    static Map<String, LedgerEntry> ledger(StateStore store, String org) {
+        return await(store.ledger(org, DAY, DAY)).getOrDefault(DAY, Map.of());
+    }
 
     @Override
     protected StateStore build() {
@@ -88,8 +94,10 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         }
         rig.batching.addUsage(route, new UsageSample(10, 1, 0.25), LONG_WINDOW).subscribe().with(v -> { });
         rig.batching.addUsage(route, new UsageSample(5, 2, 0.5), LONG_WINDOW).subscribe().with(v -> { });
-        rig.batching.addLedger(org, "kimi3", new UsageSample(10, 1, 0.25)).subscribe().with(v -> { });
-        rig.batching.addLedger(org, "kimi3", new UsageSample(5, 2, 0.5)).subscribe().with(v -> { });
+        rig.batching.addLedger(org, DAY, "kimi3", LedgerEntry.of(new UsageSample(10, 1, 0.25))).subscribe()
+                .with(v -> { });
+        rig.batching.addLedger(org, DAY, "kimi3", LedgerEntry.of(new UsageSample(5, 2, 0.5))).subscribe()
+                .with(v -> { });
         rig.batching.putRouteBlobs(route, List.of(new StateStore.RouteBlob("ewma", "1", null),
                 new StateStore.RouteBlob("ttft", "a", null))).subscribe().with(v -> { });
         rig.batching.putRouteBlob(route, "ewma", "2", null).subscribe().with(v -> { });
@@ -109,7 +117,8 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         assertEquals(new UsageSample(15, 3, 0.75), s.usage());
         assertEquals("2", s.blob("ewma").orElseThrow(), "the last value of a name wins");
         assertEquals("a", s.blob("ttft").orElseThrow());
-        assertEquals(new UsageSample(15, 3, 0.75), await(rig.inner.ledger(org)).get("kimi3"));
+        assertEquals(new LedgerEntry(2, new UsageSample(15, 3, 0.75)), ledger(rig.inner, org).get("kimi3"),
+                "two requests, merged into one write");
         assertEquals(2, spendAll(rig.inner, org, LONG_WINDOW), "40 requests counted: 5 % of them");
     }
 
@@ -148,11 +157,11 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
     void flushWritesWhatWaitsAtOnce() {
         Rig rig = new Rig();
         String org = id("org");
-        CompletableFuture<Void> waiting = rig.batching.addLedger(org, "kimi3", new UsageSample(1, 2, 0))
-                .subscribeAsCompletionStage();
+        CompletableFuture<Void> waiting = rig.batching.addLedger(org, DAY, "kimi3",
+                LedgerEntry.of(new UsageSample(1, 2, 0))).subscribeAsCompletionStage();
         await(rig.batching.flush());
         assertTrue(waiting.isDone());
-        assertEquals(new UsageSample(1, 2, 0), await(rig.inner.ledger(org)).get("kimi3"));
+        assertEquals(LedgerEntry.of(new UsageSample(1, 2, 0)), ledger(rig.inner, org).get("kimi3"));
     }
 
     @Test
@@ -231,7 +240,7 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
             assertEquals(0, AtOnce.failures(threads, each, i -> {
                 track.accept("usage", batching.addUsage(route, new UsageSample(1, 2, 0.5), LONG_WINDOW));
                 track.accept("count", batching.countRequest(org, LONG_WINDOW));
-                track.accept("ledger", batching.addLedger(org, "chat", new UsageSample(1, 0, 0)));
+                track.accept("ledger", batching.addLedger(org, DAY, "chat", LedgerEntry.of(new UsageSample(1, 0, 0))));
                 await(batching.acquireLease(route, "lease-" + i, LONG_WINDOW));
                 if (i % 2 == 0) { // half end at once: cancelled in their batch, or released after they landed
                     track.accept("release", batching.releaseLease(route, "lease-" + i));
@@ -256,7 +265,7 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         RouteSnapshot s = await(inner.snapshot(List.of(route), LONG_WINDOW)).get(route);
         assertEquals(new UsageSample(n, 2L * n, 0.5 * n), s.usage(), "every usage write landed once");
         assertEquals(n / 2, s.inflight(), "exactly the leases not released are held");
-        assertEquals(n, await(inner.ledger(org)).get("chat").promptTokens());
+        assertEquals(new LedgerEntry(n, new UsageSample(n, 0, 0)), ledger(inner, org).get("chat"));
         int hedges = 0;
         while (await(inner.hedgeBudget(org, true, 0.05, 0, LONG_WINDOW)) && hedges <= n) {
             hedges++;

@@ -4,6 +4,7 @@ import dev.hedgerow.testsupport.AtOnce;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.time.LocalDate;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -48,6 +49,7 @@ class MemoryStateStoreTest extends FakeTimeStoreContract {
         assertEquals(0, usage(r, Duration.ofSeconds(30)), "buckets expire a window past their last add");
     }
 
+    private static final LocalDate DAY = LocalDate.of(2026, 12, 1);
     private static final int THREADS = 4;
     private static final int EACH = 2_000;
 
@@ -63,7 +65,7 @@ class MemoryStateStoreTest extends FakeTimeStoreContract {
             await(s.addUsage(r, new UsageSample(1, 2, 0.5), window));
             await(s.acquireLease(r, "lease-" + i, Duration.ofMinutes(1)));
             await(s.countRequest(org, window));
-            await(s.addLedger(org, "chat", new UsageSample(1, 0, 0)));
+            await(s.addLedger(org, DAY, "chat", LedgerEntry.of(new UsageSample(1, 0, 0))));
             await(s.putRouteBlob(r, "b" + (i % 8), "v" + i, null));
             return cursors.add(await(s.nextCursor(org, "chat")));
         }), "every cursor position is handed out once");
@@ -72,7 +74,7 @@ class MemoryStateStoreTest extends FakeTimeStoreContract {
         assertEquals(new UsageSample(n, 2L * n, 0.5 * n), snap.usage());
         assertEquals(n, snap.inflight());
         assertEquals(8, snap.blobs().size());
-        assertEquals(n, await(s.ledger(org)).get("chat").promptTokens());
+        assertEquals(new LedgerEntry(n, new UsageSample(n, 0, 0)), await(s.ledger(org, DAY, DAY)).get(DAY).get("chat"));
         assertEquals(n, await(s.nextCursors(org, "chat", 1)) - 1);
         assertEquals(0, AtOnce.failures(THREADS, EACH, i -> {
             await(s.releaseLease(r, "lease-" + i));

@@ -2,6 +2,8 @@ package dev.hedgerow.state;
 
 import org.junit.jupiter.api.Test;
 
+import java.time.LocalDate;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -27,7 +29,7 @@ class StateKeysTest {
         assertEquals("hr:{o:acme}:catalog", StateKeys.catalog("acme"));
         assertEquals("hr:{o:acme}:catalog:version", StateKeys.catalogVersion("acme"));
         assertEquals("hr:{o:acme}:audit", StateKeys.audit("acme"));
-        assertEquals("hr:{o:acme}:ledger", StateKeys.ledger("acme"));
+        assertEquals("hr:{o:acme}:ledger:2026-12-01", StateKeys.ledger("acme", LocalDate.of(2026, 12, 1)));
         assertEquals("hr:{o:acme}:affinity:ab12", StateKeys.affinity("acme", "ab12"));
         assertEquals("hr:{o:acme}:hedge:10000:7", StateKeys.hedgeBucket("acme", 10_000, 7));
         assertEquals("hr:{o:acme}:blob:emb", StateKeys.orgBlob("acme", "emb"));

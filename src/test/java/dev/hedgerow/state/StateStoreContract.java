@@ -4,10 +4,13 @@ import io.smallrye.mutiny.Uni;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.SortedMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -482,18 +485,36 @@ abstract class StateStoreContract {
     }
 
     @Test
-    void ledgerSumsUsagePerAlias() {
+    void ledgerSumsRequestsAndUsagePerDayAndAlias() {
         String org = id("org");
-        await(store().addLedger(org, "kimi3", new UsageSample(10, 5, 0.5)));
-        await(store().addLedger(org, "kimi3", new UsageSample(1, 1, 0.25)));
-        await(store().addLedger(org, "gpt:mini", new UsageSample(2, 0, 0.0)));
-        Map<String, UsageSample> ledger = await(store().ledger(org));
-        assertEquals(2, ledger.size());
-        assertEquals(11, ledger.get("kimi3").promptTokens());
-        assertEquals(6, ledger.get("kimi3").completionTokens());
-        assertEquals(0.75, ledger.get("kimi3").cost(), 1e-9);
-        assertEquals(2, ledger.get("gpt:mini").promptTokens());
-        assertEquals(Map.of(), await(store().ledger(id("org"))));
+        LocalDate today = LocalDate.now(ZoneOffset.UTC);
+        LocalDate yesterday = today.minusDays(1);
+        await(store().addLedger(org, today, "kimi3", LedgerEntry.of(new UsageSample(10, 5, 0.5))));
+        await(store().addLedger(org, today, "kimi3", new LedgerEntry(2, new UsageSample(1, 1, 0.25))));
+        await(store().addLedger(org, today, "gpt:mini", LedgerEntry.of(new UsageSample(2, 0, 0.0))));
+        await(store().addLedger(org, yesterday, "kimi3", LedgerEntry.of(new UsageSample(7, 3, 0.125))));
+
+        SortedMap<LocalDate, Map<String, LedgerEntry>> both = await(store().ledger(org, yesterday, today));
+        assertEquals(List.of(yesterday, today), List.copyOf(both.keySet()), "days ascending");
+        assertEquals(Map.of("kimi3", new LedgerEntry(3, new UsageSample(11, 6, 0.75)),
+                "gpt:mini", new LedgerEntry(1, new UsageSample(2, 0, 0.0))), both.get(today));
+        assertEquals(Map.of("kimi3", new LedgerEntry(1, new UsageSample(7, 3, 0.125))), both.get(yesterday));
+        assertEquals(List.of(today), List.copyOf(await(store().ledger(org, today, today.plusDays(3))).keySet()));
+        assertEquals(Map.of(), await(store().ledger(org, today.minusDays(9), today.minusDays(2))));
+        assertEquals(Map.of(), await(store().ledger(org, today, yesterday)), "an empty range");
+        assertEquals(Map.of(), await(store().ledger(id("org"), yesterday, today)));
+    }
+
+    @Test
+    void theLedgerKeepsADayForItsRetentionOnly() {
+        String org = id("org");
+        LocalDate today = LocalDate.now(ZoneOffset.UTC);
+        LocalDate lastKept = today.minusDays(StateStore.LEDGER_RETENTION_DAYS - 1);
+        await(store().addLedger(org, today, "a", LedgerEntry.of(new UsageSample(1, 1, 0))));
+        await(store().addLedger(org, lastKept, "a", LedgerEntry.of(new UsageSample(2, 2, 0))));
+        await(store().addLedger(org, lastKept.minusDays(1), "a", LedgerEntry.of(new UsageSample(3, 3, 0))));
+        assertEquals(List.of(lastKept, today),
+                List.copyOf(await(store().ledger(org, lastKept.minusDays(5), today)).keySet()));
     }
 
     // ---- affinity, blobs --------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import dev.hedgerow.function.gateway.GatewayRoutes;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
@@ -23,6 +24,8 @@ import io.vertx.ext.web.Router;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -154,6 +157,18 @@ public final class GatewayHarness implements AutoCloseable {
     }
 
     /** The sum of a counter of this instance's production metrics ({@link GatewayMetrics}) over all its tags. */
+    /**
+     * The org's ledger totals per alias around today (yesterday to tomorrow, UTC, so a request billed across
+     * midnight is still found).
+     */
+    public Map<String, LedgerEntry> ledger(String org) {
+        LocalDate today = LocalDate.now(ZoneOffset.UTC);
+        Map<String, LedgerEntry> out = new HashMap<>();
+        core.store().ledger(org, today.minusDays(1), today.plusDays(1)).await().atMost(Duration.ofSeconds(5))
+                .values().forEach(day -> day.forEach((alias, e) -> out.merge(alias, e, LedgerEntry::plus)));
+        return out;
+    }
+
     public double metric(String name, String... tags) {
         return meters.find(name).tags(tags).counters().stream().mapToDouble(c -> c.count()).sum();
     }

@@ -32,6 +32,8 @@ import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
 
+import java.time.LocalDate;
+import java.time.format.DateTimeParseException;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -166,6 +168,27 @@ public class AdminResource {
                                  @QueryParam("alias") String alias, @QueryParam("reason") String reason,
                                  @QueryParam("limit") @DefaultValue("50") String limit) {
         return service().audit(org(headers), auditType(blank(type)), blank(alias), blank(reason), limit(limit));
+    }
+
+    @GET
+    @Path("/usage")
+    @Operation(summary = "Billed usage per alias and UTC day (requests, tokens, cost); from/to are dates, YYYY-MM-DD")
+    public Uni<ObjectNode> usage(HttpHeaders headers, @QueryParam("from") String from, @QueryParam("to") String to,
+                                 @QueryParam("alias") String alias) {
+        return service().usage(org(headers), date(blank(from), "from"), date(blank(to), "to"), blank(alias));
+    }
+
+    /** A {@code YYYY-MM-DD} query parameter (a 400 naming it otherwise, not the 404 JAX-RS gives). */
+    private static LocalDate date(String raw, String param) {
+        if (raw == null) {
+            return null;
+        }
+        try {
+            return LocalDate.parse(raw.trim());
+        } catch (DateTimeParseException e) {
+            throw new RequestException(ApiError.invalidRequest("'" + param + "' must be a date written YYYY-MM-DD"
+                    + " (a UTC day).", param));
+        }
     }
 
     /** {@code ?type=}: one of the event types the audit log writes (a 400 otherwise, not an always-empty list). */

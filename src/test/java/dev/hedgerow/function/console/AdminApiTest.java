@@ -590,4 +590,76 @@ class AdminApiTest {
                 .body("groups[0].members.find { it.route == 'duo-alpha' }.samples.size()", greaterThan(0))
                 .body("groups[0].members.find { it.route == 'duo-alpha' }.slo.status", not(equalTo("unmeasured")));
     }
+    // ---- usage ------------------------------------------------------------------------------------------------
+
+    static io.restassured.specification.RequestSpecification client() {
+        return given().auth().oauth2("k-acme").contentType("application/json");
+    }
+
+    @Test
+    void usageBillsAFailedOverRequestAndAResumedStreamOnceEach() {
+        String today = java.time.LocalDate.now(java.time.ZoneOffset.UTC).toString();
+        admin().get("/admin/usage?alias=billed").then().statusCode(200)
+                .body("total.requests", equalTo(0)).body("days.size()", equalTo(0));
+
+        // a 500 on alpha fails over to beta: two attempts, one request
+        AppTestResource.sims().get("alpha").enqueue("kimi-a", Fault.status(500));
+        Response whole = client().body("{\"model\":\"billed\",\"provider\":{\"order\":[\"alpha\",\"beta\"]},"
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"bill the failover once\"}]}")
+                .post("/v1/chat/completions");
+        whole.then().statusCode(200).body("provider", equalTo("beta"));
+        store().resetHealth("acme/billed-alpha").await().atMost(Duration.ofSeconds(5)); // out of its cooldown
+        // alpha dies mid-stream; beta resumes from the text delivered: three attempts' worth of upstream work
+        AppTestResource.sims().get("alpha").enqueue("kimi-a", Fault.dropAfter(5));
+        String stream = client().body("{\"model\":\"billed\",\"stream\":true,"
+                        + "\"stream_options\":{\"include_usage\":true},"
+                        + "\"provider\":{\"order\":[\"alpha\",\"beta\"]},"
+                        + "\"messages\":[{\"role\":\"user\",\"content\":\"bill the resume once\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        assertTrue(dev.hedgerow.testsupport.Sse.trail(stream).toString().contains("\"resume\""),
+                dev.hedgerow.testsupport.Sse.trail(stream).toString());
+        List<com.fasterxml.jackson.databind.JsonNode> events = dev.hedgerow.testsupport.Sse.events(stream);
+        com.fasterxml.jackson.databind.JsonNode streamed = events.get(events.size() - 1).path("usage");
+
+        long prompt = whole.<Integer>path("usage.prompt_tokens") + streamed.path("prompt_tokens").asLong();
+        long completion = whole.<Integer>path("usage.completion_tokens") + streamed.path("completion_tokens").asLong();
+        assertTrue(prompt > 0 && completion > 0, prompt + " / " + completion);
+        eventually(() -> admin().get("/admin/usage?alias=billed").then().extract().<Integer>path("total.requests") == 2,
+                "both requests are in the ledger");
+        admin().get("/admin/usage?alias=billed").then().statusCode(200)
+                .body("object", equalTo("usage"))
+                .body("alias", equalTo("billed"))
+                .body("to", equalTo(today))
+                .body("from", equalTo(today.substring(0, 8) + "01"))
+                .body("total.requests", equalTo(2))
+                .body("total.prompt_tokens", equalTo((int) prompt))
+                .body("total.completion_tokens", equalTo((int) completion))
+                .body("total.total_tokens", equalTo((int) (prompt + completion)))
+                .body("total.cost", equalTo((float) (prompt + 2 * completion)))
+                .body("aliases.alias", equalTo(List.of("billed")))
+                .body("days.alias", everyItem(equalTo("billed")))
+                .body("days.requests.sum()", equalTo(2));
+        // unfiltered, the alias is one of the org's
+        admin().get("/admin/usage").then().statusCode(200)
+                .body("aliases.find { it.alias == 'billed' }.requests", equalTo(2));
+        admin().get("/admin/usage?alias=billed&from=" + today + "&to=" + today).then().statusCode(200)
+                .body("days.size()", equalTo(1)).body("days[0].date", equalTo(today));
+    }
+
+    @Test
+    void aBadUsageQueryIs400NamingTheParameter() {
+        admin().get("/admin/usage?from=2026-13-01").then().statusCode(400)
+                .body("error.type", equalTo("invalid_request_error"))
+                .body("error.param", equalTo("from"))
+                .body("error.message", containsString("YYYY-MM-DD"));
+        admin().get("/admin/usage?to=yesterday").then().statusCode(400).body("error.param", equalTo("to"));
+        admin().get("/admin/usage?from=2026-12-02&to=2026-12-01").then().statusCode(400)
+                .body("error.param", equalTo("from"))
+                .body("error.message", containsString("after"));
+        admin().get("/admin/usage?from=2025-01-01&to=2026-12-01").then().statusCode(400)
+                .body("error.message", containsString("at most 400 days"));
+        admin().get("/admin/usage?from=2025-11-01&to=2026-12-04").then().statusCode(200)
+                .body("from", equalTo("2025-11-01"));
+        given().auth().oauth2("k-acme").get("/admin/usage").then().statusCode(403);
+    }
 }

@@ -10,7 +10,7 @@ import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.sim.SimText;
-import dev.hedgerow.state.UsageSample;
+import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.Sse;
 import io.restassured.RestAssured;
@@ -242,11 +242,11 @@ class HedgingTest {
         JsonNode usage = ev.get(ev.size() - 1).path("usage");
         assertEquals(prompt, usage.path("prompt_tokens").asInt(), usage.toString());
         assertEquals(LENGTH, usage.path("completion_tokens").asInt());
-        eventually(() -> gw.core().store().ledger("acme").await().atMost(Duration.ofSeconds(5))
-                .containsKey("billed"), "the ledger entry");
-        UsageSample ledger = gw.core().store().ledger("acme").await().atMost(Duration.ofSeconds(5)).get("billed");
-        assertEquals(prompt, ledger.promptTokens());
-        assertEquals(LENGTH, ledger.completionTokens());
+        eventually(() -> gw.ledger("acme").containsKey("billed"), "the ledger entry");
+        LedgerEntry ledger = gw.ledger("acme").get("billed");
+        assertEquals(1, ledger.requests());
+        assertEquals(prompt, ledger.usage().promptTokens());
+        assertEquals(LENGTH, ledger.usage().completionTokens());
     }
 
     @Test
