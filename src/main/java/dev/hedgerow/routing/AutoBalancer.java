@@ -28,7 +28,9 @@ import java.util.List;
  *       (a few slow samples taken while something was cold); a route measured near this size and clearly slower
  *       never does. New routes get measured, a route judged on short prompts gets a sample of a long one, and a
  *       route misjudged on a few samples gets another look, without exploration ever costing more than that
- *       share of requests or being spent where it cannot pay off.</li>
+ *       share of requests or being spent where it cannot pay off. A request placed by prefix affinity is never
+ *       explored with: moving it would lose the cached prefix it was sent back for, and move the affinity too
+ *       (the conversation's first request, which has none yet, may explore).</li>
  * </ol>
  * Stateless; thread-safe.
  */
@@ -99,7 +101,7 @@ final class AutoBalancer implements Balancer {
         }
         List<Placed> out = new ArrayList<>(fast);
         out.addAll(slow);
-        if (explores(ctx.cursor())) {
+        if (explores(ctx.cursor()) && out.get(0).placement() != Placement.AFFINITY) {
             double front = out.get(0).candidate().estimate().meanMs();
             Candidate frontCandidate = out.get(0).candidate();
             double best = tier.stream().filter(c -> c != frontCandidate)

@@ -51,9 +51,13 @@ class AutoRoutingTest {
                   - { id: g-new, alias: grow, provider: beta, model: slow60 }
                   - { id: a-one, alias: aff, provider: alpha, model: a20, capabilities: [tools] }
                   - { id: a-two, alias: aff, provider: beta, model: b35 }
+                  - { id: x-one, alias: affx, provider: alpha, model: a20 }
+                  - { id: x-two, alias: affx, provider: beta, model: b35 }
                   - { id: w-alpha, alias: warm, provider: alpha, model: fast2 }
                   - { id: w-beta, alias: warm, provider: beta, model: b35 }
                   - { id: w-gamma, alias: warm, provider: gamma, model: quick }
+                groups:
+                  affx: { slow_bar: 10 }   # both routes always within the bar: only exploration could move a prefix
             """;
     static GatewayHarness gw;
 
@@ -204,6 +208,18 @@ class AutoRoutingTest {
         assertTrue(two.affinity());
         assertEquals("affinity", two.placement());
         assertTrue(explainAff(withPrefix("volcanoes", "why?")).stream().noneMatch(Explanation.RouteView::affinity));
+    }
+
+    @Test
+    void explorationNeverMovesARequestAwayFromItsCachedPrefix() {
+        // x-one is faster, so every exploring rotation position would try it first, were the prefix not cached
+        warm("affx", "alpha", "beta");
+        chat("affx", withPrefix("estuaries", "why?"), ",\"provider\":{\"only\":[\"beta\"]}");
+        List<String> served = new ArrayList<>();
+        for (int i = 0; i < 30; i++) { // about three exploring positions (one in ten)
+            served.add(chat("affx", withPrefix("estuaries", "and then " + i + "?"), ""));
+        }
+        assertEquals(Collections.nCopies(served.size(), "x-two"), served);
     }
 
     /** The explanation of a prompt to the aff group, with its real prefix hashes. */
