@@ -29,6 +29,8 @@ import dev.hedgerow.state.UsageSample;
 import io.smallrye.mutiny.Uni;
 
 import java.io.IOException;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
@@ -509,8 +511,10 @@ public final class AdminService {
         n.put("prompt_tokens", u.promptTokens());
         n.put("completion_tokens", u.completionTokens());
         n.put("total_tokens", u.totalTokens());
-        // sums of prices in floating point: nine decimals hide the binary noise (0.1 + 0.2) and keep a nano-dollar
-        n.put("cost", Math.round(u.cost() * 1e9) / 1e9);
+        // sums of prices in floating point: nine decimals hide the binary noise (0.1 + 0.2) and keep a nano-dollar;
+        // a decimal, not a double, so a small cost reads 0.0006772 rather than 6.772E-4
+        BigDecimal cost = BigDecimal.valueOf(u.cost()).setScale(9, RoundingMode.HALF_UP).stripTrailingZeros();
+        n.put("cost", cost.scale() < 0 ? cost.setScale(0) : cost); // (1200, not 1.2E+3)
     }
 
     // ---- explain ---------------------------------------------------------------------------------------------
