@@ -63,8 +63,12 @@ public record ApiError(int status, String type, String code, String message, Str
     }
 
     public static ApiError upstreamExhausted(int status, String message, long retryAfterSeconds) {
-        return new ApiError(status, "server_error", status == 503 ? "no_healthy_provider" : "upstream_error",
-                message, null, retryAfterSeconds);
+        String code = switch (status) {
+            case 503 -> "no_healthy_provider";
+            case 504 -> "upstream_timeout";
+            default -> "upstream_error";
+        };
+        return new ApiError(status, "server_error", code, message, null, retryAfterSeconds);
     }
 
     public ApiError withStatus(int s) {

@@ -80,6 +80,8 @@ final class Dispatch {
     private boolean finished;
     private Attempt contextError;
     private boolean sawCapacityError;
+    /** The request ended on a timeout that the group's failover_criteria did not let fail over: nginx's 504. */
+    private boolean timedOutUnretried;
     private Cancellable stallTimer = Cancellable.NONE;
     private Cancellable leaseTimer = Cancellable.NONE;
     private Cancellable priorityWait = Cancellable.NONE;
@@ -725,6 +727,7 @@ final class Dispatch {
             launch(next, Kind.FAILOVER, null);
             return;
         }
+        timedOutUnretried = f.criterion() == FailoverCriterion.TIMEOUT && !criterionAllows(FailoverCriterion.TIMEOUT);
         exhausted();
     }
 
@@ -782,13 +785,17 @@ final class Dispatch {
         }
         finished = true;
         stopTimers();
-        int status = sawCapacityError ? 503 : 502;
+        int status = sawCapacityError ? 503 : timedOutUnretried ? 504 : 502;
         long retryAfter = Math.max(1, settings.breaker().failTimeout().toSeconds());
         // not "every provider was tried": retries, failover_criteria or allow_fallbacks may have stopped earlier
         int n = trail.failures();
-        String msg = "No provider of '" + req.alias() + "' could serve this request (" + n
-                + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
-                + retryAfter + " s.";
+        String msg = status == 504
+                ? "The provider of '" + req.alias() + "' timed out, and this group's failover_criteria do not include"
+                        + " timeout, so no other route was tried (the attempt trail says which). Retry after "
+                        + retryAfter + " s."
+                : "No provider of '" + req.alias() + "' could serve this request (" + n
+                        + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
+                        + retryAfter + " s.";
         ApiError err = ApiError.upstreamExhausted(status, msg, retryAfter);
         if (output.headSent()) {
             endWithErrorEvent(msg);

@@ -62,6 +62,8 @@ class KongRetryTest {
                       - { id: rt-c, alias: twice, provider: sim, model: m-rt-c, weight: 10 }
                       - { id: rd-a, alias: readto, provider: sim, model: m-rd-a, weight: 100 }
                       - { id: rd-b, alias: readto, provider: sim, model: m-rd-b, weight: 0 }
+                      - { id: rn-a, alias: readnot, provider: sim, model: m-rn-a, weight: 100 }
+                      - { id: rn-b, alias: readnot, provider: sim, model: m-rn-b, weight: 0 }
                       - { id: lone, alias: lone, provider: sim, model: m-lone }
                       - { id: lone2, alias: lone2, provider: sim, model: m-lone2 }
                       - { id: top, alias: tiers, provider: sim, model: m-top, priority: 1 }
@@ -85,6 +87,8 @@ class KongRetryTest {
                                      failover_criteria: [error, timeout, invalid_header] }
                       twice: { strategy: weighted, hedging: false, retries: 1 }
                       readto: { strategy: weighted, hedging: false, read_timeout: 150ms }
+                      readnot: { strategy: weighted, hedging: false, read_timeout: 150ms,
+                                 failover_criteria: [error, http_500] }
                       lone: { strategy: weighted, hedging: false, retries: 2, breaker: { max_fails: 5, fail_timeout: 30s } }
                       lone2: { strategy: weighted, hedging: false, retries: 3, breaker: { max_fails: 2, fail_timeout: 30s } }
                       tiers: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
@@ -105,7 +109,8 @@ class KongRetryTest {
         ModelScript instant = ModelScript.defaults().withLength(4).withLatency(ModelScript.Latency.INSTANT);
         SimConfig sim = SimConfig.of(13).withApiKey("sk-sim");
         for (String m : List.of("m-c5-a", "m-c5-b", "m-c3-a", "m-c3-b", "m-c4-a", "m-c4-b", "m-d4-a", "m-d4-b", "m-ni-a", "m-np-a",
-                "m-np-b", "m-kr-a", "m-kr-b", "m-kb-a", "m-kb-b", "m-ki-a", "m-ki-b", "m-rt-a", "m-rt-b", "m-rt-c", "m-rd-a", "m-rd-b", "m-top", "m-low", "m-top1", "m-low1",
+                "m-np-b", "m-kr-a", "m-kr-b", "m-kb-a", "m-kb-b", "m-ki-a", "m-ki-b", "m-rt-a", "m-rt-b", "m-rt-c",
+                "m-rd-a", "m-rd-b", "m-rn-a", "m-rn-b", "m-top", "m-low", "m-top1", "m-low1",
                 "m-topw", "m-loww", "m-topl", "m-lowl", "m-lone", "m-lone2")) {
             sim = sim.withModel(m, instant);
         }
@@ -263,6 +268,20 @@ class KongRetryTest {
         Response r = send("readto");
         assertEquals(200, r.statusCode());
         assertEquals(List.of("rd-a:failed:timeout_read", "rd-b:success"), trail(r));
+    }
+
+    @Test
+    void aTimeoutTheCriteriaDoNotNameIsA504WithoutFailover() {
+        gw.sim("sim").enqueue("m-rn-a", Fault.noResponse());
+        long other = received("m-rn-b");
+        Response r = send("readnot");
+        assertEquals(504, r.statusCode(), r.asString());
+        assertEquals("upstream_timeout", r.jsonPath().getString("error.code"));
+        assertEquals("server_error", r.jsonPath().getString("error.type"));
+        assertTrue(r.jsonPath().getString("error.message").contains("failover_criteria do not include timeout"),
+                r.asString());
+        assertEquals(List.of("rn-a:failed:timeout_read"), trail(r));
+        assertEquals(other, received("m-rn-b"), "no failover on a timeout the criteria leave out");
     }
 
     @Test
