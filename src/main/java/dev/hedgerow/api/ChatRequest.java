@@ -201,14 +201,9 @@ public final class ChatRequest {
     private Integer readMaxTokens() {
         Integer found = null;
         for (String f : List.of("max_completion_tokens", "max_tokens")) {
-            JsonNode n = body.get(f);
-            if (n != null && !n.isNull()) {
-                if (!n.canConvertToInt() || !n.isIntegralNumber() || n.asInt() < 1) {
-                    throw new RequestException(ApiError.invalidRequest("'" + f + "' must be a positive integer.", f));
-                }
-                if (found == null) {
-                    found = n.asInt();
-                }
+            Long n = RequestParameters.integer(body, f, 1, Integer.MAX_VALUE);
+            if (n != null && found == null) {
+                found = n.intValue();
             }
         }
         return found;

@@ -77,15 +77,18 @@ final class RequestParameters {
         }
     }
 
-    private static Long integer(ObjectNode body, String field, long min, long max) {
+    /**
+     * The integer {@code field} holds, or null when it is absent or null; anything else (a fraction, a string, a
+     * number outside {@code min..max}, inclusive) is refused with the range it must lie in: a bare "positive
+     * integer" misleads for 2^31, which is one but does not fit.
+     */
+    static Long integer(ObjectNode body, String field, long min, long max) {
         JsonNode v = present(body, field);
         if (v == null) {
             return null;
         }
         if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
-            throw wrong(field, max == Long.MAX_VALUE || max == Integer.MAX_VALUE
-                    ? (min == Long.MIN_VALUE ? "an integer" : "an integer of at least " + min)
-                    : "an integer between " + min + " and " + max);
+            throw wrong(field, "an integer from " + min + " to " + max);
         }
         return v.longValue();
     }

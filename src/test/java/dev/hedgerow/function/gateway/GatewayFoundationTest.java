@@ -321,6 +321,48 @@ class GatewayFoundationTest {
         assertEquals("[\"a\",\"b\"]", sent.get("stop").toString());
     }
 
+    /**
+     * An integer parameter that is not one, or does not fit, is refused with the range it must lie in: 2^31 is a
+     * positive integer, so "must be a positive integer" told the client nothing it could act on.
+     */
+    @Test
+    void anIntegerParameterOutOfRangeOrNotAnIntegerIsRefusedWithItsRange() {
+        long before = gw.sim("alpha").stats("alpha-model").received();
+        Map<String, String> ranges = Map.of(
+                "max_tokens", "from 1 to 2147483647",
+                "max_completion_tokens", "from 1 to 2147483647",
+                "n", "from 1 to 128",
+                "top_logprobs", "from 0 to 20",
+                "top_k", "from -1 to 2147483647",
+                "seed", "from -9223372036854775808 to 9223372036854775807");
+        ranges.forEach((field, range) -> {
+            List<String> values = new ArrayList<>(List.of("2147483648", "1e40", "-1", "1.5", "\"10\""));
+            if (field.equals("top_k")) {
+                values.set(2, "-2"); // -1 is top_k's "off"
+            } else if (field.equals("seed")) {
+                // a seed is a long: 2^31 and -1 fit, 2^63 does not
+                values.removeAll(List.of("2147483648", "-1"));
+                values.add("9223372036854775808");
+            }
+            for (String value : values) {
+                given().auth().oauth2("k-acme").contentType("application/json")
+                        .body(body("chat", "x", false).replace("{\"model\"", "{\"" + field + "\":" + value
+                                + ",\"model\""))
+                        .post("/v1/chat/completions").then().statusCode(400)
+                        .body("error.type", equalTo("invalid_request_error"))
+                        .body("error.code", equalTo("invalid_request"))
+                        .body("error.param", equalTo(field))
+                        .body("error.message", equalTo("'" + field + "' must be an integer " + range + "."));
+            }
+        });
+        assertEquals(before, gw.sim("alpha").stats("alpha-model").received(), "no refused request went upstream");
+        // the bounds themselves pass
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "x", false).replace("{\"model\"", "{\"max_tokens\":2147483647,\"top_k\":"
+                        + "2147483647,\"seed\":9223372036854775807,\"max_completion_tokens\":1,\"model\""))
+                .post("/v1/chat/completions").then().statusCode(200);
+    }
+
     @Test
     void everyRefusalCarriesARequestId() {
         given().auth().oauth2("k-acme").contentType("application/json").body(body("nope", "x", false))
