@@ -14,6 +14,7 @@ import io.smallrye.mutiny.Uni;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
@@ -113,20 +114,19 @@ public final class Router {
         }
 
         List<Route> capable = new ArrayList<>();
-        Set<String> missing = new LinkedHashSet<>();
+        Map<String, List<Shortfall.Lack>> lacking = new LinkedHashMap<>();
         for (Route r : operated) {
-            List<String> lacks = lacks(r, facts);
+            List<Shortfall.Lack> lacks = Shortfall.of(r, facts);
             if (lacks.isEmpty()) {
                 capable.add(r);
             } else {
-                missing.addAll(lacks);
-                rejected.add(new RoutePlan.Rejection(r.id(), "lacks " + String.join(", ", lacks)));
+                lacking.put(r.id(), lacks);
+                rejected.add(new RoutePlan.Rejection(r.id(), "lacks " + String.join(", ",
+                        lacks.stream().map(Shortfall.Lack::describe).toList())));
             }
         }
         if (capable.isEmpty()) {
-            ApiError err = ApiError.invalidRequest("no_capable_provider",
-                    "No provider of '" + alias + "' can serve this request: missing " + String.join(", ", missing)
-                            + ".", null);
+            ApiError err = ApiError.invalidRequest("no_capable_provider", Shortfall.message(alias, lacking), null);
             return Uni.createFrom().item(new RoutePlan.Blocked(err, "no_capable_provider", rejected));
         }
 
@@ -392,24 +392,7 @@ public final class Router {
 
     /** What the route lacks to serve this request (empty = capable). */
     static List<String> lacks(Route r, RequestFacts f) {
-        List<String> out = new ArrayList<>();
-        String transport = f.stream() ? " (streaming)" : " (non-streaming)";
-        for (String need : f.needs()) {
-            if (!r.can(need, f.stream())) {
-                out.add(need.equals("images") || need.equals("reasoning_off") ? need : need + transport);
-            }
-        }
-        if (f.prefs().requireParameters()) {
-            for (String p : f.parameters()) {
-                if (!r.parameters().contains(p) && !p.equals("max_tokens") && !p.equals("max_completion_tokens")) {
-                    out.add("parameter " + p);
-                }
-            }
-        }
-        if (r.contextWindow() > 0 && f.contextNeeded() > r.contextWindow()) {
-            out.add("context window (" + f.contextNeeded() + " tokens needed, " + r.contextWindow() + " available)");
-        }
-        return out;
+        return Shortfall.of(r, f).stream().map(Shortfall.Lack::describe).toList();
     }
 
     /** Soft preferences: {@code sort} then {@code order}; never excludes. */

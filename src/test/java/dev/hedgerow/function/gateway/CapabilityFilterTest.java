@@ -48,12 +48,29 @@ class CapabilityFilterTest {
                   - { id: c-small, alias: ctx, provider: alpha, model: m, context_window: 2000 }
                   - { id: c-big, alias: ctx, provider: beta, model: m, context_window: 200000 }
                   - { id: tiny-only, alias: tiny, provider: alpha, model: m, context_window: 2000 }
-            """;
+                  - { id: w-a, alias: windows, provider: alpha, model: m, context_window: 2000 }
+                  - { id: w-b, alias: windows, provider: beta, model: m, context_window: 4000 }
+                  - { id: w-c, alias: windows, provider: alpha, model: m, context_window: 3000 }
+                  - { id: same-a, alias: same, provider: alpha, model: m, context_window: 2000 }
+                  - { id: same-b, alias: same, provider: beta, model: m, context_window: 2000 }
+            TEN_ROUTES
+            """.replace("TEN_ROUTES", tenRoutes());
     static final String TOOLS = ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"lookup\","
             + "\"parameters\":{\"type\":\"object\",\"properties\":{\"q\":{\"type\":\"string\"}}}}}]";
     static final int REPEAT = 6;
 
     static GatewayHarness gw;
+
+    /** Alias {@code ten}: routes ten-0 .. ten-9, windows of 3000 tokens, the first four without tools. */
+    static String tenRoutes() {
+        StringBuilder out = new StringBuilder();
+        for (int i = 0; i < 10; i++) {
+            out.append("      - { id: ten-").append(i).append(", alias: ten, provider: ").append(i % 2 == 0 ? "alpha"
+                    : "beta").append(", model: m, context_window: 3000, capabilities: ").append(i < 4 ? "[]"
+                    : "[tools]").append(" }\n");
+        }
+        return out.toString().stripTrailing();
+    }
 
     @BeforeAll
     static void start() {
@@ -159,6 +176,35 @@ class CapabilityFilterTest {
         send(body).then().statusCode(400)
                 .body("error.type", equalTo("invalid_request_error"))
                 .body("error.code", equalTo("no_capable_provider"))
-                .body("error.message", containsString("context window (" + needed + " tokens needed, 2000 available)"));
+                .body("error.message", equalTo("No provider of 'tiny' can serve this request: missing context window ("
+                        + needed + " tokens needed, 2000 available) on tiny-only."));
+    }
+
+    /** Each reason once, naming its routes: the window of three routes was three reasons, one per route. */
+    @Test
+    void aPromptLargerThanEveryWindowIsOneReasonForAllTheRoutes() throws Exception {
+        String body = body("windows", true, "\"" + "hello ".repeat(5000) + "\"", ",\"max_tokens\":100");
+        long needed = TokenCounter.shared().countRequest(Json.parse(body)) + 100L;
+        send(body).then().statusCode(400)
+                .body("error.type", equalTo("invalid_request_error"))
+                .body("error.code", equalTo("no_capable_provider"))
+                .body("error.param", equalTo(null))
+                .body("error.message", equalTo("No provider of 'windows' can serve this request: missing context "
+                        + "window (" + needed + " tokens needed, at most 4000 available) on all 3 routes."));
+        String same = body("same", true, "\"" + "hello ".repeat(5000) + "\"", ",\"max_tokens\":100");
+        send(same).then().statusCode(400)
+                .body("error.message", equalTo("No provider of 'same' can serve this request: missing context "
+                        + "window (" + needed + " tokens needed, 2000 available) on both routes."));
+    }
+
+    @Test
+    void tenRoutesLackingTwoThingsGetTwoReasonsWithTheirRoutesCounted() throws Exception {
+        String body = body("ten", true, "\"" + "hello ".repeat(5000) + "\"", ",\"max_tokens\":100" + TOOLS);
+        long needed = TokenCounter.shared().countRequest(Json.parse(body)) + 100L;
+        send(body).then().statusCode(400)
+                .body("error.code", equalTo("no_capable_provider"))
+                .body("error.message", equalTo("No provider of 'ten' can serve this request: missing tools (streaming) "
+                        + "on 4 of 10 routes (ten-0, ten-1, ten-2 and 1 more); context window (" + needed
+                        + " tokens needed, 3000 available) on all 10 routes."));
     }
 }
