@@ -13,9 +13,6 @@ import java.time.Duration;
  * the group's timeouts. Pure calculations: the dispatch arms the timers.
  */
 final class TimingWindows {
-    /** Stall allowance {@code max(floor, mean + K·dev, M·mean)} of the inter-chunk gap (RFC 6298's RTO uses K = 4). */
-    static final double STALL_K = 4;
-    static final double STALL_M = 3;
     /** Allowed reasoning pause {@code max(floor, mean + K·dev)} of the route's thinking time. */
     static final double THINK_K = 4;
     /**
@@ -79,7 +76,7 @@ final class TimingWindows {
         if (winner == null) {
             return Duration.ofMillis(floor);
         }
-        long allowed = winner.gaps.allowedGapMillis(floor, STALL_K, STALL_M);
+        long allowed = winner.gaps.stallGapMillis(floor);
         if (transcript.inReasoning()) {
             ThinkingTime usual = thinking(winner.cand);
             // Until the route's thinking is measured, its silence before the first visible token is waited for

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.catalog.Provider;
+import dev.hedgerow.routing.InterTokenStats;
 import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
@@ -43,6 +44,9 @@ final class ProbeCall implements UpstreamHandler {
     private int status;
     private long firstNanos = -1;
     private long lastNanos = -1;
+    /** The last sign of life: a well-formed event or a keep-alive comment (garbage is none, as for the gateway). */
+    private long lastLifeNanos;
+    private InterTokenStats rhythm = InterTokenStats.FRESH;
     private int deltas;
     private int usageTokens = -1;
     private String model;
@@ -52,7 +56,18 @@ final class ProbeCall implements UpstreamHandler {
         this.stream = stream;
         this.done = done;
         this.start = ticker.nanos();
-        this.decoder = new SseDecoder(this::onEvent, MAX_BODY);
+        this.lastLifeNanos = start;
+        this.decoder = new SseDecoder(new SseDecoder.Listener() {
+            @Override
+            public void onEvent(SseEvent e) {
+                ProbeCall.this.onEvent(e);
+            }
+
+            @Override
+            public void onComment(String comment) {
+                lastLifeNanos = ticker.nanos();
+            }
+        }, MAX_BODY);
     }
 
     /** Sends {@code body} (a chat completion request naming the route's model) to the provider. */
@@ -83,10 +98,20 @@ final class ProbeCall implements UpstreamHandler {
         done.accept(outcome);
     }
 
-    /** The probe's time ran out: a route whose 200 stream is still open is slow, one that never answered failed. */
+    /**
+     * The probe's time ran out: a route whose 200 stream is still open is slow (or, once it has begun its answer,
+     * perhaps stalled: {@link ProbeOutcome.Unfinished}), one that never answered failed.
+     */
     private synchronized void timedOut(Duration timeout) {
-        finish(status == 200 && stream && firstNanos < 0 ? new ProbeOutcome.Slow(timeout.toMillis())
-                : new ProbeOutcome.Failed(0, "no answer within " + timeout.toMillis() + " ms"));
+        if (status != 200 || !stream) {
+            finish(new ProbeOutcome.Failed(0, "no answer within " + timeout.toMillis() + " ms"));
+        } else if (firstNanos < 0) {
+            finish(new ProbeOutcome.Slow(timeout.toMillis()));
+        } else {
+            long now = ticker.nanos();
+            finish(new ProbeOutcome.Unfinished(ms(firstNanos - start), deltas, ms(now - firstNanos),
+                    ms(now - lastLifeNanos), rhythm, timeout.toMillis()));
+        }
     }
 
     @Override
@@ -124,6 +149,7 @@ final class ProbeCall implements UpstreamHandler {
         } catch (IOException ex) {
             return;
         }
+        lastLifeNanos = ticker.nanos();
         if (n.has("error")) {
             finish(new ProbeOutcome.Failed(status, "error event in the stream"));
             return;
@@ -139,6 +165,8 @@ final class ProbeCall implements UpstreamHandler {
             long now = ticker.nanos();
             if (firstNanos < 0) {
                 firstNanos = now;
+            } else {
+                rhythm = rhythm.observe(ms(now - lastNanos));
             }
             lastNanos = now;
             deltas++;

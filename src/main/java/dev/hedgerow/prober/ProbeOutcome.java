@@ -1,5 +1,7 @@
 package dev.hedgerow.prober;
 
+import dev.hedgerow.routing.InterTokenStats;
+
 /** What one probe request to a route came to. */
 public sealed interface ProbeOutcome {
 
@@ -31,5 +33,21 @@ public sealed interface ProbeOutcome {
      * @param waitedMs how long the probe waited: a lower bound of the route's time to first token
      */
     record Slow(long waitedMs) implements ProbeOutcome {
+    }
+
+    /**
+     * The route's 200 stream had begun its answer and was still open when the probe's time ran out: serving slowly,
+     * or stalled. Which one is the prober's call, by {@code silentMs} against the stream's allowed gap.
+     *
+     * @param ttftMs   time from sending to the first content
+     * @param tokens   content deltas received (one token each)
+     * @param decodeMs time from the first content to the cut-off: the tokens after the first took this long, the
+     *                 gap still running included
+     * @param silentMs time from the last sign of life (an event, or a keep-alive comment) to the cut-off
+     * @param rhythm   this stream's gaps between content deltas
+     * @param waitedMs how long the probe waited: a lower bound of the answer's end-to-end time
+     */
+    record Unfinished(long ttftMs, int tokens, long decodeMs, long silentMs, InterTokenStats rhythm, long waitedMs)
+            implements ProbeOutcome {
     }
 }

@@ -7,6 +7,7 @@ import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.Route;
+import dev.hedgerow.routing.InterTokenStats;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.CapacityIntake;
 import dev.hedgerow.routing.PrometheusCapacity;
@@ -174,6 +175,9 @@ public final class Prober {
                 return Uni.createFrom().item(result(t, action, "slow: no first token within " + slow.waitedMs()
                         + " ms", null, null));
             }
+            if (outcome instanceof ProbeOutcome.Unfinished u) {
+                return unfinished(t, s, breaker, action, promptTokens, u, verdictSent);
+            }
             if (outcome instanceof ProbeOutcome.Failed f) {
                 verdictSent.run();
                 return deps.store().recordFailure(t.key(), breaker.maxFails(), breaker.failTimeout())
@@ -192,6 +196,36 @@ public final class Prober {
             return breakerWrite.flatMap(x -> verify(t)).map(verdict ->
                     result(t, action, "ok", a.ttftMs(), tps, verdict));
         });
+    }
+
+    /**
+     * A probe whose answer had begun and not ended when its time ran out. Its first token came, so its time to first
+     * token is learnt either way. Then it is judged as the gateway's stall watchdog judges a stream: silent for the
+     * route's allowed gap (its learned rhythm or this stream's, never less than {@code stall_floor}) it stalled, a
+     * breaker failure as a stall mid-stream is; still showing life it is serving, just slowly (Keln: a slow provider
+     * is passed over, never cut off): its decode speed is learnt from what arrived, the tokens after the first over
+     * the time since it, and no verdict is written (a half-open slot is given back). No known-answer check follows:
+     * a route that could not finish the speed probe in time would most likely hold the round for another timeout.
+     */
+    private Uni<RoundReport.RouteResult> unfinished(Target t, RouteSnapshot s, GroupSettings.Breaker breaker,
+                                                    String action, int promptTokens, ProbeOutcome.Unfinished u,
+                                                    Runnable verdictSent) {
+        GroupSettings group = t.org.group(t.route.alias());
+        deps.models().learnFirstToken(s, promptTokens, u.ttftMs(), group.slo());
+        long floor = group.timeouts().stallFloor().toMillis();
+        long allowed = Math.max(u.rhythm().stallGapMillis(floor),
+                InterTokenStats.decode(s.blob(LearnedModels.GAP).orElse(null)).stallGapMillis(floor));
+        if (u.silentMs() >= allowed) {
+            verdictSent.run();
+            return deps.store().recordFailure(t.key(), breaker.maxFails(), breaker.failTimeout())
+                    .onFailure().recoverWithNull()
+                    .replaceWith(result(t, action, "failed: stalled after " + u.tokens() + " token(s): no progress for "
+                            + u.silentMs() + " ms", u.ttftMs(), null));
+        }
+        deps.models().learnDecode(s, u.tokens(), u.decodeMs(), u.waitedMs(), group.slo());
+        Double tps = u.tokens() > 1 && u.decodeMs() > 0 ? (u.tokens() - 1) * 1000.0 / u.decodeMs() : null;
+        return Uni.createFrom().item(result(t, action, "slow: " + u.tokens() + " token(s), answer not finished within "
+                + u.waitedMs() + " ms", u.ttftMs(), tps));
     }
 
     /**

@@ -16,7 +16,8 @@ public record RoundReport(boolean ran, String note, List<RouteResult> routes, Li
      * One route's probe.
      *
      * @param action       {@code probe}, {@code half_open_probe}, or {@code skipped}
-     * @param outcome      {@code ok}, {@code failed: <why>}, or why it was skipped
+     * @param outcome      {@code ok}, {@code slow: <how>} (still serving when the probe's time ran out: no breaker
+     *                     verdict), {@code failed: <why>}, or why it was skipped
      * @param verification the verdict written ({@code pass} / {@code fail:<why>}), or null when not judged
      */
     public record RouteResult(String org, String route, String action, String outcome, Long ttftMs,

@@ -18,6 +18,9 @@ package dev.hedgerow.routing;
  * Immutable value; thread-safe. Encoded as {@code ig1;mean;dev;count}.
  */
 public record InterTokenStats(double meanMs, double devMs, long count) {
+    /** Stall allowance {@code max(floor, mean + K·dev, M·mean)} of the inter-chunk gap (RFC 6298's RTO uses K = 4). */
+    public static final double STALL_K = 4;
+    public static final double STALL_M = 3;
     public static final double ALPHA = 1.0 / 8;
     public static final double BETA = 1.0 / 4;
     static final String TAG = "ig1";
@@ -50,6 +53,14 @@ public record InterTokenStats(double meanMs, double devMs, long count) {
         }
         double allowed = Math.max(meanMs + k * devMs, m * meanMs);
         return Math.max(floorMillis, (long) Math.ceil(allowed));
+    }
+
+    /**
+     * The silence after which a stream with this rhythm is stalled, never less than {@code floorMillis} (the
+     * group's {@code stall_floor}): what the gateway's stall watchdog and the prober both judge a stream by.
+     */
+    public long stallGapMillis(long floorMillis) {
+        return allowedGapMillis(floorMillis, STALL_K, STALL_M);
     }
 
     public String encode() {

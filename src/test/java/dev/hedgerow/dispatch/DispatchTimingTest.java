@@ -348,7 +348,7 @@ class DispatchTimingTest {
     @Test
     void stallGapAdaptsToTheRoutesLearnedInterTokenTime() {
         InterTokenStats slow = InterTokenStats.FRESH.observe(2000).observe(2000).observe(2000);
-        long allowed = slow.allowedGapMillis(1000, TimingWindows.STALL_K, TimingWindows.STALL_M);
+        long allowed = slow.stallGapMillis(1000);
         start(false, candidate("chat-a", 300, blobs(LearnedModels.GAP, slow.encode())),
                 candidate("chat-b", 300, Map.of()));
         Call a = upstream.last().head().content("Hello");

@@ -64,7 +64,7 @@ class ProberTest {
                   - { alias: odd, provider: beta, model: beta-model, id: odd-beta }
                 groups:
                   chat: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 30s } }
-                  odd: { strategy: rr_health, slo: { decode_tokens_per_second: 100000 } }
+                  odd: { strategy: rr_health, slo: { decode_tokens_per_second: 100000 }, stall_floor: 200ms }
             """;
 
     Vertx vertx;
@@ -328,6 +328,48 @@ class ProberTest {
         assertFalse(s.coolingDown(), "slowness is not a breaker failure");
         assertEquals(0, s.fails());
         assertNull(result(r, "chat-beta").verification(), "no answer in time: no verdict");
+    }
+
+    @Test
+    void aProviderStillStreamingWhenItsProbeTimesOutIsSlowAndItsDecodeSpeedIsLearnt() {
+        // first token at once, then 20 tokens/s: the 32-token probe needs 1.6 s, the probe has 600 ms
+        sims.get("beta").script("beta-model", ModelScript.defaults().withLength(64)
+                .withLatency(ModelScript.Latency.of(5, 20)));
+
+        RoundReport r = round(ProberConfig.defaults().withProbeTimeout(Duration.ofMillis(600)));
+
+        RoundReport.RouteResult beta = result(r, "chat-beta");
+        assertTrue(beta.outcome().startsWith("slow: ") && beta.outcome().endsWith(
+                " token(s), answer not finished within 600 ms"), beta.outcome());
+        assertTrue(beta.ttftMs() != null && beta.tokensPerSecond() != null && beta.tokensPerSecond() > 0,
+                beta.toString());
+        RouteSnapshot s = snapshot("chat-beta");
+        assertFalse(s.coolingDown(), "a stream still serving is not a breaker failure");
+        assertEquals(0, s.fails());
+        assertEquals(1, TtftSampleLog.decode(s.blob(LearnedModels.TTFT_SAMPLES).orElse(null)).size(),
+                "its first token is learnt");
+        assertTrue(s.blob(LearnedModels.DECODE).isPresent(), "its decode speed is learnt from what arrived");
+        assertNull(beta.verification(), "no known-answer check after a probe that did not finish");
+    }
+
+    @Test
+    void aStreamSilentPastItsAllowedGapAfterItsFirstTokenStalledAndFailsItsProbe() {
+        // the same stream for both routes: two tokens, then nothing. odd's stall_floor (200 ms) is passed before the
+        // probe's time runs out, chat's (the default 5 s) is not
+        sims.get("beta").script("beta-model", ModelScript.defaults().withLength(24)
+                .withLatency(ModelScript.Latency.of(5, 400))
+                .withFaults(List.of(new ModelScript.FaultChance(1, Fault.stall(2, -1)))));
+
+        RoundReport r = round(ProberConfig.defaults().withProbeTimeout(Duration.ofMillis(800)));
+
+        String stalled = result(r, "odd-beta").outcome();
+        assertTrue(stalled.startsWith("failed: stalled after 2 token(s): no progress for "), stalled);
+        RouteSnapshot odd = snapshot("odd-beta");
+        assertTrue(odd.coolingDown(), "a stall counts against the breaker, as one mid-stream does");
+        assertEquals(1, TtftSampleLog.decode(odd.blob(LearnedModels.TTFT_SAMPLES).orElse(null)).size(),
+                "its first token came: learnt");
+        assertEquals("slow: 2 token(s), answer not finished within 800 ms", result(r, "chat-beta").outcome());
+        assertFalse(snapshot("chat-beta").coolingDown(), "not silent for its allowed gap yet: not stalled");
     }
 
     @Test

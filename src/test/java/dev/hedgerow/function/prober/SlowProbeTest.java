@@ -1,0 +1,80 @@
+package dev.hedgerow.function.prober;
+
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.testsupport.AppTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.junit.QuarkusTestProfile;
+import io.quarkus.test.junit.TestProfile;
+import io.restassured.response.Response;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.Map;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.greaterThan;
+import static org.hamcrest.Matchers.lessThan;
+import static org.hamcrest.Matchers.matchesPattern;
+import static org.hamcrest.Matchers.notNullValue;
+
+/**
+ * The real application's prober ({@code POST /prober/run}) in front of a route that answers at once and then writes
+ * slowly, with the probe's time ({@code hedgerow.prober.timeout}) shorter than the answer: the route is serving, and
+ * the admin API's health ({@code GET /admin/health}) shows it measured and healthy, not cooling down.
+ */
+@QuarkusTest
+@TestProfile(SlowProbeTest.ShortProbes.class)
+class SlowProbeTest {
+    /** The probe's time, short so that a round is quick and a slow writer outlasts it. */
+    public static class ShortProbes implements QuarkusTestProfile {
+        @Override
+        public Map<String, String> getConfigOverrides() {
+            return Map.of("hedgerow.prober.timeout", "3s");
+        }
+    }
+
+    static final ModelScript FAST = ModelScript.defaults().withLength(24)
+            .withLatency(ModelScript.Latency.of(10, 400));
+
+    static SimServer alpha() {
+        return AppTestResource.sims().get("alpha");
+    }
+
+    @AfterEach
+    void restore() {
+        alpha().script("solo-a", FAST);
+    }
+
+    @Test
+    void aRouteStillWritingItsProbeAnswerWhenTimeRunsOutIsMeasuredAndStaysHealthy() {
+        // first token at once, then 4 tokens/s: the 32-token speed probe needs 8 s, the probe has 3 s. (Slow enough
+        // that the tokens bunched up behind a cold start's first round still average far below the 50 tokens/s SLO)
+        alpha().script("solo-a", ModelScript.defaults().withLength(64).withLatency(ModelScript.Latency.of(10, 4)));
+
+        Response round = given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run");
+
+        round.then().statusCode(200).body("ran", equalTo(true))
+                .body("routes.find { it.route == 'solo-alpha' }.outcome",
+                        matchesPattern("slow: \\d+ token\\(s\\), answer not finished within 3000 ms"))
+                .body("routes.find { it.route == 'solo-alpha' }.ttftMs", notNullValue())
+                .body("routes.find { it.route == 'solo-alpha' }.tokensPerSecond", greaterThan(0f));
+        given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then().statusCode(200)
+                .body("groups[0].members[0].route", equalTo("solo-alpha"))
+                .body("groups[0].members[0].state", equalTo("healthy"))
+                .body("groups[0].members[0].cooling_down", equalTo(false))
+                .body("groups[0].members[0].fails", equalTo(0))
+                .body("groups[0].members[0].measured", equalTo(true))
+                .body("groups[0].members[0].samples.size()", equalTo(1))
+                // learnt from the tokens that arrived: slower than the 50 tokens/s target, so below the SLO
+                .body("groups[0].members[0].slo.decode_tokens_per_second", greaterThan(0f))
+                .body("groups[0].members[0].slo.decode_tokens_per_second", lessThan(50f))
+                .body("groups[0].members[0].slo.status", equalTo("below"));
+        // and the gateway still serves from it: the only route of its alias
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"solo\",\"max_tokens\":2,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200)
+                .header("x-hedgerow-route", equalTo("solo-alpha"));
+    }
+}
