@@ -513,7 +513,7 @@ public final class CatalogLoader {
             ConfigMap bm = g.map("breaker", BREAKER_FIELDS);
             if (bm != null) {
                 breaker = new Breaker(bm.integer("max_fails", breaker.maxFails(), 1),
-                        bm.duration("fail_timeout", breaker.failTimeout(), false));
+                        bm.timeout("fail_timeout", breaker.failTimeout()));
             }
 
             Retry dr = d.retry();
@@ -554,8 +554,9 @@ public final class CatalogLoader {
             Retry retry = new Retry(maxAttempts, maxResumes, criteria, maxRetryAfterWait);
 
             Timeouts dt = d.timeouts();
-            Timeouts timeouts = new Timeouts(g.duration("connect_timeout", dt.connect(), false),
-                    g.duration("read_timeout", dt.read(), false), g.duration("write_timeout", dt.write(), false),
+            // Kong's timeouts: a bare number is milliseconds, as Kong writes them
+            Timeouts timeouts = new Timeouts(g.timeout("connect_timeout", dt.connect()),
+                    g.timeout("read_timeout", dt.read()), g.timeout("write_timeout", dt.write()),
                     g.duration("first_token_floor", dt.firstTokenFloor(), false),
                     g.duration("first_token_ceiling", dt.firstTokenCeiling(), false),
                     g.duration("stall_floor", dt.stallFloor(), false));

@@ -23,6 +23,7 @@ final class ConfigMap {
     private static final Pattern DURATION_PART = Pattern.compile("(\\d+(?:\\.\\d+)?)(ms|s|m|h)");
     private static final Pattern DECIMAL = Pattern.compile("[-+]?(\\d+(\\.\\d*)?|\\.\\d+)([eE][-+]?\\d{1,3})?");
     private static final Pattern SECONDS = Pattern.compile("\\d+(?:\\.\\d+)?");
+    private static final Pattern WHOLE = Pattern.compile("\\d{1,18}");
 
     private final MapNode node;
     private final String path;
@@ -182,6 +183,42 @@ final class ConfigMap {
             return def;
         }
         return d;
+    }
+
+    /**
+     * One of Kong's timeouts ({@code connect_timeout}, {@code read_timeout}, {@code write_timeout},
+     * {@code fail_timeout}): a bare whole number is milliseconds, as Kong's schema has them ({@code 60000} is a
+     * minute), so a Kong configuration ports unchanged; anything else is a duration with its unit.
+     */
+    Duration timeout(String key, Duration def) {
+        String s = string(key);
+        if (s == null) {
+            return def;
+        }
+        Duration d = parseTimeout(s);
+        if (d == null) {
+            error(key, "bad timeout \"" + s + "\"; a bare number is milliseconds, as in Kong (60000 is a minute), "
+                    + "so write a whole number of milliseconds or a duration with its unit, e.g. 500ms, 30s, 2m");
+            return def;
+        }
+        if (d.isZero()) {
+            error(key, "must be longer than 0");
+            return def;
+        }
+        return d;
+    }
+
+    /**
+     * As {@link #timeout}: null when the text is neither a whole number of milliseconds nor a duration with its
+     * unit. A bare fraction ({@code 0.5}) is refused: Kong's timeouts are whole milliseconds, and Hedgerow's other
+     * durations read it as seconds, so it has no meaning here that a reader could rely on.
+     */
+    static Duration parseTimeout(String s) {
+        String t = s.strip();
+        if (WHOLE.matcher(t).matches()) {
+            return Duration.ofMillis(Long.parseLong(t));
+        }
+        return SECONDS.matcher(t).matches() ? null : parseDuration(t);
     }
 
     /** Null when the text is not a duration (negative ones included). */

@@ -158,6 +158,20 @@ class CatalogLoaderTest {
     }
 
     @Test
+    void kongsTimeoutsTakeABareNumberAsMillisecondsAndOtherDurationsAsSeconds() {
+        GroupSettings g = group("{ connect_timeout: 60000, read_timeout: 250, write_timeout: 1500, "
+                + "breaker: { fail_timeout: 10000 }, first_token_ceiling: 45, stall_floor: 2.5 }");
+        assertEquals(Duration.ofMinutes(1), g.timeouts().connect());
+        assertEquals(Duration.ofMillis(250), g.timeouts().read());
+        assertEquals(Duration.ofMillis(1500), g.timeouts().write());
+        assertEquals(Duration.ofSeconds(10), g.breaker().failTimeout());
+        assertEquals(Duration.ofSeconds(45), g.timeouts().firstTokenCeiling(), "not one of Kong's: seconds");
+        assertEquals(Duration.ofMillis(2500), g.timeouts().stallFloor());
+        // with a unit, a Kong timeout reads as any duration
+        assertEquals(Duration.ofSeconds(90), group("{ read_timeout: 1m30s }").timeouts().read());
+    }
+
+    @Test
     void kongSpelledGroupsAreStoredUnderHedgerowsNames() {
         Org org = loader(Map.of()).parse("""
                 orgs:

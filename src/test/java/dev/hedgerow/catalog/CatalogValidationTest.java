@@ -257,9 +257,24 @@ class CatalogValidationTest {
 
     @Test
     void badDurationIsAnError() {
-        assertOnlyError(withGroup("{ breaker: { fail_timeout: 30 seconds } }"),
-                "orgs[0].groups.kimi3.breaker.fail_timeout: bad duration \"30 seconds\"; "
+        assertOnlyError(withGroup("{ stall_floor: 30 seconds }"),
+                "orgs[0].groups.kimi3.stall_floor: bad duration \"30 seconds\"; "
                         + "write e.g. 500ms, 30s, 2m, 1h, 1m30s or a number of seconds");
+    }
+
+    private static final String BAD_TIMEOUT = "a bare number is milliseconds, as in Kong (60000 is a minute), so "
+            + "write a whole number of milliseconds or a duration with its unit, e.g. 500ms, 30s, 2m";
+
+    @Test
+    void aKongTimeoutTakesABareNumberAsWholeMillisecondsOnly() {
+        // a fraction has no meaning a reader could rely on: Kong's are whole milliseconds, other durations seconds
+        assertOnlyError(withGroup("{ read_timeout: 0.5 }"),
+                "orgs[0].groups.kimi3.read_timeout: bad timeout \"0.5\"; " + BAD_TIMEOUT);
+        assertOnlyError(withGroup("{ breaker: { fail_timeout: 30 seconds } }"),
+                "orgs[0].groups.kimi3.breaker.fail_timeout: bad timeout \"30 seconds\"; " + BAD_TIMEOUT);
+        assertOnlyError(withGroup("{ connect_timeout: 99999999999999999999 }"),
+                "orgs[0].groups.kimi3.connect_timeout: bad timeout \"99999999999999999999\"; " + BAD_TIMEOUT);
+        assertOnlyError(withGroup("{ write_timeout: 0 }"), "orgs[0].groups.kimi3.write_timeout: must be longer than 0");
     }
 
     @Test

@@ -23,4 +23,16 @@ class DurationParsingTest {
     void rejectsAnythingElse(String text) {
         assertNull(ConfigMap.parseDuration(text));
     }
+
+    @ParameterizedTest
+    @CsvSource({"60000, 60000", "250, 250", "0, 0", "500ms, 500", "30s, 30000", "1m30s, 90000", "1.5s, 1500"})
+    void kongsTimeoutsReadABareNumberAsMilliseconds(String text, long millis) {
+        assertEquals(Duration.ofMillis(millis), ConfigMap.parseTimeout(text));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"0.5", "1.", "60000.0", "-1", "99999999999999999999", "60000 ms", "10d", ""})
+    void kongsTimeoutsRefuseFractionsAndAnythingElse(String text) {
+        assertNull(ConfigMap.parseTimeout(text));
+    }
 }
