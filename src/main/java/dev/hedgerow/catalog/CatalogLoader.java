@@ -73,6 +73,8 @@ public final class CatalogLoader {
             "stall_floor", "hash_on_header", "latency_strategy", "tokens_count_strategy", "usage_window",
             "embeddings_route", "distance_metric", "threshold", "slow_bar", "slo");
     private static final Set<String> BREAKER_FIELDS = Set.of("max_fails", "fail_timeout");
+    /** Kong's {@code tokens_count_strategy} that needs a judge model (and the underscored form of it). */
+    private static final Set<String> LLM_ACCURACY = Set.of("llm-accuracy", "llm_accuracy");
     private static final Set<String> SLO_FIELDS =
             Set.of("decode_tokens_per_second", "first_token", "standard_prompt_max_tokens");
     private static final Set<String> ROUTING_FIELDS = Set.of("alias_header", "path_alias");
@@ -573,8 +575,7 @@ public final class CatalogLoader {
             }
             LatencyStrategy latency = enumValue(g, "latency_strategy", "latency_strategy", LatencyStrategy.class,
                     db.latencyStrategy());
-            TokensCountStrategy tokens = enumValue(g, "tokens_count_strategy", "tokens_count_strategy",
-                    TokensCountStrategy.class, db.tokensCountStrategy());
+            TokensCountStrategy tokens = tokensCountStrategy(g, db.tokensCountStrategy());
             Duration usageWindow = g.duration("usage_window", db.usageWindow(), false);
             String embeddingsRoute = g.string("embeddings_route");
             if (embeddingsRoute != null) {
@@ -671,6 +672,18 @@ public final class CatalogLoader {
                         + "); algorithm is Kong's name for strategy: give one of them");
             }
             return strategy != null ? strategy : algorithm != null ? algorithm : def;
+        }
+
+        /** As {@link #enumValue}, with a reason for Kong's {@code llm-accuracy} instead of "unknown". */
+        private TokensCountStrategy tokensCountStrategy(ConfigMap m, TokensCountStrategy def) {
+            String s = m.string("tokens_count_strategy");
+            if (s != null && LLM_ACCURACY.contains(s)) {
+                m.error("tokens_count_strategy", "\"" + s + "\" is not supported: Kong balances it by the scores a "
+                        + "judge model gives each answer (its AI LLM as Judge plugin), and Hedgerow calls no judge "
+                        + "(allowed: " + WireNames.allowed(TokensCountStrategy.class) + ")");
+                return def;
+            }
+            return enumValue(m, "tokens_count_strategy", "tokens_count_strategy", TokensCountStrategy.class, def);
         }
 
         private <E extends Enum<E>> E enumValue(ConfigMap m, String key, String noun, Class<E> type, E def) {

@@ -245,6 +245,17 @@ class CatalogValidationTest {
     }
 
     @Test
+    void kongsLlmAccuracyIsRefusedAsUnsupportedWithItsReason() {
+        String why = " is not supported: Kong balances it by the scores a judge model gives each answer (its AI LLM "
+                + "as Judge plugin), and Hedgerow calls no judge (allowed: prompt_tokens, completion_tokens, "
+                + "total_tokens, cost; Kong's spellings: prompt-tokens, completion-tokens, total-tokens)";
+        assertOnlyError(withGroup("{ algorithm: lowest-usage, tokens_count_strategy: llm-accuracy }"),
+                "orgs[0].groups.kimi3.tokens_count_strategy: \"llm-accuracy\"" + why);
+        assertOnlyError(withGroup("{ tokens_count_strategy: llm_accuracy }"),
+                "orgs[0].groups.kimi3.tokens_count_strategy: \"llm_accuracy\"" + why);
+    }
+
+    @Test
     void unknownCapabilityIsReportedAtItsIndex() {
         String yaml = withRoute("{ alias: kimi3, provider: fireworks, model: m2, id: r2, "
                 + "capabilities: [tools:stream, tool, json_mode:sometimes] }");
