@@ -523,7 +523,8 @@ public final class CatalogLoader {
             if (g.has("retries") && g.has("max_attempts")) {
                 g.error("max_attempts", "give retries or max_attempts, not both (retries = max_attempts - 1)");
             } else if (g.has("retries")) {
-                maxAttempts = g.integer("retries", maxAttempts - 1, 0) + 1;
+                // retries + 1 without overflow: anything past the bound is refused below
+                maxAttempts = Math.min(g.integer("retries", maxAttempts - 1, 0), MAX_TRIES) + 1;
             } else if (g.has("max_attempts")) {
                 maxAttempts = g.integer("max_attempts", maxAttempts, 1);
             }

@@ -245,6 +245,13 @@ class CatalogValidationTest {
     }
 
     @Test
+    void retriesPastTheBoundAreRefusedEvenAtTheLargestInt() {
+        assertOnlyError(withGroup("{ retries: 10 }"), "orgs[0].groups.kimi3.retries: at most 10 attempts");
+        // the largest int once overflowed retries + 1 into a negative attempt count that passed the check
+        assertOnlyError(withGroup("{ retries: 2147483647 }"), "orgs[0].groups.kimi3.retries: at most 10 attempts");
+    }
+
+    @Test
     void kongsLlmAccuracyIsRefusedAsUnsupportedWithItsReason() {
         String why = " is not supported: Kong balances it by the scores a judge model gives each answer (its AI LLM "
                 + "as Judge plugin), and Hedgerow calls no judge (allowed: prompt_tokens, completion_tokens, "
