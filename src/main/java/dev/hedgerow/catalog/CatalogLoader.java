@@ -71,8 +71,20 @@ public final class CatalogLoader {
             "breaker", "retries", "max_attempts", "max_resumes", "failover_criteria", "max_retry_after_wait",
             "connect_timeout", "read_timeout", "write_timeout", "first_token_floor", "first_token_ceiling",
             "stall_floor", "hash_on_header", "latency_strategy", "tokens_count_strategy", "usage_window",
-            "embeddings_route", "distance_metric", "threshold", "slow_bar", "slo");
+            "embeddings_route", "distance_metric", "threshold", "slow_bar", "slo", "balancer");
     private static final Set<String> BREAKER_FIELDS = Set.of("max_fails", "fail_timeout");
+    /**
+     * Kong AI Gateway's {@code config.balancer}, accepted nested under a group's {@code balancer} as Kong writes
+     * it: each is the same setting as its flat key on the group ({@code max_fails} and {@code fail_timeout}: as
+     * its {@code breaker}'s), except {@code slots}, Kong's hash-ring size, which Hedgerow's rendezvous hashing has
+     * no use for and only range-checks.
+     */
+    private static final Set<String> KONG_BALANCER_FIELDS = Set.of("algorithm", "retries", "failover_criteria",
+            "connect_timeout", "read_timeout", "write_timeout", "hash_on_header", "latency_strategy",
+            "tokens_count_strategy", "max_fails", "fail_timeout", "slots");
+    /** Kong's hash-ring sizes (its {@code slots} bounds). */
+    private static final int MIN_SLOTS = 10;
+    private static final int MAX_SLOTS = 65_536;
     /** Kong's {@code tokens_count_strategy} that needs a judge model (and the underscored form of it). */
     private static final Set<String> LLM_ACCURACY = Set.of("llm-accuracy", "llm_accuracy");
     private static final Set<String> SLO_FIELDS =
@@ -507,29 +519,40 @@ public final class CatalogLoader {
                 return null;
             }
             GroupSettings d = GroupSettings.defaults();
-            Strategy strategy = readStrategy(g, d.strategy());
+            // Kong's config.balancer as Kong writes it; every setting in it is also a flat key (or breaker's)
+            ConfigMap kb = g.map("balancer", KONG_BALANCER_FIELDS);
+            Strategy strategy = readStrategy(g, kb, d.strategy());
             boolean resume = g.bool("resume_mid_stream", d.resumeMidStream());
             boolean hedging = g.bool("hedging", d.hedging());
 
-            Breaker breaker = d.breaker();
+            Breaker defaultBreaker = d.breaker();
             ConfigMap bm = g.map("breaker", BREAKER_FIELDS);
-            if (bm != null) {
-                breaker = new Breaker(bm.integer("max_fails", breaker.maxFails(), 1),
-                        bm.timeout("fail_timeout", breaker.failTimeout()));
+            Integer maxFails = kong(g, bm, kb, "max_fails", m -> m.integer("max_fails", 1, 1));
+            Duration failTimeout = kongTimeout(g, bm, kb, "fail_timeout");
+            Breaker breaker = new Breaker(maxFails != null ? maxFails : defaultBreaker.maxFails(),
+                    failTimeout != null ? failTimeout : defaultBreaker.failTimeout());
+            if (kb != null && kb.has("slots")) {
+                int slots = kb.integer("slots", MIN_SLOTS, MIN_SLOTS);
+                if (slots > MAX_SLOTS) {
+                    kb.error("slots", "must be ≤ " + MAX_SLOTS + " (got " + slots + ")");
+                }
             }
 
             Retry dr = d.retry();
             int maxAttempts = dr.maxAttempts();
-            if (g.has("retries") && g.has("max_attempts")) {
+            Integer retries = kong(g, g, kb, "retries", m -> m.integer("retries", 0, 0));
+            ConfigMap retriesAt = kb != null && kb.has("retries") ? kb : g;
+            if (retriesAt.has("retries") && g.has("max_attempts")) {
                 g.error("max_attempts", "give retries or max_attempts, not both (retries = max_attempts - 1)");
-            } else if (g.has("retries")) {
+            } else if (retries != null) {
                 // retries + 1 without overflow: anything past the bound is refused below
-                maxAttempts = Math.min(g.integer("retries", maxAttempts - 1, 0), MAX_TRIES) + 1;
+                maxAttempts = Math.min(retries, MAX_TRIES) + 1;
             } else if (g.has("max_attempts")) {
                 maxAttempts = g.integer("max_attempts", maxAttempts, 1);
             }
             if (maxAttempts > MAX_TRIES) {
-                g.error(g.has("retries") ? "retries" : "max_attempts", "at most " + MAX_TRIES + " attempts");
+                (retries != null ? retriesAt : g).error(retries != null ? "retries" : "max_attempts",
+                        "at most " + MAX_TRIES + " attempts");
                 maxAttempts = dr.maxAttempts();
             }
             int maxResumes = g.integer("max_resumes", dr.maxResumes(), 0);
@@ -537,29 +560,19 @@ public final class CatalogLoader {
                 g.error("max_resumes", "must be ≤ " + MAX_TRIES);
                 maxResumes = dr.maxResumes();
             }
-            Set<FailoverCriterion> criteria = dr.failoverCriteria();
-            if (g.has("failover_criteria")) {
-                criteria = EnumSet.noneOf(FailoverCriterion.class);
-                List<String> names = g.strings("failover_criteria");
-                for (int i = 0; i < names.size(); i++) {
-                    FailoverCriterion c = WireNames.find(FailoverCriterion.class, names.get(i));
-                    if (c == null) {
-                        errors.add(new CatalogError(YamlTree.index(g.path("failover_criteria"), i),
-                                "unknown failover criterion \"" + names.get(i) + "\" (allowed: "
-                                        + WireNames.allowed(FailoverCriterion.class) + ")",
-                                g.line("failover_criteria")));
-                    } else {
-                        criteria.add(c);
-                    }
-                }
+            Set<FailoverCriterion> criteria = kong(g, g, kb, "failover_criteria", this::failoverCriteria);
+            if (criteria == null) {
+                criteria = dr.failoverCriteria();
             }
             Duration maxRetryAfterWait = g.duration("max_retry_after_wait", dr.maxRetryAfterWait(), true);
             Retry retry = new Retry(maxAttempts, maxResumes, criteria, maxRetryAfterWait);
 
             Timeouts dt = d.timeouts();
-            // Kong's timeouts: a bare number is milliseconds, as Kong writes them
-            Timeouts timeouts = new Timeouts(g.timeout("connect_timeout", dt.connect()),
-                    g.timeout("read_timeout", dt.read()), g.timeout("write_timeout", dt.write()),
+            Duration connect = kongTimeout(g, g, kb, "connect_timeout");
+            Duration read = kongTimeout(g, g, kb, "read_timeout");
+            Duration write = kongTimeout(g, g, kb, "write_timeout");
+            Timeouts timeouts = new Timeouts(connect != null ? connect : dt.connect(),
+                    read != null ? read : dt.read(), write != null ? write : dt.write(),
                     g.duration("first_token_floor", dt.firstTokenFloor(), false),
                     g.duration("first_token_ceiling", dt.firstTokenCeiling(), false),
                     g.duration("stall_floor", dt.stallFloor(), false));
@@ -569,14 +582,16 @@ public final class CatalogLoader {
             }
 
             Balancer db = d.balancer();
-            String hashOnHeader = g.string("hash_on_header");
-            if (hashOnHeader != null && !HEADER_TOKEN.matcher(hashOnHeader).matches()) {
-                g.error("hash_on_header", "invalid header name \"" + hashOnHeader + "\"");
-                hashOnHeader = null;
+            String hashOnHeader = kong(g, g, kb, "hash_on_header", m -> header(m, "hash_on_header"));
+            LatencyStrategy latency = kong(g, g, kb, "latency_strategy", m -> enumValue(m, "latency_strategy",
+                    "latency_strategy", LatencyStrategy.class, null));
+            if (latency == null) {
+                latency = db.latencyStrategy();
             }
-            LatencyStrategy latency = enumValue(g, "latency_strategy", "latency_strategy", LatencyStrategy.class,
-                    db.latencyStrategy());
-            TokensCountStrategy tokens = tokensCountStrategy(g, db.tokensCountStrategy());
+            TokensCountStrategy tokens = kong(g, g, kb, "tokens_count_strategy", this::tokensCountStrategy);
+            if (tokens == null) {
+                tokens = db.tokensCountStrategy();
+            }
             Duration usageWindow = g.duration("usage_window", db.usageWindow(), false);
             String embeddingsRoute = g.string("embeddings_route");
             if (embeddingsRoute != null) {
@@ -661,30 +676,87 @@ public final class CatalogLoader {
         }
 
         /**
-         * {@code strategy}, or Kong's name for it, {@code algorithm} ({@code config.balancer.algorithm}); both may
-         * be given only when they name the same strategy.
+         * {@code strategy}, or Kong's name for it, {@code algorithm} ({@code config.balancer.algorithm}, flat or
+         * under {@code balancer}); both may be given only when they name the same strategy.
          */
-        private Strategy readStrategy(ConfigMap g, Strategy def) {
+        private Strategy readStrategy(ConfigMap g, ConfigMap kb, Strategy def) {
             Strategy strategy = enumValue(g, "strategy", "strategy", Strategy.class, null);
-            Strategy algorithm = enumValue(g, "algorithm", "algorithm", Strategy.class, null);
+            Strategy algorithm = kong(g, g, kb, "algorithm",
+                    m -> enumValue(m, "algorithm", "algorithm", Strategy.class, null));
             if (strategy != null && algorithm != null && strategy != algorithm) {
-                g.error("algorithm", "\"" + g.string("algorithm") + "\" (" + algorithm.wireName()
+                ConfigMap at = kb != null && kb.has("algorithm") ? kb : g;
+                at.error("algorithm", "\"" + at.string("algorithm") + "\" (" + algorithm.wireName()
                         + ") differs from strategy \"" + g.string("strategy") + "\" (" + strategy.wireName()
                         + "); algorithm is Kong's name for strategy: give one of them");
             }
             return strategy != null ? strategy : algorithm != null ? algorithm : def;
         }
 
+        /**
+         * A setting of Kong's {@code config.balancer}, read where Hedgerow keeps it ({@code flat}: the group, or its
+         * breaker) and under the group's {@code balancer} ({@code nested}, as Kong writes it). Given in both places
+         * it must be the same value, else an error at the nested one. Null when neither gives it, when it is
+         * unreadable (its error recorded by {@code read}) or contradicted: the caller takes the default, and the
+         * load fails on the error anyway.
+         */
+        private <T> T kong(ConfigMap g, ConfigMap flat, ConfigMap nested, String key, Function<ConfigMap, T> read) {
+            T here = flat != null && flat.has(key) ? readOrNull(flat, read) : null;
+            T there = nested != null && nested.has(key) ? readOrNull(nested, read) : null;
+            if (here != null && there != null && !here.equals(there)) {
+                String flatName = flat.path(key).substring(g.path().length() + 1);
+                nested.error(key, nested.shown(key) + " differs from " + flatName + " " + flat.shown(key)
+                        + "; balancer." + key + " is the same setting, as Kong writes it: give one of them");
+                return null;
+            }
+            return there != null ? there : here;
+        }
+
+        private Duration kongTimeout(ConfigMap g, ConfigMap flat, ConfigMap nested, String key) {
+            return kong(g, flat, nested, key, m -> m.timeout(key, null));
+        }
+
+        /** What {@code read} returns, or null when it recorded an error (its default is no value). */
+        private <T> T readOrNull(ConfigMap m, Function<ConfigMap, T> read) {
+            int before = errors.size();
+            T v = read.apply(m);
+            return errors.size() > before ? null : v;
+        }
+
+        private Set<FailoverCriterion> failoverCriteria(ConfigMap m) {
+            Set<FailoverCriterion> criteria = EnumSet.noneOf(FailoverCriterion.class);
+            List<String> names = m.strings("failover_criteria");
+            for (int i = 0; i < names.size(); i++) {
+                FailoverCriterion c = WireNames.find(FailoverCriterion.class, names.get(i));
+                if (c == null) {
+                    errors.add(new CatalogError(YamlTree.index(m.path("failover_criteria"), i),
+                            "unknown failover criterion \"" + names.get(i) + "\" (allowed: "
+                                    + WireNames.allowed(FailoverCriterion.class) + ")", m.line("failover_criteria")));
+                } else {
+                    criteria.add(c);
+                }
+            }
+            return criteria;
+        }
+
+        private String header(ConfigMap m, String key) {
+            String h = m.string(key);
+            if (h != null && !HEADER_TOKEN.matcher(h).matches()) {
+                m.error(key, "invalid header name \"" + h + "\"");
+                return null;
+            }
+            return h;
+        }
+
         /** As {@link #enumValue}, with a reason for Kong's {@code llm-accuracy} instead of "unknown". */
-        private TokensCountStrategy tokensCountStrategy(ConfigMap m, TokensCountStrategy def) {
+        private TokensCountStrategy tokensCountStrategy(ConfigMap m) {
             String s = m.string("tokens_count_strategy");
             if (s != null && LLM_ACCURACY.contains(s)) {
                 m.error("tokens_count_strategy", "\"" + s + "\" is not supported: Kong balances it by the scores a "
                         + "judge model gives each answer (its AI LLM as Judge plugin), and Hedgerow calls no judge "
                         + "(allowed: " + WireNames.allowed(TokensCountStrategy.class) + ")");
-                return def;
+                return null;
             }
-            return enumValue(m, "tokens_count_strategy", "tokens_count_strategy", TokensCountStrategy.class, def);
+            return enumValue(m, "tokens_count_strategy", "tokens_count_strategy", TokensCountStrategy.class, null);
         }
 
         private <E extends Enum<E>> E enumValue(ConfigMap m, String key, String noun, Class<E> type, E def) {

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 /**
  * Typed, path-aware reads of one YAML mapping. Every read that fails records a {@link CatalogError} at the
@@ -77,6 +78,16 @@ final class ConfigMap {
 
     Node node(String key) {
         return node.entries().get(key);
+    }
+
+    /** The value as written, for messages: {@code "text"}, or {@code [a, b]} for a list. */
+    String shown(String key) {
+        Node n = node(key);
+        if (n instanceof ListNode l) {
+            return l.items().stream().map(i -> i instanceof Scalar s ? s.text().strip() : "…")
+                    .collect(Collectors.joining(", ", "[", "]"));
+        }
+        return n instanceof Scalar s ? "\"" + s.text().strip() + "\"" : "a mapping";
     }
 
     void error(String key, String message) {

@@ -158,6 +158,40 @@ class CatalogLoaderTest {
     }
 
     @Test
+    void kongsBalancerBlockIsTheSameGroupAsTheFlatKeys() {
+        GroupSettings nested = group("""
+                { balancer: { algorithm: consistent-hashing, hash_on_header: X-Session, retries: 3,
+                              failover_criteria: [error, timeout, http_429, non_idempotent],
+                              connect_timeout: 60000, read_timeout: 60000, write_timeout: 60000,
+                              latency_strategy: e2e, tokens_count_strategy: total-tokens,
+                              max_fails: 3, fail_timeout: 10000, slots: 10000 },
+                  hedging: false }""");
+        GroupSettings flat = group("""
+                { strategy: consistent_hashing, hash_on_header: X-Session, retries: 3,
+                  failover_criteria: [error, timeout, http_429, non_idempotent],
+                  connect_timeout: 60s, read_timeout: 1m, write_timeout: 60000ms,
+                  latency_strategy: e2e, tokens_count_strategy: total_tokens,
+                  breaker: { max_fails: 3, fail_timeout: 10s }, hedging: false }""");
+        assertEquals(flat, nested);
+        assertEquals(Strategy.CONSISTENT_HASHING, nested.strategy());
+        assertEquals("X-Session", nested.balancer().hashOnHeader());
+        assertEquals(4, nested.retry().maxAttempts());
+        assertEquals(Duration.ofSeconds(60), nested.timeouts().connect(), "Kong's 60000 is milliseconds");
+        assertEquals(Duration.ofSeconds(60), nested.timeouts().read());
+        assertEquals(Duration.ofSeconds(60), nested.timeouts().write());
+        assertEquals(new GroupSettings.Breaker(3, Duration.ofSeconds(10)), nested.breaker());
+    }
+
+    @Test
+    void aSettingGivenFlatAndUnderBalancerLoadsWhenBothNameTheSameValue() {
+        assertEquals(group("{ strategy: weighted, retries: 2, connect_timeout: 5s, "
+                        + "breaker: { fail_timeout: 10s } }"),
+                group("{ strategy: weighted, retries: 2, connect_timeout: 5s, breaker: { fail_timeout: 10s }, "
+                        + "balancer: { algorithm: round-robin, retries: 2, connect_timeout: 5000, "
+                        + "fail_timeout: 10000 } }"));
+    }
+
+    @Test
     void kongsTimeoutsTakeABareNumberAsMillisecondsAndOtherDurationsAsSeconds() {
         GroupSettings g = group("{ connect_timeout: 60000, read_timeout: 250, write_timeout: 1500, "
                 + "breaker: { fail_timeout: 10000 }, first_token_ceiling: 45, stall_floor: 2.5 }");

@@ -245,6 +245,79 @@ class CatalogValidationTest {
     }
 
     @Test
+    void aSettingGivenFlatAndUnderBalancerMustNameTheSameValue() {
+        assertOnlyError(withGroup("{ retries: 2, balancer: { retries: 3 } }"),
+                "orgs[0].groups.kimi3.balancer.retries: \"3\" differs from retries \"2\"; balancer.retries is the "
+                        + "same setting, as Kong writes it: give one of them");
+        assertOnlyError(withGroup("{ read_timeout: 60s, balancer: { read_timeout: 6000 } }"),
+                "orgs[0].groups.kimi3.balancer.read_timeout: \"6000\" differs from read_timeout \"60s\"; "
+                        + "balancer.read_timeout is the same setting, as Kong writes it: give one of them");
+        assertOnlyError(withGroup("{ failover_criteria: [error, timeout], "
+                        + "balancer: { failover_criteria: [error, timeout, http_429] } }"),
+                "orgs[0].groups.kimi3.balancer.failover_criteria: [error, timeout, http_429] differs from "
+                        + "failover_criteria [error, timeout]; balancer.failover_criteria is the same setting, as Kong "
+                        + "writes it: give one of them");
+        // Kong keeps its circuit breaker in config.balancer; Hedgerow in breaker
+        assertOnlyError(withGroup("{ breaker: { max_fails: 2 }, balancer: { max_fails: 3 } }"),
+                "orgs[0].groups.kimi3.balancer.max_fails: \"3\" differs from breaker.max_fails \"2\"; "
+                        + "balancer.max_fails is the same setting, as Kong writes it: give one of them");
+        assertOnlyError(withGroup("{ hash_on_header: X-Session, balancer: { hash_on_header: X-User } }"),
+                "orgs[0].groups.kimi3.balancer.hash_on_header: \"X-User\" differs from hash_on_header "
+                        + "\"X-Session\"; balancer.hash_on_header is the same setting, as Kong writes it: "
+                        + "give one of them");
+    }
+
+    @Test
+    void anAlgorithmUnderBalancerMustNameTheGroupsStrategy() {
+        assertOnlyError(withGroup("{ strategy: weighted, balancer: { algorithm: least-connections } }"),
+                "orgs[0].groups.kimi3.balancer.algorithm: \"least-connections\" (least_connections) differs from "
+                        + "strategy \"weighted\" (weighted); algorithm is Kong's name for strategy: give one of them");
+        assertOnlyError(withGroup("{ algorithm: round-robin, balancer: { algorithm: priority } }"),
+                "orgs[0].groups.kimi3.balancer.algorithm: \"priority\" differs from algorithm \"round-robin\"; "
+                        + "balancer.algorithm is the same setting, as Kong writes it: give one of them");
+        assertOnlyError(withGroup("{ balancer: { algorithm: fastest } }"), "orgs[0].groups.kimi3.balancer.algorithm: "
+                + "unknown algorithm \"fastest\" (allowed: " + ALLOWED_STRATEGIES + ")");
+    }
+
+    @Test
+    void unknownKeysUnderBalancerAreErrorsAsElsewhere() {
+        List<CatalogError> errors = errors(withGroup("{ balancer: { algorithm: round-robin, retires: 2, "
+                + "hedging: false } }"));
+        assertEquals("unknown field; did you mean \"retries\"?",
+                errorAt(errors, "orgs[0].groups.kimi3.balancer.retires").message());
+        // balancer holds Kong's config.balancer only; Hedgerow's own settings stay on the group
+        assertEquals("unknown field", errorAt(errors, "orgs[0].groups.kimi3.balancer.hedging").message());
+        assertEquals(2, errors.size(), errors.toString());
+        assertOnlyError(withGroup("{ balancer: round-robin }"), "orgs[0].groups.kimi3.balancer: must be a mapping");
+    }
+
+    @Test
+    void badValuesUnderBalancerAreReportedAtTheirNestedPath() {
+        List<CatalogError> errors = errors(withGroup("{ balancer: { latency_strategy: p99, retries: -1, "
+                + "failover_criteria: [error, http_418], hash_on_header: \"bad header\", slots: 5 } }"));
+        assertEquals("unknown latency_strategy \"p99\" (allowed: tpot, e2e)",
+                errorAt(errors, "orgs[0].groups.kimi3.balancer.latency_strategy").message());
+        assertEquals("must be ≥ 0 (got -1)", errorAt(errors, "orgs[0].groups.kimi3.balancer.retries").message());
+        assertTrue(errorAt(errors, "orgs[0].groups.kimi3.balancer.failover_criteria[1]").message()
+                .startsWith("unknown failover criterion \"http_418\""));
+        assertEquals("invalid header name \"bad header\"",
+                errorAt(errors, "orgs[0].groups.kimi3.balancer.hash_on_header").message());
+        assertEquals("must be ≥ 10 (got 5)", errorAt(errors, "orgs[0].groups.kimi3.balancer.slots").message());
+        assertEquals(5, errors.size(), errors.toString());
+        assertOnlyError(withGroup("{ balancer: { slots: 65537 } }"),
+                "orgs[0].groups.kimi3.balancer.slots: must be ≤ 65536 (got 65537)");
+    }
+
+    @Test
+    void retriesUnderBalancerFollowTheFlatRules() {
+        assertOnlyError(withGroup("{ max_attempts: 3, balancer: { retries: 2 } }"),
+                "orgs[0].groups.kimi3.max_attempts: give retries or max_attempts, not both "
+                        + "(retries = max_attempts - 1)");
+        assertOnlyError(withGroup("{ balancer: { retries: 10 } }"),
+                "orgs[0].groups.kimi3.balancer.retries: at most 10 attempts");
+    }
+
+    @Test
     void retriesPastTheBoundAreRefusedEvenAtTheLargestInt() {
         assertOnlyError(withGroup("{ retries: 10 }"), "orgs[0].groups.kimi3.retries: at most 10 attempts");
         // the largest int once overflowed retries + 1 into a negative attempt count that passed the check
@@ -258,6 +331,8 @@ class CatalogValidationTest {
                 + "total_tokens, cost; Kong's spellings: prompt-tokens, completion-tokens, total-tokens)";
         assertOnlyError(withGroup("{ algorithm: lowest-usage, tokens_count_strategy: llm-accuracy }"),
                 "orgs[0].groups.kimi3.tokens_count_strategy: \"llm-accuracy\"" + why);
+        assertOnlyError(withGroup("{ balancer: { algorithm: lowest-usage, tokens_count_strategy: llm-accuracy } }"),
+                "orgs[0].groups.kimi3.balancer.tokens_count_strategy: \"llm-accuracy\"" + why);
         assertOnlyError(withGroup("{ tokens_count_strategy: llm_accuracy }"),
                 "orgs[0].groups.kimi3.tokens_count_strategy: \"llm_accuracy\"" + why);
     }
@@ -293,6 +368,11 @@ class CatalogValidationTest {
         assertOnlyError(withGroup("{ connect_timeout: 99999999999999999999 }"),
                 "orgs[0].groups.kimi3.connect_timeout: bad timeout \"99999999999999999999\"; " + BAD_TIMEOUT);
         assertOnlyError(withGroup("{ write_timeout: 0 }"), "orgs[0].groups.kimi3.write_timeout: must be longer than 0");
+        // the same under Kong's balancer block
+        assertOnlyError(withGroup("{ balancer: { read_timeout: 1.5 } }"),
+                "orgs[0].groups.kimi3.balancer.read_timeout: bad timeout \"1.5\"; " + BAD_TIMEOUT);
+        assertOnlyError(withGroup("{ balancer: { fail_timeout: 0 } }"),
+                "orgs[0].groups.kimi3.balancer.fail_timeout: must be longer than 0");
     }
 
     @Test
