@@ -325,8 +325,9 @@ try {
     'a 401 on a poll returns to the sign-in form: ' + said);
   check(said.includes('panel'), 'it names the group whose unsaved changes were not saved');
   check(await page.locator('form[data-alias]').count() === 0 && await page.locator('#slo-table tbody tr').count() === 0
-    && await page.locator('#explain-table tbody tr').count() === 0 && await page.locator('#whoami').textContent() === '',
-    'no data of the org is left on the page');
+    && await page.locator('#explain-table tbody tr').count() === 0 && await page.locator('#whoami').textContent() === ''
+    && await page.locator('#status').textContent() === '',
+    'no data of the org is left on the page (status: "' + await page.locator('#status').textContent() + '")');
   await page.screenshot({ path: join(shots, '07-key-refused.png'), fullPage: true });
   // signing in again in the same tab, with another org's admin key: only that org is shown (its own duo, one member)
   await page.getByLabel('Admin key').fill('a-other');

@@ -157,6 +157,7 @@ function keyRefused() {
 async function tick() {
   if (ticking) return;
   ticking = true;
+  const own = session;
   try {
     await loadGroups();
     // how many polls have reached the editors (a test can wait for the next one)
@@ -166,7 +167,8 @@ async function tick() {
     failed('Groups unavailable: ', e);
   }
   try {
-    await refresh();
+    // the groups' answer may have ended the session (the key was refused): its health is not to be read any more
+    if (own === session) await refresh();
   } finally {
     ticking = false;
   }
