@@ -342,6 +342,19 @@ try {
     && otherGroups.join(',') === 'secret,duo' && otherRows.every(r => ['secret-gamma', 'duo-alpha'].includes(r)),
     'signing in again as org other shows only its groups and routes: ' + otherGroups.join(',') + ' / '
       + [...new Set(otherRows)].join(','));
+  // the key is valid but not an admin key (here the tab holds org other's client key, as after losing admin rights):
+  // the next poll's 403 signs the dashboard out too, saying so in the API's words, not leaving the page half-working
+  await page.evaluate(() => sessionStorage.setItem('hedgerow-admin-key', 'k-other'));
+  await page.locator('#signin-error').filter({ hasText: 'not an admin key' }).waitFor({ timeout: 8000 });
+  const forbidden = await page.locator('#signin-error').textContent();
+  check(forbidden.includes('(403)') && forbidden.includes('This is a client key; the admin API needs an admin key')
+    && await page.locator('#app').isHidden() && await page.getByLabel('Admin key').isVisible(),
+    'a 403 on a poll returns to the sign-in form with the API\'s message: ' + forbidden);
+  check(await page.locator('form[data-alias]').count() === 0 && await page.locator('#slo-table tbody tr').count() === 0
+    && await page.locator('#whoami').textContent() === '' && await page.locator('#status').textContent() === '',
+    'no data of the org is left on the page after the 403 (status: "' + await page.locator('#status').textContent()
+      + '")');
+  await page.screenshot({ path: join(shots, '08-not-admin-key.png'), fullPage: true });
 
   await adminPut('/admin/groups/panel', { strategy: 'rr_health',
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });

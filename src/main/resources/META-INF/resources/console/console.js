@@ -50,14 +50,14 @@ async function api(method, path, body, headers) {
   const resp = await fetch(path, opts);
   const text = await resp.text();
   if (asked !== session) throw quiet(new Error('signed out'));
-  if (resp.status === 401 && signedIn) {
-    keyRefused();
-    throw quiet(new Error('key refused'));
-  }
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch (e) { /* not JSON */ }
+  const err = json && json.error ? json.error : { message: resp.status + ' ' + text };
+  if ((resp.status === 401 || resp.status === 403) && signedIn) {
+    keyRefused(resp.status, err.message);
+    throw quiet(new Error('key refused'));
+  }
   if (!resp.ok) {
-    const err = json && json.error ? json.error : { message: resp.status + ' ' + text };
     // an error inside a route is named by the route's id and field (routes[i] indexes the org's list, not this page)
     const where = x => x.route ? x.route + ' ' + x.path.replace(/^routes\[\d+\]\.?/, '') : x.path;
     const detail = (err.errors || []).map(x => (where(x) ? where(x) + ': ' : '') + x.message).join('; ');
@@ -122,10 +122,11 @@ function signOut() {
 }
 
 /**
- * The server answered 401 to a signed-in dashboard (the admin key was rotated or removed): stop polling, take every
- * piece of the org's data off the page and ask for a key again, saying why and what was not saved.
+ * The server refused a signed-in dashboard's key: 401, it is no longer a key (rotated or removed), or 403, it is not an
+ * admin key (any more). Stop polling, take every piece of the org's data off the page and ask for a key again, saying
+ * why (with the API's own words for a 403) and what was not saved.
  */
-function keyRefused() {
+function keyRefused(code, message) {
   const unsaved = [...editors.values()].filter(isDirty).map(ed => ed.base.alias);
   signedIn = false;
   session++;
@@ -145,8 +146,9 @@ function keyRefused() {
   document.getElementById('app').hidden = true;
   document.getElementById('signout').hidden = true;
   document.getElementById('signin').hidden = false;
-  document.getElementById('signin-error').textContent = 'Your admin key is no longer accepted (401): it may have '
-    + 'been rotated or removed. Sign in again.'
+  document.getElementById('signin-error').textContent = (code === 403
+    ? 'Your key is not an admin key (403): ' + message.replace(/([^.!?])$/, '$1.') + ' Sign in with an admin key.'
+    : 'Your admin key is no longer accepted (401): it may have been rotated or removed. Sign in again.')
     + (unsaved.length ? ' Unsaved changes to ' + unsaved.join(', ') + ' were not saved.' : '');
   document.getElementById('admin-key').focus();
 }

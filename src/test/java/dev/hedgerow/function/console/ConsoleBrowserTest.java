@@ -26,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * refused edit's values marked as not in effect and discards them, watches a member cool down and come back (and its state marked as not live while health cannot be read), reads
  * the SLO table, the TTFT chart and the audit log (a failover's trail with each attempt's cause), explains a request
  * body (and refuses invalid JSON), and is signed out with nothing of the org left on the page when its admin key is
- * refused (401). Screenshots go to {@code target/screenshots/}.
+ * refused (401) or its key is not an admin key (403). Screenshots go to {@code target/screenshots/}.
  * Skipped, with a message, only when node is absent.
  */
 @QuarkusTest
