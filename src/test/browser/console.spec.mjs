@@ -53,6 +53,11 @@ async function adminGet(path) {
   return (await fetch(base + path, { headers: { authorization: 'Bearer a-acme' } })).json();
 }
 
+/** Stops the page's clock a moment from now: from then on its timers fire only as the test runs the clock on. */
+async function pauseClock(p) {
+  await p.clock.pauseAt(await p.evaluate(() => Date.now()) + 500);
+}
+
 function check(cond, msg) {
   if (!cond) throw new Error(msg);
   ok(msg);
@@ -67,6 +72,8 @@ const context = await chromium.launchPersistentContext(profile, {
 });
 let exit = 0;
 const page = context.pages()[0] || await context.newPage();
+// the page's timers and Date are the test's to stop and run on (they follow real time until paused)
+await page.clock.install();
 try {
   // start from the catalog file's panel group
   await adminPut('/admin/groups/panel', { strategy: 'rr_health',
@@ -100,6 +107,21 @@ try {
   await panel.getByRole('button', { name: 'Save panel' }).click();
   await page.locator('#status').filter({ hasText: 'Saved panel' }).waitFor({ timeout: 5000 });
   check(await page.getByLabel('Weight of panel-beta').inputValue() === '0', 'the saved weight is shown after reload');
+  // the "Saved" line confirms an action, it is not a state: it goes as soon as the user edits again, or NOTICE_MS after
+  const statusText = () => page.locator('#status').textContent();
+  await pauseClock(page);
+  check((await statusText()).startsWith('Saved panel'), 'the Saved line is up after the save');
+  await page.getByLabel('Weight of panel-alpha').fill('7');
+  check(await statusText() === '', 'editing again takes the Saved line down');
+  await panel.getByRole('button', { name: 'Discard changes to panel' }).click();
+  await panel.getByRole('button', { name: 'Save panel' }).click();
+  await page.locator('#status').filter({ hasText: 'Saved panel' }).waitFor({ timeout: 5000 });
+  const noticeMs = await page.evaluate(() => NOTICE_MS);
+  await page.clock.runFor(noticeMs - 1);
+  check((await statusText()).startsWith('Saved panel'), 'the Saved line stays up while it is read');
+  await page.clock.runFor(1);
+  check(await statusText() === '', 'the Saved line goes ' + noticeMs + ' ms after the save');
+  await page.clock.resume();
   const served = [];
   for (let i = 0; i < 4; i++) served.push((await chat('panel')).provider);
   check(served.every(p => p === 'alpha'), 'routing follows the weight: ' + served.join(','));

@@ -5,7 +5,10 @@ const KEY = 'hedgerow-admin-key';
 const STRATEGIES = ['auto', 'rr_health', 'weighted', 'least_latency', 'lowest_latency', 'consistent_hashing',
   'least_connections', 'lowest_usage', 'priority', 'semantic'];
 const POLL_MS = 2000;
+// a confirmation on the status line ("Saved …") goes after this long, or as soon as the user edits a group again
+const NOTICE_MS = 5000;
 let pollTimer = null;
+let noticeTimer = null;
 let ticking = false;
 // true between a successful sign-in and sign-out (or the key's refusal); `session` numbers the sign-ins, so an answer
 // to a request made in an earlier one is dropped instead of drawn
@@ -81,9 +84,22 @@ function failed(prefix, e) {
 }
 
 function status(msg, isError) {
+  clearTimeout(noticeTimer);
+  noticeTimer = null;
   const s = document.getElementById('status');
   s.textContent = msg;
   s.className = isError ? 'error' : '';
+}
+
+/** A confirmation of what the user just did: on the status line until NOTICE_MS have passed or they edit again. */
+function notice(msg) {
+  status(msg);
+  noticeTimer = setTimeout(clearNotice, NOTICE_MS);
+}
+
+/** Takes a confirmation off the status line; anything else there (an error) stays until something replaces it. */
+function clearNotice() {
+  if (noticeTimer !== null) status('');
 }
 
 // ---- sign in ------------------------------------------------------------------------------------------------
@@ -322,7 +338,7 @@ function render(ed) {
       el('button', { type: 'button', class: 'discard', text: 'Discard changes', hidden: true,
         'aria-label': 'Discard changes to ' + alias, onclick: () => {
           adopt(ed, ed.current);
-          status('Discarded the unsaved changes to ' + alias + '; the editor shows the values in effect.');
+          notice('Discarded the unsaved changes to ' + alias + '; the editor shows the values in effect.');
         } })),
     el('p', { class: 'group-note', role: 'alert' }),
     el('table', {},
@@ -331,7 +347,10 @@ function render(ed) {
         'In flight', 'Usage (tokens)', 'Actions'].map(h => el('th', { scope: 'col', text: h })))),
       tbody));
   form.addEventListener('submit', ev => { ev.preventDefault(); saveGroup(ed); });
-  form.addEventListener('input', () => updateMarks(ed));
+  form.addEventListener('input', () => {
+    clearNotice();
+    updateMarks(ed);
+  });
   form.addEventListener('change', () => updateMarks(ed));
   if (ed.form) ed.form.replaceWith(form);
   ed.form = form;
@@ -394,7 +413,7 @@ async function act(method, path, body, done) {
   try {
     await api(method, path, body);
     writes++;
-    status(done);
+    notice(done);
     await loadGroups();
     await refresh();
   } catch (e) {
@@ -424,7 +443,7 @@ async function saveGroup(ed) {
       { 'if-match': '"' + ed.base.revision + '"' });
     writes++;
     adopt(ed, saved);
-    status('Saved ' + alias + ': strategy ' + saved.strategy + '.');
+    notice('Saved ' + alias + ': strategy ' + saved.strategy + '.');
     await refresh();
   } catch (e) {
     if (e.quiet) return;
@@ -611,7 +630,7 @@ async function explain() {
     failed('Explain failed: ', e);
     return;
   }
-  status('Explained a request to ' + data.alias + ': ' + data.outcome + '.');
+  notice('Explained a request to ' + data.alias + ': ' + data.outcome + '.');
   summary.textContent = 'Alias ' + data.alias + ', strategy ' + data.strategy + ', ' + data.prompt_tokens
     + ' prompt tokens, ' + (data.stream ? 'streaming' : 'not streaming')
     + (data.needs.length ? ', needs ' + data.needs.join(', ') : '') + '. Targets: first token ≤ '
