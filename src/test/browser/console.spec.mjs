@@ -261,6 +261,18 @@ try {
   await page.locator('#status.error').filter({ hasText: 'Health unavailable' }).waitFor({ timeout: 5000 });
   check(await betaState.getAttribute('data-stale') === 'true' && (await betaState.textContent()).includes('as of'),
     'the last health read is marked as not live: ' + await betaState.textContent());
+  // ... and so are the SLO table and the charts, which come from the same read
+  const sloTable = page.locator('#slo-table');
+  const figures = page.locator('#charts figure');
+  const staleFigures = () => figures.evaluateAll(fs => fs.filter(f => f.dataset.stale === 'true'
+    && f.classList.contains('stale') && f.querySelector('figcaption').textContent.includes('(as of ')).length);
+  check(await sloTable.getAttribute('data-stale') === 'true' && await sloTable.getAttribute('class') === 'stale'
+    && (await sloTable.locator('caption').textContent()).includes('(as of '),
+    'the SLO table is marked as not live: ' + await sloTable.locator('caption').textContent());
+  const figureCount = await figures.count();
+  check(figureCount > 0 && await staleFigures() === figureCount,
+    'each of the ' + figureCount + ' charts is marked as not live: '
+      + await figures.first().locator('figcaption').textContent());
   await page.screenshot({ path: join(shots, '04b-health-unavailable.png'), fullPage: true });
   await page.unroute('**/admin/health');
   await page.waitForFunction(() => {
@@ -269,6 +281,9 @@ try {
   }, null, { timeout: 8000 });
   check(!(await page.locator('#status').textContent()).includes('Health unavailable'),
     'health is live again and the failure message is gone');
+  check(await sloTable.getAttribute('data-stale') === null && !(await sloTable.getAttribute('class'))
+    && !(await sloTable.locator('caption').textContent()).includes('as of') && await staleFigures() === 0
+    && await page.locator('.as-of').count() === 0, 'the SLO table and the charts are live again, unmarked');
 
   // SLO table and the TTFT chart with measured points
   await page.locator('#slo-table tbody tr[data-route="panel-alpha"]').waitFor({ timeout: 5000 });

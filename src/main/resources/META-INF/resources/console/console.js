@@ -367,7 +367,9 @@ function memberRow(ed, m) {
   const priority = el('input', { type: 'number', min: '0', id: base + '-priority', value: String(m.priority),
     'data-route': m.route, 'data-field': 'priority', 'aria-describedby': base + '-priority-effect', required: true });
   const effect = input => el('span', { class: 'in-effect', id: input.id + '-effect', hidden: true });
-  const state = el('span', { class: 'state', 'data-route': m.route, 'data-cell': 'state', text: '…' });
+  // the state's words in their own span, so that an "as of" mark after them survives their rewriting
+  const words = el('span', { text: '…' });
+  const state = el('span', { class: 'state', 'data-route': m.route, 'data-cell': 'state' }, words);
   const breaker = el('span', { 'data-cell': 'breaker' });
   const inflight = el('span', { 'data-cell': 'inflight' });
   const usage = el('span', { 'data-cell': 'usage' });
@@ -384,7 +386,7 @@ function memberRow(ed, m) {
       (c.drained ? 'Undrained ' : 'Drained ') + m.route);
   } });
   const name = el('th', { scope: 'row' });
-  ed.cells.set(m.route, { state, breaker, inflight, usage });
+  ed.cells.set(m.route, { state, words, breaker, inflight, usage });
   ed.rows.set(m.route, { name, pin, drain });
   return el('tr', { 'data-route': m.route }, name,
     el('td', { text: m.provider + ' / ' + m.model }),
@@ -480,24 +482,22 @@ function stateText(m) {
 }
 
 async function refresh() {
+  const table = document.getElementById('slo-table');
   let data;
   try {
     data = await api('GET', '/admin/health');
   } catch (e) {
     if (e.quiet) return;
-    // what the cells show is no longer live: say so on each, and since when
+    // what the cells, the SLO table and the charts show is no longer live: say so on each, and since when
     const since = healthAt ? healthAt.toLocaleTimeString() : 'never';
     for (const ed of editors.values()) {
-      for (const c of ed.cells.values()) {
-        if (c.state.dataset.stale) continue;
-        c.state.dataset.stale = 'true';
-        c.state.classList.add('stale');
-        c.state.textContent += ' (as of ' + since + ')';
-      }
+      for (const c of ed.cells.values()) asOf(c.state, since);
     }
+    asOf(table, since, table.caption);
+    for (const f of document.querySelectorAll('#charts figure')) asOf(f, since, f.querySelector('figcaption'));
     healthFailing = true;
-    status('Health unavailable: ' + e.message.replace(/\.$/, '') + '. The states shown are as of ' + since
-      + ', not live.', true);
+    status('Health unavailable: ' + e.message.replace(/\.$/, '') + '. The states, SLO table and charts shown are as of '
+      + since + ', not live.', true);
     return;
   }
   healthAt = new Date(data.time);
@@ -505,7 +505,8 @@ async function refresh() {
     healthFailing = false;
     if (document.getElementById('status').textContent.startsWith('Health unavailable')) status('');
   }
-  const slo = document.querySelector('#slo-table tbody');
+  asOf(table, null, table.caption);
+  const slo = table.tBodies[0];
   slo.replaceChildren();
   const charts = document.getElementById('charts');
   charts.replaceChildren();
@@ -514,10 +515,10 @@ async function refresh() {
     for (const m of g.members) {
       const c = editors.get(g.alias)?.cells.get(m.route);
       if (c) {
-        c.state.textContent = stateText(m);
+        c.words.textContent = stateText(m);
         c.state.className = 'state state-' + m.state;
         c.state.dataset.state = m.state;
-        delete c.state.dataset.stale;
+        asOf(c.state, null);
         c.breaker.textContent = m.fails + ' / ' + m.max_fails + ' fails';
         c.inflight.textContent = String(m.inflight);
         c.usage.textContent = (m.usage.prompt_tokens + m.usage.completion_tokens).toLocaleString();
@@ -535,6 +536,23 @@ async function refresh() {
       charts.append(chart(g.alias, m));
     }
   }
+}
+
+/**
+ * Marks what `node` shows as read at `since` and not live (dimmed, with "(as of <since>)" at the end of `note`), or,
+ * with `since` null, as live again. The members' states, the SLO table and the charts are marked this one way.
+ */
+function asOf(node, since, note = node) {
+  let mark = note.querySelector(':scope > .as-of');
+  node.classList.toggle('stale', since !== null);
+  if (since === null) {
+    delete node.dataset.stale;
+    mark?.remove();
+    return;
+  }
+  node.dataset.stale = 'true';
+  if (!mark) note.append(mark = el('span', { class: 'as-of' }));
+  mark.textContent = ' (as of ' + since + ')';
 }
 
 // ---- TTFT chart: prediction line and measured points, log2 prompt axis ----------------------------------------

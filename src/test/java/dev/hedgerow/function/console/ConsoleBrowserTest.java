@@ -25,10 +25,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * again or after its time, on the page's clock that the spec stops and runs on), sees an edit made through the API and
  * one made in another tab appear in the editor (typed, unsaved values kept; a save based on stale values refused), sees
  * a refused edit's values marked as not in effect and discards them, watches a member cool down and come back (and its
- * state marked as not live while health cannot be read), reads the SLO table, the TTFT chart and the audit log (a
- * failover's trail with each attempt's cause), explains a request body (and refuses invalid JSON), and is signed out
- * with nothing of the org left on the page when its admin key is refused (401) or its key is not an admin key (403).
- * Screenshots go to {@code target/screenshots/}.
+ * state, the SLO table and the charts marked as not live while health cannot be read), reads the SLO table, the TTFT
+ * chart and the audit log (a failover's trail with each attempt's cause), explains a request body (and refuses invalid
+ * JSON), and is signed out with nothing of the org left on the page when its admin key is refused (401) or its key is
+ * not an admin key (403). Screenshots go to {@code target/screenshots/}.
  * Skipped, with a message, only when node is absent.
  */
 @QuarkusTest
