@@ -235,15 +235,50 @@ try {
     'an emptied priority is refused by the form, not saved as 0');
   await panel.getByRole('button', { name: 'Discard changes to panel' }).click();
 
-  // a member goes into cooldown and comes back
+  // a member goes into cooldown and comes back. The page's clock stops between two polls, so the read that shows the
+  // cooldown is the one the test runs the clock on to; every health read after it is held until the test lets go
+  let cooling = false;
+  let healthAnswers = 0;
+  const heldHealth = [];
+  await page.route('**/admin/health', async route => {
+    if (cooling) {
+      heldHealth.push(route);
+      return;
+    }
+    const response = await route.fetch();
+    const body = await response.json();
+    cooling = body.groups.some(g => g.members.some(m => m.route === 'panel-beta' && m.state === 'cooling_down'));
+    healthAnswers++;
+    await route.fulfill({ response });
+  });
+  await page.waitForResponse(r => r.url().endsWith('/admin/health'));
+  await pauseClock(page);
   await fetch(betaSim + '/sim/models/kimi-b/faults', { method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ kind: 'http_error', status: 500, type: 'server_error', message: 'browser test' }) });
   const failed = await chat('panel', { provider: { only: ['beta'] } });
   check(failed.status >= 500, 'a request pinned to beta fails upstream (' + failed.status + ')');
   const betaState = page.locator('form[data-alias="panel"] [data-cell="state"][data-route="panel-beta"]');
+  await page.clock.runFor(await page.evaluate(() => POLL_MS));
   await betaState.filter({ hasText: 'cooling down' }).waitFor({ timeout: 5000 });
   ok('panel-beta shows cooling down: ' + await betaState.textContent());
   await page.screenshot({ path: join(shots, '03-cooling-down.png'), fullPage: true });
+  // its countdown ticks a second each second on the page, from the deadline that read gave, with no read since
+  const secondsLeft = async () => Number((await betaState.textContent())
+    .match(/^cooling down \(([\d.]+) s left\)$/)?.[1]);
+  const answered = healthAnswers;
+  const counted = [await secondsLeft()];
+  for (let i = 0; i < 2 && counted[i] > 0; i++) {
+    await page.clock.runFor(1000);
+    counted.push(await secondsLeft());
+  }
+  check(Number.isInteger(counted[0]) && counted[0] > 0 && counted.every((n, i) => n === counted[0] - i)
+    && healthAnswers === answered,
+    'the cooldown counts down every second without a new read: ' + counted.join(' → ') + ' s left, '
+      + (healthAnswers - answered) + ' reads answered since');
+  cooling = false;
+  await Promise.all(heldHealth.map(r => r.continue()));
+  await page.unroute('**/admin/health');
+  await page.clock.resume();
   await betaState.filter({ hasText: 'half-open' }).waitFor({ timeout: 8000 });
   ok('after the cooldown panel-beta is half-open');
   const round = await (await fetch(base + '/prober/run',

@@ -9,6 +9,8 @@ const POLL_MS = 2000;
 const NOTICE_MS = 5000;
 let pollTimer = null;
 let noticeTimer = null;
+// the next redraw of the countdowns (cooldown, Retry-After hold), which tick on the page between polls
+let countdownTimer = null;
 let ticking = false;
 // true between a successful sign-in and sign-out (or the key's refusal); `session` numbers the sign-ins, so an answer
 // to a request made in an earlier one is dropped instead of drawn
@@ -148,6 +150,7 @@ function keyRefused(code, message) {
   session++;
   clearInterval(pollTimer);
   pollTimer = null;
+  clearTimeout(countdownTimer);
   sessionStorage.removeItem(KEY);
   editors = new Map();
   document.getElementById('groups').replaceChildren();
@@ -471,14 +474,45 @@ async function saveGroup(ed) {
   }
 }
 
-function stateText(m) {
+/** A member's state in words; `left` is what remains of a state that counts down, in whole seconds. */
+function stateText(m, left) {
   switch (m.state) {
-    case 'cooling_down': return 'cooling down (' + (m.cooldown_remaining_ms / 1000).toFixed(1) + ' s left)';
+    case 'cooling_down': return 'cooling down (' + left + ' s left)';
     case 'half_open': return m.probe_in_flight ? 'half-open (probe in flight)' : 'half-open';
-    case 'retry_after': return 'retry-after hold (' + (m.retry_after_ms / 1000).toFixed(1) + ' s)';
+    case 'retry_after': return 'retry-after hold (' + left + ' s left)';
     case 'failing_verification': return 'failing verification';
     default: return m.state.replace('_', ' ');
   }
+}
+
+/** How long the member's state lasts from the read (ms), for a state that counts down; null for any other. */
+function countdownMs(m) {
+  return m.state === 'cooling_down' ? m.cooldown_remaining_ms : m.state === 'retry_after' ? m.retry_after_ms : null;
+}
+
+/** Writes a member's state into its cell as of `now`: a countdown shows the whole seconds left until its deadline. */
+function drawState(c, now) {
+  c.words.textContent = stateText(c.m, c.until === null ? null : Math.max(0, Math.ceil((c.until - now) / 1000)));
+}
+
+/**
+ * Redraws every countdown from its deadline and sleeps until the next moment one of them shows a second less, so a
+ * countdown ticks every second from the deadline the last read gave, without a poll in between.
+ */
+function countdown() {
+  clearTimeout(countdownTimer);
+  countdownTimer = null;
+  const now = Date.now();
+  let next = Infinity;
+  for (const ed of editors.values()) {
+    for (const c of ed.cells.values()) {
+      if (!c.until) continue;
+      drawState(c, now);
+      const left = c.until - now;
+      if (left > 0) next = Math.min(next, (left - 1) % 1000 + 1);
+    }
+  }
+  if (next !== Infinity) countdownTimer = setTimeout(countdown, next);
 }
 
 async function refresh() {
@@ -501,6 +535,7 @@ async function refresh() {
     return;
   }
   healthAt = new Date(data.time);
+  const readAt = Date.now();
   if (healthFailing) {
     healthFailing = false;
     if (document.getElementById('status').textContent.startsWith('Health unavailable')) status('');
@@ -515,7 +550,10 @@ async function refresh() {
     for (const m of g.members) {
       const c = editors.get(g.alias)?.cells.get(m.route);
       if (c) {
-        c.words.textContent = stateText(m);
+        const ms = countdownMs(m);
+        c.m = m;
+        c.until = ms === null ? null : readAt + ms;
+        drawState(c, readAt);
         c.state.className = 'state state-' + m.state;
         c.state.dataset.state = m.state;
         asOf(c.state, null);
@@ -536,6 +574,7 @@ async function refresh() {
       charts.append(chart(g.alias, m));
     }
   }
+  countdown();
 }
 
 /**

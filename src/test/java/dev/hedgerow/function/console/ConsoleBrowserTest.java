@@ -24,11 +24,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * chromium) signs in, changes a weight and checks that routing follows it (the "Saved" line going when the user edits
  * again or after its time, on the page's clock that the spec stops and runs on), sees an edit made through the API and
  * one made in another tab appear in the editor (typed, unsaved values kept; a save based on stale values refused), sees
- * a refused edit's values marked as not in effect and discards them, watches a member cool down and come back (and its
- * state, the SLO table and the charts marked as not live while health cannot be read), reads the SLO table, the TTFT
- * chart and the audit log (a failover's trail with each attempt's cause), explains a request body (and refuses invalid
- * JSON), and is signed out with nothing of the org left on the page when its admin key is refused (401) or its key is
- * not an admin key (403). Screenshots go to {@code target/screenshots/}.
+ * a refused edit's values marked as not in effect and discards them, watches a member cool down (its countdown ticking
+ * each second with no read in between) and come back (and its state, the SLO table and the charts marked as not live
+ * while health cannot be read), reads the SLO table, the TTFT chart and the audit log (a failover's trail with each
+ * attempt's cause), explains a request body (and refuses invalid JSON), and is signed out with nothing of the org left
+ * on the page when its admin key is refused (401) or its key is not an admin key (403). Screenshots go to
+ * {@code target/screenshots/}.
  * Skipped, with a message, only when node is absent.
  */
 @QuarkusTest
