@@ -53,6 +53,7 @@ public class StateHealth implements AsyncHealthCheck {
                     .withData("breaker", r.breakerState())
                     .withData("fallbacks", r.fallbacks())
                     .withData("pending_edits", r.pendingEdits())
+                    .withData("pending_usage", r.pendingLedger())
                     .withData("lost_edits", r.lostEdits());
             if (r.degraded()) {
                 b.withData("last_failure", r.lastFailure());

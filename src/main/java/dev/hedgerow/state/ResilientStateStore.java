@@ -8,6 +8,7 @@ import jakarta.enterprise.util.TypeLiteral;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -16,6 +17,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.SortedMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
@@ -83,6 +85,8 @@ public final class ResilientStateStore implements StateStore {
     /** Admin edits written only to the mirror (the shared store was unreachable), by org; see the class comment. */
     private final Map<String, PendingEdit> pendingEdits = new ConcurrentHashMap<>();
     private final AtomicLong lostEdits = new AtomicLong();
+    /** Ledger totals written only locally (the shared store refused them), to add there; see {@link #addLedger}. */
+    private final Map<LedgerKey, LedgerEntry> pendingLedger = new ConcurrentHashMap<>();
     private final System.Logger log = System.getLogger("dev.hedgerow.state");
     private final AtomicLong fallbacks = new AtomicLong();
     private volatile CircuitBreakerState breaker = CircuitBreakerState.CLOSED;
@@ -150,8 +154,8 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<Map<String, Long>> catalogVersions() {
-        return call(() -> writePendingEdits().flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing),
-                this::mirrorVersions);
+        return call(() -> writePendingEdits().flatMap(v -> writePendingLedger())
+                .flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing), this::mirrorVersions);
     }
 
     private Uni<Map<String, Long>> reseedMissing(Map<String, Long> stored) {
@@ -367,9 +371,63 @@ public final class ResilientStateStore implements StateStore {
         return call(() -> shared.readAudit(orgId, limit), () -> local.readAudit(orgId, limit));
     }
 
+    /**
+     * Billed usage is not rebuilt from traffic, so a ledger write the shared store did not take is kept and added
+     * there once it answers again (before the next ledger write or catalog poll), besides the local store's copy that
+     * answers reads meanwhile. Not when the write timed out: it may have landed, and adding it again would bill twice
+     * (the breaker opens after a few timeouts, and from then on nothing is sent, so nothing is ambiguous).
+     */
     @Override
     public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
-        return call(() -> shared.addLedger(orgId, day, alias, entry), () -> local.addLedger(orgId, day, alias, entry));
+        return Uni.createFrom().deferred(() -> {
+            Uni<Object> guarded = guard.get(() -> writePendingLedger().flatMap(v ->
+                    shared.addLedger(orgId, day, alias, entry)).map(v -> (Object) v), UNI);
+            return guarded.replaceWithVoid().onFailure().recoverWithUni(e -> {
+                fallbacks.incrementAndGet();
+                lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
+                if (!mayHaveLanded(e)) {
+                    pendingLedger.merge(new LedgerKey(orgId, day, alias), entry, LedgerEntry::plus);
+                }
+                return local.addLedger(orgId, day, alias, entry);
+            });
+        });
+    }
+
+    private record LedgerKey(String orgId, LocalDate day, String alias) {
+    }
+
+    /** A write that failed so may still have been applied: it timed out (the guard's timeout, or a client's). */
+    private static boolean mayHaveLanded(Throwable t) {
+        return t instanceof org.eclipse.microprofile.faulttolerance.exceptions.TimeoutException
+                || t instanceof TimeoutException;
+    }
+
+    /** Billed usage the shared store did not take yet: the count of (org, day, alias) totals waiting. */
+    public int pendingLedger() {
+        return pendingLedger.size();
+    }
+
+    /**
+     * Adds every pending ledger total to the shared store. Each total is taken out before its write and put back if
+     * the write fails without a timeout, so a total is added once however many writes run at once.
+     */
+    private Uni<Void> writePendingLedger() {
+        if (pendingLedger.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        List<Uni<Void>> writes = new ArrayList<>();
+        for (LedgerKey k : List.copyOf(pendingLedger.keySet())) {
+            LedgerEntry e = pendingLedger.remove(k);
+            if (e != null) {
+                writes.add(shared.addLedger(k.orgId(), k.day(), k.alias(), e).onFailure().invoke(t -> {
+                    if (!mayHaveLanded(t)) {
+                        pendingLedger.merge(k, e, LedgerEntry::plus);
+                    }
+                }));
+            }
+        }
+        return writes.isEmpty() ? Uni.createFrom().voidItem()
+                : Uni.join().all(writes).andCollectFailures().replaceWithVoid();
     }
 
     @Override

@@ -37,7 +37,11 @@ class StateReadinessTest {
                 .orElseThrow(() -> new AssertionError("no hedgerow_state_degraded gauge"));
     }
 
+    /** Requests {@link #served} sent (every one to alias solo). */
+    static int servedCount;
+
     static void served(String prompt) {
+        servedCount++;
         String out = given().auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"solo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt
                         + "\"}]}")
@@ -75,10 +79,19 @@ class StateReadinessTest {
                 .jsonPath().getInt("members[0].weight");
     }
 
+    /** Requests billed to alias solo since yesterday, as the admin API reports them. */
+    static int soloRequests() {
+        String from = java.time.LocalDate.now(java.time.ZoneOffset.UTC).minusDays(1).toString();
+        return given().auth().oauth2("a-acme").get("/admin/usage?alias=solo&from=" + from).then().statusCode(200)
+                .extract().path("total.requests");
+    }
+
     @Test
     void staysReadyAndServesWhileRedisIsDownThenRejoins() {
         RedisServer redis = AppTestResource.redis();
         int weight = otherDuoWeight();
+        int billedBefore = soloRequests();
+        int servedBefore = servedCount;
         try {
             redis.stop();
             driveUntilState("degraded");
@@ -87,6 +100,7 @@ class StateReadinessTest {
             assertEquals(1.0, gauge());
             setOtherDuoWeight(weight + 7);     // answered on local state, and kept for Redis
             assertEquals(1, stateCheck().get("pending_edits"));
+            assertTrue((Integer) stateCheck().get("pending_usage") > 0, "usage billed during the outage waits");
         } finally {
             redis.restart();
         }
@@ -98,6 +112,11 @@ class StateReadinessTest {
             eventually(() -> Integer.valueOf(0).equals(stateCheck().get("pending_edits")),
                     "the edit is written to Redis at the next catalog read");
             assertEquals(0, stateCheck().get("lost_edits"));
+            eventually(() -> Integer.valueOf(0).equals(stateCheck().get("pending_usage")),
+                    "usage billed during the outage is added to Redis once it answers");
+            int served = servedCount - servedBefore;
+            eventually(() -> soloRequests() == billedBefore + served, "every request is billed once in the shared "
+                    + "ledger, those served during the outage too (" + served + " served)");
         } finally {
             setOtherDuoWeight(weight);
         }
