@@ -58,6 +58,49 @@ async function pauseClock(p) {
   await p.clock.pauseAt(await p.evaluate(() => Date.now()) + 500);
 }
 
+/** Waits until `cond()` (async) holds, asking every 100 ms for up to `timeout` ms; false if it never did. */
+async function until(cond, timeout = 8000) {
+  for (const end = Date.now() + timeout; Date.now() < end; await new Promise(r => setTimeout(r, 100))) {
+    if (await cond()) return true;
+  }
+  return cond();
+}
+
+/** A usage answer as the panel should show it: the totals row, one row per alias and one per day and alias. */
+function usageRows(u) {
+  const figures = x => [x.requests, x.prompt_tokens, x.completion_tokens, x.total_tokens, x.cost];
+  return { total: figures(u.total), aliases: u.aliases.map(a => [a.alias, ...figures(a)]),
+    days: u.days.map(d => [d.date, d.alias, ...figures(d)]) };
+}
+
+/** What the usage panel shows, read back from its cells (numbers as numbers: "1,234" is 1234). */
+async function usageShown(p) {
+  return p.evaluate(() => {
+    const num = t => Number(t.replace(/[^0-9.-]/g, ''));
+    const cells = tr => [...tr.children].map(c => c.textContent);
+    const rows = sel => [...document.querySelectorAll(sel)].map(cells);
+    const foot = document.querySelector('#usage-aliases tfoot tr');
+    return { total: foot ? cells(foot).slice(1).map(num) : null,
+      aliases: rows('#usage-aliases tbody tr[data-alias]').map(([a, ...f]) => [a, ...f.map(num)]),
+      days: rows('#usage-days tbody tr[data-date]').map(([d, a, ...f]) => [d, a, ...f.map(num)]) };
+  });
+}
+
+/** Waits until the usage panel shows exactly what the API answers to `query`; returns that answer. */
+async function usageMatches(p, query, timeout = 8000) {
+  let api = null;
+  let shown = null;
+  await until(async () => {
+    api = await adminGet('/admin/usage' + (query ? '?' + query : ''));
+    shown = await usageShown(p);
+    return JSON.stringify(shown) === JSON.stringify(usageRows(api));
+  }, timeout);
+  check(JSON.stringify(shown) === JSON.stringify(usageRows(api)), 'the usage panel shows what /admin/usage'
+    + (query ? '?' + query : '') + ' answers: totals ' + JSON.stringify(shown.total) + ', aliases '
+    + shown.aliases.map(a => a[0]).join(',') + ', ' + shown.days.length + ' day row(s)');
+  return api;
+}
+
 function check(cond, msg) {
   if (!cond) throw new Error(msg);
   ok(msg);
@@ -387,6 +430,112 @@ try {
   check(await explained.count() === 0,
     'invalid JSON is refused and said so: ' + await page.locator('#status').textContent());
 
+  // usage: a few requests to metered (priced 0.5 per million prompt tokens and 1.5 per million completion tokens; only
+  // this test sends to it), then the panel, which re-reads this month so far on the poll, shows exactly what the API
+  // bills: totals, per alias, per day
+  const metered = async () => (await adminGet('/admin/usage?alias=metered')).total.requests;
+  const meteredBefore = await metered();
+  for (let i = 0; i < 3; i++) {
+    const r = await chat('metered');
+    check(r.status === 200, 'a request to metered is served (' + (i + 1) + ' of 3)');
+  }
+  check(await until(async () => await metered() === meteredBefore + 3), 'the three requests are in the ledger');
+  const all = await usageMatches(page, '');
+  check(all.aliases.length >= 2 && all.aliases.some(a => a.alias === 'metered') && all.total.cost > 0,
+    'the unfiltered usage has several aliases, metered among them: ' + all.aliases.map(a => a.alias).join(', '));
+  const usagePanel = page.locator('section[aria-labelledby="usage-title"]');
+  const summary = page.locator('#usage-summary');
+  check((await summary.textContent()).startsWith(all.from + ' to ' + all.to + ' (UTC), all aliases: ')
+    && all.from === all.to.slice(0, 8) + '01', 'the default range is this month so far: '
+    + await summary.textContent());
+  // the alias filter narrows it (the org's aliases are suggested)
+  const usageForm = page.locator('#usage-form');
+  check((await page.locator('#aliases option').evaluateAll(os => os.map(o => o.value))).includes('metered'),
+    'the alias filter suggests the org\'s aliases');
+  await usageForm.getByLabel('Alias', { exact: true }).fill('metered');
+  await usageForm.getByRole('button', { name: 'Show usage' }).click();
+  const one = await usageMatches(page, 'alias=metered');
+  check(one.aliases.map(a => a.alias).join(',') === 'metered' && one.total.requests === meteredBefore + 3
+    && one.total.cost > 0 && one.total.requests < all.total.requests && one.days.every(d => d.alias === 'metered')
+    && (await summary.textContent()).includes('alias metered'),
+    'the alias filter narrows the panel to metered: ' + await summary.textContent());
+  // a range that ends before it starts: the API's message, its field marked, no table of figures
+  const dayAfter = new Date(Date.parse(all.to) + 86400000).toISOString().slice(0, 10);
+  await usageForm.getByLabel('From', { exact: true }).fill(dayAfter);
+  await usageForm.getByLabel('To', { exact: true }).fill(all.to);
+  await usageForm.getByRole('button', { name: 'Show usage' }).click();
+  const refusedMessage = (await (await fetch(base + '/admin/usage?from=' + dayAfter + '&to=' + all.to,
+    { headers: { authorization: 'Bearer a-acme' } })).json()).error.message;
+  await page.locator('#usage-error').filter({ hasText: refusedMessage }).waitFor({ timeout: 5000 });
+  check(await page.locator('#usage-aliases tbody tr, #usage-aliases tfoot tr, #usage-days tbody tr').count() === 0
+    && await summary.textContent() === '' && await page.locator('#usage-chart svg').count() === 0
+    && await usageForm.getByLabel('From', { exact: true }).getAttribute('aria-invalid') === 'true',
+    'a from-after-to range shows the API\'s message and no figures: '
+      + await page.locator('#usage-error').textContent());
+  // how many times the page asks for usage over the next two polls
+  const readsOverTwoPolls = async () => {
+    let reads = 0;
+    const counted = r => { if (new URL(r.url()).pathname === '/admin/usage') reads++; };
+    page.on('request', counted);
+    await nextPoll(page);
+    await nextPoll(page);
+    page.off('request', counted);
+    return reads;
+  };
+  const usageReads = await readsOverTwoPolls();
+  check(usageReads === 0 && await page.locator('#usage-error').textContent() === refusedMessage
+    && await page.locator('#usage-aliases tbody tr').count() === 0,
+    'the poll does not ask for the refused range again (' + usageReads + ' reads), its message stays');
+  await usagePanel.screenshot({ path: join(shots, '06c-usage-refused.png') });
+  // yesterday, every alias: accepted, the message and the mark gone; a past day no longer changes, so it is read once
+  const dayBefore = new Date(Date.parse(all.to) - 86400000).toISOString().slice(0, 10);
+  await usageForm.getByLabel('From', { exact: true }).fill(dayBefore);
+  await usageForm.getByLabel('To', { exact: true }).fill(dayBefore);
+  await usageForm.getByLabel('Alias', { exact: true }).fill('');
+  await usageForm.getByRole('button', { name: 'Show usage' }).click();
+  await usageMatches(page, 'from=' + dayBefore + '&to=' + dayBefore);
+  check(await page.locator('#usage-error').textContent() === '' && await page.locator('#usage-form [aria-invalid]')
+    .count() === 0, 'a valid range takes the message and the mark away');
+  const pastReads = await readsOverTwoPolls();
+  check(pastReads === 0, 'the poll does not read a past range again (' + pastReads + ' reads)');
+  // the week to today: the poll reads it again, as today still changes; the chart has a bar per day billed, in its slot
+  const weekAgo = new Date(Date.parse(all.to) - 6 * 86400000).toISOString().slice(0, 10);
+  await usageForm.getByLabel('From', { exact: true }).fill(weekAgo);
+  await usageForm.getByLabel('To', { exact: true }).fill(all.to);
+  await usageForm.getByRole('button', { name: 'Show usage' }).click();
+  const week = await usageMatches(page, 'from=' + weekAgo + '&to=' + all.to);
+  // each bar sits in its day's slot along the x axis (the range's seven days, from its left end to its right)
+  const bars = await page.locator('#usage-chart svg').evaluate(svg => {
+    const axis = svg.querySelector('line');
+    const [x1, x2] = [Number(axis.getAttribute('x1')), Number(axis.getAttribute('x2'))];
+    return [...svg.querySelectorAll('rect[data-date]')].map(r => ({ date: r.dataset.date,
+      slot: (Number(r.getAttribute('x')) + Number(r.getAttribute('width')) / 2 - x1) / (x2 - x1) * 7 }));
+  });
+  check(bars.map(b => b.date).join(',') === [...new Set(week.days.map(d => d.date))].join(',')
+    && bars.some(b => b.date === all.to)
+    && bars.every(b => Math.floor(b.slot) === (Date.parse(b.date) - Date.parse(weekAgo)) / 86400000),
+    'the chart has one bar per day billed, each at its day: ' + bars.map(b => b.date + ' in slot '
+      + Math.floor(b.slot)).join(', '));
+  await usagePanel.screenshot({ path: join(shots, '06b-usage.png') });
+  const todayReads = await readsOverTwoPolls();
+  check(todayReads >= 1, 'the poll reads a range that reaches today again (' + todayReads + ' reads in two polls)');
+  // usage that cannot be read is not passed off as live, and is live again once it can be
+  const usageUrl = url => url.pathname === '/admin/usage';
+  await page.route(usageUrl, route => route.abort('failed'));
+  const usageView = page.locator('#usage-view');
+  await page.locator('#usage-view[data-stale="true"]').waitFor({ timeout: 5000 });
+  check((await usageView.getAttribute('class')) === 'stale' && (await summary.textContent()).includes('(as of ')
+    && (await page.locator('#usage-error').textContent()).startsWith('Usage unavailable')
+    && await page.locator('#usage-days tbody tr[data-date]').count() > 0,
+    'usage that cannot be read keeps its figures, marked as not live: ' + await summary.textContent() + ' / '
+      + await page.locator('#usage-error').textContent());
+  await usagePanel.screenshot({ path: join(shots, '06d-usage-unavailable.png') });
+  await page.unroute(usageUrl);
+  await page.waitForFunction(() => document.getElementById('usage-view').dataset.stale === undefined,
+    null, { timeout: 8000 });
+  check(!(await usageView.getAttribute('class')) && !(await summary.textContent()).includes('as of')
+    && await page.locator('#usage-error').textContent() === '', 'usage is live again, unmarked');
+
   // the admin key stops being accepted (rotated or removed: here the tab holds one the server does not know): the
   // next poll's 401 signs the dashboard out, says why, and leaves none of the org's data on the page
   await page.getByLabel('Weight of panel-beta').fill('42');
@@ -398,6 +547,10 @@ try {
   check(said.includes('panel'), 'it names the group whose unsaved changes were not saved');
   check(await page.locator('form[data-alias]').count() === 0 && await page.locator('#slo-table tbody tr').count() === 0
     && await page.locator('#explain-table tbody tr').count() === 0 && await page.locator('#whoami').textContent() === ''
+    && await page.locator('#usage-aliases tbody tr, #usage-aliases tfoot tr, #usage-days tbody tr, #aliases option')
+      .count() === 0
+    && await page.locator('#usage-summary').textContent() === ''
+    && await page.locator('#usage-from').inputValue() === ''
     && await page.locator('#status').textContent() === '',
     'no data of the org is left on the page (status: "' + await page.locator('#status').textContent() + '")');
   await page.screenshot({ path: join(shots, '07-key-refused.png'), fullPage: true });
@@ -406,12 +559,15 @@ try {
   await page.getByLabel('Admin key').press('Enter');
   await page.locator('form[data-alias="secret"]').waitFor({ timeout: 10000 });
   await page.locator('#slo-table tbody tr[data-route="secret-gamma"]').waitFor({ timeout: 5000 });
+  await page.locator('#usage-summary').filter({ hasText: 'all aliases' }).waitFor({ timeout: 5000 });
   const otherGroups = await page.locator('form[data-alias]').evaluateAll(fs => fs.map(f => f.dataset.alias));
   const otherRows = await page.locator('form[data-alias] tbody tr, #slo-table tbody tr')
     .evaluateAll(rs => rs.map(r => r.dataset.route));
   check(await page.locator('#signin-error').textContent() === ''
     && (await page.locator('#whoami').textContent()).includes('other')
-    && otherGroups.join(',') === 'secret,duo' && otherRows.every(r => ['secret-gamma', 'duo-alpha'].includes(r)),
+    && otherGroups.join(',') === 'secret,duo' && otherRows.every(r => ['secret-gamma', 'duo-alpha'].includes(r))
+    && (await page.locator('#usage-aliases tbody tr[data-alias]').evaluateAll(rs => rs.map(r => r.dataset.alias)))
+      .every(a => ['secret', 'duo'].includes(a)),
     'signing in again as org other shows only its groups and routes: ' + otherGroups.join(',') + ' / '
       + [...new Set(otherRows)].join(','));
   // the key is valid but not an admin key (here the tab holds org other's client key, as after losing admin rights):

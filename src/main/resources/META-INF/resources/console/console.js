@@ -25,6 +25,11 @@ let healthFailing = false;
 // alias -> its editor: { form, base, current, cells, rows }. `base` is the server's group the inputs started from
 // (its revision goes out as If-Match when saving); `current` is the newest one the server has shown (in effect).
 let editors = new Map();
+// the query the form last applied (as URL parameters; '' asks for the API's default, this month so far) and what the
+// panel shows of it: `to` of the answer drawn (null: none yet), when it was read, whether the reads are failing since,
+// and whether the API refused the query (a 400: not asked again until the form changes it). `seq` numbers the reads,
+// so that a poll's answer arriving after the form applied a new query is dropped, not drawn over the new one.
+const usagePanel = { query: '', seq: 0, to: null, at: null, failing: false, refused: false };
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -68,6 +73,7 @@ async function api(method, path, body, headers) {
     const detail = (err.errors || []).map(x => (where(x) ? where(x) + ': ' : '') + x.message).join('; ');
     const e = new Error(detail || err.message);
     e.status = resp.status;
+    e.param = err.param || null;
     e.errors = err.errors || [];
     throw e;
   }
@@ -121,6 +127,7 @@ async function signIn(key) {
     prefillExplain(await loadGroups());
     await refresh();
     await loadAudit();
+    await loadUsage();
     clearInterval(pollTimer);
     pollTimer = setInterval(tick, POLL_MS);
     document.getElementById('groups-title').focus?.();
@@ -157,6 +164,8 @@ function keyRefused(code, message) {
   for (const id of ['slo-table', 'audit-table', 'explain-table']) {
     document.querySelector('#' + id + ' tbody').replaceChildren();
   }
+  resetUsage();
+  document.getElementById('aliases').replaceChildren();
   document.getElementById('charts').replaceChildren();
   document.getElementById('explain-summary').textContent = '';
   document.getElementById('explain-body').value = '';
@@ -190,6 +199,7 @@ async function tick() {
   try {
     // the groups' answer may have ended the session (the key was refused): its health is not to be read any more
     if (own === session) await refresh();
+    if (own === session && usageDue()) await loadUsage();
   } finally {
     ticking = false;
   }
@@ -223,6 +233,11 @@ function syncGroups(groups) {
   }
   for (const [alias, ed] of editors) {
     if (!seen.has(alias)) { ed.form.remove(); editors.delete(alias); }
+  }
+  // the alias filters' suggestions, rebuilt only when the aliases change (not under an open list on every poll)
+  const list = document.getElementById('aliases');
+  if ([...list.options].map(o => o.value).join('\u0000') !== [...editors.keys()].join('\u0000')) {
+    list.replaceChildren(...[...editors.keys()].map(a => el('option', { value: a })));
   }
 }
 
@@ -664,6 +679,161 @@ async function loadAudit() {
   }
 }
 
+// ---- usage: what the org was billed, per alias and per UTC day ----------------------------------------------
+
+const count = n => n.toLocaleString();
+// the API gives cost to at most nine decimals (a nano-unit): shown as given, 0.0006772 rather than 0.001
+const money = n => n.toLocaleString(undefined, { maximumFractionDigits: 9 });
+
+/**
+ * Whether a poll reads usage again: only while what it shows can change, a range that reaches today (UTC: the ledger's
+ * days) or one whose read failed. A past range is read once, and a refused query not again until the form changes.
+ */
+function usageDue() {
+  const today = new Date().toISOString().slice(0, 10);
+  return !usagePanel.refused && (usagePanel.failing || usagePanel.to === null || usagePanel.to >= today);
+}
+
+/** Applies the form: its dates and alias (each empty = the API's default) become the query the panel shows. */
+function applyUsage() {
+  const q = new URLSearchParams();
+  for (const name of ['from', 'to', 'alias']) {
+    const v = document.getElementById('usage-' + name).value.trim();
+    if (v) q.set(name, v);
+  }
+  usagePanel.query = q.toString();
+  usagePanel.to = null;
+  usagePanel.refused = false;
+  return loadUsage();
+}
+
+async function loadUsage() {
+  const seq = ++usagePanel.seq;
+  const view = document.getElementById('usage-view');
+  const summary = document.getElementById('usage-summary');
+  let data;
+  try {
+    data = await api('GET', '/admin/usage' + (usagePanel.query ? '?' + usagePanel.query : ''));
+  } catch (e) {
+    if (e.quiet || seq !== usagePanel.seq) return;
+    if (e.status === 400) {
+      // the query itself is wrong (a bad date, from after to, too long a span): the API's words, no figures
+      usagePanel.refused = true;
+      usagePanel.failing = false;
+      drawUsage(null);
+      usageError(e.message, e.param);
+      return;
+    }
+    // the figures shown are no longer live: say so, and since when (on the panel's own line, which the poll's other
+    // reads do not overwrite)
+    const since = usagePanel.at ? usagePanel.at.toLocaleTimeString() : 'never';
+    usagePanel.failing = true;
+    asOf(view, since, summary);
+    usageError('Usage unavailable: ' + e.message.replace(/\.$/, '') + '. The figures shown are as of ' + since
+      + ', not live.', null);
+    return;
+  }
+  if (seq !== usagePanel.seq) return;
+  usagePanel.at = new Date();
+  usagePanel.to = data.to;
+  usagePanel.failing = false;
+  usageError('', null);
+  drawUsage(data);
+}
+
+/** The panel's alert line (the API's refusal of the query, or reads failing), with the field `param` names marked. */
+function usageError(message, param) {
+  const line = document.getElementById('usage-error');
+  // an alert: the poll writing the same words again would announce them again
+  if (line.textContent !== message) line.textContent = message;
+  for (const name of ['from', 'to', 'alias']) {
+    const input = document.getElementById('usage-' + name);
+    if (name === param) input.setAttribute('aria-invalid', 'true');
+    else input.removeAttribute('aria-invalid');
+  }
+}
+
+/** Draws a usage answer: the range and its totals, per alias (totals below), per day as bars and rows; null: none. */
+function drawUsage(data) {
+  const view = document.getElementById('usage-view');
+  const summary = document.getElementById('usage-summary');
+  const table = document.getElementById('usage-aliases');
+  const days = document.querySelector('#usage-days tbody');
+  const figures = u => [count(u.requests), count(u.prompt_tokens), count(u.completion_tokens), count(u.total_tokens),
+    money(u.cost)].map(text => el('td', { class: 'num', text }));
+  const nothing = cols => el('tr', {}, el('td', { colspan: String(cols), text: 'Nothing billed in this range.' }));
+  asOf(view, null, summary);
+  document.getElementById('usage-chart').replaceChildren();
+  view.hidden = !data;
+  if (!data) {
+    summary.textContent = '';
+    table.tBodies[0].replaceChildren();
+    table.tFoot.replaceChildren();
+    days.replaceChildren();
+    return;
+  }
+  const t = data.total;
+  summary.textContent = data.from + ' to ' + data.to + ' (UTC), ' + (data.alias ? 'alias ' + data.alias : 'all aliases')
+    + ': ' + count(t.requests) + ' requests, ' + count(t.total_tokens) + ' tokens, cost ' + money(t.cost) + '.';
+  table.tBodies[0].replaceChildren(...data.aliases.map(a => el('tr', { 'data-alias': a.alias },
+    el('th', { scope: 'row', text: a.alias }), ...figures(a))));
+  if (!data.aliases.length) table.tBodies[0].append(nothing(6));
+  table.tFoot.replaceChildren(el('tr', {}, el('th', { scope: 'row', text: 'Total' }), ...figures(t)));
+  days.replaceChildren(...data.days.map(d => el('tr', { 'data-date': d.date, 'data-alias': d.alias },
+    el('th', { scope: 'row', text: d.date }), el('td', { text: d.alias }), ...figures(d))));
+  if (!data.days.length) days.append(nothing(7));
+  // a chart of a single day would be one bar saying what the rows say
+  else if (data.from !== data.to) document.getElementById('usage-chart').append(usageChart(data));
+}
+
+/** Total tokens per UTC day as bars along the whole range (a day with nothing billed is a gap), as the TTFT charts. */
+function usageChart(data) {
+  const W = 640, H = 160, L = 56, R = 10, T = 10, B = 24;
+  const DAY = 86400000;
+  const start = Date.parse(data.from);
+  const span = (Date.parse(data.to) - start) / DAY + 1;
+  const slot = (W - L - R) / span;
+  const width = Math.min(24, Math.max(1, slot * 0.8));
+  const perDay = new Map();
+  for (const d of data.days) perDay.set(d.date, (perDay.get(d.date) || 0) + d.total_tokens);
+  const maxY = Math.max(1, ...perDay.values());
+  const y = n => H - B - n / maxY * (H - T - B);
+  const svg = svgEl('svg', { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img',
+    'aria-label': 'Total tokens per UTC day: ' + [...perDay].map(([d, n]) => d + ' ' + count(n)).join(', ') });
+  svg.append(svgEl('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#999' }));
+  svg.append(svgEl('line', { x1: L, y1: T, x2: L, y2: H - B, stroke: '#999' }));
+  for (const [x, text, anchor] of [[L, data.from, 'start'], [W - R, data.to, 'end']]) {
+    const t = svgEl('text', { x, y: H - B + 14, 'text-anchor': anchor });
+    t.textContent = text;
+    svg.append(t);
+  }
+  for (const n of [0, maxY]) {
+    const t = svgEl('text', { x: L - 4, y: y(n) + 3, 'text-anchor': 'end' });
+    t.textContent = count(n);
+    svg.append(t);
+  }
+  for (const [date, n] of perDay) {
+    const bar = svgEl('rect', { x: L + ((Date.parse(date) - start) / DAY + 0.5) * slot - width / 2, y: y(n), width,
+      height: H - B - y(n), fill: '#2f6b3a', 'data-date': date });
+    const tip = svgEl('title');
+    tip.textContent = date + ': ' + count(n) + ' tokens';
+    bar.append(tip);
+    svg.append(bar);
+  }
+  return el('figure', {}, svg, el('figcaption', { text: 'Total tokens per UTC day'
+    + (data.alias ? ' of ' + data.alias : ', all aliases') }));
+}
+
+/** Takes the org's usage off the page and the form back to its defaults (at sign-out, the key refused). */
+function resetUsage() {
+  // a read still under way belongs to the session that ended (api() drops its answer too)
+  Object.assign(usagePanel, { query: '', seq: usagePanel.seq + 1, to: null, at: null, failing: false,
+    refused: false });
+  for (const name of ['from', 'to', 'alias']) document.getElementById('usage-' + name).value = '';
+  usageError('', null);
+  drawUsage(null);
+}
+
 // ---- explain: how a request body would be routed, without sending it ----------------------------------------
 
 /** A sample chat body for the first chat alias, unless the operator has typed something already. */
@@ -720,6 +890,7 @@ document.addEventListener('DOMContentLoaded', () => {
     signIn(document.getElementById('admin-key').value.trim());
   });
   document.getElementById('audit-form').addEventListener('submit', ev => { ev.preventDefault(); loadAudit(); });
+  document.getElementById('usage-form').addEventListener('submit', ev => { ev.preventDefault(); applyUsage(); });
   document.getElementById('explain-form').addEventListener('submit', ev => { ev.preventDefault(); explain(); });
   document.getElementById('signout').addEventListener('click', signOut);
   if (sessionStorage.getItem(KEY)) signIn(sessionStorage.getItem(KEY));

@@ -24,7 +24,9 @@ import java.util.Map;
  * providers {@code alpha} and {@code beta} (rr_health, fast 1 s cooldown), alias {@code solo} on {@code alpha},
  * and two more groups like {@code kimi3} that the console's tests edit freely: {@code duo} (admin API tests) and
  * {@code panel} (the dashboard's browser test, 4 s cooldown so a 2 s poll sees it), and {@code billed} (priced at
- * 1 per prompt token and 2 per completion token; only the usage test sends to it, so its ledger is that test's); org {@code other} (keys
+ * 1 per prompt token and 2 per completion token; only the usage test sends to it, so its ledger is that test's), and
+ * {@code metered} (on alpha, priced at 0.5 and 1.5 per million prompt and completion tokens, so its cost has decimals;
+ * only the dashboard's usage panel test sends to it); org {@code other} (keys
  * {@code k-other} / {@code a-other}) with alias {@code secret} and its own alias {@code duo}, whose route id
  * {@code duo-alpha} collides with acme's on purpose (isolation tests), and the alias header
  * {@code X-Model-Alias}. Provider keys are sealed at rest
@@ -60,6 +62,8 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                       price: { prompt_per_mtok: 1000000, completion_per_mtok: 2000000 } }
                   - { alias: billed, provider: beta, model: kimi-b,
                       price: { prompt_per_mtok: 1000000, completion_per_mtok: 2000000 } }
+                  - { alias: metered, provider: alpha, model: kimi-a,
+                      price: { prompt_per_mtok: 0.5, completion_per_mtok: 1.5 } }
                 groups:
                   kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
                   duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }

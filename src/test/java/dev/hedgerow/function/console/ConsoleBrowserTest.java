@@ -27,9 +27,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * a refused edit's values marked as not in effect and discards them, watches a member cool down (its countdown ticking
  * each second with no read in between) and come back (and its state, the SLO table and the charts marked as not live
  * while health cannot be read), reads the SLO table, the TTFT chart and the audit log (a failover's trail with each
- * attempt's cause), explains a request body (and refuses invalid JSON), and is signed out with nothing of the org left
- * on the page when its admin key is refused (401) or its key is not an admin key (403). Screenshots go to
- * {@code target/screenshots/}.
+ * attempt's cause), explains a request body (and refuses invalid JSON), reads the usage panel (the totals, per alias and
+ * per day exactly as {@code GET /admin/usage} bills them after requests to {@code metered}, narrowed by the alias filter,
+ * a from-after-to range refused with the API's message, marked as not live while usage cannot be read), and is
+ * signed out with nothing of the org left on the page when its admin key is refused (401) or its key is not an admin
+ * key (403). Screenshots go to {@code target/screenshots/}.
  * Skipped, with a message, only when node is absent.
  */
 @QuarkusTest
@@ -55,6 +57,7 @@ class ConsoleBrowserTest {
         assertTrue(r.output.contains("console: all checks passed"), r.output);
         assertTrue(Files.exists(Path.of("target/screenshots/04-recovered.png")));
         assertTrue(Files.exists(Path.of("target/screenshots/06-explain.png")));
+        assertTrue(Files.exists(Path.of("target/screenshots/06b-usage.png")));
     }
 
     private record Result(int exit, String output) {
