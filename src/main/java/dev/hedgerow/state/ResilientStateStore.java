@@ -87,6 +87,7 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicLong lostEdits = new AtomicLong();
     /** Ledger totals written only locally (the shared store refused them), to add there; see {@link #addLedger}. */
     private final Map<LedgerKey, LedgerEntry> pendingLedger = new ConcurrentHashMap<>();
+    private final AtomicLong unconfirmedRequests = new AtomicLong();
     private final System.Logger log = System.getLogger("dev.hedgerow.state");
     private final AtomicLong fallbacks = new AtomicLong();
     private volatile CircuitBreakerState breaker = CircuitBreakerState.CLOSED;
@@ -385,7 +386,9 @@ public final class ResilientStateStore implements StateStore {
             return guarded.replaceWithVoid().onFailure().recoverWithUni(e -> {
                 fallbacks.incrementAndGet();
                 lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
-                if (!mayHaveLanded(e)) {
+                if (mayHaveLanded(e)) {
+                    unconfirmedRequests.addAndGet(entry.requests());
+                } else {
                     pendingLedger.merge(new LedgerKey(orgId, day, alias), entry, LedgerEntry::plus);
                 }
                 return local.addLedger(orgId, day, alias, entry);
@@ -408,6 +411,14 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
+     * Billed requests whose shared ledger write timed out since start: each may or may not be in the shared ledger
+     * (not added again, so never twice), and is in the local one.
+     */
+    public long unconfirmedLedgerRequests() {
+        return unconfirmedRequests.get();
+    }
+
+    /**
      * Adds every pending ledger total to the shared store. Each total is taken out before its write and put back if
      * the write fails without a timeout, so a total is added once however many writes run at once.
      */
@@ -420,7 +431,9 @@ public final class ResilientStateStore implements StateStore {
             LedgerEntry e = pendingLedger.remove(k);
             if (e != null) {
                 writes.add(shared.addLedger(k.orgId(), k.day(), k.alias(), e).onFailure().invoke(t -> {
-                    if (!mayHaveLanded(t)) {
+                    if (mayHaveLanded(t)) {
+                        unconfirmedRequests.addAndGet(e.requests());
+                    } else {
                         pendingLedger.merge(k, e, LedgerEntry::plus);
                     }
                 }));

@@ -90,8 +90,8 @@ class StateReadinessTest {
     void staysReadyAndServesWhileRedisIsDownThenRejoins() {
         RedisServer redis = AppTestResource.redis();
         int weight = otherDuoWeight();
-        int billedBefore = soloRequests();
         int servedBefore = servedCount;
+        long unsureBefore = ((Number) stateCheck().get("unconfirmed_usage_requests")).longValue();
         try {
             redis.stop();
             driveUntilState("degraded");
@@ -115,8 +115,13 @@ class StateReadinessTest {
             eventually(() -> Integer.valueOf(0).equals(stateCheck().get("pending_usage")),
                     "usage billed during the outage is added to Redis once it answers");
             int served = servedCount - servedBefore;
-            eventually(() -> soloRequests() == billedBefore + served, "every request is billed once in the shared "
-                    + "ledger, those served during the outage too (" + served + " served)");
+            // a ledger write that timed out as Redis went away may or may not have landed: counted, never re-added
+            long unsure = ((Number) stateCheck().get("unconfirmed_usage_requests")).longValue() - unsureBefore;
+            // the test's Redis restarts empty: its ledger holds what was served since it stopped, no more
+            eventually(() -> soloRequests() >= served - unsure,
+                    "every request is billed in the shared ledger, those served during the outage too (" + served
+                            + " served, " + unsure + " unconfirmed)");
+            assertTrue(soloRequests() <= served, "none twice");
         } finally {
             setOtherDuoWeight(weight);
         }

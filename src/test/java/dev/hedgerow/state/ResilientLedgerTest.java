@@ -80,6 +80,7 @@ class ResilientLedgerTest {
         shared.mode = Mode.HANGING;
         add(10);
         assertEquals(0, store.pendingLedger(), "a timed-out write may have landed: not queued");
+        assertEquals(1, store.unconfirmedLedgerRequests());
         shared.mode = Mode.UP;
         add(1);
         assertEquals(new LedgerEntry(1, new UsageSample(1, 1, 0)), sharedLedger().get("chat"));
