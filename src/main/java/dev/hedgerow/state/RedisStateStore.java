@@ -379,7 +379,7 @@ public final class RedisStateStore implements StateStore {
 
     @Override
     public Uni<SortedMap<LocalDate, Map<String, LedgerEntry>>> ledger(String orgId, LocalDate from, LocalDate to) {
-        List<LocalDate> days = from.datesUntil(to.plusDays(1)).toList();
+        List<LocalDate> days = from.isAfter(to) ? List.of() : from.datesUntil(to.plusDays(1)).toList();
         if (days.isEmpty()) {
             return Uni.createFrom().item(new TreeMap<>());
         }

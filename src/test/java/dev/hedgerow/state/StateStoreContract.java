@@ -502,6 +502,7 @@ abstract class StateStoreContract {
         assertEquals(List.of(today), List.copyOf(await(store().ledger(org, today, today.plusDays(3))).keySet()));
         assertEquals(Map.of(), await(store().ledger(org, today.minusDays(9), today.minusDays(2))));
         assertEquals(Map.of(), await(store().ledger(org, today, yesterday)), "an empty range");
+        assertEquals(Map.of(), await(store().ledger(org, today, today.minusDays(5))), "a reversed one");
         assertEquals(Map.of(), await(store().ledger(id("org"), yesterday, today)));
     }
 
