@@ -7,6 +7,9 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.Handler;
 import io.vertx.core.http.HttpClosedException;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.http.HttpVersion;
+import io.quarkus.vertx.http.runtime.RouteConstants;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 
@@ -20,8 +23,101 @@ import java.io.IOException;
 public final class JsonReplies {
     private static final System.Logger LOG = System.getLogger("dev.hedgerow.http");
 
+    /**
+     * The order of the catch-all {@link #refuseDeclaredOversize} route ({@link SizeGuard}): just before Quarkus' own
+     * check of the declared body size ({@code quarkus.http.limits.max-body-size}), which answers a bare 413.
+     */
+    public static final int SIZE_GUARD_ORDER = RouteConstants.ROUTE_ORDER_UPLOAD_LIMIT - 1;
+    /** The order of an edge's own, smaller body limit on its paths: before the catch-all. */
+    public static final int EDGE_SIZE_GUARD_ORDER = SIZE_GUARD_ORDER - 1;
+
     private JsonReplies() {
     }
+
+    /**
+     * Routes {@code paths} (all when none are given) through a check of the declared {@code Content-Length} against
+     * {@code limit} at {@code order}: a larger one is refused before its body is read, with a 413 in the envelope.
+     */
+    public static void refuseDeclaredOversize(Router router, int order, long limit, String... paths) {
+        Handler<RoutingContext> guard = ctx -> {
+            if (declaresMoreThan(ctx.request(), limit)) {
+                tooLarge(ctx, limit);
+            } else {
+                ctx.next();
+            }
+        };
+        if (paths.length == 0) {
+            router.route().order(order).handler(guard);
+        }
+        for (String path : paths) {
+            router.route(path).order(order).handler(guard);
+        }
+    }
+
+    /** True when the request declares a body ({@code Content-Length}) of more than {@code limit} bytes. */
+    public static boolean declaresMoreThan(HttpServerRequest request, long limit) {
+        String length = request.getHeader("content-length");
+        if (length == null) {
+            return false;
+        }
+        try {
+            return Long.parseLong(length.trim()) > limit;
+        } catch (NumberFormatException e) {
+            return false; // the HTTP codec refuses a malformed length itself
+        }
+    }
+
+    /** Answers 413 in the envelope without reading the body (see {@link #refuseUnread}). */
+    public static void tooLarge(RoutingContext ctx, long limit) {
+        refuseUnread(ctx, ApiError.tooLarge(limit));
+    }
+
+    /**
+     * Answers {@code err} before the request's body is read. The answer goes out at once (a client that reads while it
+     * sends sees it there); the body is then read and dropped, so a client that sends it all before reading (most
+     * SDKs) still gets the answer rather than a reset, and (HTTP/1.x) the connection closes when the body has ended,
+     * or after {@value #DRAIN_LIMIT} bytes or {@value #DRAIN_MILLIS} ms of it, whichever comes first.
+     */
+    public static void refuseUnread(RoutingContext ctx, ApiError err) {
+        HttpServerRequest req = ctx.request();
+        HttpServerResponse resp = ctx.response();
+        if (req.version() != HttpVersion.HTTP_2 && !req.isEnded()) {
+            resp.putHeader("connection", "close");
+            // closes once the answer is written and the body has ended; at once past the limit or the time
+            boolean[] written = {false};
+            boolean[] drained = {false};
+            long timer = ctx.vertx().setTimer(DRAIN_MILLIS, id -> req.connection().close());
+            long[] read = {0};
+            resp.endHandler(v -> {
+                written[0] = true;
+                if (drained[0]) {
+                    req.connection().close();
+                }
+            });
+            req.handler(chunk -> {
+                read[0] += chunk.length();
+                if (read[0] > DRAIN_LIMIT) {
+                    ctx.vertx().cancelTimer(timer);
+                    req.connection().close();
+                }
+            });
+            req.endHandler(v -> {
+                ctx.vertx().cancelTimer(timer);
+                drained[0] = true;
+                if (written[0]) {
+                    req.connection().close();
+                }
+            });
+            req.exceptionHandler(t -> ctx.vertx().cancelTimer(timer));
+            req.resume();
+        }
+        error(resp, err);
+    }
+
+    /** The most of a refused body {@link #refuseUnread} reads (and drops) before it closes the connection. */
+    static final long DRAIN_LIMIT = 64L * 1024 * 1024;
+    /** The longest {@link #refuseUnread} waits for a refused body to end before it closes the connection. */
+    static final long DRAIN_MILLIS = 10_000;
 
     /** Ends {@code resp} with {@code status} and {@code body} as JSON. */
     public static void json(HttpServerResponse resp, int status, JsonNode body) {

@@ -1,8 +1,10 @@
 package dev.hedgerow.function.console;
 
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.RequestException;
 import dev.hedgerow.function.HedgerowApp;
 import dev.hedgerow.function.JsonReplies;
+import dev.hedgerow.function.SizeGuard;
 import io.vertx.ext.web.Router;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
@@ -18,7 +20,29 @@ public class ConsoleFunction {
     @Inject
     HedgerowApp app;
 
+    @Inject
+    SizeGuard sizes;
+
     void mount(@Observes Router router) {
+        // the admin API judges the key before anything else, a declared body over the server's limit included
+        long limit = sizes.limit();
+        router.route("/admin/*").order(JsonReplies.EDGE_SIZE_GUARD_ORDER).handler(ctx -> {
+            if (!JsonReplies.declaresMoreThan(ctx.request(), limit)) {
+                ctx.next();
+                return;
+            }
+            if (ctx.request().path().startsWith("/admin/openapi")) {
+                JsonReplies.tooLarge(ctx, limit); // public, like the error messages that point to it
+                return;
+            }
+            try {
+                AdminGuard.org(app, ctx.request().getHeader("authorization"));
+            } catch (RequestException e) {
+                JsonReplies.refuseUnread(ctx, e.error());
+                return;
+            }
+            JsonReplies.tooLarge(ctx, limit);
+        });
         // a Vert.x path also matches its trailing-slash form: redirect only the bare one
         router.get("/console").handler(ctx -> {
             if (ctx.request().path().equals("/console")) {

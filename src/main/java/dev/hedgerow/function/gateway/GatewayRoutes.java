@@ -72,6 +72,10 @@ public final class GatewayRoutes {
         // the guard first (a platform handler may precede the body handler): an oversized header block is refused
         // before its body is read
         PlatformHandler guard = GatewayRoutes::headerGuard;
+        // a declared length over the limit is refused before anything else reads the request (Quarkus' own check of
+        // its larger limit would answer a bare 413)
+        JsonReplies.refuseDeclaredOversize(router, JsonReplies.EDGE_SIZE_GUARD_ORDER, bodyLimit,
+                "/v1/chat/completions", "/models/:alias/v1/chat/completions");
         router.post("/v1/chat/completions").handler(guard).handler(body)
                 .handler(ctx -> chat(ctx, null)).failureHandler(failure);
         router.post("/models/:alias/v1/chat/completions").handler(guard).handler(body)

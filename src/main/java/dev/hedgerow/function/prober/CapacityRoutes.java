@@ -32,6 +32,7 @@ public final class CapacityRoutes {
     }
 
     public void mount(Router router) {
+        JsonReplies.refuseDeclaredOversize(router, JsonReplies.EDGE_SIZE_GUARD_ORDER, BODY_LIMIT, "/v1/capacity");
         router.post("/v1/capacity").handler(BodyHandler.create(false).setBodyLimit(BODY_LIMIT))
                 .handler(this::report).failureHandler(JsonReplies.failureHandler(BODY_LIMIT, "report"));
         JsonReplies.methodNotAllowed(router, "/v1/capacity");

@@ -1,0 +1,81 @@
+package dev.hedgerow.hardening;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.testsupport.AppTestResource;
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.RestAssured;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Hostile input against the real application (every function, Quarkus' own HTTP layer included), over a raw socket:
+ * what the Quarkus server itself would answer before any Hedgerow route runs must still be an envelope.
+ */
+@QuarkusTest
+@QuarkusTestResource(value = AppTestResource.class, restrictToAnnotatedClass = false)
+class AppHostileInputTest {
+    /** A body over the server's own limit (quarkus.http.limits.max-body-size, 10 MiB by default). */
+    static final byte[] HUGE_BODY = " ".repeat(11 * 1024 * 1024).getBytes(StandardCharsets.US_ASCII);
+
+    /** Sends the whole oversized body before reading the answer, as most SDKs do: it must not be a reset. */
+    static RawHttp.Response declaring(String method, String path, String auth) {
+        String headers = (auth == null ? "" : "Authorization: Bearer " + auth + "\r\n")
+                + "Content-Type: application/json\r\n";
+        return RawHttp.send(RestAssured.port, RawHttp.request(method, path, headers.getBytes(StandardCharsets.US_ASCII),
+                HUGE_BODY));
+    }
+
+    static JsonNode tooLarge(RawHttp.Response r, String what, long limit) {
+        assertEquals(413, r.status(), what + ": " + r.body());
+        JsonNode err = Envelope.assert4xx(r.status(), r.body(), what);
+        assertEquals("request_too_large", err.path("code").asText(), what);
+        assertTrue(err.path("message").asText().contains(Long.toString(limit)), what + ": " + r.body());
+        assertEquals("close", r.headers().get("connection"), what);
+        return err;
+    }
+
+    @Test
+    void aBodyDeclaredOverTheServersLimitIs413InTheEnvelopeOnEveryPath() {
+        // the gateway and /v1/capacity name their own limits, everything else the server's
+        tooLarge(declaring("POST", "/v1/chat/completions", "k-acme"), "chat", 8L * 1024 * 1024);
+        tooLarge(declaring("POST", "/models/kimi3/v1/chat/completions", "k-acme"), "path alias",
+                8L * 1024 * 1024);
+        tooLarge(declaring("POST", "/v1/capacity", "cap-alpha"), "capacity", 16 * 1024);
+        tooLarge(declaring("POST", "/prober/run", AppTestResource.PROBER_TOKEN), "prober", 10L * 1024 * 1024);
+        tooLarge(declaring("POST", "/v1/embeddings", "k-acme"), "unknown path", 10L * 1024 * 1024);
+        tooLarge(declaring("POST", "/admin/explain", "a-acme"), "explain", 10L * 1024 * 1024);
+        tooLarge(declaring("PUT", "/admin/groups/duo", "a-acme"), "group edit", 10L * 1024 * 1024);
+    }
+
+    /**
+     * A client that writes the whole body before it reads (Apache HttpClient here, most SDKs) gets the 413, not a
+     * reset: the refused body is read and dropped before the connection closes.
+     */
+    @Test
+    void aClientThatSendsTheWholeOversizedBodyFirstStillGetsThe413() {
+        byte[] overGateway = java.util.Arrays.copyOf(HUGE_BODY, 9 * 1024 * 1024);
+        for (Object[] c : new Object[][]{{"/v1/chat/completions", "k-acme", overGateway},
+                {"/v1/embeddings", "k-acme", HUGE_BODY}, {"/admin/explain", "a-acme", HUGE_BODY}}) {
+            io.restassured.response.Response r = given().auth().oauth2((String) c[1]).contentType("application/json")
+                    .body((byte[]) c[2]).post((String) c[0]);
+            assertEquals(413, r.statusCode(), c[0] + ": " + r.asString());
+            assertEquals("request_too_large", r.jsonPath().getString("error.code"), (String) c[0]);
+        }
+    }
+
+    @Test
+    void theAdminApiJudgesTheKeyBeforeADeclaredOversizedBody() {
+        RawHttp.Response none = declaring("POST", "/admin/members/pin", null);
+        assertEquals(401, none.status(), none.body());
+        assertEquals("invalid_api_key", Envelope.assert4xx(none.status(), none.body(), "no key").path("code")
+                .asText());
+        RawHttp.Response client = declaring("POST", "/admin/members/pin", "k-acme");
+        assertEquals(403, client.status(), client.body());
+        Envelope.assert4xx(client.status(), client.body(), "client key");
+    }
+}
