@@ -9,6 +9,10 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
 
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.hasItem;
+import static org.hamcrest.Matchers.not;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -77,5 +81,54 @@ class AppHostileInputTest {
         RawHttp.Response client = declaring("POST", "/admin/members/pin", "k-acme");
         assertEquals(403, client.status(), client.body());
         Envelope.assert4xx(client.status(), client.body(), "client key");
+    }
+
+    static io.restassured.response.Response adminSends(String method, String path, byte[] body) {
+        return given().auth().oauth2("a-acme").contentType("application/json").body(body).request(method, path);
+    }
+
+    static void refused(io.restassured.response.Response r, String code, String what) {
+        assertEquals(400, r.statusCode(), what + ": " + r.asString());
+        assertEquals(code, Envelope.assert4xx(r.statusCode(), r.asString(), what).path("code").asText(), what);
+    }
+
+    /**
+     * The admin API reads its bodies as strictly as the gateway: the framework's lenient mapper took the first JSON
+     * document of {@code {"strategy":"weighted"} xx} and saved it.
+     */
+    @Test
+    void anAdminEditThatIsNotOneWellFormedJsonDocumentIs400AndChangesNothing() {
+        byte[] overlong = {'{', '"', 'r', 'o', 'u', 't', 'e', '"', ':', '"', 'd', 'u', 'o', '-', 'a', 'l', 'p', 'h', 'a',
+                '"', ',', '"', 'x', '"', ':', '"', (byte) 0xC0, (byte) 0xAF, '"', '}'};
+        try {
+            refused(adminSends("PUT", "/admin/groups/duo", utf8("{\"strategy\":\"weighted\"} xx")), "invalid_json",
+                    "data after the document");
+            refused(adminSends("POST", "/admin/members/pin", utf8("{\"route\":\"duo-alpha\"}{\"route\":\"x\"}")),
+                    "invalid_json", "two documents");
+            refused(adminSends("POST", "/admin/members/drain", overlong), "invalid_utf8", "overlong UTF-8");
+            refused(adminSends("PUT", "/admin/routes/standing",
+                    utf8("{\"route\":\"duo-alpha\",\"standing\":\"suspended\",\"note\":\"\\ud83d\"}")),
+                    "invalid_unicode", "lone surrogate");
+            refused(adminSends("PUT", "/admin/routes/verification", utf8("{\"route\":\"duo-alpha\",\"verification\":"
+                    + "\"fail:x\",\"deep\":" + "[".repeat(64) + "]".repeat(64) + "}")), "invalid_json", "depth 65");
+            given().auth().oauth2("a-acme").get("/admin/groups/duo").then().statusCode(200)
+                    .body("strategy", equalTo("rr_health"))
+                    .body("members.pinned", equalTo(java.util.List.of(false, false)))
+                    .body("members.drained", equalTo(java.util.List.of(false, false)));
+            given().auth().oauth2("a-acme").get("/admin/health?alias=duo").then().statusCode(200)
+                    .body("groups[0].members.standing", not(hasItem("suspended")))
+                    .body("groups[0].members.verification", not(hasItem("fail:x")));
+        } finally {
+            // leave duo as the other tests expect it, whatever happened above
+            adminSends("PUT", "/admin/groups/duo", utf8("{\"strategy\":\"rr_health\"}"));
+            adminSends("POST", "/admin/members/unpin", utf8("{\"alias\":\"duo\"}"));
+            adminSends("POST", "/admin/members/drain", utf8("{\"route\":\"duo-alpha\",\"drained\":false}"));
+            adminSends("PUT", "/admin/routes/standing", utf8("{\"route\":\"duo-alpha\",\"standing\":\"good\"}"));
+            adminSends("PUT", "/admin/routes/verification", utf8("{\"route\":\"duo-alpha\",\"verification\":\"pass\"}"));
+        }
+    }
+
+    static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
     }
 }

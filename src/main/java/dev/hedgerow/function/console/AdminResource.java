@@ -8,6 +8,7 @@ import dev.hedgerow.admin.InvalidEdit;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.api.RequestException;
+import dev.hedgerow.api.RequestJson;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.CatalogService;
 import dev.hedgerow.catalog.Org;
@@ -29,6 +30,10 @@ import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
+import org.eclipse.microprofile.openapi.annotations.media.Content;
+import org.eclipse.microprofile.openapi.annotations.media.Schema;
+import org.eclipse.microprofile.openapi.annotations.parameters.RequestBody;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
 
@@ -98,9 +103,10 @@ public class AdminResource {
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Edit a group's strategy and its members' weights and priorities (validated). With "
             + "If-Match: \"<revision>\" the edit is refused with 412 group_changed when the group changed since")
+    @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<Response> editGroup(HttpHeaders headers, @PathParam("alias") String alias,
-                                   @HeaderParam("If-Match") String ifMatch, JsonNode body) {
-        return service().editGroup(org(headers), alias, body, ifMatch).map(AdminResource::withRevision);
+                                   @HeaderParam("If-Match") String ifMatch, byte[] body) {
+        return service().editGroup(org(headers), alias, json(body), ifMatch).map(AdminResource::withRevision);
     }
 
     /** A group's answer with its revision as the (strong) ETag, the value an edit's If-Match names. */
@@ -113,23 +119,27 @@ public class AdminResource {
     @Path("/members/pin")
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Pin a member: only it takes its alias's traffic. Body {\"route\": id}")
-    public Uni<ObjectNode> pin(HttpHeaders headers, JsonNode body) {
-        return service().pin(org(headers), text(body, "route"));
+    @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
+    public Uni<ObjectNode> pin(HttpHeaders headers, byte[] bytes) {
+        return service().pin(org(headers), text(json(bytes), "route"));
     }
 
     @POST
     @Path("/members/unpin")
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Remove the pin of an alias. Body {\"alias\": alias}")
-    public Uni<ObjectNode> unpin(HttpHeaders headers, JsonNode body) {
-        return service().unpin(org(headers), text(body, "alias"));
+    @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
+    public Uni<ObjectNode> unpin(HttpHeaders headers, byte[] bytes) {
+        return service().unpin(org(headers), text(json(bytes), "alias"));
     }
 
     @POST
     @Path("/members/drain")
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Drain (or undrain) a member. Body {\"route\": id, \"drained\": true}")
-    public Uni<ObjectNode> drain(HttpHeaders headers, JsonNode body) {
+    @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
+    public Uni<ObjectNode> drain(HttpHeaders headers, byte[] bytes) {
+        JsonNode body = json(bytes);
         JsonNode drained = body == null ? null : body.get("drained");
         if (drained != null && !drained.isNull() && !drained.isBoolean()) {
             throw new RequestException(ApiError.invalidRequest("'drained' must be true or false.", "drained"));
@@ -142,7 +152,9 @@ public class AdminResource {
     @Path("/routes/standing")
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Set a route's operator standing. Body {\"route\": id, \"standing\": \"good|suspended\"}")
-    public Uni<ObjectNode> standing(HttpHeaders headers, JsonNode body) {
+    @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
+    public Uni<ObjectNode> standing(HttpHeaders headers, byte[] bytes) {
+        JsonNode body = json(bytes);
         return service().standing(org(headers), text(body, "route"), text(body, "standing"));
     }
 
@@ -150,7 +162,9 @@ public class AdminResource {
     @Path("/routes/verification")
     @Consumes(MediaType.APPLICATION_JSON)
     @Operation(summary = "Set a route's verification. Body {\"route\": id, \"verification\": \"pass|fail:<why>\"}")
-    public Uni<ObjectNode> verification(HttpHeaders headers, JsonNode body) {
+    @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
+    public Uni<ObjectNode> verification(HttpHeaders headers, byte[] bytes) {
+        JsonNode body = json(bytes);
         return service().verification(org(headers), text(body, "route"), text(body, "verification"));
     }
 
@@ -228,6 +242,15 @@ public class AdminResource {
             // answered below
         }
         throw new RequestException(ApiError.invalidRequest("'limit' must be an integer from 1 to 1000.", "limit"));
+    }
+
+    /**
+     * A JSON body read as strictly as the gateway reads one ({@link RequestJson}: UTF-8, one document, depth 64, no
+     * lone surrogate), not by the framework's lenient mapper, which took {@code {"strategy":"weighted"} xx} and saved
+     * it; null when there is none.
+     */
+    private static JsonNode json(byte[] body) {
+        return body == null || body.length == 0 ? null : RequestJson.parse(body);
     }
 
     private static String blank(String s) {
