@@ -131,4 +131,20 @@ class AppHostileInputTest {
     static byte[] utf8(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
+
+    /** JAX-RS took the first of a repeated parameter: {@code ?alias=kimi3&alias=duo} answered for kimi3 alone. */
+    @Test
+    void anAdminQueryParameterGivenTwiceIs400NamingIt() {
+        for (String[] c : new String[][]{{"/admin/usage?alias=kimi3&alias=duo", "alias"},
+                {"/admin/usage?from=2026-01-01&to=2026-01-31&from=2026-02-01", "from"},
+                {"/admin/audit?limit=1&limit=2", "limit"}, {"/admin/audit?type=blocked&type=request", "type"},
+                {"/admin/health?alias=duo&alias=kimi3", "alias"}}) {
+            io.restassured.response.Response r = given().auth().oauth2("a-acme").get(c[0]);
+            refused(r, "invalid_request", c[0]);
+            assertEquals(c[1], r.jsonPath().getString("error.param"), c[0]);
+        }
+        given().auth().oauth2("a-acme").get("/admin/usage?alias=kimi3").then().statusCode(200);
+        given().auth().oauth2("a-acme").get("/admin/audit?limit=1&type=blocked").then().statusCode(200);
+        given().auth().oauth2("a-acme").get("/admin/health?alias=duo").then().statusCode(200);
+    }
 }

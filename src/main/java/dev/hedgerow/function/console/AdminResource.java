@@ -29,6 +29,7 @@ import jakarta.ws.rs.QueryParam;
 import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
+import jakarta.ws.rs.core.UriInfo;
 import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
 import org.eclipse.microprofile.openapi.annotations.media.Content;
@@ -40,6 +41,7 @@ import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
 import java.time.LocalDate;
 import java.time.format.DateTimeParseException;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
@@ -171,8 +173,10 @@ public class AdminResource {
     @GET
     @Path("/health")
     @Operation(summary = "Live health of every member: cooldown, half-open, breaker, SLO, predicted TTFT, leases, usage")
-    public Uni<ObjectNode> health(HttpHeaders headers, @QueryParam("alias") String alias) {
-        return service().health(org(headers), alias == null || alias.isBlank() ? null : alias);
+    public Uni<ObjectNode> health(HttpHeaders headers, UriInfo uri, @QueryParam("alias") String alias) {
+        Org org = org(headers);
+        once(uri, "alias");
+        return service().health(org, alias == null || alias.isBlank() ? null : alias);
     }
 
     @GET
@@ -180,16 +184,34 @@ public class AdminResource {
     @Operation(summary = "Audit events, newest first; filter by type, alias, reason")
     public Uni<ObjectNode> audit(HttpHeaders headers, @QueryParam("type") String type,
                                  @QueryParam("alias") String alias, @QueryParam("reason") String reason,
-                                 @QueryParam("limit") @DefaultValue("50") String limit) {
-        return service().audit(org(headers), auditType(blank(type)), blank(alias), blank(reason), limit(limit));
+                                 @QueryParam("limit") @DefaultValue("50") String limit, UriInfo uri) {
+        Org org = org(headers);
+        once(uri, "type", "alias", "reason", "limit");
+        return service().audit(org, auditType(blank(type)), blank(alias), blank(reason), limit(limit));
     }
 
     @GET
     @Path("/usage")
     @Operation(summary = "Billed usage per alias and UTC day (requests, tokens, cost); from/to are dates, YYYY-MM-DD")
     public Uni<ObjectNode> usage(HttpHeaders headers, @QueryParam("from") String from, @QueryParam("to") String to,
-                                 @QueryParam("alias") String alias) {
-        return service().usage(org(headers), date(blank(from), "from"), date(blank(to), "to"), blank(alias));
+                                 @QueryParam("alias") String alias, UriInfo uri) {
+        Org org = org(headers);
+        once(uri, "from", "to", "alias");
+        return service().usage(org, date(blank(from), "from"), date(blank(to), "to"), blank(alias));
+    }
+
+    /**
+     * Refuses a query parameter given more than once ({@code ?alias=a&alias=b}): JAX-RS would quietly take the first
+     * and answer for it alone, which reads as an answer for both.
+     */
+    private static void once(UriInfo uri, String... params) {
+        for (String p : params) {
+            List<String> values = uri.getQueryParameters().get(p);
+            if (values != null && values.size() > 1) {
+                throw new RequestException(ApiError.invalidRequest("'" + p + "' is given " + values.size()
+                        + " times; give it once.", p));
+            }
+        }
     }
 
     /** A {@code YYYY-MM-DD} query parameter (a 400 naming it otherwise, not the 404 JAX-RS gives). */
