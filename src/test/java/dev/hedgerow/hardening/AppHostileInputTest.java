@@ -147,4 +147,20 @@ class AppHostileInputTest {
         given().auth().oauth2("a-acme").get("/admin/audit?limit=1&type=blocked").then().statusCode(200);
         given().auth().oauth2("a-acme").get("/admin/health?alias=duo").then().statusCode(200);
     }
+
+    /** SmallRye served its read-only documents to any method, 200 to a DELETE. */
+    @Test
+    void theFrameworksReadOnlyDocumentsRefuseOtherMethodsWith405() {
+        for (String path : new String[]{"/q/health", "/q/health/ready", "/q/metrics", "/admin/openapi"}) {
+            for (String method : new String[]{"POST", "PUT", "DELETE", "PATCH"}) {
+                io.restassured.response.Response r = given().contentType("application/json").body("{}")
+                        .request(method, path);
+                assertEquals(405, r.statusCode(), method + " " + path + ": " + r.asString());
+                assertEquals("method_not_allowed", Envelope.assertShape(r.asString(), method + " " + path)
+                        .path("code").asText());
+                assertEquals("GET, HEAD", r.header("allow"), method + " " + path);
+            }
+            given().get(path).then().statusCode(200);
+        }
+    }
 }
