@@ -163,4 +163,21 @@ class AppHostileInputTest {
             given().get(path).then().statusCode(200);
         }
     }
+
+    /** Explain answered 200 with a plan for requests the gateway refuses at its door. */
+    @Test
+    void explainRefusesWhatTheGatewayRefusesAtItsDoor() {
+        String prompt = "a ".repeat(9 * 512 * 1024);
+        byte[] big = utf8("{\"model\":\"kimi3\",\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}");
+        for (String path : new String[]{"/admin/explain", "/v1/chat/completions"}) {
+            io.restassured.response.Response r = given().auth().oauth2(path.startsWith("/admin") ? "a-acme" : "k-acme")
+                    .contentType("application/json").body(big).post(path);
+            assertEquals(413, r.statusCode(), path + ": " + r.asString().substring(0, Math.min(300, r.asString().length())));
+            assertEquals("request_too_large", r.jsonPath().getString("error.code"), path);
+            io.restassured.response.Response form = given().auth().oauth2(path.startsWith("/admin") ? "a-acme" : "k-acme")
+                    .multiPart("model", "kimi3").post(path);
+            assertEquals(415, form.statusCode(), path + ": " + form.asString());
+            assertEquals("unsupported_media_type", form.jsonPath().getString("error.code"), path);
+        }
+    }
 }

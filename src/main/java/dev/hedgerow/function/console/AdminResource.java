@@ -13,6 +13,8 @@ import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.CatalogService;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.function.HedgerowApp;
+import dev.hedgerow.function.gateway.GatewayFunction;
+import dev.hedgerow.function.gateway.GatewayRoutes;
 import io.smallrye.common.annotation.Blocking;
 import io.smallrye.mutiny.Uni;
 import jakarta.inject.Inject;
@@ -30,6 +32,7 @@ import jakarta.ws.rs.core.HttpHeaders;
 import jakarta.ws.rs.core.MediaType;
 import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.core.UriInfo;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.eclipse.microprofile.openapi.annotations.Operation;
 import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
 import org.eclipse.microprofile.openapi.annotations.media.Content;
@@ -57,6 +60,10 @@ import java.util.Map;
 public class AdminResource {
     @Inject
     HedgerowApp app;
+
+    /** The gateway's body limit: explain refuses a larger request as the gateway would. */
+    @ConfigProperty(name = "hedgerow.gateway.body-limit", defaultValue = GatewayFunction.DEFAULT_BODY_LIMIT)
+    long gatewayBodyLimit;
 
     private volatile AdminService service;
 
@@ -243,6 +250,11 @@ public class AdminResource {
     @Operation(summary = "Plan a chat request: each member's filters passed or failed, and the candidates' order")
     public Uni<ObjectNode> explain(HttpHeaders headers, byte[] body) {
         Org org = org(headers);
+        // what the gateway refuses at its door is refused here too, not explained as if it would be routed
+        if (body != null && body.length > gatewayBodyLimit) {
+            throw new RequestException(ApiError.tooLarge(gatewayBodyLimit));
+        }
+        GatewayRoutes.refuseMultipart(headers.getHeaderString(HttpHeaders.CONTENT_TYPE));
         Map<String, String> h = new HashMap<>();
         headers.getRequestHeaders().forEach((k, v) -> {
             if (!v.isEmpty()) {

@@ -13,7 +13,10 @@ public class GatewayFunction {
     @Inject
     HedgerowApp app;
 
-    @ConfigProperty(name = "hedgerow.gateway.body-limit", defaultValue = "8388608")
+    /** The default of {@code hedgerow.gateway.body-limit}: 8 MiB. */
+    public static final String DEFAULT_BODY_LIMIT = "8388608";
+
+    @ConfigProperty(name = "hedgerow.gateway.body-limit", defaultValue = DEFAULT_BODY_LIMIT)
     long bodyLimit;
 
     void mount(@Observes Router router) {

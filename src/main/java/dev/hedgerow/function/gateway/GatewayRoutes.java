@@ -156,12 +156,8 @@ public final class GatewayRoutes {
         try {
             Buffer b = ctx.body().buffer();
             if (b == null || b.length() == 0) {
-                String type = httpReq.getHeader("content-type");
-                if (type != null && type.regionMatches(true, 0, "multipart/", 0, "multipart/".length())) {
-                    // Vert.x decodes a multipart body into form attributes and leaves the body itself empty
-                    throw new RequestException(ApiError.unsupportedMediaType("The request body must be a JSON object "
-                            + "(Content-Type: application/json), not " + type.split(";", 2)[0].trim() + "."));
-                }
+                // Vert.x decodes a multipart body into form attributes and leaves the body itself empty
+                refuseMultipart(httpReq.getHeader("content-type"));
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
             ChatRequest chat = ChatRequest.parse(b.getBytes(), alias);
@@ -185,6 +181,14 @@ public final class GatewayRoutes {
             }
         } catch (RequestException e) {
             refuse(h, org, alias != null ? alias : e.alias(), requestId, resp, e);
+        }
+    }
+
+    /** Refuses a multipart form (415) naming its type: a chat request is a JSON object, whatever its content type. */
+    public static void refuseMultipart(String contentType) {
+        if (contentType != null && contentType.regionMatches(true, 0, "multipart/", 0, "multipart/".length())) {
+            throw new RequestException(ApiError.unsupportedMediaType("The request body must be a JSON object "
+                    + "(Content-Type: application/json), not " + contentType.split(";", 2)[0].trim() + "."));
         }
     }
 
