@@ -62,9 +62,15 @@ class JitPriorityTest {
         }
     }
 
-    /** A started thread of that name, waiting until {@code release} opens. */
-    private static Thread parked(String name, CountDownLatch release) {
+    /**
+     * A running thread of that name, waiting until {@code release} opens. Returns once the thread runs: HotSpot sets
+     * the native name ({@code /proc/self/task/<tid>/comm}) in the new thread before its {@code run()}, so a bare
+     * {@code start()} could return while the name is still the JVM's default (seen on a loaded host).
+     */
+    private static Thread parked(String name, CountDownLatch release) throws InterruptedException {
+        CountDownLatch running = new CountDownLatch(1);
         Thread t = new Thread(() -> {
+            running.countDown();
             try {
                 release.await();
             } catch (InterruptedException e) {
@@ -72,6 +78,7 @@ class JitPriorityTest {
             }
         }, name);
         t.start();
+        running.await();
         return t;
     }
 
