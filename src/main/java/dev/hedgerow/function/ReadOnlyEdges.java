@@ -7,13 +7,14 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 
 /**
- * The read-only documents the framework serves (health, metrics, the admin API's OpenAPI document) answer any other
- * method than GET and HEAD with a 405 in the envelope, as every Hedgerow path does: SmallRye served them to POST,
- * PUT and DELETE alike. Runs after the console's "not enabled here" answer to {@code /admin/openapi} (order -100).
+ * The read-only documents the framework serves (health, metrics, the admin API's OpenAPI document, the dashboard's
+ * static files) answer any other method than GET and HEAD with a 405 in the envelope, as every Hedgerow path does:
+ * SmallRye served them to POST, PUT and DELETE alike, and the dashboard's files answered those with a 404. Runs
+ * after the console's "not enabled here" answer to {@code /admin/openapi} and {@code /console/} (order -100).
  */
 @ApplicationScoped
 public class ReadOnlyEdges {
-    static final String[] PATHS = {"/q/health*", "/q/metrics*", "/admin/openapi*"};
+    static final String[] PATHS = {"/q/health*", "/q/metrics*", "/admin/openapi*", "/console/*"};
 
     void mount(@Observes Router router) {
         for (String path : PATHS) {

@@ -151,7 +151,8 @@ class AppHostileInputTest {
     /** SmallRye served its read-only documents to any method, 200 to a DELETE. */
     @Test
     void theFrameworksReadOnlyDocumentsRefuseOtherMethodsWith405() {
-        for (String path : new String[]{"/q/health", "/q/health/ready", "/q/metrics", "/admin/openapi"}) {
+        for (String path : new String[]{"/q/health", "/q/health/ready", "/q/metrics", "/admin/openapi", "/console/",
+                "/console/console.js"}) {
             for (String method : new String[]{"POST", "PUT", "DELETE", "PATCH"}) {
                 io.restassured.response.Response r = given().contentType("application/json").body("{}")
                         .request(method, path);
