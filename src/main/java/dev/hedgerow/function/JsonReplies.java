@@ -164,6 +164,10 @@ public final class JsonReplies {
             int status = ctx.statusCode();
             if (status == 413) {
                 error(ctx.response(), ApiError.tooLarge(bodyLimit));
+            } else if (status == 400 && ctx.request().version() != HttpVersion.HTTP_2 && ctx.request().host() == null) {
+                // Vert.x refuses it before any route runs
+                error(ctx.response(), ApiError.invalidRequest("The request has no valid Host header, which HTTP/1.1 "
+                        + "requires.", null));
             } else if (status >= 400 && status < 500) {
                 error(ctx.response(), ApiError.invalidRequest("The " + what + " could not be read.", null)
                         .withStatus(status));

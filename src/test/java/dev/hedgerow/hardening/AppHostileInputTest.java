@@ -181,4 +181,24 @@ class AppHostileInputTest {
             assertEquals("unsupported_media_type", form.jsonPath().getString("error.code"), path);
         }
     }
+
+    /**
+     * Vert.x refuses an HTTP/1.1 request without a valid Host header before any route runs; outside the gateway's
+     * routes Quarkus' error page answered it ({"details":"Error id …"}) and logged an ERROR for each.
+     */
+    @Test
+    void aRequestWithoutAValidHostHeaderIs400InTheEnvelopeOnEveryPath() {
+        for (String path : new String[]{"/admin/groups", "/admin/nope", "/q/health", "/console/", "/admin/openapi",
+                "/v1/embeddings", "/v1/models"}) {
+            for (String host : new String[]{null, "a b", "x:99999"}) {
+                String req = "GET " + path + " HTTP/1.1\r\nConnection: close\r\n"
+                        + (host == null ? "" : "Host: " + host + "\r\n") + "Authorization: Bearer a-acme\r\n\r\n";
+                RawHttp.Response r = RawHttp.send(RestAssured.port, req.getBytes(StandardCharsets.US_ASCII));
+                String what = path + " with Host " + host;
+                assertEquals(400, r.status(), what + ": " + r.body());
+                JsonNode err = Envelope.assert4xx(r.status(), r.body(), what);
+                assertTrue(err.path("message").asText().contains("Host"), what + ": " + r.body());
+            }
+        }
+    }
 }
