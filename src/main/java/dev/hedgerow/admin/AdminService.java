@@ -288,7 +288,8 @@ public final class AdminService {
     }
 
     /** An edit naming a field this endpoint does not change is refused, not silently half-applied. */
-    private static void onlyFields(JsonNode n, String prefix, Set<String> allowed) {
+    /** Refuses (400 {@code unknown_field}) any field of {@code n} not in {@code allowed}: a typo is never ignored. */
+    public static void onlyFields(JsonNode n, String prefix, Set<String> allowed) {
         for (Iterator<String> it = n.fieldNames(); it.hasNext(); ) {
             String f = it.next();
             if (!allowed.contains(f)) {

@@ -201,4 +201,32 @@ class AppHostileInputTest {
             }
         }
     }
+
+    /** An unknown field was ignored by pin, unpin, drain, standing and verification: a typo changed state. */
+    @Test
+    void aMisspeltFieldOfAnAdminActionIs400AndChangesNothing() {
+        try {
+            for (String[] c : new String[][]{{"POST", "/admin/members/drain", "{\"route\":\"duo-alpha\",\"drianed\":false}",
+                    "drianed"}, {"POST", "/admin/members/pin", "{\"route\":\"duo-alpha\",\"alias\":\"duo\"}", "alias"},
+                    {"POST", "/admin/members/unpin", "{\"alias\":\"duo\",\"route\":\"duo-alpha\"}", "route"},
+                    {"PUT", "/admin/routes/standing", "{\"route\":\"duo-alpha\",\"standing\":\"suspended\",\"x\":1}", "x"},
+                    {"PUT", "/admin/routes/verification", "{\"route\":\"duo-alpha\",\"verification\":\"fail:x\","
+                            + "\"reason\":\"y\"}", "reason"}}) {
+                io.restassured.response.Response r = adminSends(c[0], c[1], utf8(c[2]));
+                refused(r, "unknown_field", c[1]);
+                assertEquals(c[3], r.jsonPath().getString("error.param"), c[1]);
+            }
+            given().auth().oauth2("a-acme").get("/admin/groups/duo").then().statusCode(200)
+                    .body("members.drained", equalTo(java.util.List.of(false, false)))
+                    .body("members.pinned", equalTo(java.util.List.of(false, false)));
+            given().auth().oauth2("a-acme").get("/admin/health?alias=duo").then().statusCode(200)
+                    .body("groups[0].members.standing", not(hasItem("suspended")))
+                    .body("groups[0].members.verification", not(hasItem("fail:x")));
+        } finally {
+            adminSends("POST", "/admin/members/unpin", utf8("{\"alias\":\"duo\"}"));
+            adminSends("POST", "/admin/members/drain", utf8("{\"route\":\"duo-alpha\",\"drained\":false}"));
+            adminSends("PUT", "/admin/routes/standing", utf8("{\"route\":\"duo-alpha\",\"standing\":\"good\"}"));
+            adminSends("PUT", "/admin/routes/verification", utf8("{\"route\":\"duo-alpha\",\"verification\":\"pass\"}"));
+        }
+    }
 }

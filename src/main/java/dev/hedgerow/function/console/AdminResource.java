@@ -47,6 +47,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The console function's admin API under {@code /admin}: org-scoped by the admin key in
@@ -130,7 +131,7 @@ public class AdminResource {
     @Operation(summary = "Pin a member: only it takes its alias's traffic. Body {\"route\": id}")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> pin(HttpHeaders headers, byte[] bytes) {
-        return service().pin(org(headers), text(json(bytes), "route"));
+        return service().pin(org(headers), text(json(bytes, "route"), "route"));
     }
 
     @POST
@@ -139,7 +140,7 @@ public class AdminResource {
     @Operation(summary = "Remove the pin of an alias. Body {\"alias\": alias}")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> unpin(HttpHeaders headers, byte[] bytes) {
-        return service().unpin(org(headers), text(json(bytes), "alias"));
+        return service().unpin(org(headers), text(json(bytes, "alias"), "alias"));
     }
 
     @POST
@@ -148,7 +149,7 @@ public class AdminResource {
     @Operation(summary = "Drain (or undrain) a member. Body {\"route\": id, \"drained\": true}")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> drain(HttpHeaders headers, byte[] bytes) {
-        JsonNode body = json(bytes);
+        JsonNode body = json(bytes, "route", "drained");
         JsonNode drained = body == null ? null : body.get("drained");
         if (drained != null && !drained.isNull() && !drained.isBoolean()) {
             throw new RequestException(ApiError.invalidRequest("'drained' must be true or false.", "drained"));
@@ -163,7 +164,7 @@ public class AdminResource {
     @Operation(summary = "Set a route's operator standing. Body {\"route\": id, \"standing\": \"good|suspended\"}")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> standing(HttpHeaders headers, byte[] bytes) {
-        JsonNode body = json(bytes);
+        JsonNode body = json(bytes, "route", "standing");
         return service().standing(org(headers), text(body, "route"), text(body, "standing"));
     }
 
@@ -173,7 +174,7 @@ public class AdminResource {
     @Operation(summary = "Set a route's verification. Body {\"route\": id, \"verification\": \"pass|fail:<why>\"}")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> verification(HttpHeaders headers, byte[] bytes) {
-        JsonNode body = json(bytes);
+        JsonNode body = json(bytes, "route", "verification");
         return service().verification(org(headers), text(body, "route"), text(body, "verification"));
     }
 
@@ -285,6 +286,18 @@ public class AdminResource {
      */
     private static JsonNode json(byte[] body) {
         return body == null || body.length == 0 ? null : RequestJson.parse(body);
+    }
+
+    /**
+     * {@link #json}, refusing a field other than {@code fields} (400 {@code unknown_field}), as a group edit does: a
+     * misspelt {@code "drianed": false} was ignored, and the drain it then defaulted to took the route out.
+     */
+    private static JsonNode json(byte[] body, String... fields) {
+        JsonNode n = json(body);
+        if (n != null && n.isObject()) {
+            AdminService.onlyFields(n, "", Set.of(fields));
+        }
+        return n;
     }
 
     private static String blank(String s) {
