@@ -19,6 +19,7 @@ import java.util.SortedMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -139,14 +140,19 @@ public final class ResilientStateStore implements StateStore {
         return lastFailure;
     }
 
-    @SuppressWarnings("unchecked")
     private <T> Uni<T> call(Supplier<Uni<T>> onShared, Supplier<Uni<T>> onLocal) {
+        return call(onShared, e -> onLocal.get());
+    }
+
+    /** As {@link #call(Supplier, Supplier)}, the fallback told why the shared store did not answer. */
+    @SuppressWarnings("unchecked")
+    private <T> Uni<T> call(Supplier<Uni<T>> onShared, Function<Throwable, Uni<T>> onLocal) {
         return Uni.createFrom().deferred(() -> {
             Uni<Object> guarded = guard.get(() -> (Uni<Object>) (Uni<?>) onShared.get(), UNI);
             return ((Uni<T>) (Uni<?>) guarded).onFailure().recoverWithUni(e -> {
                 fallbacks.incrementAndGet();
                 lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
-                return onLocal.get();
+                return onLocal.apply(e);
             });
         });
     }
@@ -380,20 +386,19 @@ public final class ResilientStateStore implements StateStore {
      */
     @Override
     public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
-        return Uni.createFrom().deferred(() -> {
-            Uni<Object> guarded = guard.get(() -> writePendingLedger().flatMap(v ->
-                    shared.addLedger(orgId, day, alias, entry)).map(v -> (Object) v), UNI);
-            return guarded.replaceWithVoid().onFailure().recoverWithUni(e -> {
-                fallbacks.incrementAndGet();
-                lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
-                if (mayHaveLanded(e)) {
-                    unconfirmedRequests.addAndGet(entry.requests());
-                } else {
-                    pendingLedger.merge(new LedgerKey(orgId, day, alias), entry, LedgerEntry::plus);
-                }
-                return local.addLedger(orgId, day, alias, entry);
-            });
+        return call(() -> writePendingLedger().flatMap(v -> shared.addLedger(orgId, day, alias, entry)), e -> {
+            notStored(new LedgerKey(orgId, day, alias), entry, e);
+            return local.addLedger(orgId, day, alias, entry);
         });
+    }
+
+    /** A ledger write the shared store did not confirm: kept for it, or, if it may have landed, only counted. */
+    private void notStored(LedgerKey k, LedgerEntry entry, Throwable why) {
+        if (mayHaveLanded(why)) {
+            unconfirmedRequests.addAndGet(entry.requests());
+        } else {
+            pendingLedger.merge(k, entry, LedgerEntry::plus);
+        }
     }
 
     private record LedgerKey(String orgId, LocalDate day, String alias) {
@@ -430,13 +435,8 @@ public final class ResilientStateStore implements StateStore {
         for (LedgerKey k : List.copyOf(pendingLedger.keySet())) {
             LedgerEntry e = pendingLedger.remove(k);
             if (e != null) {
-                writes.add(shared.addLedger(k.orgId(), k.day(), k.alias(), e).onFailure().invoke(t -> {
-                    if (mayHaveLanded(t)) {
-                        unconfirmedRequests.addAndGet(e.requests());
-                    } else {
-                        pendingLedger.merge(k, e, LedgerEntry::plus);
-                    }
-                }));
+                writes.add(shared.addLedger(k.orgId(), k.day(), k.alias(), e)
+                        .onFailure().invoke(t -> notStored(k, e, t)));
             }
         }
         return writes.isEmpty() ? Uni.createFrom().voidItem()
