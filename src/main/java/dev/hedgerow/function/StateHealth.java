@@ -54,7 +54,6 @@ public class StateHealth implements AsyncHealthCheck {
                     .withData("fallbacks", r.fallbacks())
                     .withData("pending_edits", r.pendingEdits())
                     .withData("pending_usage", r.pendingLedger())
-                    .withData("unconfirmed_usage_requests", r.unconfirmedLedgerRequests())
                     .withData("lost_edits", r.lostEdits());
             if (r.degraded()) {
                 b.withData("last_failure", r.lastFailure());

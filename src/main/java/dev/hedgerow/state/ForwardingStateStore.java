@@ -143,6 +143,12 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Boolean> addLedgerOnce(String orgId, LocalDate day, String alias, LedgerEntry entry, String writer,
+                                      long seq) {
+        return inner.addLedgerOnce(orgId, day, alias, entry, writer, seq);
+    }
+
+    @Override
     public Uni<SortedMap<LocalDate, Map<String, LedgerEntry>>> ledger(String orgId, LocalDate from, LocalDate to) {
         return inner.ledger(orgId, from, to);
     }

@@ -158,6 +158,9 @@ public final class MemoryStateStore implements StateStore {
         /** UTC day to alias to that day's totals; days beyond the retention are dropped as new days come. */
         final ConcurrentSkipListMap<LocalDate, ConcurrentHashMap<String, AtomicReference<LedgerEntry>>> ledger =
                 new ConcurrentSkipListMap<>();
+        /** UTC day to {@code <writer>|<alias>} to the last write number applied (see addLedgerOnce); pruned alike. */
+        final ConcurrentSkipListMap<LocalDate, ConcurrentHashMap<String, Long>> ledgerWriters =
+                new ConcurrentSkipListMap<>();
         /** The audit stream, oldest first; it and the id clock are guarded by {@code audit}. */
         final List<AuditRecord> audit = new ArrayList<>();
         long lastAuditMillis = -1;
@@ -563,12 +566,36 @@ public final class MemoryStateStore implements StateStore {
 
     @Override
     public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
-        var ledger = org(orgId).ledger;
+        add(org(orgId), day, alias, entry);
+        return done();
+    }
+
+    @Override
+    public Uni<Boolean> addLedgerOnce(String orgId, LocalDate day, String alias, LedgerEntry entry, String writer,
+                                      long seq) {
+        OrgState org = org(orgId);
+        boolean[] added = {false};
+        // the writer's mark and the add are one step: a write racing its own resend is added once
+        getOrCreate(org.ledgerWriters, day, d -> new ConcurrentHashMap<>()).compute(writer + "|" + alias,
+                (k, last) -> {
+                    if (last != null && seq <= last) {
+                        return last;
+                    }
+                    add(org, day, alias, entry);
+                    added[0] = true;
+                    return seq;
+                });
+        return done(added[0]);
+    }
+
+    private static void add(OrgState org, LocalDate day, String alias, LedgerEntry entry) {
+        var ledger = org.ledger;
         getOrCreate(getOrCreate(ledger, day, d -> new ConcurrentHashMap<>()), alias,
                 a -> new AtomicReference<>(LedgerEntry.ZERO)).accumulateAndGet(entry, LedgerEntry::plus);
         // as Redis expires a day LEDGER_RETENTION_DAYS after it, counted from the newest day here (no wall clock)
-        ledger.headMap(ledger.lastKey().minusDays(LEDGER_RETENTION_DAYS - 1)).clear();
-        return done();
+        LocalDate oldest = ledger.lastKey().minusDays(LEDGER_RETENTION_DAYS - 1);
+        ledger.headMap(oldest).clear();
+        org.ledgerWriters.headMap(oldest).clear();
     }
 
     @Override

@@ -229,10 +229,20 @@ final class RedisScripts {
             """);
 
     /**
-     * Adds to one day of the org ledger and sets when that day expires. KEYS: the day's ledger. ARGV: alias,
-     * requests, prompt, completion, cost, expiry (unix seconds).
+     * Adds to one day of the org ledger and sets when that day expires; with a writer, once per write number (see
+     * {@code StateStore.addLedgerOnce}). KEYS: the day's ledger, the day's writer marks. ARGV: alias, requests,
+     * prompt, completion, cost, expiry (unix seconds), writer mark field ("" = add unconditionally), write number,
+     * how long the marks are kept (seconds). Returns 1 if added, 0 if the write had been applied before.
      */
     static final LuaScript ADD_LEDGER = LuaScript.of("addLedger", """
+            if ARGV[7] ~= '' then
+              local last = redis.call('HGET', KEYS[2], ARGV[7])
+              if last and tonumber(ARGV[8]) <= tonumber(last) then
+                return 0
+              end
+              redis.call('HSET', KEYS[2], ARGV[7], ARGV[8])
+              redis.call('EXPIRE', KEYS[2], ARGV[9])
+            end
             redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':n', ARGV[2])
             redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':p', ARGV[3])
             redis.call('HINCRBY', KEYS[1], ARGV[1] .. ':c', ARGV[4])

@@ -369,12 +369,27 @@ public final class RedisStateStore implements StateStore {
 
     @Override
     public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
+        return addLedger(orgId, day, alias, entry, "", 0).replaceWithVoid();
+    }
+
+    @Override
+    public Uni<Boolean> addLedgerOnce(String orgId, LocalDate day, String alias, LedgerEntry entry, String writer,
+                                      long seq) {
+        if (writer.isEmpty()) {
+            throw new IllegalArgumentException("a writer is named");
+        }
+        return addLedger(orgId, day, alias, entry, writer + "|" + alias, seq);
+    }
+
+    private Uni<Boolean> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry, String mark,
+                                   long seq) {
         UsageSample u = entry.usage();
         long expireAt = day.plusDays(LEDGER_RETENTION_DAYS).toEpochSecond(LocalTime.MIDNIGHT, ZoneOffset.UTC);
-        return eval(RedisScripts.ADD_LEDGER, List.of(StateKeys.ledger(orgId, day)), alias,
-                Long.toString(entry.requests()), Long.toString(u.promptTokens()), Long.toString(u.completionTokens()),
-                decimal(u.cost()), Long.toString(expireAt))
-                .replaceWithVoid();
+        return eval(RedisScripts.ADD_LEDGER, List.of(StateKeys.ledger(orgId, day), StateKeys.ledgerWriters(orgId, day)),
+                alias, Long.toString(entry.requests()), Long.toString(u.promptTokens()),
+                Long.toString(u.completionTokens()), decimal(u.cost()), Long.toString(expireAt), mark,
+                Long.toString(seq), Long.toString(Duration.ofDays(LEDGER_WRITER_MEMORY_DAYS).toSeconds()))
+                .map(r -> r.toInteger() == 1);
     }
 
     @Override

@@ -3,8 +3,10 @@ package dev.hedgerow.state;
 import io.smallrye.faulttolerance.api.CircuitBreakerState;
 import io.smallrye.faulttolerance.api.Guard;
 import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.subscription.UniEmitter;
 import jakarta.enterprise.util.TypeLiteral;
 
+import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.time.temporal.ChronoUnit;
@@ -17,7 +19,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.SortedMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -86,9 +88,12 @@ public final class ResilientStateStore implements StateStore {
     /** Admin edits written only to the mirror (the shared store was unreachable), by org; see the class comment. */
     private final Map<String, PendingEdit> pendingEdits = new ConcurrentHashMap<>();
     private final AtomicLong lostEdits = new AtomicLong();
-    /** Ledger totals written only locally (the shared store refused them), to add there; see {@link #addLedger}. */
-    private final Map<LedgerKey, LedgerEntry> pendingLedger = new ConcurrentHashMap<>();
-    private final AtomicLong unconfirmedRequests = new AtomicLong();
+    /** Each (org, day, alias) line's writes to the shared ledger not confirmed yet; see {@link #addLedger}. */
+    private final Map<LedgerKey, LedgerLine> ledgerLines = new ConcurrentHashMap<>();
+    private final AtomicInteger heldLedgerLines = new AtomicInteger();
+    /** This instance's name as a ledger writer, and its write numbers (see {@link StateStore#addLedgerOnce}). */
+    private final String ledgerWriter = Long.toHexString(new SecureRandom().nextLong());
+    private final AtomicLong ledgerSeq = new AtomicLong();
     private final System.Logger log = System.getLogger("dev.hedgerow.state");
     private final AtomicLong fallbacks = new AtomicLong();
     private volatile CircuitBreakerState breaker = CircuitBreakerState.CLOSED;
@@ -161,8 +166,9 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<Map<String, Long>> catalogVersions() {
-        return call(() -> writePendingEdits().flatMap(v -> writePendingLedger())
-                .flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing), this::mirrorVersions);
+        resendHeldLedger();
+        return call(() -> writePendingEdits().flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing),
+                this::mirrorVersions);
     }
 
     private Uni<Map<String, Long>> reseedMissing(Map<String, Long> stored) {
@@ -379,68 +385,155 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
-     * Billed usage is not rebuilt from traffic, so a ledger write the shared store did not take is kept and added
-     * there once it answers again (before the next ledger write or catalog poll), besides the local store's copy that
-     * answers reads meanwhile. Not when the write timed out: it may have landed, and adding it again would bill twice
-     * (the breaker opens after a few timeouts, and from then on nothing is sent, so nothing is ambiguous).
+     * Billed usage is not rebuilt from traffic, so every ledger write reaches the shared store exactly once, however
+     * it fails: each (org, day, alias) line sends one numbered write at a time ({@link StateStore#addLedgerOnce}),
+     * and a write the store did not confirm, refused or timed out alike, is sent again with the same number before
+     * anything newer, once the store answers (at the next ledger write or catalog poll). The store skips a number it
+     * applied before, so a write that timed out after landing is not added twice. Usage billed meanwhile waits
+     * behind it, merged into the line's next write. The local store gets every entry too, so that the ledger read
+     * during an outage shows what this instance billed.
+     *
+     * <p>The returned {@code Uni} completes when the write holding this entry was confirmed or kept for later.
      */
     @Override
     public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
-        return call(() -> writePendingLedger().flatMap(v -> shared.addLedger(orgId, day, alias, entry)), e -> {
-            notStored(new LedgerKey(orgId, day, alias), entry, e);
-            return local.addLedger(orgId, day, alias, entry);
-        });
+        LedgerKey key = new LedgerKey(orgId, day, alias);
+        return local.addLedger(orgId, day, alias, entry).onFailure().recoverWithNull()
+                .chain(() -> Uni.createFrom().<Void>emitter(em -> {
+                    LedgerLine line;
+                    do {
+                        line = ledgerLines.computeIfAbsent(key, LedgerLine::new);
+                    } while (!line.take(entry, em));
+                    resendHeldLedger();
+                    line.send();
+                }));
     }
 
-    /** A ledger write the shared store did not confirm: kept for it, or, if it may have landed, only counted. */
-    private void notStored(LedgerKey k, LedgerEntry entry, Throwable why) {
-        if (mayHaveLanded(why)) {
-            unconfirmedRequests.addAndGet(entry.requests());
-        } else {
-            pendingLedger.merge(k, entry, LedgerEntry::plus);
-        }
+    /**
+     * Passed to the shared store under the guard; a caller that numbers its own writes sends one again when this
+     * fails, so a failure is not answered locally.
+     */
+    @Override
+    public Uni<Boolean> addLedgerOnce(String orgId, LocalDate day, String alias, LedgerEntry entry, String writer,
+                                      long seq) {
+        return call(() -> shared.addLedgerOnce(orgId, day, alias, entry, writer, seq), e -> Uni.createFrom().failure(e));
     }
 
     private record LedgerKey(String orgId, LocalDate day, String alias) {
     }
 
-    /** A write that failed so may still have been applied: it timed out (the guard's timeout, or a client's). */
-    private static boolean mayHaveLanded(Throwable t) {
-        return t instanceof org.eclipse.microprofile.faulttolerance.exceptions.TimeoutException
-                || t instanceof TimeoutException;
-    }
-
-    /** Billed usage the shared store did not take yet: the count of (org, day, alias) totals waiting. */
-    public int pendingLedger() {
-        return pendingLedger.size();
-    }
-
     /**
-     * Billed requests whose shared ledger write timed out since start: each may or may not be in the shared ledger
-     * (not added again, so never twice), and is in the local one.
+     * One (org, day, alias) line's writes to the shared ledger: at most one numbered write out at a time; usage
+     * billed meanwhile is merged into the next. Guarded by its own monitor; the store is called outside it.
      */
-    public long unconfirmedLedgerRequests() {
-        return unconfirmedRequests.get();
-    }
+    private final class LedgerLine {
+        final LedgerKey key;
+        /** Billed, not yet in a numbered write, and who waits for it. */
+        LedgerEntry unsent;
+        List<UniEmitter<? super Void>> unsentWaiters = new ArrayList<>();
+        /** The numbered write not yet confirmed (sent again as it is until it is), its number, who waits for it. */
+        LedgerEntry numbered;
+        long seq;
+        List<UniEmitter<? super Void>> numberedWaiters = List.of();
+        /** A send is under way. */
+        boolean sending;
+        /** The last send of {@link #numbered} failed: it is held for the store's return. */
+        boolean held;
+        /** Removed from the map once idle: a writer that finds it closed takes a new line. */
+        boolean closed;
 
-    /**
-     * Adds every pending ledger total to the shared store. Each total is taken out before its write and put back if
-     * the write fails without a timeout, so a total is added once however many writes run at once.
-     */
-    private Uni<Void> writePendingLedger() {
-        if (pendingLedger.isEmpty()) {
-            return Uni.createFrom().voidItem();
+        LedgerLine(LedgerKey key) {
+            this.key = key;
         }
-        List<Uni<Void>> writes = new ArrayList<>();
-        for (LedgerKey k : List.copyOf(pendingLedger.keySet())) {
-            LedgerEntry e = pendingLedger.remove(k);
-            if (e != null) {
-                writes.add(shared.addLedger(k.orgId(), k.day(), k.alias(), e)
-                        .onFailure().invoke(t -> notStored(k, e, t)));
+
+        synchronized boolean take(LedgerEntry entry, UniEmitter<? super Void> waiter) {
+            if (closed) {
+                return false;
             }
+            unsent = unsent == null ? entry : unsent.plus(entry);
+            unsentWaiters.add(waiter);
+            return true;
         }
-        return writes.isEmpty() ? Uni.createFrom().voidItem()
-                : Uni.join().all(writes).andCollectFailures().replaceWithVoid();
+
+        /** Sends the held write, or numbers and sends what is unsent, unless a send is under way. */
+        void send() {
+            LedgerEntry entry;
+            long n;
+            synchronized (this) {
+                if (sending || closed) {
+                    return;
+                }
+                if (numbered == null) {
+                    if (unsent == null) {
+                        return;
+                    }
+                    numbered = unsent;
+                    numberedWaiters = unsentWaiters;
+                    seq = ledgerSeq.incrementAndGet();
+                    unsent = null;
+                    unsentWaiters = new ArrayList<>();
+                }
+                sending = true;
+                entry = numbered;
+                n = seq;
+            }
+            LedgerKey k = key;
+            call(() -> shared.addLedgerOnce(k.orgId(), k.day(), k.alias(), entry, ledgerWriter, n).replaceWith(true),
+                    e -> Uni.createFrom().item(false))
+                    .subscribe().with(confirmed -> {
+                        if (settled(confirmed)) {
+                            send();
+                        }
+                    }, t -> settled(false));
+        }
+
+        /**
+         * The numbered write was confirmed or not. Its waiters are answered either way, and, when it is held, those
+         * of the usage queued behind it: all of it is kept for the store's return. True if more is to be sent now.
+         */
+        private boolean settled(boolean confirmed) {
+            List<UniEmitter<? super Void>> waiters = new ArrayList<>();
+            boolean more;
+            synchronized (this) {
+                sending = false;
+                waiters.addAll(numberedWaiters);
+                numberedWaiters = List.of();
+                if (!confirmed) {
+                    waiters.addAll(unsentWaiters);
+                    unsentWaiters = new ArrayList<>();
+                }
+                if (confirmed) {
+                    numbered = null;
+                }
+                if (held != !confirmed) {
+                    held = !confirmed;
+                    heldLedgerLines.addAndGet(confirmed ? -1 : 1);
+                }
+                more = confirmed && unsent != null;
+                if (confirmed && unsent == null) {
+                    closed = true;
+                    ledgerLines.remove(key, this);
+                }
+            }
+            waiters.forEach(w -> w.complete(null));
+            return more;
+        }
+
+        synchronized boolean held() {
+            return held;
+        }
+    }
+
+    /** Billed usage the shared store has not confirmed yet: the (org, day, alias) lines waiting for it. */
+    public int pendingLedger() {
+        return heldLedgerLines.get();
+    }
+
+    /** Sends every held ledger write again (each send runs on its own; nothing waits for it). */
+    private void resendHeldLedger() {
+        if (heldLedgerLines.get() > 0) {
+            ledgerLines.values().stream().filter(LedgerLine::held).forEach(LedgerLine::send);
+        }
     }
 
     @Override

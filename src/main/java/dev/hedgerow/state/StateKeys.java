@@ -22,6 +22,7 @@ import java.time.LocalDate;
  * hr:{o:&lt;org&gt;}:catalog:version        version alone, for MGET    (kept)
  * hr:{o:&lt;org&gt;}:audit                  stream, trimmed by length  (kept, MAXLEN ~)
  * hr:{o:&lt;org&gt;}:ledger:&lt;yyyy-mm-dd&gt;    hash &lt;alias&gt;:n|p|c|cost   expires 400 days after the day
+ * hr:{o:&lt;org&gt;}:ledger-writers:&lt;day&gt; hash &lt;writer&gt;|&lt;alias&gt; -&gt; last write number   TTL 7 days
  * hr:{o:&lt;org&gt;}:affinity:&lt;hash&gt;        routeId                    TTL given
  * hr:{o:&lt;org&gt;}:hedge:&lt;windowMs&gt;:&lt;b&gt;   hash r (requests), h (hedges)   TTL window + bucket
  * hr:{o:&lt;org&gt;}:blob:&lt;name&gt;            named value                TTL given (or none)
@@ -124,6 +125,11 @@ public final class StateKeys {
     /** The org's ledger of one UTC day. */
     public static String ledger(String orgId, LocalDate day) {
         return org(orgId) + ":ledger:" + day;
+    }
+
+    /** Each writer's last applied write number to the org's ledger of one UTC day (see addLedgerOnce). */
+    public static String ledgerWriters(String orgId, LocalDate day) {
+        return org(orgId) + ":ledger-writers:" + day;
     }
 
     public static String affinity(String orgId, String prefixHash) {

@@ -176,6 +176,20 @@ public interface StateStore {
      */
     Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry);
 
+    /** How long the ledger remembers a writer's last write number for a day: see {@link #addLedgerOnce}. */
+    int LEDGER_WRITER_MEMORY_DAYS = 7;
+
+    /**
+     * As {@link #addLedger}, but a write sent again is added once: {@code writer} (one instance) numbers its writes
+     * to each (org, day, alias) in increasing {@code seq}, sends the next only after the store confirmed the one
+     * before, and sends a write whose answer it never got again with the same number. A write numbered at or below
+     * the last one applied for that writer there is skipped. The last number is remembered at least
+     * {@value #LEDGER_WRITER_MEMORY_DAYS} days after the writer's latest write to that day.
+     *
+     * @return true if the entry was added, false if the write had been applied before
+     */
+    Uni<Boolean> addLedgerOnce(String orgId, LocalDate day, String alias, LedgerEntry entry, String writer, long seq);
+
     /**
      * The org's ledger from {@code from} to {@code to}, both included: per day (ascending) the totals of each alias
      * that billed anything that day. Days and aliases with nothing billed are absent.

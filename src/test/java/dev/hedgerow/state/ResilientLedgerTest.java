@@ -8,21 +8,25 @@ import java.io.IOException;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.util.Map;
+import java.util.SortedMap;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * Billed usage across an outage of the shared store: a ledger write the store refused is added there once it answers
- * (once, however often the write is tried), and one that timed out, which may have landed, is not added again.
+ * Billed usage across an outage of the shared store: a ledger write the store did not confirm (refused, or timed
+ * out whether or not it landed) reaches it exactly once when it answers again, before anything billed after it.
  */
 class ResilientLedgerTest {
     static final LocalDate DAY = LocalDate.of(2026, 12, 1);
     static final ResilientStateStore.Settings SETTINGS =
             new ResilientStateStore.Settings(Duration.ofMillis(50), 100, 1.0, Duration.ofMillis(10), 1);
 
-    enum Mode { UP, REFUSING, HANGING }
+    enum Mode { UP, REFUSING, HANGING, LANDING_THEN_HANGING }
 
-    /** The shared store, whose ledger writes can be refused (a connection error) or left hanging (a timeout). */
+    /**
+     * The shared store, whose ledger writes can be refused (a connection error), left hanging (a timeout), or
+     * applied with the answer lost (a timeout after the write landed).
+     */
     static final class Shared extends ForwardingStateStore {
         volatile Mode mode = Mode.UP;
 
@@ -31,12 +35,21 @@ class ResilientLedgerTest {
         }
 
         @Override
-        public Uni<Void> addLedger(String orgId, LocalDate day, String alias, LedgerEntry entry) {
+        public Uni<Boolean> addLedgerOnce(String orgId, LocalDate day, String alias, LedgerEntry entry,
+                                          String writer, long seq) {
             return switch (mode) {
-                case UP -> super.addLedger(orgId, day, alias, entry);
+                case UP -> super.addLedgerOnce(orgId, day, alias, entry, writer, seq);
                 case REFUSING -> Uni.createFrom().failure(new IOException("connection refused"));
                 case HANGING -> Uni.createFrom().nothing();
+                case LANDING_THEN_HANGING -> super.addLedgerOnce(orgId, day, alias, entry, writer, seq)
+                        .chain(added -> Uni.createFrom().nothing());
             };
+        }
+
+        @Override
+        public Uni<SortedMap<LocalDate, Map<String, LedgerEntry>>> ledger(String orgId, LocalDate from, LocalDate to) {
+            return mode == Mode.REFUSING ? Uni.createFrom().failure(new IOException("connection refused"))
+                    : super.ledger(orgId, from, to);
         }
     }
 
@@ -48,6 +61,10 @@ class ResilientLedgerTest {
 
     static LedgerEntry bill(long prompt) {
         return LedgerEntry.of(new UsageSample(prompt, 1, 0));
+    }
+
+    static LedgerEntry billed(long requests, long prompt) {
+        return new LedgerEntry(requests, new UsageSample(prompt, requests, 0));
     }
 
     Map<String, LedgerEntry> sharedLedger() {
@@ -64,26 +81,40 @@ class ResilientLedgerTest {
         shared.mode = Mode.REFUSING;
         add(10);
         add(100);
-        assertEquals(1, store.pendingLedger(), "one total per org, day and alias");
-        assertEquals(new LedgerEntry(1, new UsageSample(1, 1, 0)), sharedLedger().get("chat"));
+        assertEquals(1, store.pendingLedger(), "one line per org, day and alias");
+        assertEquals(billed(1, 1), sharedLedger().get("chat"));
+        assertEquals(billed(3, 111), store.ledger("acme", DAY, DAY).await().atMost(Duration.ofSeconds(5))
+                .get(DAY).get("chat"), "read during the outage: what this instance billed");
         shared.mode = Mode.UP;
         add(1000);
         assertEquals(0, store.pendingLedger());
-        assertEquals(new LedgerEntry(4, new UsageSample(1111, 4, 0)), sharedLedger().get("chat"),
-                "each request billed once");
+        assertEquals(billed(4, 1111), sharedLedger().get("chat"), "each request billed once");
         add(10000);
-        assertEquals(new LedgerEntry(5, new UsageSample(11111, 5, 0)), sharedLedger().get("chat"));
+        assertEquals(billed(5, 11111), sharedLedger().get("chat"));
     }
 
     @Test
-    void usageWhoseWriteTimedOutIsNotAddedAgain() {
+    void usageWhoseWriteTimedOutBeforeLandingIsAddedWhenTheStoreAnswers() {
         shared.mode = Mode.HANGING;
         add(10);
-        assertEquals(0, store.pendingLedger(), "a timed-out write may have landed: not queued");
-        assertEquals(1, store.unconfirmedLedgerRequests());
+        assertEquals(1, store.pendingLedger(), "held: the store did not confirm it");
         shared.mode = Mode.UP;
         add(1);
-        assertEquals(new LedgerEntry(1, new UsageSample(1, 1, 0)), sharedLedger().get("chat"));
+        assertEquals(0, store.pendingLedger());
+        assertEquals(billed(2, 11), sharedLedger().get("chat"));
+    }
+
+    @Test
+    void usageWhoseWriteTimedOutAfterLandingIsNotAddedTwice() {
+        shared.mode = Mode.LANDING_THEN_HANGING;
+        add(10);
+        assertEquals(billed(1, 10), sharedLedger().get("chat"), "it landed");
+        assertEquals(1, store.pendingLedger(), "but the instance never heard so");
+        add(100);   // sent again as it was, skipped by the store; then the usage queued behind it
+        shared.mode = Mode.UP;
+        add(1000);
+        assertEquals(0, store.pendingLedger());
+        assertEquals(billed(3, 1110), sharedLedger().get("chat"), "each request billed once");
     }
 
     @Test
@@ -93,6 +124,6 @@ class ResilientLedgerTest {
         shared.mode = Mode.UP;
         store.catalogVersions().await().atMost(Duration.ofSeconds(5));
         assertEquals(0, store.pendingLedger());
-        assertEquals(new LedgerEntry(1, new UsageSample(10, 1, 0)), sharedLedger().get("chat"));
+        assertEquals(billed(1, 10), sharedLedger().get("chat"));
     }
 }

@@ -507,6 +507,24 @@ abstract class StateStoreContract {
     }
 
     @Test
+    void aNumberedLedgerWriteIsAddedOncePerWriterAndLine() {
+        String org = id("org");
+        LocalDate today = LocalDate.now(ZoneOffset.UTC);
+        LedgerEntry one = LedgerEntry.of(new UsageSample(10, 1, 0.5));
+        assertTrue(await(store().addLedgerOnce(org, today, "kimi3", one, "w1", 1)));
+        assertFalse(await(store().addLedgerOnce(org, today, "kimi3", one, "w1", 1)), "the same write sent again");
+        assertTrue(await(store().addLedgerOnce(org, today, "kimi3", one, "w1", 5)), "the writer's next one");
+        assertFalse(await(store().addLedgerOnce(org, today, "kimi3", one, "w1", 3)), "one numbered before the last");
+        assertTrue(await(store().addLedgerOnce(org, today, "kimi3", one, "w2", 1)), "another writer numbers alone");
+        assertTrue(await(store().addLedgerOnce(org, today, "gpt", one, "w1", 1)), "and each alias is its own line");
+        assertTrue(await(store().addLedgerOnce(org, today.minusDays(1), "kimi3", one, "w1", 1)), "and each day");
+        await(store().addLedger(org, today, "kimi3", one));
+        assertEquals(Map.of("kimi3", new LedgerEntry(4, new UsageSample(40, 4, 2.0)),
+                "gpt", new LedgerEntry(1, new UsageSample(10, 1, 0.5))), await(store().ledger(org, today, today))
+                .get(today));
+    }
+
+    @Test
     void theLedgerKeepsADayForItsRetentionOnly() {
         String org = id("org");
         LocalDate today = LocalDate.now(ZoneOffset.UTC);
