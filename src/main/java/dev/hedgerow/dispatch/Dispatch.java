@@ -487,7 +487,7 @@ final class Dispatch {
                 // a finish with no content at all is an empty but complete answer
                 contentArrived(a, false);
             }
-            complete(a);
+            complete(a, false);
             return;
         }
         if (!a.hasContent) {
@@ -521,8 +521,8 @@ final class Dispatch {
         }
         Attempt a = winner;
         if (a.finishReason != null) {
-            // finished but the upstream never closed: the answer is complete
-            complete(a);
+            // finished but the upstream never closed: the answer is complete, and the open stream is hung up on
+            complete(a, true);
             return;
         }
         midStreamFailure(a, "stall", "no progress for " + silentMs + " ms");
@@ -817,14 +817,15 @@ final class Dispatch {
         deps.observer().finished(req, 502, trail.snapshot(), null, null);
     }
 
-    private void complete(Attempt a) {
+    /** The winner's answer is whole; {@code hangUp} closes its upstream stream, which is still open. */
+    private void complete(Attempt a, boolean hangUp) {
         if (finished) {
             return;
         }
         output.flushTrimmer(a);
         finished = true;
         health.success(a);
-        endAttempt(a, "success", null, false);
+        endAttempt(a, "success", null, hangUp);
         UsageSample billed = billing.usageOf(a, resumes > 0, null);
         output.endStream(a, req.chat().includeUsage() ? billed : null, Billing.upstreamBill(a, resumes > 0),
                 trail.toNode());

@@ -50,6 +50,8 @@ final class ProbeCall implements UpstreamHandler {
     private int deltas;
     private int usageTokens = -1;
     private String model;
+    /** A {@code finish_reason} arrived: the answer is whole, whether or not the stream is closed after it. */
+    private boolean finishSeen;
 
     private ProbeCall(Ticker ticker, boolean stream, Consumer<ProbeOutcome> done) {
         this.ticker = ticker;
@@ -107,6 +109,14 @@ final class ProbeCall implements UpstreamHandler {
             finish(new ProbeOutcome.Failed(0, "no answer within " + timeout.toMillis() + " ms"));
         } else if (firstNanos < 0) {
             finish(new ProbeOutcome.Slow(timeout.toMillis()));
+        } else if (finishSeen) {
+            // finished but never closed: the answer is whole, as the gateway takes it (Dispatch.stallCheck); the
+            // open stream is hung up on
+            finish(streamAnswer(lastLifeNanos));
+            UpstreamClient.Exchange ex = exchange;
+            if (ex != null) {
+                ex.cancel();
+            }
         } else {
             long now = ticker.nanos();
             finish(new ProbeOutcome.Unfinished(ms(firstNanos - start), deltas, ms(now - firstNanos),
@@ -160,6 +170,9 @@ final class ProbeCall implements UpstreamHandler {
         if (n.path("usage").has("completion_tokens")) {
             usageTokens = n.path("usage").path("completion_tokens").asInt();
         }
+        if (n.path("choices").path(0).hasNonNull("finish_reason")) {
+            finishSeen = true;
+        }
         String delta = n.path("choices").path(0).path("delta").path("content").asText("");
         if (!delta.isEmpty()) {
             long now = ticker.nanos();
@@ -204,9 +217,14 @@ final class ProbeCall implements UpstreamHandler {
             finish(new ProbeOutcome.Failed(status, "stream ended with no content"));
             return;
         }
+        finish(streamAnswer(now));
+    }
+
+    /** The streamed answer, whole, as it stood at {@code endNanos}. */
+    private ProbeOutcome.Answered streamAnswer(long endNanos) {
         int tokens = usageTokens > 0 ? usageTokens : deltas;
-        finish(new ProbeOutcome.Answered(ms(firstNanos - start), tokens, ms(lastNanos - firstNanos), ms(now - start),
-                model, content.toString()));
+        return new ProbeOutcome.Answered(ms(firstNanos - start), tokens, ms(lastNanos - firstNanos),
+                ms(endNanos - start), model, content.toString());
     }
 
     @Override

@@ -305,6 +305,10 @@ final class Exchange {
             u.set("usage", usage());
             s.add(new Write(t, sse(u.toString()), false));
         }
+        if (fault instanceof Fault.HangAfterFinish) {
+            s.add(new Hang(t));
+            return s;
+        }
         if (!(fault instanceof Fault.NoDone)) {
             s.add(new Write(t, Buffer.buffer(DONE), false));
         }

@@ -22,6 +22,7 @@ import com.fasterxml.jackson.annotation.JsonTypeInfo;
         @JsonSubTypes.Type(value = Fault.Drop.class, name = "drop"),
         @JsonSubTypes.Type(value = Fault.EmptyStream.class, name = "empty_stream"),
         @JsonSubTypes.Type(value = Fault.NoDone.class, name = "no_done"),
+        @JsonSubTypes.Type(value = Fault.HangAfterFinish.class, name = "hang_after_finish"),
         @JsonSubTypes.Type(value = Fault.EofBeforeFinish.class, name = "eof_before_finish"),
         @JsonSubTypes.Type(value = Fault.MalformedFrame.class, name = "malformed_frame"),
         @JsonSubTypes.Type(value = Fault.ErrorEvent.class, name = "error_event"),
@@ -92,6 +93,10 @@ public sealed interface Fault {
         return new Stall(afterTokens, -1);
     }
 
+    static Fault hangAfterFinish() {
+        return new HangAfterFinish();
+    }
+
     /**
      * An HTTP error answer in the OpenAI envelope, sent {@code delayMs} after the request arrived.
      *
@@ -124,6 +129,13 @@ public sealed interface Fault {
 
     /** The stream ends cleanly after the {@code finish_reason} chunk (and usage) without {@code [DONE]}. */
     record NoDone() implements Fault {
+    }
+
+    /**
+     * The whole answer, its {@code finish_reason} chunk (and usage), then neither {@code [DONE]} nor the end of the
+     * stream: the connection stays open until the caller hangs up. (Non-streaming: answered as usual.)
+     */
+    record HangAfterFinish() implements Fault {
     }
 
     /** The stream ends cleanly after {@code afterTokens} tokens: no {@code finish_reason}, no {@code [DONE]}. */

@@ -353,6 +353,23 @@ class ProberTest {
     }
 
     @Test
+    void aProbeAnswerFinishedButNeverClosedIsAnAnswerAndIsVerified() {
+        // the whole answer and its finish_reason, then the stream stays open: the gateway takes such an answer as
+        // whole, so the prober does too (it is not slow, nor stalled)
+        sims.get("beta").script("beta-model", ModelScript.defaults().withLength(24)
+                .withLatency(ModelScript.Latency.of(5, 400))
+                .withFaults(List.of(new ModelScript.FaultChance(1, Fault.hangAfterFinish()))));
+
+        RoundReport r = round(ProberConfig.defaults().withProbeTimeout(Duration.ofMillis(800)));
+
+        assertEquals("ok", result(r, "chat-beta").outcome());
+        assertEquals("ok", result(r, "odd-beta").outcome(), "silent past its stall allowance, but finished");
+        assertEquals("pass", result(r, "chat-beta").verification(), "its answer is checked");
+        assertFalse(snapshot("odd-beta").coolingDown());
+        assertEquals(0, snapshot("odd-beta").fails());
+    }
+
+    @Test
     void aStreamSilentPastItsAllowedGapAfterItsFirstTokenStalledAndFailsItsProbe() {
         // the same stream for both routes: two tokens, then nothing. odd's stall_floor (200 ms) is passed before the
         // probe's time runs out, chat's (the default 5 s) is not

@@ -172,6 +172,18 @@ class SimFaultTest extends SimFixture {
     }
 
     @Test
+    void hangAfterFinishSendsTheWholeAnswerThenKeepsTheStreamOpen() {
+        sim.enqueue("m", Fault.hangAfterFinish());
+        SimHttp.Raw r = stream(Duration.ofMillis(400));
+        assertNotNull(r.error(), "still open when the caller gave up");
+        assertEquals(expected(LENGTH), r.content());
+        assertFalse(r.text().contains("[DONE]"));
+        List<JsonNode> chunks = r.chunks();
+        assertEquals("stop", chunks.get(chunks.size() - 1).path("choices").path(0).path("finish_reason").asText());
+        eventually(() -> sim.stats("m").cancelled() == 1, "cancelled");
+    }
+
+    @Test
     void streamEndsAfterFinishReasonWithoutDone() {
         sim.enqueue("m", new Fault.NoDone());
         SimHttp.Raw r = stream();

@@ -37,12 +37,15 @@ class StallTest {
                 routes:
                   - { alias: stall, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
                   - { alias: stall, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
+                  - { alias: whole, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: whole, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
                   - { alias: ponder, provider: a, model: m-ponder, priority: 1, capabilities: [prefill] }
                   - { alias: ponder, provider: b, model: m-ponder, priority: 2, capabilities: [prefill] }
                   - { alias: muse, provider: a, model: m-muse, priority: 1, capabilities: [prefill] }
                   - { alias: muse, provider: b, model: m-muse, priority: 2, capabilities: [prefill] }
                 groups:
                   stall: { strategy: priority, stall_floor: 300ms }
+                  whole: { strategy: priority, stall_floor: 300ms }
                   ponder: { strategy: priority, stall_floor: 300ms }
                   muse: { strategy: priority, stall_floor: 300ms }
             """;
@@ -87,6 +90,22 @@ class StallTest {
         assertTrue(gw.sim("b").stats("m-text").recent().get(0).body().contains("\"continue_final_message\":true"));
         eventually(() -> gw.sim("a").stats("m-text").cancelled() > 0, "the stalled upstream is hung up on");
         assertEquals(1, gw.sim("a").stats("m-text").cancelled());
+    }
+
+    @Test
+    void aStreamThatFinishedButIsNeverClosedIsWholeNotResumed() {
+        gw.sim("a").enqueue("m-text", Fault.hangAfterFinish());
+        long resumedBefore = gw.sim("b").stats("m-text").received();
+        long cancelledBefore = gw.sim("a").stats("m-text").cancelled();
+        String out = stream("whole", "finished, then silence");
+        assertEquals(SimText.expected(SEED, "finished, then silence", LENGTH), Sse.content(out));
+        assertTrue(out.endsWith("data: [DONE]\n\n"), out);
+        JsonNode trail = Sse.trail(out);
+        assertEquals(1, trail.size(), trail.toString());
+        assertEquals("success", trail.get(0).path("outcome").asText(), trail.toString());
+        assertEquals("whole-a", trail.get(0).path("route").asText(), trail.toString());
+        assertEquals(resumedBefore, gw.sim("b").stats("m-text").received(), "nothing to resume");
+        eventually(() -> gw.sim("a").stats("m-text").cancelled() > cancelledBefore, "the open upstream is hung up on");
     }
 
     @Test
