@@ -84,6 +84,7 @@ public final class AdminService {
         n.put("strategy", g.strategy().wireName());
         n.put("hedging", g.hedging());
         n.put("resume_mid_stream", g.resumeMidStream());
+        n.put("head_hold_ms", g.headHold().toMillis());
         n.putObject("breaker").put("max_fails", g.breaker().maxFails())
                 .put("fail_timeout_ms", g.breaker().failTimeout().toMillis());
         n.putObject("slo").put("decode_tokens_per_second", g.slo().decodeTokensPerSecond())

@@ -147,6 +147,7 @@ public final class OrgValidator {
         n.put("strategy", g.strategy().wireName());
         n.put("resume_mid_stream", g.resumeMidStream());
         n.put("hedging", g.hedging());
+        n.put("head_hold", duration(g.headHold()));
         n.putObject("breaker").put("max_fails", g.breaker().maxFails())
                 .put("fail_timeout", duration(g.breaker().failTimeout()));
         n.put("max_attempts", g.retry().maxAttempts());

@@ -158,6 +158,7 @@ public final class CatalogCodec {
         n.put("strategy", g.strategy().wireName());
         n.put("resume_mid_stream", g.resumeMidStream());
         n.put("hedging", g.hedging());
+        n.put("head_hold", g.headHold().toString());
         n.putObject("breaker")
                 .put("max_fails", g.breaker().maxFails())
                 .put("fail_timeout", g.breaker().failTimeout().toString());
@@ -285,7 +286,7 @@ public final class CatalogCodec {
                 s.integer("standard_prompt_max_tokens", ds.standardPromptMaxTokens()));
         return new GroupSettings(Strategy.parse(n.optText("strategy", "auto")),
                 n.bool("resume_mid_stream", d.resumeMidStream()), n.bool("hedging", d.hedging()), breaker, retry,
-                timeouts, balancer, slo);
+                timeouts, balancer, slo, n.duration("head_hold", d.headHold()));
     }
 
     /** A JSON object being decoded, with its path for error messages. */

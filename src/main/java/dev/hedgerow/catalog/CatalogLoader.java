@@ -68,6 +68,7 @@ public final class CatalogLoader {
             "context_window", "capabilities", "parameters", "price", "description", "tags", "embeddings");
     private static final Set<String> PRICE_FIELDS = Set.of("prompt_per_mtok", "completion_per_mtok");
     private static final Set<String> GROUP_FIELDS = Set.of("strategy", "algorithm", "resume_mid_stream", "hedging",
+            "head_hold",
             "breaker", "retries", "max_attempts", "max_resumes", "failover_criteria", "max_retry_after_wait",
             "connect_timeout", "read_timeout", "write_timeout", "first_token_floor", "first_token_ceiling",
             "stall_floor", "hash_on_header", "latency_strategy", "tokens_count_strategy", "usage_window",
@@ -524,6 +525,7 @@ public final class CatalogLoader {
             Strategy strategy = readStrategy(g, kb, d.strategy());
             boolean resume = g.bool("resume_mid_stream", d.resumeMidStream());
             boolean hedging = g.bool("hedging", d.hedging());
+            Duration headHold = g.durationOrOff("head_hold", d.headHold());
 
             Breaker defaultBreaker = d.breaker();
             ConfigMap bm = g.map("breaker", BREAKER_FIELDS);
@@ -644,7 +646,7 @@ public final class CatalogLoader {
                 slo = new Slo(tps, sm.duration("first_token", slo.firstToken(), false),
                         sm.integer("standard_prompt_max_tokens", slo.standardPromptMaxTokens(), 1));
             }
-            return new GroupSettings(strategy, resume, hedging, breaker, retry, timeouts, balancer, slo);
+            return new GroupSettings(strategy, resume, hedging, breaker, retry, timeouts, balancer, slo, headHold);
         }
 
         private RoutingRules readRouting(ConfigMap o) {

@@ -25,6 +25,7 @@ final class ConfigMap {
     private static final Pattern DECIMAL = Pattern.compile("[-+]?(\\d+(\\.\\d*)?|\\.\\d+)([eE][-+]?\\d{1,3})?");
     private static final Pattern SECONDS = Pattern.compile("\\d+(?:\\.\\d+)?");
     private static final Pattern WHOLE = Pattern.compile("\\d{1,18}");
+    private static final String DURATION_HINT = "write e.g. 500ms, 30s, 2m, 1h, 1m30s or a number of seconds";
 
     private final MapNode node;
     private final String path;
@@ -186,11 +187,32 @@ final class ConfigMap {
         }
         Duration d = parseDuration(s);
         if (d == null) {
-            error(key, "bad duration \"" + s + "\"; write e.g. 500ms, 30s, 2m, 1h, 1m30s or a number of seconds");
+            error(key, "bad duration \"" + s + "\"; " + DURATION_HINT);
             return def;
         }
         if (d.isZero() && !zeroAllowed) {
             error(key, "must be longer than 0");
+            return def;
+        }
+        return d;
+    }
+
+    /**
+     * A duration that may be switched off: {@code off} (or {@code false}, which YAML 1.1 reads {@code off} as) and
+     * {@code 0} are {@link Duration#ZERO}; anything else is read as {@link #duration}.
+     */
+    Duration durationOrOff(String key, Duration def) {
+        Scalar sc = scalar(key);
+        if (sc == null || sc.text().isBlank()) {
+            return def;
+        }
+        String s = sc.text().strip();
+        if (sc.kind() == Scalar.Kind.FALSE || s.equalsIgnoreCase("off") || s.equalsIgnoreCase("false")) {
+            return Duration.ZERO;
+        }
+        Duration d = parseDuration(s);
+        if (d == null) {
+            error(key, "bad duration \"" + s + "\"; " + DURATION_HINT + ", or off (or 0) to turn it off");
             return def;
         }
         return d;

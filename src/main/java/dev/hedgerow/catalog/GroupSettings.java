@@ -6,18 +6,28 @@ import java.util.Set;
 
 /**
  * The settings of one alias group. A strategy only orders candidates; everything else here (failover, hedging,
- * resume, breaker, timeouts) is applied by the dispatcher for every strategy. Immutable.
+ * resume, breaker, timeouts, the head hold) is applied by the dispatcher for every strategy. Immutable.
+ *
+ * @param headHold the longest a stream's client hears nothing while no content has arrived: past it the response
+ *                 head (200) goes out and keep-alive comments follow until the content does; {@link Duration#ZERO}
+ *                 = off, the head is held until the first content or the final error
  */
 public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean hedging, Breaker breaker,
-                            Retry retry, Timeouts timeouts, Balancer balancer, Slo slo) {
+                            Retry retry, Timeouts timeouts, Balancer balancer, Slo slo, Duration headHold) {
+
+    /**
+     * Half the idle limit of the usual proxies in front of a gateway (nginx and AWS ALB close a connection idle for
+     * 60 s, Cloudflare at 100 s), so a client behind one never loses a stream that is still thinking.
+     */
+    public static final Duration DEFAULT_HEAD_HOLD = Duration.ofSeconds(30);
 
     public static GroupSettings defaults() {
         return new GroupSettings(Strategy.AUTO, true, true, Breaker.defaults(), Retry.defaults(), Timeouts.defaults(),
-                Balancer.defaults(), Slo.defaults());
+                Balancer.defaults(), Slo.defaults(), DEFAULT_HEAD_HOLD);
     }
 
     public GroupSettings withStrategy(Strategy s) {
-        return new GroupSettings(s, resumeMidStream, hedging, breaker, retry, timeouts, balancer, slo);
+        return new GroupSettings(s, resumeMidStream, hedging, breaker, retry, timeouts, balancer, slo, headHold);
     }
 
     /**

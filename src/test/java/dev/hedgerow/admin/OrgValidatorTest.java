@@ -106,6 +106,16 @@ class OrgValidatorTest {
     }
 
     @Test
+    void theDocumentCarriesEveryGroupSetting() {
+        // what is validated is what is stored: a group setting the document left out would be judged at its default
+        for (Org o : new CatalogLoader(name -> "secret-" + name).load(Path.of("src/test/resources/catalog/valid-full.yaml"))
+                .orgs()) {
+            Org back = new CatalogLoader(name -> null).parse(OrgValidator.document(o).toString()).orgs().get(0);
+            assertEquals(o.groups(), back.groups(), o.id());
+        }
+    }
+
+    @Test
     void writesDurationsTheLoaderReadsBack() {
         assertEquals("1500ms", OrgValidator.duration(Duration.ofMillis(1500)));
         assertEquals("0.25ms", OrgValidator.duration(Duration.ofNanos(250_000)));

@@ -43,7 +43,7 @@ class CatalogCodecTest {
                 new GroupSettings.Balancer("X-Session", GroupSettings.LatencyStrategy.TPOT,
                         GroupSettings.TokensCountStrategy.PROMPT_TOKENS, Duration.ofDays(1), null,
                         GroupSettings.DistanceMetric.EUCLIDEAN, 7.25, 1e-9),
-                new GroupSettings.Slo(12.75, Duration.ofMillis(1), 1));
+                new GroupSettings.Slo(12.75, Duration.ofMillis(1), 1), Duration.ofNanos(2_500));
         Org org = new Org("o", List.of(), List.of(new ApiKey("ops", Keys.sha256Hex("x"))),
                 List.of(new Provider("p", "http://h:1", null, Dialect.ANTHROPIC, null, null)),
                 List.of(new Route("r", "vendor/model:free", "p", "m", 0, 0, 1, Set.of("tools:stream"), Set.of(),
@@ -64,6 +64,19 @@ class CatalogCodecTest {
         assertTrue(json.contains("\"context_window\":262144"), json);
         assertTrue(json.contains("\"breaker\":{\"max_fails\":3,\"fail_timeout\":\"PT10S\"}"), json);
         assertTrue(json.contains("\"capabilities\":[\"json_mode:nonstream\",\"prefill\",\"tools\"]"), json);
+    }
+
+    @Test
+    void theHeadHoldIsStoredAndAGroupStoredBeforeItHadOneGetsTheDefault() {
+        Org org = fullOrgs().get(0);
+        String json = CatalogCodec.toJson(org);
+        assertTrue(json.contains("\"head_hold\":\"PT45S\""), json);
+        assertEquals(Duration.ofSeconds(45), CatalogCodec.fromJson(json).group("kimi3").headHold());
+
+        Org old = CatalogCodec.fromJson("""
+                {"id":"o","routes":[{"id":"r","alias":"a","provider":"p","model":"m"}],
+                 "groups":{"a":{"strategy":"auto","hedging":false}}}""");
+        assertEquals(GroupSettings.DEFAULT_HEAD_HOLD, old.group("a").headHold());
     }
 
     @Test

@@ -92,6 +92,7 @@ class CatalogLoaderTest {
         assertEquals(Strategy.LOWEST_LATENCY, g.strategy());
         assertFalse(g.resumeMidStream());
         assertFalse(g.hedging());
+        assertEquals(Duration.ofSeconds(45), g.headHold());
         assertEquals(new GroupSettings.Breaker(3, Duration.ofSeconds(10)), g.breaker());
         assertEquals(new GroupSettings.Retry(5, 1,
                 EnumSet.of(FailoverCriterion.ERROR, FailoverCriterion.TIMEOUT, FailoverCriterion.HTTP_429),

@@ -355,6 +355,35 @@ class CatalogValidationTest {
                         + "write e.g. 500ms, 30s, 2m, 1h, 1m30s or a number of seconds");
     }
 
+    @Test
+    void aBadHeadHoldIsAnErrorAtItsPath() {
+        String hint = "write e.g. 500ms, 30s, 2m, 1h, 1m30s or a number of seconds, or off (or 0) to turn it off";
+        assertOnlyError(withGroup("{ head_hold: soon }"),
+                "orgs[0].groups.kimi3.head_hold: bad duration \"soon\"; " + hint);
+        assertOnlyError(withGroup("{ head_hold: -5s }"),
+                "orgs[0].groups.kimi3.head_hold: bad duration \"-5s\"; " + hint);
+        assertOnlyError(withGroup("{ head_hold: on }"),
+                "orgs[0].groups.kimi3.head_hold: bad duration \"on\"; " + hint);
+        assertOnlyError(withGroup("{ head_hold: [30s] }"),
+                "orgs[0].groups.kimi3.head_hold: must be a single value, not a list");
+    }
+
+    @Test
+    void theHeadHoldIsReadTurnedOffByOffOrZeroAndDefaultsTo30s() {
+        assertEquals(Duration.ofMillis(1500), headHold("{ head_hold: 1500ms }"));
+        assertEquals(Duration.ofSeconds(45), headHold("{ head_hold: 45 }"));
+        for (String off : List.of("off", "Off", "\"off\"", "false", "0", "0s")) {
+            assertEquals(Duration.ZERO, headHold("{ head_hold: " + off + " }"), off);
+        }
+        assertEquals(Duration.ofSeconds(30), headHold("{ strategy: auto }"));
+        assertEquals(Duration.ofSeconds(30), new CatalogLoader(k -> null).parse(ORG).orgs().get(0).group("kimi3")
+                .headHold());
+    }
+
+    private static Duration headHold(String group) {
+        return new CatalogLoader(k -> null).parse(withGroup(group)).orgs().get(0).group("kimi3").headHold();
+    }
+
     private static final String BAD_TIMEOUT = "a bare number is milliseconds, as in Kong (60000 is a minute), so "
             + "write a whole number of milliseconds or a duration with its unit, e.g. 500ms, 30s, 2m";
 

@@ -21,7 +21,8 @@ class PriorityRetryTest {
     static final GroupSettings PRIORITY = GroupSettings.defaults().withStrategy(Strategy.PRIORITY);
     static final GroupSettings THREE_FAILS = new GroupSettings(Strategy.PRIORITY, true, false,
             new GroupSettings.Breaker(3, Duration.ofSeconds(10)), GroupSettings.Retry.defaults(),
-            GroupSettings.Timeouts.defaults(), GroupSettings.Balancer.defaults(), GroupSettings.Slo.defaults());
+            GroupSettings.Timeouts.defaults(), GroupSettings.Balancer.defaults(), GroupSettings.Slo.defaults(),
+            GroupSettings.DEFAULT_HEAD_HOLD);
 
     static Candidate cand(String id, int priority, long fails) {
         Route r = new Route(id, "g", "p", "m", 1, priority, 0, Set.of(), Set.of(), Route.Price.FREE, null, List.of());

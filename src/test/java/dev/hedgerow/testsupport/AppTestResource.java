@@ -66,7 +66,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                       price: { prompt_per_mtok: 0.5, completion_per_mtok: 1.5 } }
                 groups:
                   kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
-                  duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
+                  duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s }, head_hold: 45s }
                   panel: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 4s } }
               - id: other
                 keys: [{ name: app, key: "k-other" }]

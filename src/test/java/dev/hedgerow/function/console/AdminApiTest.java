@@ -222,6 +222,16 @@ class AdminApiTest {
     }
 
     @Test
+    void aGroupShowsItsHeadHoldAndAnEditKeepsIt() {
+        admin().get("/admin/groups/duo").then().statusCode(200).body("head_hold_ms", equalTo(45_000));
+        admin().get("/admin/groups/panel").then().statusCode(200).body("head_hold_ms", equalTo(30_000));
+        admin().body("{\"strategy\":\"weighted\"}").put("/admin/groups/duo").then().statusCode(200)
+                .body("strategy", equalTo("weighted")).body("head_hold_ms", equalTo(45_000));
+        admin().get("/admin/groups").then().statusCode(200)
+                .body("groups.find { it.alias == 'duo' }.head_hold_ms", equalTo(45_000));
+    }
+
+    @Test
     void pinsAndDrainsDoNotChangeAGroupsRevision() {
         String revision = admin().get("/admin/groups/duo").path("revision");
         admin().body("{\"route\":\"duo-beta\",\"drained\":true}").post("/admin/members/drain").then().statusCode(200);
