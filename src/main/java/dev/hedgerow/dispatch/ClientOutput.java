@@ -86,10 +86,26 @@ final class ClientOutput {
         return a.outputChars > outputLimit() || a.outputTokens > tokenLimit(a);
     }
 
-    /** The stream commits to its first winner: the response head, then the content-less chunks it held. */
-    void commitStream(Attempt a) {
+    /**
+     * The stream's head goes out before any attempt has content (the group's head hold passed): 200 and the stream
+     * headers that do not depend on the winner, then a keep-alive comment, so the client and any proxy on the way
+     * hear from the stream at once. No route is named, as none has won yet: the chunks name the one that serves.
+     */
+    void openStreamEarly() {
         headSent = true;
-        sink.head(200, responseHeaders(a, "text/event-stream"));
+        sink.head(200, responseHeaders(null, "text/event-stream"));
+        keepAlive();
+    }
+
+    /**
+     * The stream commits to its first winner: the response head (unless it went out early), then the content-less
+     * chunks it held.
+     */
+    void commitStream(Attempt a) {
+        if (!headSent) {
+            headSent = true;
+            sink.head(200, responseHeaders(a, "text/event-stream"));
+        }
         for (ObjectNode p : a.pending) {
             JsonNode d = p.path("choices").path(0).path("delta");
             if (d.has("role")) {
@@ -232,10 +248,14 @@ final class ClientOutput {
 
     /** Ends the stream with an error event carrying the trail, then [DONE]. */
     void endWithError(String code, String message, ArrayNode trail) {
-        ObjectNode err = new ApiError(502, "server_error", code, message, null, null).toNode();
-        err.put("id", req.requestId());
-        err.set("attempt_trail", trail);
-        sink.end(Sse.dataThenDone(err));
+        endWithError(new ApiError(502, "server_error", code, message, null, null).toNode(), trail);
+    }
+
+    /** Ends the stream with the error envelope as its last event, with the request id and the trail, then [DONE]. */
+    private void endWithError(ObjectNode envelope, ArrayNode trail) {
+        envelope.put("id", req.requestId());
+        envelope.set("attempt_trail", trail);
+        sink.end(Sse.dataThenDone(envelope));
     }
 
     /** A comment that keeps the client's connection (and any proxy on the way) alive while nothing else is sent. */
@@ -264,7 +284,10 @@ final class ClientOutput {
         sink.end(Json.bytes(answer));
     }
 
-    /** Sends the attempt's client error as the provider sent it, its API key redacted. */
+    /**
+     * Sends the attempt's client error as the provider sent it, its API key redacted; on a stream whose head already
+     * went out (early), as its error event instead.
+     */
     void passThrough(Attempt a, byte[] raw, ArrayNode trail) {
         byte[] bytes = redactKey(raw, a.cand.provider().apiKey());
         String foreign = foreignErrorMessage(bytes, a.status, a.headers.get("content-type"));
@@ -273,6 +296,10 @@ final class ClientOutput {
             // a proxy's HTML page, plain text, {"detail": ...}: the client gets it in the envelope its SDK reads
             bytes = Json.bytes(new ApiError(a.status, a.status >= 500 ? "server_error" : "invalid_request_error",
                     "upstream_error", foreign, null, null).toNode());
+        }
+        if (headSent) {
+            endWithError(parsedEnvelope(bytes), trail);
+            return;
         }
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put("content-type", envelope ? a.headers.getOrDefault("content-type", "application/json")
@@ -287,8 +314,15 @@ final class ClientOutput {
         sink.end(bytes);
     }
 
-    /** Sends the error answer for a request no route could serve (before any head went out). */
+    /**
+     * Sends the error answer for a request no route could serve; on a stream whose head already went out (early),
+     * as its error event instead.
+     */
     void exhausted(int status, long retryAfter, ApiError err, ArrayNode trail) {
+        if (headSent) {
+            endWithError(err.toNode(), trail);
+            return;
+        }
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put("content-type", "application/json");
         headers.put("retry-after", Long.toString(retryAfter));
@@ -321,6 +355,15 @@ final class ClientOutput {
         return "The provider answered HTTP " + status + " with " + kind + " body, not an OpenAI error.";
     }
 
+    /** The error envelope {@code body} holds, which {@link #foreignErrorMessage} (or the wrapping) made sure of. */
+    private static ObjectNode parsedEnvelope(byte[] body) {
+        try {
+            return (ObjectNode) Json.parse(body);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException("an error envelope that was read once did not read again", e);
+        }
+    }
+
     /** A provider's error may quote the key it was sent (some 401s do): that key never reaches the client. */
     static byte[] redactKey(byte[] body, String key) {
         if (key == null || key.length() < 8) {
@@ -346,6 +389,7 @@ final class ClientOutput {
         return chunk;
     }
 
+    /** The head's headers; {@code a} null (a head sent before any attempt won) names no route. */
     private Map<String, String> responseHeaders(Attempt a, String contentType) {
         Map<String, String> h = new LinkedHashMap<>();
         h.put("content-type", contentType);
@@ -354,7 +398,9 @@ final class ClientOutput {
             h.put("x-accel-buffering", "no");
         }
         h.put("x-hedgerow-request-id", req.requestId());
-        h.put("x-hedgerow-route", a.cand.route().id());
+        if (a != null) {
+            h.put("x-hedgerow-route", a.cand.route().id());
+        }
         return h;
     }
 }

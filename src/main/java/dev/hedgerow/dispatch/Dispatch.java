@@ -29,7 +29,9 @@ import java.util.UUID;
  *
  * <p>The commit point: until some attempt streams content, nothing reaches the client (the response head is held),
  * so failover and hedging are invisible. The first content commits that attempt; from then on a failure resumes
- * the stream on another route from the exact text already delivered ({@link Transcript}).
+ * the stream on another route from the exact text already delivered ({@link Transcript}). A stream silent for the
+ * group's {@code head_hold} gets its head early, then keep-alive comments: still no content reached the client, so
+ * failover and hedging go on unseen, but a final error can then only be the stream's error event.
  *
  * <p>This class owns the decisions (race, failover, resume, finish), the timers and the lock; its collaborators,
  * all called under that lock, do the rest: {@link Attempt} (one upstream exchange), {@link RouteChoice},
@@ -85,6 +87,8 @@ final class Dispatch {
     private Cancellable stallTimer = Cancellable.NONE;
     private Cancellable leaseTimer = Cancellable.NONE;
     private Cancellable priorityWait = Cancellable.NONE;
+    /** The head hold, then (once the head went out early) the keep-alive comments until the first content. */
+    private Cancellable headHoldTimer = Cancellable.NONE;
     private long lastActivityNanos;
     /** When the stream last wrote to the client (see {@link #HELD_KEEP_ALIVE_NANOS}). */
     private long lastClientWriteNanos;
@@ -122,6 +126,48 @@ final class Dispatch {
         }
         launch(first, Kind.PRIMARY, null);
         leaseTimer = deps.scheduler().schedule(LEASE_RENEW_EVERY, this::renewLeases);
+        if (stream && !settings.headHold().isZero()) {
+            headHoldTimer = deps.scheduler().schedule(settings.headHold(), this::headHoldPassed);
+        }
+    }
+
+    /**
+     * The client has heard nothing for the group's head hold and no attempt has content yet (a reasoning model
+     * thinking, attempts racing or failing over): the head goes out now, so neither the client nor a proxy in front
+     * of the gateway takes the silence for a dead connection, and keep-alive comments follow until the content.
+     */
+    private synchronized void headHoldPassed() {
+        if (finished || committed || output.headSent()) {
+            return;
+        }
+        output.openStreamEarly();
+        lastClientWriteNanos = deps.ticker().nanos();
+        deps.observer().headBeforeContent(req);
+        headHoldTimer = deps.scheduler().schedule(silentKeepAliveEvery(), this::silentKeepAlive);
+    }
+
+    /** A keep-alive comment for a stream whose head went out early, as long as no content follows it. */
+    private synchronized void silentKeepAlive() {
+        if (finished || committed) {
+            return;
+        }
+        long every = silentKeepAliveEvery().toNanos();
+        long quiet = deps.ticker().nanos() - lastClientWriteNanos;
+        if (quiet >= every) {
+            output.keepAlive();
+            lastClientWriteNanos = deps.ticker().nanos();
+            quiet = 0;
+        }
+        headHoldTimer = deps.scheduler().schedule(Duration.ofNanos(every - quiet), this::silentKeepAlive);
+    }
+
+    /**
+     * How often a stream whose head went out early hears a comment: {@link #HELD_KEEP_ALIVE_NANOS}, or the head hold
+     * when that is shorter (the longest silence the group's operator let the client have).
+     */
+    private Duration silentKeepAliveEvery() {
+        Duration held = Duration.ofNanos(HELD_KEEP_ALIVE_NANOS);
+        return settings.headHold().compareTo(held) < 0 ? settings.headHold() : held;
     }
 
     synchronized void clientGone() {
@@ -797,10 +843,11 @@ final class Dispatch {
                         + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
                         + retryAfter + " s.";
         ApiError err = ApiError.upstreamExhausted(status, msg, retryAfter);
-        if (output.headSent()) {
+        if (committed) {
             endWithErrorEvent(msg);
             return;
         }
+        // a head that went out early (head_hold) gets this as the stream's error event, without the status
         output.exhausted(status, retryAfter, err, trail.toNode());
         deps.observer().finished(req, status, trail.snapshot(), null, null);
     }
@@ -891,6 +938,7 @@ final class Dispatch {
         stallTimer.cancel();
         leaseTimer.cancel();
         priorityWait.cancel();
+        headHoldTimer.cancel();
         for (Attempt a : attempts) {
             a.cancelTimers();
         }

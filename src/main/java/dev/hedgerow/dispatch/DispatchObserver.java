@@ -47,6 +47,13 @@ public interface DispatchObserver {
     default void wastedTokens(long tokens) {
     }
 
+    /**
+     * A stream's response head went out before any content: nothing reached the client for the group's
+     * {@code head_hold}, so it now hears keep-alive comments until the content (or its error event).
+     */
+    default void headBeforeContent(DispatchRequest request) {
+    }
+
     /** A mid-stream resume started. */
     default void resumed(DispatchRequest request, String reason) {
     }

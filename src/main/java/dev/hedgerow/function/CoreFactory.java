@@ -122,6 +122,11 @@ public final class CoreFactory {
             }
 
             @Override
+            public void headBeforeContent(DispatchRequest request) {
+                list.forEach(o -> o.headBeforeContent(request));
+            }
+
+            @Override
             public void resumed(DispatchRequest request, String reason) {
                 list.forEach(o -> o.resumed(request, reason));
             }

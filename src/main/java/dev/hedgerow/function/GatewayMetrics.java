@@ -17,7 +17,8 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Prometheus metrics of dispatch, exposed at {@code /q/metrics}: requests by status, attempts by outcome, hedges
  * fired and refused by the budget, upstream tokens wasted on hedge losers, resumes by cause, malformed upstream
- * frames, and time to first token per route. Thread-safe (Micrometer meters are).
+ * frames, streams whose head went out before their content (head_hold), and time to first token per route.
+ * Thread-safe (Micrometer meters are).
  *
  * <p>The meters every request moves are kept by their tag values, so a request looks each up in one map rather
  * than having the registry build, sort and find its tags (the registry still holds them all, as before).
@@ -88,6 +89,11 @@ public final class GatewayMetrics implements DispatchObserver {
     @Override
     public void wastedTokens(long tokens) {
         wasted.increment(tokens);
+    }
+
+    @Override
+    public void headBeforeContent(DispatchRequest request) {
+        counter("hedgerow_early_heads", "org", request.org().id(), "alias", request.alias()).increment();
     }
 
     @Override

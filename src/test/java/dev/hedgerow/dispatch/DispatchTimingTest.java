@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.CatalogLoader;
+import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.routing.Candidate;
@@ -41,7 +42,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The dispatcher's timing decisions with fake time and a scripted upstream fed byte arrays by hand: the hedge
  * window, the hedge budget, the stall watchdog and its reasoning allowances, abandoning a silent route, and the
- * final retryable error. Nothing here sleeps.
+ * final retryable error, and the head hold of a silent stream. Nothing here sleeps. The group holds the head until
+ * the first content ({@code head_hold: off}) but in the head-hold tests, which judge the head alone.
  */
 class DispatchTimingTest {
     static final String YAML = """
@@ -57,7 +59,7 @@ class DispatchTimingTest {
                   - { alias: chat, provider: b, model: mb, capabilities: [prefill] }
                   - { alias: chat, provider: c, model: mc, capabilities: [prefill] }
                 groups:
-                  chat: { first_token_floor: 200ms, first_token_ceiling: 5s, stall_floor: 1s }
+                  chat: { first_token_floor: 200ms, first_token_ceiling: 5s, stall_floor: 1s, head_hold: off }
             """;
     static final String SSE = "text/event-stream";
 
@@ -74,6 +76,8 @@ class DispatchTimingTest {
     }
     final Org org = new CatalogLoader(k -> null).parse(YAML).orgs().get(0);
     final RecordingSink sink = new RecordingSink();
+    /** The settings the request is dispatched with: the group's, unless a test replaces them first. */
+    GroupSettings settings = org.group("chat");
 
     // ---- scripted parts --------------------------------------------------------------------------------------
 
@@ -140,6 +144,7 @@ class DispatchTimingTest {
 
     static final class RecordingSink implements ClientSink {
         int status;
+        int heads;
         Map<String, String> headers;
         final ByteArrayOutputStream body = new ByteArrayOutputStream();
         boolean ended;
@@ -148,6 +153,7 @@ class DispatchTimingTest {
         public void head(int status, Map<String, String> headers) {
             this.status = status;
             this.headers = headers;
+            heads++;
         }
 
         @Override
@@ -180,7 +186,7 @@ class DispatchTimingTest {
         ChatRequest chat = ChatRequest.parse(body.getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(10, null, true, reasoning, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
-        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, o, "chat", o.group("chat"), chat, facts,
+        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, o, "chat", settings, chat, facts,
                 List.of(cands));
         Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store, scheduler, ticker, s -> s.length() / 4,
                 counters));
@@ -534,5 +540,61 @@ class DispatchTimingTest {
         assertEquals(502, sink.status);
         assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_first_token\""),
                 sink.headers.toString());
+    }
+
+    // ---- head hold -------------------------------------------------------------------------------------------
+
+    /** The group as the file would give it with {@code head_hold} unset: 30 s. */
+    void defaultHeadHold() {
+        settings = new CatalogLoader(k -> null).parse(YAML.replace(", head_hold: off", "")).orgs().get(0)
+                .group("chat");
+        assertEquals(Duration.ofSeconds(30), settings.headHold());
+    }
+
+    @Test
+    void aStreamSilentForItsHeadHoldGetsItsHeadThenAKeepAliveEvery10sUntilTheContent() {
+        defaultHeadHold();
+        start(false, candidate("chat-a", 300, Map.of()));
+        Call a = upstream.last().head();
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n");
+        advance(29_999);
+        assertEquals(0, sink.heads, "silent for less than the head hold: nothing sent");
+        advance(1);
+        assertEquals(200, sink.status);
+        assertEquals(SSE, sink.headers.get("content-type"));
+        assertNull(sink.headers.get("x-hedgerow-route"), "no route has won yet: " + sink.headers);
+        assertEquals(": keep-alive\n\n", sink.text());
+        assertEquals(1.0, metric("hedgerow_early_heads", "alias", "chat"));
+        advance(9_999);
+        assertEquals(1, sink.text().split(": keep-alive", -1).length - 1);
+        advance(1);
+        assertEquals(2, sink.text().split(": keep-alive", -1).length - 1, "one comment per 10 s: " + sink.text());
+        a.content("late").finish();
+        assertEquals(1, sink.heads, "the head went out once");
+        assertEquals("late", Sse.content(sink.text()));
+        assertTrue(sink.text().indexOf("\"role\":\"assistant\"") > sink.text().lastIndexOf(": keep-alive"),
+                "the held role chunk comes with the content: " + sink.text());
+        assertTrue(sink.text().endsWith("data: [DONE]\n\n"), sink.text());
+        advance(60_000);
+        assertEquals(2, sink.text().split(": keep-alive", -1).length - 1, "no comment after the end");
+    }
+
+    /** Past the head hold the last route's death (silent for read_timeout) can only be the stream's error event. */
+    @Test
+    void theLastRouteEndingAfterAnEarlyHeadEndsTheStreamWithTheErrorEventAndTheTrail() {
+        defaultHeadHold();
+        start(false, candidate("chat-a", 300, Map.of()));
+        Call a = upstream.last().head();
+        advance(60_000);
+        assertTrue(a.cancelled, "silent for read_timeout: taken for dead");
+        assertEquals(1, sink.heads);
+        assertEquals(200, sink.status);
+        assertTrue(sink.ended);
+        List<JsonNode> events = Sse.events(sink.text());
+        assertEquals(1, events.size(), sink.text());
+        assertEquals("upstream_error", events.get(0).path("error").path("code").asText(), sink.text());
+        assertEquals("timeout_first_token", events.get(0).path("attempt_trail").path(0).path("error").asText(),
+                sink.text());
+        assertTrue(sink.text().endsWith("data: [DONE]\n\n"), sink.text());
     }
 }
