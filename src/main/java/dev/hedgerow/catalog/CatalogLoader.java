@@ -97,6 +97,9 @@ public final class CatalogLoader {
     private static final Pattern SLUG = Pattern.compile("[a-z0-9][a-z0-9._-]{0,63}");
     // Aliases are what clients put in "model" (OpenRouter style "vendor/model:variant" included).
     private static final Pattern ALIAS = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}");
+    // Client key names are billed in the usage ledger beside the alias (audit.LedgerLine joins them with '|'): the
+    // alias's characters, so that separator is in neither
+    private static final Pattern KEY_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,63}");
     private static final Pattern ROUTE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,191}");
     private static final Pattern PARAMETER = Pattern.compile("[a-z][a-z0-9_]{0,63}");
     private static final Pattern HEADER_TOKEN = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}");
@@ -239,8 +242,8 @@ public final class CatalogLoader {
                     o.error("id", "duplicate org id \"" + id + "\" (also " + first + ")");
                 }
             }
-            List<ApiKey> keys = readKeys(o, "keys", "key", true);
-            List<ApiKey> adminKeys = readKeys(o, "admin_keys", "admin", false);
+            List<ApiKey> keys = readKeys(o, "keys", "key", true, true);
+            List<ApiKey> adminKeys = readKeys(o, "admin_keys", "admin", false, false);
 
             Map<String, Provider> providers = new LinkedHashMap<>();
             // ids and aliases written in the file, valid or not: a route naming a provider that is declared but
@@ -323,7 +326,9 @@ public final class CatalogLoader {
             }
         }
 
-        private List<ApiKey> readKeys(ConfigMap o, String field, String defaultNamePrefix, boolean required) {
+        /** @param billed client keys, whose names the usage ledger records: they follow {@link #KEY_NAME} */
+        private List<ApiKey> readKeys(ConfigMap o, String field, String defaultNamePrefix, boolean required,
+                                      boolean billed) {
             if (required) {
                 requireNonEmptyList(o, field);
             }
@@ -339,7 +344,10 @@ public final class CatalogLoader {
                 if (name == null) {
                     name = defaultNamePrefix + "-" + (i + 1);
                 }
-                if (!names.add(name)) {
+                if (billed && !KEY_NAME.matcher(name).matches()) {
+                    k.error("name", "invalid key name \"" + name + "\": letters, digits and . _ : / @ + -, "
+                            + "starting with a letter or digit, at most 64");
+                } else if (!names.add(name)) {
                     k.error("name", "duplicate key name \"" + name + "\"");
                 }
                 String hash = secretHash(k, "key", true);
