@@ -16,7 +16,7 @@ import java.util.List;
 
 /**
  * The accounting side of a finished request: bills usage once into the route's usage window and the org's
- * ledger (on the UTC day it finished), keeps the attempt trail in the audit stream when anything but a clean single attempt happened, and
+ * ledger (on the UTC day it finished, under its alias and client key name), keeps the attempt trail in the audit stream when anything but a clean single attempt happened, and
  * writes the request log line (499 for client cancels). Thread-safe.
  */
 public final class RequestRecorder implements DispatchObserver {
@@ -39,7 +39,9 @@ public final class RequestRecorder implements DispatchObserver {
             store.addUsage(winner.id(), billed, r.settings().balancer().usageWindow()).subscribe().with(v -> { },
                     t -> { });
             LocalDate day = LocalDate.ofInstant(clock.instant(), ZoneOffset.UTC);
-            store.addLedger(org, day, r.alias(), LedgerEntry.of(billed)).subscribe().with(v -> { }, t -> { });
+            // billed per alias and client key: the key rides in the ledger's alias string (see LedgerLine)
+            store.addLedger(org, day, new LedgerLine(r.alias(), r.keyName()).encode(), LedgerEntry.of(billed))
+                    .subscribe().with(v -> { }, t -> { });
         }
         String route = winner == null ? null : winner.id();
         if (status != 200 || trail.size() > 1) {

@@ -11,8 +11,10 @@ import java.util.List;
 /**
  * Per-request state that outlives attempts: the parsed request (kept for retries and resumes), its facts, and
  * the ranked candidates. Immutable.
+ *
+ * @param keyName the name of the client key that sent the request (never the secret), which usage is billed to
  */
-public record DispatchRequest(String requestId, long createdEpochSeconds, Org org, String alias,
+public record DispatchRequest(String requestId, long createdEpochSeconds, Org org, String keyName, String alias,
                               GroupSettings settings, ChatRequest chat, RequestFacts facts,
                               List<Candidate> candidates) {
 }

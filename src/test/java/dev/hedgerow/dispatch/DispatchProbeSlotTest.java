@@ -97,7 +97,7 @@ class DispatchProbeSlotTest {
         ChatRequest chat = ChatRequest.parse(body.getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(10, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
-        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "chat", org.group("chat"), chat, facts,
+        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "app", "chat", org.group("chat"), chat, facts,
                 List.of(cands));
         Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store.proxy, scheduler, ticker,
                 s -> s.length() / 4, DispatchObserver.NONE));

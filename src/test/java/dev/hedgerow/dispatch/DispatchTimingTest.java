@@ -186,7 +186,7 @@ class DispatchTimingTest {
         ChatRequest chat = ChatRequest.parse(body.getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(10, null, true, reasoning, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
-        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, o, "chat", settings, chat, facts,
+        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, o, "app", "chat", settings, chat, facts,
                 List.of(cands));
         Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store, scheduler, ticker, s -> s.length() / 4,
                 counters));

@@ -100,7 +100,7 @@ class KongTimeoutsDispatchTest {
         RequestFacts facts = new RequestFacts(1, maxTokens, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
         List<Candidate> cands = List.of(candidate("a", aState), candidate("b", RouteSnapshot.empty("acme/b")));
-        dispatcher.start(new DispatchRequest("req-1", 0, org, "kt", org.group("kt"), chat, facts, cands), sink);
+        dispatcher.start(new DispatchRequest("req-1", 0, org, "app", "kt", org.group("kt"), chat, facts, cands), sink);
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.hedgerow.testsupport;
 
+import dev.hedgerow.audit.LedgerLine;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
 import dev.hedgerow.catalog.ProviderUrls;
@@ -158,14 +159,15 @@ public final class GatewayHarness implements AutoCloseable {
 
     /** The sum of a counter of this instance's production metrics ({@link GatewayMetrics}) over all its tags. */
     /**
-     * The org's ledger totals per alias around today (yesterday to tomorrow, UTC, so a request billed across
+     * The org's ledger totals per alias (every client key's together) around today (yesterday to tomorrow, UTC, so a request billed across
      * midnight is still found).
      */
     public Map<String, LedgerEntry> ledger(String org) {
         LocalDate today = LocalDate.now(ZoneOffset.UTC);
         Map<String, LedgerEntry> out = new HashMap<>();
         core.store().ledger(org, today.minusDays(1), today.plusDays(1)).await().atMost(Duration.ofSeconds(5))
-                .values().forEach(day -> day.forEach((alias, e) -> out.merge(alias, e, LedgerEntry::plus)));
+                .values().forEach(day -> day.forEach((line, e) -> out.merge(LedgerLine.decode(line).alias(), e,
+                        LedgerEntry::plus)));
         return out;
     }
 

@@ -7,6 +7,7 @@ import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.RequestException;
+import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Strategy;
@@ -104,13 +105,13 @@ public final class GatewayRoutes {
         ctx.next();
     }
 
-    private static Optional<Org> authenticate(Hedgerow h, HttpServerRequest req) {
+    private static Optional<Catalog.Caller> authenticate(Hedgerow h, HttpServerRequest req) {
         return Keys.bearer(req.getHeader("authorization"))
-                .flatMap(key -> h.catalog().current().orgForKeyHash(Keys.sha256Hex(key)));
+                .flatMap(key -> h.catalog().current().callerForKeyHash(Keys.sha256Hex(key)));
     }
 
     private void models(RoutingContext ctx) {
-        Optional<Org> org = authenticate(core.get(), ctx.request());
+        Optional<Org> org = authenticate(core.get(), ctx.request()).map(Catalog.Caller::org);
         if (org.isEmpty()) {
             JsonReplies.error(ctx.response(), ApiError.unauthorized());
             return;
@@ -139,12 +140,13 @@ public final class GatewayRoutes {
         // every answer carries the id, refusals too: it is the one a blocked audit event records
         String requestId = newId();
         resp.putHeader("x-hedgerow-request-id", requestId);
-        Optional<Org> maybeOrg = authenticate(h, httpReq);
-        if (maybeOrg.isEmpty()) {
+        Optional<Catalog.Caller> caller = authenticate(h, httpReq);
+        if (caller.isEmpty()) {
             JsonReplies.error(resp, ApiError.unauthorized());
             return;
         }
-        Org org = maybeOrg.get();
+        Org org = caller.get().org();
+        String keyName = caller.get().keyName();
         if (pathAlias != null && !org.routing().pathAlias()) {
             // the org's routing rules do not route by path: the path form does not exist for it
             JsonReplies.error(resp, ApiError.notFound("Path aliases are not enabled for this organization; send the alias"
@@ -165,13 +167,13 @@ public final class GatewayRoutes {
             dev.hedgerow.routing.Router.requireChatAlias(org, alias);
             Map<String, String> headers = routingHeaders(httpReq);
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
-                route(h, org, chat, facts(h, org, chat, headers), requestId, resp);
+                route(h, org, keyName, chat, facts(h, org, chat, headers), requestId, resp);
             } else {
                 // a long prompt's BPE costs ~0.5 µs per character: megabytes of it would hold this event loop, and
                 // every other request on it, for seconds; a worker counts it and the loop carries on from there
                 ctx.vertx().executeBlocking(() -> facts(h, org, chat, headers), false).onComplete(counted -> {
                     if (counted.succeeded()) {
-                        route(h, org, chat, counted.result(), requestId, resp);
+                        route(h, org, keyName, chat, counted.result(), requestId, resp);
                     } else if (counted.cause() instanceof RequestException e) {
                         refuse(h, org, chat.model(), requestId, resp, e);
                     } else {
@@ -201,12 +203,12 @@ public final class GatewayRoutes {
     }
 
     /** Plans the request's routes, then dispatches it or answers the refusal (on the event loop). */
-    private void route(Hedgerow h, Org org, ChatRequest chat, RequestFacts facts, String requestId,
+    private void route(Hedgerow h, Org org, String keyName, ChatRequest chat, RequestFacts facts, String requestId,
                        HttpServerResponse resp) {
         h.router().plan(org, chat.model(), facts).subscribe().with(
                 plan -> {
                     try {
-                        onPlan(h, org, chat.model(), chat, facts, plan, requestId, resp);
+                        onPlan(h, org, keyName, chat.model(), chat, facts, plan, requestId, resp);
                     } catch (RuntimeException t) {
                         // thrown inside a Mutiny callback it would be dropped and the client left waiting
                         internalError(resp, t);
@@ -225,8 +227,8 @@ public final class GatewayRoutes {
         JsonReplies.error(resp, ApiError.internal());
     }
 
-    private void onPlan(Hedgerow h, Org org, String alias, ChatRequest chat, RequestFacts facts, RoutePlan plan,
-                        String requestId, HttpServerResponse resp) {
+    private void onPlan(Hedgerow h, Org org, String keyName, String alias, ChatRequest chat, RequestFacts facts,
+                        RoutePlan plan, String requestId, HttpServerResponse resp) {
         if (plan instanceof RoutePlan.Blocked b) {
             h.audit().blocked(org.id(), alias, b.reason(), b.error().message(), requestId).subscribe()
                     .with(v -> { }, t -> { });
@@ -237,8 +239,8 @@ public final class GatewayRoutes {
         if (resp.closed()) {
             return;
         }
-        DispatchRequest dr = new DispatchRequest(requestId, h.clock().instant().getEpochSecond(), org, alias,
-                org.group(alias), chat, facts, ready.candidates());
+        DispatchRequest dr = new DispatchRequest(requestId, h.clock().instant().getEpochSecond(), org, keyName,
+                alias, org.group(alias), chat, facts, ready.candidates());
         Dispatcher.Handle handle = h.dispatcher().start(dr, new ResponseSink(resp));
         resp.closeHandler(v -> handle.clientGone());
         if (resp.closed()) {

@@ -1,0 +1,33 @@
+package dev.hedgerow.audit;
+
+/**
+ * One line of an org's usage ledger: the alias a request was billed under and the name of the client key that sent
+ * it. The state store keeps a ledger per day and <em>alias string</em> and knows nothing of keys, so a line travels
+ * through it as one string, {@code <alias>|<key name>} ({@link #encode()}), and is split again when read
+ * ({@link #decode}). {@code |} can be in neither half: aliases and client key names are both letters, digits and
+ * {@code . _ : / @ + -} (the catalog refuses anything else). A line written before the ledger had keys is a bare alias
+ * and reads back with the key {@link #NO_KEY}, which no key can be named (a name starts with a letter or digit).
+ * Immutable.
+ */
+public record LedgerLine(String alias, String key) {
+    /** Between alias and key name in the stored string. */
+    public static final char SEPARATOR = '|';
+    /** The key of usage billed before the ledger recorded keys (or without a key to name). */
+    public static final String NO_KEY = "-";
+
+    public LedgerLine {
+        key = key == null ? NO_KEY : key;
+    }
+
+    /** The string the store keeps this line under; a line without a key is its bare alias, as before keys. */
+    public String encode() {
+        return NO_KEY.equals(key) ? alias : alias + SEPARATOR + key;
+    }
+
+    /** The line a stored string names: a bare alias (written before keys were billed) has the key {@link #NO_KEY}. */
+    public static LedgerLine decode(String stored) {
+        int at = stored.indexOf(SEPARATOR);
+        return at < 0 ? new LedgerLine(stored, NO_KEY)
+                : new LedgerLine(stored.substring(0, at), stored.substring(at + 1));
+    }
+}
