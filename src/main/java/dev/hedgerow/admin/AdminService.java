@@ -9,6 +9,8 @@ import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.api.RequestException;
+import dev.hedgerow.audit.LedgerLine;
+import dev.hedgerow.catalog.ApiKey;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Keys;
@@ -465,13 +467,17 @@ public final class AdminService {
 
     /**
      * What the org was billed from {@code from} to {@code to} (UTC dates, both included; null {@code to} = today,
-     * null {@code from} = the first day of {@code to}'s month), for one alias or every one (null): the totals, the
-     * totals per alias, and one row per day and alias that billed anything. A request counts once however many
-     * attempts, hedges and resumes served it.
+     * null {@code from} = the first day of {@code to}'s month), for one alias or every one (null) and one client key
+     * or every one (null): the totals, the totals per alias, per key, and one row per day and alias that billed
+     * anything; each alias and day row also splits its totals per key. A request counts once however many attempts,
+     * hedges and resumes served it. Usage billed before the ledger recorded keys has the key
+     * {@link LedgerLine#NO_KEY}.
      *
-     * @throws RequestException (400) when {@code from} is after {@code to} or the span exceeds {@link #USAGE_MAX_DAYS}
+     * @throws RequestException (400) when {@code from} is after {@code to}, the span exceeds {@link #USAGE_MAX_DAYS},
+     *                          or {@code key} names none of the org's client keys and nothing in the range was billed
+     *                          to a key of that name (a removed key's usage stays queryable)
      */
-    public Uni<ObjectNode> usage(Org org, LocalDate from, LocalDate to, String alias) {
+    public Uni<ObjectNode> usage(Org org, LocalDate from, LocalDate to, String alias, String key) {
         LocalDate end = to != null ? to : LocalDate.ofInstant(core.clock().instant(), ZoneOffset.UTC);
         LocalDate start = from != null ? from : end.withDayOfMonth(1);
         if (start.isAfter(end)) {
@@ -484,6 +490,16 @@ public final class AdminService {
                     + " days (the ledger keeps no more); " + start + " to " + end + " is " + span + " days.", "from"));
         }
         return core.store().ledger(org.id(), start, end).map(days -> {
+            // each day's ledger lines, split again into alias and key: day -> alias -> key -> totals
+            Map<LocalDate, Map<String, Map<String, LedgerEntry>>> lines = new TreeMap<>();
+            days.forEach((day, totals) -> totals.forEach((stored, entry) -> {
+                LedgerLine line = LedgerLine.decode(stored);
+                lines.computeIfAbsent(day, d -> new TreeMap<>()).computeIfAbsent(line.alias(), a -> new TreeMap<>())
+                        .merge(line.key(), entry, LedgerEntry::plus);
+            }));
+            if (key != null) {
+                requireKnownKey(org, key, lines, start, end);
+            }
             ObjectNode root = JsonNodeFactory.instance.objectNode();
             root.put("object", "usage");
             root.put("from", start.toString());
@@ -491,20 +507,62 @@ public final class AdminService {
             if (alias != null) {
                 root.put("alias", alias);
             }
-            Map<String, LedgerEntry> perAlias = new TreeMap<>();
+            if (key != null) {
+                root.put("key", key);
+            }
+            Map<String, Map<String, LedgerEntry>> perAlias = new TreeMap<>();
+            Map<String, LedgerEntry> perKey = new TreeMap<>();
             ArrayNode rows = JsonNodeFactory.instance.arrayNode();
-            days.forEach((day, totals) -> new TreeMap<>(totals).forEach((a, entry) -> {
-                if (alias == null || alias.equals(a)) {
-                    putUsage(rows.addObject().put("date", day.toString()).put("alias", a), entry);
-                    perAlias.merge(a, entry, LedgerEntry::plus);
+            lines.forEach((day, aliases) -> aliases.forEach((a, keys) -> {
+                if (alias != null && !alias.equals(a)) {
+                    return;
                 }
+                Map<String, LedgerEntry> kept = key == null ? keys
+                        : keys.containsKey(key) ? Map.of(key, keys.get(key)) : Map.of();
+                if (kept.isEmpty()) {
+                    return;
+                }
+                putUsage(rows.addObject().put("date", day.toString()).put("alias", a), kept);
+                kept.forEach((k, entry) -> {
+                    perAlias.computeIfAbsent(a, x -> new TreeMap<>()).merge(k, entry, LedgerEntry::plus);
+                    perKey.merge(k, entry, LedgerEntry::plus);
+                });
             }));
-            putUsage(root.putObject("total"), perAlias.values().stream().reduce(LedgerEntry.ZERO, LedgerEntry::plus));
+            putUsage(root.putObject("total"), sum(perKey));
             ArrayNode aliases = root.putArray("aliases");
-            perAlias.forEach((a, entry) -> putUsage(aliases.addObject().put("alias", a), entry));
+            perAlias.forEach((a, keys) -> putUsage(aliases.addObject().put("alias", a), keys));
+            ArrayNode keys = root.putArray("keys");
+            perKey.forEach((k, entry) -> putUsage(keys.addObject().put("key", k), entry));
             root.set("days", rows);
             return root;
         });
+    }
+
+    /**
+     * Refuses (400 naming {@code key}) a key filter that can only ever answer nothing: a name that is none of the
+     * org's client keys and billed nothing in the range. A removed or renamed key's past usage stays queryable, and
+     * {@link LedgerLine#NO_KEY} (usage billed before keys were recorded) always is.
+     */
+    private static void requireKnownKey(Org org, String key, Map<LocalDate, Map<String, Map<String, LedgerEntry>>> days,
+                                        LocalDate start, LocalDate end) {
+        boolean known = LedgerLine.NO_KEY.equals(key) || org.keys().stream().anyMatch(k -> k.name().equals(key))
+                || days.values().stream().anyMatch(day -> day.values().stream().anyMatch(ks -> ks.containsKey(key)));
+        if (!known) {
+            throw new RequestException(ApiError.invalidRequest("'key': this organization has no client key named \""
+                    + key + "\", and none of that name was billed from " + start + " to " + end + ". Its keys: "
+                    + String.join(", ", org.keys().stream().map(ApiKey::name).toList()) + ".", "key"));
+        }
+    }
+
+    /** A row's totals, then the same split per client key ({@code keys[]}). */
+    private static void putUsage(ObjectNode n, Map<String, LedgerEntry> byKey) {
+        putUsage(n, sum(byKey));
+        ArrayNode keys = n.putArray("keys");
+        byKey.forEach((k, entry) -> putUsage(keys.addObject().put("key", k), entry));
+    }
+
+    private static LedgerEntry sum(Map<String, LedgerEntry> entries) {
+        return entries.values().stream().reduce(LedgerEntry.ZERO, LedgerEntry::plus);
     }
 
     private static void putUsage(ObjectNode n, LedgerEntry e) {

@@ -20,13 +20,15 @@ import java.util.Map;
  * {@code HEDGEROW_CONFIG} and {@code REDIS_URL} set through config. Tests reach the simulators through
  * {@link #sims()} and the Redis server through {@link #redis()}.
  *
- * <p>Catalog: org {@code acme} (client key {@code k-acme}, admin key {@code a-acme}) with alias {@code kimi3} on
+ * <p>Catalog: org {@code acme} (client keys {@code k-acme}, named {@code app}, and {@code k-acme-batch}, named
+ * {@code batch}; admin key {@code a-acme}) with alias {@code kimi3} on
  * providers {@code alpha} and {@code beta} (rr_health, fast 1 s cooldown), alias {@code solo} on {@code alpha},
  * and two more groups like {@code kimi3} that the console's tests edit freely: {@code duo} (admin API tests) and
  * {@code panel} (the dashboard's browser test, 4 s cooldown so a 2 s poll sees it), and {@code billed} (priced at
  * 1 per prompt token and 2 per completion token; only the usage test sends to it, so its ledger is that test's), and
  * {@code metered} (on alpha, priced at 0.5 and 1.5 per million prompt and completion tokens, so its cost has decimals;
- * only the dashboard's usage panel test sends to it); org {@code other} (keys
+ * only the dashboard's usage panel test sends to it), and {@code keyed} (on alpha, priced like {@code billed}; only
+ * the per-key usage test sends to it); org {@code other} (keys
  * {@code k-other} / {@code a-other}) with alias {@code secret} and its own alias {@code duo}, whose route id
  * {@code duo-alpha} collides with acme's on purpose (isolation tests), and the alias header
  * {@code X-Model-Alias}. Provider keys are sealed at rest
@@ -44,7 +46,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
     public static final String YAML = """
             orgs:
               - id: acme
-                keys: [{ name: app, key: "k-acme" }]
+                keys: [{ name: app, key: "k-acme" }, { name: batch, key: "k-acme-batch" }]
                 admin_keys: [{ name: ops, key: "a-acme" }]
                 providers:
                   - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha", capacity_key: "cap-alpha" }
@@ -64,6 +66,8 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                       price: { prompt_per_mtok: 1000000, completion_per_mtok: 2000000 } }
                   - { alias: metered, provider: alpha, model: kimi-a,
                       price: { prompt_per_mtok: 0.5, completion_per_mtok: 1.5 } }
+                  - { alias: keyed, provider: alpha, model: kimi-a,
+                      price: { prompt_per_mtok: 1000000, completion_per_mtok: 2000000 } }
                 groups:
                   kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
                   duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s }, head_hold: 45s }

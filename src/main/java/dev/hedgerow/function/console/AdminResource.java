@@ -84,13 +84,15 @@ public class AdminResource {
 
     @GET
     @Path("/whoami")
-    @Operation(summary = "The organization of the admin key")
+    @Operation(summary = "The organization of the admin key: its id, aliases and client key names")
     public ObjectNode whoami(HttpHeaders headers) {
         Org org = org(headers);
         ObjectNode n = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
         n.put("org", org.id());
         ArrayNode aliases = n.putArray("aliases");
         org.aliases().forEach(aliases::add);
+        ArrayNode keys = n.putArray("keys"); // names only, what usage is billed to (the secrets exist only as hashes)
+        org.keys().forEach(k -> keys.add(k.name()));
         return n;
     }
 
@@ -200,12 +202,17 @@ public class AdminResource {
 
     @GET
     @Path("/usage")
-    @Operation(summary = "Billed usage per alias and UTC day (requests, tokens, cost); from/to are dates, YYYY-MM-DD")
+    @Operation(summary = "Billed usage per alias, client key and UTC day (requests, tokens, cost); from/to are dates,"
+            + " YYYY-MM-DD", description = "Answers total, aliases[] (each alias's totals), keys[] (each client key's"
+            + " totals) and days[] (one row per day and alias); each alias and day row splits its totals per client"
+            + " key in its own keys[]. alias= and key= narrow every figure to one alias or one client key's requests;"
+            + " key \"-\" is usage billed before keys were recorded. A key that is none of the org's client keys and"
+            + " billed nothing in the range is refused (400, param key).")
     public Uni<ObjectNode> usage(HttpHeaders headers, @QueryParam("from") String from, @QueryParam("to") String to,
-                                 @QueryParam("alias") String alias, UriInfo uri) {
+                                 @QueryParam("alias") String alias, @QueryParam("key") String key, UriInfo uri) {
         Org org = org(headers);
-        once(uri, "from", "to", "alias");
-        return service().usage(org, date(blank(from), "from"), date(blank(to), "to"), blank(alias));
+        once(uri, "from", "to", "alias", "key");
+        return service().usage(org, date(blank(from), "from"), date(blank(to), "to"), blank(alias), blank(key));
     }
 
     /**

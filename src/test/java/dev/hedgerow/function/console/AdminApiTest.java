@@ -657,6 +657,113 @@ class AdminApiTest {
                 .body("days.size()", equalTo(1)).body("days[0].date", equalTo(today));
     }
 
+    /** A request to {@code keyed} with the client key {@code secret}; returns its usage as the client got it. */
+    private static long[] chatKeyed(String secret, String text) {
+        Response r = given().auth().oauth2(secret).contentType("application/json")
+                .body("{\"model\":\"keyed\",\"messages\":[{\"role\":\"user\",\"content\":\"" + text + "\"}]}")
+                .post("/v1/chat/completions");
+        r.then().statusCode(200);
+        return new long[] {r.<Integer>path("usage.prompt_tokens"), r.<Integer>path("usage.completion_tokens")};
+    }
+
+    @Test
+    void usageIsBilledPerClientKeyAndNarrowedByTheKeyFilter() {
+        long[] app = new long[2];
+        long[] batch = new long[2];
+        for (String text : List.of("the app asks once", "the app asks twice")) {
+            long[] u = chatKeyed("k-acme", text);
+            app[0] += u[0];
+            app[1] += u[1];
+        }
+        long[] u = chatKeyed("k-acme-batch", "the nightly batch asks");
+        batch[0] += u[0];
+        batch[1] += u[1];
+        eventually(() -> admin().get("/admin/usage?alias=keyed").then().extract().<Integer>path("total.requests") == 3,
+                "the three requests are in the ledger");
+
+        // each key's requests, tokens and cost (1 per prompt token, 2 per completion token), whole and per alias
+        Response all = admin().get("/admin/usage?alias=keyed");
+        all.then().statusCode(200)
+                .body("total.requests", equalTo(3))
+                .body("aliases.alias", equalTo(List.of("keyed")))
+                .body("aliases[0].requests", equalTo(3))
+                .body("keys.key", equalTo(List.of("app", "batch")))
+                .body("aliases[0].keys.key", equalTo(List.of("app", "batch")))
+                .body("days.size()", equalTo(1))
+                .body("days[0].keys.key", equalTo(List.of("app", "batch")));
+        for (String row : List.of("keys", "aliases[0].keys", "days[0].keys")) {
+            for (Map.Entry<String, long[]> k : Map.of("app", app, "batch", batch).entrySet()) {
+                String at = row + ".find { it.key == '" + k.getKey() + "' }.";
+                long[] want = k.getValue();
+                assertEquals(k.getKey().equals("app") ? 2 : 1, all.<Integer>path(at + "requests"), at);
+                assertEquals(want[0], all.<Integer>path(at + "prompt_tokens").longValue(), at);
+                assertEquals(want[1], all.<Integer>path(at + "completion_tokens").longValue(), at);
+                assertEquals(want[0] + want[1], all.<Integer>path(at + "total_tokens").longValue(), at);
+                assertEquals(want[0] + 2 * want[1], all.<Number>path(at + "cost").doubleValue(), 1e-9, at);
+            }
+        }
+
+        // narrowed to one key: every figure is that key's alone
+        Response one = admin().get("/admin/usage?alias=keyed&key=batch");
+        one.then().statusCode(200)
+                .body("key", equalTo("batch"))
+                .body("alias", equalTo("keyed"))
+                .body("total.requests", equalTo(1))
+                .body("total.prompt_tokens", equalTo((int) batch[0]))
+                .body("total.completion_tokens", equalTo((int) batch[1]))
+                .body("keys.key", equalTo(List.of("batch")))
+                .body("aliases[0].requests", equalTo(1))
+                .body("aliases[0].keys.key", equalTo(List.of("batch")))
+                .body("days.requests.sum()", equalTo(1));
+        assertEquals(batch[0] + 2 * batch[1], one.<Number>path("total.cost").doubleValue(), 1e-9);
+        // the key filter alone spans the org's aliases (the dashboard's test sends with batch too)
+        admin().get("/admin/usage?key=batch").then().statusCode(200)
+                .body("aliases.find { it.alias == 'keyed' }.requests", equalTo(1))
+                .body("aliases.find { it.alias == 'keyed' }.keys.key", equalTo(List.of("batch")))
+                .body("keys.key", equalTo(List.of("batch")));
+        admin().get("/admin/usage?key=app").then().statusCode(200)
+                .body("aliases.find { it.alias == 'keyed' }.requests", equalTo(2))
+                .body("keys.key", equalTo(List.of("app")));
+        // the dashboard offers the org's key names (never a secret)
+        admin().get("/admin/whoami").then().statusCode(200).body("keys", equalTo(List.of("app", "batch")));
+    }
+
+    @Test
+    void usageBilledBeforeKeysWereRecordedReadsBackUnderTheKeyDash() {
+        String today = java.time.LocalDate.now(java.time.ZoneOffset.UTC).toString();
+        // a ledger line as an instance before per-key billing wrote it: the bare alias
+        store().addLedger("acme", java.time.LocalDate.parse(today), "prekeys",
+                dev.hedgerow.state.LedgerEntry.of(new dev.hedgerow.state.UsageSample(7, 3, 0.5)))
+                .await().atMost(Duration.ofSeconds(5));
+        eventually(() -> admin().get("/admin/usage?alias=prekeys").then().extract()
+                .<Integer>path("total.requests") == 1, "the old line is read");
+        for (String query : List.of("alias=prekeys", "alias=prekeys&key=-")) {
+            admin().get("/admin/usage?" + query).then().statusCode(200)
+                    .body("aliases.alias", equalTo(List.of("prekeys")))
+                    .body("keys.key", equalTo(List.of("-")))
+                    .body("keys[0].requests", equalTo(1))
+                    .body("keys[0].total_tokens", equalTo(10))
+                    .body("days[0].keys[0].key", equalTo("-"));
+        }
+        admin().get("/admin/usage?alias=prekeys&key=app").then().statusCode(200)
+                .body("total.requests", equalTo(0)).body("aliases.size()", equalTo(0)).body("days.size()", equalTo(0));
+    }
+
+    @Test
+    void anUnknownOrRepeatedKeyFilterIs400NamingKey() {
+        admin().get("/admin/usage?key=nobody").then().statusCode(400)
+                .body("error.type", equalTo("invalid_request_error"))
+                .body("error.param", equalTo("key"))
+                .body("error.message", containsString("\"nobody\""))
+                .body("error.message", containsString("app, batch"));
+        admin().get("/admin/usage?key=app&key=batch").then().statusCode(400)
+                .body("error.param", equalTo("key"))
+                .body("error.message", containsString("given 2 times"));
+        // a key the org has is a valid filter even where it billed nothing
+        admin().get("/admin/usage?key=batch&from=2020-01-01&to=2020-01-31").then().statusCode(200)
+                .body("total.requests", equalTo(0)).body("keys.size()", equalTo(0));
+    }
+
     @Test
     void aBadUsageQueryIs400NamingTheParameter() {
         admin().get("/admin/usage?from=2026-13-01").then().statusCode(400)
