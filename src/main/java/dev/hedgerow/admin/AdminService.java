@@ -548,8 +548,8 @@ public final class AdminService {
         boolean known = LedgerLine.NO_KEY.equals(key) || org.keys().stream().anyMatch(k -> k.name().equals(key))
                 || days.values().stream().anyMatch(day -> day.values().stream().anyMatch(ks -> ks.containsKey(key)));
         if (!known) {
-            throw new RequestException(ApiError.invalidRequest("'key': this organization has no client key named \""
-                    + key + "\", and none of that name was billed from " + start + " to " + end + ". Its keys: "
+            throw new RequestException(ApiError.invalidRequest("No client key of this organization is named \"" + key
+                    + "\", and none of that name billed anything from " + start + " to " + end + ". Its client keys: "
                     + String.join(", ", org.keys().stream().map(ApiKey::name).toList()) + ".", "key"));
         }
     }

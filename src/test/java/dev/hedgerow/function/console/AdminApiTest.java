@@ -530,6 +530,9 @@ class AdminApiTest {
     void theOpenApiDocumentDescribesTheAdminApi() {
         String doc = given().get("/admin/openapi?format=json").then().statusCode(200).extract().asString();
         assertTrue(doc.contains("/admin/groups") && doc.contains("/admin/health") && doc.contains("/admin/explain"));
+        given().get("/admin/openapi?format=json").then()
+                .body("paths.'/admin/usage'.get.parameters.name", hasItems("from", "to", "alias", "key"))
+                .body("paths.'/admin/usage'.get.description", containsString("keys[]"));
     }
 
     @Test
