@@ -15,10 +15,10 @@ mkdirSync(shots, { recursive: true });
 const profile = mkdtempSync(join(tmpdir(), 'hedgerow-chromium-'));
 const ok = msg => console.log('ok: ' + msg);
 
-async function chat(alias, extra = {}) {
+async function chat(alias, extra = {}, key = 'k-acme') {
   const resp = await fetch(base + '/v1/chat/completions', {
     method: 'POST',
-    headers: { authorization: 'Bearer k-acme', 'content-type': 'application/json' },
+    headers: { authorization: 'Bearer ' + key, 'content-type': 'application/json' },
     body: JSON.stringify({ model: alias, messages: [{ role: 'user', content: 'browser ' + Math.random() }], ...extra }),
   });
   const body = await resp.json();
@@ -66,10 +66,15 @@ async function until(cond, timeout = 8000) {
   return cond();
 }
 
-/** A usage answer as the panel should show it: the totals row, one row per alias and one per day and alias. */
+/**
+ * A usage answer as the panel should show it: the totals row, one row per alias, one per client key (with each alias
+ * it billed and its requests there) and one per day and alias.
+ */
 function usageRows(u) {
   const figures = x => [x.requests, x.prompt_tokens, x.completion_tokens, x.total_tokens, x.cost];
+  const aliasesOf = key => u.aliases.flatMap(a => a.keys.filter(k => k.key === key).map(k => [a.alias, k.requests]));
   return { total: figures(u.total), aliases: u.aliases.map(a => [a.alias, ...figures(a)]),
+    keys: u.keys.map(k => [k.key, ...figures(k), aliasesOf(k.key)]),
     days: u.days.map(d => [d.date, d.alias, ...figures(d)]) };
 }
 
@@ -80,8 +85,11 @@ async function usageShown(p) {
     const cells = tr => [...tr.children].map(c => c.textContent);
     const rows = sel => [...document.querySelectorAll(sel)].map(cells);
     const foot = document.querySelector('#usage-aliases tfoot tr');
+    // "metered (3), kimi3 (1)": each alias the key billed, with its requests there
+    const aliasList = t => t ? t.split(', ').map(x => x.match(/^(.*) \((.*)\)$/)).map(m => [m[1], num(m[2])]) : [];
     return { total: foot ? cells(foot).slice(1).map(num) : null,
       aliases: rows('#usage-aliases tbody tr[data-alias]').map(([a, ...f]) => [a, ...f.map(num)]),
+      keys: rows('#usage-keys tbody tr[data-key]').map(([k, ...f]) => [k, ...f.slice(0, 5).map(num), aliasList(f[5])]),
       days: rows('#usage-days tbody tr[data-date]').map(([d, a, ...f]) => [d, a, ...f.map(num)]) };
   });
 }
@@ -97,7 +105,8 @@ async function usageMatches(p, query, timeout = 8000) {
   }, timeout);
   check(JSON.stringify(shown) === JSON.stringify(usageRows(api)), 'the usage panel shows what /admin/usage'
     + (query ? '?' + query : '') + ' answers: totals ' + JSON.stringify(shown.total) + ', aliases '
-    + shown.aliases.map(a => a[0]).join(',') + ', ' + shown.days.length + ' day row(s)');
+    + shown.aliases.map(a => a[0]).join(',') + ', keys ' + shown.keys.map(k => k[0]).join(',') + ', '
+    + shown.days.length + ' day row(s)');
   return api;
 }
 
@@ -431,18 +440,25 @@ try {
     'invalid JSON is refused and said so: ' + await page.locator('#status').textContent());
 
   // usage: a few requests to metered (priced 0.5 per million prompt tokens and 1.5 per million completion tokens; only
-  // this test sends to it), then the panel, which re-reads this month so far on the poll, shows exactly what the API
-  // bills: totals, per alias, per day
-  const metered = async () => (await adminGet('/admin/usage?alias=metered')).total.requests;
+  // this test sends to it), three with the client key app and one with batch, then the panel, which re-reads this month
+  // so far on the poll, shows exactly what the API bills: totals, per alias, per client key, per day
+  const metered = async (key = '') => (await adminGet('/admin/usage?alias=metered' + (key ? '&key=' + key : '')))
+    .total.requests;
   const meteredBefore = await metered();
+  const batchBefore = await metered('batch');
   for (let i = 0; i < 3; i++) {
     const r = await chat('metered');
     check(r.status === 200, 'a request to metered is served (' + (i + 1) + ' of 3)');
   }
-  check(await until(async () => await metered() === meteredBefore + 3), 'the three requests are in the ledger');
+  check((await chat('metered', {}, 'k-acme-batch')).status === 200,
+    'a request to metered with the batch key is served');
+  check(await until(async () => await metered() === meteredBefore + 4), 'the four requests are in the ledger');
   const all = await usageMatches(page, '');
   check(all.aliases.length >= 2 && all.aliases.some(a => a.alias === 'metered') && all.total.cost > 0,
     'the unfiltered usage has several aliases, metered among them: ' + all.aliases.map(a => a.alias).join(', '));
+  check(['app', 'batch'].every(k => all.keys.some(x => x.key === k))
+    && await page.locator('#usage-keys tbody tr[data-key="batch"]').count() === 1,
+    'the per-key table has a row per client key that billed: ' + all.keys.map(k => k.key).join(', '));
   const usagePanel = page.locator('section[aria-labelledby="usage-title"]');
   const summary = page.locator('#usage-summary');
   check((await summary.textContent()).startsWith(all.from + ' to ' + all.to + ' (UTC), all aliases: ')
@@ -455,10 +471,28 @@ try {
   await usageForm.getByLabel('Alias', { exact: true }).fill('metered');
   await usageForm.getByRole('button', { name: 'Show usage' }).click();
   const one = await usageMatches(page, 'alias=metered');
-  check(one.aliases.map(a => a.alias).join(',') === 'metered' && one.total.requests === meteredBefore + 3
+  check(one.aliases.map(a => a.alias).join(',') === 'metered' && one.total.requests === meteredBefore + 4
     && one.total.cost > 0 && one.total.requests < all.total.requests && one.days.every(d => d.alias === 'metered')
     && (await summary.textContent()).includes('alias metered'),
     'the alias filter narrows the panel to metered: ' + await summary.textContent());
+  // the key filter narrows it to one client key's requests (the org's key names are suggested)
+  check(JSON.stringify(await page.locator('#keys option').evaluateAll(os => os.map(o => o.value)))
+    === JSON.stringify(['app', 'batch']), 'the key filter suggests the org\'s client key names');
+  await usageForm.getByLabel('Key', { exact: true }).fill('batch');
+  await usageForm.getByRole('button', { name: 'Show usage' }).click();
+  const batch = await usageMatches(page, 'alias=metered&key=batch');
+  check(batch.total.requests === batchBefore + 1 && batch.keys.map(k => k.key).join(',') === 'batch'
+    && (await summary.textContent()).includes('alias metered, key batch'),
+    'the key filter narrows the panel to the batch key\'s requests: ' + await summary.textContent());
+  // a key the org has no such name for: the API's message with the key field marked, no figures
+  await usageForm.getByLabel('Key', { exact: true }).fill('nobody');
+  await usageForm.getByRole('button', { name: 'Show usage' }).click();
+  await page.locator('#usage-error').filter({ hasText: '"nobody"' }).waitFor({ timeout: 5000 });
+  check(await page.locator('#usage-keys tbody tr, #usage-aliases tbody tr').count() === 0
+    && await usageForm.getByLabel('Key', { exact: true }).getAttribute('aria-invalid') === 'true',
+    'an unknown key shows the API\'s message, the key field marked: '
+      + await page.locator('#usage-error').textContent());
+  await usageForm.getByLabel('Key', { exact: true }).fill('');
   // a range that ends before it starts: the API's message, its field marked, no table of figures
   const dayAfter = new Date(Date.parse(all.to) + 86400000).toISOString().slice(0, 10);
   await usageForm.getByLabel('From', { exact: true }).fill(dayAfter);
@@ -547,8 +581,8 @@ try {
   check(said.includes('panel'), 'it names the group whose unsaved changes were not saved');
   check(await page.locator('form[data-alias]').count() === 0 && await page.locator('#slo-table tbody tr').count() === 0
     && await page.locator('#explain-table tbody tr').count() === 0 && await page.locator('#whoami').textContent() === ''
-    && await page.locator('#usage-aliases tbody tr, #usage-aliases tfoot tr, #usage-days tbody tr, #aliases option')
-      .count() === 0
+    && await page.locator('#usage-aliases tbody tr, #usage-aliases tfoot tr, #usage-keys tbody tr,'
+      + ' #usage-days tbody tr, #aliases option, #keys option').count() === 0
     && await page.locator('#usage-summary').textContent() === ''
     && await page.locator('#usage-from').inputValue() === ''
     && await page.locator('#status').textContent() === '',

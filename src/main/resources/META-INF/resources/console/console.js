@@ -30,6 +30,8 @@ let editors = new Map();
 // and whether the API refused the query (a 400: not asked again until the form changes it). `seq` numbers the reads,
 // so that a poll's answer arriving after the form applied a new query is dropped, not drawn over the new one.
 const usagePanel = { query: '', seq: 0, to: null, at: null, failing: false, refused: false };
+/** The usage form's fields, named as the API's query parameters. */
+const USAGE_FIELDS = ['from', 'to', 'alias', 'key'];
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -121,6 +123,8 @@ async function signIn(key) {
     document.getElementById('signin-error').textContent = '';
     document.getElementById('admin-key').value = '';
     document.getElementById('whoami').textContent = 'Organization: ' + me.org;
+    // the key filter's suggestions: the org's client key names (the usage ledger bills each request to its key)
+    document.getElementById('keys').replaceChildren(...(me.keys || []).map(k => el('option', { value: k })));
     document.getElementById('signin').hidden = true;
     document.getElementById('app').hidden = false;
     document.getElementById('signout').hidden = false;
@@ -166,6 +170,7 @@ function keyRefused(code, message) {
   }
   resetUsage();
   document.getElementById('aliases').replaceChildren();
+  document.getElementById('keys').replaceChildren();
   document.getElementById('charts').replaceChildren();
   document.getElementById('explain-summary').textContent = '';
   document.getElementById('explain-body').value = '';
@@ -679,7 +684,7 @@ async function loadAudit() {
   }
 }
 
-// ---- usage: what the org was billed, per alias and per UTC day ----------------------------------------------
+// ---- usage: what the org was billed, per alias, per client key and per UTC day ------------------------------
 
 const count = n => n.toLocaleString();
 // the API gives cost to at most nine decimals (a nano-unit): shown as given, 0.0006772 rather than 0.001
@@ -694,10 +699,10 @@ function usageDue() {
   return !usagePanel.refused && (usagePanel.failing || usagePanel.to === null || usagePanel.to >= today);
 }
 
-/** Applies the form: its dates and alias (each empty = the API's default) become the query the panel shows. */
+/** Applies the form: its dates, alias and key (each empty = the API's default) become the query the panel shows. */
 function applyUsage() {
   const q = new URLSearchParams();
-  for (const name of ['from', 'to', 'alias']) {
+  for (const name of USAGE_FIELDS) {
     const v = document.getElementById('usage-' + name).value.trim();
     if (v) q.set(name, v);
   }
@@ -717,7 +722,8 @@ async function loadUsage() {
   } catch (e) {
     if (e.quiet || seq !== usagePanel.seq) return;
     if (e.status === 400) {
-      // the query itself is wrong (a bad date, from after to, too long a span): the API's words, no figures
+      // the query itself is wrong (a bad date, from after to, too long a span, an unknown key): the API's words, no
+      // figures
       usagePanel.refused = true;
       usagePanel.failing = false;
       drawUsage(null);
@@ -746,18 +752,22 @@ function usageError(message, param) {
   const line = document.getElementById('usage-error');
   // an alert: the poll writing the same words again would announce them again
   if (line.textContent !== message) line.textContent = message;
-  for (const name of ['from', 'to', 'alias']) {
+  for (const name of USAGE_FIELDS) {
     const input = document.getElementById('usage-' + name);
     if (name === param) input.setAttribute('aria-invalid', 'true');
     else input.removeAttribute('aria-invalid');
   }
 }
 
-/** Draws a usage answer: the range and its totals, per alias (totals below), per day as bars and rows; null: none. */
+/**
+ * Draws a usage answer: the range and its totals, per alias (totals below), per client key (with the aliases each
+ * billed), per day as bars and rows; null: none.
+ */
 function drawUsage(data) {
   const view = document.getElementById('usage-view');
   const summary = document.getElementById('usage-summary');
   const table = document.getElementById('usage-aliases');
+  const keys = document.querySelector('#usage-keys tbody');
   const days = document.querySelector('#usage-days tbody');
   const figures = u => [count(u.requests), count(u.prompt_tokens), count(u.completion_tokens), count(u.total_tokens),
     money(u.cost)].map(text => el('td', { class: 'num', text }));
@@ -769,16 +779,24 @@ function drawUsage(data) {
     summary.textContent = '';
     table.tBodies[0].replaceChildren();
     table.tFoot.replaceChildren();
+    keys.replaceChildren();
     days.replaceChildren();
     return;
   }
   const t = data.total;
   summary.textContent = data.from + ' to ' + data.to + ' (UTC), ' + (data.alias ? 'alias ' + data.alias : 'all aliases')
-    + ': ' + count(t.requests) + ' requests, ' + count(t.total_tokens) + ' tokens, cost ' + money(t.cost) + '.';
+    + (data.key ? ', key ' + data.key : '') + ': ' + count(t.requests) + ' requests, ' + count(t.total_tokens)
+    + ' tokens, cost ' + money(t.cost) + '.';
   table.tBodies[0].replaceChildren(...data.aliases.map(a => el('tr', { 'data-alias': a.alias },
     el('th', { scope: 'row', text: a.alias }), ...figures(a))));
   if (!data.aliases.length) table.tBodies[0].append(nothing(6));
   table.tFoot.replaceChildren(el('tr', {}, el('th', { scope: 'row', text: 'Total' }), ...figures(t)));
+  // each key's aliases, with the requests it sent to each (from the alias rows' per-key split)
+  const aliasesOf = key => data.aliases.flatMap(a => a.keys.filter(k => k.key === key)
+    .map(k => a.alias + ' (' + count(k.requests) + ')')).join(', ');
+  keys.replaceChildren(...data.keys.map(k => el('tr', { 'data-key': k.key },
+    el('th', { scope: 'row', text: k.key }), ...figures(k), el('td', { text: aliasesOf(k.key) }))));
+  if (!data.keys.length) keys.append(nothing(7));
   days.replaceChildren(...data.days.map(d => el('tr', { 'data-date': d.date, 'data-alias': d.alias },
     el('th', { scope: 'row', text: d.date }), el('td', { text: d.alias }), ...figures(d))));
   if (!data.days.length) days.append(nothing(7));
@@ -821,7 +839,7 @@ function usageChart(data) {
     svg.append(bar);
   }
   return el('figure', {}, svg, el('figcaption', { text: 'Total tokens per UTC day'
-    + (data.alias ? ' of ' + data.alias : ', all aliases') }));
+    + (data.alias ? ' of ' + data.alias : ', all aliases') + (data.key ? ', key ' + data.key : '') }));
 }
 
 /** Takes the org's usage off the page and the form back to its defaults (at sign-out, the key refused). */
@@ -829,7 +847,7 @@ function resetUsage() {
   // a read still under way belongs to the session that ended (api() drops its answer too)
   Object.assign(usagePanel, { query: '', seq: usagePanel.seq + 1, to: null, at: null, failing: false,
     refused: false });
-  for (const name of ['from', 'to', 'alias']) document.getElementById('usage-' + name).value = '';
+  for (const name of USAGE_FIELDS) document.getElementById('usage-' + name).value = '';
   usageError('', null);
   drawUsage(null);
 }
