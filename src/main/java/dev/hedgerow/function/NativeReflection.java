@@ -18,8 +18,8 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         ModelScript.class, ModelScript.Latency.class, ModelScript.Capabilities.class, ModelScript.Reasoning.class,
         ModelScript.FaultChance.class, ModelScript.UsageMode.class, ModelScript.Continuation.class,
         Fault.class, Fault.HttpError.class, Fault.ResetBeforeHeaders.class, Fault.NoResponse.class, Fault.Drop.class,
-        Fault.EmptyStream.class, Fault.NoDone.class, Fault.EofBeforeFinish.class, Fault.MalformedFrame.class,
-        Fault.ErrorEvent.class, Fault.Stall.class, Fault.DropDuringReasoning.class, Fault.Html200.class,
+        Fault.EmptyStream.class, Fault.NoDone.class, Fault.HangAfterFinish.class, Fault.EofBeforeFinish.class,
+        Fault.MalformedFrame.class, Fault.ErrorEvent.class, Fault.Stall.class, Fault.DropDuringReasoning.class, Fault.Html200.class,
         Fault.HtmlError.class, Fault.GiantLine.class, Fault.Endless.class, Fault.SlowDrip.class,
         SimStats.class, SimStats.RecordedRequest.class, SimStats.Speed.class})
 final class NativeReflection {
