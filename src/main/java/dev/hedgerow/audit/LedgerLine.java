@@ -4,9 +4,9 @@ package dev.hedgerow.audit;
  * One line of an org's usage ledger: the alias a request was billed under and the name of the client key that sent
  * it. The state store keeps a ledger per day and <em>alias string</em> and knows nothing of keys, so a line travels
  * through it as one string, {@code <alias>|<key name>} ({@link #encode()}), and is split again when read
- * ({@link #decode}). {@code |} can be in neither half: aliases and client key names are both letters, digits and
- * {@code . _ : / @ + -} (the catalog refuses anything else). A line written before the ledger had keys is a bare alias
- * and reads back with the key {@link #NO_KEY}, which no key can be named (a name starts with a letter or digit).
+ * ({@link #decode}) at its first {@code |}: an alias holds none (the catalog refuses it), while a key name may hold
+ * anything, {@code |} included. A line written before the ledger had keys is a bare alias and reads back with the key
+ * {@link #NO_KEY}, which the catalog refuses as a client key's name.
  * Immutable.
  */
 public record LedgerLine(String alias, String key) {

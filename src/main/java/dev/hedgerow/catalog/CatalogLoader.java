@@ -97,9 +97,8 @@ public final class CatalogLoader {
     private static final Pattern SLUG = Pattern.compile("[a-z0-9][a-z0-9._-]{0,63}");
     // Aliases are what clients put in "model" (OpenRouter style "vendor/model:variant" included).
     private static final Pattern ALIAS = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}");
-    // Client key names are billed in the usage ledger beside the alias (audit.LedgerLine joins them with '|'): the
-    // alias's characters, so that separator is in neither
-    private static final Pattern KEY_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,63}");
+    /** The key the usage ledger shows for usage billed before it recorded keys (audit.LedgerLine.NO_KEY). */
+    private static final String NO_KEY_NAME = "-";
     private static final Pattern ROUTE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,191}");
     private static final Pattern PARAMETER = Pattern.compile("[a-z][a-z0-9_]{0,63}");
     private static final Pattern HEADER_TOKEN = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}");
@@ -326,7 +325,7 @@ public final class CatalogLoader {
             }
         }
 
-        /** @param billed client keys, whose names the usage ledger records: they follow {@link #KEY_NAME} */
+        /** @param billed client keys, whose names the usage ledger records: any name but {@link #NO_KEY_NAME} */
         private List<ApiKey> readKeys(ConfigMap o, String field, String defaultNamePrefix, boolean required,
                                       boolean billed) {
             if (required) {
@@ -344,9 +343,9 @@ public final class CatalogLoader {
                 if (name == null) {
                     name = defaultNamePrefix + "-" + (i + 1);
                 }
-                if (billed && !KEY_NAME.matcher(name).matches()) {
-                    k.error("name", "invalid key name \"" + name + "\": letters, digits and . _ : / @ + -, "
-                            + "starting with a letter or digit, at most 64");
+                if (billed && NO_KEY_NAME.equals(name)) {
+                    k.error("name", "the key name \"-\" is reserved: usage billed before keys were recorded shows "
+                            + "under it");
                 } else if (!names.add(name)) {
                     k.error("name", "duplicate key name \"" + name + "\"");
                 }

@@ -9,10 +9,13 @@ class LedgerLineTest {
     @Test
     void aliasAndKeyNameRoundTripThroughTheStoredString() {
         for (LedgerLine line : new LedgerLine[] {new LedgerLine("kimi3", "app"),
-                new LedgerLine("vendor/model:variant@v1+x", "eu-west:batch/ci@2+x"), new LedgerLine("a", "b")}) {
+                new LedgerLine("vendor/model:variant@v1+x", "eu-west:batch/ci@2+x"), new LedgerLine("a", "b"),
+                new LedgerLine("kimi3", "ops team | 100%"), new LedgerLine("a", "|"), new LedgerLine("a", "|x|"),
+                new LedgerLine("a", "é 键 ∑"), new LedgerLine("a", "x:n")}) {
             assertEquals(line, LedgerLine.decode(line.encode()));
         }
         assertEquals("kimi3|app", new LedgerLine("kimi3", "app").encode());
+        assertEquals("kimi3|a|b", new LedgerLine("kimi3", "a|b").encode(), "split at the first |: the alias has none");
     }
 
     @Test

@@ -29,7 +29,8 @@ import java.util.Map;
  * {@code metered} (on alpha, priced at 0.5 and 1.5 per million prompt and completion tokens, so its cost has decimals;
  * only the dashboard's usage panel test sends to it), and {@code keyed} (on alpha, priced like {@code billed}; only
  * the per-key usage test sends to it); org {@code other} (keys
- * {@code k-other} / {@code a-other}) with alias {@code secret} and its own alias {@code duo}, whose route id
+ * {@code k-other} / {@code a-other}, and {@code k-other-ops}, named {@code ops team | 100%}, used only by the
+ * per-key usage test) with alias {@code secret} and its own alias {@code duo}, whose route id
  * {@code duo-alpha} collides with acme's on purpose (isolation tests), and the alias header
  * {@code X-Model-Alias}. Provider keys are sealed at rest
  * ({@code hedgerow.secret-key} = {@link #SECRET_KEY}). The prober's timer is off
@@ -73,7 +74,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                   duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s }, head_hold: 45s }
                   panel: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 4s } }
               - id: other
-                keys: [{ name: app, key: "k-other" }]
+                keys: [{ name: app, key: "k-other" }, { name: "ops team | 100%", key: "k-other-ops" }]
                 admin_keys: [{ name: ops, key: "a-other" }]
                 routing: { alias_header: X-Model-Alias }
                 providers:

@@ -732,6 +732,26 @@ class AdminApiTest {
     }
 
     @Test
+    void aKeyNameOfAnyCharactersIsBilledAndFilteredAsWritten() {
+        // org other's key "ops team | 100%": the ledger joins alias and key with the first "|"
+        String name = "ops team | 100%";
+        given().auth().oauth2("k-other-ops").contentType("application/json")
+                .body("{\"model\":\"secret\",\"messages\":[{\"role\":\"user\",\"content\":\"from ops\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200);
+        eventually(() -> given().auth().oauth2("a-other").queryParam("key", name).get("/admin/usage").then()
+                .extract().<Integer>path("total.requests") == 1, "the request is in the ledger under its key");
+        given().auth().oauth2("a-other").queryParam("key", name).get("/admin/usage").then().statusCode(200)
+                .body("key", equalTo(name))
+                .body("keys.key", equalTo(List.of(name)))
+                .body("aliases.alias", equalTo(List.of("secret")))
+                .body("aliases[0].keys.key", equalTo(List.of(name)));
+        given().auth().oauth2("a-other").get("/admin/usage").then().statusCode(200)
+                .body("keys.key", hasItem(name)).body("aliases.alias", not(hasItem(containsString("|"))));
+        given().auth().oauth2("a-other").get("/admin/whoami").then().statusCode(200)
+                .body("keys", equalTo(List.of("app", name)));
+    }
+
+    @Test
     void usageBilledBeforeKeysWereRecordedReadsBackUnderTheKeyDash() {
         String today = java.time.LocalDate.now(java.time.ZoneOffset.UTC).toString();
         // a ledger line as an instance before per-key billing wrote it: the bare alias
