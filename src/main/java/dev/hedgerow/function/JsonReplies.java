@@ -7,6 +7,7 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.core.Handler;
 import io.vertx.core.http.HttpClosedException;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpVersion;
 import io.quarkus.vertx.http.runtime.RouteConstants;
@@ -139,13 +140,17 @@ public final class JsonReplies {
     }
 
     /**
-     * Routes any method but the ones already routed on {@code paths} to a 405 in the envelope (the router's own
+     * Routes any method but {@code allowed}, already routed on {@code paths}, to a 405 in the envelope that names the
+     * method the path answers, in its message and in {@code Allow} (RFC 9110 asks a 405 for it; the router's own
      * answer would be a bare 405, or the HTML 404 of a path no route takes). Call after mounting the real routes.
      */
-    public static void methodNotAllowed(Router router, String... paths) {
+    public static void methodNotAllowed(Router router, HttpMethod allowed, String... paths) {
         for (String path : paths) {
-            router.route(path).handler(ctx -> error(ctx.response(), ApiError.methodNotAllowed(
-                    "Method " + ctx.request().method() + " is not allowed here.")));
+            router.route(path).handler(ctx -> {
+                ctx.response().putHeader("allow", allowed.name());
+                error(ctx.response(), ApiError.methodNotAllowed("Method " + ctx.request().method()
+                        + " is not allowed here; " + ctx.request().path() + " answers " + allowed.name() + "."));
+            });
         }
     }
 

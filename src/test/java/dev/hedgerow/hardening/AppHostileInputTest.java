@@ -165,6 +165,24 @@ class AppHostileInputTest {
         }
     }
 
+    /**
+     * The gateway's and prober's paths answered another method with a 405 that named neither the method they take
+     * nor, in {@code Allow}, anything at all ("Method GET is not allowed here.").
+     */
+    @Test
+    void theGatewayAndProberPathsSayWhichMethodTheyAnswer() {
+        for (String[] c : new String[][]{{"GET", "/v1/chat/completions", "POST"},
+                {"PUT", "/models/kimi3/v1/chat/completions", "POST"}, {"POST", "/v1/models", "GET"},
+                {"DELETE", "/v1/capacity", "POST"}, {"GET", "/prober/run", "POST"}}) {
+            io.restassured.response.Response r = given().auth().oauth2("k-acme").request(c[0], c[1]);
+            assertEquals(405, r.statusCode(), c[0] + " " + c[1] + ": " + r.asString());
+            JsonNode error = Envelope.assertShape(r.asString(), c[0] + " " + c[1]);
+            assertEquals("method_not_allowed", error.path("code").asText());
+            assertEquals(c[2], r.header("allow"), c[0] + " " + c[1]);
+            assertTrue(error.path("message").asText().endsWith(c[1] + " answers " + c[2] + "."), r.asString());
+        }
+    }
+
     /** Explain answered 200 with a plan for requests the gateway refuses at its door. */
     @Test
     void explainRefusesWhatTheGatewayRefusesAtItsDoor() {

@@ -20,6 +20,7 @@ import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.runtime.Hedgerow;
 import io.vertx.core.Handler;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.ext.web.Router;
@@ -83,7 +84,9 @@ public final class GatewayRoutes {
                 .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(failure);
         router.get("/v1/models").handler(guard).handler(this::models)
                 .failureHandler(failure);
-        JsonReplies.methodNotAllowed(router, "/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models");
+        JsonReplies.methodNotAllowed(router, HttpMethod.POST, "/v1/chat/completions",
+                "/models/:alias/v1/chat/completions");
+        JsonReplies.methodNotAllowed(router, HttpMethod.GET, "/v1/models");
     }
 
     /**

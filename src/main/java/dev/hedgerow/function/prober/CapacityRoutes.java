@@ -10,6 +10,7 @@ import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.routing.CapacityIntake;
 import dev.hedgerow.runtime.Hedgerow;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
@@ -35,7 +36,7 @@ public final class CapacityRoutes {
         JsonReplies.refuseDeclaredOversize(router, JsonReplies.EDGE_SIZE_GUARD_ORDER, BODY_LIMIT, "/v1/capacity");
         router.post("/v1/capacity").handler(BodyHandler.create(false).setBodyLimit(BODY_LIMIT))
                 .handler(this::report).failureHandler(JsonReplies.failureHandler(BODY_LIMIT, "report"));
-        JsonReplies.methodNotAllowed(router, "/v1/capacity");
+        JsonReplies.methodNotAllowed(router, HttpMethod.POST, "/v1/capacity");
     }
 
     private void report(RoutingContext ctx) {

@@ -15,6 +15,7 @@ import dev.hedgerow.time.Ticker;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.vertx.core.Vertx;
+import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
@@ -64,7 +65,7 @@ public class ProberFunction {
     void mount(@Observes Router router) {
         if (app.functions().has("prober")) {
             router.post("/prober/run").handler(this::run);
-            JsonReplies.methodNotAllowed(router, "/prober/run");
+            JsonReplies.methodNotAllowed(router, HttpMethod.POST, "/prober/run");
         }
     }
 
