@@ -396,6 +396,30 @@ class InfraManifestsTest {
         }
     }
 
+    /**
+     * Provider keys are sealed in the shared state store only with {@code HEDGEROW_SECRET_KEY} (else stored there in
+     * plaintext): the SAM template never read it from the secret README tells users to put it in.
+     */
+    @Test
+    void everyPlatformGivesEveryFunctionTheKeyThatSealsProviderKeys() {
+        String name = "HEDGEROW_SECRET_KEY";
+        assertTrue(appEnvNames().contains(name), "the app reads " + name);
+        for (String f : FUNCTIONS) {
+            JsonNode v = samEnv(samFunctionId(f)).get(name);
+            assertNotNull(v, f + " on Lambda is given " + name);
+            assertTrue(v.path("Fn::Sub").asText().startsWith("{{resolve:secretsmanager:${ProviderKeysSecretName}:"),
+                    f + ": " + v);
+            assertTrue(v.path("Fn::Sub").asText().endsWith(":SecretString:" + name + "}}"), f + ": " + v);
+        }
+        JsonNode secret = yaml("infra/knative/secret.example.yaml");
+        assertTrue(secret.path("stringData").has(name), "the Knative secret holds " + name);
+        for (String f : FUNCTIONS) {
+            JsonNode c = knativeService(f).path("spec").path("template").path("spec").path("containers").get(0);
+            assertTrue(c.path("envFrom").toString().contains(secret.path("metadata").path("name").asText()),
+                    f + " on Knative takes its environment from the secret");
+        }
+    }
+
     @Test
     void samOutputsTheUrlsOfTheHttpFunctions() {
         ObjectNode outputs = (ObjectNode) sam().path("Outputs");
