@@ -1,5 +1,7 @@
 package dev.hedgerow.function.console;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.api.Json;
 import dev.hedgerow.function.HedgerowApp;
 import dev.hedgerow.prober.Prober;
 import dev.hedgerow.routing.Router;
@@ -34,6 +36,7 @@ import static org.hamcrest.Matchers.hasItems;
 import static org.hamcrest.Matchers.not;
 import static org.hamcrest.Matchers.nullValue;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -533,6 +536,24 @@ class AdminApiTest {
         given().get("/admin/openapi?format=json").then()
                 .body("paths.'/admin/usage'.get.parameters.name", hasItems("from", "to", "alias", "key"))
                 .body("paths.'/admin/usage'.get.description", containsString("keys[]"));
+    }
+
+    /**
+     * The document described each answer (a Jackson ObjectNode) by the node class's Java getters: an array of
+     * objects with boolean properties such as valueNode and containerNode.
+     */
+    @Test
+    void theOpenApiDocumentDescribesAnswersAsJsonObjects() throws Exception {
+        JsonNode doc = Json.MAPPER.readTree(given().get("/admin/openapi?format=json").then().statusCode(200)
+                .extract().asString());
+        for (String path : new String[]{"/admin/groups", "/admin/health", "/admin/usage", "/admin/whoami"}) {
+            JsonNode schema = doc.path("paths").path(path).path("get").path("responses").path("200").path("content")
+                    .path("application/json").path("schema");
+            String ref = schema.path("$ref").asText();
+            JsonNode resolved = ref.startsWith("#/") ? doc.at(ref.substring(1)) : schema;
+            assertEquals("object", resolved.path("type").asText(), path + ": " + resolved);
+        }
+        assertFalse(doc.toString().contains("valueNode"), "no Jackson getters in the document");
     }
 
     @Test
