@@ -13,6 +13,7 @@ import java.time.InstantSource;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.util.List;
+import java.util.regex.Pattern;
 
 /**
  * The accounting side of a finished request: bills usage once into the route's usage window and the org's
@@ -20,6 +21,9 @@ import java.util.List;
  * writes the request log line (499 for client cancels). Thread-safe.
  */
 public final class RequestRecorder implements DispatchObserver {
+    /** A key name written as is in the log line (an alias's characters); any other is quoted. */
+    private static final Pattern PLAIN = Pattern.compile("[A-Za-z0-9._:/@+-]+");
+
     private final StateStore store;
     private final AuditLog audit;
     private final InstantSource clock;
@@ -51,14 +55,19 @@ public final class RequestRecorder implements DispatchObserver {
         if (RequestLog.enabled()) { // the line is built on the log's own thread (the trail is an immutable snapshot)
             String requestId = r.requestId();
             String alias = r.alias();
-            RequestLog.shared().add(() -> line(requestId, org, alias, status, route, trail));
+            String key = r.keyName();
+            RequestLog.shared().add(() -> line(requestId, org, key, alias, status, route, trail));
         }
     }
 
-    /** The request log line (a plain concatenation: MessageFormat parsing per request cost more than the rest). */
-    private static String line(String requestId, String org, String alias, int status, String route,
+    /**
+     * The request log line (a plain concatenation: MessageFormat parsing per request cost more than the rest). The
+     * client key's name is free text: one with anything but an alias's characters is written as a JSON string.
+     */
+    private static String line(String requestId, String org, String key, String alias, int status, String route,
                                List<AttemptRecord> trail) {
-        return "request " + requestId + " org=" + org + " alias=" + alias + " status=" + status + " route="
-                + (route == null ? "-" : route) + " attempts=" + Json.write(AttemptRecord.toArray(trail));
+        String k = key == null ? "-" : PLAIN.matcher(key).matches() ? key : Json.write(key);
+        return "request " + requestId + " org=" + org + " key=" + k + " alias=" + alias + " status=" + status
+                + " route=" + (route == null ? "-" : route) + " attempts=" + Json.write(AttemptRecord.toArray(trail));
     }
 }

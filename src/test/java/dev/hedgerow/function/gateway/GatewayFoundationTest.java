@@ -530,7 +530,7 @@ class GatewayFoundationTest {
             }
 
             String line = logLine(capture, whole).orElseThrow();
-            assertTrue(line.contains(" org=acme alias=chat status=200 route=acme/chat-alpha attempts="), line);
+            assertTrue(line.contains(" org=acme key=app alias=chat status=200 route=acme/chat-alpha attempts="), line);
             JsonNode attempts = attemptsOf(line);
             assertEquals(1, attempts.size(), line);
             assertEquals("primary", attempts.get(0).path("kind").asText());
