@@ -346,7 +346,7 @@ public final class AdminService {
     private ObjectNode memberHealth(Route r, GroupSettings settings, RouteSnapshot s) {
         LearnedModels models = core.models();
         ObjectNode m = member(r);
-        int maxFails = settings.breaker().maxFails();
+        int maxFails = settings.breaker().threshold();
         boolean halfOpen = !s.coolingDown() && s.fails() >= maxFails;
         String verification = s.blob(Router.VERIFICATION).orElse(null);
         String standing = s.blob(Router.STANDING).orElse(Router.GOOD_STANDING);

@@ -536,7 +536,7 @@ public final class CatalogLoader {
 
             Breaker defaultBreaker = d.breaker();
             ConfigMap bm = g.map("breaker", BREAKER_FIELDS);
-            Integer maxFails = kong(g, bm, kb, "max_fails", m -> m.integer("max_fails", 1, 1));
+            Integer maxFails = kong(g, bm, kb, "max_fails", m -> m.integer("max_fails", 1, 0));
             Duration failTimeout = kongTimeout(g, bm, kb, "fail_timeout");
             Breaker breaker = new Breaker(maxFails != null ? maxFails : defaultBreaker.maxFails(),
                     failTimeout != null ? failTimeout : defaultBreaker.failTimeout());

@@ -35,9 +35,19 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
      * excluded for {@code failTimeout}, then exactly one half-open probe is let through fleet-wide. Trifrost's
      * 30 s cooldown is {@code maxFails 1, failTimeout 30s}, the default.
      */
+    /**
+     * @param maxFails    failures that open the breaker (counted as Kong counts them); 0 = never open it, as nginx
+     *                    and Kong read {@code max_fails: 0}: a failing route is still failed over, never cooled down
+     * @param failTimeout how long an open breaker keeps the route out before a half-open probe
+     */
     public record Breaker(int maxFails, Duration failTimeout) {
         public static Breaker defaults() {
             return new Breaker(1, Duration.ofSeconds(30));
+        }
+
+        /** The failure count that opens the breaker: {@link #maxFails}, or never (the largest count) for 0. */
+        public int threshold() {
+            return maxFails == 0 ? Integer.MAX_VALUE : maxFails;
         }
     }
 

@@ -191,7 +191,7 @@ final class Dispatch {
             // a half-open route serves only as the fleet's single probe: take the slot first
             Duration ttl = probeTtl(c);
             ProbeSlots.Slot slot = probes.slot(c.id(), req.requestId() + "/" + UUID.randomUUID());
-            probes.acquire(slot, settings.breaker().maxFails(), ttl).subscribe().with(
+            probes.acquire(slot, settings.breaker().threshold(), ttl).subscribe().with(
                     ok -> probeDecided(c, kind, method, slot, ok), t -> probeUnknown(c, kind, method, slot));
             return;
         }
@@ -784,7 +784,7 @@ final class Dispatch {
     private boolean breakerStillClosed(Candidate c) {
         String id = c.route().id();
         return !c.halfOpen() && !trail.rateLimited(id)
-                && c.state().fails() + trail.failuresOn(id) < settings.breaker().maxFails();
+                && c.state().fails() + trail.failuresOn(id) < settings.breaker().threshold();
     }
 
     /** Kong's priority rules after a failed attempt; true when the request stays on the top tier. */

@@ -47,7 +47,7 @@ final class PriorityRetry {
             return ORDINARY;
         }
         boolean breakerClosed = !failed.halfOpen()
-                && failed.state().fails() + failuresHere < settings.breaker().maxFails();
+                && failed.state().fails() + failuresHere < settings.breaker().threshold();
         if (!breakerClosed) {
             return ORDINARY;
         }

@@ -33,7 +33,7 @@ final class RouteHealth {
         if (a.probe != null) {
             a.probe.settledByVerdict();
         }
-        store.recordFailure(a.cand.id(), breaker.maxFails(), breaker.failTimeout()).subscribe().with(v -> { },
+        store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout()).subscribe().with(v -> { },
                 t -> { });
         if (f.retryAfterSeconds() > 0) {
             store.holdRetryAfter(a.cand.id(), Duration.ofSeconds(f.retryAfterSeconds()))
@@ -50,7 +50,7 @@ final class RouteHealth {
             if (a.probe != null) {
                 a.probe.settledByVerdict();
             }
-            store.recordSuccess(a.cand.id(), breaker.maxFails(), breaker.failTimeout()).subscribe().with(v -> { },
+            store.recordSuccess(a.cand.id(), breaker.threshold(), breaker.failTimeout()).subscribe().with(v -> { },
                     t -> { });
         }
     }

@@ -130,13 +130,13 @@ public final class Prober {
         if (s.coolingDown()) {
             return Uni.createFrom().item(result(t, "skipped", "cooling down", null, null));
         }
-        boolean halfOpen = s.fails() >= breaker.maxFails();
+        boolean halfOpen = s.fails() >= breaker.threshold();
         if (!halfOpen) {
             return probe(t, s, breaker, false, () -> { });
         }
         String owner = deps.instanceId() + "/" + HexFormat.of().toHexDigits(random.nextLong());
         AtomicBoolean held = new AtomicBoolean(true);
-        return deps.store().tryAcquireProbe(t.key(), breaker.maxFails(), config.probeTimeout().plusSeconds(5), owner)
+        return deps.store().tryAcquireProbe(t.key(), breaker.threshold(), config.probeTimeout().plusSeconds(5), owner)
                 .onFailure().call(() -> releaseProbe(t, owner, held)) // the reply may be lost, not the slot
                 .flatMap(acquired -> {
                     if (!acquired) {
@@ -180,7 +180,7 @@ public final class Prober {
             }
             if (outcome instanceof ProbeOutcome.Failed f) {
                 verdictSent.run();
-                return deps.store().recordFailure(t.key(), breaker.maxFails(), breaker.failTimeout())
+                return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout())
                         .onFailure().recoverWithNull()
                         .replaceWith(result(t, action, "failed: " + f.reason(), null, null));
             }
@@ -189,7 +189,7 @@ public final class Prober {
             Uni<?> breakerWrite = Uni.createFrom().voidItem();
             if (halfOpen || s.fails() > 0) {
                 verdictSent.run();
-                breakerWrite = deps.store().recordSuccess(t.key(), breaker.maxFails(), breaker.failTimeout())
+                breakerWrite = deps.store().recordSuccess(t.key(), breaker.threshold(), breaker.failTimeout())
                         .onFailure().recoverWithNull();
             }
             Double tps = a.tokens() > 1 && a.decodeMs() > 0 ? (a.tokens() - 1) * 1000.0 / a.decodeMs() : null;
@@ -217,7 +217,7 @@ public final class Prober {
                 InterTokenStats.decode(s.blob(LearnedModels.GAP).orElse(null)).stallGapMillis(floor));
         if (u.silentMs() >= allowed) {
             verdictSent.run();
-            return deps.store().recordFailure(t.key(), breaker.maxFails(), breaker.failTimeout())
+            return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout())
                     .onFailure().recoverWithNull()
                     .replaceWith(result(t, action, "failed: stalled after " + u.tokens() + " token(s): no progress for "
                             + u.silentMs() + " ms", u.ttftMs(), null));

@@ -199,9 +199,9 @@ public final class Router {
             String standing = standing(s);
             checks.add(new Explanation.Check("standing", standing == null,
                     standing == null ? "in good standing" : standing));
-            String health = health(s, settings.breaker().maxFails());
+            String health = health(s, settings.breaker().threshold());
             checks.add(new Explanation.Check("health", health == null, health == null
-                    ? (s.fails() >= settings.breaker().maxFails() ? "half-open: may serve as the probe" : "healthy")
+                    ? (s.fails() >= settings.breaker().threshold() ? "half-open: may serve as the probe" : "healthy")
                     : health));
             java.util.Optional<CapacityReport> cap = models.capacity(s);
             String shortage = cap.map(CapacityReport::shortage).orElse(null);
@@ -265,7 +265,7 @@ public final class Router {
         List<Candidate> healthy = new ArrayList<>();
         List<Candidate> lowHeadroom = new ArrayList<>();
         long minCooldown = Long.MAX_VALUE;
-        int maxFails = settings.breaker().maxFails();
+        int maxFails = settings.breaker().threshold();
         for (Route r : capable) {
             String key = key(org, r);
             RouteSnapshot s = states.getOrDefault(key, RouteSnapshot.empty(key));

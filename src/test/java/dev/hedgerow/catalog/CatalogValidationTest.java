@@ -638,8 +638,8 @@ class CatalogValidationTest {
 
     @Test
     void breakerNeedsAtLeastOneFail() {
-        assertOnlyError(withGroup("{ breaker: { max_fails: 0 } }"),
-                "orgs[0].groups.kimi3.breaker.max_fails: must be ≥ 1 (got 0)");
+        assertOnlyError(withGroup("{ breaker: { max_fails: -1 } }"),
+                "orgs[0].groups.kimi3.breaker.max_fails: must be ≥ 0 (got -1)");
     }
 
     @Test

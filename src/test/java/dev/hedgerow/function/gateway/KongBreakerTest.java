@@ -40,8 +40,11 @@ class KongBreakerTest {
                 routes:
                   - { id: main, alias: kb, provider: sim, model: m-main, weight: 100 }
                   - { id: spare, alias: kb, provider: sim, model: m-spare, weight: 0 }
+                  - { id: main0, alias: kb0, provider: sim, model: m-main, weight: 100 }
+                  - { id: spare0, alias: kb0, provider: sim, model: m-spare, weight: 0 }
                 groups:
                   kb: { strategy: weighted, hedging: false, breaker: { max_fails: 3, fail_timeout: 10s } }
+                  kb0: { strategy: weighted, hedging: false, balancer: { max_fails: 0, fail_timeout: 10000 } }
             """;
 
     Vertx vertx;
@@ -69,8 +72,12 @@ class KongBreakerTest {
     }
 
     private String send() {
+        return send("kb");
+    }
+
+    private String send(String alias) {
         Response r = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
-                .body("{\"model\":\"kb\",\"messages\":[{\"role\":\"user\",\"content\":\"breaker\"}]}")
+                .body("{\"model\":\"" + alias + "\",\"messages\":[{\"role\":\"user\",\"content\":\"breaker\"}]}")
                 .post("/v1/chat/completions");
         assertEquals(200, r.statusCode(), r.asString());
         return r.header("x-hedgerow-route");
@@ -157,5 +164,20 @@ class KongBreakerTest {
         assertFalse(main().coolingDown());
         assertEquals("main", send());
         assertEquals("main", send());
+    }
+
+    @Test
+    void withMaxFailsZeroAFailingTargetIsFailedOverButNeverExcluded() {
+        // Kong (as nginx) reads max_fails 0 as "no circuit breaker"
+        for (int i = 0; i < 5; i++) {
+            long before = mainReceived();
+            sims.get("sim").enqueue("m-main", Fault.status(500));
+            assertEquals("spare0", send("kb0"), "failed over, request " + i);
+            assertEquals(before + 1, mainReceived(), "main0 is still tried first, request " + i);
+        }
+        RouteSnapshot main0 = store.snapshot(List.of("acme/main0"), Duration.ofMinutes(1))
+                .await().atMost(Duration.ofSeconds(5)).get("acme/main0");
+        assertFalse(main0.coolingDown(), "never excluded");
+        assertEquals("main0", send("kb0"));
     }
 }
