@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BiPredicate;
 import java.util.function.Function;
 import java.util.regex.Pattern;
 
@@ -591,7 +592,8 @@ public final class CatalogLoader {
             }
 
             Balancer db = d.balancer();
-            String hashOnHeader = kong(g, g, kb, "hash_on_header", m -> header(m, "hash_on_header"));
+            String hashOnHeader = kong(g, g, kb, "hash_on_header", m -> header(m, "hash_on_header"),
+                    String::equalsIgnoreCase);
             LatencyStrategy latency = kong(g, g, kb, "latency_strategy", m -> enumValue(m, "latency_strategy",
                     "latency_strategy", LatencyStrategy.class, null));
             if (latency == null) {
@@ -709,9 +711,15 @@ public final class CatalogLoader {
          * load fails on the error anyway.
          */
         private <T> T kong(ConfigMap g, ConfigMap flat, ConfigMap nested, String key, Function<ConfigMap, T> read) {
+            return kong(g, flat, nested, key, read, Object::equals);
+        }
+
+        /** As above, {@code same} deciding whether the two forms agree (header names: whatever their case). */
+        private <T> T kong(ConfigMap g, ConfigMap flat, ConfigMap nested, String key, Function<ConfigMap, T> read,
+                           BiPredicate<T, T> same) {
             T here = flat != null && flat.has(key) ? readOrNull(flat, read) : null;
             T there = nested != null && nested.has(key) ? readOrNull(nested, read) : null;
-            if (here != null && there != null && !here.equals(there)) {
+            if (here != null && there != null && !same.test(here, there)) {
                 String flatName = flat.path(key).substring(g.path().length() + 1);
                 nested.error(key, nested.shown(key) + " differs from " + flatName + " " + flat.shown(key)
                         + "; balancer." + key + " is the same setting, as Kong writes it: give one of them");

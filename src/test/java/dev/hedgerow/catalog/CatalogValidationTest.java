@@ -280,6 +280,11 @@ class CatalogValidationTest {
                 "orgs[0].groups.kimi3.balancer.hash_on_header: \"X-User\" differs from hash_on_header "
                         + "\"X-Session\"; balancer.hash_on_header is the same setting, as Kong writes it: "
                         + "give one of them");
+        // a header name is the same whatever its case: both forms load
+        String loaded = new CatalogLoader(k -> null).parse(withGroup(
+                "{ hash_on_header: X-Session, balancer: { hash_on_header: x-session } }")).orgs().get(0).group("kimi3")
+                .balancer().hashOnHeader();
+        assertTrue("X-Session".equalsIgnoreCase(loaded), loaded);
     }
 
     @Test
