@@ -153,11 +153,12 @@ public class AdminResource {
     public Uni<ObjectNode> drain(HttpHeaders headers, byte[] bytes) {
         JsonNode body = json(bytes, "route", "drained");
         JsonNode drained = body == null ? null : body.get("drained");
-        if (drained != null && !drained.isNull() && !drained.isBoolean()) {
-            throw new RequestException(ApiError.invalidRequest("'drained' must be true or false.", "drained"));
+        // absent means drain; null is refused with any other non-boolean, as a client meaning "undrain" may send it
+        if (drained != null && !drained.isBoolean()) {
+            throw new RequestException(ApiError.invalidRequest("'drained' must be true or false (or left out, which "
+                    + "drains).", "drained"));
         }
-        return service().drain(org(headers), text(body, "route"), drained == null || drained.isNull()
-                || drained.booleanValue());
+        return service().drain(org(headers), text(body, "route"), drained == null || drained.booleanValue());
     }
 
     @PUT

@@ -137,6 +137,8 @@ class AdminApiTest {
                 + " {\"route\": \"duo-alpha\", \"weight\": 9}]}").put("/admin/groups/duo")));
         answers.add(Map.entry("400 invalid_request", admin().body("{\"route\": \"duo-alpha\", \"drained\": \"nope\"}")
                 .post("/admin/members/drain")));
+        answers.add(Map.entry("400 invalid_request", admin().body("{\"route\": \"duo-alpha\", \"drained\": null}")
+                .post("/admin/members/drain")));
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=abc")));
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=99999999999")));
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?type=bogus")));
