@@ -243,7 +243,7 @@ public class HedgerowApp {
             if (configPath.isPresent() && !configPath.get().isBlank()) {
                 return new CatalogLoader().load(Path.of(configPath.get()));
             }
-            demo = DemoFleet.start(vertx);
+            demo = DemoFleet.start();
             Map<String, String> env = new HashMap<>(System.getenv());
             env.putAll(demo.environment());
             LOG.log(System.Logger.Level.INFO, "No HEDGEROW_CONFIG: demo catalog on simulated providers {0}",
@@ -268,8 +268,12 @@ public class HedgerowApp {
             core.catalog().stop();
         }
         RequestLog.flushShared(); // lines of the last requests, before the process goes
-        if (demo != null) {
-            demo.close();
+        if (demo != null) { // its own Vert.x instance: Quarkus closes only the application's
+            try {
+                demo.close();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "demo simulators not stopped: {0}", e.toString());
+            }
         }
         if (upstream != null) {
             upstream.close();
