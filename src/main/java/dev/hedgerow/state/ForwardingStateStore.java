@@ -184,6 +184,11 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Long> lockRemainingMillis(String name) {
+        return inner.lockRemainingMillis(name);
+    }
+
+    @Override
     public Uni<Boolean> ping() {
         return inner.ping();
     }

@@ -682,6 +682,12 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Long> lockRemainingMillis(String name) {
+        Timed held = keys.get(StateKeys.lock(name));
+        return done(held == null ? 0L : remainingMillis(held.expiresAt, ticker.nanos()));
+    }
+
+    @Override
     public Uni<Boolean> ping() {
         return done(true);
     }

@@ -492,6 +492,12 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Long> lockRemainingMillis(String name) {
+        // PTTL: -2 when the key is gone, -1 when it has no TTL (a lock always has one)
+        return send(Request.cmd(Command.PTTL).arg(StateKeys.lock(name))).map(r -> Math.max(0, r.toLong()));
+    }
+
+    @Override
     public Uni<Boolean> ping() {
         return send(Request.cmd(Command.PING)).map(r -> r != null && "PONG".equalsIgnoreCase(r.toString()))
                 .onFailure().recoverWithItem(false);

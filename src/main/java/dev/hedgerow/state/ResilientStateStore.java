@@ -572,6 +572,11 @@ public final class ResilientStateStore implements StateStore {
         return call(() -> shared.unlock(name, owner), () -> local.unlock(name, owner));
     }
 
+    @Override
+    public Uni<Long> lockRemainingMillis(String name) {
+        return call(() -> shared.lockRemainingMillis(name), () -> local.lockRemainingMillis(name));
+    }
+
     /** Whether the shared store answered (false while it is down or the breaker is open); never fails. */
     @Override
     public Uni<Boolean> ping() {

@@ -213,6 +213,13 @@ public interface StateStore {
 
     Uni<Void> unlock(String name, String owner);
 
+    /**
+     * Milliseconds until the lock {@code name} expires, whoever holds it; 0 when it is free. A lock taken and never
+     * released works as a fleet-wide mark that lasts its TTL (the prober's minimum interval between rounds), and
+     * this says how much of it is left, by the store's own clock.
+     */
+    Uni<Long> lockRemainingMillis(String name);
+
     /** Liveness of the store itself (a PING). */
     Uni<Boolean> ping();
 }

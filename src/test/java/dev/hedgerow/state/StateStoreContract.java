@@ -637,6 +637,22 @@ abstract class StateStoreContract {
         assertTrue(await(store().tryLock(name, "b", LONG)));
     }
 
+    @Test
+    void aLocksRemainingTimeIsItsTtlLeftAndZeroOnceFree() {
+        String name = id("lock");
+        assertEquals(0L, await(store().lockRemainingMillis(name)), "never taken");
+        assertTrue(await(store().tryLock(name, "a", LONG)));
+        long left = await(store().lockRemainingMillis(name));
+        assertTrue(left > LONG.toMillis() - 5_000 && left <= LONG.toMillis(), "remaining " + left);
+        await(store().unlock(name, "a"));
+        assertEquals(0L, await(store().lockRemainingMillis(name)), "released");
+
+        assertTrue(await(store().tryLock(name, "b", SHORT)));
+        assertTrue(await(store().lockRemainingMillis(name)) > 0);
+        advance(PAST_SHORT);
+        assertEquals(0L, await(store().lockRemainingMillis(name)), "expired");
+    }
+
     // ---- catalog ----------------------------------------------------------------------------------------------
 
     @Test
