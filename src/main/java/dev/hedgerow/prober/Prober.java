@@ -26,6 +26,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
@@ -47,12 +48,18 @@ import java.util.function.ToIntFunction;
  *       report with a TTL.</li>
  * </ul>
  * Probes run at most {@link ProberConfig#concurrency()} at a time, each bounded in tokens and cut off at
- * {@link ProberConfig#probeTimeout()}; a fleet-wide lock keeps rounds from overlapping across instances.
+ * {@link ProberConfig#probeTimeout()}; a fleet-wide lock keeps rounds from overlapping across instances, and a
+ * fleet-wide mark of the last start keeps them at least {@link ProberConfig#minInterval()} apart.
  * Thread-safe; a round's work is independent of any other.
  */
 public final class Prober {
     /** The fleet-wide lock one round holds (one prober round at a time across every instance). */
     public static final String LOCK = "prober-round";
+    /**
+     * The fleet-wide mark of the last round's start, which lives {@link ProberConfig#minInterval()}: no round starts
+     * while it does (rounds never run back to back, whoever asks for them).
+     */
+    public static final String STARTED = "prober-round-started";
 
     /** The ports and state a prober works with. */
     public record Deps(StateStore store, Supplier<Catalog> catalog, LearnedModels models,
@@ -97,9 +104,51 @@ public final class Prober {
                     if (!locked) {
                         return Uni.createFrom().item(RoundReport.skipped("another probe round is running"));
                     }
-                    return round(targets, scrapes)
-                            .call(() -> deps.store().unlock(LOCK, owner).onFailure().recoverWithNull());
+                    return markStart(owner).flatMap(refused -> refused.isPresent()
+                            ? unlock(owner).replaceWith(refused.get())
+                            : round(targets, scrapes).call(() -> unlock(owner)));
                 });
+    }
+
+    private Uni<Void> unlock(String owner) {
+        return deps.store().unlock(LOCK, owner).onFailure().recoverWithNull();
+    }
+
+    /**
+     * Marks a round's start fleet-wide for {@link ProberConfig#minInterval()} (a lock taken and left to expire), under
+     * the round lock, so that only a round that does start sets it. Empty when the round may start; otherwise the
+     * skipped report of a round asked for too soon after the last one started, which says when the next may start
+     * (the mark's time left, by the store's clock). A store failure skips the round too: the bound is on cost, and
+     * the next scheduled round tries again.
+     */
+    private Uni<Optional<RoundReport>> markStart(String owner) {
+        Duration min = config.minInterval();
+        if (min.isZero()) {
+            return Uni.createFrom().item(Optional.empty());
+        }
+        return deps.store().tryLock(STARTED, owner, min)
+                .flatMap(marked -> marked ? Uni.createFrom().item(Optional.<RoundReport>empty())
+                        : deps.store().lockRemainingMillis(STARTED)
+                        .map(left -> Optional.of(RoundReport.skipped(tooSoon(min, left)))))
+                .onFailure().recoverWithItem(e -> Optional.of(RoundReport.skipped(
+                        "the start of the last round could not be read: " + e.getClass().getSimpleName())));
+    }
+
+    /** Why a round asked for {@code leftMs} before the minimum interval since the last start ends is not run. */
+    static String tooSoon(Duration minInterval, long leftMs) {
+        long agoMs = Math.max(0, minInterval.toMillis() - leftMs);
+        return "the last probe round started " + seconds(agoMs, false) + " ago and rounds start at least "
+                + seconds(minInterval.toMillis(), false) + " apart (min-interval): the next may start in "
+                + seconds(leftMs, true);
+    }
+
+    /** Milliseconds as seconds: whole when they are, else to a tenth, rounded up or down. */
+    private static String seconds(long ms, boolean up) {
+        if (ms % 1000 == 0) {
+            return ms / 1000 + " s";
+        }
+        long tenths = up ? (ms + 99) / 100 : ms / 100;
+        return tenths / 10 + "." + tenths % 10 + " s";
     }
 
     private Uni<RoundReport> round(List<Target> targets, List<Scrape> scrapes) {

@@ -13,29 +13,41 @@ import java.time.Duration;
  * @param capacityTtl          lifetime of a scraped capacity report (a stale one expires by itself)
  * @param maxQueue             queue depth at which a scraped route has no headroom left
  * @param verificationTtl      lifetime of a verification verdict (re-judged every round while the prober runs)
+ * @param minInterval          the least time between the starts of two rounds anywhere in the fleet (what bounds the
+ *                             cost of callers asking for rounds back to back); zero for no bound
  */
 public record ProberConfig(int concurrency, Duration probeTimeout, int probeMaxTokens, int verifyMaxTokens,
-                           int standardPromptTokens, Duration capacityTtl, int maxQueue, Duration verificationTtl) {
+                           int standardPromptTokens, Duration capacityTtl, int maxQueue, Duration verificationTtl,
+                           Duration minInterval) {
 
     public ProberConfig {
         if (concurrency < 1 || probeMaxTokens < 2 || verifyMaxTokens < 1 || standardPromptTokens < 1
                 || maxQueue < 1 || probeTimeout.isNegative() || probeTimeout.isZero()) {
             throw new IllegalArgumentException("prober: concurrency, tokens and queue must be positive");
         }
+        if (minInterval.isNegative()) {
+            throw new IllegalArgumentException("prober: the minimum interval between rounds cannot be negative");
+        }
     }
 
+    /** The defaults, which are also the function's configuration defaults ({@code hedgerow.prober.*}). */
     public static ProberConfig defaults() {
         return new ProberConfig(4, Duration.ofSeconds(10), 32, 16, 256, Duration.ofSeconds(45), 64,
-                Duration.ofMinutes(30));
+                Duration.ofMinutes(30), Duration.ofSeconds(10));
     }
 
     public ProberConfig withProbeTimeout(Duration d) {
         return new ProberConfig(concurrency, d, probeMaxTokens, verifyMaxTokens, standardPromptTokens, capacityTtl,
-                maxQueue, verificationTtl);
+                maxQueue, verificationTtl, minInterval);
     }
 
     public ProberConfig withConcurrency(int n) {
         return new ProberConfig(n, probeTimeout, probeMaxTokens, verifyMaxTokens, standardPromptTokens, capacityTtl,
-                maxQueue, verificationTtl);
+                maxQueue, verificationTtl, minInterval);
+    }
+
+    public ProberConfig withMinInterval(Duration d) {
+        return new ProberConfig(concurrency, probeTimeout, probeMaxTokens, verifyMaxTokens, standardPromptTokens,
+                capacityTtl, maxQueue, verificationTtl, d);
     }
 }

@@ -3,8 +3,9 @@ package dev.hedgerow.prober;
 import java.util.List;
 
 /**
- * What one probe round did. {@code ran} is false when another instance held the round lock (rounds never overlap
- * across the fleet). Immutable.
+ * What one probe round did. {@code ran} is false, with {@code note} saying why, when another instance held the round
+ * lock (rounds never overlap across the fleet) or the last round anywhere started less than the minimum interval ago
+ * ({@link ProberConfig#minInterval()}). Immutable.
  */
 public record RoundReport(boolean ran, String note, List<RouteResult> routes, List<ScrapeResult> scrapes) {
 

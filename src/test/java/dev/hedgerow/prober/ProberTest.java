@@ -108,8 +108,9 @@ class ProberTest {
                 core.tokens()::countRequest, "test"), config);
     }
 
+    /** A round with no minimum interval since the last one: tests run rounds back to back. */
     RoundReport round() {
-        return round(ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5)));
+        return round(ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5)).withMinInterval(Duration.ZERO));
     }
 
     RoundReport round(ProberConfig config) {
@@ -399,6 +400,41 @@ class ProberTest {
         assertFalse(r.ran());
         assertEquals(0, sims.get("alpha").stats("alpha-model").received());
         assertEquals(0, sims.get("beta").stats("beta-model").received());
+    }
+
+    @Test
+    void aRoundAskedForWithinTheMinimumIntervalOfTheLastStartAnywhereIsNotRun() {
+        ProberConfig tenSeconds = ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5))
+                .withMinInterval(Duration.ofSeconds(10));
+        // a round skipped because another is running does not count as a start
+        assertTrue(gw.core().store().tryLock(Prober.LOCK, "another-instance", Duration.ofSeconds(60)).await()
+                .indefinitely());
+        assertEquals("another probe round is running", round(tenSeconds).note());
+        gw.core().store().unlock(Prober.LOCK, "another-instance").await().indefinitely();
+        assertTrue(round(tenSeconds).ran());
+        long alpha = sims.get("alpha").stats("alpha-model").received();
+        long beta = sims.get("beta").stats("beta-model").received();
+
+        // another instance's prober, on the same shared state, at once and then 4 s later (the store's clock)
+        Prober other = prober(tenSeconds);
+        RoundReport atOnce = other.runRound().await().atMost(Duration.ofSeconds(30));
+        ticker.advance(Duration.ofSeconds(4));
+        RoundReport later = other.runRound().await().atMost(Duration.ofSeconds(30));
+
+        assertFalse(atOnce.ran());
+        assertEquals("the last probe round started 0 s ago and rounds start at least 10 s apart (min-interval): "
+                + "the next may start in 10 s", atOnce.note());
+        assertTrue(atOnce.routes().isEmpty() && atOnce.scrapes().isEmpty());
+        assertFalse(later.ran());
+        assertEquals("the last probe round started 4 s ago and rounds start at least 10 s apart (min-interval): "
+                + "the next may start in 6 s", later.note());
+        assertEquals(alpha, sims.get("alpha").stats("alpha-model").received(), "a refused round probes nothing");
+        assertEquals(beta, sims.get("beta").stats("beta-model").received());
+        assertEquals(0L, gw.core().store().lockRemainingMillis(Prober.LOCK).await().indefinitely(),
+                "a refused round leaves the round lock free");
+
+        ticker.advance(Duration.ofSeconds(6));
+        assertTrue(other.runRound().await().atMost(Duration.ofSeconds(30)).ran(), "the interval is over");
     }
 
     @Test

@@ -35,7 +35,8 @@ import java.util.Map;
  * {@code X-Model-Alias}. Provider keys are sealed at rest
  * ({@code hedgerow.secret-key} = {@link #SECRET_KEY}). The prober's timer is off
  * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one, with
- * the bearer token {@link #PROBER_TOKEN} ({@code hedgerow.prober.token}), as a scheduler would.
+ * the bearer token {@link #PROBER_TOKEN} ({@code hedgerow.prober.token}), as a scheduler would, and back to back
+ * ({@code hedgerow.prober.min-interval=0s}; {@code ProberMinIntervalTest} runs with a minimum interval).
  */
 public final class AppTestResource implements QuarkusTestResourceLifecycleManager {
     public static final long SEED = 11;
@@ -120,6 +121,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             cfg.put("hedgerow.config", file.toString());
             cfg.put("redis.url", redis.url());
             cfg.put("hedgerow.prober.interval", "0s");
+            cfg.put("hedgerow.prober.min-interval", "0s");
             cfg.put("hedgerow.secret-key", SECRET_KEY);
             cfg.put("hedgerow.prober.token", PROBER_TOKEN);
             return cfg;

@@ -12,6 +12,7 @@ import dev.hedgerow.prober.ProberConfig;
 import dev.hedgerow.prober.RoundReport;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.time.Ticker;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.vertx.core.Vertx;
@@ -33,7 +34,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The prober function's edge: {@code POST /prober/run} runs one probe round (what an EventBridge schedule or a
  * Knative PingSource triggers) and answers its report; with {@code hedgerow.prober.interval} above zero an
  * in-process timer also runs a round at that interval (scripts/run). Both only when this process serves the
- * prober function. When {@code hedgerow.prober.token} is set, the endpoint needs it as a bearer token.
+ * prober function. When {@code hedgerow.prober.token} is set, the endpoint needs it as a bearer token. Whoever asks,
+ * a round starts at least {@code hedgerow.prober.min-interval} after the last one started anywhere in the fleet
+ * (each round is paid upstream requests); one asked for sooner is answered {@code ran: false} at once. Rounds are
+ * counted in {@code hedgerow_prober_rounds_total{result="ran"|"skipped"}}.
  */
 @ApplicationScoped
 public class ProberFunction {
@@ -57,6 +61,12 @@ public class ProberFunction {
     @ConfigProperty(name = "hedgerow.prober.token")
     Optional<String> token;
 
+    @ConfigProperty(name = "hedgerow.prober.min-interval", defaultValue = "10s")
+    Duration minInterval;
+
+    @Inject
+    MeterRegistry meters;
+
     private volatile Prober prober;
     private volatile VertxMetricsSource metrics;
     private final AtomicBoolean running = new AtomicBoolean();
@@ -70,11 +80,25 @@ public class ProberFunction {
     }
 
     void onStart(@Observes StartupEvent ev) {
-        if (app.functions().has("prober") && !interval.isZero() && !interval.isNegative()) {
+        if (!app.functions().has("prober")) {
+            return;
+        }
+        config(); // a bad setting stops startup rather than failing every round
+        if (!interval.isZero() && !interval.isNegative()) {
             timerId = vertx.setPeriodic(interval.toMillis(), id -> round().subscribe().with(r -> { },
                     t -> LOG.log(System.Logger.Level.WARNING, "probe round failed: " + t)));
             LOG.log(System.Logger.Level.INFO, "prober: a round every {0}", interval);
+            if (interval.compareTo(minInterval) < 0) {
+                LOG.log(System.Logger.Level.WARNING, "prober: a round every {0} but at least {1} between rounds "
+                        + "(hedgerow.prober.min-interval): some of the timer''s rounds will be skipped",
+                        interval, minInterval);
+            }
         }
+    }
+
+    private ProberConfig config() {
+        return ProberConfig.defaults().withConcurrency(concurrency).withProbeTimeout(timeout)
+                .withMinInterval(minInterval);
     }
 
     void onStop(@Observes ShutdownEvent ev) {
@@ -86,14 +110,14 @@ public class ProberFunction {
         }
     }
 
-    /** One round, unless this instance is still running the previous one. */
+    /** One round, unless this instance is still running the previous one; counted by whether it ran. */
     private io.smallrye.mutiny.Uni<RoundReport> round() {
-        if (!running.compareAndSet(false, true)) {
-            return io.smallrye.mutiny.Uni.createFrom().item(
-                    new RoundReport(false, "the previous round on this instance is still running",
-                            java.util.List.of(), java.util.List.of()));
-        }
-        return prober().runRound().eventually(() -> running.set(false));
+        io.smallrye.mutiny.Uni<RoundReport> round = running.compareAndSet(false, true)
+                ? prober().runRound().eventually(() -> running.set(false))
+                : io.smallrye.mutiny.Uni.createFrom().item(new RoundReport(false,
+                "the previous round on this instance is still running", java.util.List.of(), java.util.List.of()));
+        return round.invoke(r -> meters.counter("hedgerow_prober_rounds", "result", r.ran() ? "ran" : "skipped")
+                .increment());
     }
 
     private void run(RoutingContext ctx) {
@@ -115,10 +139,9 @@ public class ProberFunction {
         if (prober == null) {
             Hedgerow core = app.core();
             metrics = new VertxMetricsSource(vertx);
-            ProberConfig config = ProberConfig.defaults().withConcurrency(concurrency).withProbeTimeout(timeout);
             prober = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
                     core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
-                    core.tokens()::countRequest, "hedgerow-" + UUID.randomUUID()), config);
+                    core.tokens()::countRequest, "hedgerow-" + UUID.randomUUID()), config());
         }
         return prober;
     }

@@ -1,0 +1,56 @@
+package dev.hedgerow.function.prober;
+
+import dev.hedgerow.testsupport.AppTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.quarkus.test.junit.QuarkusTestProfile;
+import io.quarkus.test.junit.TestProfile;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.containsString;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.matchesPattern;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The real application's prober with a minimum interval between rounds ({@code hedgerow.prober.min-interval}) on a
+ * real Redis: a round asked for again at once, even with the prober token, is answered without running, saying why
+ * and when the next may start, and probes nothing. (The other application tests run with no minimum interval.)
+ */
+@QuarkusTest
+@TestProfile(ProberMinIntervalTest.HourApart.class)
+class ProberMinIntervalTest {
+    /** An hour between rounds: the second round of the test is always within it. */
+    public static class HourApart implements QuarkusTestProfile {
+        @Override
+        public Map<String, String> getConfigOverrides() {
+            return Map.of("hedgerow.prober.min-interval", "1h");
+        }
+    }
+
+    @Test
+    void aRoundAskedForAgainWithinTheMinimumIntervalIsNotRunAndSaysWhenTheNextMayStart() {
+        var alpha = AppTestResource.sims().get("alpha");
+        given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
+                .body("ran", equalTo(true));
+        long probed = alpha.stats("kimi-a").received();
+
+        given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)
+                .contentType("application/json")
+                .body("ran", equalTo(false))
+                .body("note", matchesPattern("the last probe round started \\d+(\\.\\d)? s ago and rounds start at "
+                        + "least 3600 s apart \\(min-interval\\): the next may start in \\d+(\\.\\d)? s"))
+                .body("routes", equalTo(List.of()))
+                .body("scrapes", equalTo(List.of()));
+        // the token is checked first, as ever
+        given().post("/prober/run").then().statusCode(401);
+
+        assertEquals(probed, alpha.stats("kimi-a").received(), "a refused round probes nothing");
+        given().get("/q/metrics").then().statusCode(200)
+                .body(containsString("hedgerow_prober_rounds_total{result=\"ran\"} 1.0"))
+                .body(containsString("hedgerow_prober_rounds_total{result=\"skipped\"} 1.0"));
+    }
+}
