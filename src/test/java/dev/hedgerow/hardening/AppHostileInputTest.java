@@ -183,6 +183,36 @@ class AppHostileInputTest {
         }
     }
 
+    /**
+     * The admin API answered another method with a 405 without {@code Allow}, and a message that named no method
+     * ("This method is not allowed on this admin path"). Each method the header names is one the path answers (not
+     * a 405; a PUT or POST without a body is refused for its body instead). Edits use groups other tests do not
+     * rely on ({@code panel}).
+     */
+    @Test
+    void theAdminApiPathsSayWhichMethodsTheyAnswer() {
+        for (String[] c : new String[][]{{"DELETE", "/admin/groups", "GET, HEAD"},
+                {"POST", "/admin/whoami", "GET, HEAD"}, {"DELETE", "/admin/groups/panel", "GET, HEAD, PUT"},
+                {"GET", "/admin/members/pin", "POST"}, {"PATCH", "/admin/routes/standing", "PUT"},
+                {"PUT", "/admin/explain", "POST"}, {"POST", "/admin/usage", "GET, HEAD"}}) {
+            io.restassured.response.Response r = given().auth().oauth2("a-acme").request(c[0], c[1]);
+            assertEquals(405, r.statusCode(), c[0] + " " + c[1] + ": " + r.asString());
+            JsonNode error = Envelope.assertShape(r.asString(), c[0] + " " + c[1]);
+            assertEquals("method_not_allowed", error.path("code").asText());
+            assertEquals(c[2], r.header("allow"), c[0] + " " + c[1]);
+            assertEquals("Method " + c[0] + " is not allowed here; " + c[1] + " answers " + c[2]
+                    + "; see /admin/openapi.", error.path("message").asText());
+            for (String allowed : c[2].split(", ")) {
+                var req = given().auth().oauth2("a-acme");
+                if (allowed.equals("PUT") || allowed.equals("POST")) {
+                    req = req.contentType("application/json").body("{");
+                }
+                int status = req.request(allowed, c[1]).statusCode();
+                assertTrue(status != 405 && status != 404, allowed + " " + c[1] + ": " + status);
+            }
+        }
+    }
+
     /** Explain answered 200 with a plan for requests the gateway refuses at its door. */
     @Test
     void explainRefusesWhatTheGatewayRefusesAtItsDoor() {

@@ -16,6 +16,8 @@ import jakarta.ws.rs.core.Response;
 import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
 import org.jboss.resteasy.reactive.server.ServerRequestFilter;
 
+import java.util.Optional;
+
 /**
  * The admin API's door: the admin key is checked before anything else about a request is judged (its path, method,
  * content type, body), so a caller without one learns only that; and every refusal the JAX-RS layer itself makes
@@ -61,11 +63,15 @@ public class AdminGuard {
     public Response refused(WebApplicationException e, HttpServerRequest request) {
         int status = e.getResponse().getStatus();
         boolean admin = isAdmin(request.path());
+        // RFC 9110: a 405 names the methods the path answers, in Allow
+        Optional<String> allow = status == 405 ? AdminMethods.allow(request.path()) : Optional.empty();
         ApiError err = switch (status) {
             case 404 -> ApiError.notFound(admin ? "No admin API path matches this request; see /admin/openapi."
                     : "No such endpoint: " + request.method() + " " + request.path()
                     + ". This instance serves " + app.functions().edges() + ".");
-            case 405 -> ApiError.methodNotAllowed("This method is not allowed on this admin path; see /admin/openapi.");
+            case 405 -> ApiError.methodNotAllowed("Method " + request.method() + " is not allowed here; "
+                    + allow.map(a -> request.path() + " answers " + a + "; ").orElse("")
+                    + "see /admin/openapi.");
             case 415 -> ApiError.unsupportedMediaType("Send the body as application/json.");
             case 406 -> new ApiError(406, "invalid_request_error", "not_acceptable",
                     "The admin API answers application/json.", null, null);
@@ -75,7 +81,8 @@ public class AdminGuard {
                     ? ApiError.invalidRequest("The request could not be read.", null).withStatus(status)
                     : ApiError.internal();
         };
-        return AdminResource.error(err, null);
+        Response answer = AdminResource.error(err, null);
+        return allow.map(a -> Response.fromResponse(answer).header(HttpHeaders.ALLOW, a).build()).orElse(answer);
     }
 
     private static boolean isAdmin(String path) {
