@@ -18,6 +18,7 @@ import dev.hedgerow.upstream.VertxUpstreamClient;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
+import io.quarkus.runtime.configuration.ConfigurationException;
 import io.vertx.core.Vertx;
 import io.vertx.redis.client.RedisClientType;
 import io.vertx.redis.client.RedisOptions;
@@ -238,9 +239,17 @@ public class HedgerowApp {
                 ResilientStateStore.Settings.DEFAULTS);
     }
 
+    /**
+     * The catalog of {@code HEDGEROW_CONFIG}, or the demo's. An invalid one stops startup: its errors are logged once,
+     * then Quarkus prints the one-line message of the {@link ConfigurationException} (with no stack trace, which
+     * repeated the list inside it) and the process exits with status 1. (A {@code PreventFurtherStepsException}
+     * would not do: Quarkus takes it as "start nothing more" and the process stays up, serving nothing.)
+     */
     private LoadedCatalog loadCatalog() {
+        boolean file = configPath.isPresent() && !configPath.get().isBlank();
+        String source = file ? configPath.get() : "the bundled demo catalog";
         try {
-            if (configPath.isPresent() && !configPath.get().isBlank()) {
+            if (file) {
                 return new CatalogLoader().load(Path.of(configPath.get()));
             }
             demo = DemoFleet.start();
@@ -250,8 +259,9 @@ public class HedgerowApp {
                     demo.environment());
             return new CatalogLoader(env::get).loadResource(CatalogLoader.DEMO_RESOURCE);
         } catch (CatalogException e) {
-            LOG.log(System.Logger.Level.ERROR, "Invalid catalog:\n" + e.getMessage());
-            throw e;
+            LOG.log(System.Logger.Level.ERROR, source + ": " + e.getMessage());
+            throw new ConfigurationException("Hedgerow stops: " + (file ? "the catalog " + source
+                    + " (HEDGEROW_CONFIG)" : source) + " is invalid; its errors are listed above.");
         }
     }
 

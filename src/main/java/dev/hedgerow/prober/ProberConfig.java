@@ -23,10 +23,10 @@ public record ProberConfig(int concurrency, Duration probeTimeout, int probeMaxT
     public ProberConfig {
         if (concurrency < 1 || probeMaxTokens < 2 || verifyMaxTokens < 1 || standardPromptTokens < 1
                 || maxQueue < 1 || probeTimeout.isNegative() || probeTimeout.isZero()) {
-            throw new IllegalArgumentException("prober: concurrency, tokens and queue must be positive");
+            throw new IllegalArgumentException("concurrency, timeout, tokens and queue must be positive");
         }
         if (minInterval.isNegative()) {
-            throw new IllegalArgumentException("prober: the minimum interval between rounds cannot be negative");
+            throw new IllegalArgumentException("the minimum interval between rounds cannot be negative");
         }
     }
 

@@ -15,6 +15,7 @@ import dev.hedgerow.time.Ticker;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
+import io.quarkus.runtime.configuration.ConfigurationException;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerResponse;
@@ -83,7 +84,12 @@ public class ProberFunction {
         if (!app.functions().has("prober")) {
             return;
         }
-        config(); // a bad setting stops startup rather than failing every round
+        try {
+            config(); // a bad setting stops startup rather than failing every round with a 500
+        } catch (IllegalArgumentException e) {
+            throw new ConfigurationException("Hedgerow stops: invalid prober settings (hedgerow.prober.concurrency "
+                    + concurrency + ", timeout " + timeout + ", min-interval " + minInterval + "): " + e.getMessage());
+        }
         if (!interval.isZero() && !interval.isNegative()) {
             timerId = vertx.setPeriodic(interval.toMillis(), id -> round().subscribe().with(r -> { },
                     t -> LOG.log(System.Logger.Level.WARNING, "probe round failed: " + t)));
