@@ -497,6 +497,9 @@ public final class AdminService {
                 lines.computeIfAbsent(day, d -> new TreeMap<>()).computeIfAbsent(line.alias(), a -> new TreeMap<>())
                         .merge(line.key(), entry, LedgerEntry::plus);
             }));
+            if (alias != null) {
+                requireKnownAlias(org, alias, lines, start, end);
+            }
             if (key != null) {
                 requireKnownKey(org, key, lines, start, end);
             }
@@ -551,6 +554,23 @@ public final class AdminService {
             throw new RequestException(ApiError.invalidRequest("No client key of this organization is named \"" + key
                     + "\", and none of that name billed anything from " + start + " to " + end + ". Its client keys: "
                     + String.join(", ", org.keys().stream().map(ApiKey::name).toList()) + ".", "key"));
+        }
+    }
+
+    /**
+     * Refuses (400 naming {@code alias}) an alias filter that can only ever answer nothing, as {@link #requireKnownKey}
+     * does for keys: an alias none of the org's routes has and nothing in the range was billed to (a removed alias's
+     * past usage stays queryable).
+     */
+    private static void requireKnownAlias(Org org, String alias,
+                                          Map<LocalDate, Map<String, Map<String, LedgerEntry>>> days,
+                                          LocalDate start, LocalDate end) {
+        boolean known = org.routes().stream().anyMatch(r -> r.alias().equals(alias))
+                || days.values().stream().anyMatch(day -> day.containsKey(alias));
+        if (!known) {
+            throw new RequestException(ApiError.invalidRequest("No alias of this organization is named \"" + alias
+                    + "\", and nothing was billed to that name from " + start + " to " + end
+                    + " (GET /admin/groups lists the aliases).", "alias"));
         }
     }
 

@@ -796,6 +796,23 @@ class AdminApiTest {
     }
 
     @Test
+    void anUnknownAliasFilterIs400NamingAliasButARemovedAliasesUsageStaysQueryable() {
+        admin().get("/admin/usage?alias=kimi4").then().statusCode(400)
+                .body("error.type", equalTo("invalid_request_error"))
+                .body("error.param", equalTo("alias"))
+                .body("error.message", containsString("\"kimi4\""));
+        // an alias of the org that billed nothing yet answers empty, not 400
+        admin().get("/admin/usage?alias=vectors&from=2020-01-01&to=2020-01-31").then().statusCode(200)
+                .body("total.requests", equalTo(0));
+        // no route has this alias any more, but it billed: still queryable
+        String today = java.time.LocalDate.now(java.time.ZoneOffset.UTC).toString();
+        store().addLedger("acme", java.time.LocalDate.parse(today), "retired|app",
+                dev.hedgerow.state.LedgerEntry.of(new dev.hedgerow.state.UsageSample(1, 1, 0)))
+                .await().atMost(Duration.ofSeconds(5));
+        admin().get("/admin/usage?alias=retired").then().statusCode(200).body("total.requests", equalTo(1));
+    }
+
+    @Test
     void anUnknownOrRepeatedKeyFilterIs400NamingKey() {
         admin().get("/admin/usage?key=nobody").then().statusCode(400)
                 .body("error.type", equalTo("invalid_request_error"))
