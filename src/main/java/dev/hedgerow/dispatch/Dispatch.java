@@ -146,9 +146,12 @@ final class Dispatch {
         headHoldTimer = deps.scheduler().schedule(silentKeepAliveEvery(), this::silentKeepAlive);
     }
 
-    /** A keep-alive comment for a stream whose head went out early, as long as no content follows it. */
+    /**
+     * A keep-alive comment for a stream the client hears nothing from: one whose head went out early, until its
+     * first content, or one waiting for a resume's first content. Stops once an attempt streams (a winner).
+     */
     private synchronized void silentKeepAlive() {
-        if (finished || committed) {
+        if (finished || winner != null) {
             return;
         }
         long every = silentKeepAliveEvery().toNanos();
@@ -162,12 +165,13 @@ final class Dispatch {
     }
 
     /**
-     * How often a stream whose head went out early hears a comment: {@link #HELD_KEEP_ALIVE_NANOS}, or the head hold
-     * when that is shorter (the longest silence the group's operator let the client have).
+     * How often a silent stream hears a comment: {@link #HELD_KEEP_ALIVE_NANOS}, or the head hold when that is shorter
+     * (the longest silence the group's operator let the client have; off, it bounds nothing).
      */
     private Duration silentKeepAliveEvery() {
         Duration held = Duration.ofNanos(HELD_KEEP_ALIVE_NANOS);
-        return settings.headHold().compareTo(held) < 0 ? settings.headHold() : held;
+        Duration hold = settings.headHold();
+        return !hold.isZero() && hold.compareTo(held) < 0 ? hold : held;
     }
 
     synchronized void clientGone() {
@@ -611,6 +615,10 @@ final class Dispatch {
         resumes++;
         deps.observer().resumed(req, cls);
         output.keepAlive();
+        // until the resume's first content the client hears only comments (a long prompt's prefill can take a while)
+        lastClientWriteNanos = deps.ticker().nanos();
+        headHoldTimer.cancel();
+        headHoldTimer = deps.scheduler().schedule(silentKeepAliveEvery(), this::silentKeepAlive);
         launch(next, Kind.RESUME, UpstreamCall.methods(next).get(0));
     }
 

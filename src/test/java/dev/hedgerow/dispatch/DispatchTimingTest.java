@@ -352,6 +352,32 @@ class DispatchTimingTest {
     }
 
     @Test
+    void aResumeSilentBeforeItsFirstContentKeepsTheClientHearingAComment10sApart() {
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head().content("Hello");
+        advance(1000);
+        assertTrue(a.cancelled, "stalled: resumed on chat-b");
+        Call b = upstream.last().head();
+        int heard = keepAlives();
+        assertTrue(heard >= 1, "a comment as the resume starts: " + sink.text());
+        // the resume's prefill is silent (and a hedge of it too): the client hears a comment at least every 10 s
+        for (int i = 0; i < 3; i++) {
+            advance(10_000);
+            assertTrue(keepAlives() > heard, "10 s more of silence, no comment: " + sink.text());
+            heard = keepAlives();
+        }
+        Call live = upstream.calls.stream().filter(c -> !c.cancelled).reduce((x, y) -> y).orElseThrow();
+        (live == b ? live : live.head()).content(" world").finish();
+        assertEquals("Hello world", Sse.content(sink.text()));
+        advance(60_000);
+        assertEquals(heard, keepAlives(), "none once the resume streams");
+    }
+
+    private int keepAlives() {
+        return sink.text().split(": keep-alive", -1).length - 1;
+    }
+
+    @Test
     void stallGapAdaptsToTheRoutesLearnedInterTokenTime() {
         InterTokenStats slow = InterTokenStats.FRESH.observe(2000).observe(2000).observe(2000);
         long allowed = slow.stallGapMillis(1000);

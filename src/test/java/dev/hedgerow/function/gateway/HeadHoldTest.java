@@ -47,13 +47,19 @@ class HeadHoldTest {
         String yaml = GroupKit.yaml("""
                       - { alias: think, provider: openrouter, model: m-think, priority: 1 }
                       - { alias: think, provider: digitalocean, model: m-think, priority: 2 }
+                      - { alias: slowresume, provider: openrouter, model: m-think, priority: 1 }
+                      - { alias: slowresume, provider: digitalocean, model: m-slowstart, priority: 2 }
                       - { alias: held, provider: openrouter, model: m-think, priority: 1 }
                       - { alias: held, provider: digitalocean, model: m-think, priority: 2 }
                 """, """
                       think: { %1$s, head_hold: 100ms }
+                      slowresume: { %1$s, head_hold: 100ms }
                       held: { %1$s, head_hold: off }
                 """.formatted(CALM));
         gw = GatewayHarness.start(yaml, GroupKit.sims(thinker, "m-think"));
+        // a second before the first token of anything it is asked, a resume included (a long prompt's prefill)
+        gw.sim("digitalocean").script("m-slowstart", GroupKit.quick(TOKENS)
+                .withLatency(ModelScript.Latency.of(PAUSE_MS, 0)));
     }
 
     @AfterAll
@@ -106,6 +112,21 @@ class HeadHoldTest {
         assertTrue(r.header("x-hedgerow-request-id").startsWith("chatcmpl-hr"));
         assertEquals("openrouter", Sse.events(out).get(0).path("provider").asText(), out);
         assertEquals(early + 1, gw.metric("hedgerow_early_heads", "alias", "think"));
+    }
+
+    @Test
+    void aResumeSilentBeforeItsFirstContentIsKeptAliveToo() {
+        // the first route streams 3 tokens and drops; the resume on the second is silent for a second
+        gw.sim("openrouter").enqueue("m-think", Fault.dropAfter(3));
+        String prompt = "resume quietly";
+        Response r = chat(gw, "slowresume", prompt, true, null);
+        assertEquals(200, r.statusCode());
+        String out = r.asString();
+        assertEquals(expected(prompt), Sse.content(out), out);
+        assertEquals("resume", Sse.trail(out).get(1).path("kind").asText(), out);
+        String afterFirstChunk = out.substring(out.indexOf("data:"));
+        int comments = afterFirstChunk.split(": keep-alive", -1).length - 1;
+        assertTrue(comments >= 3, "a comment every head_hold (100 ms) while the resume is silent for 1 s: " + out);
     }
 
     @Test
