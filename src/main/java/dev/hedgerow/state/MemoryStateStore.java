@@ -575,6 +575,8 @@ public final class MemoryStateStore implements StateStore {
                                       long seq) {
         OrgState org = org(orgId);
         boolean[] added = {false};
+        // the marks are kept as long as their day (at least the contract's LEDGER_WRITER_MEMORY_DAYS)
+        org.ledgerWriters.headMap(oldestKept(org)).clear();
         // the writer's mark and the add are one step: a write racing its own resend is added once
         getOrCreate(org.ledgerWriters, day, d -> new ConcurrentHashMap<>()).compute(writer + "|" + alias,
                 (k, last) -> {
@@ -592,10 +594,15 @@ public final class MemoryStateStore implements StateStore {
         var ledger = org.ledger;
         getOrCreate(getOrCreate(ledger, day, d -> new ConcurrentHashMap<>()), alias,
                 a -> new AtomicReference<>(LedgerEntry.ZERO)).accumulateAndGet(entry, LedgerEntry::plus);
-        // as Redis expires a day LEDGER_RETENTION_DAYS after it, counted from the newest day here (no wall clock)
-        LocalDate oldest = ledger.lastKey().minusDays(LEDGER_RETENTION_DAYS - 1);
-        ledger.headMap(oldest).clear();
-        org.ledgerWriters.headMap(oldest).clear();
+        ledger.headMap(oldestKept(org)).clear();
+    }
+
+    /**
+     * The oldest day the ledger keeps: as Redis expires a day {@code LEDGER_RETENTION_DAYS} after it, counted here from
+     * the newest day billed (no wall clock).
+     */
+    private static LocalDate oldestKept(OrgState org) {
+        return org.ledger.isEmpty() ? LocalDate.MIN : org.ledger.lastKey().minusDays(LEDGER_RETENTION_DAYS - 1);
     }
 
     @Override
