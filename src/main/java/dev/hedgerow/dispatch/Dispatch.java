@@ -87,8 +87,11 @@ final class Dispatch {
     private Cancellable stallTimer = Cancellable.NONE;
     private Cancellable leaseTimer = Cancellable.NONE;
     private Cancellable priorityWait = Cancellable.NONE;
-    /** The head hold, then (once the head went out early) the keep-alive comments until the first content. */
-    private Cancellable headHoldTimer = Cancellable.NONE;
+    /**
+     * What the client would otherwise hear nothing from: the head hold, then the keep-alive comments of a head that went
+     * out early until the first content, or of a resume until its first content.
+     */
+    private Cancellable silenceTimer = Cancellable.NONE;
     private long lastActivityNanos;
     /** When the stream last wrote to the client (see {@link #HELD_KEEP_ALIVE_NANOS}). */
     private long lastClientWriteNanos;
@@ -127,7 +130,7 @@ final class Dispatch {
         launch(first, Kind.PRIMARY, null);
         leaseTimer = deps.scheduler().schedule(LEASE_RENEW_EVERY, this::renewLeases);
         if (stream && !settings.headHold().isZero()) {
-            headHoldTimer = deps.scheduler().schedule(settings.headHold(), this::headHoldPassed);
+            silenceTimer = deps.scheduler().schedule(settings.headHold(), this::headHoldPassed);
         }
     }
 
@@ -143,7 +146,7 @@ final class Dispatch {
         output.openStreamEarly();
         lastClientWriteNanos = deps.ticker().nanos();
         deps.observer().headBeforeContent(req);
-        headHoldTimer = deps.scheduler().schedule(silentKeepAliveEvery(), this::silentKeepAlive);
+        silenceTimer = deps.scheduler().schedule(silentKeepAliveEvery(), this::silentKeepAlive);
     }
 
     /**
@@ -161,7 +164,7 @@ final class Dispatch {
             lastClientWriteNanos = deps.ticker().nanos();
             quiet = 0;
         }
-        headHoldTimer = deps.scheduler().schedule(Duration.ofNanos(every - quiet), this::silentKeepAlive);
+        silenceTimer = deps.scheduler().schedule(Duration.ofNanos(every - quiet), this::silentKeepAlive);
     }
 
     /**
@@ -617,8 +620,8 @@ final class Dispatch {
         output.keepAlive();
         // until the resume's first content the client hears only comments (a long prompt's prefill can take a while)
         lastClientWriteNanos = deps.ticker().nanos();
-        headHoldTimer.cancel();
-        headHoldTimer = deps.scheduler().schedule(silentKeepAliveEvery(), this::silentKeepAlive);
+        silenceTimer.cancel();
+        silenceTimer = deps.scheduler().schedule(silentKeepAliveEvery(), this::silentKeepAlive);
         launch(next, Kind.RESUME, UpstreamCall.methods(next).get(0));
     }
 
@@ -946,7 +949,7 @@ final class Dispatch {
         stallTimer.cancel();
         leaseTimer.cancel();
         priorityWait.cancel();
-        headHoldTimer.cancel();
+        silenceTimer.cancel();
         for (Attempt a : attempts) {
             a.cancelTimers();
         }
