@@ -207,8 +207,9 @@ public class AdminResource {
             + " YYYY-MM-DD", description = "Answers total, aliases[] (each alias's totals), keys[] (each client key's"
             + " totals) and days[] (one row per day and alias); each alias and day row splits its totals per client"
             + " key in its own keys[]. alias= and key= narrow every figure to one alias or one client key's requests;"
-            + " key \"-\" is usage billed before keys were recorded. A key that is none of the org's client keys and"
-            + " billed nothing in the range is refused (400, param key).")
+            + " key \"-\" is usage billed before keys were recorded. An alias none of the org's routes has, or a key"
+            + " that is none of its client keys, that billed nothing in the range is refused (400, param alias or"
+            + " key).")
     public Uni<ObjectNode> usage(HttpHeaders headers, @QueryParam("from") String from, @QueryParam("to") String to,
                                  @QueryParam("alias") String alias, @QueryParam("key") String key, UriInfo uri) {
         Org org = org(headers);

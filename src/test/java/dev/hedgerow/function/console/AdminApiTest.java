@@ -758,9 +758,14 @@ class AdminApiTest {
     void aKeyNameOfAnyCharactersIsBilledAndFilteredAsWritten() {
         // org other's key "ops team | 100%": the ledger joins alias and key with the first "|"
         String name = "ops team | 100%";
-        given().auth().oauth2("k-other-ops").contentType("application/json")
-                .body("{\"model\":\"secret\",\"messages\":[{\"role\":\"user\",\"content\":\"from ops\"}]}")
-                .post("/v1/chat/completions").then().statusCode(200);
+        try (dev.hedgerow.testsupport.LogCapture capture = new dev.hedgerow.testsupport.LogCapture()) {
+            String id = given().auth().oauth2("k-other-ops").contentType("application/json")
+                    .body("{\"model\":\"secret\",\"messages\":[{\"role\":\"user\",\"content\":\"from ops\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(200).extract().header("x-hedgerow-request-id");
+            // the request log names the key; one with spaces is quoted so the line still splits on them
+            eventually(() -> capture.lines().stream().anyMatch(l -> l.contains("request " + id + " org=other key=\""
+                    + name + "\" alias=secret status=200 ")), "the request log line names the key, quoted");
+        }
         eventually(() -> given().auth().oauth2("a-other").queryParam("key", name).get("/admin/usage").then()
                 .extract().<Integer>path("total.requests") == 1, "the request is in the ledger under its key");
         given().auth().oauth2("a-other").queryParam("key", name).get("/admin/usage").then().statusCode(200)
