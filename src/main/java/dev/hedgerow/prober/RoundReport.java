@@ -9,7 +9,7 @@ import java.util.List;
  */
 public record RoundReport(boolean ran, String note, List<RouteResult> routes, List<ScrapeResult> scrapes) {
 
-    static RoundReport skipped(String why) {
+    public static RoundReport skipped(String why) {
         return new RoundReport(false, why, List.of(), List.of());
     }
 

@@ -120,8 +120,8 @@ public class ProberFunction {
     private io.smallrye.mutiny.Uni<RoundReport> round() {
         io.smallrye.mutiny.Uni<RoundReport> round = running.compareAndSet(false, true)
                 ? prober().runRound().eventually(() -> running.set(false))
-                : io.smallrye.mutiny.Uni.createFrom().item(new RoundReport(false,
-                "the previous round on this instance is still running", java.util.List.of(), java.util.List.of()));
+                : io.smallrye.mutiny.Uni.createFrom().item(
+                        RoundReport.skipped("the previous round on this instance is still running"));
         return round.invoke(r -> meters.counter("hedgerow_prober_rounds", "result", r.ran() ? "ran" : "skipped")
                 .increment());
     }
