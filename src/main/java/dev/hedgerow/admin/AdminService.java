@@ -13,6 +13,7 @@ import dev.hedgerow.audit.LedgerLine;
 import dev.hedgerow.catalog.ApiKey;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.GroupYaml;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
@@ -92,6 +93,8 @@ public final class AdminService {
         n.putObject("slo").put("decode_tokens_per_second", g.slo().decodeTokensPerSecond())
                 .put("first_token_ms", g.slo().firstToken().toMillis())
                 .put("standard_prompt_max_tokens", g.slo().standardPromptMaxTokens());
+        // every setting as hedgerow.yaml writes it: what a PUT takes back, field for field
+        n.set("settings", GroupYaml.write(g));
         ArrayNode members = n.putArray("members");
         for (Route r : org.routesOf(alias)) {
             members.add(member(r));
@@ -113,12 +116,12 @@ public final class AdminService {
     }
 
     /**
-     * The revision of what {@link #editGroup} edits: a digest of the group's strategy and its members' ids, weights
-     * and priorities. It changes whenever any of those does (by whichever instance, API client or catalog file), and
-     * not on pins, drains or health, which never conflict with a weight edit.
+     * The revision of what {@link #editGroup} edits: a digest of the group's settings (its strategy and every other)
+     * and its members' ids, weights and priorities. It changes whenever any of those does (by whichever instance, API
+     * client or catalog file), and not on pins, drains or health, which never conflict with a group edit.
      */
     public static String revision(Org org, String alias) {
-        StringBuilder b = new StringBuilder(alias).append('\n').append(org.group(alias).strategy().wireName());
+        StringBuilder b = new StringBuilder(alias).append('\n').append(Json.write(GroupYaml.write(org.group(alias))));
         for (Route r : org.routesOf(alias)) {
             b.append('\n').append(r.id()).append('\t').append(r.weight()).append('\t').append(r.priority());
         }
@@ -126,8 +129,13 @@ public final class AdminService {
     }
 
     /**
-     * Edits a group: {@code {"strategy": "...", "members": [{"route": id, "weight": n, "priority": n}]}}; fields
-     * left out keep their value. The strategy may be written as Kong spells it ({@code round-robin}); the answer
+     * Edits a group: {@code {"strategy": "...", "members": [{"route": id, "weight": n, "priority": n}]}} and any other
+     * setting of the group, named and written as {@code hedgerow.yaml} writes it under {@code groups.<alias>}
+     * ({@code "hedging": false}, {@code "breaker": {"max_fails": 3}}, {@code "read_timeout": "90s"}, Kong's
+     * {@code "balancer": {...}}). Fields left out keep their value, a nested mapping is merged field by field, and
+     * {@code null} gives a setting back its default, as a key missing from the file has it ({@link GroupYaml#edited}).
+     * The file loader judges the edited group ({@link OrgValidator#editedGroup}): a field it does not know is refused
+     * as it would be in the file. The strategy may be written as Kong spells it ({@code round-robin}); the answer
      * names it as Hedgerow does.
      *
      * @param ifMatch the revisions the edit was based on, as an HTTP {@code If-Match} value ({@code "rev"}, a list,
@@ -140,14 +148,15 @@ public final class AdminService {
         if (edit == null || !edit.isObject()) {
             throw new RequestException(ApiError.invalidRequest("The body must be a JSON object.", null));
         }
-        onlyFields(edit, "", Set.of("strategy", "members"));
-        Strategy strategy = null;
+        // the group's settings: every field but members, in the file's terms, for the loader to judge
+        ObjectNode settings = ((ObjectNode) edit).deepCopy();
+        settings.remove("members");
         if (edit.hasNonNull("strategy")) {
             if (!edit.get("strategy").isTextual()) {
                 throw new RequestException(ApiError.invalidRequest("'strategy' must be a string.", "strategy"));
             }
             try {
-                strategy = Strategy.parse(edit.get("strategy").asText());
+                settings.put("strategy", Strategy.parse(edit.get("strategy").asText()).wireName());
             } catch (IllegalArgumentException e) {
                 throw new RequestException(ApiError.invalidRequest("unknown_strategy", "Unknown strategy '"
                         + edit.get("strategy").asText() + "'; allowed: " + Strategy.allowed() + ".", "strategy"));
@@ -170,7 +179,6 @@ public final class AdminService {
             }
             members.add(new MemberEdit(id, integer(m, "weight"), integer(m, "priority")));
         }
-        Strategy s = strategy;
         return edit(org, alias, o -> {
             requireAlias(o, alias);
             requireRevision(o, alias, ifMatch);
@@ -187,11 +195,13 @@ public final class AdminService {
                 routes.add(me == null ? r : with(r, me.weight == null ? r.weight() : me.weight,
                         me.priority == null ? r.priority() : me.priority, r.tags()));
             }
-            Map<String, GroupSettings> groups = new java.util.LinkedHashMap<>(o.groups());
-            if (s != null) {
-                groups.put(alias, o.group(alias).withStrategy(s));
+            Org next = o.withRoutesAndGroups(routes, o.groups());
+            if (settings.isEmpty()) {
+                return next;
             }
-            return o.withRoutesAndGroups(routes, groups);
+            Map<String, GroupSettings> groups = new java.util.LinkedHashMap<>(o.groups());
+            groups.put(alias, OrgValidator.editedGroup(next, alias, settings));
+            return next.withRoutesAndGroups(routes, groups);
         });
     }
 

@@ -6,32 +6,39 @@ import java.util.List;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 
 /**
  * An admin edit the catalog rules refuse; carries every error with its path and, for an error inside a route
  * ({@code routes[2].weight}), that route's id, since an admin knows a member by its id, not by its index in the
- * org's route list. Immutable.
+ * org's route list; for an error inside the edited group's settings ({@code groups.duo.breaker.max_fails}), the
+ * field of the edit's body it is about ({@code breaker.max_fails}). Immutable.
  */
 public final class InvalidEdit extends RuntimeException {
     private static final Pattern ROUTE_PATH = Pattern.compile("^routes\\[(\\d+)]");
 
     private final List<CatalogError> errors;
     private final List<Optional<String>> routes;
+    private final List<Optional<String>> params;
 
     /** @param routeIds the ids of the edited org's routes, in catalog order (what {@code routes[i]} indexes) */
     public InvalidEdit(List<CatalogError> errors, List<String> routeIds) {
-        this(List.copyOf(errors), routesOf(errors, routeIds), true);
+        this(errors, routeIds, null);
     }
 
-    private InvalidEdit(List<CatalogError> errors, List<Optional<String>> routes, boolean resolved) {
+    /**
+     * @param groupPath the path of the group whose settings the edit's body gives ({@code groups.duo}); an error below
+     *                  it names its field relative to it. Null when the edit gives no group settings.
+     */
+    public InvalidEdit(List<CatalogError> errors, List<String> routeIds, String groupPath) {
+        this(List.copyOf(errors), errors.stream().map(e -> routeOf(e.path(), routeIds)).toList(),
+                errors.stream().map(e -> paramOf(e.path(), groupPath)).toList());
+    }
+
+    private InvalidEdit(List<CatalogError> errors, List<Optional<String>> routes, List<Optional<String>> params) {
         super(message(errors, routes), null, false, false);
         this.errors = errors;
         this.routes = routes;
-    }
-
-    private static List<Optional<String>> routesOf(List<CatalogError> errors, List<String> routeIds) {
-        return errors.stream().map(e -> routeOf(e.path(), routeIds)).toList();
+        this.params = params;
     }
 
     private static String message(List<CatalogError> errors, List<Optional<String>> routes) {
@@ -53,9 +60,26 @@ public final class InvalidEdit extends RuntimeException {
         return i < routeIds.size() ? Optional.of(routeIds.get(i)) : Optional.empty();
     }
 
+    private static Optional<String> paramOf(String path, String groupPath) {
+        if (groupPath == null || !path.startsWith(groupPath) || path.length() == groupPath.length()) {
+            return Optional.empty();
+        }
+        char next = path.charAt(groupPath.length());
+        if (next == '.') {
+            return Optional.of(path.substring(groupPath.length() + 1));
+        }
+        // a key that is not a plain name: groups.duo["odd key"]
+        return next == '[' ? Optional.of(path.substring(groupPath.length())) : Optional.empty();
+    }
+
     /** The id of the route the i-th error is about, if it is about one. */
     public Optional<String> route(int i) {
         return routes.get(i);
+    }
+
+    /** The field of the edit's body the i-th error is about ({@code breaker.max_fails}), if it is about one. */
+    public Optional<String> param(int i) {
+        return params.get(i);
     }
 
     public List<CatalogError> errors() {

@@ -1,24 +1,24 @@
 package dev.hedgerow.admin;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.catalog.ApiKey;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.CatalogException;
 import dev.hedgerow.catalog.CatalogLoader;
-import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.GroupYaml;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.ProviderUrls;
 import dev.hedgerow.catalog.Route;
 
-import java.math.BigDecimal;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -45,13 +45,39 @@ public final class OrgValidator {
         try {
             LOADER.parse(Json.write(document(org)));
         } catch (CatalogException e) {
-            for (CatalogError err : e.errors()) {
-                String path = err.path().startsWith("orgs[0].") ? err.path().substring("orgs[0].".length())
-                        : err.path().equals("orgs[0]") ? "" : err.path();
-                out.add(new CatalogError(path, err.message()));
-            }
+            out.addAll(relative(e));
         }
         operatorRules(org, out);
+        return out;
+    }
+
+    /**
+     * The settings of {@code alias}'s group once {@code edit} (the group's keys as {@code hedgerow.yaml} writes them,
+     * see {@link GroupYaml#edited}) is applied to them, read by the file loader from the whole org as a document: the
+     * loader's own rules judge every value, its unknown keys and its bearing on the rest of the org (a semantic
+     * group's descriptions).
+     *
+     * @throws InvalidEdit with every problem, paths relative to the org ({@code groups.duo.breaker.max_fails})
+     */
+    public static GroupSettings editedGroup(Org org, String alias, ObjectNode edit) {
+        ObjectNode doc = document(org);
+        ObjectNode groups = (ObjectNode) doc.get("orgs").get(0).get("groups");
+        groups.set(esc(alias), literal(GroupYaml.edited(GroupYaml.write(org.group(alias)), edit)));
+        try {
+            return LOADER.parse(Json.write(doc)).orgs().get(0).group(alias);
+        } catch (CatalogException e) {
+            throw new InvalidEdit(relative(e), org.routes().stream().map(Route::id).toList(),
+                    CatalogLoader.groupPath(alias));
+        }
+    }
+
+    private static List<CatalogError> relative(CatalogException e) {
+        List<CatalogError> out = new ArrayList<>();
+        for (CatalogError err : e.errors()) {
+            String path = err.path().startsWith("orgs[0].") ? err.path().substring("orgs[0].".length())
+                    : err.path().equals("orgs[0]") ? "" : err.path();
+            out.add(new CatalogError(path, err.message()));
+        }
         return out;
     }
 
@@ -124,7 +150,7 @@ public final class OrgValidator {
             n.put("embeddings", r.embeddings());
         }
         ObjectNode groups = o.putObject("groups");
-        org.groups().forEach((alias, g) -> groups.set(esc(alias), group(g)));
+        org.groups().forEach((alias, g) -> groups.set(esc(alias), literal(GroupYaml.write(g))));
         ObjectNode routing = o.putObject("routing");
         if (org.routing().aliasHeader() != null) {
             routing.put("alias_header", esc(org.routing().aliasHeader()));
@@ -132,7 +158,7 @@ public final class OrgValidator {
         routing.put("path_alias", org.routing().pathAlias());
         o.putObject("hedge_budget").put("ratio", org.hedgeBudget().ratio())
                 .put("min_per_window", org.hedgeBudget().minPerWindow())
-                .put("window", duration(org.hedgeBudget().window()));
+                .put("window", GroupYaml.duration(org.hedgeBudget().window()));
         return root;
     }
 
@@ -142,47 +168,23 @@ public final class OrgValidator {
         }
     }
 
-    private static ObjectNode group(GroupSettings g) {
-        ObjectNode n = JsonNodeFactory.instance.objectNode();
-        n.put("strategy", g.strategy().wireName());
-        n.put("resume_mid_stream", g.resumeMidStream());
-        n.put("hedging", g.hedging());
-        n.put("head_hold", duration(g.headHold()));
-        n.putObject("breaker").put("max_fails", g.breaker().maxFails())
-                .put("fail_timeout", duration(g.breaker().failTimeout()));
-        n.put("max_attempts", g.retry().maxAttempts());
-        n.put("max_resumes", g.retry().maxResumes());
-        ArrayNode fc = n.putArray("failover_criteria");
-        Arrays.stream(FailoverCriterion.values()).filter(g.retry().failoverCriteria()::contains)
-                .forEach(c -> fc.add(c.wireName()));
-        n.put("max_retry_after_wait", duration(g.retry().maxRetryAfterWait()));
-        GroupSettings.Timeouts t = g.timeouts();
-        n.put("connect_timeout", duration(t.connect()));
-        n.put("read_timeout", duration(t.read()));
-        n.put("write_timeout", duration(t.write()));
-        n.put("first_token_floor", duration(t.firstTokenFloor()));
-        n.put("first_token_ceiling", duration(t.firstTokenCeiling()));
-        n.put("stall_floor", duration(t.stallFloor()));
-        GroupSettings.Balancer b = g.balancer();
-        n.put("hash_on_header", esc(b.hashOnHeader()));
-        n.put("latency_strategy", b.latencyStrategy().wireName());
-        n.put("tokens_count_strategy", b.tokensCountStrategy().wireName());
-        n.put("usage_window", duration(b.usageWindow()));
-        if (b.embeddingsRoute() != null) {
-            n.put("embeddings_route", esc(b.embeddingsRoute()));
+    /** Every string in the mapping made literal ({@link #esc}), nested ones included. */
+    private static ObjectNode literal(ObjectNode n) {
+        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            if (e.getValue().isTextual()) {
+                e.setValue(TextNode.valueOf(esc(e.getValue().asText())));
+            } else if (e.getValue() instanceof ObjectNode o) {
+                literal(o);
+            } else if (e.getValue() instanceof ArrayNode a) {
+                for (int i = 0; i < a.size(); i++) {
+                    if (a.get(i).isTextual()) {
+                        a.set(i, TextNode.valueOf(esc(a.get(i).asText())));
+                    }
+                }
+            }
         }
-        n.put("distance_metric", b.distanceMetric().wireName());
-        n.put("threshold", b.threshold());
-        n.put("slow_bar", b.slowBar());
-        n.putObject("slo").put("decode_tokens_per_second", g.slo().decodeTokensPerSecond())
-                .put("first_token", duration(g.slo().firstToken()))
-                .put("standard_prompt_max_tokens", g.slo().standardPromptMaxTokens());
         return n;
-    }
-
-    /** Milliseconds with as many decimals as the duration needs (the loader reads fractional amounts). */
-    static String duration(Duration d) {
-        return BigDecimal.valueOf(d.toNanos(), 6).stripTrailingZeros().toPlainString() + "ms";
     }
 
     /** Values are never environment references: a literal {@code ${} is written {@code $${}. */

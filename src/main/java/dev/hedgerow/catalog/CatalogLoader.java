@@ -116,6 +116,11 @@ public final class CatalogLoader {
         this.env = env;
     }
 
+    /** The path of an alias's group inside an org, as errors name it: {@code groups.kimi3}, {@code groups["a b"]}. */
+    public static String groupPath(String alias) {
+        return YamlTree.key("groups", alias);
+    }
+
     /** Loads the file named by {@code HEDGEROW_CONFIG}, or the bundled demo configuration when it is unset. */
     public LoadedCatalog loadConfigured() {
         String path = env.apply(CONFIG_ENV);

@@ -47,7 +47,7 @@ final class ConfigMap {
             if (!allowed.contains(k)) {
                 String hint = closest(k, allowed);
                 errors.add(new CatalogError(YamlTree.key(path, k),
-                        "unknown field" + (hint == null ? "" : "; did you mean \"" + hint + "\"?"),
+                        CatalogError.UNKNOWN_FIELD + (hint == null ? "" : "; did you mean \"" + hint + "\"?"),
                         m.keyLines().get(k)));
             }
         }

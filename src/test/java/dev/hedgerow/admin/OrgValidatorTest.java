@@ -3,6 +3,7 @@ package dev.hedgerow.admin;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.GroupYaml;
 import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
@@ -117,8 +118,13 @@ class OrgValidatorTest {
 
     @Test
     void writesDurationsTheLoaderReadsBack() {
-        assertEquals("1500ms", OrgValidator.duration(Duration.ofMillis(1500)));
-        assertEquals("0.25ms", OrgValidator.duration(Duration.ofNanos(250_000)));
+        assertEquals("1500ms", GroupYaml.duration(Duration.ofMillis(1500)));
+        assertEquals("0.25ms", GroupYaml.duration(Duration.ofNanos(250_000)));
+        assertEquals("45s", GroupYaml.duration(Duration.ofSeconds(45)));
+        assertEquals("90s", GroupYaml.duration(Duration.ofSeconds(90)));
+        assertEquals("10m", GroupYaml.duration(Duration.ofMinutes(10)));
+        assertEquals("2h", GroupYaml.duration(Duration.ofHours(2)));
+        assertEquals("0s", GroupYaml.duration(Duration.ZERO));
     }
 
     static Org copy(Org o, List<Route> routes, Map<String, GroupSettings> groups) {

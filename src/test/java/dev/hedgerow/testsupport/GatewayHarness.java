@@ -4,6 +4,7 @@ import dev.hedgerow.audit.LedgerLine;
 import dev.hedgerow.catalog.CatalogLoader;
 import dev.hedgerow.catalog.LoadedCatalog;
 import dev.hedgerow.catalog.ProviderUrls;
+import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.function.GatewayMetrics;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -114,10 +115,28 @@ public final class GatewayHarness implements AutoCloseable {
         return start(vertx, false, yaml, sims, false, store, null, blockedPeer, BODY_LIMIT);
     }
 
+    /**
+     * Like {@link #start(Vertx, String, Map, StateStore)}, sealing provider keys in the store with {@code secrets}:
+     * another instance of a fleet whose stored catalog was written with that key (the Quarkus app's, in a test that
+     * runs beside it on its Redis), instead of this JVM's ephemeral one.
+     */
+    public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
+                                       SecretBox secrets) {
+        return start(vertx, false, yaml, sims, false, store, null, ProviderUrls::metadataReason, BODY_LIMIT, secrets);
+    }
+
     private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
                                         boolean ownsSims, StateStore store,
                                         BiConsumer<Router, Supplier<Hedgerow>> mounts,
                                         Function<String, String> blockedPeer, int bodyLimit) {
+        return start(vertx, ownsVertx, yaml, sims, ownsSims, store, mounts, blockedPeer, bodyLimit,
+                SecretBox.ephemeral());
+    }
+
+    private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
+                                        boolean ownsSims, StateStore store,
+                                        BiConsumer<Router, Supplier<Hedgerow>> mounts,
+                                        Function<String, String> blockedPeer, int bodyLimit, SecretBox secrets) {
         Map<String, String> env = new HashMap<>();
         sims.forEach((id, s) -> env.put("SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_') + "_URL",
                 s.baseUrl()));
@@ -125,7 +144,7 @@ public final class GatewayHarness implements AutoCloseable {
         VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64, blockedPeer);
         MeterRegistry meters = new SimpleMeterRegistry();
         Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), Ticker.system(),
-                Clock.systemUTC(), new GatewayMetrics(meters));
+                Clock.systemUTC(), new GatewayMetrics(meters), secrets);
         core.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);

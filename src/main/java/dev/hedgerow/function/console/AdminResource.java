@@ -105,7 +105,14 @@ public class AdminResource {
 
     @GET
     @Path("/groups/{alias: .+}")
-    @Operation(summary = "One alias group; its ETag is the group's revision")
+    @Operation(summary = "One alias group; its ETag is the group's revision", description = "settings has every"
+            + " setting of the group named and written as hedgerow.yaml writes it under groups.<alias> (strategy,"
+            + " resume_mid_stream, hedging, head_hold, breaker {max_fails, fail_timeout}, retries, max_resumes,"
+            + " failover_criteria, max_retry_after_wait, connect_timeout, read_timeout, write_timeout,"
+            + " first_token_floor, first_token_ceiling, stall_floor, hash_on_header, latency_strategy,"
+            + " tokens_count_strategy, usage_window, embeddings_route, distance_metric, threshold, slow_bar, slo"
+            + " {decode_tokens_per_second, first_token, standard_prompt_max_tokens}); it is a valid PUT body as is."
+            + " The revision covers the settings and the members' weights and priorities.")
     public Response group(HttpHeaders headers, @PathParam("alias") String alias) {
         return withRevision(service().group(org(headers), alias));
     }
@@ -113,8 +120,17 @@ public class AdminResource {
     @PUT
     @Path("/groups/{alias: .+}")
     @Consumes(MediaType.APPLICATION_JSON)
-    @Operation(summary = "Edit a group's strategy and its members' weights and priorities (validated). With "
-            + "If-Match: \"<revision>\" the edit is refused with 412 group_changed when the group changed since")
+    @Operation(summary = "Edit a group's settings and its members' weights and priorities (validated). With "
+            + "If-Match: \"<revision>\" the edit is refused with 412 group_changed when the group changed since",
+            description = "Body: any setting of the group, named and written as in hedgerow.yaml under"
+            + " groups.<alias> (the settings of GET /admin/groups/{alias}; also the file's other names: algorithm,"
+            + " max_attempts, Kong's nested balancer {...}), and members [{route, weight, priority}]. A field left"
+            + " out keeps its value, a nested mapping (breaker, slo) is merged field by field, and null gives a"
+            + " setting its default, as a key missing from the file does. The catalog file's loader judges the"
+            + " result: a refusal is 400 with every problem in error.errors[] ({path, param, route, message}) and"
+            + " error.param naming the first one's field (breaker.max_fails); a field the file does not know is"
+            + " unknown_field, another refusal invalid_catalog. The edit reaches every instance within"
+            + " hedgerow.catalog.poll and survives restarts; the balancer keeps its position and health memory.")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<Response> editGroup(HttpHeaders headers, @PathParam("alias") String alias,
                                    @HeaderParam("If-Match") String ifMatch, byte[] body) {
@@ -325,6 +341,11 @@ public class AdminResource {
         return error(e.error(), null);
     }
 
+    /**
+     * 400 with every problem in {@code error.errors[]}; {@code code} and {@code param} are the first problem's: a field
+     * of the edit's body the catalog does not know is {@code unknown_field}, anything else {@code invalid_catalog}, and
+     * {@code param} names the body's field it is about (a group setting, {@code breaker.max_fails}) when it is about one.
+     */
     @ServerExceptionMapper
     public Response invalidEdit(InvalidEdit e) {
         ArrayNode errors = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.arrayNode();
@@ -332,9 +353,13 @@ public class AdminResource {
             CatalogError err = e.errors().get(i);
             ObjectNode n = errors.addObject().put("path", err.path());
             e.route(i).ifPresent(r -> n.put("route", r));
+            e.param(i).ifPresent(p -> n.put("param", p));
             n.put("message", err.message());
         }
-        return error(ApiError.invalidRequest("invalid_catalog", e.getMessage(), null), errors);
+        boolean unknown = !e.errors().isEmpty() && e.errors().get(0).unknownField() && e.param(0).isPresent();
+        String param = e.errors().isEmpty() ? null : e.param(0).orElse(null);
+        return error(ApiError.invalidRequest(unknown ? "unknown_field" : "invalid_catalog", e.getMessage(), param),
+                errors);
     }
 
     /** Only this one: any other IllegalArgumentException is a server fault, not the admin's bad request. */

@@ -9,12 +9,14 @@ import dev.hedgerow.sim.Fault;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.RedisStores;
 import io.vertx.core.Vertx;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.response.Response;
 import jakarta.inject.Inject;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -33,6 +35,7 @@ import static org.hamcrest.Matchers.everyItem;
 import static org.hamcrest.Matchers.greaterThan;
 import static org.hamcrest.Matchers.hasItem;
 import static org.hamcrest.Matchers.hasItems;
+import static org.hamcrest.Matchers.hasKey;
 import static org.hamcrest.Matchers.not;
 import static org.hamcrest.Matchers.nullValue;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -71,9 +74,46 @@ class AdminApiTest {
                     .then().statusCode(200);
             store().resetHealth("acme/" + r).await().atMost(Duration.ofSeconds(5));
         }
-        admin().body("{\"strategy\":\"rr_health\",\"members\":[{\"route\":\"duo-alpha\",\"weight\":100},"
-                + "{\"route\":\"duo-beta\",\"weight\":100}]}").put("/admin/groups/duo").then().statusCode(200);
+        admin().body(DUO_AS_FILED).put("/admin/groups/duo").then().statusCode(200)
+                .body("settings", equalTo(DUO_SETTINGS));
         AppTestResource.sims().values().forEach(s -> s.clearFaults());
+    }
+
+    /** The next test class on this app finds duo as filed, whatever setting the last test here left changed. */
+    @AfterEach
+    void restoreDuo() {
+        admin().body(DUO_AS_FILED).put("/admin/groups/duo").then().statusCode(200);
+    }
+
+    /**
+     * The duo group as the catalog file gives it, as a group edit: its strategy, breaker and head hold, every other
+     * setting back to its default (null) and both weights 100.
+     */
+    static final String DUO_AS_FILED = """
+            {"strategy": "rr_health", "breaker": {"max_fails": 1, "fail_timeout": "1s"}, "head_hold": "45s",
+             "resume_mid_stream": null, "hedging": null, "retries": null, "max_resumes": null,
+             "failover_criteria": null, "max_retry_after_wait": null, "connect_timeout": null, "read_timeout": null,
+             "write_timeout": null, "first_token_floor": null, "first_token_ceiling": null, "stall_floor": null,
+             "hash_on_header": null, "latency_strategy": null, "tokens_count_strategy": null, "usage_window": null,
+             "embeddings_route": null, "distance_metric": null, "threshold": null, "slow_bar": null, "slo": null,
+             "members": [{"route": "duo-alpha", "weight": 100}, {"route": "duo-beta", "weight": 100}]}""";
+
+    /** What GET /admin/groups/duo shows as its settings when it is as filed: every setting, as the file writes it. */
+    static final Map<String, Object> DUO_SETTINGS = settings("""
+            {"strategy": "rr_health", "resume_mid_stream": true, "hedging": true, "head_hold": "45s",
+             "breaker": {"max_fails": 1, "fail_timeout": "1s"}, "retries": 2, "max_resumes": 3,
+             "failover_criteria": ["error", "timeout", "invalid_header", "http_429", "http_500", "http_502",
+                                   "http_503", "http_504", "http_529"],
+             "max_retry_after_wait": "3s", "connect_timeout": "5s", "read_timeout": "1m", "write_timeout": "10s",
+             "first_token_floor": "500ms", "first_token_ceiling": "30s", "stall_floor": "5s",
+             "hash_on_header": "X-Kong-LLM-Request-ID", "latency_strategy": "tpot",
+             "tokens_count_strategy": "total_tokens", "usage_window": "10m", "embeddings_route": null,
+             "distance_metric": "cosine", "threshold": 0.5, "slow_bar": 2.0,
+             "slo": {"decode_tokens_per_second": 50.0, "first_token": "5s", "standard_prompt_max_tokens": 8192}}""");
+
+    /** A JSON object as REST Assured's JSON path reads one (numbers as it types them), for equalTo. */
+    static Map<String, Object> settings(String json) {
+        return io.restassured.path.json.JsonPath.from(json).getMap("");
     }
 
     static io.restassured.specification.RequestSpecification admin() {
@@ -128,7 +168,7 @@ class AdminApiTest {
         answers.add(Map.entry("405 method_not_allowed", admin().delete("/admin/groups/duo")));
         answers.add(Map.entry("405 method_not_allowed", admin().post("/admin/whoami")));
         answers.add(Map.entry("404 not_found", admin().get("/admin/nonexistent")));
-        answers.add(Map.entry("400 unknown_field", admin().body("{\"hedging\": false}").put("/admin/groups/duo")));
+        answers.add(Map.entry("400 unknown_field", admin().body("{\"hedgign\": false}").put("/admin/groups/duo")));
         answers.add(Map.entry("400 unknown_field",
                 admin().body("{\"members\": [{\"route\": \"duo-alpha\", \"wieght\": 5}]}").put("/admin/groups/duo")));
         answers.add(Map.entry("400 invalid_request", admin().body("{\"members\": \"x\"}").put("/admin/groups/duo")));
@@ -234,6 +274,217 @@ class AdminApiTest {
                 .body("strategy", equalTo("weighted")).body("head_hold_ms", equalTo(45_000));
         admin().get("/admin/groups").then().statusCode(200)
                 .body("groups.find { it.alias == 'duo' }.head_hold_ms", equalTo(45_000));
+    }
+
+    @Test
+    void everyGroupSettingIsEditableInTheFilesTermsAndShownAsTheFileWritesIt() {
+        String edit = """
+                {"strategy": "consistent-hashing", "resume_mid_stream": false, "hedging": false, "head_hold": "off",
+                 "breaker": {"max_fails": 3, "fail_timeout": 10000}, "retries": 4, "max_resumes": 5,
+                 "failover_criteria": ["error", "timeout", "http_429"], "max_retry_after_wait": "1.5s",
+                 "connect_timeout": 2000, "read_timeout": "90s", "write_timeout": "15s",
+                 "first_token_floor": "250ms", "first_token_ceiling": "20s", "stall_floor": "3s",
+                 "hash_on_header": "X-Session", "latency_strategy": "e2e", "tokens_count_strategy": "cost",
+                 "usage_window": "5m", "distance_metric": "euclidean", "threshold": 0.8, "slow_bar": 1.5,
+                 "slo": {"decode_tokens_per_second": 30, "first_token": "2s", "standard_prompt_max_tokens": 4096}}""";
+        Map<String, Object> expected = settings("""
+                {"strategy": "consistent_hashing", "resume_mid_stream": false, "hedging": false, "head_hold": "off",
+                 "breaker": {"max_fails": 3, "fail_timeout": "10s"}, "retries": 4, "max_resumes": 5,
+                 "failover_criteria": ["error", "timeout", "http_429"], "max_retry_after_wait": "1500ms",
+                 "connect_timeout": "2s", "read_timeout": "90s", "write_timeout": "15s",
+                 "first_token_floor": "250ms", "first_token_ceiling": "20s", "stall_floor": "3s",
+                 "hash_on_header": "X-Session", "latency_strategy": "e2e", "tokens_count_strategy": "cost",
+                 "usage_window": "5m", "embeddings_route": null, "distance_metric": "euclidean", "threshold": 0.8,
+                 "slow_bar": 1.5,
+                 "slo": {"decode_tokens_per_second": 30.0, "first_token": "2s", "standard_prompt_max_tokens": 4096}}""");
+        Response saved = admin().body(edit).put("/admin/groups/duo");
+        saved.then().statusCode(200).body("settings", equalTo(expected))
+                .body("strategy", equalTo("consistent_hashing")).body("hedging", equalTo(false))
+                .body("head_hold_ms", equalTo(0)).body("breaker.fail_timeout_ms", equalTo(10_000));
+        admin().get("/admin/groups/duo").then().statusCode(200).body("settings", equalTo(expected))
+                .body("revision", equalTo(saved.path("revision")));
+        // what a read shows is a valid edit that changes nothing: read, change a field, write back works
+        String shown = Json.write(admin().get("/admin/groups/duo").then().extract().jsonPath().getMap("settings"));
+        admin().body(shown).put("/admin/groups/duo").then().statusCode(200).body("settings", equalTo(expected))
+                .body("revision", equalTo(saved.path("revision")));
+
+        // routing follows: rendezvous hashing on the X-Session header, the same session on the same route
+        List<String> served = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            served.add(given().auth().oauth2("k-acme").contentType("application/json").header("X-Session", "s-1")
+                    .body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"hi " + i + "\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(200).extract().path("provider"));
+        }
+        assertEquals(1, served.stream().distinct().count(), served.toString());
+    }
+
+    @Test
+    void aSettingsEditIsPartialAndNullGivesASettingItsDefault() {
+        String revision = admin().get("/admin/groups/duo").path("revision");
+        admin().body("{\"hedging\": false}").put("/admin/groups/duo").then().statusCode(200)
+                .body("settings.hedging", equalTo(false)).body("settings.strategy", equalTo("rr_health"))
+                .body("settings.head_hold", equalTo("45s")).body("settings.breaker.fail_timeout", equalTo("1s"))
+                .body("members.weight", equalTo(List.of(100, 100)))
+                .body("revision", not(equalTo(revision)));
+        // a nested mapping is merged field by field
+        admin().body("{\"breaker\": {\"max_fails\": 3}}").put("/admin/groups/duo").then().statusCode(200)
+                .body("settings.breaker.max_fails", equalTo(3)).body("settings.breaker.fail_timeout", equalTo("1s"))
+                .body("settings.hedging", equalTo(false));
+        // null is the default, as a key left out of the file: fail_timeout 30s, head_hold 30s, hedging on
+        admin().body("{\"breaker\": {\"fail_timeout\": null}, \"head_hold\": null, \"hedging\": null}")
+                .put("/admin/groups/duo").then().statusCode(200)
+                .body("settings.breaker.max_fails", equalTo(3)).body("settings.breaker.fail_timeout", equalTo("30s"))
+                .body("settings.head_hold", equalTo("30s")).body("head_hold_ms", equalTo(30_000))
+                .body("settings.hedging", equalTo(true));
+        admin().body("{\"breaker\": null, \"strategy\": null}").put("/admin/groups/duo").then().statusCode(200)
+                .body("settings.breaker.max_fails", equalTo(1)).body("settings.breaker.fail_timeout", equalTo("30s"))
+                .body("settings.strategy", equalTo("auto"));
+    }
+
+    @Test
+    void kongsNamesOfASettingReplaceItWhicheverNameTheEditUses() {
+        admin().body("{\"balancer\": {\"algorithm\": \"round-robin\", \"retries\": 4, \"max_fails\": 3,"
+                        + " \"fail_timeout\": 10000, \"read_timeout\": 60000, \"slots\": 100}}")
+                .put("/admin/groups/duo").then().statusCode(200)
+                .body("settings.strategy", equalTo("weighted")).body("settings.retries", equalTo(4))
+                .body("settings.breaker", equalTo(Map.of("max_fails", 3, "fail_timeout", "10s")))
+                .body("settings.read_timeout", equalTo("1m")).body("settings", not(hasKey("balancer")));
+        admin().body("{\"max_attempts\": 2, \"algorithm\": \"priority\"}").put("/admin/groups/duo").then()
+                .statusCode(200).body("settings.retries", equalTo(1)).body("settings.strategy", equalTo("priority"));
+    }
+
+    /**
+     * Each refused value is refused with the words the file loader uses for the same group in hedgerow.yaml, at the
+     * same place: the body's field in param, the catalog path in errors[].path. Nothing is saved.
+     */
+    @Test
+    void aSettingTheFileWouldRefuseIsRefusedWithTheLoadersWordsNamingItsField() {
+        String revision = admin().get("/admin/groups/duo").path("revision");
+        Map<String, String> cases = new java.util.LinkedHashMap<>();
+        cases.put("{\"hedging\": false, \"breaker\": {\"max_fails\": -1}}", "breaker.max_fails");
+        cases.put("{\"read_timeout\": 0.5}", "read_timeout");
+        cases.put("{\"head_hold\": \"soon\"}", "head_hold");
+        cases.put("{\"first_token_floor\": \"40s\"}", "first_token_floor");
+        cases.put("{\"threshold\": 2}", "threshold");
+        cases.put("{\"failover_criteria\": [\"error\", \"http_418\"]}", "failover_criteria[1]");
+        cases.put("{\"tokens_count_strategy\": \"llm-accuracy\"}", "tokens_count_strategy");
+        cases.put("{\"hedging\": \"maybe\"}", "hedging");
+        cases.put("{\"retries\": 11}", "retries");
+        cases.put("{\"retries\": 1, \"max_attempts\": 2}", "max_attempts");
+        cases.put("{\"retries\": 2, \"balancer\": {\"retries\": 3}}", "balancer.retries");
+        cases.put("{\"slo\": {\"decode_tokens_per_second\": 0}}", "slo.decode_tokens_per_second");
+        cases.put("{\"strategy\": \"semantic\"}", "embeddings_route");
+        cases.put("{\"hash_on_header\": \"${HOME}\"}", "hash_on_header");
+        cases.forEach((body, param) -> {
+            Response r = admin().body(body).put("/admin/groups/duo");
+            assertEquals(400, r.statusCode(), body + ": " + r.asString());
+            assertEquals("invalid_catalog", r.jsonPath().getString("error.code"), body);
+            assertEquals(param, r.jsonPath().getString("error.param"), body + ": " + r.asString());
+            assertEquals(param, r.jsonPath().getString("error.errors[0].param"), body);
+            assertEquals("groups.duo." + param, r.jsonPath().getString("error.errors[0].path"), body);
+            String message = r.jsonPath().getString("error.errors[0].message");
+            assertTrue(r.jsonPath().getString("error.message").contains("groups.duo." + param + ": " + message), body);
+            assertEquals(message, loaderSays(body, param), body);
+        });
+        admin().get("/admin/groups/duo").then().body("revision", equalTo(revision))
+                .body("settings", equalTo(DUO_SETTINGS));
+    }
+
+    /** What the file loader says at {@code groups.duo.<param>} of a catalog whose duo group is {@code group}. */
+    private static String loaderSays(String group, String param) {
+        String yaml = """
+                orgs:
+                  - id: acme
+                    keys: [{ name: app, key: k }]
+                    providers: [{ id: alpha, base_url: "http://127.0.0.1:1" }, { id: beta, base_url: "http://127.0.0.1:2" }]
+                    routes:
+                      - { alias: duo, provider: alpha, model: kimi-a }
+                      - { alias: duo, provider: beta, model: kimi-b }
+                    groups:
+                      duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s }, head_hold: 45s }
+                """;
+        // the edit over the filed group: the same merge the API makes, written in the file
+        String merged = Json.write(dev.hedgerow.catalog.GroupYaml.edited(dev.hedgerow.catalog.GroupYaml.write(
+                new dev.hedgerow.catalog.CatalogLoader(n -> null).parse(yaml).orgs().get(0).group("duo")),
+                (com.fasterxml.jackson.databind.node.ObjectNode) parse(group)));
+        try {
+            new dev.hedgerow.catalog.CatalogLoader(n -> null).parse(yaml.replaceAll("duo: \\{ strategy.*",
+                    java.util.regex.Matcher.quoteReplacement("duo: " + merged.replace("${", "$${"))));
+            return "(the loader accepts it)";
+        } catch (dev.hedgerow.catalog.CatalogException e) {
+            return e.errors().stream().filter(err -> err.path().equals("orgs[0].groups.duo." + param))
+                    .map(dev.hedgerow.catalog.CatalogError::message).findFirst().orElse("(no error there: "
+                            + e.errors() + ")");
+        }
+    }
+
+    private static JsonNode parse(String json) {
+        try {
+            return Json.parse(json);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    @Test
+    void aFieldTheFileDoesNotKnowIsRefusedAsUnknownNamingIt() {
+        String revision = admin().get("/admin/groups/duo").path("revision");
+        admin().body("{\"hedging\": false, \"hedgign\": false}").put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("unknown_field")).body("error.param", equalTo("hedgign"))
+                .body("error.message", containsString("did you mean \"hedging\""));
+        admin().body("{\"breaker\": {\"max_fail\": 3}}").put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("unknown_field")).body("error.param", equalTo("breaker.max_fail"))
+                .body("error.message", containsString("did you mean \"max_fails\""));
+        // balancer takes Kong's keys only, as in the file
+        admin().body("{\"balancer\": {\"strategy\": \"weighted\"}}").put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("unknown_field")).body("error.param", equalTo("balancer.strategy"));
+        admin().get("/admin/groups/duo").then().body("revision", equalTo(revision));
+    }
+
+    /**
+     * A settings edit made on one instance is followed by another instance on the same Redis without a restart, and an
+     * instance started afterwards from the same file serves the edited group: the file is not published over it.
+     */
+    @Test
+    void aSettingsEditReachesAnotherInstanceAndOneStartedAfterIt() {
+        Vertx v = Vertx.vertx();
+        try (RedisStores.Opened redis2 = RedisStores.open(v, AppTestResource.redis().url());
+             GatewayHarness other = GatewayHarness.start(v, AppTestResource.YAML, AppTestResource.sims(),
+                     redis2.store(), dev.hedgerow.catalog.SecretBox.of(AppTestResource.SECRET_KEY))) {
+            // alpha answers 500 once: by default the other instance fails over to beta
+            AppTestResource.sims().get("alpha").enqueue("kimi-a", Fault.status(500));
+            Response before = alphaFirst(other);
+            assertEquals(200, before.statusCode(), before.asString());
+            assertEquals("beta", before.path("provider"));
+            store().resetHealth("acme/duo-alpha").await().atMost(Duration.ofSeconds(5));
+
+            admin().body("{\"failover_criteria\": [\"error\", \"timeout\"]}").put("/admin/groups/duo").then()
+                    .statusCode(200);
+            eventually(() -> criteria(other).equals("[ERROR, TIMEOUT]"), "the other instance has the edit");
+            // now a 500 is not a reason to fail over: it reaches the client as the provider sent it
+            AppTestResource.sims().get("alpha").enqueue("kimi-a", Fault.status(500));
+            assertEquals(500, alphaFirst(other).statusCode());
+
+            try (RedisStores.Opened redis3 = RedisStores.open(v, AppTestResource.redis().url());
+                 GatewayHarness restarted = GatewayHarness.start(v, AppTestResource.YAML, AppTestResource.sims(),
+                         redis3.store(), dev.hedgerow.catalog.SecretBox.of(AppTestResource.SECRET_KEY))) {
+                assertEquals("[ERROR, TIMEOUT]", criteria(restarted));
+            }
+        } finally {
+            v.close().toCompletionStage().toCompletableFuture().orTimeout(10, TimeUnit.SECONDS).join();
+        }
+    }
+
+    private static Response alphaFirst(GatewayHarness gw) {
+        return given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"duo\",\"provider\":{\"order\":[\"alpha\",\"beta\"]},"
+                        + "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/v1/chat/completions");
+    }
+
+    private static String criteria(GatewayHarness gw) {
+        return new java.util.TreeSet<>(gw.core().catalog().current().org("acme").orElseThrow().group("duo").retry()
+                .failoverCriteria()).toString();
     }
 
     @Test
@@ -508,12 +759,31 @@ class AdminApiTest {
 
         admin().body("{\"strategy\":\"weighted\",\"members\":[{\"route\":\"duo-beta\",\"weight\":40}]}")
                 .put("/admin/groups/duo").then().statusCode(200);
+        admin().body("{\"hedging\": false, \"breaker\": {\"max_fails\": 3, \"fail_timeout\": \"2s\"},"
+                + " \"head_hold\": \"10s\", \"retries\": 1, \"slo\": {\"first_token\": \"2s\"}}")
+                .put("/admin/groups/duo").then().statusCode(200);
         admin().body("{\"route\":\"duo-alpha\"}").post("/admin/members/pin").then().statusCode(200);
 
         assertEquals(before + 1, store().nextCursor("acme", "duo").await().atMost(Duration.ofSeconds(5)));
         Map<String, RouteSnapshot> s = store().snapshot(List.of("acme/duo-beta"), Duration.ofMinutes(1)).await()
                 .atMost(Duration.ofSeconds(5));
         assertEquals(1, s.get("acme/duo-beta").fails());
+    }
+
+    /** Kong's round-robin at 3:1 serves a, a, b, a, ... from the shared cursor; a settings edit does not restart it. */
+    @Test
+    void aSettingsEditMidRotationKeepsTheRotationGoing() {
+        admin().body("{\"strategy\":\"weighted\",\"members\":[{\"route\":\"duo-alpha\",\"weight\":300}]}")
+                .put("/admin/groups/duo").then().statusCode(200);
+        List<String> served = new ArrayList<>(providersServing("duo", 3));
+        admin().body("{\"hedging\": false, \"breaker\": {\"max_fails\": 2}, \"read_timeout\": \"2m\"}")
+                .put("/admin/groups/duo").then().statusCode(200);
+        served.addAll(providersServing("duo", 5));
+        // one period of the smooth weighted sequence is four requests: the edit after the third kept its place
+        for (int i = 0; i < 4; i++) {
+            assertEquals(served.get(i), served.get(i + 4), served.toString());
+        }
+        assertEquals(2, served.stream().filter("beta"::equals).count(), served.toString());
     }
 
     @Test
@@ -537,7 +807,9 @@ class AdminApiTest {
         assertTrue(doc.contains("/admin/groups") && doc.contains("/admin/health") && doc.contains("/admin/explain"));
         given().get("/admin/openapi?format=json").then()
                 .body("paths.'/admin/usage'.get.parameters.name", hasItems("from", "to", "alias", "key"))
-                .body("paths.'/admin/usage'.get.description", containsString("keys[]"));
+                .body("paths.'/admin/usage'.get.description", containsString("keys[]"))
+                .body("paths.'/admin/groups/{alias}'.put.description", containsString("breaker.max_fails"))
+                .body("paths.'/admin/groups/{alias}'.get.description", containsString("failover_criteria"));
     }
 
     /**
