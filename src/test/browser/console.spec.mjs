@@ -110,6 +110,18 @@ async function usageMatches(p, query, timeout = 8000) {
   return api;
 }
 
+/** The settings of the catalog file's panel group that the test edits: as filed, or the default (null). */
+const PANEL_SETTINGS_AS_FILED = { hedging: null, head_hold: null, breaker: { max_fails: 1, fail_timeout: '4s' },
+  slow_bar: null, failover_criteria: null };
+
+/** Waits until the panel editor's field of a setting shows this value (as the dashboard's poll brings it). */
+async function settingShows(p, name, value, timeout = 8000) {
+  await p.waitForFunction(([n, v]) => {
+    const f = document.querySelector(`form[data-alias="panel"] [data-setting="${n}"]`);
+    return f && f.value === v;
+  }, [name, value], { timeout });
+}
+
 function check(cond, msg) {
   if (!cond) throw new Error(msg);
   ok(msg);
@@ -128,7 +140,7 @@ const page = context.pages()[0] || await context.newPage();
 await page.clock.install();
 try {
   // start from the catalog file's panel group
-  await adminPut('/admin/groups/panel', { strategy: 'rr_health',
+  await adminPut('/admin/groups/panel', { ...PANEL_SETTINGS_AS_FILED, strategy: 'rr_health',
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
 
   await page.goto(base + '/console/');
@@ -154,7 +166,7 @@ try {
 
   // change a weight (and the strategy) in the editor; routing follows
   const panel = page.locator('form[data-alias="panel"]');
-  await panel.getByLabel('Strategy').selectOption('weighted');
+  await panel.getByLabel('Strategy', { exact: true }).selectOption('weighted');
   await page.getByLabel('Weight of panel-beta').fill('0');
   await panel.getByRole('button', { name: 'Save panel' }).click();
   await page.locator('#status').filter({ hasText: 'Saved panel' }).waitFor({ timeout: 5000 });
@@ -192,7 +204,7 @@ try {
   await tab.getByLabel('Admin key').press('Enter');
   const tabPanel = tab.locator('form[data-alias="panel"]');
   await tabPanel.waitFor({ timeout: 10000 });
-  await tabPanel.getByLabel('Strategy').selectOption('priority');
+  await tabPanel.getByLabel('Strategy', { exact: true }).selectOption('priority');
   await tab.getByLabel('Weight of panel-alpha').fill('30');
   await tabPanel.getByRole('button', { name: 'Save panel' }).click();
   await tab.locator('#status').filter({ hasText: 'Saved panel' }).waitFor({ timeout: 5000 });
@@ -286,6 +298,65 @@ try {
     && await page.getByLabel('Priority of panel-beta').evaluate(e => e.validity.valueMissing),
     'an emptied priority is refused by the form, not saved as 0');
   await panel.getByRole('button', { name: 'Discard changes to panel' }).click();
+
+  // the group's other settings, as hedgerow.yaml names and writes them, folded away under its members
+  const settingsOf = panel.locator('details.settings');
+  await settingsOf.locator('summary').click();
+  const setting = name => panel.getByLabel(name, { exact: true });
+  const shownNow = await adminGet('/admin/groups/panel');
+  check(await setting('breaker.fail_timeout').inputValue() === shownNow.settings.breaker.fail_timeout
+    && await setting('hedging').inputValue() === 'true' && await setting('head_hold').inputValue() === '30s'
+    && await setting('failover_criteria').inputValue() === shownNow.settings.failover_criteria.join(', ')
+    && await setting('embeddings_route').inputValue() === '',
+    'the settings show what the API does: breaker.fail_timeout ' + await setting('breaker.fail_timeout').inputValue()
+      + ', failover_criteria ' + await setting('failover_criteria').inputValue());
+  // change three, one of them nested, and save: only they change, the weights and the rest keep their values
+  await setting('hedging').selectOption('false');
+  await setting('head_hold').fill('10s');
+  await setting('breaker.max_fails').fill('2');
+  await setting('failover_criteria').fill('error, timeout, http_429');
+  check(await panel.locator('.unsaved').count() === 4, 'the changed settings are marked unsaved');
+  await panel.getByRole('button', { name: 'Save panel' }).click();
+  await page.locator('#status').filter({ hasText: 'Saved panel' }).waitFor({ timeout: 5000 });
+  const savedSettings = await adminGet('/admin/groups/panel');
+  check(savedSettings.settings.hedging === false && savedSettings.settings.head_hold === '10s'
+    && savedSettings.settings.breaker.max_fails === 2 && savedSettings.settings.breaker.fail_timeout === '4s'
+    && savedSettings.settings.failover_criteria.join(',') === 'error,timeout,http_429'
+    && savedSettings.members.map(m => m.weight).join(',') === '100,0' && savedSettings.strategy === 'weighted',
+    'the saved settings are in effect, the others kept: ' + JSON.stringify(savedSettings.settings.breaker));
+  check(await panel.locator('.unsaved').count() === 0 && await setting('head_hold').inputValue() === '10s',
+    'after the save nothing is marked and the editor shows the saved values');
+  // a value the catalog file would refuse is refused with the file's words, its field named and marked
+  await setting('breaker.fail_timeout').fill('soon');
+  await panel.getByRole('button', { name: 'Save panel' }).click();
+  await page.locator('#status').filter({ hasText: 'Not saved' }).filter({ hasText: 'breaker.fail_timeout: bad timeout' })
+    .waitFor({ timeout: 5000 });
+  const failTimeout = setting('breaker.fail_timeout');
+  const failEffect = panel.locator('#s-panel-breaker_fail_timeout-effect');
+  check(await failTimeout.getAttribute('aria-invalid') === 'true'
+    && (await failTimeout.getAttribute('class') || '').includes('unsaved')
+    && await failEffect.textContent() === 'in effect: 4s' && await panel.locator('[aria-invalid]').count() === 1
+    && (await adminGet('/admin/groups/panel')).settings.breaker.fail_timeout === '4s',
+    'the refused setting is marked invalid, the value in effect beside it, nothing saved: '
+      + await page.locator('#status').textContent());
+  await page.screenshot({ path: join(shots, '02d-refused-setting.png'), fullPage: true });
+  await panel.getByRole('button', { name: 'Discard changes to panel' }).click();
+  check(await failTimeout.inputValue() === '4s' && await panel.locator('[aria-invalid]').count() === 0,
+    'discarding shows the setting in effect again');
+  // an edit of a setting made through the API shows up in the editor
+  await adminPut('/admin/groups/panel', { slow_bar: 3 });
+  await settingShows(page, 'slow_bar', '3');
+  ok('a setting edited through the admin API shows up in the editor without a reload');
+  // and an emptied field gives a setting back its default
+  await setting('head_hold').fill('');
+  await panel.getByRole('button', { name: 'Save panel' }).click();
+  await page.locator('#status').filter({ hasText: 'Saved panel' }).waitFor({ timeout: 5000 });
+  check((await adminGet('/admin/groups/panel')).settings.head_hold === '30s'
+    && await setting('head_hold').inputValue() === '30s', 'an emptied setting is saved as its default (30s)');
+  await page.screenshot({ path: join(shots, '02e-settings.png'), fullPage: true });
+  await adminPut('/admin/groups/panel', PANEL_SETTINGS_AS_FILED);
+  await settingShows(page, 'hedging', 'true');
+  await settingsOf.locator('summary').click();
 
   // a member goes into cooldown and comes back. The page's clock stops between two polls, so the read that shows the
   // cooldown is the one the test runs the clock on to; every health read after it is held until the test lets go

@@ -4,6 +4,13 @@
 const KEY = 'hedgerow-admin-key';
 const STRATEGIES = ['auto', 'rr_health', 'weighted', 'least_latency', 'lowest_latency', 'consistent_hashing',
   'least_connections', 'lowest_usage', 'priority', 'semantic'];
+// a group's settings beside its strategy, as hedgerow.yaml names them (nested ones dotted); the choices of those that
+// have a fixed set of values, and the hint of those that take a duration
+const SETTING_CHOICES = {
+  resume_mid_stream: ['true', 'false'], hedging: ['true', 'false'], latency_strategy: ['tpot', 'e2e'],
+  tokens_count_strategy: ['prompt_tokens', 'completion_tokens', 'total_tokens', 'cost'],
+  distance_metric: ['cosine', 'euclidean'],
+};
 const POLL_MS = 2000;
 // a confirmation on the status line ("Saved …") goes after this long, or as soon as the user edits a group again
 const NOTICE_MS = 5000;
@@ -71,7 +78,8 @@ async function api(method, path, body, headers) {
   }
   if (!resp.ok) {
     // an error inside a route is named by the route's id and field (routes[i] indexes the org's list, not this page)
-    const where = x => x.route ? x.route + ' ' + x.path.replace(/^routes\[\d+\]\.?/, '') : x.path;
+    // and an error in a group's settings by the setting (breaker.fail_timeout), as the editor labels it
+    const where = x => x.route ? x.route + ' ' + x.path.replace(/^routes\[\d+\]\.?/, '') : x.param || x.path;
     const detail = (err.errors || []).map(x => (where(x) ? where(x) + ': ' : '') + x.message).join('; ');
     const e = new Error(detail || err.message);
     e.status = resp.status;
@@ -263,10 +271,7 @@ function adopt(ed, g) {
     render(ed);
     return;
   }
-  ed.form.querySelector('select').value = g.strategy;
-  for (const input of ed.form.querySelectorAll('input[data-route]')) {
-    input.value = String(member(g, input.dataset.route)[input.dataset.field]);
-  }
+  for (const field of editFields(ed)) field.value = valueIn(g, field);
   updateFlags(ed);
   updateMarks(ed);
 }
@@ -275,16 +280,41 @@ function member(g, route) {
   return g.members.find(m => m.route === route);
 }
 
+/** Every field of a group's editor: its strategy, each member's weight and priority, each of its other settings. */
+function editFields(ed) {
+  return ed.form.querySelectorAll('select[data-field="strategy"], input[data-route], [data-setting]');
+}
+
+/** A setting of the group's `settings` by its dotted name (breaker.max_fails). */
+function settingOf(settings, name) {
+  return name.split('.').reduce((at, key) => at === null || at === undefined ? null : at[key], settings);
+}
+
+/** A setting's value as its field shows it: a list as "a, b", no value (the default: none) as empty. */
+function shown(v) {
+  return v === null || v === undefined ? '' : Array.isArray(v) ? v.join(', ') : String(v);
+}
+
+/** What a field shows for the server's group `g`; null when `g` no longer has the field's member. */
+function valueIn(g, field) {
+  if (field.dataset.setting) return shown(settingOf(g.settings, field.dataset.setting));
+  if (field.dataset.route) {
+    const m = member(g, field.dataset.route);
+    return m ? String(m[field.dataset.field]) : null;
+  }
+  return g.strategy;
+}
+
+function fieldLabel(field) {
+  return field.dataset.setting || (field.dataset.route ? field.dataset.route + ' ' + field.dataset.field : 'strategy');
+}
+
 /** Fields whose value differs from what the editor started from. */
 function changedFields(ed) {
   const changed = [];
-  const select = ed.form.querySelector('select');
-  if (select.value !== ed.base.strategy) changed.push({ el: select, label: 'strategy', from: ed.base.strategy, to: select.value });
-  for (const input of ed.form.querySelectorAll('input[data-route]')) {
-    const was = String(member(ed.base, input.dataset.route)[input.dataset.field]);
-    if (input.value !== was) {
-      changed.push({ el: input, label: input.dataset.route + ' ' + input.dataset.field, from: was, to: input.value });
-    }
+  for (const field of editFields(ed)) {
+    const was = valueIn(ed.base, field);
+    if (field.value !== was) changed.push({ el: field, label: fieldLabel(field), from: was, to: field.value });
   }
   return changed;
 }
@@ -300,23 +330,21 @@ function isDirty(ed) {
  */
 function updateMarks(ed) {
   const changed = new Set(changedFields(ed).map(c => c.el));
-  for (const field of ed.form.querySelectorAll('select, input[data-route]')) {
-    let effect;
-    if (field.tagName === 'SELECT') {
-      effect = ed.current.strategy;
-    } else {
-      const m = member(ed.current, field.dataset.route);
-      effect = m ? String(m[field.dataset.field]) : null;
-    }
+  for (const field of editFields(ed)) {
+    const effect = valueIn(ed.current, field);
     field.classList.toggle('unsaved', changed.has(field));
-    // a field the refused save was faulted for, while it still holds that value
-    const invalid = changed.has(field) && (ed.invalid || []).some(x => field.dataset.route === x.route
-      && field.dataset.field === x.field);
+    // a field the refused save was faulted for, while it still holds that value: a member's by its route, a
+    // setting's by the field of the edit the API named (failover_criteria[1] is the failover_criteria field)
+    const invalid = changed.has(field) && (ed.invalid || []).some(x => x.route
+      ? field.dataset.route === x.route && field.dataset.field === x.field
+      : x.param !== undefined && (field.dataset.setting || (field.dataset.route ? null : 'strategy'))
+        === x.param.replace(/\[\d+\]$/, ''));
     if (invalid) field.setAttribute('aria-invalid', 'true');
     else field.removeAttribute('aria-invalid');
     const hint = ed.form.querySelector('#' + CSS.escape(field.id + '-effect'));
     hint.hidden = field.value === effect;
-    hint.textContent = hint.hidden ? '' : effect === null ? 'no longer a member' : 'in effect: ' + effect;
+    hint.textContent = hint.hidden ? '' : effect === null ? 'no longer a member'
+      : 'in effect: ' + (effect === '' ? 'none (the default)' : effect);
   }
   const note = ed.form.querySelector('.group-note');
   const dirty = changed.size > 0;
@@ -346,7 +374,8 @@ function render(ed) {
   const g = ed.base;
   const alias = g.alias;
   const sid = 'strategy-' + alias.replace(/[^A-Za-z0-9_-]/g, '_');
-  const select = el('select', { id: sid, 'data-alias': alias, 'aria-describedby': sid + '-effect' });
+  const select = el('select', { id: sid, 'data-alias': alias, 'data-field': 'strategy',
+    'aria-describedby': sid + '-effect' });
   for (const s of STRATEGIES) select.append(el('option', { value: s, selected: s === g.strategy, text: s }));
   ed.cells = new Map();
   ed.rows = new Map();
@@ -368,7 +397,8 @@ function render(ed) {
       el('caption', { class: 'visually-hidden', text: 'Members of ' + alias }),
       el('thead', {}, el('tr', {}, ...['Route', 'Provider / model', 'Weight', 'Priority', 'State', 'Breaker',
         'In flight', 'Usage (tokens)', 'Actions'].map(h => el('th', { scope: 'col', text: h })))),
-      tbody));
+      tbody),
+    settingsBlock(ed));
   form.addEventListener('submit', ev => { ev.preventDefault(); saveGroup(ed); });
   form.addEventListener('input', () => {
     clearNotice();
@@ -379,6 +409,54 @@ function render(ed) {
   ed.form = form;
   updateFlags(ed);
   updateMarks(ed);
+}
+
+/**
+ * The group's other settings, folded away under its members: one field per setting, named and written as in
+ * hedgerow.yaml (the API's `settings`), saved with the strategy and weights. Only the settings changed are sent.
+ */
+function settingsBlock(ed) {
+  const alias = ed.base.alias;
+  const fields = [];
+  const walk = (obj, prefix) => {
+    for (const [k, v] of Object.entries(obj)) {
+      const name = prefix + k;
+      if (name === 'strategy') continue;
+      if (v !== null && typeof v === 'object' && !Array.isArray(v)) walk(v, name + '.');
+      else fields.push(name);
+    }
+  };
+  walk(ed.base.settings, '');
+  const grid = el('div', { class: 'settings-grid' });
+  for (const name of fields) {
+    const id = 's-' + (alias + '-' + name).replace(/[^A-Za-z0-9_-]/g, '_');
+    const value = shown(settingOf(ed.base.settings, name));
+    let field;
+    if (SETTING_CHOICES[name]) {
+      field = el('select', { id, 'data-setting': name, 'aria-describedby': id + '-effect' });
+      for (const c of SETTING_CHOICES[name]) field.append(el('option', { value: c, selected: c === value, text: c }));
+    } else {
+      field = el('input', { id, 'data-setting': name, value, size: name === 'failover_criteria' ? 40 : 12,
+        'aria-describedby': id + '-effect', placeholder: 'default', spellcheck: 'false' });
+    }
+    grid.append(el('label', { for: id, text: name }),
+      el('span', {}, field, el('span', { class: 'in-effect', id: id + '-effect', hidden: true })));
+  }
+  return el('details', { class: 'settings' },
+    el('summary', { text: 'Settings of ' + alias + ' (hedging, breaker, retries, timeouts, …)' }),
+    el('p', { class: 'hint', text: 'As hedgerow.yaml writes them. Durations take their unit (500ms, 30s, 2m; Kong\'s '
+      + 'timeouts also a whole number of milliseconds); failover_criteria is a list (error, timeout, http_429, …). '
+      + 'An emptied field goes back to its default.' }),
+    grid);
+}
+
+/** A setting's field as the edit sends it: empty is null (the default), a list split, a number or boolean as such. */
+function settingValue(field) {
+  const text = field.value.trim();
+  if (text === '') return null;
+  if (field.dataset.setting === 'failover_criteria') return text.split(',').map(x => x.trim()).filter(x => x);
+  if (text === 'true' || text === 'false') return text === 'true';
+  return /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text;
 }
 
 function memberRow(ed, m) {
@@ -458,14 +536,23 @@ async function saveGroup(ed) {
     members[r] = members[r] || { route: r };
     members[r][input.dataset.field] = Number(input.value);
   }
-  const strategy = ed.form.querySelector('select').value;
+  const strategy = ed.form.querySelector('select[data-field="strategy"]').value;
+  const edit = { strategy, members: Object.values(members) };
+  // the settings changed, nested as the file nests them (breaker.max_fails); the others keep their value
+  for (const c of changedFields(ed)) {
+    const name = c.el.dataset.setting;
+    if (!name) continue;
+    const path = name.split('.');
+    let at = edit;
+    for (const key of path.slice(0, -1)) at = at[key] = at[key] || {};
+    at[path[path.length - 1]] = settingValue(c.el);
+  }
   const tried = changedFields(ed).map(c => c.label + ' ' + c.from + ' → ' + c.to).join(', ') || 'no change';
   ed.error = null;
   ed.invalid = null;
   try {
     // saved only if the group is still the one these values were edited from
-    const saved = await api('PUT', groupPath(alias), { strategy, members: Object.values(members) },
-      { 'if-match': '"' + ed.base.revision + '"' });
+    const saved = await api('PUT', groupPath(alias), edit, { 'if-match': '"' + ed.base.revision + '"' });
     writes++;
     adopt(ed, saved);
     notice('Saved ' + alias + ': strategy ' + saved.strategy + '.');
@@ -487,8 +574,10 @@ async function saveGroup(ed) {
     }
     // the refused values stay for the user to correct, marked as not in effect
     ed.error = e.message;
-    ed.invalid = e.errors.filter(x => x.route).map(x => ({ route: x.route,
-      field: x.path.replace(/^routes\[\d+\]\.?/, '') }));
+    ed.invalid = e.errors.filter(x => x.route || x.param).map(x => x.route
+      ? { route: x.route, field: x.path.replace(/^routes\[\d+\]\.?/, '') } : { param: x.param });
+    // a refusal of the request itself (unknown_strategy) names its field in the envelope's param alone
+    if (!e.errors.length && e.param) ed.invalid.push({ param: e.param });
     updateMarks(ed);
     status('Not saved: ' + e.message + ' (the values marked unsaved are not in effect)', true);
   }

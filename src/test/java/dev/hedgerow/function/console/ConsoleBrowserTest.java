@@ -22,7 +22,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The dashboard in real headless Chromium: {@code src/test/browser/console.spec.mjs} (playwright-core on Debian's
  * chromium) signs in, changes a weight and checks that routing follows it (the "Saved" line going when the user edits
- * again or after its time, on the page's clock that the spec stops and runs on), sees an edit made through the API and
+ * again or after its time, on the page's clock that the spec stops and runs on), edits a group's other settings as
+ * hedgerow.yaml writes them (a partial save, a value the file would refuse marked with the one in effect, a setting
+ * edited through the API appearing, an emptied one saved as its default), sees an edit made through the API and
  * one made in another tab appear in the editor (typed, unsaved values kept; a save based on stale values refused), sees
  * a refused edit's values marked as not in effect and discards them, watches a member cool down (its countdown ticking
  * each second with no read in between) and come back (and its state, the SLO table and the charts marked as not live
