@@ -566,13 +566,32 @@ final class Dispatch {
         if (finished || winner == null) {
             return;
         }
-        long silentMs = (deps.ticker().nanos() - lastActivityNanos) / 1_000_000L;
-        long gap = windows.stallGap(winner, transcript).toMillis();
+        Attempt a = winner;
+        long now = deps.ticker().nanos();
+        long silentMs = (now - lastActivityNanos) / 1_000_000L;
+        long gap = windows.stallGap(a, transcript).toMillis();
+        // A stall nothing could resume (content reached the client under resume_mid_stream: false, or the resumes are
+        // spent) would only lose a stream that may go on: like a last hope before its first token, it is waited for
+        // until the upstream has been silent for read_timeout, and the client hears keep-alive comments meanwhile.
+        boolean lastHope = a.finishReason == null && unresumable("stall") != null;
+        if (lastHope) {
+            gap = Math.max(gap, settings.timeouts().read().toMillis());
+        }
         if (silentMs < gap) {
-            stallTimer = deps.scheduler().schedule(Duration.ofMillis(gap - silentMs), this::stallCheck);
+            long next = gap - silentMs;
+            if (lastHope) {
+                long every = silentKeepAliveEvery().toNanos();
+                long quiet = now - lastClientWriteNanos;
+                if (quiet >= every) {
+                    output.keepAlive();
+                    lastClientWriteNanos = now;
+                    quiet = 0;
+                }
+                next = Math.min(next, Math.max(1, (every - quiet) / 1_000_000L));
+            }
+            stallTimer = deps.scheduler().schedule(Duration.ofMillis(next), this::stallCheck);
             return;
         }
-        Attempt a = winner;
         if (a.finishReason != null) {
             // finished but the upstream never closed: the answer is complete, and the open stream is hung up on
             complete(a, true);
@@ -595,19 +614,9 @@ final class Dispatch {
         winner = null;
         stallTimer.cancel();
         String cause = resumeCause == null ? cls : resumeCause;
-        if (transcript.toolCallStarted) {
-            endWithErrorEvent("A tool call was interrupted mid-stream (" + cause
-                    + ") and cannot be continued exactly.");
-            return;
-        }
-        if (!settings.resumeMidStream() && !transcript.isEmpty()) {
-            // Trifrost's rule: committed once a content frame reached the client. A held tool call reached nobody,
-            // so with nothing delivered the request is still asked afresh (UpstreamCall sends it whole)
-            endWithErrorEvent("The upstream stream failed after content was sent (" + cause + ").");
-            return;
-        }
-        if (resumes >= settings.retry().maxResumes()) {
-            endWithErrorEvent("The stream failed (" + cause + ") and every resume attempt was used.");
+        String end = unresumable(cause);
+        if (end != null) {
+            endWithErrorEvent(end);
             return;
         }
         Candidate next = routes.next(true, failed);
@@ -623,6 +632,25 @@ final class Dispatch {
         silenceTimer.cancel();
         silenceTimer = deps.scheduler().schedule(silentKeepAliveEvery(), this::silentKeepAlive);
         launch(next, Kind.RESUME, UpstreamCall.methods(next).get(0));
+    }
+
+    /**
+     * Why a failure of the stream now would end it rather than be resumed (the client's error message, naming
+     * {@code cause}), or null when it would be resumed.
+     */
+    private String unresumable(String cause) {
+        if (transcript.toolCallStarted) {
+            return "A tool call was interrupted mid-stream (" + cause + ") and cannot be continued exactly.";
+        }
+        if (!settings.resumeMidStream() && !transcript.isEmpty()) {
+            // Trifrost's rule: committed once a content frame reached the client. A held tool call reached nobody,
+            // so with nothing delivered the request is still asked afresh (UpstreamCall sends it whole)
+            return "The upstream stream failed after content was sent (" + cause + ").";
+        }
+        if (resumes >= settings.retry().maxResumes()) {
+            return "The stream failed (" + cause + ") and every resume attempt was used.";
+        }
+        return null;
     }
 
     // ---- non-streaming ---------------------------------------------------------------------------------------

@@ -373,6 +373,29 @@ class DispatchTimingTest {
         assertEquals(heard, keepAlives(), "none once the resume streams");
     }
 
+    /**
+     * With {@code resume_mid_stream: false} a stream is committed at its first content: nothing could resume it, so a
+     * pause is not cut at the stall floor. It is waited for until the upstream has been silent for read_timeout (60 s),
+     * the client hearing a comment every 10 s meanwhile, and only then ended.
+     */
+    @Test
+    void aStreamCommittedWithoutResumeIsCutOnlyAfterReadTimeoutOfSilenceWithACommentEvery10s() {
+        settings = new CatalogLoader(k -> null).parse(YAML.replace("head_hold: off", "head_hold: off, "
+                + "resume_mid_stream: false")).orgs().get(0).group("chat");
+        assertEquals(Duration.ofSeconds(60), settings.timeouts().read());
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head().content("Hello");
+        advance(59_999);
+        assertFalse(a.cancelled, "a pause of a stream nothing could resume is not cut at the 1 s stall floor");
+        assertEquals(5, keepAlives(), "a comment every 10 s of silence: " + sink.text());
+        advance(1);
+        assertTrue(a.cancelled, "silent for read_timeout: taken for dead");
+        assertEquals(1, upstream.calls.size(), "never retried after content");
+        assertEquals("Hello", Sse.content(sink.text()));
+        assertTrue(sink.text().contains("\"code\":\"stream_interrupted\""), sink.text());
+        assertEquals("stall", Sse.trail(sink.text()).get(0).path("error").asText());
+    }
+
     private int keepAlives() {
         return sink.text().split(": keep-alive", -1).length - 1;
     }

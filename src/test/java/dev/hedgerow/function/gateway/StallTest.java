@@ -5,13 +5,17 @@ import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimText;
+import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.Sse;
 import io.restassured.RestAssured;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 
 import static dev.hedgerow.testsupport.Eventually.eventually;
@@ -22,7 +26,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Stall detection over real HTTP, scaled down (a 300 ms stall floor): a stream that stops is cut (the simulator
  * sees the cancel) and resumed elsewhere byte-exact; a reasoning model's long pause before its first visible token
- * is left alone, kept alive by keep-alive comments or wholly silent on a route whose thinking is not measured yet. The 60 s versions run with fake time in DispatchTimingTest.
+ * is left alone, kept alive by keep-alive comments or wholly silent on a route whose thinking is not measured yet; a
+ * stream nothing could resume (committed under {@code resume_mid_stream: false}, or its resumes spent) is not cut at a
+ * pause, only after read_timeout of silence. The 60 s versions run with fake time in DispatchTimingTest.
  */
 class StallTest {
     static final long SEED = 31;
@@ -43,11 +49,18 @@ class StallTest {
                   - { alias: ponder, provider: b, model: m-ponder, priority: 2, capabilities: [prefill] }
                   - { alias: muse, provider: a, model: m-muse, priority: 1, capabilities: [prefill] }
                   - { alias: muse, provider: b, model: m-muse, priority: 2, capabilities: [prefill] }
+                  - { alias: committed, provider: a, model: m-commit, priority: 1, capabilities: [prefill] }
+                  - { alias: committed, provider: b, model: m-commit, priority: 2, capabilities: [prefill] }
+                  - { alias: spent, provider: a, model: m-commit, priority: 1, capabilities: [prefill] }
+                  - { alias: spent, provider: b, model: m-commit, priority: 2, capabilities: [prefill] }
                 groups:
                   stall: { strategy: priority, stall_floor: 300ms }
                   whole: { strategy: priority, stall_floor: 300ms }
                   ponder: { strategy: priority, stall_floor: 300ms }
                   muse: { strategy: priority, stall_floor: 300ms }
+                  committed: { strategy: priority, stall_floor: 300ms, resume_mid_stream: false, read_timeout: 3s,
+                               head_hold: 200ms }
+                  spent: { strategy: priority, stall_floor: 300ms, max_resumes: 0, read_timeout: 3s }
             """;
 
     static GatewayHarness gw;
@@ -61,10 +74,18 @@ class StallTest {
         ModelScript muse = text.withReasoning(new ModelScript.Reasoning(4, 1500, 0));
         gw = GatewayHarness.start(YAML, Map.of(
                 "a", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder)
-                        .withModel("m-muse", muse),
+                        .withModel("m-muse", muse).withModel("m-commit", text),
                 "b", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder)
-                        .withModel("m-muse", muse)));
+                        .withModel("m-muse", muse).withModel("m-commit", text)));
         RestAssured.baseURI = gw.baseUrl();
+    }
+
+    /** The tests of streams nothing could resume fail their route on purpose: each starts with both routes healthy. */
+    @BeforeEach
+    void healthy() {
+        for (String route : List.of("committed-a", "committed-b", "spent-a", "spent-b")) {
+            gw.core().store().resetHealth("acme/" + route).await().atMost(Duration.ofSeconds(5));
+        }
     }
 
     @AfterAll
@@ -133,5 +154,61 @@ class StallTest {
         assertEquals("success", trail.get(0).path("outcome").asText());
         assertEquals(0, gw.sim("a").stats("m-muse").cancelled());
         assertEquals(0, gw.sim("b").stats("m-muse").received());
+    }
+
+    /**
+     * Trifrost's commit point: once content reached the client the attempt is never retried, so cutting it at a pause
+     * would only lose an answer still on its way. It is waited for (the client hearing keep-alive comments every
+     * head_hold meanwhile), and a slow route is not cooled down for it.
+     */
+    @Test
+    void aPauseInAStreamCommittedWithoutResumeIsWaitedForNotCut() {
+        gw.sim("a").enqueue("m-commit", Fault.stall(5, 1500));
+        long elsewhere = gw.sim("b").stats("m-commit").received();
+        String prompt = "pause, then go on";
+        String out = stream("committed", prompt);
+        assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out), out);
+        assertTrue(Sse.events(out).stream().noneMatch(e -> e.has("error")), out);
+        JsonNode trail = Sse.trail(out);
+        assertEquals(1, trail.size(), trail.toString());
+        assertEquals("success", trail.get(0).path("outcome").asText(), trail.toString());
+        assertEquals(elsewhere, gw.sim("b").stats("m-commit").received(), "never retried after content");
+        assertTrue(out.substring(out.indexOf("data:")).contains(": keep-alive"),
+                "the client heard from the stream during the pause: " + out);
+        assertEquals(0, health("committed-a").fails(), "a pause is not a failure of the route");
+    }
+
+    @Test
+    void aStreamCommittedWithoutResumeThatStaysSilentForTheReadTimeoutEndsWithAnErrorEvent() {
+        gw.sim("a").enqueue("m-commit", Fault.stallForever(5));
+        long elsewhere = gw.sim("b").stats("m-commit").received();
+        long cancelled = gw.sim("a").stats("m-commit").cancelled();
+        String prompt = "pause forever";
+        String out = stream("committed", prompt);
+        assertEquals(SimText.expected(SEED, prompt, 5), Sse.content(out), out);
+        List<JsonNode> ev = Sse.events(out);
+        assertEquals("stream_interrupted", ev.get(ev.size() - 1).path("error").path("code").asText(), out);
+        assertTrue(Sse.endsWithDone(out));
+        assertEquals("stall", Sse.trail(out).get(0).path("error").asText());
+        assertEquals(elsewhere, gw.sim("b").stats("m-commit").received(), "never retried after content");
+        eventually(() -> gw.sim("a").stats("m-commit").cancelled() > cancelled, "the dead upstream is hung up on");
+        assertTrue(health("committed-a").coolingDown(), "a stream silent for read_timeout is the route failing");
+    }
+
+    @Test
+    void aPauseAfterTheResumesAreSpentIsWaitedForNotCut() {
+        gw.sim("a").enqueue("m-commit", Fault.stall(5, 1500));
+        String prompt = "no resumes left";
+        String out = stream("spent", prompt);
+        assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out), out);
+        assertTrue(Sse.events(out).stream().noneMatch(e -> e.has("error")), out);
+        assertEquals(1, Sse.trail(out).size(), out);
+        assertEquals(0, health("spent-a").fails());
+    }
+
+    static RouteSnapshot health(String routeId) {
+        String key = "acme/" + routeId;
+        return gw.core().store().snapshot(List.of(key), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5))
+                .get(key);
     }
 }
