@@ -18,7 +18,8 @@ import java.util.regex.Pattern;
 /**
  * The accounting side of a finished request: bills usage once into the route's usage window and the org's
  * ledger (on the UTC day it finished, under its alias and client key name), keeps the attempt trail in the audit stream when anything but a clean single attempt happened, and
- * writes the request log line (499 for client cancels). Thread-safe.
+ * writes the request log line (499 for client cancels); a request refused in dispatch is one blocked event.
+ * Thread-safe.
  */
 public final class RequestRecorder implements DispatchObserver {
     /** A key name written as is in the log line (an alias's characters); any other is quoted. */
@@ -58,6 +59,12 @@ public final class RequestRecorder implements DispatchObserver {
             String key = r.keyName();
             RequestLog.shared().add(() -> line(requestId, org, key, alias, status, route, trail));
         }
+    }
+
+    /** A request refused in dispatch, before any upstream call: one blocked event, as a refusal by the router. */
+    @Override
+    public void refused(DispatchRequest r, String reason, String message) {
+        audit.blocked(r.org().id(), r.alias(), reason, message, r.requestId()).subscribe().with(v -> { }, t -> { });
     }
 
     /**

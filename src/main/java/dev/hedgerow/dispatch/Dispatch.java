@@ -870,6 +870,10 @@ final class Dispatch {
         }
         finished = true;
         stopTimers();
+        if (attempts.isEmpty() && !committed) {
+            refusedAllProbing();
+            return;
+        }
         int status = sawCapacityError ? 503 : timedOutUnretried ? 504 : 502;
         long retryAfter = Math.max(1, settings.breaker().failTimeout().toSeconds());
         // not "every provider was tried": retries, failover_criteria or allow_fallbacks may have stopped earlier
@@ -889,6 +893,21 @@ final class Dispatch {
         // a head that went out early (head_hold) gets this as the stream's error event, without the status
         output.exhausted(status, retryAfter, err, trail.toNode());
         deps.observer().finished(req, status, trail.snapshot(), null, null);
+    }
+
+    /**
+     * Nothing was sent: every route the plan offered was half-open, and each one's probe slot was taken by another
+     * request after this one was planned (another instance, or a snapshot a few ms old). That is the pool the router
+     * refuses as all unhealthy, so the request is refused the same way (503 no_healthy_provider, Retry-After 1 s as
+     * for a probe in flight, one blocked audit event), not answered as an upstream failure no upstream had.
+     */
+    private void refusedAllProbing() {
+        String routes = String.join(", ", req.candidates().stream().map(c -> c.route().id()).toList());
+        String msg = "No provider of '" + req.alias() + "' can take this request now (" + routes
+                + ": half-open probe in flight); retry after 1 s.";
+        ApiError err = new ApiError(503, "server_error", "no_healthy_provider", msg, null, 1L);
+        output.exhausted(503, 1, err, trail.toNode());
+        deps.observer().refused(req, err.code(), msg);
     }
 
     private void endWithErrorEvent(String message) {

@@ -112,6 +112,11 @@ public final class CoreFactory {
             }
 
             @Override
+            public void refused(DispatchRequest request, String reason, String message) {
+                list.forEach(o -> o.refused(request, reason, message));
+            }
+
+            @Override
             public void hedge(DispatchRequest request, boolean fired) {
                 list.forEach(o -> o.hedge(request, fired));
             }

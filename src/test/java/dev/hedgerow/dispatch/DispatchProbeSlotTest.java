@@ -271,6 +271,18 @@ class DispatchProbeSlotTest {
         assertTrue(snapshot().probeTaken(), "the other instance's probe keeps its slot");
     }
 
+    @Test
+    void aRequestWhoseOnlyRouteIsProbedByAnotherIsRefusedAsNoHealthyProviderNotAnUpstreamFailure() {
+        assertTrue(memory.tryAcquireProbe(B, 1, Duration.ofSeconds(30), "another-instance").await().indefinitely());
+        start(halfOpen());
+        assertEquals(0, upstream.calls.size(), "nothing was sent");
+        assertEquals(503, sink.status, sink.text());
+        assertEquals("1", sink.headers.get("retry-after"), "the probe is in flight");
+        assertTrue(sink.text().contains("\"code\":\"no_healthy_provider\""), sink.text());
+        assertEquals(List.of(), store.releases);
+        assertTrue(snapshot().probeTaken(), "the other instance's probe keeps its slot");
+    }
+
     /**
      * The memory store, watched: it records every probe release, and with {@link #holdAcquisitions} every probe
      * acquisition waits until the test answers it: {@link #grant} forwards it to the store as it arrives late,

@@ -2,11 +2,14 @@ package dev.hedgerow.function.gateway;
 
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hedgerow.state.ForwardingStateStore;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.FakeTicker;
 import io.restassured.response.Response;
+import io.smallrye.mutiny.Uni;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -20,6 +23,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
@@ -43,6 +47,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class HealthCooldownTest {
     static final String DO_FIRST = "{\"order\":[\"digitalocean\"]}";
+    static final ObjectMapper M = new ObjectMapper();
     static final String YAML = GroupKit.yaml("""
                   - { alias: kimi3, provider: openrouter, model: kimi-k2 }
                   - { alias: kimi3, provider: digitalocean, model: kimi-k2 }
@@ -52,20 +57,24 @@ class HealthCooldownTest {
                   - { alias: pair, provider: fireworks, model: kimi-k2 }
                   - { alias: hang, provider: digitalocean, model: kimi-k2 }
                   - { alias: hang, provider: openrouter, model: kimi-k2 }
+                  - { alias: lone, provider: digitalocean, model: kimi-k2 }
             """, """
                   kimi3: { strategy: rr_health, hedging: false }
                   pair: { strategy: rr_health, hedging: false }
                   hang: { strategy: rr_health, hedging: false, read_timeout: 2s }
+                  lone: { strategy: rr_health, hedging: false }
             """);
 
     FakeTicker time;
+    SlotGate gate;
     StateStore store;
     GatewayHarness gw;
 
     @BeforeEach
     void start() {
         time = new FakeTicker();
-        store = new MemoryStateStore(time);
+        gate = new SlotGate(new MemoryStateStore(time));
+        store = gate;
         gw = GatewayHarness.start(YAML, GroupKit.sims(GroupKit.quick(6), "kimi-k2"), store);
         chat(gw, "pair", "warm up");
         PROVIDERS.forEach(p -> gw.sim(p).resetStats());
@@ -176,10 +185,80 @@ class HealthCooldownTest {
         assertEquals(1, GroupKit.audit(store, "request").size());
     }
 
+    /**
+     * A request may plan with a half-open member whose probe slot another request takes before it asks for it (two
+     * instances, or the snapshot cache, make that window real). When that member was all it had, nothing was
+     * tried: it is refused as the router refuses an all-unhealthy pool, 503 no_healthy_provider with a Retry-After
+     * and exactly one blocked event, not a 502 claiming an upstream failed.
+     */
+    @Test
+    void aRequestWhoseOnlyHalfOpenMemberIsProbedByAnotherIs503NoHealthyProviderWithOneBlockedEvent() throws Exception {
+        GroupKit.failOnce(gw, "lone", "digitalocean", "kimi-k2");
+        time.advance(Duration.ofSeconds(30));
+        gw.sim("digitalocean").resetStats();
+        gate.hold = true;
+        CompletableFuture<HttpResponse<String>> probe = send("lone", "the probe", null);
+        eventually(() -> gate.held() == 1, "the probe asks for the slot");
+        CompletableFuture<HttpResponse<String>> late = send("lone", "planned before the slot was taken", null);
+        eventually(() -> gate.held() == 2, "the second request asks for the slot too");
+        long blocked = GroupKit.blocked(store, "no_healthy_provider");
+        long all = GroupKit.audit(store, "blocked").size();
+        gate.answer(0);
+        gate.answer(1);
+        HttpResponse<String> r = late.get(10, TimeUnit.SECONDS);
+        assertEquals(503, r.statusCode(), r.body());
+        assertEquals("no_healthy_provider", M.readTree(r.body()).path("error").path("code").asText(), r.body());
+        assertEquals("1", r.headers().firstValue("retry-after").orElse(null), "the probe is in flight");
+        assertEquals(200, probe.get(10, TimeUnit.SECONDS).statusCode());
+        assertEquals(1, received(gw, "digitalocean", "kimi-k2"), "one probe, nothing else sent");
+        eventually(() -> GroupKit.audit(store, "blocked").size() == all + 1, "the blocked event");
+        assertEquals(blocked + 1, GroupKit.blocked(store, "no_healthy_provider"));
+        Map<String, String> e = GroupKit.audit(store, "blocked").get(0);
+        assertEquals("lone", e.get("alias"));
+        assertEquals(r.headers().firstValue("x-hedgerow-request-id").orElseThrow(), e.get("request_id"));
+    }
+
+    /**
+     * The memory store, with a gate on probe slots: while {@link #hold} is set each acquisition waits until the test
+     * answers it ({@link #answer}, in the order the test chooses), the only way to order two requests' acquisitions
+     * exactly. Everything else goes straight to the store.
+     */
+    static final class SlotGate extends ForwardingStateStore {
+        volatile boolean hold;
+        private final List<Runnable> held = new CopyOnWriteArrayList<>();
+
+        SlotGate(StateStore inner) {
+            super(inner);
+        }
+
+        @Override
+        public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
+            if (!hold) {
+                return inner.tryAcquireProbe(routeId, maxFails, ttl, owner);
+            }
+            CompletableFuture<Boolean> reply = new CompletableFuture<>();
+            held.add(() -> inner.tryAcquireProbe(routeId, maxFails, ttl, owner).subscribe()
+                    .with(reply::complete, reply::completeExceptionally));
+            return Uni.createFrom().completionStage(reply);
+        }
+
+        int held() {
+            return held.size();
+        }
+
+        void answer(int i) {
+            held.get(i).run();
+        }
+    }
+
     CompletableFuture<HttpResponse<String>> send(String prompt) {
+        return send("kimi3", prompt, DO_FIRST);
+    }
+
+    CompletableFuture<HttpResponse<String>> send(String alias, String prompt, String prefs) {
         HttpRequest req = HttpRequest.newBuilder(URI.create(gw.baseUrl() + "/v1/chat/completions"))
                 .header("authorization", "Bearer k-acme").header("content-type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(GroupKit.body("kimi3", prompt, false, DO_FIRST))).build();
+                .POST(HttpRequest.BodyPublishers.ofString(GroupKit.body(alias, prompt, false, prefs))).build();
         return HttpClient.newHttpClient().sendAsync(req, HttpResponse.BodyHandlers.ofString());
     }
 }
