@@ -14,11 +14,13 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.io.InputStream;
 import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -180,6 +182,34 @@ class HealthCooldownTest {
         // past the group's 2 s read limit, which would have failed the attempt over had the chain gone on
         Thread.sleep(2500);
         assertEquals(0, received(gw, "openrouter", "kimi-k2"), "no failover after the hang-up");
+        assertEquals(0, health(store, "hang-digitalocean").fails());
+        assertFalse(health(store, "hang-digitalocean").coolingDown());
+        assertEquals(1, GroupKit.audit(store, "request").size());
+    }
+
+    @Test
+    void aClientHangingUpMidStreamIsLogged499EndsTheUpstreamCallAndCoolsNothing() throws Exception {
+        // a long, slow answer: the client hangs up while it streams
+        gw.sim("digitalocean").script("kimi-k2", ModelScript.defaults().withLength(400)
+                .withLatency(ModelScript.Latency.of(5, 40)));
+        String body = GroupKit.body("hang", "hang up mid-stream", true, DO_FIRST);
+        try (Socket client = GroupKit.sendAndHold(gw, body)) {
+            InputStream in = client.getInputStream();
+            StringBuilder seen = new StringBuilder();
+            byte[] buf = new byte[8192];
+            while (seen.toString().split("\"content\":\"[^\"]", -1).length < 3) {
+                int n = in.read(buf);
+                assertTrue(n > 0, "the stream ended before the client hung up: " + seen);
+                seen.append(new String(buf, 0, n, StandardCharsets.UTF_8));
+            }
+        }
+        eventually(() -> GroupKit.audit(store, "request").stream().anyMatch(e -> "499".equals(e.get("status"))),
+                "a 499 request event");
+        eventually(() -> gw.sim("digitalocean").stats("kimi-k2").cancelled() == 1, "the upstream call is closed");
+        Map<String, String> e = GroupKit.audit(store, "request").get(0);
+        assertEquals("hang-digitalocean", e.get("route").replace("acme/", ""), e.toString());
+        assertTrue(e.get("attempt_trail").contains("\"outcome\":\"client_cancelled\""), e.toString());
+        assertEquals(0, received(gw, "openrouter", "kimi-k2"), "nothing resumed or failed over after the hang-up");
         assertEquals(0, health(store, "hang-digitalocean").fails());
         assertFalse(health(store, "hang-digitalocean").coolingDown());
         assertEquals(1, GroupKit.audit(store, "request").size());
