@@ -3,6 +3,7 @@ package dev.hedgerow.dispatch;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.HedgeBudget;
@@ -20,6 +21,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.UUID;
 
 /**
@@ -104,12 +106,33 @@ final class Dispatch {
         this.settings = req.settings();
         this.stream = req.chat().stream();
         this.startNanos = deps.ticker().nanos();
-        this.routes = new RouteChoice(req.candidates(), settings.strategy());
+        this.routes = new RouteChoice(allowedRoutes(req), settings.strategy());
         this.health = new RouteHealth(deps.store(), settings.breaker(), deps.ticker(), startNanos);
         this.probes = new ProbeSlots(deps.store());
         this.windows = new TimingWindows(req, stream);
         this.output = new ClientOutput(req, sink, stream, transcript);
         this.billing = new Billing(req.facts().promptTokens(), deps.tokens(), transcript);
+    }
+
+    /**
+     * The routes this request may use, best first: failover, hedges and resumes stay among them. With
+     * {@code provider.allow_fallbacks: false} (OpenRouter's meaning: no backup providers) only the first choice and the
+     * other members the request's {@code order} names, in that order.
+     */
+    static List<Candidate> allowedRoutes(DispatchRequest req) {
+        ProviderPrefs prefs = req.facts().prefs();
+        List<Candidate> all = req.candidates();
+        if (prefs.allowFallbacks() || all.size() <= 1) {
+            return all;
+        }
+        List<Candidate> out = new ArrayList<>();
+        out.add(all.get(0));
+        for (Candidate c : all.subList(1, all.size())) {
+            if (prefs.order().contains(c.route().provider().toLowerCase(Locale.ROOT))) {
+                out.add(c);
+            }
+        }
+        return out;
     }
 
     /** True when the client asked for a stream (SSE), false for a whole JSON answer. */
@@ -310,7 +333,7 @@ final class Dispatch {
             return;
         }
         Candidate next = routes.hedgeTarget(a);
-        if (next == null || (!req.facts().prefs().allowFallbacks())) {
+        if (next == null) {
             return;
         }
         HedgeBudget hb = req.org().hedgeBudget();
@@ -393,8 +416,7 @@ final class Dispatch {
 
     /** Whether a failure of this criterion may fail over at all: the criteria, allow_fallbacks, the attempt limit. */
     private boolean mayFailOver(FailoverCriterion criterion) {
-        return criterionAllows(criterion) && req.facts().prefs().allowFallbacks()
-                && preCommitAttempts < settings.retry().maxAttempts();
+        return criterionAllows(criterion) && preCommitAttempts < settings.retry().maxAttempts();
     }
 
     /** The group's failover_criteria list it (a failure no criterion names, e.g. a refused connection, always may). */
@@ -803,8 +825,9 @@ final class Dispatch {
             return;
         }
         Candidate next = failoverRoute(a, f.criterion());
-        if (next == null && f.routeFault() && mayFailOver(f.criterion())) {
-            // every route was tried: Kong's retries go on with a route whose breaker is still closed
+        if (next == null && f.routeFault() && mayFailOver(f.criterion()) && req.facts().prefs().allowFallbacks()) {
+            // every route was tried: Kong's retries go on with a route whose breaker is still closed (a request
+            // without fallbacks asked for no second try)
             next = routes.retryTarget(this::breakerStillClosed);
         }
         if (next != null) {
@@ -902,7 +925,7 @@ final class Dispatch {
      * for a probe in flight, one blocked audit event), not answered as an upstream failure no upstream had.
      */
     private void refusedAllProbing() {
-        String routes = String.join(", ", req.candidates().stream().map(c -> c.route().id()).toList());
+        String routes = String.join(", ", allowedRoutes(req).stream().map(c -> c.route().id()).toList());
         String msg = "No provider of '" + req.alias() + "' can take this request now (" + routes
                 + ": half-open probe in flight); retry after 1 s.";
         ApiError err = new ApiError(503, "server_error", "no_healthy_provider", msg, null, 1L);

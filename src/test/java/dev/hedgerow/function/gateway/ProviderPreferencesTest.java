@@ -150,6 +150,39 @@ class ProviderPreferencesTest {
         assertEquals(1, total());
     }
 
+    /**
+     * OpenRouter's meaning: without fallbacks the request is served by the providers its {@code order} names, tried in
+     * that order, and by no other.
+     */
+    @Test
+    void allowFallbacksFalseTriesTheOrderedProvidersInOrderAndNoOther() {
+        String prefs = "{\"order\":[\"together\",\"openrouter\"],\"allow_fallbacks\":false}";
+        gw.sim("together").enqueue("kimi-k2", Fault.status(500));
+        Response r = chat(gw, "kimi3", "second ordered", false, prefs);
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals(List.of("kimi3-together", "kimi3-openrouter"), trailRoutes(trail(r)));
+        GroupKit.reset(gw);
+        failAll();
+        Response all = chat(gw, "kimi3", "every ordered one fails", false, prefs);
+        assertEquals(502, all.statusCode());
+        assertEquals(List.of("kimi3-together", "kimi3-openrouter"), trailRoutes(trail(all)));
+        assertEquals(0, received(gw, "digitalocean", "kimi-k2") + received(gw, "fireworks", "kimi-k2"),
+                "never a provider the order does not name");
+    }
+
+    @Test
+    void allowFallbacksFalseNeverResumesABrokenStreamOnAnotherProvider() {
+        gw.sim("fireworks").enqueue("kimi-k2", Fault.dropAfter(3));
+        Response r = chat(gw, "kimi3", "no fallbacks mid-stream", true,
+                "{\"order\":[\"fireworks\"],\"allow_fallbacks\":false}");
+        assertEquals(200, r.statusCode());
+        List<String> routes = trailRoutes(trail(r));
+        assertTrue(routes.size() >= 2, "the break is in the trail: " + routes);
+        assertEquals(Set.of("kimi3-fireworks"), Set.copyOf(routes), "resumed only where the client allowed");
+        assertEquals(0, received(gw, "openrouter", "kimi-k2") + received(gw, "digitalocean", "kimi-k2")
+                + received(gw, "together", "kimi-k2"));
+    }
+
     @Test
     void sortByPriceTakesTheCheapestFirstAndFailsOverToTheNextCheapest() {
         for (int i = 0; i < 3; i++) {
