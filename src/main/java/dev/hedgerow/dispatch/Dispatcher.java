@@ -6,6 +6,7 @@ import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.UpstreamClient;
 
+import java.util.List;
 import java.util.function.ToIntFunction;
 
 /**
@@ -34,6 +35,14 @@ public final class Dispatcher {
 
     public Dispatcher(Deps deps) {
         this.deps = deps;
+    }
+
+    /**
+     * The client hung up before its request could be dispatched (while a long prompt was counted, or the routes were
+     * planned): nothing is sent upstream, nothing cools down, and the request is logged as 499 like any other hang-up.
+     */
+    public void clientGoneBeforeStart(DispatchRequest request) {
+        deps.observer().finished(request, 499, List.of(), null, null);
     }
 
     public Handle start(DispatchRequest request, ClientSink sink) {

@@ -239,11 +239,13 @@ public final class GatewayRoutes {
             return;
         }
         RoutePlan.Ready ready = (RoutePlan.Ready) plan;
-        if (resp.closed()) {
-            return;
-        }
         DispatchRequest dr = new DispatchRequest(requestId, h.clock().instant().getEpochSecond(), org, keyName,
                 alias, org.group(alias), chat, facts, ready.candidates());
+        if (resp.closed()) {
+            // the client hung up while its request was counted or planned: nothing goes upstream, but it is logged
+            h.dispatcher().clientGoneBeforeStart(dr);
+            return;
+        }
         Dispatcher.Handle handle = h.dispatcher().start(dr, new ResponseSink(resp));
         resp.closeHandler(v -> handle.clientGone());
         if (resp.closed()) {

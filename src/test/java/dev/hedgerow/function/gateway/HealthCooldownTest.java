@@ -57,8 +57,8 @@ class HealthCooldownTest {
                   - { alias: kimi3, provider: together, model: kimi-k2 }
                   - { alias: pair, provider: openrouter, model: kimi-k2 }
                   - { alias: pair, provider: fireworks, model: kimi-k2 }
-                  - { alias: hang, provider: digitalocean, model: kimi-k2 }
-                  - { alias: hang, provider: openrouter, model: kimi-k2 }
+                  - { alias: hang, provider: digitalocean, model: kimi-k2, context_window: 1000000 }
+                  - { alias: hang, provider: openrouter, model: kimi-k2, context_window: 1000000 }
                   - { alias: lone, provider: digitalocean, model: kimi-k2 }
             """, """
                   kimi3: { strategy: rr_health, hedging: false }
@@ -212,6 +212,26 @@ class HealthCooldownTest {
         assertEquals(0, received(gw, "openrouter", "kimi-k2"), "nothing resumed or failed over after the hang-up");
         assertEquals(0, health(store, "hang-digitalocean").fails());
         assertFalse(health(store, "hang-digitalocean").coolingDown());
+        assertEquals(1, GroupKit.audit(store, "request").size());
+    }
+
+    /**
+     * A prompt over 32 KiB is counted on a worker thread, which for one this long takes a noticeable while: a client
+     * that hangs up meanwhile is gone before anything is dispatched, and its request is still logged as 499.
+     */
+    @Test
+    void aClientHangingUpBeforeItsRequestIsDispatchedIsStillLogged499() throws Exception {
+        StringBuilder prompt = new StringBuilder();
+        for (int i = 0; prompt.length() < 900_000; i++) {
+            prompt.append("hedgerow ").append(Integer.toString(i * 7919, 36)).append(' ');
+        }
+        String body = GroupKit.body("hang", prompt.toString(), true, DO_FIRST);
+        GroupKit.sendAndHold(gw, body).close();
+        eventually(() -> GroupKit.audit(store, "request").stream().anyMatch(e -> "499".equals(e.get("status"))),
+                "a 499 request event");
+        Map<String, String> e = GroupKit.audit(store, "request").get(0);
+        assertEquals("hang", e.get("alias"));
+        assertEquals(0, health(store, "hang-digitalocean").fails());
         assertEquals(1, GroupKit.audit(store, "request").size());
     }
 
