@@ -81,6 +81,8 @@ final class Dispatch {
     private int resumes;
     private boolean committed;
     private Attempt winner;
+    /** The attempt whose content the client received last (the winner, kept after it fails): what a cut stream bills. */
+    private Attempt served;
     private boolean finished;
     private Attempt contextError;
     private boolean sawCapacityError;
@@ -207,7 +209,16 @@ final class Dispatch {
         finished = true;
         endLive("client_cancelled");
         stopTimers();
-        deps.observer().finished(req, 499, trail.snapshot(), null, winner == null ? null : winner.cand);
+        deps.observer().finished(req, 499, trail.snapshot(), deliveredBill(), served == null ? null : served.cand);
+    }
+
+    /**
+     * What a stream that ends before its answer is whole (a client hang-up, an error event after content) is billed:
+     * the prompt once and every completion token the client received, as after a resume (the providers charged for
+     * them); null when no content reached the client.
+     */
+    private UsageSample deliveredBill() {
+        return served == null || transcript.isEmpty() ? null : billing.usageOf(served, true, null);
     }
 
     // ---- choosing and launching ------------------------------------------------------------------------------
@@ -543,6 +554,7 @@ final class Dispatch {
             }
         }
         winner = a;
+        served = a;
         if (!committed) {
             committed = true;
             if (stream) {
@@ -942,7 +954,7 @@ final class Dispatch {
         stopTimers();
         endLive("cancelled");
         output.endWithError(code, message, trail.toNode());
-        deps.observer().finished(req, 502, trail.snapshot(), null, null);
+        deps.observer().finished(req, 502, trail.snapshot(), deliveredBill(), served == null ? null : served.cand);
     }
 
     /** The winner's answer is whole; {@code hangUp} closes its upstream stream, which is still open. */

@@ -33,8 +33,9 @@ public interface DispatchObserver {
     }
 
     /**
-     * The request finished (any outcome): its trail (an immutable snapshot, safe to keep), final status and billed
-     * usage (null when nothing billed).
+     * The request finished (any outcome): its trail (an immutable snapshot, safe to keep), final status, billed
+     * usage (null when nothing billed: a stream cut after content is billed what the client received) and the route
+     * whose content the client got last (null when none reached it).
      */
     default void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
                           Candidate winner) {

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.sim.SimText;
+import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.testsupport.GatewayHarness;
@@ -29,6 +30,7 @@ import static dev.hedgerow.function.gateway.GroupKit.received;
 import static dev.hedgerow.function.gateway.GroupKit.route;
 import static dev.hedgerow.function.gateway.GroupKit.trail;
 import static dev.hedgerow.function.gateway.GroupKit.trailRoutes;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -342,5 +344,13 @@ class FailoverTest {
         assertTrue(out.contains("stream_interrupted"), out);
         assertEquals(0, received(gw, "digitalocean", "kimi-k2"), "never retried after content");
         assertEquals(1, Sse.trail(out).size());
+        // what the client received was generated (and charged for): billed, the prompt once with it
+        eventually(() -> gw.ledger("acme").containsKey("commit"), "the cut stream is in the ledger");
+        LedgerEntry billed = gw.ledger("acme").get("commit");
+        assertEquals(1, billed.requests());
+        assertTrue(billed.usage().promptTokens() > 0, billed.toString());
+        assertTrue(billed.usage().completionTokens() > 0
+                && billed.usage().completionTokens() < SimText.expected(SEED, "committed", TOKENS).length(),
+                billed.toString());
     }
 }

@@ -4,6 +4,7 @@ import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hedgerow.state.ForwardingStateStore;
+import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
@@ -213,6 +214,13 @@ class HealthCooldownTest {
         assertEquals(0, health(store, "hang-digitalocean").fails());
         assertFalse(health(store, "hang-digitalocean").coolingDown());
         assertEquals(1, GroupKit.audit(store, "request").size());
+        // the tokens the client received were generated (and charged for): billed once, the prompt with them
+        eventually(() -> gw.ledger("acme").containsKey("hang"), "the cut stream is in the ledger");
+        LedgerEntry billed = gw.ledger("acme").get("hang");
+        assertEquals(1, billed.requests());
+        assertTrue(billed.usage().promptTokens() > 0, billed.toString());
+        assertTrue(billed.usage().completionTokens() >= 2 && billed.usage().completionTokens() < 400,
+                billed.toString());
     }
 
     /**
