@@ -48,9 +48,15 @@ class PriorityTiersTest {
     }
 
     @Test
-    void drainedMembersAreLeftOut() {
+    void zeroWeightMembersServeLastWithinTheirTier() {
         Map<String, Integer> weight = Map.of("main-a", 1, "main-b", 0, "backup", 1, "last", 1);
-        assertEquals(List.of("main-a", "backup", "last"),
-                PriorityTiers.order(MEMBERS, PRIORITY::get, weight::get, 7, m -> true));
+        for (long cursor = 0; cursor < 4; cursor++) {
+            assertEquals(List.of("main-a", "main-b", "backup", "last"),
+                    PriorityTiers.order(MEMBERS, PRIORITY::get, weight::get, cursor, m -> true));
+        }
+        assertEquals(List.of("main-b", "backup", "last"),
+                PriorityTiers.order(MEMBERS, PRIORITY::get, weight::get, 7, m -> !m.equals("main-a")));
+        assertEquals(List.of("backup", "last"),
+                PriorityTiers.order(MEMBERS, PRIORITY::get, weight::get, 7, m -> !m.startsWith("main")));
     }
 }
