@@ -621,7 +621,8 @@ public final class AdminService {
     public Uni<ObjectNode> explain(Org org, byte[] body, Map<String, String> headers) {
         // the alias the gateway would route (explain has no path alias): the org's alias header, else the body's model
         ChatRequest chat = ChatRequest.parse(body,
-                org.routing().routedAlias(null, name -> headers.get(name.toLowerCase(Locale.ROOT))));
+                org.routing().routedAlias(null, name -> headers.get(name.toLowerCase(Locale.ROOT))),
+                org.routing()::alias);
         String alias = chat.model();
         Router.requireChatAlias(org, alias);
         RequestFacts facts = RequestFacts.of(chat, core.tokens(), core.prefixes(), headers);

@@ -156,6 +156,15 @@ public final class OrgValidator {
             routing.put("alias_header", esc(org.routing().aliasHeader()));
         }
         routing.put("path_alias", org.routing().pathAlias());
+        if (!org.routing().names().isEmpty()) {
+            ObjectNode names = routing.putObject("aliases");
+            org.routing().names().forEach((name, alias) -> {
+                if (!names.has(esc(alias))) {
+                    ArrayNode list = names.putArray(esc(alias));
+                    org.routing().namesOf(alias).forEach(n -> list.add(esc(n)));
+                }
+            });
+        }
         o.putObject("hedge_budget").put("ratio", org.hedgeBudget().ratio())
                 .put("min_per_window", org.hedgeBudget().minPerWindow())
                 .put("window", GroupYaml.duration(org.hedgeBudget().window()));

@@ -8,6 +8,7 @@ import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 
 /**
  * A validated view of one chat completions request body. The parsed body is kept for every attempt (per-request
@@ -31,17 +32,17 @@ public final class ChatRequest {
     private final ProviderPrefs prefs;
     private final Integer maxTokens;
 
-    private ChatRequest(ObjectNode body, String modelOverride) {
+    private ChatRequest(ObjectNode body, String modelOverride, UnaryOperator<String> alias) {
         this.body = body;
         JsonNode m = body.get("model");
         if (modelOverride != null) {
-            this.model = modelOverride;
+            this.model = alias.apply(modelOverride);
         } else if (m == null || m.isNull()) {
             throw new RequestException(ApiError.invalidRequest("'model' is required.", "model"));
         } else if (!m.isTextual() || m.asText().isBlank()) {
             throw new RequestException(ApiError.invalidRequest("'model' must be a non-empty string.", "model"));
         } else {
-            this.model = m.asText();
+            this.model = alias.apply(m.asText());
         }
         try {
             JsonNode s = body.get("stream");
@@ -66,12 +67,20 @@ public final class ChatRequest {
 
     /** Parses and validates a request body; throws {@link RequestException} with a 400 on anything malformed. */
     public static ChatRequest parse(byte[] bytes, String modelOverride) {
+        return parse(bytes, modelOverride, UnaryOperator.identity());
+    }
+
+    /**
+     * As {@link #parse(byte[], String)}, with {@link #model()} the alias that {@code alias} says the requested
+     * name (the override, else the body's {@code model}) stands for (an org's routing rules' other names).
+     */
+    public static ChatRequest parse(byte[] bytes, String modelOverride, UnaryOperator<String> alias) {
         JsonNode node = RequestJson.parse(bytes);
         if (!node.isObject()) {
             throw new RequestException(ApiError.invalidRequest("invalid_json",
                     "The request body must be a JSON object.", null));
         }
-        return new ChatRequest((ObjectNode) node, modelOverride);
+        return new ChatRequest((ObjectNode) node, modelOverride, alias);
     }
 
     private static void validateMessages(JsonNode messages) {

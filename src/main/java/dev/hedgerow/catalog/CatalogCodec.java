@@ -137,6 +137,14 @@ public final class CatalogCodec {
         ObjectNode routing = o.putObject("routing");
         routing.put("alias_header", org.routing().aliasHeader());
         routing.put("path_alias", org.routing().pathAlias());
+        if (!org.routing().names().isEmpty()) {
+            ObjectNode names = routing.putObject("aliases");
+            org.routing().names().forEach((name, alias) -> {
+                if (!names.has(alias)) {
+                    strings(names.putArray(alias), org.routing().namesOf(alias));
+                }
+            });
+        }
         o.putObject("hedge_budget").put("ratio", org.hedgeBudget().ratio())
                 .put("min_per_window", org.hedgeBudget().minPerWindow())
                 .put("window", org.hedgeBudget().window().toString());
@@ -227,9 +235,15 @@ public final class CatalogCodec {
             });
         }
         Doc routing = d.obj("routing");
+        Map<String, String> names = new LinkedHashMap<>();
+        Doc aliasNames = routing == null ? null : routing.obj("aliases");
+        if (aliasNames != null) {
+            aliasNames.node.fieldNames().forEachRemaining(alias ->
+                    aliasNames.strings(alias).forEach(name -> names.put(name, alias)));
+        }
         RoutingRules rr = routing == null ? RoutingRules.defaults()
                 : new RoutingRules(routing.optText("alias_header"),
-                routing.bool("path_alias", RoutingRules.defaults().pathAlias()));
+                routing.bool("path_alias", RoutingRules.defaults().pathAlias()), names);
         Doc hb = d.obj("hedge_budget");
         HedgeBudget dh = HedgeBudget.defaults();
         HedgeBudget budget;

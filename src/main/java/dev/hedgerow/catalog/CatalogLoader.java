@@ -91,7 +91,7 @@ public final class CatalogLoader {
     private static final Set<String> LLM_ACCURACY = Set.of("llm-accuracy", "llm_accuracy");
     private static final Set<String> SLO_FIELDS =
             Set.of("decode_tokens_per_second", "first_token", "standard_prompt_max_tokens");
-    private static final Set<String> ROUTING_FIELDS = Set.of("alias_header", "path_alias");
+    private static final Set<String> ROUTING_FIELDS = Set.of("alias_header", "path_alias", "aliases");
     private static final Set<String> HEDGE_BUDGET_FIELDS = Set.of("ratio", "min_per_window", "window");
 
     // Org and provider ids end up in Redis keys and hash tags: lowercase, no braces, colons or spaces.
@@ -309,7 +309,7 @@ public final class CatalogLoader {
                 }
             }
 
-            RoutingRules routing = readRouting(o);
+            RoutingRules routing = readRouting(o, declaredAliases);
             HedgeBudget hedgeBudget = readHedgeBudget(o);
             if (id == null) {
                 return null;
@@ -663,7 +663,8 @@ public final class CatalogLoader {
             return new GroupSettings(strategy, resume, hedging, breaker, retry, timeouts, balancer, slo, headHold);
         }
 
-        private RoutingRules readRouting(ConfigMap o) {
+        /** @param aliases the aliases the org's routes declare (the only ones a name may stand for) */
+        private RoutingRules readRouting(ConfigMap o, Set<String> aliases) {
             ConfigMap rm = o.map("routing", ROUTING_FIELDS);
             if (rm == null) {
                 return RoutingRules.defaults();
@@ -673,7 +674,53 @@ public final class CatalogLoader {
                 rm.error("alias_header", "invalid header name \"" + header + "\"");
                 header = null;
             }
-            return new RoutingRules(header, rm.bool("path_alias", RoutingRules.defaults().pathAlias()));
+            return new RoutingRules(header, rm.bool("path_alias", RoutingRules.defaults().pathAlias()),
+                    aliasNames(rm, aliases));
+        }
+
+        /**
+         * {@code routing.aliases}: per alias, more names a request may give for it (Kong's
+         * {@code config.route.model.values}), e.g. {@code kimi3: [kimi-k2, moonshot/kimi-k2]}. A name is spelled as
+         * an alias, is no alias of a route itself (it would be ambiguous), and stands for one alias only.
+         */
+        private Map<String, String> aliasNames(ConfigMap rm, Set<String> aliases) {
+            if (!rm.has("aliases")) {
+                return Map.of();
+            }
+            ConfigMap am = ConfigMap.of(rm.node("aliases"), rm.path("aliases"), errors, groupKeys(rm.node("aliases")));
+            if (am == null) {
+                return Map.of();
+            }
+            Map<String, String> names = new LinkedHashMap<>();
+            for (String alias : ((MapNode) rm.node("aliases")).entries().keySet()) {
+                if (!aliases.contains(alias)) {
+                    am.error(alias, "no route has alias \"" + alias + "\"");
+                    continue;
+                }
+                // one name, or a list of them; each item reported at its own path and line
+                Node written = am.node(alias);
+                List<Node> items = written instanceof YamlTree.ListNode l ? l.items() : List.of(written);
+                for (int i = 0; i < items.size(); i++) {
+                    String at = written instanceof YamlTree.ListNode ? YamlTree.index(am.path(alias), i)
+                            : am.path(alias);
+                    Node item = items.get(i);
+                    String name = item instanceof YamlTree.Scalar sc && !sc.isNull() && !sc.text().isBlank()
+                            ? sc.text().strip() : null;
+                    String problem = name == null ? "must be a name, or a list of names"
+                            : !ALIAS.matcher(name).matches() ? "invalid name \"" + name + "\": letters, digits and . _ : / @ + -, "
+                            + "starting with a letter or digit, at most 128"
+                            : aliases.contains(name) ? "\"" + name + "\" is an alias of routes itself; a name may "
+                            + "only stand for another alias"
+                            : names.containsKey(name) ? "\"" + name + "\" already stands for alias \""
+                            + names.get(name) + "\"" : null;
+                    if (problem != null) {
+                        errors.add(new CatalogError(at, problem, item == null ? am.line(alias) : item.line()));
+                    } else {
+                        names.put(name, alias);
+                    }
+                }
+            }
+            return names;
         }
 
         private HedgeBudget readHedgeBudget(ConfigMap o) {

@@ -117,6 +117,16 @@ class OrgValidatorTest {
     }
 
     @Test
+    void theDocumentCarriesTheRoutingRules() {
+        // an edit is judged with the org's other names for its aliases, so a name can never come to shadow an alias
+        for (Org o : new CatalogLoader(name -> "secret-" + name).load(Path.of("src/test/resources/catalog/valid-full.yaml"))
+                .orgs()) {
+            Org back = new CatalogLoader(name -> null).parse(OrgValidator.document(o).toString()).orgs().get(0);
+            assertEquals(o.routing(), back.routing(), o.id());
+        }
+    }
+
+    @Test
     void writesDurationsTheLoaderReadsBack() {
         assertEquals("1500ms", GroupYaml.duration(Duration.ofMillis(1500)));
         assertEquals("0.25ms", GroupYaml.duration(Duration.ofNanos(250_000)));

@@ -109,7 +109,11 @@ class CatalogLoaderTest {
         assertEquals("embed", expert.balancer().embeddingsRoute());
         assertEquals(GroupSettings.DistanceMetric.EUCLIDEAN, expert.balancer().distanceMetric());
         assertEquals(1.2, expert.balancer().threshold());
-        assertEquals(new RoutingRules("X-Hedgerow-Model", false), acme.routing());
+        assertEquals(new RoutingRules("X-Hedgerow-Model", false, Map.of("kimi-k2", "kimi3",
+                "moonshotai/kimi-k2:latest", "kimi3", "specialist", "expert")), acme.routing());
+        assertEquals(List.of("kimi-k2", "moonshotai/kimi-k2:latest"), acme.routing().namesOf("kimi3"));
+        assertEquals("expert", acme.routing().alias("specialist"));
+        assertEquals("kimi3", acme.routing().alias("kimi3"));
     }
 
     private static GroupSettings group(String settings) {

@@ -613,6 +613,24 @@ class CatalogValidationTest {
     }
 
     @Test
+    void anotherNameForAnAliasMustStandForOneAliasOfRoutesAndNotBeOneItself() {
+        String two = withRoute("{ alias: glm, provider: fireworks, model: g }");
+        assertOnlyError(ORG + "    routing: { aliases: { kimi4: [k4] } }\n",
+                "orgs[0].routing.aliases.kimi4: no route has alias \"kimi4\"");
+        assertOnlyError(two + "    routing: { aliases: { kimi3: [k2, glm] } }\n",
+                "orgs[0].routing.aliases.kimi3[1]: \"glm\" is an alias of routes itself; a name may only stand for "
+                        + "another alias");
+        assertOnlyError(two + "    routing: { aliases: { kimi3: [k2], glm: k2 } }\n",
+                "orgs[0].routing.aliases.glm: \"k2\" already stands for alias \"kimi3\"");
+        assertOnlyError(ORG + "    routing: { aliases: { kimi3: [\"bad name\"] } }\n",
+                "orgs[0].routing.aliases.kimi3[0]: invalid name \"bad name\": letters, digits and . _ : / @ + -, "
+                        + "starting with a letter or digit, at most 128");
+        assertOnlyError(ORG + "    routing: { aliases: { kimi3: [{ name: k2 }] } }\n",
+                "orgs[0].routing.aliases.kimi3[0]: must be a name, or a list of names");
+        assertOnlyError(ORG + "    routing: { aliases: [k2] }\n", "orgs[0].routing.aliases: must be a mapping");
+    }
+
+    @Test
     void aHedgeBudgetOutsideItsRangesIsAnError() {
         assertOnlyError(ORG + "    hedge_budget: { ratio: 1.5 }\n",
                 "orgs[0].hedge_budget.ratio: must be between 0 and 1 (hedges per request; 0.05 = 5 %), got 1.5");

@@ -31,8 +31,8 @@ import java.util.Map;
  * the per-key usage test sends to it); org {@code other} (keys
  * {@code k-other} / {@code a-other}, and {@code k-other-ops}, named {@code ops team | 100%}, used only by the
  * per-key usage test) with alias {@code secret} and its own alias {@code duo}, whose route id
- * {@code duo-alpha} collides with acme's on purpose (isolation tests), and the alias header
- * {@code X-Model-Alias}. Provider keys are sealed at rest
+ * {@code duo-alpha} collides with acme's on purpose (isolation tests) and which it also names {@code pair}, and the
+ * alias header {@code X-Model-Alias}. Provider keys are sealed at rest
  * ({@code hedgerow.secret-key} = {@link #SECRET_KEY}). The prober's timer is off
  * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one, with
  * the bearer token {@link #PROBER_TOKEN} ({@code hedgerow.prober.token}), as a scheduler would, and back to back
@@ -77,7 +77,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
               - id: other
                 keys: [{ name: app, key: "k-other" }, { name: "ops team | 100%", key: "k-other-ops" }]
                 admin_keys: [{ name: ops, key: "a-other" }]
-                routing: { alias_header: X-Model-Alias }
+                routing: { alias_header: X-Model-Alias, aliases: { duo: [pair] } }
                 providers:
                   - { id: gamma, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
                   - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }

@@ -30,7 +30,9 @@ import io.vertx.ext.web.handler.PlatformHandler;
 
 import java.security.NoSuchAlgorithmException;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -126,12 +128,21 @@ public final class GatewayRoutes {
             if (org.get().routesOf(alias).get(0).embeddings()) {
                 continue; // the semantic strategy's embeddings models: this gateway serves them no completions
             }
-            ObjectNode m = data.addObject();
-            m.put("id", alias);
-            m.put("object", "model");
-            m.put("created", 0);
-            m.put("owned_by", org.get().id());
-            m.put("strategy", org.get().group(alias).strategy().wireName());
+            // the alias, then each other name the routing rules give it (a client may send any of them)
+            List<String> ids = new ArrayList<>();
+            ids.add(alias);
+            ids.addAll(org.get().routing().namesOf(alias));
+            for (String id : ids) {
+                ObjectNode m = data.addObject();
+                m.put("id", id);
+                m.put("object", "model");
+                m.put("created", 0);
+                m.put("owned_by", org.get().id());
+                m.put("strategy", org.get().group(alias).strategy().wireName());
+                if (!id.equals(alias)) {
+                    m.put("alias_of", alias);
+                }
+            }
         }
         JsonReplies.json(ctx.response(), 200, root);
     }
@@ -156,8 +167,10 @@ public final class GatewayRoutes {
                     + " as \"model\"."));
             return;
         }
-        // the alias a refusal is audited under: the path's or header's at once, the body's once it is read
-        String alias = org.routing().routedAlias(pathAlias, httpReq::getHeader);
+        // the alias a refusal is audited under: the path's or header's at once, the body's once it is read (a name
+        // the routing rules give an alias stands for it from here on)
+        String routed = org.routing().routedAlias(pathAlias, httpReq::getHeader);
+        String alias = org.routing().alias(routed);
         try {
             Buffer b = ctx.body().buffer();
             if (b == null || b.length() == 0) {
@@ -165,7 +178,7 @@ public final class GatewayRoutes {
                 refuseMultipart(httpReq.getHeader("content-type"));
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
-            ChatRequest chat = ChatRequest.parse(b.getBytes(), alias);
+            ChatRequest chat = ChatRequest.parse(b.getBytes(), routed, org.routing()::alias);
             alias = chat.model();
             dev.hedgerow.routing.Router.requireChatAlias(org, alias);
             Map<String, String> headers = routingHeaders(httpReq);

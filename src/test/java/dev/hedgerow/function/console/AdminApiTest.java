@@ -669,6 +669,10 @@ class AdminApiTest {
         given().auth().oauth2("a-other").contentType("application/json").header("X-Model-Alias", "duo")
                 .body("{\"model\":\"secret\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
                 .post("/admin/explain").then().statusCode(200).body("alias", equalTo("duo"));
+        // other names duo "pair" too: explained as duo, as the gateway routes it
+        given().auth().oauth2("a-other").contentType("application/json")
+                .body("{\"model\":\"pair\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                .post("/admin/explain").then().statusCode(200).body("alias", equalTo("duo"));
         // acme has no alias header: any such header is ignored, as the gateway ignores it
         admin().header("X-Model-Alias", "solo").header("x-hedgerow-alias", "solo")
                 .body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")

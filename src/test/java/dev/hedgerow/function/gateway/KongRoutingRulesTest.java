@@ -2,6 +2,7 @@ package dev.hedgerow.function.gateway;
 
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.testsupport.GatewayHarness;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -10,18 +11,24 @@ import org.junit.jupiter.api.Test;
 import java.util.Map;
 
 import static io.restassured.RestAssured.given;
+import static dev.hedgerow.testsupport.Eventually.eventually;
 import static org.hamcrest.Matchers.equalTo;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 
 /**
  * Routing rules (Kong's {@code config.route.model}): the alias comes from the body's {@code model}, from the org's
- * configured header, or from the path, and always resolves inside the caller's org.
+ * configured header, or from the path, by its own name or another the org gives it (Kong's {@code values}), and
+ * always resolves inside the caller's org.
  */
 class KongRoutingRulesTest {
     static final String YAML = """
             orgs:
               - id: acme
                 keys: [{ name: app, key: "k-acme" }]
-                routing: { alias_header: X-Model-Alias, path_alias: true }
+                routing: { alias_header: X-Model-Alias, path_alias: true,
+                           aliases: { red: [crimson, "paint/scarlet"] } }
                 providers:
                   - { id: sim, base_url: "${SIM_SIM_URL}", api_key: "sk-sim" }
                 routes:
@@ -91,6 +98,45 @@ class KongRoutingRulesTest {
         given().baseUri(gw.baseUrl()).auth().oauth2("k-plain").contentType("application/json").body(body("blue"))
                 .post("/models/red/v1/chat/completions").then().statusCode(404)
                 .body("error.code", equalTo("not_found"));
+    }
+
+    @Test
+    void anotherNameOfAnAliasRoutesToItFromTheBodyTheHeaderAndThePath() {
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json").body(body("crimson"))
+                .post("/v1/chat/completions").then().statusCode(200).header("x-hedgerow-route", equalTo("r-red"))
+                .body("model", equalTo("m-red"));
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .header("X-Model-Alias", "paint/scarlet").body(body("blue"))
+                .post("/v1/chat/completions").then().statusCode(200).header("x-hedgerow-route", equalTo("r-red"));
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json").body(body("blue"))
+                .post("/models/crimson/v1/chat/completions").then().statusCode(200)
+                .header("x-hedgerow-route", equalTo("r-red"));
+    }
+
+    @Test
+    void anotherNameIsListedWithItsAliasAndBilledToTheAlias() {
+        io.restassured.path.json.JsonPath models = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme")
+                .get("/v1/models").then().statusCode(200).extract().jsonPath();
+        assertEquals(java.util.List.of("red", "crimson", "paint/scarlet", "blue"), models.getList("data.id"));
+        assertEquals("red", models.getString("data.find { it.id == 'crimson' }.alias_of"));
+        assertNull(models.get("data.find { it.id == 'red' }.alias_of"));
+
+        long before = billed("red");
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json").body(body("crimson"))
+                .post("/v1/chat/completions").then().statusCode(200);
+        eventually(() -> billed("red") == before + 1, "the request billed to alias red");
+        assertFalse(gw.ledger("acme").containsKey("crimson"), gw.ledger("acme").toString());
+    }
+
+    private static long billed(String alias) {
+        LedgerEntry e = gw.ledger("acme").get(alias);
+        return e == null ? 0 : e.requests();
+    }
+
+    @Test
+    void anotherNameResolvesOnlyInsideTheOrgThatGivesIt() {
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-plain").contentType("application/json").body(body("crimson"))
+                .post("/v1/chat/completions").then().statusCode(404).body("error.code", equalTo("model_not_found"));
     }
 
     @Test
