@@ -26,6 +26,7 @@ import io.vertx.ext.web.Router;
 
 import java.time.Clock;
 import java.time.Duration;
+import java.time.InstantSource;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.util.HashMap;
@@ -92,14 +93,14 @@ public final class GatewayHarness implements AutoCloseable {
                                        BiConsumer<Router, Supplier<Hedgerow>> mounts) {
         Vertx vertx = Vertx.vertx();
         return start(vertx, true, yaml, startSims(vertx, providers), true, store, mounts,
-                ProviderUrls::metadataReason, BODY_LIMIT);
+                ProviderUrls::metadataReason, BODY_LIMIT, Clock.systemUTC());
     }
 
     /** Like {@link #start(String, Map)} with another request body limit than the harness's 1 MiB. */
     public static GatewayHarness startWithBodyLimit(String yaml, Map<String, SimConfig> providers, int bodyLimit) {
         Vertx vertx = Vertx.vertx();
         return start(vertx, true, yaml, startSims(vertx, providers), true, new MemoryStateStore(Ticker.system()),
-                null, ProviderUrls::metadataReason, bodyLimit);
+                null, ProviderUrls::metadataReason, bodyLimit, Clock.systemUTC());
     }
 
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store) {
@@ -112,7 +113,16 @@ public final class GatewayHarness implements AutoCloseable {
      */
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
                                        Function<String, String> blockedPeer) {
-        return start(vertx, false, yaml, sims, false, store, null, blockedPeer, BODY_LIMIT);
+        return start(vertx, false, yaml, sims, false, store, null, blockedPeer, BODY_LIMIT, Clock.systemUTC());
+    }
+
+    /**
+     * Like {@link #start(Vertx, String, Map, StateStore)} with the core's wall clock (what learned models stamp
+     * their samples with and decay by, audit times, ledger days) given by the test, e.g. one a fake ticker moves.
+     */
+    public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
+                                       InstantSource clock) {
+        return start(vertx, false, yaml, sims, false, store, null, ProviderUrls::metadataReason, BODY_LIMIT, clock);
     }
 
     /**
@@ -122,21 +132,24 @@ public final class GatewayHarness implements AutoCloseable {
      */
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
                                        SecretBox secrets) {
-        return start(vertx, false, yaml, sims, false, store, null, ProviderUrls::metadataReason, BODY_LIMIT, secrets);
+        return start(vertx, false, yaml, sims, false, store, null, ProviderUrls::metadataReason, BODY_LIMIT, secrets,
+                Clock.systemUTC());
     }
 
     private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
                                         boolean ownsSims, StateStore store,
                                         BiConsumer<Router, Supplier<Hedgerow>> mounts,
-                                        Function<String, String> blockedPeer, int bodyLimit) {
+                                        Function<String, String> blockedPeer, int bodyLimit,
+                                        InstantSource clock) {
         return start(vertx, ownsVertx, yaml, sims, ownsSims, store, mounts, blockedPeer, bodyLimit,
-                SecretBox.ephemeral());
+                SecretBox.ephemeral(), clock);
     }
 
     private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
                                         boolean ownsSims, StateStore store,
                                         BiConsumer<Router, Supplier<Hedgerow>> mounts,
-                                        Function<String, String> blockedPeer, int bodyLimit, SecretBox secrets) {
+                                        Function<String, String> blockedPeer, int bodyLimit, SecretBox secrets,
+                                        InstantSource clock) {
         Map<String, String> env = new HashMap<>();
         sims.forEach((id, s) -> env.put("SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_') + "_URL",
                 s.baseUrl()));
@@ -144,7 +157,7 @@ public final class GatewayHarness implements AutoCloseable {
         VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64, blockedPeer);
         MeterRegistry meters = new SimpleMeterRegistry();
         Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), Ticker.system(),
-                Clock.systemUTC(), new GatewayMetrics(meters), secrets);
+                clock, new GatewayMetrics(meters), secrets);
         core.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);

@@ -20,6 +20,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 import static io.restassured.RestAssured.given;
@@ -87,6 +88,19 @@ class KongBalancingTest {
                       description: "python java code software bug programming" }
                   - { id: near-poet, alias: near, provider: sim, model: m-near-poet, weight: 1,
                       description: "poetry poem verse rhyme sonnet" }
+                  - { id: embedder-4, alias: embed4, provider: sim, model: m-embed-4, embeddings: true }
+                  - { id: fb-coder, alias: semfall, provider: sim, model: m-fb-coder,
+                      description: "python java code software bug programming" }
+                  - { id: fb-chef-down, alias: semfall, provider: sim, model: m-fb-chef-down, weight: 3,
+                      description: "cooking recipe food kitchen baking bread" }
+                  - { id: fb-chef-mid, alias: semfall, provider: sim, model: m-fb-chef-mid, weight: 2,
+                      description: "cooking recipe food kitchen baking bread" }
+                  - { id: fb-chef-low, alias: semfall, provider: sim, model: m-fb-chef-low, weight: 1,
+                      description: "cooking recipe food kitchen baking bread" }
+                  - { id: hf-a, alias: stickyfall, provider: sim, model: m-hf-a }
+                  - { id: hf-b, alias: stickyfall, provider: sim, model: m-hf-b }
+                  - { id: hf-c, alias: stickyfall, provider: sim, model: m-hf-c }
+                  - { id: hf-d, alias: stickyfall, provider: sim, model: m-hf-d }
                 groups:
                   wrr: { strategy: weighted, hedging: false }
                   twinh: { strategy: weighted, hedging: false }
@@ -102,6 +116,10 @@ class KongBalancingTest {
                   loose: { strategy: semantic, embeddings_route: embedder-2, threshold: 0.3, hedging: false }
                   near: { algorithm: semantic, distance_metric: euclidean, threshold: 1.2,
                           embeddings_route: embedder-3, hedging: false }
+                  semfall: { strategy: semantic, embeddings_route: embedder-4, threshold: 0.3, hedging: false,
+                             breaker: { max_fails: 0 } }
+                  stickyfall: { strategy: consistent_hashing, hash_on_header: X-User, hedging: false,
+                                breaker: { max_fails: 0 } }
             """;
 
     static GatewayHarness gw;
@@ -114,9 +132,13 @@ class KongBalancingTest {
                 "m-kh-a", "m-kh-b", "m-kh-c", "m-p1-a", "m-p1-b", "m-p2-c", "m-embed", "m-coder", "m-poet",
                 "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b", "m-embed-2", "m-loose-coder", "m-loose-poet",
                 "m-twin-h-a", "m-twin-h-b", "m-twin-h-c", "m-twin-k-a", "m-twin-k-b", "m-twin-k-c",
-                "m-embed-3", "m-near-coder", "m-near-poet")) {
+                "m-embed-3", "m-near-coder", "m-near-poet", "m-embed-4", "m-fb-coder", "m-fb-chef-mid",
+                "m-fb-chef-low", "m-hf-a", "m-hf-b", "m-hf-c", "m-hf-d")) {
             sim = sim.withModel(m, instant);
         }
+        // a cooking specialist that answers every request with a 500
+        sim = sim.withModel("m-fb-chef-down", instant.withFaults(
+                List.of(new ModelScript.FaultChance(1.0, Fault.status(500)))));
         sim = sim.withModel("m-short", instant.withLength(10)).withModel("m-long", instant.withLength(30))
                 // time per output token 2.5 ms against 20 ms
                 .withModel("m-tpot-fast", instant.withLatency(ModelScript.Latency.of(0, 400)))
@@ -149,6 +171,23 @@ class KongBalancingTest {
 
     static String served(String alias, String prompt) {
         return served(alias, prompt, false, Map.of());
+    }
+
+    /** Sends one request and returns its attempt trail as "route:outcome" strings (the last one served). */
+    static List<String> trail(String alias, String prompt, Map<String, String> headers) {
+        RequestSpecification spec = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme")
+                .contentType("application/json").body(body(alias, prompt, false));
+        headers.forEach(spec::header);
+        Response r = spec.post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), r.asString());
+        List<String> out = new ArrayList<>();
+        try {
+            Json.parse(r.header("x-hedgerow-attempts").getBytes()).forEach(a ->
+                    out.add(a.path("route").asText() + ":" + a.path("outcome").asText()));
+        } catch (java.io.IOException e) {
+            throw new AssertionError(e);
+        }
+        return out;
     }
 
     static Map<String, Integer> tally(List<String> routes) {
@@ -369,6 +408,51 @@ class KongBalancingTest {
         assertEquals(60, gw.sim("sim").stats("m-embed").received());
         gw.sim("sim").stats("m-embed").recent().forEach(r -> assertTrue(!r.body().contains("sonnet\",")
                 && !r.body().contains("bread\","), r.body()));
+    }
+
+    @Test
+    void semanticFallsBackAmongIdenticalDescriptionsByWeightBeforeAnyOtherSpecialist() {
+        // three cooks share a description (weights 3:2:1); the weight-3 one fails every request (max_fails 0: it
+        // stays in the rotation). Two full cycles of the smooth weighted sequence: it comes first 6 times in 12
+        List<List<String>> trails = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            trails.add(trail("semfall", "a recipe for baking bread in my kitchen", Map.of()));
+        }
+        Map<String, Integer> firsts = tally(trails.stream().map(t -> t.get(0).split(":")[0]).toList());
+        Map<String, Integer> servers = tally(trails.stream().map(t -> t.get(t.size() - 1).split(":")[0]).toList());
+        print("semantic, identical descriptions 3:2:1, first tried", firsts, 12);
+        print("semantic, identical descriptions 3:2:1, served by", servers, 12);
+        assertEquals(Map.of("fb-chef-down", 6, "fb-chef-mid", 4, "fb-chef-low", 2), firsts);
+        for (List<String> t : trails) {
+            // the failed primary falls back to the next cook by weight, never to the coder
+            assertEquals(t.get(0).startsWith("fb-chef-down") ? List.of("fb-chef-down:failed", "fb-chef-mid:success")
+                    : List.of(t.get(0).split(":")[0] + ":success"), t);
+        }
+        assertEquals(Map.of("fb-chef-mid", 10, "fb-chef-low", 2), servers);
+        assertEquals(0, gw.sim("sim").stats("m-fb-coder").received());
+    }
+
+    @Test
+    void consistentHashingFallsBackToTheSameRouteEveryTimeForTheSameUser() {
+        Set<String> fallbacks = new java.util.HashSet<>();
+        for (int u = 0; u < 8; u++) {
+            Map<String, String> user = Map.of("X-User", "user-" + u);
+            String primary = served("stickyfall", "hello", false, user);
+            String fallback = null;
+            for (int rep = 0; rep < 3; rep++) {
+                // the user's own route fails this request (max_fails 0: it is not cooled down, stays first)
+                gw.sim("sim").enqueue("m-" + primary, Fault.status(500));
+                List<String> t = trail("stickyfall", "hello again", user);
+                assertEquals(2, t.size(), t.toString());
+                assertEquals(primary + ":failed", t.get(0));
+                String now = t.get(1).split(":")[0];
+                assertEquals(fallback == null ? now : fallback, now, "user-" + u + " falls back to one route");
+                fallback = now;
+            }
+            assertEquals(primary, served("stickyfall", "recovered", false, user), "back on its own route");
+            fallbacks.add(primary + ">" + fallback);
+        }
+        System.out.println("[kong] consistent_hashing fallbacks (primary>fallback) for 8 users: " + fallbacks);
     }
 
     @Test

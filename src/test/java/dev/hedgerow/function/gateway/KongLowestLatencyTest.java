@@ -1,0 +1,131 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.PeakEwma;
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.time.FakeTicker;
+import dev.hedgerow.time.Ticker;
+import io.restassured.response.Response;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import static dev.hedgerow.testsupport.Eventually.eventually;
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Kong's {@code lowest_latency} (peak EWMA of time per output token) through the HTTP API, on a gateway whose wall
+ * clock (what the EWMA stamps samples with and decays by, τ = 10 s) is moved by hand: one slow stream makes a route
+ * be avoided at once (the peak), and an avoided route's metric decays with idle time until it is tried again.
+ * Latencies are the simulator's scripted decode speeds (2 ms against 50 ms a token, far enough apart that a busy
+ * host's scheduling delays cannot swap them) and one scripted 2 s pause, compared, never timed.
+ */
+class KongLowestLatencyTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                providers:
+                  - { id: sim, base_url: "${SIM_SIM_URL}", api_key: "sk-sim" }
+                routes:
+                  - { id: quick, alias: fastest, provider: sim, model: m-quick }
+                  - { id: steady, alias: fastest, provider: sim, model: m-steady }
+                groups:
+                  fastest: { strategy: lowest_latency, latency_strategy: tpot, hedging: false }
+            """;
+
+    Vertx vertx;
+    Map<String, SimServer> sims;
+    final FakeTicker wall = new FakeTicker();
+    GatewayHarness gw;
+
+    @BeforeEach
+    void start() {
+        vertx = Vertx.vertx();
+        ModelScript script = ModelScript.defaults().withLength(8);
+        sims = GatewayHarness.startSims(vertx, Map.of("sim", SimConfig.of(7).withApiKey("sk-sim")
+                .withModel("m-quick", script.withLatency(ModelScript.Latency.of(0, 500)))
+                .withModel("m-steady", script.withLatency(ModelScript.Latency.of(0, 20)))));
+        Instant base = Instant.now();
+        InstantSource clock = () -> base.plusNanos(wall.nanos());
+        gw = GatewayHarness.start(vertx, YAML, sims, new MemoryStateStore(Ticker.system()), clock);
+    }
+
+    @AfterEach
+    void stop() {
+        gw.close();
+        sims.values().forEach(SimServer::close);
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+
+    private long samples;
+
+    /** One streamed request; returns its route once its time per output token is learnt (so the next one sees it). */
+    private String served() {
+        Response r = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"fastest\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}")
+                .post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertTrue(r.asString().contains("data: [DONE]"), r.asString());
+        samples++;
+        eventually(() -> learnt("quick") + learnt("steady") == samples, "sample " + samples + " learnt");
+        return r.header("x-hedgerow-route");
+    }
+
+    /** The samples route {@code id}'s peak EWMA of time per output token has taken. */
+    private long learnt(String id) {
+        RouteSnapshot s = gw.core().store().snapshot(List.of("acme/" + id), Duration.ofMinutes(1))
+                .await().atMost(Duration.ofSeconds(5)).get("acme/" + id);
+        return s.blob(LearnedModels.PEWMA_TPOT).map(b -> PeakEwma.decode(b, 10_000).count()).orElse(0L);
+    }
+
+    private List<String> served(int n) {
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            out.add(served());
+        }
+        return out;
+    }
+
+    @Test
+    void aSlowStreamIsAvoidedAtOnceAndItsRouteIsTriedAgainOnceItsMetricDecayed() {
+        // each route is measured once (never measured ranks first), then the quicker decoder takes everything
+        List<String> warm = served(8);
+        assertEquals(List.of("quick", "steady"), warm.subList(0, 2).stream().sorted().toList(), warm.toString());
+        assertEquals(List.of("quick", "quick", "quick", "quick", "quick", "quick"), warm.subList(2, 8));
+
+        // one stream on quick pauses 2 s after its first 2 tokens: ~290 ms a token, which its peak EWMA takes at
+        // once (no averaging with its earlier 2 ms), so steady (50 ms) serves from the next request on
+        sims.get("sim").enqueue("m-quick", Fault.stall(2, 2000));
+        assertEquals("quick", served());
+        long quick = sims.get("sim").stats("m-quick").received();
+        assertEquals(List.of("steady", "steady", "steady", "steady"), served(4));
+        assertEquals(quick, sims.get("sim").stats("m-quick").received());
+
+        // no time passes on the wall clock: quick stays avoided however many requests come
+        assertEquals(List.of("steady", "steady", "steady"), served(3));
+
+        // 30 s idle: quick's ~290 ms decays to ~14 ms (e^-3), under steady's 50 ms once steady is measured afresh;
+        // quick is tried again, measured at its 2 ms, and takes the traffic back
+        wall.advance(Duration.ofSeconds(30));
+        List<String> after = served(6);
+        assertTrue(after.subList(0, 2).contains("quick"), after.toString());
+        assertEquals(List.of("quick", "quick", "quick", "quick"), after.subList(2, 6), after.toString());
+    }
+}
