@@ -19,6 +19,7 @@ import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 
@@ -97,7 +98,12 @@ public final class VertxUpstreamClient implements UpstreamClient {
             }
             if (ar.failed()) {
                 if (done.compareAndSet(false, true)) {
-                    handler.onError(TransportFailure.classify(ar.cause()));
+                    // this future fails on a timeout only when no connection came within the request's connect
+                    // timeout (Vert.x's NoStackTraceTimeoutException, "... when getting a connection to ..."):
+                    // Kong's connect_timeout, a timeout, not a transport error
+                    handler.onError(ar.cause() instanceof TimeoutException
+                            ? new TransportFailure(TransportFailure.Kind.CONNECT_TIMEOUT, ar.cause().getMessage())
+                            : TransportFailure.classify(ar.cause()));
                 }
                 return;
             }
