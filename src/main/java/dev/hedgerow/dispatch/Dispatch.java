@@ -971,10 +971,15 @@ final class Dispatch {
                 trail.toNode());
         stopTimers();
         long decodeMs = a.firstContentNanos < 0 ? 0 : (deps.ticker().nanos() - a.firstContentNanos) / 1_000_000L;
+        // a resume's bill counts every route's tokens: its own rhythm is its own deltas over its own time, and its
+        // time is no end-to-end latency (the answer began on another route)
+        boolean resumed = a.kind == Kind.RESUME;
+        int tokens = (int) (resumed ? a.outputTokens : billed.completionTokens());
+        long e2eMs = resumed ? -1 : elapsedMs(a.startNanos);
         // one store call for the decode models and this stream's gaps (Attempt.end left them to this)
-        deps.models().learnDecode(a.cand.state(), (int) billed.completionTokens(), decodeMs,
-                elapsedMs(a.startNanos), settings.slo(), a.recentGaps, a.gapsObserved);
-        deps.observer().decoded(a.cand, (int) billed.completionTokens(), decodeMs, elapsedMs(a.startNanos));
+        deps.models().learnDecode(a.cand.state(), tokens, decodeMs, e2eMs, settings.slo(), a.recentGaps,
+                a.gapsObserved);
+        deps.observer().decoded(a.cand, tokens, decodeMs, e2eMs);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
     }
 

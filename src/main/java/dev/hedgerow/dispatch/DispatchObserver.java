@@ -24,7 +24,10 @@ public interface DispatchObserver {
     default void wholeResponse(Candidate route, int promptTokens, long latencyMs) {
     }
 
-    /** A finished stream's decode: {@code tokens} after the first in {@code decodeMs}, and its mean gap. */
+    /**
+     * A finished stream's decode: {@code tokens} after the first in {@code decodeMs}, and its mean gap; for a
+     * resumed stream the resuming attempt's own tokens, and {@code e2eMs} negative (its answer began elsewhere).
+     */
     default void decoded(Candidate route, int tokens, long decodeMs, long e2eMs) {
     }
 

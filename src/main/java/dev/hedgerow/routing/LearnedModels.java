@@ -242,7 +242,7 @@ public final class LearnedModels implements RouteModels {
 
     /**
      * Learns one finished generation: {@code tokens} completion tokens, {@code decodeMs} from the first to the
-     * last, {@code e2eMs} in all. Decode speed counts the gaps between tokens ({@code tokens - 1}); completions
+     * last, {@code e2eMs} in all (negative: not an end-to-end time, e.g. a resumed stream's last part). Decode speed counts the gaps between tokens ({@code tokens - 1}); completions
      * shorter than {@value #SUSTAINED_MIN_TOKENS} tokens are not judged against the sustained-decode target.
      */
     public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs, GroupSettings.Slo slo) {
@@ -266,9 +266,13 @@ public final class LearnedModels implements RouteModels {
                 update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeDecode(tps).encode(), writes);
             }
         }
-        update(base, PEWMA_E2E, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
-                : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(e2eMs, now).encode(), writes);
-        write(base, writes);
+        if (e2eMs >= 0) {
+            update(base, PEWMA_E2E, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
+                    : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(e2eMs, now).encode(), writes);
+        }
+        if (!writes.isEmpty()) {
+            write(base, writes);
+        }
     }
 
     /** Steps this instance's copy of one model and queues its new value for {@link #write}. */

@@ -42,12 +42,17 @@ class KongLowestLatencyTest {
               - id: acme
                 keys: [{ name: app, key: "k-acme" }]
                 providers:
-                  - { id: sim, base_url: "${SIM_SIM_URL}", api_key: "sk-sim" }
+                  - { id: sim, base_url: "${SIM_SIM_URL}", api_key: "sk-sim", dialect: vllm }
                 routes:
                   - { id: quick, alias: fastest, provider: sim, model: m-quick }
                   - { id: steady, alias: fastest, provider: sim, model: m-steady }
+                  - { id: breaks, alias: resumed, provider: sim, model: m-breaks, priority: 1,
+                      capabilities: [prefill] }
+                  - { id: resumes, alias: resumed, provider: sim, model: m-resumes, priority: 2,
+                      capabilities: [prefill] }
                 groups:
                   fastest: { strategy: lowest_latency, latency_strategy: tpot, hedging: false }
+                  resumed: { strategy: priority, hedging: false }
             """;
 
     Vertx vertx;
@@ -61,7 +66,10 @@ class KongLowestLatencyTest {
         ModelScript script = ModelScript.defaults().withLength(8);
         sims = GatewayHarness.startSims(vertx, Map.of("sim", SimConfig.of(7).withApiKey("sk-sim")
                 .withModel("m-quick", script.withLatency(ModelScript.Latency.of(0, 500)))
-                .withModel("m-steady", script.withLatency(ModelScript.Latency.of(0, 20)))));
+                .withModel("m-steady", script.withLatency(ModelScript.Latency.of(0, 20)))
+                // the same text (one seed): a stream broken on m-breaks resumes on m-resumes from where it broke
+                .withModel("m-breaks", script.withLength(80).withLatency(ModelScript.Latency.of(0, 1000)))
+                .withModel("m-resumes", script.withLength(80).withLatency(ModelScript.Latency.of(0, 25)))));
         Instant base = Instant.now();
         InstantSource clock = () -> base.plusNanos(wall.nanos());
         gw = GatewayHarness.start(vertx, YAML, sims, new MemoryStateStore(Ticker.system()), clock);
@@ -90,9 +98,14 @@ class KongLowestLatencyTest {
 
     /** The samples route {@code id}'s peak EWMA of time per output token has taken. */
     private long learnt(String id) {
+        return pewma(id, LearnedModels.PEWMA_TPOT).count();
+    }
+
+    /** Route {@code id}'s peak EWMA {@code name} (time per output token or end to end) as stored. */
+    private PeakEwma pewma(String id, String name) {
         RouteSnapshot s = gw.core().store().snapshot(List.of("acme/" + id), Duration.ofMinutes(1))
                 .await().atMost(Duration.ofSeconds(5)).get("acme/" + id);
-        return s.blob(LearnedModels.PEWMA_TPOT).map(b -> PeakEwma.decode(b, 10_000).count()).orElse(0L);
+        return s.blob(name).map(b -> PeakEwma.decode(b, 10_000)).orElse(PeakEwma.fresh(10_000));
     }
 
     private List<String> served(int n) {
@@ -127,5 +140,24 @@ class KongLowestLatencyTest {
         List<String> after = served(6);
         assertTrue(after.subList(0, 2).contains("quick"), after.toString());
         assertEquals(List.of("quick", "quick", "quick", "quick"), after.subList(2, 6), after.toString());
+    }
+
+    @Test
+    void aResumingRouteIsMeasuredByItsOwnTokensAndTimeOnly() {
+        // 60 of 80 tokens come from "breaks" (1 ms each), then it drops; "resumes" writes the last 20 at 40 ms each
+        sims.get("sim").enqueue("m-breaks", Fault.dropAfter(60));
+        Response r = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"resumed\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}")
+                .post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertTrue(r.asString().contains("data: [DONE]") && r.asString().contains("\"kind\":\"resume\""),
+                r.asString());
+        eventually(() -> pewma("resumes", LearnedModels.PEWMA_TPOT).isMeasured(), "the resuming route's tpot learnt");
+        // its own 20 tokens over its own time: at least its scripted 40 ms a token (a busy host only adds), not that
+        // time spread over all 80 tokens the client got (~10 ms)
+        double tpot = pewma("resumes", LearnedModels.PEWMA_TPOT).cost();
+        assertTrue(tpot >= 35, "time per output token of the resuming route: " + tpot + " ms");
+        // and its time is no end-to-end latency: the answer began on the other route
+        assertEquals(0, pewma("resumes", LearnedModels.PEWMA_E2E).count());
     }
 }
