@@ -97,6 +97,10 @@ class KongBalancingTest {
                       description: "cooking recipe food kitchen baking bread" }
                   - { id: fb-chef-low, alias: semfall, provider: sim, model: m-fb-chef-low, weight: 1,
                       description: "cooking recipe food kitchen baking bread" }
+                  - { id: ud-short, alias: usagedef, provider: sim, model: m-ud-short }
+                  - { id: ud-long, alias: usagedef, provider: sim, model: m-ud-long }
+                  - { id: up-short, alias: usageprompt, provider: sim, model: m-up-short, weight: 3 }
+                  - { id: up-long, alias: usageprompt, provider: sim, model: m-up-long, weight: 1 }
                   - { id: hf-a, alias: stickyfall, provider: sim, model: m-hf-a }
                   - { id: hf-b, alias: stickyfall, provider: sim, model: m-hf-b }
                   - { id: hf-c, alias: stickyfall, provider: sim, model: m-hf-c }
@@ -118,6 +122,8 @@ class KongBalancingTest {
                           embeddings_route: embedder-3, hedging: false }
                   semfall: { strategy: semantic, embeddings_route: embedder-4, threshold: 0.3, hedging: false,
                              breaker: { max_fails: 0 } }
+                  usagedef: { strategy: lowest_usage, hedging: false }
+                  usageprompt: { strategy: lowest_usage, tokens_count_strategy: prompt_tokens, hedging: false }
                   stickyfall: { strategy: consistent_hashing, hash_on_header: X-User, hedging: false,
                                 breaker: { max_fails: 0 } }
             """;
@@ -140,6 +146,8 @@ class KongBalancingTest {
         sim = sim.withModel("m-fb-chef-down", instant.withFaults(
                 List.of(new ModelScript.FaultChance(1.0, Fault.status(500)))));
         sim = sim.withModel("m-short", instant.withLength(10)).withModel("m-long", instant.withLength(30))
+                .withModel("m-ud-short", instant.withLength(10)).withModel("m-ud-long", instant.withLength(50))
+                .withModel("m-up-short", instant.withLength(10)).withModel("m-up-long", instant.withLength(50))
                 // time per output token 2.5 ms against 20 ms
                 .withModel("m-tpot-fast", instant.withLatency(ModelScript.Latency.of(0, 400)))
                 .withModel("m-tpot-slow", instant.withLatency(ModelScript.Latency.of(0, 50)))
@@ -321,6 +329,38 @@ class KongBalancingTest {
         // expected 75% / 25% (equal usage = 3 short answers per long one); tolerance +-8 points
         double shortShare = counts.getOrDefault("use-short", 0) / 120.0;
         assertTrue(Math.abs(shortShare - 0.75) <= 0.08, counts.toString());
+    }
+
+    @Test
+    void lowestUsageCountsTotalTokensByDefault() {
+        String prompt = "count my usage please";
+        long p = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body(body("usagedef", prompt, false)).post("/v1/chat/completions").then().statusCode(200)
+                .extract().jsonPath().getLong("usage.prompt_tokens");
+        List<String> seq = new ArrayList<>();
+        for (int i = 0; i < 119; i++) {
+            seq.add(served("usagedef", prompt));
+        }
+        Map<String, Integer> counts = tally(seq);
+        print("lowest_usage default (answers of 10 vs 50 tokens, prompts of " + p + ")", counts, seq.size());
+        // equal total usage: short share s with s (p + 10) = (1 - s)(p + 50). Completion tokens alone would give
+        // 5/6, prompt tokens alone 1/2; tolerance +-6 points
+        double expected = (p + 50.0) / (2 * p + 60.0);
+        double shortShare = counts.getOrDefault("ud-short", 0) / 119.0;
+        assertTrue(Math.abs(shortShare - expected) <= 0.06, counts + ", expected short share " + expected);
+    }
+
+    @Test
+    void lowestUsageByPromptTokensSplitsByWeightWhateverTheAnswersCost() {
+        List<String> seq = new ArrayList<>();
+        for (int i = 0; i < 120; i++) {
+            seq.add(served("usageprompt", "count my usage please"));
+        }
+        Map<String, Integer> counts = tally(seq);
+        print("lowest_usage prompt_tokens, weights 3:1 (answers of 10 vs 50 tokens)", counts, seq.size());
+        // every request has the same prompt: equal prompt usage per weight is a 3:1 split; tolerance +-6 points
+        double shortShare = counts.getOrDefault("up-short", 0) / 120.0;
+        assertTrue(Math.abs(shortShare - 0.75) <= 0.06, counts.toString());
     }
 
     @Test
