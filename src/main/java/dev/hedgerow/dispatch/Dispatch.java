@@ -910,7 +910,9 @@ final class Dispatch {
             return;
         }
         int status = sawCapacityError ? 503 : timedOutUnretried ? 504 : 502;
-        long retryAfter = Math.max(1, settings.breaker().failTimeout().toSeconds());
+        // when a breaker cooled the routes down, after fail_timeout; with none (max_fails: 0) nothing is waited for
+        long retryAfter = settings.breaker().maxFails() == 0 ? 1
+                : Math.max(1, settings.breaker().failTimeout().toSeconds());
         // not "every provider was tried": retries, failover_criteria or allow_fallbacks may have stopped earlier
         int n = trail.failures();
         String msg = status == 504

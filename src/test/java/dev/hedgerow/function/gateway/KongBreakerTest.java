@@ -180,4 +180,19 @@ class KongBreakerTest {
         assertFalse(main0.coolingDown(), "never excluded");
         assertEquals("main0", send("kb0"));
     }
+
+    @Test
+    void withMaxFailsZeroAnExhaustedRequestIsToldToRetryAfterOneSecondNotFailTimeout() {
+        // nothing was cooled down, so fail_timeout (10 s here) is no reason to wait
+        for (int i = 0; i < 3; i++) {
+            sims.get("sim").enqueue("m-main", Fault.status(500));
+            sims.get("sim").enqueue("m-spare", Fault.status(500));
+        }
+        Response r = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"kb0\",\"messages\":[{\"role\":\"user\",\"content\":\"breaker\"}]}")
+                .post("/v1/chat/completions");
+        assertEquals(502, r.statusCode(), r.asString());
+        assertEquals("1", r.header("Retry-After"));
+        assertTrue(r.jsonPath().getString("error.message").endsWith("Retry after 1 s."), r.asString());
+    }
 }
