@@ -3,6 +3,7 @@ package dev.hedgerow.function;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
+import io.restassured.RestAssured;
 import io.restassured.response.Response;
 import org.junit.jupiter.api.Test;
 
@@ -17,18 +18,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A browser app on another origin calling the gateway, with CORS switched on as README says
- * ({@code QUARKUS_HTTP_CORS_ENABLED=true}, {@code QUARKUS_HTTP_CORS_ORIGINS=<origins>}): the preflight is answered,
- * the answer (streamed or not) carries the origin, and the gateway's own response headers are readable by the page.
+ * ({@code QUARKUS_HTTP_CORS_ENABLED=true}, {@code QUARKUS_HTTP_CORS_ORIGINS=<origins>}, a {@code /regex/} entry among
+ * them): the preflight is answered, the answer (streamed or not) carries the origin, the gateway's own response
+ * headers are readable by the page, and an origin not listed is refused in the OpenAI envelope.
  */
 @QuarkusTest
 @TestProfile(CorsTest.Cors.class)
 class CorsTest {
     static final String APP = "https://app.example.com";
+    /** Matched by the {@code /regex/} entry of the allowed origins. */
+    static final String BY_PATTERN = "https://team7.trusted.example";
 
     public static class Cors implements QuarkusTestProfile {
         @Override
         public Map<String, String> getConfigOverrides() {
-            return Map.of("quarkus.http.cors.enabled", "true", "quarkus.http.cors.origins", APP);
+            return Map.of("quarkus.http.cors.enabled", "true",
+                    "quarkus.http.cors.origins", APP + ",/https://[a-z0-9]+\\.trusted\\.example/");
         }
     }
 
@@ -61,16 +66,51 @@ class CorsTest {
         }
     }
 
+    /**
+     * Quarkus' CORS filter refused another origin with an empty 403 ("CORS Rejected - Invalid origin" in the status
+     * line only), the one answer of the gateway that was not the OpenAI envelope.
+     */
     @Test
-    void anotherOriginIsRefused() {
-        Response preflight = given().header("Origin", "https://elsewhere.example")
+    void anotherOriginIsRefusedInTheEnvelope() {
+        String elsewhere = "https://elsewhere.example";
+        Response preflight = given().header("Origin", elsewhere)
                 .header("Access-Control-Request-Method", "POST").options("/v1/chat/completions");
-        Response post = given().auth().oauth2("k-acme").header("Origin", "https://elsewhere.example")
+        Response post = given().auth().oauth2("k-acme").header("Origin", elsewhere)
                 .contentType("application/json").body(CHAT).post("/v1/chat/completions");
-        for (Response r : List.of(preflight, post)) {
+        Response admin = given().auth().oauth2("a-acme").header("Origin", elsewhere).get("/admin/groups");
+        Response malformed = given().auth().oauth2("k-acme").header("Origin", "https://%s").get("/v1/models");
+        for (Response r : List.of(preflight, post, admin, malformed)) {
             assertEquals(403, r.statusCode(), r.asString());
             assertNull(r.header("Access-Control-Allow-Origin"), r.headers().toString());
+            assertEquals("application/json", r.contentType(), r.headers().toString());
+            assertEquals("permission_error", r.jsonPath().getString("error.type"), r.asString());
+            assertEquals("cors_origin_not_allowed", r.jsonPath().getString("error.code"), r.asString());
+            assertTrue(r.jsonPath().getString("error.message").contains("are not allowed"), r.asString());
+            assertTrue(r.jsonPath().getMap("error").containsKey("param"), r.asString());
         }
+        assertTrue(post.jsonPath().getString("error.message").contains(elsewhere), post.asString());
+    }
+
+    @Test
+    void anOriginMatchedByARegexEntryIsServed() {
+        Response r = given().auth().oauth2("k-acme").header("Origin", BY_PATTERN).contentType("application/json")
+                .body(CHAT).post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals(BY_PATTERN, r.header("Access-Control-Allow-Origin"));
+        Response preflight = given().header("Origin", BY_PATTERN).header("Access-Control-Request-Method", "POST")
+                .options("/v1/chat/completions");
+        assertEquals(200, preflight.statusCode(), preflight.asString());
+        assertEquals(BY_PATTERN, preflight.header("Access-Control-Allow-Origin"));
+        given().auth().oauth2("k-acme").header("Origin", "https://team7.trusted.example.evil.example")
+                .get("/v1/models").then().statusCode(403);
+    }
+
+    /** A page served from the gateway's own origin is not cross-origin: Quarkus lets it through, unlisted. */
+    @Test
+    void theGatewaysOwnOriginIsServed() {
+        Response r = given().auth().oauth2("k-acme").header("Origin", "http://localhost:" + RestAssured.port)
+                .get("/v1/models");
+        assertEquals(200, r.statusCode(), r.asString());
     }
 
     @Test
