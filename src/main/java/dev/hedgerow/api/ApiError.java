@@ -56,6 +56,12 @@ public record ApiError(int status, String type, String code, String message, Str
                 "Request body exceeds the limit of " + limit + " bytes.", null, null);
     }
 
+    /** A request-target (path and query) longer than {@code limit} bytes (RFC 9110: 414 URI Too Long). */
+    public static ApiError uriTooLong(long limit) {
+        return new ApiError(414, "invalid_request_error", "uri_too_long",
+                "The request URI (path and query) exceeds the limit of " + limit + " bytes.", null, null);
+    }
+
     public static ApiError noHealthyProvider(String alias, long retryAfterSeconds) {
         return new ApiError(503, "server_error", "no_healthy_provider",
                 "Every provider of '" + alias + "' is cooling down after failures; retry after " + retryAfterSeconds

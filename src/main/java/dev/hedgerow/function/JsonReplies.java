@@ -25,8 +25,8 @@ public final class JsonReplies {
     private static final System.Logger LOG = System.getLogger("dev.hedgerow.http");
 
     /**
-     * The order of the catch-all {@link #refuseDeclaredOversize} route ({@link SizeGuard}): just before Quarkus' own
-     * check of the declared body size ({@code quarkus.http.limits.max-body-size}), which answers a bare 413.
+     * The order of {@link SizeGuard}'s catch-all route: just before Quarkus' own check of the declared body size
+     * ({@code quarkus.http.limits.max-body-size}), which answers a bare 413.
      */
     public static final int SIZE_GUARD_ORDER = RouteConstants.ROUTE_ORDER_UPLOAD_LIMIT - 1;
     /** The order of an edge's own, smaller body limit on its paths: before the catch-all. */
@@ -36,8 +36,8 @@ public final class JsonReplies {
     }
 
     /**
-     * Routes {@code paths} (all when none are given) through a check of the declared {@code Content-Length} against
-     * {@code limit} at {@code order}: a larger one is refused before its body is read, with a 413 in the envelope.
+     * Routes {@code paths} through a check of the declared {@code Content-Length} against {@code limit} at
+     * {@code order}: a larger one is refused before its body is read, with a 413 in the envelope.
      */
     public static void refuseDeclaredOversize(Router router, int order, long limit, String... paths) {
         Handler<RoutingContext> guard = ctx -> {
@@ -47,9 +47,6 @@ public final class JsonReplies {
                 ctx.next();
             }
         };
-        if (paths.length == 0) {
-            router.route().order(order).handler(guard);
-        }
         for (String path : paths) {
             router.route(path).order(order).handler(guard);
         }

@@ -1,6 +1,8 @@
 package dev.hedgerow.function;
 
+import dev.hedgerow.api.ApiError;
 import io.quarkus.runtime.configuration.MemorySize;
+import io.vertx.core.http.HttpServerRequest;
 import io.vertx.ext.web.Router;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
@@ -10,7 +12,9 @@ import org.eclipse.microprofile.config.inject.ConfigProperty;
  * Any request that declares a body over the server's limit ({@code quarkus.http.limits.max-body-size}, 10 MiB by
  * default) gets its 413 in the OpenAI envelope: Quarkus' own check, which runs before every route, answers an empty
  * one. The edges with smaller limits (the gateway's 8 MiB, {@code /v1/capacity}'s 16 KiB) check theirs first, and
- * the admin API checks the admin key first.
+ * the admin API checks the admin key first. Likewise a request URI over {@value #MAX_URI_BYTES} bytes gets a 414 in
+ * the envelope: the server reads request lines up to {@code quarkus.http.limits.max-initial-line-length} (64 KiB,
+ * application.properties) so that such a URI reaches this check; only a line beyond that gets Vert.x's own empty 414.
  */
 @ApplicationScoped
 public class SizeGuard {
@@ -22,7 +26,24 @@ public class SizeGuard {
         return maxBodySize.asLongValue();
     }
 
+    /** The longest request-target (path and query) Hedgerow reads, as most servers and proxies (nginx: 8 KiB). */
+    public static final int MAX_URI_BYTES = 8192;
+
+    /** True when the request's target (path and query, as sent) is over {@value #MAX_URI_BYTES} bytes. */
+    public static boolean uriTooLong(HttpServerRequest request) {
+        return request.uri().length() > MAX_URI_BYTES;
+    }
+
     void mount(@Observes Router router) {
-        JsonReplies.refuseDeclaredOversize(router, JsonReplies.SIZE_GUARD_ORDER, limit());
+        long limit = limit();
+        router.route().order(JsonReplies.SIZE_GUARD_ORDER).handler(ctx -> { // one route: every request passes it
+            if (uriTooLong(ctx.request())) {
+                JsonReplies.refuseUnread(ctx, ApiError.uriTooLong(MAX_URI_BYTES));
+            } else if (JsonReplies.declaresMoreThan(ctx.request(), limit)) {
+                JsonReplies.tooLarge(ctx, limit);
+            } else {
+                ctx.next();
+            }
+        });
     }
 }

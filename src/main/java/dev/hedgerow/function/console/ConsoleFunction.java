@@ -24,24 +24,24 @@ public class ConsoleFunction {
     SizeGuard sizes;
 
     void mount(@Observes Router router) {
-        // the admin API judges the key before anything else, a declared body over the server's limit included
+        // the admin API judges the key before anything else, a declared body over the server's limit or a URI over
+        // SizeGuard's included
         long limit = sizes.limit();
         router.route("/admin/*").order(JsonReplies.EDGE_SIZE_GUARD_ORDER).handler(ctx -> {
-            if (!JsonReplies.declaresMoreThan(ctx.request(), limit)) {
+            boolean longUri = SizeGuard.uriTooLong(ctx.request());
+            if (!longUri && !JsonReplies.declaresMoreThan(ctx.request(), limit)) {
                 ctx.next();
                 return;
             }
-            if (ctx.request().path().startsWith("/admin/openapi")) {
-                JsonReplies.tooLarge(ctx, limit); // public, like the error messages that point to it
-                return;
+            ApiError refusal = longUri ? ApiError.uriTooLong(SizeGuard.MAX_URI_BYTES) : ApiError.tooLarge(limit);
+            if (!ctx.request().path().startsWith("/admin/openapi")) { // public, like the messages that point to it
+                try {
+                    AdminGuard.org(app, ctx.request().getHeader("authorization"));
+                } catch (RequestException e) {
+                    refusal = e.error();
+                }
             }
-            try {
-                AdminGuard.org(app, ctx.request().getHeader("authorization"));
-            } catch (RequestException e) {
-                JsonReplies.refuseUnread(ctx, e.error());
-                return;
-            }
-            JsonReplies.tooLarge(ctx, limit);
+            JsonReplies.refuseUnread(ctx, refusal);
         });
         // a Vert.x path also matches its trailing-slash form: redirect only the bare one
         router.get("/console").handler(ctx -> {
