@@ -12,9 +12,12 @@ import io.smallrye.mutiny.Uni;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.Supplier;
 
 /**
@@ -26,10 +29,15 @@ import java.util.function.Supplier;
  * operator in several orgs reports for all of them. Body:
  * <pre>{"route":"&lt;route id&gt;" | "model":"&lt;upstream model&gt;", "queue_depth":n, "max_queue":m,
  *  "memory_pressure":0..1, "tokens_per_second":x, "ttl_seconds":30}</pre>
- * Only one of {@code route} / {@code model}; at least one of {@code queue_depth} / {@code memory_pressure}.
+ * Only one of {@code route} / {@code model}; at least one of {@code queue_depth} / {@code memory_pressure}; any other
+ * field is refused (400 {@code unknown_field}, naming it in {@code param}), as the admin API refuses one.
  * Thread-safe.
  */
 public final class CapacityIntake {
+    /** Every field a report may have (any other is refused as {@code unknown_field}), in alphabetical order. */
+    static final Set<String> FIELDS = Collections.unmodifiableSortedSet(new TreeSet<>(Set.of("route", "model",
+            "queue_depth", "max_queue", "memory_pressure", "tokens_per_second", "ttl_seconds")));
+
     private final StateStore store;
     private final Supplier<Catalog> catalog;
 
@@ -69,6 +77,13 @@ public final class CapacityIntake {
         }
         if (body == null || !body.isObject()) {
             return refused(ApiError.invalidRequest("The body must be a JSON object.", null));
+        }
+        for (Iterator<String> names = body.fieldNames(); names.hasNext(); ) {
+            String field = names.next();
+            if (!FIELDS.contains(field)) { // a typo (queue_dept) is refused, never a report without it
+                return refused(ApiError.invalidRequest("unknown_field", "'" + field + "' is not a field of a "
+                        + "capacity report; its fields: " + String.join(", ", FIELDS) + ".", field));
+            }
         }
         String route = text(body, "route");
         String model = text(body, "model");

@@ -25,6 +25,7 @@ import java.util.Set;
 import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.containsInAnyOrder;
+import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -177,6 +178,27 @@ class HeadroomTest {
                 .statusCode(400).body("error.param", equalTo("ttl_seconds"));
         report("cap-alpha", "not json").then().statusCode(400);
         assertTrue(routesOf(2, "chat").contains("chat-alpha"));
+    }
+
+    /**
+     * A misspelt field ({@code queue_dept}) was ignored: a report meant to pass a full route over was stored as
+     * "memory pressure 0.9" alone (headroom left), or, with nothing else in it, refused for a field it did give.
+     */
+    @Test
+    void aReportWithAFieldItDoesNotKnowIsRefusedNamingIt() {
+        for (String[] c : new String[][]{
+                {"{\"route\":\"chat-alpha\",\"queue_dept\":8,\"max_queue\":8,\"memory_pressure\":0.9}",
+                        "queue_dept"},
+                {"{\"route\":\"chat-alpha\",\"queue_depth\":8,\"ttl\":600}", "ttl"},
+                {"{\"rout\":\"chat-alpha\",\"queue_depth\":8}", "rout"}}) {
+            report("cap-alpha", c[0]).then().statusCode(400).body("error.code", equalTo("unknown_field"))
+                    .body("error.type", equalTo("invalid_request_error")).body("error.param", equalTo(c[1]))
+                    .body("error.message", containsString("queue_depth"));
+        }
+        report("nope", "{\"route\":\"chat-alpha\",\"queue_dept\":8}").then().statusCode(401);
+        String blob = gw.core().store().snapshot(List.of("acme/chat-alpha"), Duration.ofMinutes(1)).await()
+                .indefinitely().get("acme/chat-alpha").blob(LearnedModels.CAPACITY).orElse(null);
+        assertEquals(null, blob, "nothing was stored");
     }
 
     /** The capacity route shares the gateway's failure handling: 413 naming the limit, hang-ups only a debug line. */
