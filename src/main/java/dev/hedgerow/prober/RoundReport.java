@@ -1,5 +1,9 @@
 package dev.hedgerow.prober;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
 import java.util.List;
 
 /**
@@ -11,6 +15,31 @@ public record RoundReport(boolean ran, String note, List<RouteResult> routes, Li
 
     public static RoundReport skipped(String why) {
         return new RoundReport(false, why, List.of(), List.of());
+    }
+
+    /**
+     * The answer of {@code POST /prober/run}, snake_case as every Hedgerow answer: {@code ran}, {@code note},
+     * {@code routes[]} ({@code org}, {@code route}, {@code action}, {@code outcome}, {@code ttft_ms},
+     * {@code tokens_per_second}, {@code verification}; null where not measured or judged) and {@code scrapes[]}
+     * ({@code org}, {@code provider}, {@code routes}, {@code outcome}). Written as a tree, not bound by reflection.
+     */
+    public ObjectNode toNode() {
+        ObjectNode out = JsonNodeFactory.instance.objectNode();
+        out.put("ran", ran);
+        out.put("note", note);
+        ArrayNode routeNodes = out.putArray("routes");
+        for (RouteResult r : routes) {
+            routeNodes.addObject().put("org", r.org()).put("route", r.route()).put("action", r.action())
+                    .put("outcome", r.outcome()).put("ttft_ms", r.ttftMs())
+                    .put("tokens_per_second", r.tokensPerSecond()).put("verification", r.verification());
+        }
+        ArrayNode scrapeNodes = out.putArray("scrapes");
+        for (ScrapeResult s : scrapes) {
+            ObjectNode n = scrapeNodes.addObject().put("org", s.org()).put("provider", s.provider());
+            s.routes().forEach(n.putArray("routes")::add);
+            n.put("outcome", s.outcome());
+        }
+        return out;
     }
 
     /**

@@ -2,7 +2,6 @@ package dev.hedgerow.function.prober;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
-import dev.hedgerow.api.Json;
 import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.function.HedgerowApp;
@@ -136,7 +135,7 @@ public class ProberFunction {
                 return;
             }
         }
-        round().subscribe().with(r -> JsonReplies.json(resp, 200, Json.MAPPER.valueToTree(r)),
+        round().subscribe().with(r -> JsonReplies.json(resp, 200, r.toNode()),
                 t -> JsonReplies.error(resp, new ApiError(500, "server_error", "probe_round_failed",
                         "The probe round failed: " + t.getClass().getSimpleName(), null, null)));
     }

@@ -47,6 +47,30 @@ class SlowProbeTest {
         alpha().script("solo-a", FAST);
     }
 
+    /**
+     * Every key of a JSON answer is snake_case, as in every other Hedgerow answer: the round report said {@code ttftMs}
+     * and {@code tokensPerSecond}.
+     */
+    static void assertSnakeCase(String json) {
+        java.util.List<String> camel = new java.util.ArrayList<>();
+        java.util.ArrayDeque<com.fasterxml.jackson.databind.JsonNode> todo = new java.util.ArrayDeque<>();
+        try {
+            todo.push(new com.fasterxml.jackson.databind.ObjectMapper().readTree(json));
+        } catch (java.io.IOException e) {
+            throw new AssertionError("not JSON: " + json, e);
+        }
+        while (!todo.isEmpty()) {
+            com.fasterxml.jackson.databind.JsonNode n = todo.pop();
+            n.fields().forEachRemaining(f -> {
+                if (!f.getKey().matches("[a-z0-9_]+")) {
+                    camel.add(f.getKey());
+                }
+            });
+            n.elements().forEachRemaining(todo::push);
+        }
+        org.junit.jupiter.api.Assertions.assertEquals(java.util.List.of(), camel, json);
+    }
+
     @Test
     void aRouteStillWritingItsProbeAnswerWhenTimeRunsOutIsMeasuredAndStaysHealthy() {
         // first token at once, then 4 tokens/s: the 32-token speed probe needs 8 s, the probe has 3 s. (Slow enough
@@ -58,8 +82,9 @@ class SlowProbeTest {
         round.then().statusCode(200).body("ran", equalTo(true))
                 .body("routes.find { it.route == 'solo-alpha' }.outcome",
                         matchesPattern("slow: \\d+ token\\(s\\), answer not finished within 3000 ms"))
-                .body("routes.find { it.route == 'solo-alpha' }.ttftMs", notNullValue())
-                .body("routes.find { it.route == 'solo-alpha' }.tokensPerSecond", greaterThan(0f));
+                .body("routes.find { it.route == 'solo-alpha' }.ttft_ms", notNullValue())
+                .body("routes.find { it.route == 'solo-alpha' }.tokens_per_second", greaterThan(0f));
+        assertSnakeCase(round.asString());
         given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then().statusCode(200)
                 .body("groups[0].members[0].route", equalTo("solo-alpha"))
                 .body("groups[0].members[0].state", equalTo("healthy"))
