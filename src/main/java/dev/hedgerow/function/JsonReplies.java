@@ -139,16 +139,34 @@ public final class JsonReplies {
     /**
      * Routes any method but {@code allowed}, already routed on {@code paths}, to a 405 in the envelope that names the
      * method the path answers, in its message and in {@code Allow} (RFC 9110 asks a 405 for it; the router's own
-     * answer would be a bare 405, or the HTML 404 of a path no route takes). Call after mounting the real routes.
+     * answer would be a bare 405, or the HTML 404 of a path no route takes); OPTIONS gets {@link #options}. Call after
+     * mounting the real routes.
      */
     public static void methodNotAllowed(Router router, HttpMethod allowed, String... paths) {
+        String allow = allowed.name() + ", OPTIONS";
         for (String path : paths) {
             router.route(path).handler(ctx -> {
-                ctx.response().putHeader("allow", allowed.name());
+                if (ctx.request().method().equals(HttpMethod.OPTIONS)) {
+                    options(ctx.response(), allow);
+                    return;
+                }
+                ctx.response().putHeader("allow", allow);
                 error(ctx.response(), ApiError.methodNotAllowed("Method " + ctx.request().method()
                         + " is not allowed here; " + ctx.request().path() + " answers " + allowed.name() + "."));
             });
         }
+    }
+
+    /**
+     * The answer to OPTIONS on a path Hedgerow serves (CORS off, or not a preflight: Quarkus' CORS filter answers
+     * those first): 204 with the path's methods in {@code Allow}, OPTIONS among them, as RFC 9110 describes it, on
+     * every function alike.
+     */
+    public static void options(HttpServerResponse resp, String allow) {
+        if (resp.ended() || resp.closed()) {
+            return;
+        }
+        resp.setStatusCode(204).putHeader("allow", allow).end();
     }
 
     /**

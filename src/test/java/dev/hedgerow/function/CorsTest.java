@@ -66,6 +66,15 @@ class CorsTest {
         }
     }
 
+    /** An OPTIONS that is no preflight goes past the filter to the path's own answer, readable by the page. */
+    @Test
+    void aPlainOptionsFromAnAllowedOriginGetsThePathsMethods() {
+        Response r = given().header("Origin", APP).options("/v1/chat/completions");
+        assertEquals(204, r.statusCode(), r.asString());
+        assertEquals("POST, OPTIONS", r.header("Allow"));
+        assertEquals(APP, r.header("Access-Control-Allow-Origin"));
+    }
+
     /**
      * Quarkus' CORS filter refused another origin with an empty 403 ("CORS Rejected - Invalid origin" in the status
      * line only), the one answer of the gateway that was not the OpenAI envelope.

@@ -159,7 +159,7 @@ class AppHostileInputTest {
                 assertEquals(405, r.statusCode(), method + " " + path + ": " + r.asString());
                 assertEquals("method_not_allowed", Envelope.assertShape(r.asString(), method + " " + path)
                         .path("code").asText());
-                assertEquals("GET, HEAD", r.header("allow"), method + " " + path);
+                assertEquals("GET, HEAD, OPTIONS", r.header("allow"), method + " " + path);
             }
             given().get(path).then().statusCode(200);
         }
@@ -178,7 +178,7 @@ class AppHostileInputTest {
             assertEquals(405, r.statusCode(), c[0] + " " + c[1] + ": " + r.asString());
             JsonNode error = Envelope.assertShape(r.asString(), c[0] + " " + c[1]);
             assertEquals("method_not_allowed", error.path("code").asText());
-            assertEquals(c[2], r.header("allow"), c[0] + " " + c[1]);
+            assertEquals(c[2] + ", OPTIONS", r.header("allow"), c[0] + " " + c[1]);
             assertTrue(error.path("message").asText().endsWith(c[1] + " answers " + c[2] + "."), r.asString());
         }
     }
@@ -199,7 +199,7 @@ class AppHostileInputTest {
             assertEquals(405, r.statusCode(), c[0] + " " + c[1] + ": " + r.asString());
             JsonNode error = Envelope.assertShape(r.asString(), c[0] + " " + c[1]);
             assertEquals("method_not_allowed", error.path("code").asText());
-            assertEquals(c[2], r.header("allow"), c[0] + " " + c[1]);
+            assertEquals(c[2] + ", OPTIONS", r.header("allow"), c[0] + " " + c[1]);
             assertEquals("Method " + c[0] + " is not allowed here; " + c[1] + " answers " + c[2]
                     + "; see /admin/openapi.", error.path("message").asText());
             for (String allowed : c[2].split(", ")) {
@@ -211,6 +211,35 @@ class AppHostileInputTest {
                 assertTrue(status != 405 && status != 404, allowed + " " + c[1] + ": " + status);
             }
         }
+    }
+
+    /**
+     * OPTIONS asks which methods a path answers (RFC 9110). The gateway's and prober's paths and the framework's
+     * documents refused it with a 405, while the admin API answered Quarkus REST's 200 naming every method of its
+     * resource on every path ({@code HEAD, POST, GET, OPTIONS, PUT} on /admin/whoami). Every path answers 204 with its
+     * own {@code Allow} now, the admin API after the admin key, as anything else there.
+     */
+    @Test
+    void optionsAnswers204WithThePathsOwnMethods() {
+        String readOnly = "GET, HEAD, OPTIONS";
+        for (String[] c : new String[][]{{"/v1/chat/completions", null, "POST, OPTIONS"},
+                {"/models/kimi3/v1/chat/completions", "k-acme", "POST, OPTIONS"}, {"/v1/models", null, "GET, OPTIONS"},
+                {"/v1/capacity", null, "POST, OPTIONS"}, {"/prober/run", null, "POST, OPTIONS"},
+                {"/q/health", null, readOnly}, {"/q/health/ready", null, readOnly}, {"/q/metrics", null, readOnly},
+                {"/admin/openapi", null, readOnly}, {"/console/", null, readOnly},
+                {"/admin/whoami", "a-acme", readOnly}, {"/admin/groups/duo", "a-acme", "GET, HEAD, PUT, OPTIONS"},
+                {"/admin/members/pin", "a-acme", "POST, OPTIONS"}, {"/admin/routes/standing", "a-acme", "PUT, OPTIONS"}}) {
+            io.restassured.response.Response r = (c[1] == null ? given() : given().auth().oauth2(c[1])).options(c[0]);
+            assertEquals(204, r.statusCode(), c[0] + ": " + r.asString());
+            assertEquals(c[2], r.header("allow"), c[0]);
+            assertEquals("", r.asString(), c[0]);
+        }
+        given().options("/admin/whoami").then().statusCode(401).body("error.code", equalTo("invalid_api_key"));
+        given().auth().oauth2("k-acme").options("/admin/whoami").then().statusCode(403)
+                .body("error.code", equalTo("admin_key_required"));
+        given().auth().oauth2("a-acme").options("/admin/nope").then().statusCode(404)
+                .body("error.code", equalTo("not_found"));
+        given().options("/v1/embeddings").then().statusCode(404).body("error.code", equalTo("not_found"));
     }
 
     /** Explain answered 200 with a plan for requests the gateway refuses at its door. */

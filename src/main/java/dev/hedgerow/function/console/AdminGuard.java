@@ -41,19 +41,31 @@ public class AdminGuard {
                 : new RequestException(ApiError.unauthorized()));
     }
 
-    /** Before matching: null lets an admin request with a valid admin key go on; anything else is answered here. */
+    /**
+     * Before matching: null lets an admin request with a valid admin key go on; anything else is answered here. With a
+     * valid key, OPTIONS is answered here too, 204 with the path's own {@code Allow} as on every Hedgerow path (Quarkus
+     * REST answered 200 naming every method of the resource, whatever the path), or 404 for a path it does not serve.
+     */
     @ServerRequestFilter(preMatching = true)
     public Response authenticate(ContainerRequestContext ctx) {
-        if (!isAdmin(ctx.getUriInfo().getPath())) {
+        String path = ctx.getUriInfo().getPath();
+        if (!isAdmin(path)) {
             return null;
         }
         try {
             org(app, ctx.getHeaderString(HttpHeaders.AUTHORIZATION));
-            return null;
         } catch (RequestException e) {
             return AdminResource.error(e.error(), null);
         }
+        if (!ctx.getMethod().equals(jakarta.ws.rs.HttpMethod.OPTIONS)) {
+            return null;
+        }
+        return AdminMethods.allow(path)
+                .map(a -> Response.noContent().header(HttpHeaders.ALLOW, a + ", OPTIONS").build())
+                .orElseGet(() -> AdminResource.error(ApiError.notFound(NO_ADMIN_PATH), null));
     }
+
+    private static final String NO_ADMIN_PATH = "No admin API path matches this request; see /admin/openapi.";
 
     /**
      * JAX-RS's own refusals. Quarkus REST also receives every request no Vert.x route took, so its 404 is the answer to
@@ -66,7 +78,7 @@ public class AdminGuard {
         // RFC 9110: a 405 names the methods the path answers, in Allow
         Optional<String> allow = status == 405 ? AdminMethods.allow(request.path()) : Optional.empty();
         ApiError err = switch (status) {
-            case 404 -> ApiError.notFound(admin ? "No admin API path matches this request; see /admin/openapi."
+            case 404 -> ApiError.notFound(admin ? NO_ADMIN_PATH
                     : "No such endpoint: " + request.method() + " " + request.path()
                     + ". This instance serves " + app.functions().edges() + ".");
             case 405 -> ApiError.methodNotAllowed("Method " + request.method() + " is not allowed here; "
@@ -82,7 +94,8 @@ public class AdminGuard {
                     : ApiError.internal();
         };
         Response answer = AdminResource.error(err, null);
-        return allow.map(a -> Response.fromResponse(answer).header(HttpHeaders.ALLOW, a).build()).orElse(answer);
+        return allow.map(a -> Response.fromResponse(answer).header(HttpHeaders.ALLOW, a + ", OPTIONS").build())
+                .orElse(answer);
     }
 
     private static boolean isAdmin(String path) {

@@ -10,8 +10,8 @@ import java.util.regex.Pattern;
 
 /**
  * The methods each admin API path answers, for the {@code Allow} header of its 405 (RFC 9110 asks a 405 for one;
- * Quarkus REST's own refusal names none). A path that answers GET answers HEAD too (Quarkus REST serves HEAD from
- * the GET method). Listed here rather than read from {@link AdminResource}'s annotations at run time, which a native
+ * Quarkus REST's own refusal names none) and of its answer to OPTIONS (with OPTIONS added to both: {@link AdminGuard}
+ * answers it). A path that answers GET answers HEAD too (Quarkus REST serves HEAD from the GET method). Listed here rather than read from {@link AdminResource}'s annotations at run time, which a native
  * image would need reflection for; {@code AdminMethodsTest} keeps the list equal to the annotations. Immutable.
  */
 final class AdminMethods {
