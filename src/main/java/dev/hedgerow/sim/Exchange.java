@@ -384,6 +384,10 @@ final class Exchange {
                 return Double.NaN;
             }
             return t + st.ms();
+        } else if (fault instanceof Fault.StallKeptAlive k) {
+            s.add(new Repeat(t + k.everyMs(), k.everyMs(), () -> k.emptyChunks()
+                    ? frame(mapper().createObjectNode(), null) : Buffer.buffer(KEEP_ALIVE)));
+            return Double.NaN;
         } else if (fault instanceof Fault.GiantLine g) {
             s.add(new Write(t, frame(mapper().createObjectNode().put("content", "x".repeat(g.bytes())), null), true));
             return t;
@@ -426,6 +430,8 @@ final class Exchange {
             return e.afterTokens();
         } else if (f instanceof Fault.Stall st) {
             return st.afterTokens();
+        } else if (f instanceof Fault.StallKeptAlive k) {
+            return k.afterTokens();
         } else if (f instanceof Fault.GiantLine g) {
             return g.afterTokens();
         } else if (f instanceof Fault.Endless e) {
@@ -455,7 +461,7 @@ final class Exchange {
             s.add(new Reset(faultAt));
         } else if (fault instanceof Fault.DropDuringReasoning d) {
             s.add(new Reset(ttftMs + step * Math.min(d.afterReasoningTokens(), plan.reasoningTokens())));
-        } else if (fault instanceof Fault.Stall st && st.ms() < 0) {
+        } else if (fault instanceof Fault.Stall st && st.ms() < 0 || fault instanceof Fault.StallKeptAlive) {
             s.add(new Hang(faultAt));
         } else if (fault instanceof Fault.Stall st) {
             s.add(new Respond(end + st.ms(), 200, completion(false)));

@@ -27,6 +27,7 @@ import com.fasterxml.jackson.annotation.JsonTypeInfo;
         @JsonSubTypes.Type(value = Fault.MalformedFrame.class, name = "malformed_frame"),
         @JsonSubTypes.Type(value = Fault.ErrorEvent.class, name = "error_event"),
         @JsonSubTypes.Type(value = Fault.Stall.class, name = "stall"),
+        @JsonSubTypes.Type(value = Fault.StallKeptAlive.class, name = "stall_kept_alive"),
         @JsonSubTypes.Type(value = Fault.DropDuringReasoning.class, name = "drop_in_reasoning"),
         @JsonSubTypes.Type(value = Fault.Html200.class, name = "html_200"),
         @JsonSubTypes.Type(value = Fault.HtmlError.class, name = "html_error"),
@@ -91,6 +92,16 @@ public sealed interface Fault {
 
     static Fault stallForever(int afterTokens) {
         return new Stall(afterTokens, -1);
+    }
+
+    /** After {@code afterTokens} tokens the generation hangs for good behind a keep-alive comment every {@code everyMs}. */
+    static Fault stallKeptAlive(int afterTokens, long everyMs) {
+        return new StallKeptAlive(afterTokens, everyMs, false);
+    }
+
+    /** As {@link #stallKeptAlive}, but the heartbeat is a chunk with an empty delta. */
+    static Fault stallKeptAliveByEmptyChunks(int afterTokens, long everyMs) {
+        return new StallKeptAlive(afterTokens, everyMs, true);
     }
 
     static Fault hangAfterFinish() {
@@ -159,6 +170,19 @@ public sealed interface Fault {
 
     /** After {@code afterTokens} tokens nothing is sent for {@code ms} milliseconds (negative: forever). */
     record Stall(int afterTokens, long ms) implements Fault {
+    }
+
+    /**
+     * After {@code afterTokens} tokens the generation stops for good while the connection is kept alive: a
+     * keep-alive comment (with {@code emptyChunks}, a chunk whose delta is empty) every {@code everyMs}, forever, as
+     * a proxy or server heartbeat goes on in front of a hung generation. Non-streaming: the answer never comes.
+     */
+    record StallKeptAlive(int afterTokens, long everyMs, boolean emptyChunks) implements Fault {
+        public StallKeptAlive {
+            if (everyMs < 1) {
+                throw new IllegalArgumentException("every_ms must be at least 1");
+            }
+        }
     }
 
     /**

@@ -262,6 +262,37 @@ class SimFaultTest extends SimFixture {
     }
 
     @Test
+    void aStallKeptAliveSendsNoMoreTokensButAKeepAliveCommentOnItsBeat() {
+        sim.enqueue("m", Fault.stallKeptAlive(4, 50));
+        SimHttp.Raw r = stream(Duration.ofMillis(400));
+        assertNotNull(r.error(), "still open when the caller gave up");
+        assertEquals(expected(4), r.content());
+        assertTrue(r.text().split(": keep-alive", -1).length - 1 >= 3, r.text());
+        assertFalse(r.text().contains("finish_reason\":\"stop"), r.text());
+        eventually(() -> sim.stats("m").cancelled() == 1, "cancelled");
+    }
+
+    @Test
+    void aStallKeptAliveByEmptyChunksSendsChunksWithoutText() {
+        sim.enqueue("m", Fault.stallKeptAliveByEmptyChunks(4, 50));
+        SimHttp.Raw r = stream(Duration.ofMillis(400));
+        assertNotNull(r.error());
+        assertEquals(expected(4), r.content());
+        // the role chunk, 4 tokens, then at least 3 heartbeats, none with text or a finish
+        assertTrue(r.chunks().size() >= 1 + 4 + 3, r.text());
+        assertTrue(r.chunks().stream().allMatch(c -> c.path("choices").path(0).path("finish_reason").isNull()));
+        eventually(() -> sim.stats("m").cancelled() == 1, "cancelled");
+    }
+
+    @Test
+    void aStallKeptAliveReadsFromControlJson() {
+        assertEquals(Fault.stallKeptAlive(3, 50), SimJson.read("{\"kind\":\"stall_kept_alive\",\"after_tokens\":3,"
+                + "\"every_ms\":50}", Fault.class));
+        assertEquals(Fault.stallKeptAliveByEmptyChunks(3, 50), SimJson.read("{\"kind\":\"stall_kept_alive\","
+                + "\"after_tokens\":3,\"every_ms\":50,\"empty_chunks\":true}", Fault.class));
+    }
+
+    @Test
     void clientHangUpMidStreamIsCountedAsCancelledAndStopsGeneration() throws Exception {
         sim.script("m", ModelScript.defaults().withLength(200).withLatency(ModelScript.Latency.of(0, 100)));
         String body = SimHttp.chat("m", PROMPT, true);
