@@ -440,9 +440,10 @@ final class Dispatch {
         return mayFailOver(criterion) ? routes.next(false, a.cand) : null;
     }
 
+    /** A keep-alive comment: life before the visible answer, no progress after it ({@link #alive}). */
     void life(Attempt a) {
         synchronized (this) {
-            if (!a.live) {
+            if (!a.live || !alive(a)) {
                 return;
             }
             lastActivityNanos = deps.ticker().nanos();
@@ -451,6 +452,16 @@ final class Dispatch {
                 a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(a.cand), () -> abandon(a));
             }
         }
+    }
+
+    /**
+     * Whether a sign of life that carries no text (a keep-alive comment, a chunk with an empty delta) keeps the
+     * attempt's watchdogs off: before its first content and through a reasoning pause before the first visible
+     * token, yes (Keln leaves a thinking model alone); once the visible answer has begun, only text, a tool call or
+     * a finish is progress, so a heartbeat in front of a hung generation cannot keep the stall watchdog off.
+     */
+    private boolean alive(Attempt a) {
+        return !a.hasContent || transcript.inReasoning();
     }
 
     // ---- streaming -------------------------------------------------------------------------------------------
@@ -469,7 +480,9 @@ final class Dispatch {
             deps.observer().malformedFrame(a.cand);
             return;
         }
-        lastActivityNanos = deps.ticker().nanos();
+        if (alive(a)) {
+            lastActivityNanos = deps.ticker().nanos();
+        }
         if (node.hasNonNull("error")) {
             String msg = UpstreamReplies.errorMessage(node.get("error"));
             if (a.hasContent || a.finishReason != null) {
@@ -490,6 +503,9 @@ final class Dispatch {
         String finish = d.finish();
         if (finish != null && a.finishReason == null) {
             a.finishReason = finish;
+        }
+        if (d.substantive() || finish != null) {
+            lastActivityNanos = deps.ticker().nanos();   // progress
         }
         if (!a.hasContent) {
             if (!d.substantive() && finish == null) {

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.time.Duration;
 import java.util.List;
@@ -25,7 +26,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Stall detection over real HTTP, scaled down (a 300 ms stall floor): a stream that stops is cut (the simulator
- * sees the cancel) and resumed elsewhere byte-exact; a reasoning model's long pause before its first visible token
+ * sees the cancel) and resumed elsewhere byte-exact, and so is one whose generation hangs behind a heartbeat
+ * (keep-alive comments or empty chunks: no progress); a reasoning model's long pause before its first visible token
  * is left alone, kept alive by keep-alive comments or wholly silent on a route whose thinking is not measured yet; a
  * stream nothing could resume (committed under {@code resume_mid_stream: false}, or its resumes spent) is not cut at a
  * pause, only after read_timeout of silence. The 60 s versions run with fake time in DispatchTimingTest.
@@ -53,8 +55,14 @@ class StallTest {
                   - { alias: committed, provider: b, model: m-commit, priority: 2, capabilities: [prefill] }
                   - { alias: spent, provider: a, model: m-commit, priority: 1, capabilities: [prefill] }
                   - { alias: spent, provider: b, model: m-commit, priority: 2, capabilities: [prefill] }
+                  - { alias: beat, provider: a, model: m-beat, priority: 1, capabilities: [prefill] }
+                  - { alias: beat, provider: b, model: m-beat, priority: 2, capabilities: [prefill] }
+                  - { alias: blank, provider: a, model: m-blank, priority: 1, capabilities: [prefill] }
+                  - { alias: blank, provider: b, model: m-blank, priority: 2, capabilities: [prefill] }
                 groups:
                   stall: { strategy: priority, stall_floor: 300ms }
+                  beat: { strategy: priority, stall_floor: 300ms }
+                  blank: { strategy: priority, stall_floor: 300ms }
                   whole: { strategy: priority, stall_floor: 300ms }
                   ponder: { strategy: priority, stall_floor: 300ms }
                   muse: { strategy: priority, stall_floor: 300ms }
@@ -74,9 +82,11 @@ class StallTest {
         ModelScript muse = text.withReasoning(new ModelScript.Reasoning(4, 1500, 0));
         gw = GatewayHarness.start(YAML, Map.of(
                 "a", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder)
-                        .withModel("m-muse", muse).withModel("m-commit", text),
+                        .withModel("m-muse", muse).withModel("m-commit", text).withModel("m-beat", text)
+                        .withModel("m-blank", text),
                 "b", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder)
-                        .withModel("m-muse", muse).withModel("m-commit", text)));
+                        .withModel("m-muse", muse).withModel("m-commit", text).withModel("m-beat", text)
+                        .withModel("m-blank", text)));
         RestAssured.baseURI = gw.baseUrl();
     }
 
@@ -111,6 +121,35 @@ class StallTest {
         assertTrue(gw.sim("b").stats("m-text").recent().get(0).body().contains("\"continue_final_message\":true"));
         eventually(() -> gw.sim("a").stats("m-text").cancelled() > 0, "the stalled upstream is hung up on");
         assertEquals(1, gw.sim("a").stats("m-text").cancelled());
+    }
+
+    /**
+     * Keln: a generation that stops making progress is cut. A proxy or server heartbeat in front of a hung generation
+     * (keep-alive comments, or chunks with nothing in them) is not progress once the visible answer has begun.
+     */
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)   // not cut, the stream never ends
+    void aGenerationHungBehindKeepAliveCommentsIsCutAndResumedElsewhereByteExact() {
+        assertCutAndResumed("beat", "m-beat", Fault.stallKeptAlive(5, 100));
+    }
+
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aGenerationHungBehindEmptyChunksIsCutAndResumedElsewhereByteExact() {
+        assertCutAndResumed("blank", "m-blank", Fault.stallKeptAliveByEmptyChunks(5, 100));
+    }
+
+    private static void assertCutAndResumed(String alias, String model, Fault fault) {
+        String prompt = "then only a heartbeat";
+        gw.sim("a").enqueue(model, fault);
+        String out = stream(alias, prompt);
+        assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out));
+        JsonNode trail = Sse.trail(out);
+        assertEquals(2, trail.size(), trail.toString());
+        assertEquals("stall", trail.get(0).path("error").asText(), trail.toString());
+        assertEquals("resume", trail.get(1).path("kind").asText(), trail.toString());
+        assertEquals("success", trail.get(1).path("outcome").asText(), trail.toString());
+        eventually(() -> gw.sim("a").stats(model).cancelled() == 1, "the hung upstream is hung up on");
     }
 
     @Test
