@@ -44,7 +44,10 @@ final class ProbeCall implements UpstreamHandler {
     private int status;
     private long firstNanos = -1;
     private long lastNanos = -1;
-    /** The last sign of life: a well-formed event or a keep-alive comment (garbage is none, as for the gateway). */
+    /**
+     * The last sign of life, as the gateway's stall watchdog counts it: before the first content any well-formed event
+     * or keep-alive comment (garbage is none); after it only progress, a content delta or a finish.
+     */
     private long lastLifeNanos;
     private InterTokenStats rhythm = InterTokenStats.FRESH;
     private int deltas;
@@ -67,7 +70,9 @@ final class ProbeCall implements UpstreamHandler {
 
             @Override
             public void onComment(String comment) {
-                lastLifeNanos = ticker.nanos();
+                if (firstNanos < 0) {
+                    lastLifeNanos = ticker.nanos();
+                }
             }
         }, MAX_BODY);
     }
@@ -159,7 +164,9 @@ final class ProbeCall implements UpstreamHandler {
         } catch (IOException ex) {
             return;
         }
-        lastLifeNanos = ticker.nanos();
+        if (firstNanos < 0) {
+            lastLifeNanos = ticker.nanos();
+        }
         if (n.has("error")) {
             finish(new ProbeOutcome.Failed(status, "error event in the stream"));
             return;
@@ -172,10 +179,12 @@ final class ProbeCall implements UpstreamHandler {
         }
         if (n.path("choices").path(0).hasNonNull("finish_reason")) {
             finishSeen = true;
+            lastLifeNanos = ticker.nanos();
         }
         String delta = n.path("choices").path(0).path("delta").path("content").asText("");
         if (!delta.isEmpty()) {
             long now = ticker.nanos();
+            lastLifeNanos = now;
             if (firstNanos < 0) {
                 firstNanos = now;
             } else {

@@ -249,10 +249,10 @@ public final class Prober {
 
     /**
      * A probe whose answer had begun and not ended when its time ran out. Its first token came, so its time to first
-     * token is learnt either way. Then it is judged as the gateway's stall watchdog judges a stream: silent for the
-     * route's allowed gap (its learned rhythm or this stream's, never less than {@code stall_floor}) it stalled, a
-     * breaker failure as a stall mid-stream is; still showing life it is serving, just slowly (Keln: a slow provider
-     * is passed over, never cut off): its decode speed is learnt from what arrived, the tokens after the first over
+     * token is learnt either way. Then it is judged as the gateway's stall watchdog judges a stream: without progress
+     * (a heartbeat is none) for the route's allowed gap (its learned rhythm or this stream's, never less than
+     * {@code stall_floor}) it stalled, a breaker failure as a stall mid-stream is; still making progress it is
+     * serving, just slowly (Keln: a slow provider is passed over, never cut off): its decode speed is learnt from what arrived, the tokens after the first over
      * the time since it, and no verdict is written (a half-open slot is given back). No known-answer check follows:
      * a route that could not finish the speed probe in time would most likely hold the round for another timeout.
      */

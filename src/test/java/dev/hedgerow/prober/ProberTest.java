@@ -391,6 +391,20 @@ class ProberTest {
     }
 
     @Test
+    void aStreamHungBehindKeepAliveCommentsAfterItsFirstTokenStalledAndFailsItsProbe() {
+        // as the gateway's stall watchdog judges it: a heartbeat after the answer began is no progress
+        sims.get("beta").script("beta-model", ModelScript.defaults().withLength(24)
+                .withLatency(ModelScript.Latency.of(5, 400))
+                .withFaults(List.of(new ModelScript.FaultChance(1, Fault.stallKeptAlive(2, 50)))));
+
+        RoundReport r = round(ProberConfig.defaults().withProbeTimeout(Duration.ofMillis(800)));
+
+        String stalled = result(r, "odd-beta").outcome();
+        assertTrue(stalled.startsWith("failed: stalled after 2 token(s): no progress for "), stalled);
+        assertTrue(snapshot("odd-beta").coolingDown(), "a stall counts against the breaker");
+    }
+
+    @Test
     void roundsNeverOverlapAcrossInstances() {
         assertTrue(gw.core().store().tryLock(Prober.LOCK, "another-instance", Duration.ofSeconds(60)).await()
                 .indefinitely());
