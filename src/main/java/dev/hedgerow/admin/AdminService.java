@@ -417,7 +417,7 @@ public final class AdminService {
         s.blob(LearnedModels.CAPACITY).flatMap(dev.hedgerow.routing.CapacityReport::decode).ifPresentOrElse(c ->
                 m.putObject("capacity").put("queue_depth", c.queueDepth()).put("max_queue", c.maxQueue())
                         .put("memory_pressure", c.memoryPressure()).put("tokens_per_second", c.tokensPerSecond())
-                        .put("headroom", c.hasHeadroom()), () -> m.putNull("capacity"));
+                        .put("healthy", c.healthy()).put("headroom", c.hasHeadroom()), () -> m.putNull("capacity"));
         return m;
     }
 

@@ -28,15 +28,16 @@ import java.util.function.Supplier;
  * with the report's TTL. A provider may only report its own routes; one capacity key configured for the same
  * operator in several orgs reports for all of them. Body:
  * <pre>{"route":"&lt;route id&gt;" | "model":"&lt;upstream model&gt;", "queue_depth":n, "max_queue":m,
- *  "memory_pressure":0..1, "tokens_per_second":x, "ttl_seconds":30}</pre>
- * Only one of {@code route} / {@code model}; at least one of {@code queue_depth} / {@code memory_pressure}; any other
- * field is refused (400 {@code unknown_field}, naming it in {@code param}), as the admin API refuses one.
+ *  "memory_pressure":0..1, "tokens_per_second":x, "healthy":true|false, "ttl_seconds":30}</pre>
+ * Only one of {@code route} / {@code model}; at least one of {@code queue_depth}, {@code memory_pressure} or
+ * {@code healthy}; any other field is refused (400 {@code unknown_field}, naming it in {@code param}), as the admin
+ * API refuses one.
  * Thread-safe.
  */
 public final class CapacityIntake {
     /** Every field a report may have (any other is refused as {@code unknown_field}), in alphabetical order. */
     static final Set<String> FIELDS = Collections.unmodifiableSortedSet(new TreeSet<>(Set.of("route", "model",
-            "queue_depth", "max_queue", "memory_pressure", "tokens_per_second", "ttl_seconds")));
+            "queue_depth", "max_queue", "memory_pressure", "tokens_per_second", "healthy", "ttl_seconds")));
 
     private final StateStore store;
     private final Supplier<Catalog> catalog;
@@ -141,16 +142,28 @@ public final class CapacityIntake {
     }
 
     private static Parsed parse(JsonNode body) throws BadField {
-        if (!body.has("queue_depth") && !body.has("memory_pressure")) {
-            throw new BadField("queue_depth", "Report at least one of 'queue_depth' or 'memory_pressure'.");
+        if (!body.has("queue_depth") && !body.has("memory_pressure") && !body.has("healthy")) {
+            throw new BadField("queue_depth", "Report at least one of 'queue_depth', 'memory_pressure' or 'healthy'.");
         }
         int queue = (int) integer(body, "queue_depth", 0, 0, Integer.MAX_VALUE);
         int maxQueue = (int) integer(body, "max_queue", CapacityReport.DEFAULT_MAX_QUEUE, 1, Integer.MAX_VALUE);
         double pressure = number(body, "memory_pressure", 0, 0, 1);
         double tps = number(body, "tokens_per_second", 0, 0, 1e7);
+        boolean healthy = bool(body, "healthy", true);
         long ttl = integer(body, "ttl_seconds", CapacityReport.DEFAULT_TTL.toSeconds(), 1,
                 CapacityReport.MAX_TTL.toSeconds());
-        return new Parsed(new CapacityReport(queue, maxQueue, pressure, tps), Duration.ofSeconds(ttl));
+        return new Parsed(new CapacityReport(queue, maxQueue, pressure, tps, healthy), Duration.ofSeconds(ttl));
+    }
+
+    private static boolean bool(JsonNode body, String field, boolean dflt) throws BadField {
+        JsonNode n = body.get(field);
+        if (n == null || n.isNull()) {
+            return dflt;
+        }
+        if (!n.isBoolean()) {
+            throw new BadField(field, "'" + field + "' must be true or false.");
+        }
+        return n.asBoolean();
     }
 
     private static long integer(JsonNode body, String field, long dflt, long min, long max) throws BadField {

@@ -27,9 +27,21 @@ class CapacityReportTest {
     }
 
     @Test
+    void aRouteReportedUnhealthyHasNoHeadroomWhateverItsQueue() {
+        CapacityReport r = new CapacityReport(0, 4, 0.1, 0, false);
+        assertFalse(r.hasHeadroom());
+        assertEquals("reported unhealthy", r.shortage());
+    }
+
+    @Test
     void encodesAndDecodesExactly() {
         CapacityReport r = new CapacityReport(2, 8, 0.25, 61.5);
         assertEquals(Optional.of(r), CapacityReport.decode(r.encode()));
+        CapacityReport sick = new CapacityReport(2, 8, 0.25, 61.5, false);
+        assertEquals(Optional.of(sick), CapacityReport.decode(sick.encode()));
+        // a blob written before reports carried health is a healthy route's
+        assertEquals(Optional.of(r), CapacityReport.decode("{\"queue_depth\":2,\"max_queue\":8,"
+                + "\"memory_pressure\":0.25,\"tokens_per_second\":61.5}"));
     }
 
     @Test

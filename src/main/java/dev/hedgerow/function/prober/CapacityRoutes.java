@@ -19,7 +19,7 @@ import java.io.IOException;
 import java.util.function.Supplier;
 
 /**
- * The prober function's {@code POST /v1/capacity}: a serving operator reports a route's queue depth, memory
+ * The prober function's {@code POST /v1/capacity}: a serving operator reports a route's health, queue depth, memory
  * pressure and measured speed (see {@link CapacityIntake} for the body and the rules). Thin: read the bearer key
  * and the body, call the core, write. Answers 200 with the route ids the report was stored for, 400 for a bad
  * body, 401 for an unknown capacity key, 403 for a route the key's provider does not serve. Thread-safe.

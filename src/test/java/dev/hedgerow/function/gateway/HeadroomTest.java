@@ -32,9 +32,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Headroom over real HTTP: operators push capacity reports to {@code POST /v1/capacity} with their provider's
- * capacity key; a route without real headroom (full queue, memory pressure, reported speed below the target) is
- * passed over while others have it, still serves when it is the only capacity, and returns when its report
- * expires. Time in the store is a {@link FakeTicker}, so expiry is exact.
+ * capacity key; a route without real headroom (reported unhealthy, full queue, memory pressure, reported speed below
+ * the target) is passed over while others have it, still serves when it is the only capacity, and returns when its
+ * report expires. Time in the store is a {@link FakeTicker}, so expiry is exact.
  */
 class HeadroomTest {
     static final String YAML = """
@@ -68,6 +68,14 @@ class HeadroomTest {
             seen.add(chat("chat"));
         }
         assertEquals(Set.of("chat-alpha", "chat-beta"), seen, "warm-up measured both routes");
+        // beta measured often enough that it is clearly the slower: exploration (about one request in ten may try a
+        // route that might undercut the fastest) no longer picks it, so which route serves is the filter's doing
+        for (int i = 0; i < 12; i++) {
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"chat\",\"stream\":true,\"provider\":{\"only\":[\"beta\"]},"
+                            + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(200);
+        }
     }
 
     @AfterAll
@@ -146,6 +154,23 @@ class HeadroomTest {
         assertEquals(Set.of("chat-beta"), routesOf(4, "chat"));
     }
 
+    /** Keln: serving capacity reports its health; a node that says it is unhealthy gets no new work while others can. */
+    @Test
+    void aRouteReportedUnhealthyIsPassedOverWhileOthersCanServeAndReturnsWhenReportedHealthy() {
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"healthy\":false}").then().statusCode(200)
+                .body("report.healthy", equalTo(false)).body("has_headroom", equalTo(false));
+        assertEquals(Set.of("chat-beta"), routesOf(5, "chat"));
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"healthy\":true,\"queue_depth\":0}").then().statusCode(200)
+                .body("report.healthy", equalTo(true)).body("has_headroom", equalTo(true));
+        assertEquals(Set.of("chat-alpha"), routesOf(4, "chat"));
+    }
+
+    @Test
+    void aRouteReportedUnhealthyStillServesWhenItIsTheOnlyCapacity() {
+        report("cap-alpha", "{\"route\":\"solo-alpha\",\"healthy\":false}").then().statusCode(200);
+        assertEquals(Set.of("solo-alpha"), routesOf(2, "solo"));
+    }
+
     @Test
     void anUnknownCapacityKeyOrAClientKeyIsRefused() {
         report("nope", "{\"route\":\"chat-alpha\",\"queue_depth\":8}").then().statusCode(401)
@@ -176,6 +201,8 @@ class HeadroomTest {
         report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":1.5}").then().statusCode(400);
         report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":1,\"ttl_seconds\":86400}").then()
                 .statusCode(400).body("error.param", equalTo("ttl_seconds"));
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"healthy\":\"no\"}").then().statusCode(400)
+                .body("error.param", equalTo("healthy"));
         report("cap-alpha", "not json").then().statusCode(400);
         assertTrue(routesOf(2, "chat").contains("chat-alpha"));
     }
