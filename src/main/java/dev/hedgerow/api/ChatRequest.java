@@ -181,29 +181,55 @@ public final class ChatRequest {
         return false;
     }
 
-    /** The request asks the model not to reason ({@code reasoning_effort: none} or {@code reasoning.enabled: false}). */
+    /**
+     * The request asks the model not to reason, in any of the spellings OpenAI-compatible servers take:
+     * {@code reasoning_effort: none} (OpenAI), {@code reasoning: {enabled: false}} or {@code {effort: none}}
+     * (OpenRouter), {@code thinking: {type: disabled}} (Anthropic-style, as GLM, Kimi and Doubao servers take it),
+     * {@code chat_template_kwargs: {enable_thinking: false}} or {@code {thinking: false}} (vLLM and SGLang chat
+     * templates: Qwen3, DeepSeek-V3.1) and a top-level {@code enable_thinking: false} (Qwen on DashScope).
+     */
     public boolean wantsReasoningOff() {
-        JsonNode eff = body.get("reasoning_effort");
-        if (eff != null && eff.isTextual() && eff.asText().equalsIgnoreCase("none")) {
-            return true;
-        }
-        JsonNode r = body.get("reasoning");
-        if (r != null && r.isObject()) {
-            JsonNode en = r.get("enabled");
-            if (en != null && en.isBoolean() && !en.asBoolean()) {
-                return true;
-            }
-            return r.path("effort").asText("").equalsIgnoreCase("none");
-        }
-        return false;
+        return thinkingSwitch() == Boolean.FALSE;
     }
 
     /** The request explicitly asks for reasoning (a thinking model may pause before its first visible token). */
     public boolean wantsReasoning() {
-        if (wantsReasoningOff()) {
+        Boolean on = thinkingSwitch();
+        return on != null ? on : body.hasNonNull("reasoning_effort") || body.hasNonNull("reasoning");
+    }
+
+    /** What the request says about reasoning in one of the spellings of {@link #wantsReasoningOff}, or null. */
+    private Boolean thinkingSwitch() {
+        JsonNode eff = body.get("reasoning_effort");
+        if (eff != null && eff.isTextual() && eff.asText().equalsIgnoreCase("none")) {
             return false;
         }
-        return body.hasNonNull("reasoning_effort") || body.hasNonNull("reasoning");
+        JsonNode r = body.get("reasoning");
+        if (r != null && r.isObject()) {
+            JsonNode en = r.get("enabled");
+            if (en != null && en.isBoolean() && !en.asBoolean()
+                    || r.path("effort").asText("").equalsIgnoreCase("none")) {
+                return false;
+            }
+        }
+        JsonNode thinking = body.get("thinking");
+        if (thinking != null && thinking.isObject() && thinking.path("type").isTextual()) {
+            String type = thinking.path("type").asText();
+            if (type.equalsIgnoreCase("disabled")) {
+                return false;
+            }
+            if (type.equalsIgnoreCase("enabled")) {
+                return true;
+            }
+        }
+        JsonNode kwargs = body.get("chat_template_kwargs");
+        for (JsonNode flag : new JsonNode[]{body.get("enable_thinking"),
+                kwargs == null ? null : kwargs.get("enable_thinking"), kwargs == null ? null : kwargs.get("thinking")}) {
+            if (flag != null && flag.isBoolean()) {
+                return flag.asBoolean();
+            }
+        }
+        return null;
     }
 
     /** Known parameters this request carries. */

@@ -10,6 +10,8 @@ import io.restassured.response.Response;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.HashSet;
 import java.util.Map;
@@ -43,6 +45,7 @@ class CapabilityFilterTest {
                   - { id: v-text, alias: vision, provider: beta, model: m, capabilities: [tools] }
                   - { id: th-off, alias: think, provider: alpha, model: m, capabilities: [reasoning_off] }
                   - { id: th-on, alias: think, provider: beta, model: m, capabilities: [] }
+                  - { id: always-thinks, alias: thinker, provider: alpha, model: m, capabilities: [tools] }
                   - { id: p-basic, alias: params, provider: alpha, model: m, parameters: [temperature] }
                   - { id: p-seed, alias: params, provider: beta, model: m, parameters: [temperature, seed] }
                   - { id: c-small, alias: ctx, provider: alpha, model: m, context_window: 2000 }
@@ -148,6 +151,33 @@ class CapabilityFilterTest {
     @Test
     void turningReasoningOffGoesOnlyToRoutesThatCan() {
         assertEquals(Set.of("th-off"), servedBy(body("think", true, "\"quick\"", ",\"reasoning_effort\":\"none\"")));
+    }
+
+    /** Reasoning off as each kind of server spells it: none of them may go to a route that cannot turn it off. */
+    @ParameterizedTest
+    @ValueSource(strings = {
+            ",\"reasoning_effort\":\"none\"",
+            ",\"reasoning\":{\"enabled\":false}",
+            ",\"reasoning\":{\"effort\":\"none\"}",
+            ",\"thinking\":{\"type\":\"disabled\"}",
+            ",\"chat_template_kwargs\":{\"enable_thinking\":false}",
+            ",\"chat_template_kwargs\":{\"thinking\":false}",
+            ",\"enable_thinking\":false"})
+    void everySpellingOfReasoningOffNeedsARouteThatCanTurnItOff(String extra) {
+        send(body("thinker", true, "\"quick\"", extra)).then()
+                .statusCode(400)
+                .body("error.code", equalTo("no_capable_provider"))
+                .body("error.message", containsString("missing reasoning_off on always-thinks"));
+        assertEquals(Set.of("th-off"), servedBy(body("think", true, "\"quick\"", extra)));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {
+            ",\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":1024}",
+            ",\"chat_template_kwargs\":{\"enable_thinking\":true}",
+            ",\"reasoning_effort\":\"low\""})
+    void askingForReasoningNeedsNoReasoningOff(String extra) {
+        send(body("thinker", true, "\"think hard\"", extra)).then().statusCode(200);
     }
 
     @Test
