@@ -306,10 +306,11 @@ public final class Router {
         Balancer.BalanceContext ctx = new Balancer.BalanceContext(facts, cursor, settings, clock.millis(), affinity,
                 embeddings);
         Balancer balancer = balancers.apply(settings);
-        List<Candidate> ordered = new ArrayList<>(order(balancer, healthy, ctx, placements));
-        // a route without real headroom is passed over while others have it, but still serves as a last resort
-        ordered.addAll(order(balancer, lowHeadroom, ctx, placements));
-        ordered = applySoftPreferences(ordered, facts.prefs());
+        // the request's soft preferences reorder each part, never across them: a route without real headroom is
+        // passed over while others have it, whatever the sort, but still serves as a last resort
+        List<Candidate> ordered = new ArrayList<>(applySoftPreferences(order(balancer, healthy, ctx, placements),
+                facts.prefs()));
+        ordered.addAll(applySoftPreferences(order(balancer, lowHeadroom, ctx, placements), facts.prefs()));
         return new RoutePlan.Ready(List.copyOf(ordered), cursor, rejected);
     }
 

@@ -133,6 +133,22 @@ class HeadroomTest {
         assertEquals(Set.of("chat-beta"), routesOf(5, "chat"));
     }
 
+    /** A client's soft preferences order the routes with headroom, then the rest: they never undo the filter. */
+    @Test
+    void aSortOrOrderPreferenceDoesNotPutARouteWithoutHeadroomFirst() {
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":8,\"max_queue\":8}").then().statusCode(200);
+        for (String prefs : List.of("{\"sort\":\"latency\"}", "{\"order\":[\"alpha\",\"beta\"]}")) {
+            for (int i = 0; i < 3; i++) {
+                Response r = given().auth().oauth2("k-acme").contentType("application/json")
+                        .body("{\"model\":\"chat\",\"stream\":true,\"provider\":" + prefs
+                                + ",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                        .post("/v1/chat/completions");
+                assertEquals(200, r.statusCode(), r.asString());
+                assertEquals("chat-beta", r.header("x-hedgerow-route"), prefs);
+            }
+        }
+    }
+
     @Test
     void aRouteWithHeadroomLeftKeepsItsPlace() {
         report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":3,\"max_queue\":8,\"memory_pressure\":0.5}")
