@@ -56,8 +56,15 @@ class AutoRoutingTest {
                   - { id: w-alpha, alias: warm, provider: alpha, model: fast2 }
                   - { id: w-beta, alias: warm, provider: beta, model: b35 }
                   - { id: w-gamma, alias: warm, provider: gamma, model: quick }
+                  - { id: h-prefill, alias: huge, provider: alpha, model: prefill, context_window: 131072 }
+                  - { id: h-steady, alias: huge, provider: beta, model: slow60, context_window: 131072 }
+                  - { id: hc-prefill, alias: hugec, provider: alpha, model: prefill, context_window: 131072 }
+                  - { id: hc-steady, alias: hugec, provider: beta, model: slow60, context_window: 131072 }
                 groups:
                   affx: { slow_bar: 10 }   # both routes always within the bar: only exploration could move a prefix
+                  # a 500 ms first-token target: judged on prompts up to 1000 tokens, or (hugec) on every prompt
+                  huge: { slo: { first_token: 500ms, standard_prompt_max_tokens: 1000 } }
+                  hugec: { slo: { first_token: 500ms, standard_prompt_max_tokens: 100000 } }
             """;
     static GatewayHarness gw;
 
@@ -68,7 +75,10 @@ class AutoRoutingTest {
                 "alpha", SimConfig.of(1).withApiKey("sk-alpha")
                         .withModel("fast2", base.withLatency(ModelScript.Latency.of(2, 0)))
                         .withModel("a20", base.withLatency(ModelScript.Latency.of(20, 0)))
-                        .withModel("steady", base.withLength(12).withLatency(ModelScript.Latency.of(30, 1000))),
+                        .withModel("steady", base.withLength(12).withLatency(ModelScript.Latency.of(30, 1000)))
+                        // 2 ms plus a second per thousand prompt tokens to the first token: prefill dominates
+                        .withModel("prefill", base.withLatency(ModelScript.Latency.of(2, 0)
+                                .withTtftPer1kPromptTokens(1000))),
                 "beta", SimConfig.of(1).withApiKey("sk-beta")
                         .withModel("slow60", base.withLatency(ModelScript.Latency.of(60, 0)))
                         .withModel("b35", base.withLatency(ModelScript.Latency.of(35, 0))),
@@ -182,6 +192,33 @@ class AutoRoutingTest {
                 .withLatency(ModelScript.Latency.of(2, 1000)));
         routes(3, "slo", ",\"provider\":{\"only\":[\"gamma\"]}");
         assertEquals(Set.of("s-quick"), new HashSet<>(routes(4, "slo", "")));
+    }
+
+    /**
+     * Keln judges the first-token target on standard-size prompts: a huge prompt's prefill is slow on every route and
+     * says nothing about the target. The same routes under two groups: huge prompts outside the standard size leave
+     * the route that served them meeting the target; counted (hugec), they put it below, and it is passed over.
+     */
+    @Test
+    void hugePromptsDoNotCountAgainstTheFirstTokenTarget() {
+        String huge = "word ".repeat(1500).strip();   // ~1500 tokens: ~1.5 s to the first token, over the target
+        for (String alias : List.of("huge", "hugec")) {
+            warm(alias, "alpha", "beta");
+            for (int i = 0; i < 3; i++) {
+                chat(alias, huge + " " + i, ",\"provider\":{\"only\":[\"alpha\"]}");
+            }
+        }
+        assertEquals("meets", slo("huge", "h-prefill"));
+        assertEquals("below", slo("hugec", "hc-prefill"));
+        assertEquals(Set.of("hc-steady"), new HashSet<>(routes(4, "hugec", "")), "below the target: passed over");
+    }
+
+    private static String slo(String alias, String route) {
+        Org org = gw.core().catalog().current().org("acme").orElseThrow();
+        RequestFacts facts = new RequestFacts(20, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
+                List.of(), Map.of(), "x");
+        return gw.core().router().explain(org, alias, facts).await().indefinitely().routes().stream()
+                .filter(r -> r.routeId().equals(route)).findFirst().orElseThrow().slo();
     }
 
     @Test
