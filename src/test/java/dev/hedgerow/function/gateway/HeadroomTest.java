@@ -178,7 +178,7 @@ class HeadroomTest {
         assertEquals(Set.of("chat-beta"), routesOf(4, "chat"));
     }
 
-    /** Keln: serving capacity reports its health; a node that says it is unhealthy gets no new work while others can. */
+    /** Keln: serving capacity reports its health; a node saying it is unhealthy gets no new work while others can. */
     @Test
     void aRouteReportedUnhealthyIsPassedOverWhileOthersCanServeAndReturnsWhenReportedHealthy() {
         report("cap-alpha", "{\"route\":\"chat-alpha\",\"healthy\":false}").then().statusCode(200)
