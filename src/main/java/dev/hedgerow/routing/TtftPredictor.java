@@ -18,14 +18,27 @@ package dev.hedgerow.routing;
  * unconstrained optimum has a negative slope (or intercept) the best line with that parameter at zero is used.
  * With no forgetting of the prior, every sample at one size leaves the slope to the prior instead of winding up.
  *
+ * <p>A sample far off a measured line is clipped (Huber-style): one late answer of a heavy tail must not drag the
+ * line. But {@value #SHIFT_AFTER} such samples in a row off the same side are no tail: the route changed (a
+ * provider that turned slow, or recovered). That sample is learnt in full and the line forgets its past (its sums
+ * keep {@value #SHIFT_MEMORY} of their weight), so a route 50x slower than it was loses the pick within a few
+ * requests instead of the dozens a clipped line took to follow it (a form of CUSUM change detection and restart).
+ *
  * <p>A route never measured predicts from its {@link Prior}. State is an immutable value: {@link #update} returns
  * a new one; {@link #encode()} / {@link #decode(String, Prior)} move it through the shared store, and decoding
- * anything damaged (or the older {@code t1} encoding) yields the prior rather than throwing. Thread-safe.
+ * anything damaged (or the older {@code t1} encoding) yields the prior rather than throwing; the {@code t2} encoding
+ * (before outliers in a row were kept) reads as a line with none. Thread-safe.
  */
 public final class TtftPredictor {
     /** The standard normal 90th percentile. */
     public static final double Z90 = 1.2816;
-    static final String TAG = "t2";
+    static final String TAG = "t3";
+    /** The encoding before {@link #outliers} was kept: read as a line with no outliers in a row. */
+    static final String TAG_V2 = "t2";
+    /** Clipped samples in a row off the same side of the line that make a shift rather than a tail. */
+    static final int SHIFT_AFTER = 3;
+    /** The share of their weight the line's sums keep when a shift is detected. */
+    static final double SHIFT_MEMORY = 0.1;
     private static final double KTOK = 1000.0;
     private static final double MIN_CLIP_MS = 50;
     /** Ridge weight of the prior intercept, in samples: the first sample all but sets it. */
@@ -73,12 +86,14 @@ public final class TtftPredictor {
     private final double t1;
     private final double variance;
     private final long samples;
+    /** Clipped samples in a row: positive above the line, negative below, 0 after one on it. */
+    private final int outliers;
     // the line solved from the sums and the prior
     private final double a;      // ms
     private final double bk;     // ms per 1000 tokens
 
     private TtftPredictor(Prior prior, double s0, double s1, double s2, double t0, double t1, double variance,
-                          long samples) {
+                          long samples, int outliers) {
         this.prior = prior;
         this.s0 = s0;
         this.s1 = s1;
@@ -87,6 +102,7 @@ public final class TtftPredictor {
         this.t1 = t1;
         this.variance = variance;
         this.samples = samples;
+        this.outliers = outliers;
         double m00 = s0 + RIDGE_A;
         double m01 = s1;
         double m11 = s2 + RIDGE_B;
@@ -108,7 +124,7 @@ public final class TtftPredictor {
 
     /** The state of a route never measured. */
     public static TtftPredictor fresh(Prior prior) {
-        return new TtftPredictor(prior, 0, 0, 0, 0, 0, prior.spreadMs() * prior.spreadMs(), 0);
+        return new TtftPredictor(prior, 0, 0, 0, 0, 0, prior.spreadMs() * prior.spreadMs(), 0, 0);
     }
 
     public Prior prior() {
@@ -174,15 +190,20 @@ public final class TtftPredictor {
         // there, a route probed on standard prompts took some twenty long ones to be predicted for them.
         double u = uncertainty(promptTokens);
         double clip = Math.max(3 * Math.sqrt(variance), MIN_CLIP_MS) * Math.sqrt(1 + u);
-        double error = samples >= 5 && u <= MEASURED_UNCERTAINTY ? Math.max(-clip, Math.min(clip, rawError))
-                : rawError;
+        boolean outlier = samples >= 5 && u <= MEASURED_UNCERTAINTY && Math.abs(rawError) > clip;
+        int side = outlier ? (rawError > 0 ? 1 : -1) : 0;
+        int inRow = side == 0 ? 0 : Integer.signum(outliers) == side ? outliers + side : side;
+        boolean shift = Math.abs(inRow) >= SHIFT_AFTER;
+        double error = outlier && !shift ? side * clip : rawError;
         double y = predicted + error;           // ≥ 0: a clipped error is above the raw one, and ttft ≥ 0
+        // a shift: the route is no longer the one the past samples measured
+        double keep = shift ? lambda * SHIFT_MEMORY : lambda;
 
-        double n0 = lambda * s0 + 1;
-        double n1 = lambda * s1 + x1;
-        double n2 = lambda * s2 + x1 * x1;
-        double m0 = lambda * t0 + y;
-        double m1 = lambda * t1 + x1 * y;
+        double n0 = keep * s0 + 1;
+        double n1 = keep * s1 + x1;
+        double n2 = keep * s2 + x1 * x1;
+        double m0 = keep * t0 + y;
+        double m1 = keep * t1 + x1 * y;
         // Error variance. The first two samples' errors are against a line that did not exist yet (the prior's
         // guess, then a line through one point) and say nothing about the route's spread: the prior spread stands
         // until the line has two samples. From then on the errors are averaged (the first replaces the prior, so
@@ -198,23 +219,31 @@ public final class TtftPredictor {
         if (!Double.isFinite(n2 + m0 + m1 + nvar)) {
             return this;
         }
-        return new TtftPredictor(prior, n0, n1, n2, m0, m1, nvar, samples + 1);
+        return new TtftPredictor(prior, n0, n1, n2, m0, m1, nvar, samples + 1, inRow);
     }
 
-    /** {@code t2;Σw;Σwx;Σwx²;Σwy;Σwxy;variance;samples} (x in thousands of tokens, y in ms). */
+    /**
+     * {@code t3;Σw;Σwx;Σwx²;Σwy;Σwxy;variance;samples;outliers} (x in thousands of tokens, y in ms; outliers the
+     * clipped samples in a row, signed by side).
+     */
     public String encode() {
-        return Codec.encode(TAG, s0, s1, s2, t0, t1, variance, samples);
+        return Codec.encode(TAG, s0, s1, s2, t0, t1, variance, samples, outliers);
     }
 
     /** The state in {@code encoded}, or {@link #fresh(Prior)} if it is missing or damaged. Never throws. */
     public static TtftPredictor decode(String encoded, Prior prior) {
-        double[] v = Codec.decode(encoded, TAG, 7);
+        double[] v = Codec.decode(encoded, TAG, 8);
+        if (v == null) {
+            double[] v2 = Codec.decode(encoded, TAG_V2, 7);
+            v = v2 == null ? null : java.util.Arrays.copyOf(v2, 8);
+        }
         // weights, sizes and times are never negative, and (Cauchy-Schwarz) (Σwx)² ≤ Σw·Σwx²
         if (v == null || v[0] < 0 || v[1] < 0 || v[2] < 0 || v[3] < 0 || v[4] < 0 || v[5] < 0 || v[6] < 0
-                || v[1] * v[1] > v[0] * v[2] * (1 + 1e-9) + 1e-12) {
+                || v[1] * v[1] > v[0] * v[2] * (1 + 1e-9) + 1e-12 || v[7] != Math.rint(v[7])
+                || Math.abs(v[7]) > 1_000_000) {
             return fresh(prior);
         }
-        return new TtftPredictor(prior, v[0], v[1], v[2], v[3], v[4], v[5], (long) v[6]);
+        return new TtftPredictor(prior, v[0], v[1], v[2], v[3], v[4], v[5], (long) v[6], (int) v[7]);
     }
 
     private static double x(long promptTokens) {

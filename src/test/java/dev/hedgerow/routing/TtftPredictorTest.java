@@ -120,14 +120,65 @@ class TtftPredictorTest {
         assertEquals(p.encode(), back.encode());
         assertEquals(p.predict(12_345), back.predict(12_345));
         assertEquals(40, back.samples());
-        assertTrue(p.encode().startsWith("t2;"));
+        assertTrue(p.encode().startsWith("t3;"));
+    }
+
+    @Test
+    void theEncodingBeforeOutliersWereKeptStillDecodes() {
+        TtftPredictor p = feed(TtftPredictor.fresh(PRIOR), new SplittableRandom(1), 40, 200, 0.01);
+        String v3 = p.encode();
+        String v2 = "t2" + v3.substring(2, v3.lastIndexOf(';'));
+        TtftPredictor back = TtftPredictor.decode(v2, PRIOR);
+        assertEquals(p.predict(12_345), back.predict(12_345));
+        assertEquals(40, back.samples());
+    }
+
+    @Test
+    void aRouteThatTurnsFiftyTimesSlowerIsPredictedSlowAfterThreeSamples() {
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < 50; i++) {
+            p = p.update(300, 30 + i % 3);
+        }
+        p = p.update(300, 1500).update(300, 1500);
+        assertTrue(p.predict(300).meanMs() < 100, "two late answers may be a tail: clipped, " + p);
+        p = p.update(300, 1500);
+        assertTrue(p.predict(300).meanMs() > 300, "a third in a row is a changed route: " + p);
+        for (int i = 0; i < 3; i++) {
+            p = p.update(300, 1500);
+        }
+        assertEquals(1500, p.predict(300).meanMs(), 150);
+    }
+
+    @Test
+    void aSlowRouteThatRecoversIsPredictedFastAgainAfterThreeSamples() {
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < 50; i++) {
+            p = p.update(300, 1500 + i % 3);
+        }
+        for (int i = 0; i < 5; i++) {
+            p = p.update(300, 30);
+        }
+        assertTrue(p.predict(300).meanMs() < 300, "back to fast: " + p);
+    }
+
+    @Test
+    void lateAnswersThatDoNotComeInARowStayATail() {
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < 50; i++) {
+            p = p.update(300, 30 + i % 3);
+        }
+        for (int i = 0; i < 30; i++) {
+            p = p.update(300, i % 3 == 2 ? 30 : 1500);   // two late, one on time, over and over
+        }
+        assertTrue(p.predict(300).meanMs() < 300, "clipped, never a shift: " + p);
     }
 
     @Test
     void decodingGarbageYieldsThePrior() {
         String fresh = TtftPredictor.fresh(PRIOR).encode();
         for (String garbage : new String[]{null, "", "t1", "x1;1;2;3;4;5;6;7", "t1;1;2;3;4;5;6",
-                "t1;NaN;2;3;4;5;6;7", "t1;1;2;-3;0;5;6;7", "t1;1;2;1;5;1;6;7", "t1;a;b;c;d;e;f;g", "t1;;;;;;;"}) {
+                "t1;NaN;2;3;4;5;6;7", "t1;1;2;-3;0;5;6;7", "t1;1;2;1;5;1;6;7", "t1;a;b;c;d;e;f;g", "t1;;;;;;;",
+                "t3;1;2;5;4;5;6;7", "t3;1;2;5;4;5;6;7;0.5"}) {
             assertEquals(fresh, TtftPredictor.decode(garbage, PRIOR).encode(), String.valueOf(garbage));
         }
     }
