@@ -182,14 +182,23 @@ final class Dispatch {
         if (finished || winner != null) {
             return;
         }
+        silenceTimer = deps.scheduler().schedule(Duration.ofNanos(keepAliveIfDue(deps.ticker().nanos())),
+                this::silentKeepAlive);
+    }
+
+    /**
+     * Sends the client a keep-alive comment if it has heard nothing for {@link #silentKeepAliveEvery()}; returns the
+     * nanoseconds until the next one is due.
+     */
+    private long keepAliveIfDue(long now) {
         long every = silentKeepAliveEvery().toNanos();
-        long quiet = deps.ticker().nanos() - lastClientWriteNanos;
+        long quiet = now - lastClientWriteNanos;
         if (quiet >= every) {
             output.keepAlive();
-            lastClientWriteNanos = deps.ticker().nanos();
+            lastClientWriteNanos = now;
             quiet = 0;
         }
-        silenceTimer = deps.scheduler().schedule(Duration.ofNanos(every - quiet), this::silentKeepAlive);
+        return every - quiet;
     }
 
     /**
@@ -630,14 +639,7 @@ final class Dispatch {
         if (silentMs < gap) {
             long next = gap - silentMs;
             if (lastHope) {
-                long every = silentKeepAliveEvery().toNanos();
-                long quiet = now - lastClientWriteNanos;
-                if (quiet >= every) {
-                    output.keepAlive();
-                    lastClientWriteNanos = now;
-                    quiet = 0;
-                }
-                next = Math.min(next, Math.max(1, (every - quiet) / 1_000_000L));
+                next = Math.min(next, Math.max(1, keepAliveIfDue(now) / 1_000_000L));
             }
             stallTimer = deps.scheduler().schedule(Duration.ofMillis(next), this::stallCheck);
             return;
