@@ -9,8 +9,8 @@ import java.util.Locale;
 /**
  * OpenRouter-style per-request provider preferences (the request's {@code provider} object), matched by provider
  * slug. {@code only} is strict, {@code ignore} excludes, {@code order} is a soft preference, {@code allowFallbacks}
- * false keeps the request on its first choice and the other providers {@code order} names (OpenRouter's meaning),
- * {@code sort} re-orders by latency, throughput or price.
+ * false keeps the request on the providers {@code order} names and no other (OpenRouter's meaning), or without an
+ * order on its first choice; {@code sort} re-orders by latency, throughput or price.
  * Immutable.
  */
 public record ProviderPrefs(List<String> only, List<String> ignore, List<String> order, boolean allowFallbacks,

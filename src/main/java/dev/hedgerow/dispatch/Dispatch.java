@@ -3,7 +3,6 @@ package dev.hedgerow.dispatch;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
-import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.HedgeBudget;
@@ -21,7 +20,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 import java.util.UUID;
 
 /**
@@ -108,33 +106,14 @@ final class Dispatch {
         this.settings = req.settings();
         this.stream = req.chat().stream();
         this.startNanos = deps.ticker().nanos();
-        this.routes = new RouteChoice(allowedRoutes(req), settings.strategy());
+        // the plan's candidates are the routes this request may use, best first (allow_fallbacks: false already
+        // left only its order's providers, or its first choice): failover, hedges and resumes stay among them
+        this.routes = new RouteChoice(req.candidates(), settings.strategy());
         this.health = new RouteHealth(deps.store(), settings.breaker(), deps.ticker(), startNanos);
         this.probes = new ProbeSlots(deps.store());
         this.windows = new TimingWindows(req, stream);
         this.output = new ClientOutput(req, sink, stream, transcript);
         this.billing = new Billing(req.facts().promptTokens(), deps.tokens(), transcript);
-    }
-
-    /**
-     * The routes this request may use, best first: failover, hedges and resumes stay among them. With
-     * {@code provider.allow_fallbacks: false} (OpenRouter's meaning: no backup providers) only the first choice and the
-     * other members the request's {@code order} names, in that order.
-     */
-    static List<Candidate> allowedRoutes(DispatchRequest req) {
-        ProviderPrefs prefs = req.facts().prefs();
-        List<Candidate> all = req.candidates();
-        if (prefs.allowFallbacks() || all.size() <= 1) {
-            return all;
-        }
-        List<Candidate> out = new ArrayList<>();
-        out.add(all.get(0));
-        for (Candidate c : all.subList(1, all.size())) {
-            if (prefs.order().contains(c.route().provider().toLowerCase(Locale.ROOT))) {
-                out.add(c);
-            }
-        }
-        return out;
     }
 
     /** True when the client asked for a stream (SSE), false for a whole JSON answer. */
@@ -957,7 +936,7 @@ final class Dispatch {
      * for a probe in flight, one blocked audit event), not answered as an upstream failure no upstream had.
      */
     private void refusedAllProbing() {
-        String routes = String.join(", ", allowedRoutes(req).stream().map(c -> c.route().id()).toList());
+        String routes = String.join(", ", req.candidates().stream().map(c -> c.route().id()).toList());
         String msg = "No provider of '" + req.alias() + "' can take this request now (" + routes
                 + ": half-open probe in flight); retry after 1 s.";
         ApiError err = new ApiError(503, "server_error", "no_healthy_provider", msg, null, 1L);

@@ -187,7 +187,7 @@ public final class Router {
             List<Explanation.Check> checks = new ArrayList<>();
             String pref = prefsBlock != null ? prefsBlock.error().message() : prefRejections.stream()
                     .filter(x -> x.routeId().equals(r.id())).map(RoutePlan.Rejection::reason).findFirst()
-                    .orElse(null);
+                    .orElse(cutAsFallback(plan, r) ? A_FALLBACK : null);
             checks.add(new Explanation.Check("preferences", pref == null, pref == null ? "allowed" : pref));
             String operator = r.drained() ? "drained by an operator"
                     : pinActive && !r.pinned() ? "another member is pinned" : null;
@@ -223,6 +223,12 @@ public final class Router {
         String error = plan instanceof RoutePlan.Blocked b ? b.error().message() : null;
         return new Explanation(alias, settings.strategy().wireName(), facts.promptTokens(), facts.contextNeeded(),
                 facts.stream(), facts.needs(), outcome, error, EXPLAIN_CURSOR, views);
+    }
+
+    /** The plan ranked the route, then left it out as a fallback the request does not allow. */
+    private static boolean cutAsFallback(RoutePlan plan, Route r) {
+        return plan instanceof RoutePlan.Ready ready && ready.rejected().stream()
+                .anyMatch(x -> x.routeId().equals(r.id()) && A_FALLBACK.equals(x.reason()));
     }
 
     /** Why breaker state keeps the route out right now (cooldown, Retry-After hold, probe in flight), or null. */
@@ -311,7 +317,8 @@ public final class Router {
         List<Candidate> ordered = new ArrayList<>(applySoftPreferences(order(balancer, healthy, ctx, placements),
                 facts.prefs()));
         ordered.addAll(applySoftPreferences(order(balancer, lowHeadroom, ctx, placements), facts.prefs()));
-        return new RoutePlan.Ready(List.copyOf(ordered), cursor, rejected);
+        return new RoutePlan.Ready(List.copyOf(withoutFallbacks(ordered, facts.prefs(), rejected)), cursor,
+                rejected);
     }
 
     private static List<Candidate> order(Balancer balancer, List<Candidate> cs, Balancer.BalanceContext ctx,
@@ -356,7 +363,16 @@ public final class Router {
         return s.blob(STANDING).map(v -> !v.trim().equalsIgnoreCase(GOOD_STANDING)).orElse(false);
     }
 
-    /** Strict preferences ({@code only}, {@code ignore}, {@code max_price}); returns a block or null. */
+    /** Why a member is left out when the request allows no fallbacks and its {@code order} does not name it. */
+    static final String NOT_ORDERED = "not in provider.order (provider.allow_fallbacks is false)";
+    /** Why a ranked candidate after the first is left out when the request allows no fallbacks and has no order. */
+    static final String A_FALLBACK = "a fallback (provider.allow_fallbacks is false: the first choice alone serves)";
+
+    /**
+     * Strict preferences ({@code only}, {@code ignore}, {@code max_price}, and {@code order} when
+     * {@code allow_fallbacks} is false: as on OpenRouter, the providers it names and no other); returns a block or
+     * null.
+     */
     static RoutePlan.Blocked applyPreferences(List<Route> members, ProviderPrefs prefs, String alias,
                                               List<RoutePlan.Rejection> rejected) {
         Set<String> slugs = members.stream().map(r -> r.provider().toLowerCase(Locale.ROOT))
@@ -376,6 +392,8 @@ public final class Router {
                 rejected.add(new RoutePlan.Rejection(r.id(), "not in provider.only"));
             } else if (prefs.ignore().contains(slug)) {
                 rejected.add(new RoutePlan.Rejection(r.id(), "in provider.ignore"));
+            } else if (orderedOnly(prefs) && !prefs.order().contains(slug)) {
+                rejected.add(new RoutePlan.Rejection(r.id(), NOT_ORDERED));
             } else if (prefs.maxPromptPrice() != null && r.price().promptPerMtok() > prefs.maxPromptPrice()
                     || prefs.maxCompletionPrice() != null && r.price().completionPerMtok() > prefs.maxCompletionPrice()) {
                 rejected.add(new RoutePlan.Rejection(r.id(), "above provider.max_price"));
@@ -384,11 +402,33 @@ public final class Router {
             }
         }
         if (kept == 0) {
+            String why = orderedOnly(prefs) ? " (with provider.allow_fallbacks false, only the providers "
+                    + "provider.order names may serve: " + String.join(", ", prefs.order()) + "; members: "
+                    + String.join(", ", slugs) + ")" : "";
             ApiError e = ApiError.invalidRequest("provider_excluded_all",
-                    "The provider preferences exclude every member of '" + alias + "'.", "provider");
+                    "The provider preferences exclude every member of '" + alias + "'" + why + ".", "provider");
             return new RoutePlan.Blocked(e, "provider_excluded_all", rejected);
         }
         return null;
+    }
+
+    /** The request allows no fallbacks and names an order: only the providers the order names may serve it. */
+    private static boolean orderedOnly(ProviderPrefs prefs) {
+        return !prefs.allowFallbacks() && !prefs.order().isEmpty();
+    }
+
+    /**
+     * {@code allow_fallbacks: false} without an {@code order}: the first choice alone (with an order, the strict
+     * filter already kept only the providers it names). The rest are recorded as left out, for explain.
+     */
+    private static List<Candidate> withoutFallbacks(List<Candidate> ordered, ProviderPrefs prefs,
+                                                    List<RoutePlan.Rejection> rejected) {
+        if (prefs.allowFallbacks() || !prefs.order().isEmpty() || ordered.size() <= 1) {
+            return ordered;
+        }
+        ordered.subList(1, ordered.size()).forEach(c -> rejected.add(new RoutePlan.Rejection(c.route().id(),
+                A_FALLBACK)));
+        return List.of(ordered.get(0));
     }
 
     /** What the route lacks to serve this request (empty = capable). */
@@ -396,7 +436,10 @@ public final class Router {
         return Shortfall.of(r, f).stream().map(Shortfall.Lack::describe).toList();
     }
 
-    /** Soft preferences: {@code sort} then {@code order}; never excludes. */
+    /**
+     * Soft preferences: {@code sort} then {@code order}; never excludes (with {@code allow_fallbacks: false} the
+     * strict filter, {@link #applyPreferences}, already left out every provider the order does not name).
+     */
     private List<Candidate> applySoftPreferences(List<Candidate> ordered, ProviderPrefs prefs) {
         List<Candidate> out = new ArrayList<>(ordered);
         if (prefs.sort() != null) {

@@ -653,6 +653,40 @@ class AdminApiTest {
                         equalTo("another member is pinned"));
     }
 
+    /**
+     * Explain shows the plan the request really gets under provider.allow_fallbacks: false (it ranked every member,
+     * as if fallbacks were allowed): with an order, only the providers it names; without one, the first choice alone;
+     * an order naming no member, the gateway's own refusal.
+     */
+    @Test
+    void explainHonoursAllowFallbacksAsTheGatewayDoes() {
+        String ask = "{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"provider\":";
+        admin().body(ask + "{\"order\":[\"beta\"],\"allow_fallbacks\":false}}")
+                .post("/admin/explain").then().statusCode(200)
+                .body("outcome", equalTo("ready"))
+                .body("routes.find { it.route == 'duo-beta' }.rank", equalTo(1))
+                .body("routes.find { it.route == 'duo-alpha' }.rank", equalTo(0))
+                .body("routes.find { it.route == 'duo-alpha' }.checks.findAll { !it.passed }.filter",
+                        equalTo(List.of("preferences")))
+                .body("routes.find { it.route == 'duo-alpha' }.checks.find { it.filter == 'preferences' }.detail",
+                        containsString("allow_fallbacks is false"));
+
+        admin().body(ask + "{\"allow_fallbacks\":false}}")
+                .post("/admin/explain").then().statusCode(200)
+                .body("outcome", equalTo("ready"))
+                .body("routes.rank.sort()", equalTo(List.of(0, 1)))
+                .body("routes.find { it.rank == 0 }.checks.find { it.filter == 'preferences' }.detail",
+                        containsString("a fallback"));
+
+        String nobody = ask + "{\"order\":[\"nosuch\"],\"allow_fallbacks\":false}}";
+        admin().body(nobody).post("/admin/explain").then().statusCode(200)
+                .body("outcome", equalTo("provider_excluded_all"))
+                .body("routes.rank", everyItem(equalTo(0)));
+        given().auth().oauth2("k-acme").contentType("application/json").body(nobody)
+                .post("/v1/chat/completions").then().statusCode(400)
+                .body("error.code", equalTo("provider_excluded_all"));
+    }
+
     @Test
     void explainDoesNotMoveTheRotation() {
         long before = store().nextCursor("acme", "duo").await().atMost(Duration.ofSeconds(5));

@@ -170,6 +170,54 @@ class ProviderPreferencesTest {
                 "never a provider the order does not name");
     }
 
+    /**
+     * OpenRouter: with fallbacks off, a request whose ordered providers cannot serve it fails; it is refused as the
+     * router refuses a request every allowed member of which is out (503 no_healthy_provider with Retry-After, one
+     * blocked event), never served by a provider the order does not name. It was served by the next member before.
+     */
+    @Test
+    void allowFallbacksFalseIsRefusedWhenNoProviderItsOrderNamesCanServe() {
+        GroupKit.failOnce(gw, "kimi3", "together", "kimi-k2");
+        GroupKit.failOnce(gw, "kimi3", "openrouter", "kimi-k2");
+        PROVIDERS.forEach(p -> gw.sim(p).resetStats());
+        long before = GroupKit.blocked(gw.core().store(), "no_healthy_provider");
+        String prefs = "{\"order\":[\"together\",\"openrouter\"],\"allow_fallbacks\":false}";
+        Response r = chat(gw, "kimi3", "ordered ones cooling down", false, prefs);
+        assertEquals(503, r.statusCode(), r.asString());
+        assertEquals("no_healthy_provider", r.jsonPath().getString("error.code"));
+        assertTrue(Integer.parseInt(r.header("Retry-After")) >= 1, r.headers().toString());
+        assertTrue(r.jsonPath().getString("error.message").contains("kimi3-together: cooling down"), r.asString());
+        assertEquals(before + 1, GroupKit.blocked(gw.core().store(), "no_healthy_provider"));
+        assertEquals(0, total(), "never a provider the order does not name");
+        // with fallbacks allowed the same order is only a preference: another member serves
+        Response soft = chat(gw, "kimi3", "fallbacks allowed", false, "{\"order\":[\"together\",\"openrouter\"]}");
+        assertEquals(200, soft.statusCode(), soft.asString());
+        assertTrue(Set.of("kimi3-digitalocean", "kimi3-fireworks").contains(route(soft)), route(soft));
+    }
+
+    @Test
+    void allowFallbacksFalseWithAnOrderNamingNoMemberIs400ProviderExcludedAllWithOneBlockedEvent() {
+        long before = GroupKit.blocked(gw.core().store(), "provider_excluded_all");
+        Response r = chat(gw, "kimi3", "ordered nobody", false,
+                "{\"order\":[\"nosuch\"],\"allow_fallbacks\":false}");
+        assertEquals(400, r.statusCode(), r.asString());
+        assertEquals("provider_excluded_all", r.jsonPath().getString("error.code"));
+        assertEquals("provider", r.jsonPath().getString("error.param"));
+        assertTrue(r.jsonPath().getString("error.message").contains("allow_fallbacks"), r.asString());
+        assertEquals(before + 1, GroupKit.blocked(gw.core().store(), "provider_excluded_all"));
+        assertEquals(0, total());
+    }
+
+    /** Without an order, no fallbacks means the first choice alone (kept as it was). */
+    @Test
+    void allowFallbacksFalseWithoutAnOrderStaysOnTheFirstChoice() {
+        failAll();
+        Response r = chat(gw, "kimi3", "first choice only", false, "{\"allow_fallbacks\":false}");
+        assertEquals(502, r.statusCode(), r.asString());
+        assertEquals(1, trail(r).size(), trail(r).toString());
+        assertEquals(1, total(), "no second provider was asked");
+    }
+
     @Test
     void allowFallbacksFalseNeverResumesABrokenStreamOnAnotherProvider() {
         gw.sim("fireworks").enqueue("kimi-k2", Fault.dropAfter(3));
