@@ -232,9 +232,22 @@ public final class GatewayRoutes {
                 },
                 t -> {
                     System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "routing failed", t);
-                    JsonReplies.error(resp, new ApiError(503, "server_error", "routing_unavailable",
-                            "Routing state is unavailable; retry shortly.", null, 1L));
+                    routingUnavailable(h, org, chat.model(), requestId, resp);
                 });
+    }
+
+    /**
+     * Planning failed on a state-store error: 503 {@code routing_unavailable}, and, as every refusal, one blocked
+     * audit event. The answer goes out first and the event is written best effort: the store that failed the plan may
+     * be the audit's too, and an audit write never delays or fails a request ({@link dev.hedgerow.audit.AuditLog}).
+     */
+    private static void routingUnavailable(Hedgerow h, Org org, String alias, String requestId,
+                                           HttpServerResponse resp) {
+        ApiError err = new ApiError(503, "server_error", "routing_unavailable",
+                "Routing state is unavailable; retry shortly.", null, 1L);
+        JsonReplies.error(resp, err);
+        h.audit().blocked(org.id(), alias, err.code(), err.message(), requestId).subscribe()
+                .with(v -> { }, t -> { });
     }
 
     /** A bug met by one request ends that request with a 500 envelope; it must never leave the client hanging. */
