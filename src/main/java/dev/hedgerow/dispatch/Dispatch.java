@@ -109,7 +109,7 @@ final class Dispatch {
         // the plan's candidates are the routes this request may use, best first (allow_fallbacks: false already
         // left only its order's providers, or its first choice): failover, hedges and resumes stay among them
         this.routes = new RouteChoice(req.candidates(), settings.strategy());
-        this.health = new RouteHealth(deps.store(), settings.breaker(), deps.ticker(), startNanos);
+        this.health = new RouteHealth(deps.store(), deps.models(), settings, deps.ticker(), startNanos);
         this.probes = new ProbeSlots(deps.store());
         this.windows = new TimingWindows(req, stream);
         this.output = new ClientOutput(req, sink, stream, transcript);

@@ -2,6 +2,7 @@ package dev.hedgerow.dispatch;
 
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.dispatch.Attempt.Failure;
+import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
 
@@ -9,18 +10,23 @@ import java.time.Duration;
 
 /**
  * The health verdicts a dispatch writes about its routes (Kong's passive health check): a failure counted against
- * the route (and its {@code retry-after} held), a success that resets the count. A verdict frees the half-open
- * probe slot the attempt held. Guarded by its dispatch.
+ * the route (and its {@code retry-after} held, and a latency penalty on its peak EWMAs), a success that resets the
+ * count. A verdict frees the half-open probe slot the attempt held. Guarded by its dispatch.
  */
 final class RouteHealth {
     private final StateStore store;
+    private final LearnedModels models;
     private final GroupSettings.Breaker breaker;
+    private final GroupSettings.Timeouts timeouts;
     private final Ticker ticker;
     private final long requestStartNanos;
 
-    RouteHealth(StateStore store, GroupSettings.Breaker breaker, Ticker ticker, long requestStartNanos) {
+    RouteHealth(StateStore store, LearnedModels models, GroupSettings settings, Ticker ticker,
+                long requestStartNanos) {
         this.store = store;
-        this.breaker = breaker;
+        this.models = models;
+        this.breaker = settings.breaker();
+        this.timeouts = settings.timeouts();
         this.ticker = ticker;
         this.requestStartNanos = requestStartNanos;
     }
@@ -35,6 +41,10 @@ final class RouteHealth {
         }
         store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout()).subscribe().with(v -> { },
                 t -> { });
+        // lowest_latency's measures take the failure as the slowest latency the group does not call a failure (a
+        // token gap of stall_floor, an answer of read_timeout), with or without a breaker: under max_fails 0 nothing
+        // else would keep a route that fails fast from ranking first on every request
+        models.learnFailure(a.cand.state(), timeouts.stallFloor().toMillis(), timeouts.read().toMillis());
         if (f.retryAfterSeconds() > 0) {
             store.holdRetryAfter(a.cand.id(), Duration.ofSeconds(f.retryAfterSeconds()))
                     .subscribe().with(v -> { }, t -> { });

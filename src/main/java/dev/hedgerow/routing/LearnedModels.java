@@ -275,6 +275,24 @@ public final class LearnedModels implements RouteModels {
         }
     }
 
+    /**
+     * Learns a failed attempt (a failure counted against the route) as a latency penalty on Kong's
+     * {@code lowest_latency} measures: the peak EWMAs of time per output token and of end-to-end latency take
+     * {@code tpotPenaltyMs} and {@code e2ePenaltyMs} as samples. A failure carries no latency of its own, and a fast
+     * one measured as such would make a failing route look like the quickest. Above the route's cost, a penalty
+     * replaces it at once (the peak) and then decays with idle time like any sample, so the route is passed over
+     * whether or not a breaker takes it out, and is tried again once its penalty decayed below the others' costs.
+     */
+    public void learnFailure(RouteSnapshot base, long tpotPenaltyMs, long e2ePenaltyMs) {
+        long now = clock.millis();
+        List<StateStore.RouteBlob> writes = new ArrayList<>(2);
+        update(base, PEWMA_TPOT, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
+                : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(tpotPenaltyMs, now).encode(), writes);
+        update(base, PEWMA_E2E, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
+                : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(e2ePenaltyMs, now).encode(), writes);
+        write(base, writes);
+    }
+
     /** Steps this instance's copy of one model and queues its new value for {@link #write}. */
     private void update(RouteSnapshot base, String name, Duration ttl, UnaryOperator<String> step,
                         List<StateStore.RouteBlob> writes) {

@@ -1,5 +1,6 @@
 package dev.hedgerow.function.gateway;
 
+import dev.hedgerow.catalog.Org;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.PeakEwma;
 import dev.hedgerow.sim.Fault;
@@ -21,6 +22,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -50,8 +52,12 @@ class KongLowestLatencyTest {
                       capabilities: [prefill] }
                   - { id: resumes, alias: resumed, provider: sim, model: m-resumes, priority: 2,
                       capabilities: [prefill] }
+                  - { id: quick0, alias: unguarded, provider: sim, model: m-quick }
+                  - { id: steady0, alias: unguarded, provider: sim, model: m-steady }
                 groups:
                   fastest: { strategy: lowest_latency, latency_strategy: tpot, hedging: false }
+                  unguarded: { strategy: lowest_latency, latency_strategy: tpot, hedging: false,
+                               breaker: { max_fails: 0 } }
                   resumed: { strategy: priority, hedging: false }
             """;
 
@@ -82,18 +88,25 @@ class KongLowestLatencyTest {
         vertx.close().toCompletionStage().toCompletableFuture().join();
     }
 
-    private long samples;
-
     /** One streamed request; returns its route once its time per output token is learnt (so the next one sees it). */
     private String served() {
+        return served("fastest");
+    }
+
+    /** As {@link #served()}, for {@code alias}. */
+    private String served(String alias) {
+        Org org = gw.core().catalog().current().org("acme").orElseThrow();
+        Map<String, Long> before = new HashMap<>();
+        org.routesOf(alias).forEach(route -> before.put(route.id(), learnt(route.id())));
         Response r = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
-                .body("{\"model\":\"fastest\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}")
+                .body("{\"model\":\"" + alias + "\",\"stream\":true,\"messages\":[{\"role\":\"user\","
+                        + "\"content\":\"go\"}]}")
                 .post("/v1/chat/completions");
         assertEquals(200, r.statusCode(), r.asString());
         assertTrue(r.asString().contains("data: [DONE]"), r.asString());
-        samples++;
-        eventually(() -> learnt("quick") + learnt("steady") == samples, "sample " + samples + " learnt");
-        return r.header("x-hedgerow-route");
+        String route = r.header("x-hedgerow-route");
+        eventually(() -> learnt(route) == before.get(route) + 1, "the sample of " + route + " learnt");
+        return route;
     }
 
     /** The samples route {@code id}'s peak EWMA of time per output token has taken. */
@@ -140,6 +153,44 @@ class KongLowestLatencyTest {
         List<String> after = served(6);
         assertTrue(after.subList(0, 2).contains("quick"), after.toString());
         assertEquals(List.of("quick", "quick", "quick", "quick"), after.subList(2, 6), after.toString());
+    }
+
+    /**
+     * Under {@code max_fails: 0} no breaker takes a failing route out, so its peak EWMA must: a failure is learnt as a
+     * latency penalty (a token gap of the group's stall_floor), which the peak takes at once. A route that decodes
+     * fastest but has just failed is passed over until the penalty decayed; before, it was tried first again on every
+     * request, each one paying a failed attempt.
+     */
+    @Test
+    void withoutABreakerAFailureIsALatencyPenaltyThatKeepsTheFailingRouteFromRankingFirst() {
+        List<String> warm = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            warm.add(served("unguarded"));
+        }
+        assertEquals(List.of("quick0", "steady0"), warm.subList(0, 2).stream().sorted().toList(), warm.toString());
+        assertEquals(List.of("quick0", "quick0"), warm.subList(2, 4));
+
+        sims.get("sim").enqueue("m-quick", Fault.status(500));
+        assertEquals("steady0", served("unguarded"), "failed over");
+        long quick = sims.get("sim").stats("m-quick").received();
+        List<String> after = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            after.add(served("unguarded"));
+        }
+        assertEquals(List.of("steady0", "steady0", "steady0", "steady0"), after);
+        assertEquals(quick, sims.get("sim").stats("m-quick").received(), "the failed route was not tried first again");
+        assertTrue(pewma("quick0", LearnedModels.PEWMA_TPOT).cost() >= 5_000, "penalty: stall_floor, 5 s a token");
+        assertTrue(pewma("quick0", LearnedModels.PEWMA_E2E).cost() >= 60_000, "penalty: read_timeout, 60 s");
+
+        // two idle minutes: the penalty decays (e^-12) below steady's measured cost, quick0 is tried again, measured at
+        // its 2 ms a token, and takes the traffic back
+        wall.advance(Duration.ofMinutes(2));
+        List<String> recovered = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            recovered.add(served("unguarded"));
+        }
+        assertTrue(recovered.subList(0, 2).contains("quick0"), recovered.toString());
+        assertEquals(List.of("quick0", "quick0", "quick0", "quick0"), recovered.subList(2, 6), recovered.toString());
     }
 
     @Test
