@@ -17,7 +17,6 @@ import dev.hedgerow.catalog.GroupYaml;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
-import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.Router;
@@ -134,9 +133,10 @@ public final class AdminService {
      * ({@code "hedging": false}, {@code "breaker": {"max_fails": 3}}, {@code "read_timeout": "90s"}, Kong's
      * {@code "balancer": {...}}). Fields left out keep their value, a nested mapping is merged field by field, and
      * {@code null} gives a setting back its default, as a key missing from the file has it ({@link GroupYaml#edited}).
-     * The file loader judges the edited group ({@link OrgValidator#editedGroup}): a field it does not know is refused
-     * as it would be in the file. The strategy may be written as Kong spells it ({@code round-robin}); the answer
-     * names it as Hedgerow does.
+     * The file loader judges the edited group ({@link OrgValidator#editedGroup}): a field it does not know, or a value
+     * it refuses ({@code "strategy": "Weighted"}: the file's names are lowercase), is refused as it would be in the
+     * file, with its words. The strategy may be written as Kong spells it ({@code round-robin}); the answer names it
+     * as Hedgerow does.
      *
      * @param ifMatch the revisions the edit was based on, as an HTTP {@code If-Match} value ({@code "rev"}, a list,
      *                or {@code *}); null = unconditional. Judged against the stored catalog inside the
@@ -151,17 +151,6 @@ public final class AdminService {
         // the group's settings: every field but members, in the file's terms, for the loader to judge
         ObjectNode settings = ((ObjectNode) edit).deepCopy();
         settings.remove("members");
-        if (edit.hasNonNull("strategy")) {
-            if (!edit.get("strategy").isTextual()) {
-                throw new RequestException(ApiError.invalidRequest("'strategy' must be a string.", "strategy"));
-            }
-            try {
-                settings.put("strategy", Strategy.parse(edit.get("strategy").asText()).wireName());
-            } catch (IllegalArgumentException e) {
-                throw new RequestException(ApiError.invalidRequest("unknown_strategy", "Unknown strategy '"
-                        + edit.get("strategy").asText() + "'; allowed: " + Strategy.allowed() + ".", "strategy"));
-            }
-        }
         JsonNode memberEdits = edit.path("members");
         if (!memberEdits.isMissingNode() && !memberEdits.isNull() && !memberEdits.isArray()) {
             throw new RequestException(ApiError.invalidRequest("'members' must be an array.", "members"));

@@ -27,11 +27,6 @@ public enum Strategy implements Spelled {
         return WireNames.parse(Strategy.class, "strategy", s);
     }
 
-    /** Every accepted spelling, for error messages. */
-    public static String allowed() {
-        return WireNames.allowed(Strategy.class);
-    }
-
     @Override
     public List<String> synonyms() {
         return synonyms;

@@ -576,7 +576,7 @@ async function saveGroup(ed) {
     ed.error = e.message;
     ed.invalid = e.errors.filter(x => x.route || x.param).map(x => x.route
       ? { route: x.route, field: x.path.replace(/^routes\[\d+\]\.?/, '') } : { param: x.param });
-    // a refusal of the request itself (unknown_strategy) names its field in the envelope's param alone
+    // a refusal of the request itself (a malformed members list) names its field in the envelope's param alone
     if (!e.errors.length && e.param) ed.invalid.push({ param: e.param });
     updateMarks(ed);
     status('Not saved: ' + e.message + ' (the values marked unsaved are not in effect)', true);

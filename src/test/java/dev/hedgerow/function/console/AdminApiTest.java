@@ -172,7 +172,8 @@ class AdminApiTest {
         answers.add(Map.entry("400 unknown_field",
                 admin().body("{\"members\": [{\"route\": \"duo-alpha\", \"wieght\": 5}]}").put("/admin/groups/duo")));
         answers.add(Map.entry("400 invalid_request", admin().body("{\"members\": \"x\"}").put("/admin/groups/duo")));
-        answers.add(Map.entry("400 invalid_request", admin().body("{\"strategy\": 5}").put("/admin/groups/duo")));
+        // judged by the file loader, as strategy: 5 in hedgerow.yaml: unknown strategy "5"
+        answers.add(Map.entry("400 invalid_catalog", admin().body("{\"strategy\": 5}").put("/admin/groups/duo")));
         answers.add(Map.entry("400 invalid_request", admin().body("{\"members\": [{\"route\": \"duo-alpha\", \"weight\": 1},"
                 + " {\"route\": \"duo-alpha\", \"weight\": 9}]}").put("/admin/groups/duo")));
         answers.add(Map.entry("400 invalid_request", admin().body("{\"route\": \"duo-alpha\", \"drained\": \"nope\"}")
@@ -510,11 +511,44 @@ class AdminApiTest {
     @Test
     void anUnknownStrategyIsRefusedWithTheAcceptedSpellings() {
         admin().body("{\"strategy\":\"fastest\"}").put("/admin/groups/duo").then().statusCode(400)
-                .body("error.code", equalTo("unknown_strategy"))
+                .body("error.code", equalTo("invalid_catalog"))
                 .body("error.param", equalTo("strategy"))
+                .body("error.errors[0].path", equalTo("groups.duo.strategy"))
+                .body("error.message", containsString("unknown strategy \"fastest\""))
                 .body("error.message", containsString("rr_health, weighted,"))
                 .body("error.message", containsString("round-robin (= weighted)"));
         admin().get("/admin/groups/duo").then().body("strategy", equalTo("rr_health"));
+    }
+
+    /**
+     * The file loader judges a strategy edit: hedgerow.yaml refuses {@code Weighted} (its names are lowercase), so
+     * the edit does too, in the loader's words (it was accepted as weighted before), and what the file accepts (a
+     * name with spaces around it) the edit accepts.
+     */
+    @Test
+    void aStrategyIsJudgedAsTheCatalogFileJudgesIt() {
+        String file = """
+                orgs:
+                  - id: acme
+                    keys: [{ name: app, key: "k-file" }]
+                    providers: [{ id: alpha, base_url: "http://127.0.0.1:9" }]
+                    routes: [{ alias: duo, provider: alpha, model: kimi-a }]
+                    groups: { duo: { strategy: Weighted } }
+                """;
+        dev.hedgerow.catalog.CatalogError inFile = org.junit.jupiter.api.Assertions.assertThrows(
+                dev.hedgerow.catalog.CatalogException.class,
+                () -> new dev.hedgerow.catalog.CatalogLoader(name -> null).parse(file)).errors().get(0);
+        assertEquals("orgs[0].groups.duo.strategy", inFile.path());
+        admin().body("{\"strategy\":\"Weighted\"}").put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("invalid_catalog"))
+                .body("error.param", equalTo("strategy"))
+                .body("error.errors[0].path", equalTo("groups.duo.strategy"))
+                .body("error.errors[0].param", equalTo("strategy"))
+                .body("error.errors[0].message", equalTo(inFile.message()));
+        admin().get("/admin/groups/duo").then().body("strategy", equalTo("rr_health"));
+
+        admin().body("{\"strategy\":\" weighted \"}").put("/admin/groups/duo").then().statusCode(200)
+                .body("strategy", equalTo("weighted"));
     }
 
     @Test
