@@ -380,11 +380,13 @@ final class Dispatch {
                 a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(next), () -> abandon(a));
                 return;
             }
+            learnWaited(a);
             attemptFailed(a, Failure.timeout("timeout_first_token", "the upstream was silent for " + silentMs
                     + " ms (read_timeout " + readMs + " ms)"));
             return;
         }
         if (a.status == 0) {
+            learnWaited(a);
             attemptFailed(a, Failure.timeout("timeout_no_response", "no response head within "
                     + elapsedMs(a.startNanos) + " ms"));
             return;
@@ -394,6 +396,7 @@ final class Dispatch {
             // the head came within the read limit: the first-token limit runs on
             a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(left), () -> abandon(a));
         } else {
+            learnWaited(a);
             attemptFailed(a, Failure.timeout("timeout_first_token", "no first token within "
                     + windows.abandonAfter(a.cand).toMillis() + " ms"));
         }
@@ -553,6 +556,7 @@ final class Dispatch {
         }
         for (Attempt other : attempts) {
             if (other != a && other.live) {
+                learnWaited(other);
                 endAttempt(other, "lost_race", null, false);
                 deps.observer().wastedTokens(req.facts().promptTokens());
             }
@@ -569,6 +573,23 @@ final class Dispatch {
         if (stream) {
             armStallWatchdog();
         }
+    }
+
+    /**
+     * An attempt is ending after waiting with no first content: it lost the race to another attempt, or it is
+     * abandoned (its silence outlasted its limit) for a failover. Its first token would have come no sooner than
+     * now, so a stream's route learns the wait as a lower bound of its time to first token for this prompt size
+     * ({@code LearnedModels.learnFirstTokenAtLeast}: only upwards, clipped as any sample, and an SLO miss only when it
+     * proves one). Without this a route that turned slow while hedges kept winning against it was never measured
+     * slow, and every request went to it first and paid the hedge delay. A non-streamed answer's wait is no first
+     * token; a client's hang-up ({@link #clientGone}) teaches nothing, as the route was not slow, the client left.
+     */
+    private void learnWaited(Attempt a) {
+        if (!stream || a.hasContent) {
+            return;
+        }
+        deps.models().learnFirstTokenAtLeast(a.cand.state(), req.facts().promptTokens(), elapsedMs(a.startNanos),
+                settings.slo());
     }
 
     /** The upstream stream ended ({@code failure} null = clean EOF or [DONE]). */

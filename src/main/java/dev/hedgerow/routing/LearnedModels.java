@@ -194,6 +194,32 @@ public final class LearnedModels implements RouteModels {
     }
 
     /**
+     * Learns that a stream's first token had not come after {@code waitedMs} for a prompt of {@code promptTokens}: an
+     * attempt that lost the hedge race, or was abandoned, with no first token (a censored sample, a lower bound). The
+     * TTFT line learns it only upwards ({@link TtftPredictor#updateAtLeast}). The SLO tracker counts it only when it
+     * proves a miss (waited past the first-token target), never as a success, since the true time is unknown; below
+     * the target it teaches the tracker nothing. Trifrost's EMA and the console's sample points are measured times and
+     * do not take it. A client's hang-up is no such sample (the route was not slow, the client left): not called then.
+     */
+    public void learnFirstTokenAtLeast(RouteSnapshot base, int promptTokens, long waitedMs, GroupSettings.Slo slo) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(2);
+        String current = chainFrom(base, TTFT);
+        TtftPredictor seen = current == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(current, prior);
+        if (seen.updateAtLeast(promptTokens, waitedMs) != seen) { // else the line predicts that much already
+            update(base, TTFT, MODEL_TTL, enc -> (enc == null ? TtftPredictor.fresh(prior)
+                    : TtftPredictor.decode(enc, prior)).updateAtLeast(promptTokens, waitedMs).encode(), writes);
+        }
+        if (waitedMs > slo.firstToken().toMillis() && promptTokens <= slo.standardPromptMaxTokens()) {
+            // a proven miss: the first token came after the target, if at all
+            update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeTtft(promptTokens, waitedMs).encode(),
+                    writes);
+        }
+        if (!writes.isEmpty()) {
+            write(base, writes);
+        }
+    }
+
+    /**
      * Learns one stream's rhythm for the stall watchdog ({@link InterTokenStats}): {@code observed} gaps in all,
      * of which {@code recentGaps} holds the last up to {@value #GAP_REPLAY} as a ring ({@code observed % length}
      * is the oldest once it wrapped). They are replayed onto this instance's newest copy, so concurrent streams on
@@ -291,6 +317,13 @@ public final class LearnedModels implements RouteModels {
         update(base, PEWMA_E2E, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
                 : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(e2ePenaltyMs, now).encode(), writes);
         write(base, writes);
+    }
+
+    /** The value an {@link #update} of this model would start from now. */
+    private String chainFrom(RouteSnapshot base, String name) {
+        AtomicReference<Local> ref = latest.get(base.routeId() + "|" + name);
+        Local current = ref == null ? null : ref.get();
+        return younger(current, LOCAL_CHAIN_MS) ? current.value() : base.blob(name).orElse(null);
     }
 
     /** Steps this instance's copy of one model and queues its new value for {@link #write}. */

@@ -24,6 +24,11 @@ package dev.hedgerow.routing;
  * keep {@value #SHIFT_MEMORY} of their weight), so a route 50x slower than it was loses the pick within a few
  * requests instead of the dozens a clipped line took to follow it (a form of CUSUM change detection and restart).
  *
+ * <p>An attempt cancelled without a first token (a hedge race's loser, an abandoned attempt) still saw something: its
+ * first token would have taken at least as long as it waited. {@link #updateAtLeast} learns that censored sample, only
+ * ever upwards, so a route that turned slow while hedges kept winning against it learns that it did, instead of
+ * being picked first, and hedged, forever.
+ *
  * <p>A route never measured predicts from its {@link Prior}. State is an immutable value: {@link #update} returns
  * a new one; {@link #encode()} / {@link #decode(String, Prior)} move it through the shared store, and decoding
  * anything damaged (or the older {@code t1} encoding) yields the prior rather than throwing; the {@code t2} encoding
@@ -178,6 +183,31 @@ public final class TtftPredictor {
         if (!Double.isFinite(ttftMs) || ttftMs < 0) {
             return this;
         }
+        return step(promptTokens, ttftMs, false);
+    }
+
+    /**
+     * Learns a <b>censored</b> sample: a first token that had not come after {@code waitedMs} (an attempt that lost
+     * a hedge race, or was abandoned, with no first token), so the route's time for this prompt was at least that.
+     * Where the line already predicts at least {@code waitedMs} for this size, that says nothing and this state is
+     * returned as is. Above it, {@code waitedMs} is learnt as a sample, clipped off the line as any sample is (a
+     * heavy tail's slow loser nudges a fast route, it does not drag it) and counted toward the shift rule when
+     * clipped: a route whose attempts keep losing races far above its line has changed, as one whose answers keep
+     * coming late has. It can only move the prediction here up: the mean for this size never falls, and the spread
+     * is left as it is (it is the spread of answers, and it sets the hedge window: the losers of a heavy tail must
+     * not widen it, or every later hedge would fire later), so the P90 moves with the mean. One that falls inside
+     * the clip leaves the count of outliers in a row above the line as it was (the true time may have been one). A
+     * value that is not a finite, non-negative number is ignored.
+     */
+    public TtftPredictor updateAtLeast(long promptTokens, double waitedMs) {
+        if (!Double.isFinite(waitedMs) || waitedMs < 0 || waitedMs <= predict(promptTokens).meanMs()) {
+            return this;
+        }
+        TtftPredictor next = step(promptTokens, waitedMs, true);
+        return next.predict(promptTokens).meanMs() < predict(promptTokens).meanMs() ? this : next;
+    }
+
+    private TtftPredictor step(long promptTokens, double ttftMs, boolean censored) {
         double lambda = prior.forgetting();
         double x1 = x(promptTokens);
         double predicted = a + bk * x1;
@@ -192,7 +222,8 @@ public final class TtftPredictor {
         double clip = Math.max(3 * Math.sqrt(variance), MIN_CLIP_MS) * Math.sqrt(1 + u);
         boolean outlier = samples >= 5 && u <= MEASURED_UNCERTAINTY && Math.abs(rawError) > clip;
         int side = outlier ? (rawError > 0 ? 1 : -1) : 0;
-        int inRow = side == 0 ? 0 : Integer.signum(outliers) == side ? outliers + side : side;
+        int inRow = side == 0 ? (censored ? Math.max(0, outliers) : 0)
+                : Integer.signum(outliers) == side ? outliers + side : side;
         boolean shift = Math.abs(inRow) >= SHIFT_AFTER;
         double error = outlier && !shift ? side * clip : rawError;
         double y = predicted + error;           // ≥ 0: a clipped error is above the raw one, and ttft ≥ 0
@@ -215,6 +246,11 @@ public final class TtftPredictor {
             // an a-priori error's variance is the noise's times (1 + u): divided by it, an error the line could
             // not have known (far from its samples) does not pass for noise and widen every window
             nvar = (1 - w) * variance + w * error * error / (1 + u);
+        }
+        if (censored) {
+            // The spread is that of answers, and it sets the hedge window: a loser's error fed to it widened the
+            // window of a fast route with a heavy tail at every tail, and later hedges rescued that tail later.
+            nvar = variance;
         }
         if (!Double.isFinite(n2 + m0 + m1 + nvar)) {
             return this;

@@ -13,6 +13,7 @@ import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.ThinkingTime;
 import dev.hedgerow.routing.TtftEstimate;
+import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.UsageSample;
@@ -37,6 +38,7 @@ import java.util.Set;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -265,6 +267,84 @@ class DispatchTimingTest {
         assertEquals(2, trail.get(1).path("attempt").asInt());
         assertEquals("hedge", trail.get(1).path("kind").asText());
         assertEquals("lost_race", trail.get(1).path("outcome").asText());
+    }
+
+    /** A route's learnt TTFT line: 40 first tokens of about {@code ms} at 10 prompt tokens. */
+    static String learntTtft(double ms) {
+        TtftPredictor p = TtftPredictor.fresh(TtftPredictor.Prior.defaults());
+        for (int i = 0; i < 40; i++) {
+            p = p.update(10, ms + i % 3);
+        }
+        return p.encode();
+    }
+
+    /** The TTFT line the store holds for the route, or null when nothing was learnt. */
+    TtftPredictor ttftInStore(String routeId) {
+        return store.snapshot(List.of("acme/" + routeId), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/" + routeId).blob(LearnedModels.TTFT)
+                .map(e -> TtftPredictor.decode(e, TtftPredictor.Prior.defaults())).orElse(null);
+    }
+
+    @Test
+    void aHedgeRacesLoserTeachesItsRouteItsWaitAsALowerBound() {
+        String learnt = learntTtft(100);
+        start(false, candidate("chat-a", 300, blobs(LearnedModels.TTFT, learnt)), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head();
+        advance(300);
+        Call b = upstream.last().head();
+        advance(200);
+        b.content("Hello").finish();
+        assertTrue(a.cancelled);
+        // chat-a waited 500 ms for a first token that never came: at least 500 ms, learnt as a censored sample
+        TtftPredictor expected = TtftPredictor.decode(learnt, TtftPredictor.Prior.defaults()).updateAtLeast(10, 500);
+        TtftPredictor got = ttftInStore("chat-a");
+        assertNotNull(got, "the loser's route learnt nothing");
+        assertEquals(41, got.samples());
+        assertEquals(expected.predict(10).meanMs(), got.predict(10).meanMs(), 1e-6);
+        assertEquals(expected.predict(10).p90Ms(), got.predict(10).p90Ms(), 1e-6);
+        assertTrue(got.predict(10).meanMs() > 100, got.toString());
+    }
+
+    @Test
+    void aHedgeThatLosesBeforeItsRoutesPredictionTeachesNothing() {
+        String learnt = learntTtft(100);
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, blobs(LearnedModels.TTFT, learnt)));
+        Call a = upstream.last().head();
+        advance(300);
+        Call b = upstream.last().head();
+        advance(50);
+        a.content("Hello").finish();
+        assertTrue(b.cancelled);
+        // chat-b waited 50 ms, under the 100 ms its line predicts: nothing new, nothing written
+        assertNull(ttftInStore("chat-b"));
+    }
+
+    @Test
+    void anAbandonedAttemptTeachesItsRouteItsWait() {
+        String learnt = learntTtft(100);
+        start(false, new HedgeBudget(0, 0, Duration.ofSeconds(60)),
+                candidate("chat-a", 300, blobs(LearnedModels.TTFT, learnt)), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head();
+        advance(5_000);   // first_token_ceiling: abandoned, and the request fails over
+        assertTrue(a.cancelled);
+        upstream.last().head().content("Hello").finish();
+        TtftPredictor got = ttftInStore("chat-a");
+        assertNotNull(got, "the abandoned route learnt nothing");
+        assertEquals(TtftPredictor.decode(learnt, TtftPredictor.Prior.defaults()).updateAtLeast(10, 5_000)
+                .predict(10).meanMs(), got.predict(10).meanMs(), 1e-6);
+    }
+
+    @Test
+    void aClientHangUpTeachesTheRoutesNothing() {
+        Dispatcher.Handle h = start(false, candidate("chat-a", 300, blobs(LearnedModels.TTFT, learntTtft(100))),
+                candidate("chat-b", 300, blobs(LearnedModels.TTFT, learntTtft(100))));
+        upstream.last().head();
+        advance(300);
+        upstream.last().head();
+        advance(700);
+        h.clientGone();
+        assertNull(ttftInStore("chat-a"), "the client left; the route was not slow");
+        assertNull(ttftInStore("chat-b"));
     }
 
     @Test

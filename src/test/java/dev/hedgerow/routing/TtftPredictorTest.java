@@ -252,4 +252,58 @@ class TtftPredictorTest {
         TtftPredictor.Prediction at367 = p.predict(367);
         assertTrue(at367.p90Ms() - at367.meanMs() < 150, "window " + (at367.p90Ms() - at367.meanMs()));
     }
+
+    private static TtftPredictor learntAt30() {
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < 50; i++) {
+            p = p.update(300, 30 + i % 3);
+        }
+        return p;
+    }
+
+    @Test
+    void aWaitTheLineAlreadyPredictsTeachesNothing() {
+        TtftPredictor p = learntAt30();
+        assertTrue(p == p.updateAtLeast(300, 20), "a loser that waited less than the line predicts");
+        assertTrue(p == p.updateAtLeast(300, Double.NaN));
+        assertTrue(p == p.updateAtLeast(300, -5));
+    }
+
+    @Test
+    void aCensoredSampleOnlyEverMovesThePredictionUp() {
+        TtftPredictor p = learntAt30();
+        // just above the mean, inside the spread: a real sample there would narrow the window, a lower bound must not
+        for (double w : new double[]{31.5, 33, 60, 400, 5000}) {
+            TtftPredictor q = p.updateAtLeast(300, w);
+            assertTrue(q.predict(300).meanMs() >= p.predict(300).meanMs(), w + ": " + q);
+            assertTrue(q.predict(300).p90Ms() >= p.predict(300).p90Ms(), w + ": " + q);
+        }
+    }
+
+    @Test
+    void oneLoserFarAboveAFastLineIsClippedAsALateAnswerIs() {
+        TtftPredictor p = learntAt30();
+        TtftPredictor loser = p.updateAtLeast(300, 1500);
+        assertEquals(p.update(300, 1500).predict(300).meanMs(), loser.predict(300).meanMs(), 1e-9,
+                "the same clip as a measured late answer");
+        assertTrue(loser.predict(300).meanMs() < 40, "a tail's loser nudges a fast route: " + loser);
+        assertEquals(p.sigmaMs(), loser.sigmaMs(), 1e-9, "and leaves the spread, the hedge window's width, alone");
+    }
+
+    @Test
+    void losersFarAboveTheLineInARowAreAChangedRoute() {
+        TtftPredictor p = learntAt30().updateAtLeast(300, 1500).updateAtLeast(300, 1500);
+        assertTrue(p.predict(300).meanMs() < 100, "two may be a tail: " + p);
+        p = p.updateAtLeast(300, 1500);
+        assertTrue(p.predict(300).meanMs() > 300, "a third in a row is a changed route: " + p);
+    }
+
+    @Test
+    void occasionalLosersBetweenAnswersOnTimeStayATail() {
+        TtftPredictor p = learntAt30();
+        for (int i = 0; i < 30; i++) {
+            p = i % 3 == 2 ? p.update(300, 30) : p.updateAtLeast(300, 1500);   // two lost races, one answer on time
+        }
+        assertTrue(p.predict(300).meanMs() < 300, "clipped, never a shift: " + p);
+    }
 }

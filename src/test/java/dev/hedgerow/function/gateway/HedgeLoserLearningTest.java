@@ -1,0 +1,202 @@
+package dev.hedgerow.function.gateway;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.api.Json;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.TokenCounter;
+import dev.hedgerow.routing.TtftPredictor;
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.Sse;
+import io.restassured.RestAssured;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+
+import static dev.hedgerow.testsupport.Eventually.eventually;
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * With hedging on, an attempt that loses the race without a first token still saw something: its route's first token
+ * would have taken at least as long as it waited. That lower bound is learnt (only upwards, clipped as any sample), so
+ * a route learnt fast that turned slow loses the pick within a few requests although every one of its attempts is
+ * cancelled by a hedge that wins, while a fast route's occasional slow loser (a heavy tail) is only a tail. A loser
+ * that waited past the group's first-token target is an SLO miss. The org's hedge budget is generous, so that every
+ * window that passes fires its hedge.
+ */
+class HedgeLoserLearningTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                hedge_budget: { ratio: 1, min_per_window: 1000 }
+                providers:
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}" }
+                  - { id: beta, base_url: "${SIM_BETA_URL}" }
+                routes:
+                  - { id: s-alpha, alias: shift, provider: alpha, model: m-shift }
+                  - { id: s-beta, alias: shift, provider: beta, model: m-shift }
+                  - { id: t-alpha, alias: tail, provider: alpha, model: m-tail }
+                  - { id: t-beta, alias: tail, provider: beta, model: m-tail }
+                  - { id: q-alpha, alias: strict, provider: alpha, model: m-strict }
+                  - { id: q-beta, alias: strict, provider: beta, model: m-strict }
+                groups:
+                  shift: { first_token_floor: 200ms }
+                  tail: { first_token_floor: 200ms }
+                  strict: { first_token_floor: 500ms, slo: { first_token: 400ms } }
+            """;
+
+    static GatewayHarness gw;
+
+    static ModelScript ttft(long ms) {
+        return ModelScript.defaults().withLength(4).withLatency(ModelScript.Latency.of(ms, 0));
+    }
+
+    @BeforeAll
+    static void start() {
+        gw = GatewayHarness.start(YAML, Map.of(
+                // shift: alpha learnt at 30 ms now takes 1.5 s; beta learnt at 200 ms still takes 200 ms.
+                // tail: alpha answers in 10 ms but for the requests a test slows; beta takes 1 s.
+                // strict: as shift, with beta at 100 ms, under the 400 ms target
+                "alpha", SimConfig.of(9).withModel("m-shift", ttft(1500)).withModel("m-tail", ttft(10))
+                        .withModel("m-strict", ttft(1500)),
+                "beta", SimConfig.of(9).withModel("m-shift", ttft(200)).withModel("m-tail", ttft(1000))
+                        .withModel("m-strict", ttft(100))));
+        RestAssured.baseURI = gw.baseUrl();
+        learnt("acme/s-alpha", 30);
+        learnt("acme/s-beta", 200);
+        learnt("acme/t-alpha", 10);
+        learnt("acme/t-beta", 1000);
+        learnt("acme/q-alpha", 30);
+        learnt("acme/q-beta", 100);
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+    }
+
+    /** 40 first tokens of about {@code ttftMs} at 10 prompt tokens, as live traffic would have taught the route. */
+    static void learnt(String route, double ttftMs) {
+        TtftPredictor p = TtftPredictor.fresh(TtftPredictor.Prior.defaults());
+        for (int i = 0; i < 40; i++) {
+            p = p.update(10, ttftMs + (i % 3));
+        }
+        gw.core().store().putRouteBlob(route, LearnedModels.TTFT, p.encode(), null).await()
+                .atMost(Duration.ofSeconds(5));
+    }
+
+    static String body(String alias, String prompt) {
+        return "{\"model\":\"" + alias + "\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\""
+                + prompt + "\"}]}";
+    }
+
+    /** Sends one streamed request and returns its attempt trail. */
+    static JsonNode trail(String alias, String prompt) {
+        String out = given().auth().oauth2("k-acme").contentType("application/json").body(body(alias, prompt))
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        return Sse.trail(out);
+    }
+
+    /** The route the request went to first (its primary attempt). */
+    static String primary(JsonNode trail) {
+        for (JsonNode a : trail) {
+            if ("primary".equals(a.path("kind").asText())) {
+                return a.path("route").asText();
+            }
+        }
+        throw new AssertionError("no primary attempt in " + trail);
+    }
+
+    static String outcome(JsonNode trail, String route) {
+        for (JsonNode a : trail) {
+            if (a.path("route").asText().equals(route)) {
+                return a.path("outcome").asText();
+            }
+        }
+        return "none";
+    }
+
+    static TtftPredictor ttftInStore(String route) {
+        return gw.core().store().snapshot(List.of(route), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5))
+                .get(route).blob(LearnedModels.TTFT).map(e -> TtftPredictor.decode(e, TtftPredictor.Prior.defaults()))
+                .orElseThrow();
+    }
+
+    /**
+     * Every attempt on the slowed route is cancelled by a hedge that wins, so it never answers. Before the losers
+     * taught anything it stayed first for every request (8 of 8 primaries on s-alpha, each paying the hedge window);
+     * now its losers' waits, far above its 30 ms line three times in a row, are a changed route, as late answers are.
+     */
+    @Test
+    void aRouteThatTurnsSlowLosesThePickWithinAFewRequestsThoughHedgesWinEveryRace() {
+        List<String> primaries = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            JsonNode trail = trail("shift", "q" + i);
+            primaries.add(primary(trail));
+            if (primary(trail).equals("s-alpha")) {
+                assertEquals("lost_race", outcome(trail, "s-alpha"), trail.toString());
+                assertEquals("success", outcome(trail, "s-beta"), trail.toString());
+            }
+        }
+        assertEquals("s-alpha", primaries.get(0), "learnt fastest: " + primaries);
+        assertTrue(Collections.frequency(primaries, "s-alpha") <= 4, "still picked first after turning slow: "
+                + primaries);
+        assertEquals(List.of("s-beta", "s-beta", "s-beta", "s-beta"), primaries.subList(4, 8), primaries.toString());
+    }
+
+    /**
+     * A fast route (10 ms) whose every fourth request is slow: each slow one loses to a hedge on beta (1 s) after about
+     * 1.2 s, far above its line. Clipped as a late answer would be, and never three in a row, the losers leave it
+     * first for every request and its hedge window at the floor. Learnt unclipped, three such waits would put its
+     * mean past 100 ms, ten times what it answers in.
+     */
+    @Test
+    void aFastRoutesOccasionalSlowLosersAreATailNotASlowdown() throws Exception {
+        List<String> primaries = new ArrayList<>();
+        int prompt = TokenCounter.shared().countRequest(Json.parse(body("tail", "t0")));
+        for (int i = 0; i < 12; i++) {
+            boolean slow = i % 4 == 1;
+            if (slow) {
+                gw.sim("alpha").enqueue("m-tail", Fault.stall(0, 10_000));
+            }
+            JsonNode trail = trail("tail", "t" + i);
+            primaries.add(primary(trail));
+            assertEquals(slow ? "lost_race" : "success", outcome(trail, "t-alpha"), i + ": " + trail);
+            if (slow) {
+                assertEquals("success", outcome(trail, "t-beta"), trail.toString());
+            }
+        }
+        assertEquals(Collections.nCopies(12, "t-alpha"), primaries, "the fast route kept the pick");
+        // 40 learnt, 9 answers and 3 losers' waits (before, the losers taught nothing: 49)
+        eventually(() -> ttftInStore("acme/t-alpha").samples() == 52, "every answer and loser learnt");
+        TtftPredictor.Prediction p = ttftInStore("acme/t-alpha").predict(prompt);
+        assertTrue(p.p90Ms() < 200, "the window stays at the 200 ms floor: " + p);
+        assertTrue(p.meanMs() < 80, "still a fast route: " + p);
+    }
+
+    /**
+     * The group's first-token target is 400 ms; alpha's attempt loses to a hedge fired at the 500 ms floor, so its
+     * first token would have come after the target if at all: a miss, and alpha (its SLO never measured before)
+     * falls below the targets at once and beta, meeting them, takes the pick from the next request on. Its TTFT line
+     * alone would have kept it first for three more. A wait under the target would not count: it is no success.
+     */
+    @Test
+    void aLoserThatWaitedPastTheFirstTokenTargetIsAnSloMiss() {
+        List<String> primaries = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            primaries.add(primary(trail("strict", "s" + i)));
+        }
+        assertEquals(List.of("q-alpha", "q-beta", "q-beta", "q-beta"), primaries);
+    }
+}
