@@ -218,8 +218,11 @@ public final class Prober {
             if (outcome instanceof ProbeOutcome.Slow slow) {
                 // Still serving when the probe's time ran out: slow, not broken. A breaker failure would cool down
                 // what may be the only capacity (Keln: a slow provider is passed over, never cut off); its first
-                // token took at least this long, which the SLO judges. No verdict: a half-open slot is given back.
-                deps.models().learnFirstToken(s, promptTokens, slow.waitedMs(),
+                // token took at least this long: a lower bound, as a hedge race's loser's wait is (learnt only above
+                // the line, an SLO miss only past the target; learnt as the time itself, a probe shorter than the
+                // line pulled it down, and one shorter than the target counted as meeting it). No verdict: a
+                // half-open slot is given back.
+                deps.models().learnFirstTokenAtLeast(s, promptTokens, slow.waitedMs(),
                         t.org.group(t.route.alias()).slo());
                 return Uni.createFrom().item(result(t, action, "slow: no first token within " + slow.waitedMs()
                         + " ms", null, null));

@@ -8,6 +8,7 @@ import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.prober.VertxMetricsSource;
 import dev.hedgerow.routing.CapacityReport;
 import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.routing.Router;
 import dev.hedgerow.routing.SloTracker;
 import dev.hedgerow.routing.TtftSampleLog;
@@ -329,6 +330,27 @@ class ProberTest {
         assertFalse(s.coolingDown(), "slowness is not a breaker failure");
         assertEquals(0, s.fails());
         assertNull(result(r, "chat-beta").verification(), "no answer in time: no verdict");
+    }
+
+    @Test
+    void aProbeThatTimesOutBeforeTheFirstTokenNeverMakesTheRouteLookFasterNorMeetTheTarget() {
+        // beta takes 3 s to its first token; the probe has 800 ms, under both its prior (1 s) and the 5 s target.
+        // Learnt as a time to first token, the wait made a route that never answered look 800 ms fast, and a success
+        // against the target
+        sims.get("beta").script("beta-model", ModelScript.defaults().withLength(24)
+                .withLatency(ModelScript.Latency.of(3_000, 400)));
+
+        RoundReport r = round(ProberConfig.defaults().withProbeTimeout(Duration.ofMillis(800)));
+
+        assertEquals("slow: no first token within 800 ms", result(r, "chat-beta").outcome());
+        RouteSnapshot s = snapshot("chat-beta");
+        TtftPredictor ttft = TtftPredictor.decode(s.blob(LearnedModels.TTFT).orElse(null),
+                TtftPredictor.Prior.defaults());
+        assertEquals(0, ttft.samples(), "at least 800 ms is no news to a route predicted at 1 s: " + ttft);
+        SloTracker slo = SloTracker.decode(s.blob(LearnedModels.SLO).orElse(null), acme().group("chat").slo());
+        assertEquals(0, slo.ttftSamples(), "no first token within 800 ms is no success against a 5 s target");
+        assertEquals(0, TtftSampleLog.decode(s.blob(LearnedModels.TTFT_SAMPLES).orElse(null)).size(),
+                "nor a measured point");
     }
 
     @Test
