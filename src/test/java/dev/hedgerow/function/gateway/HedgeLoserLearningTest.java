@@ -53,7 +53,7 @@ class HedgeLoserLearningTest {
                 groups:
                   shift: { first_token_floor: 200ms }
                   tail: { first_token_floor: 200ms }
-                  strict: { first_token_floor: 500ms, slo: { first_token: 400ms } }
+                  strict: { first_token_floor: 1200ms, slo: { first_token: 1s } }
             """;
 
     static GatewayHarness gw;
@@ -67,9 +67,9 @@ class HedgeLoserLearningTest {
         gw = GatewayHarness.start(YAML, Map.of(
                 // shift: alpha learnt at 30 ms now takes 1.5 s; beta learnt at 200 ms still takes 200 ms.
                 // tail: alpha answers in 10 ms but for the requests a test slows; beta takes 1 s.
-                // strict: as shift, with beta at 100 ms, under the 400 ms target
+                // strict: alpha learnt at 30 ms now takes 5 s; beta takes 100 ms, far under the 1 s target
                 "alpha", SimConfig.of(9).withModel("m-shift", ttft(1500)).withModel("m-tail", ttft(10))
-                        .withModel("m-strict", ttft(1500)),
+                        .withModel("m-strict", ttft(5000)),
                 "beta", SimConfig.of(9).withModel("m-shift", ttft(200)).withModel("m-tail", ttft(1000))
                         .withModel("m-strict", ttft(100))));
         RestAssured.baseURI = gw.baseUrl();
@@ -186,7 +186,7 @@ class HedgeLoserLearningTest {
     }
 
     /**
-     * The group's first-token target is 400 ms; alpha's attempt loses to a hedge fired at the 500 ms floor, so its
+     * The group's first-token target is 1 s; alpha's attempt loses to a hedge fired at the 1.2 s floor, so its
      * first token would have come after the target if at all: a miss, and alpha (its SLO never measured before)
      * falls below the targets at once and beta, meeting them, takes the pick from the next request on. Its TTFT line
      * alone would have kept it first for three more. A wait under the target would not count: it is no success.
