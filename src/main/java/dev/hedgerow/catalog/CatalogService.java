@@ -9,16 +9,19 @@ import io.smallrye.mutiny.Uni;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
 
 /**
  * Keeps this instance's view of the catalog in step with the state store. At start the file's orgs are
- * published (only when the file changed since it was last published, so admin edits survive restarts); then the
+ * published (only when the file changed since it was last published, so admin edits survive restarts) and stored
+ * orgs the file no longer has are removed; then the
  * stored versions are polled and any org whose version moved is reloaded, so a change written by another instance
  * is seen within one poll interval without a restart. Admin edits are compare-and-set writes. Thread-safe.
  */
@@ -41,8 +44,26 @@ public final class CatalogService {
         return current.get();
     }
 
-    /** Publishes the orgs of a loaded file; an org whose stored copy came from the same file text is left as is. */
+    /**
+     * The stored document of an org that the configuration file no longer has. The org's catalog is not deleted but
+     * replaced by this, a new version: every instance then drops the org at its next poll, and none writes it back
+     * (an instance's outage mirror re-seeds an org that is missing from the store, not one stored as removed).
+     */
+    public static final String REMOVED = "";
+
+    /**
+     * Publishes the orgs of a loaded file, which is the whole catalog: an org whose stored copy came from the same file
+     * text is left as is, and a stored org the file no longer has is removed (see {@link #REMOVED}).
+     */
     public Uni<Void> publish(List<Org> orgs, String sourceHash) {
+        return publish(orgs, sourceHash, true);
+    }
+
+    /**
+     * Publishes the orgs of a loaded file; with {@code wholeCatalog}, stored orgs the file does not have are removed.
+     * Without it (the bundled demo) other orgs are left alone.
+     */
+    public Uni<Void> publish(List<Org> orgs, String sourceHash, boolean wholeCatalog) {
         List<Uni<Void>> writes = new ArrayList<>();
         for (Org org : orgs) {
             writes.add(store.orgCatalog(org.id()).flatMap(stored -> {
@@ -57,7 +78,43 @@ public final class CatalogService {
         if (writes.isEmpty()) {
             return refresh();
         }
-        return Uni.join().all(writes).andCollectFailures().replaceWithVoid().flatMap(v -> refresh());
+        Uni<Void> published = Uni.join().all(writes).andCollectFailures().replaceWithVoid();
+        if (wholeCatalog) {
+            Set<String> inFile = new HashSet<>();
+            orgs.forEach(o -> inFile.add(o.id()));
+            published = published.flatMap(v -> removeOthers(inFile, sourceHash));
+        }
+        return published.flatMap(v -> refresh());
+    }
+
+    /** Stores every org but {@code keep} as removed (compare-and-set: an org edited meanwhile is left for next time). */
+    private Uni<Void> removeOthers(Set<String> keep, String sourceHash) {
+        return store.catalogVersions().flatMap(versions -> {
+            List<Uni<Void>> removals = new ArrayList<>();
+            for (String orgId : versions.keySet()) {
+                if (keep.contains(orgId)) {
+                    continue;
+                }
+                removals.add(store.orgCatalog(orgId).flatMap(stored -> {
+                    if (stored.isEmpty() || removed(stored.get())) {
+                        return Uni.createFrom().voidItem();
+                    }
+                    long v = stored.get().version();
+                    return store.putOrgCatalog(orgId, new VersionedDoc(REMOVED, sourceHash, v + 1), v)
+                            .invoke(done -> done.ifPresent(x -> log.log(System.Logger.Level.INFO, "org " + orgId
+                                    + " is not in the configuration file: removed (its keys no longer authenticate "
+                                    + "on any instance)")))
+                            .replaceWithVoid();
+                }));
+            }
+            return removals.isEmpty() ? Uni.createFrom().voidItem()
+                    : Uni.join().all(removals).andCollectFailures().replaceWithVoid();
+        });
+    }
+
+    /** A stored org the configuration file no longer has. */
+    static boolean removed(VersionedDoc doc) {
+        return REMOVED.equals(doc.json());
     }
 
     /** Reloads every org whose stored version differs from the one held here. */
@@ -70,8 +127,8 @@ public final class CatalogService {
                     changed.add(org);
                 }
             });
-            boolean removed = held.versions().keySet().stream().anyMatch(o -> !versions.containsKey(o));
-            if (changed.isEmpty() && !removed) {
+            boolean lost = held.versions().keySet().stream().anyMatch(o -> !versions.containsKey(o));
+            if (changed.isEmpty() && !lost) {
                 return Uni.createFrom().voidItem();
             }
             List<Uni<Optional<VersionedDoc>>> reads = new ArrayList<>();
@@ -84,12 +141,20 @@ public final class CatalogService {
                 for (Org o : held.orgs()) {
                     if (versions.containsKey(o.id())) {
                         orgs.put(o.id(), o);
-                        vers.put(o.id(), held.versions().get(o.id()));
                     }
                 }
+                // removed orgs keep their version here too, so that a poll does not read them again
+                held.versions().forEach((org, v) -> {
+                    if (versions.containsKey(org)) {
+                        vers.put(org, v);
+                    }
+                });
                 for (int i = 0; i < changed.size(); i++) {
                     Optional<VersionedDoc> d = docs.get(i);
-                    if (d.isPresent()) {
+                    if (d.isPresent() && removed(d.get())) {
+                        orgs.remove(changed.get(i));
+                        vers.put(changed.get(i), d.get().version());
+                    } else if (d.isPresent()) {
                         try {
                             orgs.put(changed.get(i), decode.apply(d.get().json()));
                             vers.put(changed.get(i), d.get().version());
@@ -113,7 +178,7 @@ public final class CatalogService {
      */
     public Uni<Org> update(String orgId, UnaryOperator<Org> edit) {
         return store.orgCatalog(orgId).flatMap(stored -> {
-            if (stored.isEmpty()) {
+            if (stored.isEmpty() || removed(stored.get())) {
                 return Uni.createFrom().failure(new UnknownOrg(orgId));
             }
             Org before = decode.apply(stored.get().json());

@@ -171,7 +171,8 @@ public class HedgerowApp {
         Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(), metrics,
                 secrets);
         LoadedCatalog loaded = loadCatalog();
-        h.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(30));
+        // HEDGEROW_CONFIG is the whole catalog (orgs taken out of it are removed); the demo's only adds its own
+        h.catalog().publish(loaded.orgs(), loaded.sourceHash(), demo == null).await().atMost(Duration.ofSeconds(30));
         h.catalog().startPolling(scheduler, catalogPoll);
         LOG.log(System.Logger.Level.INFO, "Hedgerow ready: {0} org(s), state {1}, functions {2}, provider keys {3}",
                 h.catalog().current().orgs().size(), stateMode, function,
