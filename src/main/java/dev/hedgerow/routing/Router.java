@@ -305,7 +305,9 @@ public final class Router {
             }
         }
         if (healthy.isEmpty() && lowHeadroom.isEmpty()) {
-            long seconds = minCooldown == Long.MAX_VALUE ? 1 : Math.max(1, (minCooldown + 999) / 1000);
+            // a time is known only for routes out on breaker state; routes held out by their standing alone (an
+            // operator's suspension, a failed verification) return when someone acts, so no Retry-After is guessed
+            Long seconds = minCooldown == Long.MAX_VALUE ? null : Math.max(1, (minCooldown + 999) / 1000);
             return new RoutePlan.Blocked(noHealthy(alias, capable, rejected, seconds), "no_healthy_provider",
                     rejected);
         }
@@ -332,14 +334,15 @@ public final class Router {
         return balancer.order(cs, ctx);
     }
 
-    /** 503 naming why each capable route cannot take the request now. */
+    /** 503 naming why each capable route cannot take the request now; {@code seconds} null when no time is known. */
     private static ApiError noHealthy(String alias, List<Route> capable, List<RoutePlan.Rejection> rejected,
-                                      long seconds) {
+                                      Long seconds) {
         Set<String> ids = capable.stream().map(Route::id).collect(Collectors.toSet());
         String why = rejected.stream().filter(x -> ids.contains(x.routeId()))
                 .map(x -> x.routeId() + ": " + x.reason()).collect(Collectors.joining("; "));
         return new ApiError(503, "server_error", "no_healthy_provider", "No provider of '" + alias
-                + "' can take this request now (" + why + "); retry after " + seconds + " s.", null, seconds);
+                + "' can take this request now (" + why + ")" + (seconds == null ? "." : "; retry after " + seconds
+                + " s."), null, seconds);
     }
 
     /** Why the route's standing excludes it (failing verification, operator not in good standing), or null. */

@@ -630,6 +630,27 @@ class AdminApiTest {
         assertEquals(List.of("alpha", "alpha", "alpha"), providersServing("duo", 3));
     }
 
+    /**
+     * Every member held out by its standing (one suspended by an operator, one failing verification): 503
+     * no_healthy_provider without a Retry-After, as for drained or pinned-out members, since no time is known when
+     * they return (it answered "Retry-After: 1" and "retry after 1 s", sending SDKs back within the second).
+     */
+    @Test
+    void aRequestOnlyHeldOutMembersCouldServeIsRefusedWithoutARetryAfter() {
+        admin().body("{\"route\":\"duo-alpha\",\"standing\":\"suspended\"}").put("/admin/routes/standing").then()
+                .statusCode(200);
+        admin().body("{\"route\":\"duo-beta\",\"verification\":\"fail:wrong answer\"}")
+                .put("/admin/routes/verification").then().statusCode(200);
+
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"anyone?\"}]}")
+                .post("/v1/chat/completions").then().statusCode(503)
+                .body("error.code", equalTo("no_healthy_provider"))
+                .body("error.message", equalTo("No provider of 'duo' can take this request now (duo-alpha: operator "
+                        + "not in good standing; duo-beta: failing verification)."))
+                .header("Retry-After", nullValue());
+    }
+
     /** Explain refuses what the gateway refuses, through the same check: an unknown alias, an embeddings alias. */
     @Test
     void explainRefusesAnUnknownOrEmbeddingsAliasAsTheGatewayDoes() {
