@@ -58,11 +58,14 @@ public class HedgerowApp {
     @ConfigProperty(name = "redis.url")
     Optional<String> redisUrl;
 
-    @ConfigProperty(name = "hedgerow.redis.cluster", defaultValue = "false")
-    boolean redisCluster;
+    // Optional, not a defaultValue: a variable set but empty (HEDGEROW_REDIS_CLUSTER= in functions/*/function.env,
+    // "set per deployment") is a missing value to an Optional, while a defaultValue is not applied to it and the
+    // process failed to start with only "Failed to load config value of type boolean"
+    @ConfigProperty(name = "hedgerow.redis.cluster")
+    Optional<Boolean> redisCluster;
 
-    @ConfigProperty(name = "hedgerow.function", defaultValue = "all")
-    String function;
+    @ConfigProperty(name = "hedgerow.function")
+    Optional<String> function;
 
     @ConfigProperty(name = "hedgerow.catalog.poll", defaultValue = "1s")
     Duration catalogPoll;
@@ -160,7 +163,7 @@ public class HedgerowApp {
         if (core != null) {
             return core;
         }
-        Functions.parse(function);
+        Functions.parse(function.orElse("all"));
         VertxScheduler scheduler = new VertxScheduler(vertx);
         StateStore store = createStore(scheduler);
         // checked on every connection's resolved address too: a provider name that resolves to a metadata address
@@ -175,7 +178,7 @@ public class HedgerowApp {
         h.catalog().publish(loaded.orgs(), loaded.sourceHash(), demo == null).await().atMost(Duration.ofSeconds(30));
         h.catalog().startPolling(scheduler, catalogPoll);
         LOG.log(System.Logger.Level.INFO, "Hedgerow ready: {0} org(s), state {1}, functions {2}, provider keys {3}",
-                h.catalog().current().orgs().size(), stateMode, function,
+                h.catalog().current().orgs().size(), stateMode, function.orElse("all"),
                 secrets.encrypts() ? "encrypted (" + secrets.origin() + " key)" : "in plaintext");
         core = h;
         return h;
@@ -188,7 +191,7 @@ public class HedgerowApp {
     }
 
     public Functions functions() {
-        return Functions.parse(function);
+        return Functions.parse(function.orElse("all"));
     }
 
     public String stateMode() {
@@ -200,8 +203,8 @@ public class HedgerowApp {
             stateMode = "memory";
             return new MemoryStateStore(Ticker.system());
         }
-        stateMode = redisCluster ? "redis-cluster" : "redis";
-        shared = redisStore(vertx, redisUrl.get(), redisCluster);
+        stateMode = redisCluster.orElse(false) ? "redis-cluster" : "redis";
+        shared = redisStore(vertx, redisUrl.get(), redisCluster.orElse(false));
         StateStore store = shared;
         if (positive(writeBatch)) {
             batching = new BatchingStateStore(store, scheduler, writeBatch);
