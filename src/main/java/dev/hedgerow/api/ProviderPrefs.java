@@ -3,8 +3,11 @@ package dev.hedgerow.api;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
 
 /**
  * OpenRouter-style per-request provider preferences (the request's {@code provider} object), matched by provider
@@ -21,6 +24,27 @@ public record ProviderPrefs(List<String> only, List<String> ignore, List<String>
 
     public enum Sort { LATENCY, THROUGHPUT, PRICE }
 
+    /** The fields Hedgerow reads. */
+    private static final Set<String> READ = Set.of("only", "ignore", "order", "allow_fallbacks", "require_parameters",
+            "sort", "max_price");
+
+    /**
+     * OpenRouter's hints that only rank (its routing already predicts each route's latency and speed): accepted so a
+     * request written for OpenRouter is served, and not used.
+     */
+    private static final Set<String> HINTS = Set.of("preferred_min_throughput", "preferred_max_latency");
+
+    /**
+     * OpenRouter's restrictions on attributes Hedgerow's routes do not declare (data policy, quantization): accepted
+     * at their permissive default, refused otherwise, since serving the request would silently break the promise the
+     * client asked for (a {@code zdr: true} request sent to a route that keeps prompts).
+     */
+    private static final Map<String, String> UNDECLARED = Map.of(
+            "data_collection", "routes declare no data-collection policy",
+            "zdr", "routes declare no data-retention policy",
+            "enforce_distillable_text", "routes declare no distillation policy",
+            "quantizations", "routes declare no quantization");
+
     public boolean isEmpty() {
         return this.equals(NONE);
     }
@@ -32,6 +56,10 @@ public record ProviderPrefs(List<String> only, List<String> ignore, List<String>
         }
         if (!node.isObject()) {
             throw new RequestException(ApiError.invalidRequest("'provider' must be an object.", "provider"));
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> f = it.next();
+            checkField(f.getKey(), f.getValue());
         }
         List<String> only = slugs(node, "only");
         List<String> ignore = slugs(node, "ignore");
@@ -59,10 +87,42 @@ public record ProviderPrefs(List<String> only, List<String> ignore, List<String>
                 throw new RequestException(ApiError.invalidRequest("'provider.max_price' must be an object.",
                         "provider.max_price"));
             }
+            for (Iterator<Map.Entry<String, JsonNode>> it = mp.fields(); it.hasNext(); ) {
+                Map.Entry<String, JsonNode> f = it.next();
+                if (!f.getKey().equals("prompt") && !f.getKey().equals("completion") && !f.getValue().isNull()) {
+                    String param = "provider.max_price." + f.getKey();
+                    throw new RequestException(ApiError.invalidRequest("unsupported_provider_preference", "'" + param
+                            + "' cannot be honoured: routes are priced per prompt and completion token only.", param));
+                }
+            }
             maxPrompt = number(mp, "prompt", "provider.max_price.prompt");
             maxCompletion = number(mp, "completion", "provider.max_price.completion");
         }
         return new ProviderPrefs(only, ignore, order, allowFallbacks, requireParameters, sort, maxPrompt, maxCompletion);
+    }
+
+    /** Refuses a field Hedgerow does not know, and a restriction it cannot honour (see {@link #UNDECLARED}). */
+    private static void checkField(String name, JsonNode value) {
+        if (READ.contains(name) || HINTS.contains(name)) {
+            return;
+        }
+        String param = "provider." + name;
+        String why = UNDECLARED.get(name);
+        if (why == null) {
+            throw new RequestException(ApiError.invalidRequest("unknown_field", "Unknown field '" + param
+                    + "'. The provider object takes only, ignore, order, allow_fallbacks, require_parameters, sort, "
+                    + "max_price (and OpenRouter's preferred_min_throughput, preferred_max_latency, data_collection, "
+                    + "zdr, enforce_distillable_text, quantizations at their defaults).", param));
+        }
+        boolean permissive = value.isNull()
+                || (name.equals("data_collection") && value.isTextual() && value.asText().equals("allow"))
+                || (name.equals("quantizations") && value.isArray() && value.isEmpty())
+                || (value.isBoolean() && !value.asBoolean());
+        if (!permissive) {
+            throw new RequestException(ApiError.invalidRequest("unsupported_provider_preference", "'" + param
+                    + "' cannot be honoured: Hedgerow's " + why + ", so no route could be shown to meet it. Leave it "
+                    + "out (or at its default).", param));
+        }
     }
 
     private static List<String> slugs(JsonNode node, String field) {

@@ -100,6 +100,34 @@ class ProviderPreferencesTest {
     }
 
     @Test
+    void anUnknownProviderFieldIs400NamingItWithOneBlockedEvent() {
+        long before = GroupKit.blocked(gw.core().store(), "unknown_field");
+        Response r = chat(gw, "kimi3", "typo field", false, "{\"onyl\":[\"openrouter\"]}");
+        assertEquals(400, r.statusCode());
+        assertEquals("unknown_field", r.jsonPath().getString("error.code"));
+        assertEquals("provider.onyl", r.jsonPath().getString("error.param"));
+        assertEquals(before + 1, GroupKit.blocked(gw.core().store(), "unknown_field"));
+        assertEquals(0, total(), "a misspelt restriction never silently routes anywhere");
+    }
+
+    @Test
+    void openRoutersRestrictionsHedgerowCannotShowAreRefusedUnlessAtTheirDefaults() {
+        for (String prefs : new String[]{"{\"zdr\":true}", "{\"data_collection\":\"deny\"}",
+                "{\"quantizations\":[\"fp8\"]}", "{\"enforce_distillable_text\":true}",
+                "{\"max_price\":{\"prompt\":5,\"request\":0.01}}"}) {
+            Response r = chat(gw, "kimi3", "restricted", false, prefs);
+            assertEquals(400, r.statusCode(), prefs);
+            assertEquals("unsupported_provider_preference", r.jsonPath().getString("error.code"), prefs);
+            assertTrue(r.jsonPath().getString("error.param").startsWith("provider."), prefs);
+        }
+        assertEquals(0, total());
+        Response ok = chat(gw, "kimi3", "defaults", false, "{\"zdr\":false,\"data_collection\":\"allow\","
+                + "\"quantizations\":[],\"enforce_distillable_text\":false,\"preferred_max_latency\":2,"
+                + "\"preferred_min_throughput\":{\"p90\":50},\"max_price\":{\"prompt\":100,\"request\":null}}");
+        assertEquals(200, ok.statusCode(), ok.asString());
+    }
+
+    @Test
     void ignoreExcludesMembersEvenOnFailover() {
         for (int i = 0; i < 4; i++) {
             String served = route(chat(gw, "kimi3", "ignore " + i, false, "{\"ignore\":[\"openrouter\",\"digitalocean\"]}"));
