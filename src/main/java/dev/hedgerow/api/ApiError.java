@@ -18,9 +18,13 @@ public record ApiError(int status, String type, String code, String message, Str
     }
 
     public static ApiError unauthorized() {
+        return unauthorized("a key of your organization");
+    }
+
+    /** 401 for a bearer credential that is not {@code what} (e.g. the prober's token). */
+    public static ApiError unauthorized(String what) {
         return new ApiError(401, "authentication_error", "invalid_api_key",
-                "Incorrect API key provided. Send 'Authorization: Bearer <key>' with a key of your organization.",
-                null, null);
+                "Incorrect API key provided. Send 'Authorization: Bearer <key>' with " + what + ".", null, null);
     }
 
     public static ApiError modelNotFound(String alias) {

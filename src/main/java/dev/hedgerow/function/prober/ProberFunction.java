@@ -131,7 +131,7 @@ public class ProberFunction {
             String presented = Keys.bearer(ctx.request().getHeader("authorization")).orElse("");
             if (!Keys.constantTimeEquals(presented.isEmpty() ? "" : Keys.sha256Hex(presented),
                     Keys.sha256Hex(token.get()))) {
-                JsonReplies.error(resp, ApiError.unauthorized());
+                JsonReplies.error(resp, ApiError.unauthorized("the prober token (HEDGEROW_PROBER_TOKEN)"));
                 return;
             }
         }

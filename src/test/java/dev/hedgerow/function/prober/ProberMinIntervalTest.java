@@ -46,7 +46,9 @@ class ProberMinIntervalTest {
                 .body("routes", equalTo(List.of()))
                 .body("scrapes", equalTo(List.of()));
         // the token is checked first, as ever
-        given().post("/prober/run").then().statusCode(401);
+        given().post("/prober/run").then().statusCode(401)
+                .body("error.code", equalTo("invalid_api_key"))
+                .body("error.message", containsString("the prober token (HEDGEROW_PROBER_TOKEN)"));
 
         assertEquals(probed, alpha.stats("kimi-a").received(), "a refused round probes nothing");
         given().get("/q/metrics").then().statusCode(200)
