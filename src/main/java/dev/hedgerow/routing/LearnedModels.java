@@ -198,16 +198,27 @@ public final class LearnedModels implements RouteModels {
      * attempt that lost the hedge race, or was abandoned, with no first token (a censored sample, a lower bound). The
      * TTFT line learns it only upwards ({@link TtftPredictor#updateAtLeast}). The SLO tracker counts it only when it
      * proves a miss (waited past the first-token target), never as a success, since the true time is unknown; below
-     * the target it teaches the tracker nothing. Trifrost's EMA and the console's sample points are measured times and
-     * do not take it. A client's hang-up is no such sample (the route was not slow, the client left): not called then.
+     * the target it teaches the tracker nothing. Trifrost's EMA ({@code least_latency}) takes it as a sample when it is
+     * above the EMA (only upwards, and less far than the late answer itself would have taken it). The console's sample
+     * points are measured times and do not take it. A client's hang-up is no such sample (the route was not slow, the client left): not called then.
      */
     public void learnFirstTokenAtLeast(RouteSnapshot base, int promptTokens, long waitedMs, GroupSettings.Slo slo) {
-        List<StateStore.RouteBlob> writes = new ArrayList<>(2);
+        List<StateStore.RouteBlob> writes = new ArrayList<>(3);
         String current = chainFrom(base, TTFT);
         TtftPredictor seen = current == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(current, prior);
         if (seen.updateAtLeast(promptTokens, waitedMs) != seen) { // else the line predicts that much already
             update(base, TTFT, MODEL_TTL, enc -> (enc == null ? TtftPredictor.fresh(prior)
                     : TtftPredictor.decode(enc, prior)).updateAtLeast(promptTokens, waitedMs).encode(), writes);
+        }
+        String ema = chainFrom(base, EMA);
+        Ewma seenEma = ema == null ? null : Ewma.decode(ema, EMA_ALPHA);
+        if (seenEma == null || !seenEma.isMeasured() || waitedMs > seenEma.value()) {
+            // least_latency's EMA takes the wait as a sample when it is above the EMA: the true time was further
+            // above, so the EMA moves less than the late answer would have moved it had no hedge won
+            update(base, EMA, MODEL_TTL, enc -> {
+                Ewma e = enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA);
+                return e.isMeasured() && waitedMs <= e.value() ? enc : e.observe(waitedMs).encode();
+            }, writes);
         }
         if (waitedMs > slo.firstToken().toMillis() && promptTokens <= slo.standardPromptMaxTokens()) {
             // a proven miss: the first token came after the target, if at all

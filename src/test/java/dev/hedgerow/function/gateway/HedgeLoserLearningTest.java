@@ -2,6 +2,7 @@ package dev.hedgerow.function.gateway;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.api.Json;
+import dev.hedgerow.routing.Ewma;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.TokenCounter;
 import dev.hedgerow.routing.TtftPredictor;
@@ -50,10 +51,13 @@ class HedgeLoserLearningTest {
                   - { id: t-beta, alias: tail, provider: beta, model: m-tail }
                   - { id: q-alpha, alias: strict, provider: alpha, model: m-strict }
                   - { id: q-beta, alias: strict, provider: beta, model: m-strict }
+                  - { id: l-alpha, alias: lshift, provider: alpha, model: m-shift }
+                  - { id: l-beta, alias: lshift, provider: beta, model: m-shift }
                 groups:
                   shift: { first_token_floor: 200ms }
                   tail: { first_token_floor: 200ms }
                   strict: { first_token_floor: 1200ms, slo: { first_token: 1s } }
+                  lshift: { strategy: least_latency, first_token_floor: 200ms }
             """;
 
     static GatewayHarness gw;
@@ -79,6 +83,20 @@ class HedgeLoserLearningTest {
         learnt("acme/t-beta", 1000);
         learnt("acme/q-alpha", 30);
         learnt("acme/q-beta", 100);
+        learnt("acme/l-alpha", 30);
+        learnt("acme/l-beta", 200);
+        emaLearnt("acme/l-alpha", 30);
+        emaLearnt("acme/l-beta", 200);
+    }
+
+    /** Trifrost's EMA latency ({@code least_latency}) of a route, as 20 first tokens of {@code ms} taught it. */
+    static void emaLearnt(String route, double ms) {
+        Ewma e = Ewma.fresh(0.3);
+        for (int i = 0; i < 20; i++) {
+            e = e.observe(ms);
+        }
+        gw.core().store().putRouteBlob(route, LearnedModels.EMA, e.encode(), null).await()
+                .atMost(Duration.ofSeconds(5));
     }
 
     @AfterAll
@@ -198,5 +216,26 @@ class HedgeLoserLearningTest {
             primaries.add(primary(trail("strict", "s" + i)));
         }
         assertEquals(List.of("q-alpha", "q-beta", "q-beta", "q-beta"), primaries);
+    }
+
+    /**
+     * The same slowdown under {@code least_latency}, which ranks by Trifrost's EMA latency: every attempt on the slowed
+     * route loses to a hedge, and before the losers taught that EMA anything it stayed first for every request (8 of
+     * 8 primaries on l-alpha). Its losers' waits, each a lower bound above its 30 ms, move it past beta's 200 ms.
+     */
+    @Test
+    void leastLatencyLearnsFromLosersToo() {
+        List<String> primaries = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            JsonNode trail = trail("lshift", "l" + i);
+            primaries.add(primary(trail));
+            if (primary(trail).equals("l-alpha")) {
+                assertEquals("lost_race", outcome(trail, "l-alpha"), trail.toString());
+            }
+        }
+        assertEquals("l-alpha", primaries.get(0), "learnt fastest: " + primaries);
+        assertTrue(Collections.frequency(primaries, "l-alpha") <= 3, "still picked first after turning slow: "
+                + primaries);
+        assertEquals(Collections.nCopies(4, "l-beta"), primaries.subList(4, 8), primaries.toString());
     }
 }
