@@ -59,8 +59,8 @@ class CorsTest {
             assertEquals(200, r.statusCode(), r.asString());
             assertEquals(APP, r.header("Access-Control-Allow-Origin"), "stream " + stream);
             List<String> exposed = List.of(lower(r.header("Access-Control-Expose-Headers")).split("\\s*,\\s*"));
-            for (String h : new String[]{"x-hedgerow-request-id", "x-hedgerow-route", "x-hedgerow-attempts",
-                    "retry-after"}) {
+            for (String h : new String[]{"x-hedgerow-request-id", "x-request-id", "x-hedgerow-route",
+                    "x-hedgerow-attempts", "retry-after"}) {
                 assertTrue(exposed.contains(h), "stream " + stream + ": " + h + " not in " + exposed);
             }
         }

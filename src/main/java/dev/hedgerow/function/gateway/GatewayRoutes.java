@@ -154,6 +154,9 @@ public final class GatewayRoutes {
         // every answer carries the id, refusals too: it is the one a blocked audit event records
         String requestId = newId();
         resp.putHeader("x-hedgerow-request-id", requestId);
+        // and under OpenAI's name, which the official SDKs expose (_request_id, withResponse().request_id, an error's
+        // requestID)
+        resp.putHeader("x-request-id", requestId);
         Optional<Catalog.Caller> caller = authenticate(h, httpReq);
         if (caller.isEmpty()) {
             JsonReplies.error(resp, ApiError.unauthorized());

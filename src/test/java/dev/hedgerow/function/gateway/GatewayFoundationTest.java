@@ -258,6 +258,32 @@ class GatewayFoundationTest {
                 .body("data.id", equalTo(List.of("secret")));
     }
 
+    /**
+     * The request id also goes out as OpenAI's {@code x-request-id}, which the official SDKs expose (a completion's
+     * {@code _request_id}, an error's {@code requestID}): on answers, streams and refusals alike.
+     */
+    @Test
+    void theRequestIdIsAlsoSentAsOpenAisXRequestId() {
+        Response whole = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "which id", false)).post("/v1/chat/completions");
+        assertEquals(200, whole.statusCode(), whole.asString());
+        assertEquals(whole.jsonPath().getString("id"), whole.header("x-request-id"));
+        assertEquals(whole.header("x-hedgerow-request-id"), whole.header("x-request-id"));
+        Response streamed = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "which id", true)).post("/v1/chat/completions");
+        assertEquals(200, streamed.statusCode(), streamed.asString());
+        assertEquals(streamed.header("x-hedgerow-request-id"), streamed.header("x-request-id"));
+        assertTrue(streamed.asString().contains("\"id\":\"" + streamed.header("x-request-id") + "\""));
+        for (Response refused : List.of(
+                given().auth().oauth2("k-acme").contentType("application/json").body(body("nope", "x", false))
+                        .post("/v1/chat/completions"),
+                given().auth().oauth2("wrong").contentType("application/json").body(body("chat", "x", false))
+                        .post("/v1/chat/completions"))) {
+            assertTrue(refused.header("x-request-id").startsWith("chatcmpl-hr"), refused.headers().toString());
+            assertEquals(refused.header("x-hedgerow-request-id"), refused.header("x-request-id"));
+        }
+    }
+
     @Test
     void malformedBodiesGetAnOpenAiError() {
         String ok = body("chat", "x", false);
