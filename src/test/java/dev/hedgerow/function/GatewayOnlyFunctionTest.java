@@ -51,7 +51,8 @@ class GatewayOnlyFunctionTest {
         Response r = given().get("/v1/embeddings");
         assertEquals(404, r.statusCode());
         String message = r.jsonPath().getString("error.message");
-        assertTrue(message.endsWith("This instance serves POST /v1/chat/completions, GET /v1/models."), message);
+        assertTrue(message.endsWith("This instance serves POST /v1/chat/completions, GET /v1/models,"
+                + " GET /v1/models/{model}."), message);
         Response prober = given().post("/prober/run");
         assertEquals(404, prober.statusCode(), prober.asString());
         assertEquals("not_found", prober.jsonPath().getString("error.code"));

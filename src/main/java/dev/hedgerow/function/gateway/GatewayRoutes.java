@@ -40,10 +40,10 @@ import java.util.function.Supplier;
 
 /**
  * The gateway function's HTTP edge: {@code POST /v1/chat/completions} (and the path-alias form
- * {@code /models/{alias}/v1/chat/completions}) and {@code GET /v1/models}. Thin: authenticate, parse, call the
- * core, write. A plain Vert.x route rather than a JAX-RS resource because the response head must wait for the
- * first content (or the final error) and the status is only known then; the client hang-up must reach the core
- * at once. Thread-safe.
+ * {@code /models/{alias}/v1/chat/completions}), {@code GET /v1/models} and {@code GET /v1/models/{model}}. Thin:
+ * authenticate, parse, call the core, write. A plain Vert.x route rather than a JAX-RS resource because the response
+ * head must wait for the first content (or the final error) and the status is only known then; the client hang-up
+ * must reach the core at once. Thread-safe.
  */
 public final class GatewayRoutes {
     /**
@@ -86,9 +86,12 @@ public final class GatewayRoutes {
                 .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(failure);
         router.get("/v1/models").handler(guard).handler(this::models)
                 .failureHandler(failure);
+        // OpenAI's retrieve (the SDKs' models.retrieve); a name holding '/' comes as %2F, as the SDKs encode it
+        router.get("/v1/models/:model").handler(guard).handler(this::model)
+                .failureHandler(failure);
         JsonReplies.methodNotAllowed(router, HttpMethod.POST, "/v1/chat/completions",
                 "/models/:alias/v1/chat/completions");
-        JsonReplies.methodNotAllowed(router, HttpMethod.GET, "/v1/models");
+        JsonReplies.methodNotAllowed(router, HttpMethod.GET, "/v1/models", "/v1/models/:model");
     }
 
     /**
@@ -123,28 +126,52 @@ public final class GatewayRoutes {
         }
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         root.put("object", "list");
-        ArrayNode data = root.putArray("data");
-        for (String alias : org.get().aliases()) {
-            if (org.get().routesOf(alias).get(0).embeddings()) {
+        root.putArray("data").addAll(modelObjects(org.get()));
+        JsonReplies.json(ctx.response(), 200, root);
+    }
+
+    /** One model as {@code GET /v1/models} lists it; a name the caller's org does not list is 404 model_not_found. */
+    private void model(RoutingContext ctx) {
+        Optional<Org> org = authenticate(core.get(), ctx.request()).map(Catalog.Caller::org);
+        if (org.isEmpty()) {
+            JsonReplies.error(ctx.response(), ApiError.unauthorized());
+            return;
+        }
+        String id = ctx.pathParam("model");
+        Optional<ObjectNode> m = modelObjects(org.get()).stream().filter(n -> n.path("id").asText().equals(id))
+                .findFirst();
+        if (m.isPresent()) {
+            JsonReplies.json(ctx.response(), 200, m.get());
+        } else {
+            JsonReplies.error(ctx.response(), ApiError.modelNotFound(id));
+        }
+    }
+
+    /** The org's chat aliases as OpenAI model objects: each alias, then each other name its routing rules give it. */
+    private static List<ObjectNode> modelObjects(Org org) {
+        List<ObjectNode> out = new ArrayList<>();
+        for (String alias : org.aliases()) {
+            if (org.routesOf(alias).get(0).embeddings()) {
                 continue; // the semantic strategy's embeddings models: this gateway serves them no completions
             }
             // the alias, then each other name the routing rules give it (a client may send any of them)
             List<String> ids = new ArrayList<>();
             ids.add(alias);
-            ids.addAll(org.get().routing().namesOf(alias));
+            ids.addAll(org.routing().namesOf(alias));
             for (String id : ids) {
-                ObjectNode m = data.addObject();
+                ObjectNode m = JsonNodeFactory.instance.objectNode();
                 m.put("id", id);
                 m.put("object", "model");
                 m.put("created", 0);
-                m.put("owned_by", org.get().id());
-                m.put("strategy", org.get().group(alias).strategy().wireName());
+                m.put("owned_by", org.id());
+                m.put("strategy", org.group(alias).strategy().wireName());
                 if (!id.equals(alias)) {
                     m.put("alias_of", alias);
                 }
+                out.add(m);
             }
         }
-        JsonReplies.json(ctx.response(), 200, root);
+        return out;
     }
 
     private void chat(RoutingContext ctx, String pathAlias) {

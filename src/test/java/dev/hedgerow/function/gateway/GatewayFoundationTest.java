@@ -258,6 +258,22 @@ class GatewayFoundationTest {
                 .body("data.id", equalTo(List.of("secret")));
     }
 
+    /** OpenAI's retrieve (the SDKs' {@code models.retrieve}): a model as listed, of the caller's org only. */
+    @Test
+    void aModelIsRetrievedAsListedAndOnlyInTheCallersOrg() {
+        given().auth().oauth2("k-acme").get("/v1/models/chat").then().statusCode(200)
+                .body("id", equalTo("chat")).body("object", equalTo("model")).body("owned_by", equalTo("acme"))
+                .body("created", equalTo(0));
+        given().auth().oauth2("k-acme").get("/v1/models/secret").then().statusCode(404)
+                .body("error.code", equalTo("model_not_found")).body("error.param", equalTo("model"))
+                .body("error.type", equalTo("invalid_request_error"));
+        given().auth().oauth2("k-other").get("/v1/models/secret").then().statusCode(200)
+                .body("id", equalTo("secret")).body("owned_by", equalTo("other"));
+        given().get("/v1/models/chat").then().statusCode(401).body("error.code", equalTo("invalid_api_key"));
+        given().auth().oauth2("k-acme").post("/v1/models/chat").then().statusCode(405)
+                .header("allow", equalTo("GET, OPTIONS")).body("error.code", equalTo("method_not_allowed"));
+    }
+
     /**
      * The request id also goes out as OpenAI's {@code x-request-id}, which the official SDKs expose (a completion's
      * {@code _request_id}, an error's {@code requestID}): on answers, streams and refusals alike.

@@ -113,6 +113,16 @@ class KongRoutingRulesTest {
                 .header("x-hedgerow-route", equalTo("r-red"));
     }
 
+    /** A name holding '/' is retrieved by it, percent-encoded as the SDKs send it, and names its alias. */
+    @Test
+    void anotherNameWithASlashIsRetrievedPercentEncoded() {
+        given().baseUri(gw.baseUrl()).urlEncodingEnabled(false).auth().oauth2("k-acme")
+                .get("/v1/models/paint%2Fscarlet").then()
+                .statusCode(200).body("id", equalTo("paint/scarlet")).body("alias_of", equalTo("red"));
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-plain").get("/v1/models/crimson").then().statusCode(404)
+                .body("error.code", equalTo("model_not_found"));
+    }
+
     @Test
     void anotherNameIsListedWithItsAliasAndBilledToTheAlias() {
         io.restassured.path.json.JsonPath models = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme")
