@@ -1,20 +1,18 @@
 package dev.hedgerow.function.console;
 
 import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.NodeScript;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.common.http.TestHTTPResource;
 import io.quarkus.test.junit.QuarkusTest;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
-import java.io.File;
-import java.io.IOException;
 import java.net.URL;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -44,48 +42,20 @@ class ConsoleBrowserTest {
 
     @Test
     void theDashboardDrivesTheAdminApiInARealBrowser() throws Exception {
-        Assumptions.assumeTrue(onPath("node"), "node is absent: the dashboard's browser test needs node "
+        Assumptions.assumeTrue(NodeScript.nodeOnPath(), "node is absent: the dashboard's browser test needs node "
                 + "(scripts/browser-deps installs it with chromium and playwright-core)");
         Path dir = Path.of("src/test/browser");
-        if (!Files.isDirectory(dir.resolve("node_modules/playwright-core"))) {
-            run(List.of("npm", "install", "--no-audit", "--no-fund", "--silent"), dir, 300);
-        }
+        NodeScript.installIfMissing(dir, "playwright-core");
         String baseUrl = base.toString().replaceAll("/$", "");
         String beta = AppTestResource.sims().get("beta").rootUrl();
-        Result r = run(List.of("node", "console.spec.mjs", baseUrl, beta,
-                Path.of("target/screenshots").toAbsolutePath().toString(), AppTestResource.PROBER_TOKEN), dir, 180);
-        System.out.println(r.output);
-        assertEquals(0, r.exit, r.output);
-        assertTrue(r.output.contains("console: all checks passed"), r.output);
+        NodeScript.Result r = NodeScript.run(List.of("node", "console.spec.mjs", baseUrl, beta,
+                Path.of("target/screenshots").toAbsolutePath().toString(), AppTestResource.PROBER_TOKEN), dir,
+                Map.of(), 180);
+        System.out.println(r.output());
+        assertEquals(0, r.exit(), r.output());
+        assertTrue(r.output().contains("console: all checks passed"), r.output());
         assertTrue(Files.exists(Path.of("target/screenshots/04-recovered.png")));
         assertTrue(Files.exists(Path.of("target/screenshots/06-explain.png")));
         assertTrue(Files.exists(Path.of("target/screenshots/06b-usage.png")));
-    }
-
-    private record Result(int exit, String output) {
-    }
-
-    private static Result run(List<String> cmd, Path dir, int seconds) throws IOException, InterruptedException {
-        File log = Files.createTempFile("console-browser", ".log").toFile();
-        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true)
-                .redirectOutput(log).start();
-        if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            return new Result(-1, "timed out after " + seconds + " s:\n" + Files.readString(log.toPath()));
-        }
-        return new Result(p.exitValue(), Files.readString(log.toPath(), StandardCharsets.UTF_8));
-    }
-
-    private static boolean onPath(String exe) {
-        String path = System.getenv("PATH");
-        if (path == null) {
-            return false;
-        }
-        for (String d : path.split(File.pathSeparator)) {
-            if (Files.isExecutable(Path.of(d, exe))) {
-                return true;
-            }
-        }
-        return false;
     }
 }
