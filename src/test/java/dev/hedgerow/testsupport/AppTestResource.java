@@ -28,7 +28,9 @@ import java.util.Map;
  * 1 per prompt token and 2 per completion token; only the usage test sends to it, so its ledger is that test's), and
  * {@code metered} (on alpha, priced at 0.5 and 1.5 per million prompt and completion tokens, so its cost has decimals;
  * only the dashboard's usage panel test sends to it), and {@code keyed} (on alpha, priced like {@code billed}; only
- * the per-key usage test sends to it); org {@code other} (keys
+ * the per-key usage test sends to it), and {@code sdk} and {@code sdk-out} (priority: alpha's {@code sdk-a}, then
+ * beta's {@code sdk-b}, models no other alias uses; 1 s cooldown; {@code sdk-out} does not resume mid-stream; only the
+ * OpenAI Node SDK test sends to them and scripts their faults); org {@code other} (keys
  * {@code k-other} / {@code a-other}, and {@code k-other-ops}, named {@code ops team | 100%}, used only by the
  * per-key usage test) with alias {@code secret} and its own alias {@code duo}, whose route id
  * {@code duo-alpha} collides with acme's on purpose (isolation tests) and which it also names {@code pair}, and the
@@ -70,10 +72,16 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                       price: { prompt_per_mtok: 0.5, completion_per_mtok: 1.5 } }
                   - { alias: keyed, provider: alpha, model: kimi-a,
                       price: { prompt_per_mtok: 1000000, completion_per_mtok: 2000000 } }
+                  - { alias: sdk, provider: alpha, model: sdk-a, priority: 1, capabilities: [tools] }
+                  - { alias: sdk, provider: beta, model: sdk-b, priority: 2, capabilities: [tools] }
+                  - { alias: sdk-out, provider: alpha, model: sdk-a, priority: 1 }
+                  - { alias: sdk-out, provider: beta, model: sdk-b, priority: 2 }
                 groups:
                   kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
                   duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s }, head_hold: 45s }
                   panel: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 4s } }
+                  sdk: { strategy: priority, breaker: { max_fails: 1, fail_timeout: 1s } }
+                  sdk-out: { strategy: priority, breaker: { max_fails: 1, fail_timeout: 1s }, resume_mid_stream: false }
               - id: other
                 keys: [{ name: app, key: "k-other" }, { name: "ops team | 100%", key: "k-other-ops" }]
                 admin_keys: [{ name: ops, key: "a-other" }]
@@ -105,9 +113,9 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
         redis = RedisServer.start();
         ModelScript fast = ModelScript.defaults().withLength(24).withLatency(ModelScript.Latency.of(10, 400));
         SIMS.put("alpha", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-alpha")
-                .withModel("kimi-a", fast).withModel("solo-a", fast)));
+                .withModel("kimi-a", fast).withModel("solo-a", fast).withModel("sdk-a", fast)));
         SIMS.put("beta", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-beta")
-                .withModel("kimi-b", fast)));
+                .withModel("kimi-b", fast).withModel("sdk-b", fast)));
         Map<String, String> env = new HashMap<>();
         SIMS.forEach((id, s) -> env.put("SIM_" + id.toUpperCase() + "_URL", s.baseUrl()));
         String yaml = YAML;

@@ -1,0 +1,431 @@
+// Drives a running Hedgerow gateway with the official OpenAI Node SDK (the `openai` package pinned in package.json),
+// as a user's code would: every check is made through the SDK. Only the setup and the gateway-side evidence use plain
+// fetch: the simulators' scripted faults (/sim/...) and the admin API's health and audit (/admin/...).
+// Usage: HEDGEROW_SDK_EXPECT='<json>' node sdk.spec.mjs <baseUrl> <alphaSimRootUrl> <betaSimRootUrl>
+// HEDGEROW_SDK_EXPECT holds the prompts and the simulator's deterministic answers to them (OpenAiNodeSdkTest writes
+// it). Prints "ok: ..." per passed step, "FAILED: ..." per failed check, and "sdk: all checks passed" when none failed
+// (exit code 0; 1 when any failed).
+import OpenAI from 'openai';
+import assert from 'node:assert/strict';
+
+const [base, alphaSim, betaSim] = process.argv.slice(2);
+const E = JSON.parse(process.env.HEDGEROW_SDK_EXPECT || 'null');
+if (!base || !alphaSim || !betaSim || !E) {
+  console.error("usage: HEDGEROW_SDK_EXPECT='<json>' node sdk.spec.mjs <baseUrl> <alphaSimRootUrl> <betaSimRootUrl>");
+  process.exit(2);
+}
+const ok = msg => console.log('ok: ' + msg);
+const user = content => [{ role: 'user', content }];
+const client = new OpenAI({ baseURL: base + '/v1', apiKey: 'k-acme', maxRetries: 0, timeout: 30_000 });
+
+// ---- setup helpers (not the SDK) ----
+
+async function scriptFaults(sim, model, faults) {
+  const r = await fetch(`${sim}/sim/models/${model}/faults`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(faults),
+  });
+  if (!r.ok) throw new Error(`scripting faults on ${model} answered ${r.status}`);
+}
+
+async function clearFaults(sim, model) {
+  const r = await fetch(`${sim}/sim/models/${model}/faults`, { method: 'DELETE' });
+  if (!r.ok) throw new Error(`clearing faults on ${model} answered ${r.status}`);
+}
+
+async function simStats(sim, model) {
+  return (await fetch(`${sim}/sim/stats/${model}`)).json();
+}
+
+async function admin(path) {
+  const r = await fetch(base + path, { headers: { authorization: 'Bearer a-acme' } });
+  if (!r.ok) throw new Error(`${path} answered ${r.status}`);
+  return r.json();
+}
+
+async function until(what, check, ms = 15_000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > end) throw new Error('timed out waiting until ' + what);
+    await new Promise(r => setTimeout(r, 50));
+  }
+}
+
+/** Waits until no member of the alias is cooling down, so a scenario starts from routes that take requests. */
+async function noneCooling(alias) {
+  await until(`no member of ${alias} cools down`, async () => {
+    const g = (await admin('/admin/health?alias=' + alias)).groups.find(x => x.alias === alias);
+    return g.members.every(m => !m.cooling_down);
+  });
+}
+
+/** The SDK error `promise` rejects with; fails unless it is an instance of `cls`. */
+async function rejection(promise, cls) {
+  let err;
+  try {
+    await promise;
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err, `expected ${cls.name}, but the call succeeded`);
+  assert.ok(err instanceof cls, `expected ${cls.name}, got ${err?.constructor?.name}: ${err?.message}`);
+  return err;
+}
+
+// ---- checks, each through the SDK ----
+
+async function listsTheAliases() {
+  const ids = [];
+  for await (const m of client.models.list()) {
+    assert.equal(m.object, 'model');
+    assert.equal(typeof m.owned_by, 'string');
+    ids.push(m.id);
+  }
+  for (const a of ['kimi3', 'solo', 'sdk', 'sdk-out']) assert.ok(ids.includes(a), `models.list() lacks ${a}: ${ids}`);
+  assert.ok(!ids.includes('secret'), 'models.list() shows another org\'s alias');
+  ok(`models.list() lists the caller's aliases (${ids.length})`);
+
+  const sdk = await client.models.retrieve('sdk');
+  assert.equal(sdk.id, 'sdk');
+  assert.equal(sdk.object, 'model');
+  assert.equal(sdk.owned_by, 'acme');
+  const unknown = await rejection(client.models.retrieve('no-such-alias'), OpenAI.NotFoundError);
+  assert.equal(unknown.code, 'model_not_found');
+  await rejection(client.models.retrieve('secret'), OpenAI.NotFoundError);
+  ok('models.retrieve() answers an alias, and NotFoundError for an unknown one or another org\'s');
+}
+
+async function nonStreaming() {
+  const { data: c, response, request_id } = await client.chat.completions
+    .create({ model: 'sdk', messages: user(E.plain.prompt) }).withResponse();
+  assert.equal(c.object, 'chat.completion');
+  assert.equal(c.choices.length, 1);
+  assert.equal(c.choices[0].message.role, 'assistant');
+  assert.equal(c.choices[0].message.content, E.plain.text);
+  assert.equal(c.choices[0].finish_reason, 'stop');
+  assert.equal(c.model, 'sdk-a', 'model names the upstream model that served');
+  assert.equal(typeof c.id, 'string');
+  assert.equal(c.id, response.headers.get('x-hedgerow-request-id'), 'the id is the request id');
+  assert.equal(request_id, c.id, 'withResponse().request_id (x-request-id) is the request id');
+  assert.equal(c._request_id, c.id, '_request_id (x-request-id) is the request id');
+  assert.equal(c.usage.completion_tokens, E.plain.completion_tokens);
+  assert.ok(c.usage.prompt_tokens > 0);
+  assert.equal(c.usage.total_tokens, c.usage.prompt_tokens + c.usage.completion_tokens);
+  ok(`chat.completions.create: content, usage ${JSON.stringify(c.usage)}, id ${c.id}, model ${c.model}`);
+}
+
+async function streamingWithUsage() {
+  const { data: stream, response } = await client.chat.completions.create({
+    model: 'sdk', stream: true, stream_options: { include_usage: true }, messages: user(E.plain.prompt),
+  }).withResponse();
+  assert.match(response.headers.get('content-type'), /^text\/event-stream/);
+  let text = '';
+  let usage = null;
+  let chunks = 0;
+  let finish = null;
+  const ids = new Set();
+  let afterUsage = 0;
+  for await (const chunk of stream) {
+    chunks++;
+    assert.equal(chunk.object, 'chat.completion.chunk');
+    ids.add(chunk.id);
+    if (usage) afterUsage++;
+    for (const choice of chunk.choices) {
+      text += choice.delta?.content ?? '';
+      finish = choice.finish_reason ?? finish;
+    }
+    if (chunk.usage) {
+      assert.deepEqual(chunk.choices, [], 'the usage chunk has no choices');
+      usage = chunk.usage;
+    }
+  }
+  assert.equal(text, E.plain.text);
+  assert.equal(finish, 'stop');
+  assert.deepEqual([...ids], [response.headers.get('x-hedgerow-request-id')], 'one id, the request id');
+  assert.ok(usage, 'the final usage chunk arrived');
+  assert.equal(afterUsage, 0, 'the usage chunk is the last');
+  assert.equal(usage.completion_tokens, E.plain.completion_tokens);
+  assert.equal(usage.total_tokens, usage.prompt_tokens + usage.completion_tokens);
+  ok(`stream: ${chunks} chunks, text joins to the simulator's, usage chunk last ${JSON.stringify(usage)}`);
+}
+
+async function streamHelper() {
+  let deltas = '';
+  const runner = client.chat.completions.stream({
+    model: 'sdk', stream_options: { include_usage: true }, messages: user(E.plain.prompt),
+  });
+  runner.on('content', d => { deltas += d; });
+  const final = await runner.finalChatCompletion();
+  assert.equal(final.choices[0].message.role, 'assistant');
+  assert.equal(final.choices[0].message.content, E.plain.text);
+  assert.equal(await runner.finalContent(), E.plain.text);
+  assert.equal(deltas, E.plain.text);
+  assert.equal(final.choices[0].finish_reason, 'stop');
+  assert.equal(final.usage.completion_tokens, E.plain.completion_tokens);
+  ok('chat.completions.stream(): finalChatCompletion() accumulates the same text and usage');
+}
+
+const weatherTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'The weather in a city.',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+};
+
+async function streamedToolCall() {
+  const done = [];
+  const runner = client.chat.completions.stream({
+    model: 'sdk', tools: [weatherTool], messages: user(E.tools.prompt),
+  });
+  runner.on('tool_calls.function.arguments.done', e => done.push(e));
+  const final = await runner.finalChatCompletion();
+  const choice = final.choices[0];
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.tool_calls.length, 1);
+  const call = choice.message.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.match(call.id, /^call_/);
+  assert.equal(call.function.name, 'get_weather');
+  assert.deepEqual(JSON.parse(call.function.arguments), { city: E.tools.city });
+  assert.equal(done.length, 1);
+  assert.equal(done[0].name, 'get_weather');
+  assert.equal(done[0].arguments, call.function.arguments);
+  ok(`streamed tool call accumulated: ${call.function.name}(${call.function.arguments})`);
+
+  // the SDK's tool runner: it calls the function and sends the conversation back (assistant tool_calls, tool result)
+  const seen = [];
+  const run = client.chat.completions.runTools({
+    model: 'sdk', stream: true, messages: user(E.tools.prompt),
+    tools: [{
+      type: 'function',
+      function: {
+        ...weatherTool.function, parse: JSON.parse,
+        function: args => { seen.push(args); return 'sunny'; },
+      },
+    }],
+  });
+  const content = await run.finalContent();
+  assert.deepEqual(seen, [{ city: E.tools.city }]);
+  assert.equal(content, E.tools.text, 'after the tool result the model answers in text');
+  const roles = run.messages.map(m => m.role);
+  assert.deepEqual(roles.slice(-3), ['assistant', 'tool', 'assistant']);
+  ok('runTools(): the tool is called with the streamed arguments and the follow-up turn is answered');
+}
+
+async function errorsMapToTheSdksClasses() {
+  const missing = await rejection(client.chat.completions.create({ model: 'no-such-alias', messages: user('x') }),
+    OpenAI.NotFoundError);
+  assert.equal(missing.status, 404);
+  assert.equal(missing.code, 'model_not_found');
+  assert.equal(missing.param, 'model');
+  assert.equal(missing.type, 'invalid_request_error');
+  assert.match(missing.requestID ?? '', /^chatcmpl-/, 'the error names the request id (x-request-id)');
+  ok(`unknown model: NotFoundError 404 ${missing.code}, requestID ${missing.requestID}`);
+
+  const bad = await rejection(client.chat.completions.create({ model: 'sdk', temperature: 5, messages: user('x') }),
+    OpenAI.BadRequestError);
+  assert.equal(bad.status, 400);
+  assert.equal(bad.param, 'temperature');
+  assert.equal(bad.type, 'invalid_request_error');
+  assert.match(bad.message, /temperature/);
+  ok(`bad parameter: BadRequestError 400, param ${bad.param}: ${bad.message}`);
+
+  const badStream = await rejection(client.chat.completions.create({
+    model: 'sdk', stream: true, n: 2, messages: user('x'),
+  }), OpenAI.BadRequestError);
+  assert.equal(badStream.param, 'n');
+  ok('bad parameter on a stream: BadRequestError before any chunk, param n');
+
+  const stranger = new OpenAI({ baseURL: base + '/v1', apiKey: 'k-nobody', maxRetries: 0 });
+  const auth = await rejection(stranger.chat.completions.create({ model: 'sdk', messages: user('x') }),
+    OpenAI.AuthenticationError);
+  assert.equal(auth.status, 401);
+  assert.equal(auth.type, 'authentication_error');
+  await rejection(stranger.models.list(), OpenAI.AuthenticationError);
+  ok(`bad key: AuthenticationError 401 (${auth.code})`);
+}
+
+/** Every route of sdk-out fails once with a 503: the gateway answers 503 with Retry-After, as the SDK reads it. */
+async function allRoutesOut() {
+  await noneCooling('sdk-out');
+  await scriptFaults(alphaSim, 'sdk-a', [{ kind: 'http_error', status: 503, type: 'service_unavailable', message: 'down' }]);
+  await scriptFaults(betaSim, 'sdk-b', [{ kind: 'http_error', status: 503, type: 'service_unavailable', message: 'down' }]);
+  const out = await rejection(client.chat.completions.create({ model: 'sdk-out', messages: user(E.out.prompt) }),
+    OpenAI.InternalServerError);
+  assert.equal(out.status, 503);
+  assert.equal(out.code, 'no_healthy_provider');
+  assert.equal(out.headers.get('retry-after'), '1', 'Retry-After is the group\'s 1 s cooldown');
+  assert.ok(out.headers.get('x-hedgerow-request-id'));
+  ok(`all routes out: InternalServerError ${out.status} ${out.code}, retry-after ${out.headers.get('retry-after')}`);
+
+  await noneCooling('sdk-out');
+  await scriptFaults(alphaSim, 'sdk-a', [{ kind: 'http_error', status: 503, type: 'service_unavailable', message: 'down' }]);
+  await scriptFaults(betaSim, 'sdk-b', [{ kind: 'http_error', status: 503, type: 'service_unavailable', message: 'down' }]);
+  const outStream = await rejection(client.chat.completions.create({
+    model: 'sdk-out', stream: true, messages: user(E.out.prompt),
+  }), OpenAI.InternalServerError);
+  assert.equal(outStream.status, 503);
+  assert.equal(outStream.headers.get('retry-after'), '1');
+  ok('all routes out on a stream: the same InternalServerError 503 before any chunk (the head waits for content)');
+
+  // the SDK's own retries: each one waits what the previous answer's Retry-After asked, then succeeds
+  await noneCooling('sdk-out');
+  await scriptFaults(alphaSim, 'sdk-a', [{ kind: 'http_error', status: 503, type: 'service_unavailable', message: 'down' }]);
+  await scriptFaults(betaSim, 'sdk-b', [{ kind: 'http_error', status: 503, type: 'service_unavailable', message: 'down' }]);
+  const log = [];
+  const retrying = new OpenAI({
+    baseURL: base + '/v1', apiKey: 'k-acme', maxRetries: 3,
+    fetch: async (url, init) => {
+      const entry = { sent: performance.now(), retryCount: new Headers(init.headers).get('x-stainless-retry-count') };
+      log.push(entry);
+      const r = await fetch(url, init);
+      Object.assign(entry, { answered: performance.now(), status: r.status, retryAfter: r.headers.get('retry-after'),
+        retryAfterMs: r.headers.get('retry-after-ms'), shouldRetry: r.headers.get('x-should-retry') });
+      return r;
+    },
+  });
+  const c = await retrying.chat.completions.create({ model: 'sdk-out', messages: user(E.out.prompt) });
+  assert.equal(c.choices[0].message.content, E.out.text);
+  assert.ok(log.length >= 2, 'the SDK retried');
+  assert.equal(log[0].status, 503);
+  assert.equal(log.at(-1).status, 200);
+  for (let i = 1; i < log.length; i++) {
+    const asked = log[i - 1].retryAfterMs != null ? Number(log[i - 1].retryAfterMs)
+      : Number(log[i - 1].retryAfter) * 1000;
+    assert.ok(asked > 0, `answer ${i} asked for no wait: ${JSON.stringify(log[i - 1])}`);
+    const waited = log[i].sent - log[i - 1].answered;
+    // the SDK's own backoff would be 0.5 s (less jitter) for a first retry: a wait this long is the header's
+    assert.ok(waited >= asked - 25, `retry ${i} came after ${waited.toFixed(0)} ms, asked ${asked} ms`);
+    assert.equal(log[i].retryCount, String(i));
+  }
+  ok(`SDK retries honour Retry-After: ${log.map(e => `${e.status}${e.retryAfter ? ' retry-after ' + e.retryAfter : ''}`)
+    .join(' -> ')}, waits ${log.slice(1).map((e, i) => (e.sent - log[i].answered).toFixed(0) + ' ms').join(', ')}`);
+}
+
+/** The first route's stream is cut in the middle of a multi-byte character: the SDK sees one seamless stream. */
+async function invisibleResume() {
+  await noneCooling('sdk');
+  await scriptFaults(alphaSim, 'sdk-a', [{ kind: 'drop', after_tokens: E.resume.after_tokens, mid_code_point: true }]);
+  const before = (await simStats(betaSim, 'sdk-b')).received;
+  const ids = new Set();
+  const providers = [];
+  const runner = client.chat.completions.stream({
+    model: 'sdk', stream_options: { include_usage: true }, messages: user(E.resume.prompt),
+  });
+  runner.on('chunk', chunk => {
+    ids.add(chunk.id);
+    if (chunk.choices.length) providers.push(chunk.provider);
+  });
+  let text = '';
+  runner.on('content', d => { text += d; });
+  const final = await runner.finalChatCompletion();
+  assert.equal(text, E.resume.text, 'the streamed text is byte-exact');
+  assert.equal(final.choices[0].message.content, E.resume.text);
+  assert.equal(final.choices[0].finish_reason, 'stop');
+  assert.equal(ids.size, 1, 'one id');
+  assert.equal(providers[0], 'alpha');
+  assert.equal(providers.at(-1), 'beta', 'the stream was finished by the second route');
+  assert.equal((await simStats(betaSim, 'sdk-b')).received, before + 1);
+  ok(`mid-stream resume invisible to the SDK: one stream, id ${[...ids][0]}, started on alpha, finished on beta`);
+}
+
+/** The first route's stream breaks inside the tool call's arguments: the SDK still accumulates one whole call. */
+async function toolCallBrokenMidArguments() {
+  await noneCooling('sdk');
+  const clean = await client.chat.completions.stream({
+    model: 'sdk', tools: [weatherTool], messages: user(E.tools.prompt),
+  }).finalChatCompletion();
+  // the call's head and one piece of its arguments, then the connection is reset
+  await scriptFaults(alphaSim, 'sdk-a', [{ kind: 'drop', after_tokens: 2, mid_code_point: false }]);
+  const ids = new Set();
+  const runner = client.chat.completions.stream({
+    model: 'sdk', tools: [weatherTool], messages: user(E.tools.prompt),
+  });
+  runner.on('chunk', chunk => ids.add(chunk.id));
+  const broken = await runner.finalChatCompletion();
+  assert.equal(ids.size, 1, 'one id');
+  assert.equal(broken.choices[0].finish_reason, 'tool_calls');
+  assert.deepEqual(broken.choices[0].message.tool_calls, clean.choices[0].message.tool_calls);
+  assert.equal(broken.provider, 'beta', 'the other route answered');
+  ok('a stream broken inside a tool call\'s arguments: the SDK accumulates the same whole call as an unbroken one');
+}
+
+/** With resume_mid_stream off, a cut stream ends with an error event: the SDK raises it after the text delivered. */
+async function cutWithoutResume() {
+  await noneCooling('sdk-out');
+  await scriptFaults(alphaSim, 'sdk-a', [{ kind: 'drop', after_tokens: 3, mid_code_point: false }]);
+  const stream = await client.chat.completions.create({ model: 'sdk-out', stream: true, messages: user(E.cut.prompt) });
+  let text = '';
+  let err;
+  try {
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof OpenAI.APIError, `expected an APIError, got ${err}`);
+  assert.equal(err.code, 'stream_interrupted');
+  assert.equal(err.type, 'server_error');
+  assert.equal(text, E.cut.text, 'the text delivered before the cut');
+  ok(`resume off, stream cut: the SDK raises APIError ${err.code} after ${JSON.stringify(text)}: ${err.message}`);
+}
+
+/** An AbortController cancels a stream mid-way: the SDK stops quietly and the gateway logs the request as 499. */
+async function abortMidStream() {
+  await noneCooling('sdk');
+  // the served route stalls after 3 tokens, so the abort surely comes while the answer is still being written
+  for (const [sim, model] of [[alphaSim, 'sdk-a'], [betaSim, 'sdk-b']]) {
+    await scriptFaults(sim, model, [{ kind: 'stall', after_tokens: 3, ms: 60_000 }]);
+  }
+  const ac = new AbortController();
+  const { data: stream, response } = await client.chat.completions.create({
+    model: 'sdk', stream: true, messages: user(E.abort.prompt),
+  }, { signal: ac.signal }).withResponse();
+  const requestId = response.headers.get('x-hedgerow-request-id');
+  let contentChunks = 0;
+  let text = '';
+  for await (const chunk of stream) {
+    const delta = chunk.choices[0]?.delta?.content;
+    if (delta) {
+      contentChunks++;
+      text += delta;
+      if (contentChunks === 2) ac.abort();
+    }
+  }
+  // events already read when the abort came are still yielded; the stall after 3 tokens bounds them
+  assert.ok(contentChunks >= 2 && contentChunks <= 3, `${contentChunks} content chunks`);
+  assert.ok(E.abort.text.startsWith(text));
+  await until(`the audit logs ${requestId} as 499`, async () => {
+    const audit = await admin('/admin/audit?type=request&alias=sdk&limit=20');
+    return audit.events.some(e => e.request_id === requestId && e.status === '499');
+  });
+  await until('the upstream stream was closed', async () =>
+    (await simStats(alphaSim, 'sdk-a')).in_flight === 0 && (await simStats(betaSim, 'sdk-b')).in_flight === 0);
+  const h = (await admin('/admin/health?alias=sdk')).groups.find(x => x.alias === 'sdk');
+  assert.ok(h.members.every(m => !m.cooling_down), 'a hang-up cools nothing down');
+  ok(`abort mid-stream: the SDK stopped after ${contentChunks} chunks without an error; audit has ${requestId} as 499`);
+}
+
+// Each check runs even when one before it failed (each starts from cleared fault queues), so one run shows every
+// failure; the exit code is 1 when any failed.
+const checks = [listsTheAliases, nonStreaming, streamingWithUsage, streamHelper, streamedToolCall,
+  errorsMapToTheSdksClasses, allRoutesOut, invisibleResume, toolCallBrokenMidArguments, cutWithoutResume,
+  abortMidStream];
+let failed = 0;
+for (const check of checks) {
+  try {
+    await clearFaults(alphaSim, 'sdk-a');
+    await clearFaults(betaSim, 'sdk-b');
+    await check();
+  } catch (e) {
+    failed++;
+    console.error(`FAILED: ${check.name}: ${e?.stack || e}`);
+  }
+}
+await clearFaults(alphaSim, 'sdk-a');
+await clearFaults(betaSim, 'sdk-b');
+if (failed) {
+  console.error(`sdk: ${failed} of ${checks.length} checks failed`);
+  process.exit(1);
+}
+console.log('sdk: all checks passed');
