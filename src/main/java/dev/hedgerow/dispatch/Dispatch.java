@@ -928,9 +928,7 @@ final class Dispatch {
             return;
         }
         int status = sawCapacityError ? 503 : timedOutUnretried ? 504 : 502;
-        // when a breaker cooled the routes down, after fail_timeout; with none (max_fails: 0) nothing is waited for
-        long retryAfter = settings.breaker().maxFails() == 0 ? 1
-                : Math.max(1, settings.breaker().failTimeout().toSeconds());
+        long retryAfter = retryAfterExhausted();
         // not "every provider was tried": retries, failover_criteria or allow_fallbacks may have stopped earlier
         int n = trail.failures();
         String msg = status == 504
@@ -948,6 +946,24 @@ final class Dispatch {
         // a head that went out early (head_hold) gets this as the stream's error event, without the status
         output.exhausted(status, retryAfter, err, trail.toNode());
         deps.observer().finished(req, status, trail.snapshot(), null, null);
+    }
+
+    /**
+     * The Retry-After of a request no route could serve, in seconds: fail_timeout when this request's failures opened
+     * the breaker of every route it may use (each is then cooled down that long), else 1 s: a route it may use was
+     * not tried, or is still closed below max_fails (max_fails: 0 never opens), and would take a retry at once. The
+     * SDKs wait what it says.
+     */
+    private long retryAfterExhausted() {
+        int threshold = settings.breaker().threshold();
+        for (Candidate c : req.candidates()) {
+            int failed = trail.failuresOn(c.route().id());
+            boolean opened = failed > 0 && (c.halfOpen() || (long) c.state().fails() + failed >= threshold);
+            if (!opened) {
+                return 1;
+            }
+        }
+        return Math.max(1, settings.breaker().failTimeout().toSeconds());
     }
 
     /**

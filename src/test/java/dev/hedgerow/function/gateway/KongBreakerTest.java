@@ -42,9 +42,12 @@ class KongBreakerTest {
                   - { id: spare, alias: kb, provider: sim, model: m-spare, weight: 0 }
                   - { id: main0, alias: kb0, provider: sim, model: m-main, weight: 100 }
                   - { id: spare0, alias: kb0, provider: sim, model: m-spare, weight: 0 }
+                  - { id: main1, alias: kb1, provider: sim, model: m-main, weight: 100 }
+                  - { id: spare1, alias: kb1, provider: sim, model: m-spare, weight: 0 }
                 groups:
                   kb: { strategy: weighted, hedging: false, breaker: { max_fails: 3, fail_timeout: 10s } }
                   kb0: { strategy: weighted, hedging: false, balancer: { max_fails: 0, fail_timeout: 10000 } }
+                  kb1: { strategy: weighted, hedging: false, breaker: { max_fails: 1, fail_timeout: 10s } }
             """;
 
     Vertx vertx;
@@ -90,8 +93,25 @@ class KongBreakerTest {
     }
 
     private RouteSnapshot main() {
-        return store.snapshot(List.of("acme/main"), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5))
-                .get("acme/main");
+        return route("main");
+    }
+
+    private RouteSnapshot route(String id) {
+        return store.snapshot(List.of("acme/" + id), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5))
+                .get("acme/" + id);
+    }
+
+    /** A request to {@code alias} that every attempt fails (each route answers 500 three times over). */
+    private Response exhausted(String alias) {
+        for (int i = 0; i < 3; i++) {
+            sims.get("sim").enqueue("m-main", Fault.status(500));
+            sims.get("sim").enqueue("m-spare", Fault.status(500));
+        }
+        Response r = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"" + alias + "\",\"messages\":[{\"role\":\"user\",\"content\":\"breaker\"}]}")
+                .post("/v1/chat/completions");
+        sims.get("sim").clearFaults();
+        return r;
     }
 
     private long mainReceived() {
@@ -179,6 +199,27 @@ class KongBreakerTest {
                 .await().atMost(Duration.ofSeconds(5)).get("acme/main0");
         assertFalse(main0.coolingDown(), "never excluded");
         assertEquals("main0", send("kb0"));
+    }
+
+    /**
+     * A request every attempt failed is told to wait fail_timeout only when its failures opened the breaker of every
+     * route it could use; with max_fails 3 one request's failures (main twice, spare once) open none, and both routes
+     * serve at once, so waiting 10 s (the SDKs wait what Retry-After says) would be for nothing.
+     */
+    @Test
+    void anExhaustedRequestIsToldToWaitFailTimeoutOnlyWhenItOpenedEveryBreaker() {
+        Response r = exhausted("kb");
+        assertEquals(502, r.statusCode(), r.asString());
+        assertFalse(main().coolingDown());
+        assertFalse(route("spare").coolingDown());
+        assertEquals("1", r.header("Retry-After"));
+        assertTrue(r.jsonPath().getString("error.message").endsWith("Retry after 1 s."), r.asString());
+
+        Response opened = exhausted("kb1");
+        assertEquals(502, opened.statusCode(), opened.asString());
+        assertTrue(route("main1").coolingDown());
+        assertTrue(route("spare1").coolingDown());
+        assertEquals("10", opened.header("Retry-After"));
     }
 
     @Test
