@@ -72,8 +72,8 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                       price: { prompt_per_mtok: 0.5, completion_per_mtok: 1.5 } }
                   - { alias: keyed, provider: alpha, model: kimi-a,
                       price: { prompt_per_mtok: 1000000, completion_per_mtok: 2000000 } }
-                  - { alias: sdk, provider: alpha, model: sdk-a, priority: 1, capabilities: [tools] }
-                  - { alias: sdk, provider: beta, model: sdk-b, priority: 2, capabilities: [tools] }
+                  - { alias: sdk, provider: alpha, model: sdk-a, priority: 1, capabilities: [tools, json_mode] }
+                  - { alias: sdk, provider: beta, model: sdk-b, priority: 2, capabilities: [tools, json_mode] }
                   - { alias: sdk-out, provider: alpha, model: sdk-a, priority: 1 }
                   - { alias: sdk-out, provider: beta, model: sdk-b, priority: 2 }
                 groups:
