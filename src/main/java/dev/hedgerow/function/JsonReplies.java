@@ -143,7 +143,7 @@ public final class JsonReplies {
      * mounting the real routes.
      */
     public static void methodNotAllowed(Router router, HttpMethod allowed, String... paths) {
-        String allow = allowed.name() + ", OPTIONS";
+        String allow = allowed.name() + (allowed.equals(HttpMethod.GET) ? ", HEAD" : "") + ", OPTIONS";
         for (String path : paths) {
             router.route(path).handler(ctx -> {
                 if (ctx.request().method().equals(HttpMethod.OPTIONS)) {

@@ -178,7 +178,8 @@ class AppHostileInputTest {
             assertEquals(405, r.statusCode(), c[0] + " " + c[1] + ": " + r.asString());
             JsonNode error = Envelope.assertShape(r.asString(), c[0] + " " + c[1]);
             assertEquals("method_not_allowed", error.path("code").asText());
-            assertEquals(c[2] + ", OPTIONS", r.header("allow"), c[0] + " " + c[1]);
+            assertEquals(c[2] + (c[2].equals("GET") ? ", HEAD" : "") + ", OPTIONS", r.header("allow"),
+                    c[0] + " " + c[1]);
             assertTrue(error.path("message").asText().endsWith(c[1] + " answers " + c[2] + "."), r.asString());
         }
     }
@@ -199,7 +200,8 @@ class AppHostileInputTest {
             assertEquals(405, r.statusCode(), c[0] + " " + c[1] + ": " + r.asString());
             JsonNode error = Envelope.assertShape(r.asString(), c[0] + " " + c[1]);
             assertEquals("method_not_allowed", error.path("code").asText());
-            assertEquals(c[2] + ", OPTIONS", r.header("allow"), c[0] + " " + c[1]);
+            assertEquals(c[2] + (c[2].equals("GET") ? ", HEAD" : "") + ", OPTIONS", r.header("allow"),
+                    c[0] + " " + c[1]);
             assertEquals("Method " + c[0] + " is not allowed here; " + c[1] + " answers " + c[2]
                     + "; see /admin/openapi.", error.path("message").asText());
             for (String allowed : c[2].split(", ")) {
@@ -223,7 +225,7 @@ class AppHostileInputTest {
     void optionsAnswers204WithThePathsOwnMethods() {
         String readOnly = "GET, HEAD, OPTIONS";
         for (String[] c : new String[][]{{"/v1/chat/completions", null, "POST, OPTIONS"},
-                {"/models/kimi3/v1/chat/completions", "k-acme", "POST, OPTIONS"}, {"/v1/models", null, "GET, OPTIONS"},
+                {"/models/kimi3/v1/chat/completions", "k-acme", "POST, OPTIONS"}, {"/v1/models", null, "GET, HEAD, OPTIONS"},
                 {"/v1/capacity", null, "POST, OPTIONS"}, {"/prober/run", null, "POST, OPTIONS"},
                 {"/q/health", null, readOnly}, {"/q/health/ready", null, readOnly}, {"/q/metrics", null, readOnly},
                 {"/admin/openapi", null, readOnly}, {"/console/", null, readOnly},

@@ -89,6 +89,9 @@ public final class GatewayRoutes {
         // OpenAI's retrieve (the SDKs' models.retrieve); a name holding '/' comes as %2F, as the SDKs encode it
         router.get("/v1/models/:model").handler(guard).handler(this::model)
                 .failureHandler(failure);
+        // HEAD answers as GET does, without the body (Vert.x writes no body on a HEAD), as RFC 9110 asks of a GET
+        router.head("/v1/models").handler(guard).handler(this::models).failureHandler(failure);
+        router.head("/v1/models/:model").handler(guard).handler(this::model).failureHandler(failure);
         JsonReplies.methodNotAllowed(router, HttpMethod.POST, "/v1/chat/completions",
                 "/models/:alias/v1/chat/completions");
         JsonReplies.methodNotAllowed(router, HttpMethod.GET, "/v1/models", "/v1/models/:model");

@@ -271,7 +271,19 @@ class GatewayFoundationTest {
                 .body("id", equalTo("secret")).body("owned_by", equalTo("other"));
         given().get("/v1/models/chat").then().statusCode(401).body("error.code", equalTo("invalid_api_key"));
         given().auth().oauth2("k-acme").post("/v1/models/chat").then().statusCode(405)
-                .header("allow", equalTo("GET, OPTIONS")).body("error.code", equalTo("method_not_allowed"));
+                .header("allow", equalTo("GET, HEAD, OPTIONS")).body("error.code", equalTo("method_not_allowed"));
+    }
+
+    /** HEAD on the models paths answers as GET does (status, type), with no body, as RFC 9110 asks. */
+    @Test
+    void headOnTheModelsPathsAnswersAsGetWithoutABody() {
+        io.restassured.response.Response head = given().auth().oauth2("k-acme").head("/v1/models");
+        assertEquals(200, head.statusCode());
+        assertTrue(head.contentType().startsWith("application/json"), head.contentType());
+        assertEquals("", head.asString());
+        given().auth().oauth2("k-acme").head("/v1/models/chat").then().statusCode(200);
+        given().auth().oauth2("k-acme").head("/v1/models/secret").then().statusCode(404);
+        given().head("/v1/models").then().statusCode(401);
     }
 
     /**
