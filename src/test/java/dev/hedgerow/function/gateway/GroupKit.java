@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
@@ -193,6 +195,15 @@ final class GroupKit {
             }
         }
         return out;
+    }
+
+    /** Stores the TTFT line 40 first tokens of about {@code ttftMs} at 10 prompt tokens teach (as live traffic would). */
+    static void learntTtft(StateStore store, String route, double ttftMs) {
+        TtftPredictor p = TtftPredictor.fresh(TtftPredictor.Prior.defaults());
+        for (int i = 0; i < 40; i++) {
+            p = p.update(10, ttftMs + (i % 3));
+        }
+        store.putRouteBlob(route, LearnedModels.TTFT, p.encode(), null).await().atMost(Duration.ofSeconds(5));
     }
 
     /** How many blocked events with this reason the org's audit stream holds. */

@@ -104,14 +104,8 @@ class HedgeLoserLearningTest {
         gw.close();
     }
 
-    /** 40 first tokens of about {@code ttftMs} at 10 prompt tokens, as live traffic would have taught the route. */
     static void learnt(String route, double ttftMs) {
-        TtftPredictor p = TtftPredictor.fresh(TtftPredictor.Prior.defaults());
-        for (int i = 0; i < 40; i++) {
-            p = p.update(10, ttftMs + (i % 3));
-        }
-        gw.core().store().putRouteBlob(route, LearnedModels.TTFT, p.encode(), null).await()
-                .atMost(Duration.ofSeconds(5));
+        GroupKit.learntTtft(gw.core().store(), route, ttftMs);
     }
 
     static String body(String alias, String prompt) {

@@ -1,7 +1,5 @@
 package dev.hedgerow.function.gateway;
 
-import dev.hedgerow.routing.LearnedModels;
-import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.testsupport.GatewayHarness;
@@ -11,7 +9,6 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -64,12 +61,7 @@ class RouteSlowdownTest {
     }
 
     static void learnt(String route, double ttftMs) {
-        TtftPredictor p = TtftPredictor.fresh(TtftPredictor.Prior.defaults());
-        for (int i = 0; i < 40; i++) {
-            p = p.update(10, ttftMs + (i % 3));
-        }
-        gw.core().store().putRouteBlob(route, LearnedModels.TTFT, p.encode(), null).await()
-                .atMost(Duration.ofSeconds(5));
+        GroupKit.learntTtft(gw.core().store(), route, ttftMs);
     }
 
     @Test
