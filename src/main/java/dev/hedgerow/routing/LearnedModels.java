@@ -204,22 +204,19 @@ public final class LearnedModels implements RouteModels {
      */
     public void learnFirstTokenAtLeast(RouteSnapshot base, int promptTokens, long waitedMs, GroupSettings.Slo slo) {
         List<StateStore.RouteBlob> writes = new ArrayList<>(3);
-        String current = chainFrom(base, TTFT);
-        TtftPredictor seen = current == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(current, prior);
-        if (seen.updateAtLeast(promptTokens, waitedMs) != seen) { // else the line predicts that much already
-            update(base, TTFT, MODEL_TTL, enc -> (enc == null ? TtftPredictor.fresh(prior)
-                    : TtftPredictor.decode(enc, prior)).updateAtLeast(promptTokens, waitedMs).encode(), writes);
-        }
-        String ema = chainFrom(base, EMA);
-        Ewma seenEma = ema == null ? null : Ewma.decode(ema, EMA_ALPHA);
-        if (seenEma == null || !seenEma.isMeasured() || waitedMs > seenEma.value()) {
-            // least_latency's EMA takes the wait as a sample when it is above the EMA: the true time was further
-            // above, so the EMA moves less than the late answer would have moved it had no hedge won
-            update(base, EMA, MODEL_TTL, enc -> {
-                Ewma e = enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA);
-                return e.isMeasured() && waitedMs <= e.value() ? enc : e.observe(waitedMs).encode();
-            }, writes);
-        }
+        // each step returns its input when the wait says nothing new (the line predicts that much already, the EMA
+        // is above it), and update then writes nothing
+        update(base, TTFT, MODEL_TTL, enc -> {
+            TtftPredictor p = enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior);
+            TtftPredictor next = p.updateAtLeast(promptTokens, waitedMs);
+            return next == p ? enc : next.encode();
+        }, writes);
+        // least_latency's EMA takes the wait as a sample when it is above the EMA: the true time was further above,
+        // so the EMA moves less than the late answer would have moved it had no hedge won
+        update(base, EMA, MODEL_TTL, enc -> {
+            Ewma e = enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA);
+            return e.isMeasured() && waitedMs <= e.value() ? enc : e.observe(waitedMs).encode();
+        }, writes);
         if (waitedMs > slo.firstToken().toMillis() && promptTokens <= slo.standardPromptMaxTokens()) {
             // a proven miss: the first token came after the target, if at all
             update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeTtft(promptTokens, waitedMs).encode(),
@@ -330,14 +327,10 @@ public final class LearnedModels implements RouteModels {
         write(base, writes);
     }
 
-    /** The value an {@link #update} of this model would start from now. */
-    private String chainFrom(RouteSnapshot base, String name) {
-        AtomicReference<Local> ref = latest.get(base.routeId() + "|" + name);
-        Local current = ref == null ? null : ref.get();
-        return younger(current, LOCAL_CHAIN_MS) ? current.value() : base.blob(name).orElse(null);
-    }
-
-    /** Steps this instance's copy of one model and queues its new value for {@link #write}. */
+    /**
+     * Steps this instance's copy of one model and queues its new value for {@link #write}; a step that returns its
+     * input itself changed nothing, and nothing is queued.
+     */
     private void update(RouteSnapshot base, String name, Duration ttl, UnaryOperator<String> step,
                         List<StateStore.RouteBlob> writes) {
         String key = base.routeId() + "|" + name;
@@ -349,8 +342,12 @@ public final class LearnedModels implements RouteModels {
         Local next;
         do { // another thread stepped it meanwhile: step its value again, so no observation is lost
             current = ref.get();
-            next = new Local(step.apply(younger(current, LOCAL_CHAIN_MS) ? current.value()
-                    : base.blob(name).orElse(null)), clock.millis());
+            String from = younger(current, LOCAL_CHAIN_MS) ? current.value() : base.blob(name).orElse(null);
+            String value = step.apply(from);
+            if (value == from) { // the step changed nothing: nothing to keep or write
+                return;
+            }
+            next = new Local(value, clock.millis());
         } while (!ref.compareAndSet(current, next));
         writes.add(new StateStore.RouteBlob(name, next.value(), ttl));
     }
