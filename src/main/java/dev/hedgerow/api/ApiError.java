@@ -66,10 +66,15 @@ public record ApiError(int status, String type, String code, String message, Str
                 "The request URI (path and query) exceeds the limit of " + limit + " bytes.", null, null);
     }
 
-    public static ApiError noHealthyProvider(String alias, long retryAfterSeconds) {
-        return new ApiError(503, "server_error", "no_healthy_provider",
-                "Every provider of '" + alias + "' is cooling down after failures; retry after " + retryAfterSeconds
-                        + " s.", null, retryAfterSeconds);
+    /**
+     * 503: no route of {@code alias} can take the request now, {@code why} naming each one's reason; with
+     * {@code Retry-After} when a time is known ({@code retryAfterSeconds}, else null).
+     */
+    public static ApiError noHealthyProvider(String alias, String why, Long retryAfterSeconds) {
+        return new ApiError(503, "server_error", "no_healthy_provider", "No provider of '" + alias
+                + "' can take this request now (" + why + ")"
+                + (retryAfterSeconds == null ? "." : "; retry after " + retryAfterSeconds + " s."), null,
+                retryAfterSeconds);
     }
 
     public static ApiError upstreamExhausted(int status, String message, long retryAfterSeconds) {

@@ -974,11 +974,9 @@ final class Dispatch {
      */
     private void refusedAllProbing() {
         String routes = String.join(", ", req.candidates().stream().map(c -> c.route().id()).toList());
-        String msg = "No provider of '" + req.alias() + "' can take this request now (" + routes
-                + ": half-open probe in flight); retry after 1 s.";
-        ApiError err = new ApiError(503, "server_error", "no_healthy_provider", msg, null, 1L);
+        ApiError err = ApiError.noHealthyProvider(req.alias(), routes + ": half-open probe in flight", 1L);
         output.exhausted(503, 1, err, trail.toNode());
-        deps.observer().refused(req, err.code(), msg);
+        deps.observer().refused(req, err.code(), err.message());
     }
 
     private void endWithErrorEvent(String message) {

@@ -340,9 +340,7 @@ public final class Router {
         Set<String> ids = capable.stream().map(Route::id).collect(Collectors.toSet());
         String why = rejected.stream().filter(x -> ids.contains(x.routeId()))
                 .map(x -> x.routeId() + ": " + x.reason()).collect(Collectors.joining("; "));
-        return new ApiError(503, "server_error", "no_healthy_provider", "No provider of '" + alias
-                + "' can take this request now (" + why + ")" + (seconds == null ? "." : "; retry after " + seconds
-                + " s."), null, seconds);
+        return ApiError.noHealthyProvider(alias, why, seconds);
     }
 
     /** Why the route's standing excludes it (failing verification, operator not in good standing), or null. */
