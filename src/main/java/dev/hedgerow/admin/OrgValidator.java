@@ -158,11 +158,9 @@ public final class OrgValidator {
         routing.put("path_alias", org.routing().pathAlias());
         if (!org.routing().names().isEmpty()) {
             ObjectNode names = routing.putObject("aliases");
-            org.routing().names().forEach((name, alias) -> {
-                if (!names.has(esc(alias))) {
-                    ArrayNode list = names.putArray(esc(alias));
-                    org.routing().namesOf(alias).forEach(n -> list.add(esc(n)));
-                }
+            org.routing().namesByAlias().forEach((alias, list) -> {
+                ArrayNode escaped = names.putArray(esc(alias));
+                list.forEach(n -> escaped.add(esc(n)));
             });
         }
         o.putObject("hedge_budget").put("ratio", org.hedgeBudget().ratio())

@@ -139,11 +139,7 @@ public final class CatalogCodec {
         routing.put("path_alias", org.routing().pathAlias());
         if (!org.routing().names().isEmpty()) {
             ObjectNode names = routing.putObject("aliases");
-            org.routing().names().forEach((name, alias) -> {
-                if (!names.has(alias)) {
-                    strings(names.putArray(alias), org.routing().namesOf(alias));
-                }
-            });
+            org.routing().namesByAlias().forEach((alias, list) -> strings(names.putArray(alias), list));
         }
         o.putObject("hedge_budget").put("ratio", org.hedgeBudget().ratio())
                 .put("min_per_window", org.hedgeBudget().minPerWindow())

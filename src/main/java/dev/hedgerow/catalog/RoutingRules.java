@@ -54,6 +54,13 @@ public record RoutingRules(String aliasHeader, boolean pathAlias, Map<String, St
         return names.getOrDefault(requested, requested);
     }
 
+    /** Every alias given other names, with them, as {@code routing.aliases} writes them (first seen first). */
+    public Map<String, List<String>> namesByAlias() {
+        Map<String, List<String>> out = new LinkedHashMap<>();
+        names.forEach((name, alias) -> out.computeIfAbsent(alias, a -> new java.util.ArrayList<>()).add(name));
+        return out;
+    }
+
     /** The other names of {@code alias}, in the order written. */
     public List<String> namesOf(String alias) {
         return names.entrySet().stream().filter(e -> e.getValue().equals(alias)).map(Map.Entry::getKey).toList();
