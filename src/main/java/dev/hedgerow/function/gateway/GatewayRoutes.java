@@ -121,10 +121,18 @@ public final class GatewayRoutes {
                 .flatMap(key -> h.catalog().current().callerForKeyHash(Keys.sha256Hex(key)));
     }
 
-    private void models(RoutingContext ctx) {
+    /** The caller's org, or empty once the request was answered 401. */
+    private Optional<Org> callerOrg(RoutingContext ctx) {
         Optional<Org> org = authenticate(core.get(), ctx.request()).map(Catalog.Caller::org);
         if (org.isEmpty()) {
             JsonReplies.error(ctx.response(), ApiError.unauthorized());
+        }
+        return org;
+    }
+
+    private void models(RoutingContext ctx) {
+        Optional<Org> org = callerOrg(ctx);
+        if (org.isEmpty()) {
             return;
         }
         ObjectNode root = JsonNodeFactory.instance.objectNode();
@@ -135,9 +143,8 @@ public final class GatewayRoutes {
 
     /** One model as {@code GET /v1/models} lists it; a name the caller's org does not list is 404 model_not_found. */
     private void model(RoutingContext ctx) {
-        Optional<Org> org = authenticate(core.get(), ctx.request()).map(Catalog.Caller::org);
+        Optional<Org> org = callerOrg(ctx);
         if (org.isEmpty()) {
-            JsonReplies.error(ctx.response(), ApiError.unauthorized());
             return;
         }
         String id = ctx.pathParam("model");
