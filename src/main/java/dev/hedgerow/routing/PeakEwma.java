@@ -51,6 +51,20 @@ public record PeakEwma(long tauMillis, double cost, long stampMillis, long count
         return new PeakEwma(tauMillis, cost * w + sampleMs * (1 - w), Math.max(nowMillis, stampMillis), count + 1);
     }
 
+    /**
+     * Learns that a sample taken at {@code nowMillis} was at least {@code boundMs} (a censored sample: an attempt
+     * cancelled before it could be measured). Taken as a sample only when it says something the estimate does not
+     * assume already: the route was never measured, or the bound is above its value now; otherwise this is returned
+     * unchanged. {@link #observe} is monotone in the sample, so the bound never takes the estimate above where the
+     * true sample would have: above the cost it is the new peak at once, as the late sample would have been.
+     */
+    public PeakEwma observeAtLeast(double boundMs, long nowMillis) {
+        if (!Double.isFinite(boundMs) || boundMs < 0 || (count > 0 && boundMs <= value(nowMillis))) {
+            return this;
+        }
+        return observe(boundMs, nowMillis);
+    }
+
     /** The estimate at {@code nowMillis}: the cost decayed toward 0 by the idle time since the last sample. */
     public double value(long nowMillis) {
         return cost * weightOfHistory(nowMillis);

@@ -4,6 +4,7 @@ import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class PeakEwmaTest {
@@ -22,6 +23,18 @@ class PeakEwmaTest {
         PeakEwma p = PeakEwma.fresh(TAU).observe(300, T0);
         assertTrue(p.isMeasured());
         assertEquals(300, p.value(T0), 1e-9);
+    }
+
+    @Test
+    void aLowerBoundAboveTheValueIsTakenAtOnceAndOneAtOrBelowItChangesNothing() {
+        PeakEwma p = PeakEwma.fresh(TAU).observe(100, T0);
+        assertEquals(900, p.observeAtLeast(900, T0 + 1).value(T0 + 1), 1e-9, "the late sample was at least this");
+        assertSame(p, p.observeAtLeast(100, T0), "a bound at the value says nothing new");
+        // decayed to 100·e^-1 ≈ 37: a bound of 50 is news, and is learnt as the sample it bounds
+        PeakEwma later = p.observeAtLeast(50, T0 + TAU);
+        assertEquals(p.observe(50, T0 + TAU), later);
+        assertTrue(later.value(T0 + TAU) > p.value(T0 + TAU));
+        assertEquals(40, PeakEwma.fresh(TAU).observeAtLeast(40, T0).value(T0), 1e-9, "never measured: taken");
     }
 
     @Test
