@@ -108,6 +108,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     /** The stream's last gaps, a ring, learned once at the end ({@link LearnedModels#learnGaps}). */
     final long[] recentGaps = new long[LearnedModels.GAP_REPLAY];
     int gapsObserved;
+    /**
+     * How long this attempt waited with no content before it lost the race or was abandoned (-1: it did not): once
+     * the request's answer is whole, that wait over the answer's tokens bounds the route's time per output token.
+     */
+    long waitedNoContentMs = -1;
     long firstReasoningNanos = -1;
     boolean visibleStarted;
     long outputChars;

@@ -581,15 +581,45 @@ final class Dispatch {
      * now, so a stream's route learns the wait as a lower bound of its time to first token for this prompt size
      * ({@code LearnedModels.learnFirstTokenAtLeast}: only upwards, clipped as any sample, and an SLO miss only when it
      * proves one). Without this a route that turned slow while hedges kept winning against it was never measured
-     * slow, and every request went to it first and paid the hedge delay. A non-streamed answer's wait is no first
-     * token; a client's hang-up ({@link #clientGone}) teaches nothing, as the route was not slow, the client left.
+     * slow, and every request went to it first and paid the hedge delay. The wait bounds the whole answer's time
+     * too, which Kong's end-to-end peak EWMA takes (streamed or not; a resume's is no whole answer's), and, once the
+     * answer is whole, its time per output token ({@link #learnWaitedPerToken}). A non-streamed answer's wait is no
+     * first token; a client's hang-up ({@link #clientGone}) teaches nothing, as the route was not slow, the client
+     * left.
      */
     private void learnWaited(Attempt a) {
-        if (!stream || a.hasContent) {
+        if (a.hasContent) {
             return;
         }
-        deps.models().learnFirstTokenAtLeast(a.cand.state(), req.facts().promptTokens(), elapsedMs(a.startNanos),
-                settings.slo());
+        long waitedMs = elapsedMs(a.startNanos);
+        boolean wholeAnswer = a.kind != Kind.RESUME;
+        if (wholeAnswer) {
+            a.waitedNoContentMs = waitedMs;
+        }
+        if (stream) {
+            deps.models().learnFirstTokenAtLeast(a.cand.state(), req.facts().promptTokens(), waitedMs, settings.slo(),
+                    wholeAnswer);
+        } else if (wholeAnswer) {
+            deps.models().learnEndToEndAtLeast(a.cand.state(), waitedMs);
+        }
+    }
+
+    /**
+     * The answer is whole, {@code tokens} long: every attempt that waited for it in vain (a hedge race's loser, one
+     * abandoned) would have had to write as many, so its wait over them bounds Kong's time per output token (latency
+     * over completion tokens) on its route ({@code LearnedModels.learnTimePerTokenAtLeast}, only upwards). A loser
+     * measured no gap between tokens, and without this bound a {@code tpot} group kept sending every request first to
+     * a route whose first token never came in time.
+     */
+    private void learnWaitedPerToken(long tokens) {
+        if (tokens <= 0) {
+            return;
+        }
+        for (Attempt other : attempts) {
+            if (other.waitedNoContentMs >= 0) {
+                deps.models().learnTimePerTokenAtLeast(other.cand.state(), other.waitedNoContentMs / (double) tokens);
+            }
+        }
     }
 
     /** The upstream stream ended ({@code failure} null = clean EOF or [DONE]). */
@@ -742,6 +772,7 @@ final class Dispatch {
         long e2e = elapsedMs(a.startNanos);
         deps.models().learnDecode(a.cand.state(), (int) billed.completionTokens(), e2e, e2e, settings.slo(),
                 a.recentGaps, a.gapsObserved);
+        learnWaitedPerToken(billed.completionTokens());
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), e2e, e2e);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
     }
@@ -1013,6 +1044,7 @@ final class Dispatch {
         // one store call for the decode models and this stream's gaps (Attempt.end left them to this)
         deps.models().learnDecode(a.cand.state(), tokens, decodeMs, e2eMs, settings.slo(), a.recentGaps,
                 a.gapsObserved);
+        learnWaitedPerToken(billed.completionTokens());
         deps.observer().decoded(a.cand, tokens, decodeMs, e2eMs);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
     }

@@ -223,7 +223,7 @@ public final class Prober {
                 // line pulled it down, and one shorter than the target counted as meeting it). No verdict: a
                 // half-open slot is given back.
                 deps.models().learnFirstTokenAtLeast(s, promptTokens, slow.waitedMs(),
-                        t.org.group(t.route.alias()).slo());
+                        t.org.group(t.route.alias()).slo(), true);
                 return Uni.createFrom().item(result(t, action, "slow: no first token within " + slow.waitedMs()
                         + " ms", null, null));
             }

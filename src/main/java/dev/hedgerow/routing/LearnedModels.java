@@ -200,10 +200,14 @@ public final class LearnedModels implements RouteModels {
      * proves a miss (waited past the first-token target), never as a success, since the true time is unknown; below
      * the target it teaches the tracker nothing. Trifrost's EMA ({@code least_latency}) takes it as a sample when it is
      * above the EMA (only upwards, and less far than the late answer itself would have taken it). The console's sample
-     * points are measured times and do not take it. A client's hang-up is no such sample (the route was not slow, the client left): not called then.
+     * points are measured times and do not take it. Kong's end-to-end peak EWMA ({@code lowest_latency}) takes it as
+     * the lower bound of the whole answer's time it also is ({@link PeakEwma#observeAtLeast}: when it is above the
+     * route's value now, at once), unless {@code wholeAnswer} is false (a resume's continuation is no whole answer).
+     * A client's hang-up is no such sample (the route was not slow, the client left): not called then.
      */
-    public void learnFirstTokenAtLeast(RouteSnapshot base, int promptTokens, long waitedMs, GroupSettings.Slo slo) {
-        List<StateStore.RouteBlob> writes = new ArrayList<>(3);
+    public void learnFirstTokenAtLeast(RouteSnapshot base, int promptTokens, long waitedMs, GroupSettings.Slo slo,
+                                       boolean wholeAnswer) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(4);
         // each step returns its input when the wait says nothing new (the line predicts that much already, the EMA
         // is above it), and update then writes nothing
         update(base, TTFT, MODEL_TTL, enc -> {
@@ -222,9 +226,50 @@ public final class LearnedModels implements RouteModels {
             update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeTtft(promptTokens, waitedMs).encode(),
                     writes);
         }
+        if (wholeAnswer) {
+            updateAtLeast(base, PEWMA_E2E, waitedMs, writes);
+        }
         if (!writes.isEmpty()) {
             write(base, writes);
         }
+    }
+
+    /**
+     * Learns that a non-streamed answer had not come after {@code waitedMs} (an attempt that lost the hedge race or was
+     * abandoned): a lower bound of its end-to-end time, which Kong's end-to-end peak EWMA takes when it is above the
+     * route's value now ({@link PeakEwma#observeAtLeast}). It is no time to first token.
+     */
+    public void learnEndToEndAtLeast(RouteSnapshot base, long waitedMs) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(1);
+        updateAtLeast(base, PEWMA_E2E, waitedMs, writes);
+        if (!writes.isEmpty()) {
+            write(base, writes);
+        }
+    }
+
+    /**
+     * Learns a lower bound of the route's time per output token for Kong's {@code tpot} peak EWMA, taken when it is
+     * above the route's value now ({@link PeakEwma#observeAtLeast}). An attempt that produced no token measured no
+     * gap between tokens; what it does bound is Kong's own time per output token (latency over completion tokens):
+     * had it written the answer of {@code n} tokens it was racing for, that would have been at least its wait over
+     * {@code n}. That is the bound callers give: a hedge race's loser's wait over the winner's completion tokens, a
+     * slow probe's over the tokens it asked for at most.
+     */
+    public void learnTimePerTokenAtLeast(RouteSnapshot base, double msPerToken) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(1);
+        updateAtLeast(base, PEWMA_TPOT, msPerToken, writes);
+        if (!writes.isEmpty()) {
+            write(base, writes);
+        }
+    }
+
+    private void updateAtLeast(RouteSnapshot base, String pewma, double boundMs, List<StateStore.RouteBlob> writes) {
+        long now = clock.millis();
+        update(base, pewma, MODEL_TTL, enc -> {
+            PeakEwma p = enc == null ? PeakEwma.fresh(PEWMA_TAU_MS) : PeakEwma.decode(enc, PEWMA_TAU_MS);
+            PeakEwma next = p.observeAtLeast(boundMs, now);
+            return next == p ? enc : next.encode();
+        }, writes);
     }
 
     /**
