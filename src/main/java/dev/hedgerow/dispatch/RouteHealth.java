@@ -41,10 +41,8 @@ final class RouteHealth {
         }
         store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout()).subscribe().with(v -> { },
                 t -> { });
-        // lowest_latency's measures take the failure as the slowest latency the group does not call a failure (a
-        // token gap of stall_floor, an answer of read_timeout), with or without a breaker: under max_fails 0 nothing
-        // else would keep a route that fails fast from ranking first on every request
-        models.learnFailure(a.cand.state(), timeouts.stallFloor().toMillis(), timeouts.read().toMillis());
+        // lowest_latency's measures take the failure as a latency penalty, with or without a breaker
+        models.learnFailure(a.cand.state(), timeouts);
         if (f.retryAfterSeconds() > 0) {
             store.holdRetryAfter(a.cand.id(), Duration.ofSeconds(f.retryAfterSeconds()))
                     .subscribe().with(v -> { }, t -> { });

@@ -220,10 +220,13 @@ public final class Prober {
                 // what may be the only capacity (Keln: a slow provider is passed over, never cut off); its first
                 // token took at least this long: a lower bound, as a hedge race's loser's wait is (learnt only above
                 // the line, an SLO miss only past the target; learnt as the time itself, a probe shorter than the
-                // line pulled it down, and one shorter than the target counted as meeting it). No verdict: a
-                // half-open slot is given back.
+                // line pulled it down, and one shorter than the target counted as meeting it). Kong's peak EWMAs
+                // take it as live losers' waits: the whole answer took at least as long, and each of the at most
+                // probeMaxTokens tokens it was asked for at least that wait over them. No verdict: a half-open slot
+                // is given back.
                 deps.models().learnFirstTokenAtLeast(s, promptTokens, slow.waitedMs(),
                         t.org.group(t.route.alias()).slo(), true);
+                deps.models().learnTimePerTokenAtLeast(s, slow.waitedMs() / (double) config.probeMaxTokens());
                 return Uni.createFrom().item(result(t, action, "slow: no first token within " + slow.waitedMs()
                         + " ms", null, null));
             }
@@ -231,6 +234,8 @@ public final class Prober {
                 return unfinished(t, s, breaker, action, promptTokens, u, verdictSent);
             }
             if (outcome instanceof ProbeOutcome.Failed f) {
+                // a breaker failure, and the same latency penalty on Kong's peak EWMAs as a live one
+                deps.models().learnFailure(s, t.org.group(t.route.alias()).timeouts());
                 verdictSent.run();
                 return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout())
                         .onFailure().recoverWithNull()
@@ -268,13 +273,17 @@ public final class Prober {
         long allowed = Math.max(u.rhythm().stallGapMillis(floor),
                 InterTokenStats.decode(s.blob(LearnedModels.GAP).orElse(null)).stallGapMillis(floor));
         if (u.silentMs() >= allowed) {
+            deps.models().learnFailure(s, group.timeouts());
             verdictSent.run();
             return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout())
                     .onFailure().recoverWithNull()
                     .replaceWith(result(t, action, "failed: stalled after " + u.tokens() + " token(s): no progress for "
                             + u.silentMs() + " ms", u.ttftMs(), null));
         }
-        deps.models().learnDecode(s, u.tokens(), u.decodeMs(), u.waitedMs(), group.slo());
+        // its whole answer is not measured: the wait so far is only a lower bound of it (learnt as a sample, a wait
+        // shorter than the route's end-to-end cost pulled it down)
+        deps.models().learnDecode(s, u.tokens(), u.decodeMs(), -1, group.slo());
+        deps.models().learnEndToEndAtLeast(s, u.waitedMs());
         Double tps = u.tokens() > 1 && u.decodeMs() > 0 ? (u.tokens() - 1) * 1000.0 / u.decodeMs() : null;
         return Uni.createFrom().item(result(t, action, "slow: " + u.tokens() + " token(s), answer not finished within "
                 + u.waitedMs() + " ms", u.ttftMs(), tps));

@@ -355,14 +355,18 @@ public final class LearnedModels implements RouteModels {
     }
 
     /**
-     * Learns a failed attempt (a failure counted against the route) as a latency penalty on Kong's
-     * {@code lowest_latency} measures: the peak EWMAs of time per output token and of end-to-end latency take
-     * {@code tpotPenaltyMs} and {@code e2ePenaltyMs} as samples. A failure carries no latency of its own, and a fast
-     * one measured as such would make a failing route look like the quickest. Above the route's cost, a penalty
-     * replaces it at once (the peak) and then decays with idle time like any sample, so the route is passed over
-     * whether or not a breaker takes it out, and is tried again once its penalty decayed below the others' costs.
+     * Learns a failure counted against the route (a live attempt's, or a probe's) as a latency penalty on Kong's
+     * {@code lowest_latency} measures: the slowest latency the route's group {@code timeouts} do not call a failure,
+     * a token gap of {@code stall_floor} for the peak EWMA of time per output token and an answer of
+     * {@code read_timeout} for the end-to-end one. A failure carries no latency of its own, and a fast one measured as
+     * such would make a failing route look like the quickest. Above the route's cost, a penalty replaces it at once
+     * (the peak) and then decays with idle time like any sample, so the route is passed over whether or not a breaker
+     * takes it out (under {@code max_fails: 0} nothing else would keep a route that fails fast from ranking first on
+     * every request), and is tried again once its penalty decayed below the others' costs.
      */
-    public void learnFailure(RouteSnapshot base, long tpotPenaltyMs, long e2ePenaltyMs) {
+    public void learnFailure(RouteSnapshot base, GroupSettings.Timeouts timeouts) {
+        long tpotPenaltyMs = timeouts.stallFloor().toMillis();
+        long e2ePenaltyMs = timeouts.read().toMillis();
         long now = clock.millis();
         List<StateStore.RouteBlob> writes = new ArrayList<>(2);
         update(base, PEWMA_TPOT, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
