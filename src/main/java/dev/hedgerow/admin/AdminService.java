@@ -9,6 +9,7 @@ import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.api.RequestException;
+import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.audit.LedgerLine;
 import dev.hedgerow.catalog.ApiKey;
 import dev.hedgerow.catalog.CatalogError;
@@ -52,7 +53,8 @@ import java.util.function.UnaryOperator;
  * strategy and weight edits, pins and drains, operator standing and verification, live health, the audit log and
  * routing explanations. Edits go through {@code CatalogService.update} (compare-and-set) and are validated with the
  * file loader's rules first; they write only the org's catalog, never the rotation cursor or health records, so the
- * load balancer keeps its position and health memory across admin writes. Framework-free; thread-safe.
+ * load balancer keeps its position and health memory across admin writes. The one exception is
+ * {@link #resetHealth}, whose purpose is to clear a route's health records. Framework-free; thread-safe.
  */
 public final class AdminService {
     /** Prompt sizes at which the health view predicts each route's first-token time. */
@@ -255,6 +257,57 @@ public final class AdminService {
         }
         return core.store().putRouteBlob(Router.key(org, r), Router.VERIFICATION, verdict, null)
                 .replaceWith(() -> routeFlag(r, Router.VERIFICATION, verdict));
+    }
+
+    /**
+     * Puts a route back into service, for an operator who knows its provider is fine again: clears its health in the
+     * shared store ({@link StateStore#resetHealth}: the breaker's failure count and last-failure mark, the cooldown,
+     * the half-open probe slot and the Retry-After hold), so every instance ranks it healthy again (another instance
+     * once its snapshot copy ages out, within {@code hedgerow.state.snapshot-max-age}). Learnt latency models (and the
+     * failure penalty in them, which decays by itself), standing, verification, drain and pin are left alone: they
+     * have their own calls. Writes one {@code admin} audit event with what the route's health was, naming the admin
+     * key {@code by}. Answers the route's health after the reset, as {@link #health} shows a member, with its alias and
+     * {@code previous_state}.
+     */
+    public Uni<ObjectNode> resetHealth(Org org, String routeId, String by) {
+        Route r = requireRoute(org, routeId, "route");
+        String key = Router.key(org, r);
+        GroupSettings settings = org.group(r.alias());
+        return routeHealth(r, key, settings).flatMap(before -> core.store().resetHealth(key)
+                .flatMap(v -> core.audit().admin(org.id(), AuditLog.RESET_HEALTH, r.alias(), r.id(), by,
+                        before.path("state").asText(), resetMessage(r, by, before))
+                        // the reset is done: a lost audit write (the store fell over between the two) does not undo it
+                        .onFailure().recoverWithNull())
+                .flatMap(v -> routeHealth(r, key, settings))
+                .map(after -> {
+                    after.put("alias", r.alias());
+                    after.put("previous_state", before.path("state").asText());
+                    return after;
+                }));
+    }
+
+    private Uni<ObjectNode> routeHealth(Route r, String key, GroupSettings settings) {
+        return core.store().snapshot(List.of(key), settings.balancer().usageWindow())
+                .map(s -> memberHealth(r, settings, s.getOrDefault(key, RouteSnapshot.empty(key))));
+    }
+
+    /** What a reset did, in words: the route's health before it (state, failures, what was left of its holds). */
+    private static String resetMessage(Route r, String by, ObjectNode before) {
+        StringBuilder b = new StringBuilder("Health of ").append(r.id()).append(" reset by admin key '").append(by)
+                .append("': it was ").append(before.path("state").asText()).append(" (").append(before.path("fails")
+                        .asLong()).append('/').append(before.path("max_fails").asInt()).append(" failures");
+        long cool = before.path("cooldown_remaining_ms").asLong();
+        long hold = before.path("retry_after_ms").asLong();
+        if (cool > 0) {
+            b.append(", cooldown ").append(cool).append(" ms left");
+        }
+        if (hold > 0) {
+            b.append(", Retry-After hold ").append(hold).append(" ms left");
+        }
+        if (before.path("probe_in_flight").asBoolean()) {
+            b.append(", a half-open probe in flight");
+        }
+        return b.append(").").toString();
     }
 
     private static ObjectNode routeFlag(Route r, String name, String value) {
@@ -638,8 +691,14 @@ public final class AdminService {
     }
 
     private static Route requireRoute(Org org, String routeId) {
-        return org.route(routeId == null ? "" : routeId).orElseThrow(() -> new RequestException(
-                ApiError.notFound("No route '" + routeId + "' in this organization.")));
+        return requireRoute(org, routeId, null);
+    }
+
+    /** The org's route {@code routeId}, else 404 {@code not_found} naming the body's field {@code param}. */
+    private static Route requireRoute(Org org, String routeId, String param) {
+        return org.route(routeId == null ? "" : routeId).orElseThrow(() -> new RequestException(new ApiError(404,
+                "invalid_request_error", "not_found", "No route '" + routeId + "' in this organization.", param,
+                null)));
     }
 
     /**

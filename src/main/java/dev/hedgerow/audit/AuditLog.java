@@ -10,8 +10,9 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Writes the audit stream: one {@code blocked} event per refusal (reason, org, alias, time) and one
- * {@code request} event per request that needed more than one attempt or failed (its attempt trail).
+ * Writes the audit stream: one {@code blocked} event per refusal (reason, org, alias, time), one {@code request} event
+ * per request that needed more than one attempt or failed (its attempt trail), and one {@code admin} event per operator
+ * action on live state (a route's health reset: who, which route, what its health was).
  * Writes are fire-and-forget: an audit write never delays or fails a request. Thread-safe.
  */
 public final class AuditLog {
@@ -25,8 +26,12 @@ public final class AuditLog {
     public static final String BLOCKED = "blocked";
     /** An event of a request that ran (its status, route and attempt trail). */
     public static final String REQUEST = "request";
+    /** An event of an operator's action through the admin API (its {@code action}, e.g. {@link #RESET_HEALTH}). */
+    public static final String ADMIN = "admin";
+    /** The admin action that put a route back into service ({@code POST /admin/routes/reset}). */
+    public static final String RESET_HEALTH = "reset_health";
     /** Every event type the log writes. */
-    public static final java.util.List<String> TYPES = java.util.List.of(BLOCKED, REQUEST);
+    public static final java.util.List<String> TYPES = java.util.List.of(BLOCKED, REQUEST, ADMIN);
 
     public AuditLog(StateStore store, InstantSource clock) {
         this.store = store;
@@ -58,6 +63,27 @@ public final class AuditLog {
         e.put("route", route == null ? "" : route);
         e.put("attempt_trail", Json.write(trail));
         e.put("time", clock.instant().toString());
+        return store.appendAudit(orgId, e, MAX_EVENTS);
+    }
+
+    /**
+     * An operator's action on one route: {@code action} ({@link #RESET_HEALTH}), the admin key's name ({@code by}, never
+     * the secret), the route's state before it ({@code previousState}) and a sentence saying what was done.
+     */
+    public Uni<String> admin(String orgId, String action, String alias, String route, String by, String previousState,
+                             String message) {
+        Map<String, String> e = new LinkedHashMap<>();
+        e.put("type", ADMIN);
+        e.put("action", action);
+        e.put("org", orgId);
+        e.put("alias", alias);
+        e.put("route", route);
+        e.put("admin_key", by == null ? "" : by);
+        e.put("previous_state", previousState == null ? "" : previousState);
+        e.put("message", message == null ? "" : message);
+        e.put("time", clock.instant().toString());
+        log.log(System.Logger.Level.INFO, "admin org={0} action={1} route={2} by={3} was={4}", orgId, action, route, by,
+                previousState);
         return store.appendAudit(orgId, e, MAX_EVENTS);
     }
 }

@@ -9,8 +9,10 @@ import dev.hedgerow.api.ApiError;
 import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.api.RequestException;
 import dev.hedgerow.api.RequestJson;
+import dev.hedgerow.catalog.ApiKey;
 import dev.hedgerow.catalog.CatalogError;
 import dev.hedgerow.catalog.CatalogService;
+import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.function.HedgerowApp;
 import dev.hedgerow.function.gateway.GatewayFunction;
@@ -195,6 +197,32 @@ public class AdminResource {
     public Uni<ObjectNode> verification(HttpHeaders headers, byte[] bytes) {
         JsonNode body = json(bytes, "route", "verification");
         return service().verification(org(headers), text(body, "route"), text(body, "verification"));
+    }
+
+    @POST
+    @Path("/routes/reset")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Put a route back into service: clear its breaker, cooldown, half-open probe and Retry-After"
+            + " hold. Body {\"route\": id}", description = "For when the provider is known to be fine again (a key"
+            + " was fixed, an outage ended). Clears the route's failure count, cooldown, half-open probe slot and"
+            + " Retry-After hold in the shared state, so every instance routes to it again (another instance within"
+            + " hedgerow.state.snapshot-max-age); learnt latency models, standing, verification, drain and pin are"
+            + " kept (they have their own calls). Writes an audit event of type admin (action reset_health, the admin"
+            + " key's name, the route's previous state). Answers the route's health after the reset, as GET"
+            + " /admin/health shows a member, with its alias and previous_state. An unknown route, or another"
+            + " organization's, is 404 not_found with param route.")
+    @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
+    public Uni<ObjectNode> resetHealth(HttpHeaders headers, byte[] bytes) {
+        Org org = org(headers);
+        JsonNode body = json(bytes, "route");
+        return service().resetHealth(org, text(body, "route"), adminKeyName(org, headers));
+    }
+
+    /** The name of the admin key the request came with (what an audit event names; the secret exists only hashed). */
+    private static String adminKeyName(Org org, HttpHeaders headers) {
+        String hash = Keys.bearer(headers.getHeaderString(HttpHeaders.AUTHORIZATION)).map(Keys::sha256Hex).orElse("");
+        return org.adminKeys().stream().filter(k -> k.sha256().equals(hash)).map(ApiKey::name).findFirst()
+                .orElse("");
     }
 
     @GET

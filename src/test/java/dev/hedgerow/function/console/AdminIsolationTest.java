@@ -64,6 +64,7 @@ class AdminIsolationTest {
             new String[] {"POST", "/admin/members/drain", "{\"route\":\"duo-alpha\",\"drained\":true}"},
             new String[] {"PUT", "/admin/routes/standing", "{\"route\":\"duo-alpha\",\"standing\":\"suspended\"}"},
             new String[] {"PUT", "/admin/routes/verification", "{\"route\":\"duo-alpha\",\"verification\":\"fail:x\"}"},
+            new String[] {"POST", "/admin/routes/reset", "{\"route\":\"duo-alpha\"}"},
             new String[] {"GET", "/admin/health", null},
             new String[] {"GET", "/admin/audit", null},
             new String[] {"POST", "/admin/explain", "{\"model\":\"duo\",\"messages\":[{\"role\":\"user\","
@@ -225,6 +226,8 @@ class AdminIsolationTest {
                     .put("/admin/routes/standing").then().statusCode(404).body("error.code", equalTo("not_found"));
             as("a-acme").body("{\"route\":\"" + route + "\",\"verification\":\"fail:x\"}")
                     .put("/admin/routes/verification").then().statusCode(404)
+                    .body("error.code", equalTo("not_found"));
+            as("a-acme").body("{\"route\":\"" + route + "\"}").post("/admin/routes/reset").then().statusCode(404)
                     .body("error.code", equalTo("not_found"));
             as("a-acme").body("{\"members\":[{\"route\":\"" + route + "\",\"weight\":5}]}").put("/admin/groups/duo")
                     .then().statusCode(404).body("error.code", equalTo("not_found"));
