@@ -472,6 +472,44 @@ try {
   check(pinnedFailure >= 1, 'the audit log shows the request pinned to beta failing with http_500');
   await page.screenshot({ path: join(shots, '05-slo-chart-audit.png'), fullPage: true });
 
+  // an operator puts a cooled-down route back into service: with a minute's cooldown only the Reset button on the
+  // member (shown while it is out for its health, not on a healthy one) brings it back, and the next request asking
+  // for it first is served by it; the reset is in the audit log
+  await fetch(base + '/admin/routes/reset', { method: 'POST',
+    headers: { authorization: 'Bearer a-acme', 'content-type': 'application/json' },
+    body: JSON.stringify({ route: 'panel-beta' }) }); // the failover above cooled it for 4 s: start from healthy
+  await betaState.filter({ hasText: /^healthy$/ }).waitFor({ timeout: 8000 });
+  await adminPut('/admin/groups/panel', { breaker: { max_fails: 1, fail_timeout: '60s' } });
+  await fetch(betaSim + '/sim/models/kimi-b/faults', { method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ kind: 'http_error', status: 500, type: 'server_error', message: 'browser reset' }) });
+  const cooled = await chat('panel', { provider: { only: ['beta'] } });
+  check(cooled.status >= 500, 'a request pinned to beta fails upstream and cools it for a minute (' + cooled.status
+    + ')');
+  const betaReset = page.getByRole('button', { name: 'Reset the health of panel-beta' });
+  // (more than the 4 s panel's cooldown was: this is the minute's)
+  await betaState.filter({ hasText: /^cooling down \((\d{2}) s left\)$/ }).waitFor({ timeout: 5000 });
+  await betaReset.waitFor({ state: 'visible', timeout: 5000 });
+  check(await page.getByRole('button', { name: 'Reset the health of panel-alpha' }).isHidden(),
+    'panel-beta ' + await betaState.textContent() + ' has a Reset button, healthy panel-alpha none');
+  await page.screenshot({ path: join(shots, '05b-reset-offered.png'), fullPage: true });
+  await betaReset.click();
+  await page.locator('#status').filter({ hasText: 'Reset the health of panel-beta: it was cooling down, it is healthy'
+    + ' now.' }).waitFor({ timeout: 5000 });
+  ok('the Reset button confirms: ' + await page.locator('#status').textContent());
+  await betaState.filter({ hasText: /^healthy$/ }).waitFor({ timeout: 5000 });
+  check(await betaReset.isHidden(), 'panel-beta shows healthy at once, and its Reset button is gone');
+  const back = await chat('panel', { provider: { order: ['beta', 'alpha'] } });
+  check(back.status === 200 && back.provider === 'beta',
+    'the next request asking for beta first is served by beta (' + back.status + ', ' + back.provider + ')');
+  await audit.getByLabel('Type', { exact: true }).selectOption('admin');
+  await audit.getByRole('button', { name: 'Filter' }).click();
+  const resetRow = page.locator('#audit-table tbody tr')
+    .filter({ hasText: "Health of panel-beta reset by admin key 'ops': it was cooling_down" }).first();
+  await resetRow.waitFor({ timeout: 5000 });
+  check(await resetRow.locator('td:nth-child(4)').textContent() === 'reset_health',
+    'the audit log shows the reset: ' + await resetRow.locator('td:nth-child(5)').textContent());
+  await adminPut('/admin/groups/panel', PANEL_SETTINGS_AS_FILED);
+
   // explain: the prefilled body for the first chat alias, a body that keeps panel-beta out, then bad JSON
   const groups = await (await fetch(base + '/admin/groups', { headers: { authorization: 'Bearer a-acme' } })).json();
   const firstChat = groups.groups.find(g => g.members.some(m => !m.embeddings));

@@ -486,8 +486,13 @@ function memberRow(ed, m) {
     act('POST', '/admin/members/drain', { route: m.route, drained: !c.drained },
       (c.drained ? 'Undrained ' : 'Drained ') + m.route);
   } });
+  // shown while the route is out for its health (cooling down, half-open, a Retry-After hold): puts it back at once
+  const reset = el('button', { type: 'button', class: 'reset', hidden: true, text: 'Reset',
+    'aria-label': 'Reset the health of ' + m.route, onclick: () => act('POST', '/admin/routes/reset', { route: m.route },
+      after => 'Reset the health of ' + m.route + ': it was ' + stateWords(after.previous_state) + ', it is '
+        + stateWords(after.state) + ' now.', 'Not reset: ') });
   const name = el('th', { scope: 'row' });
-  ed.cells.set(m.route, { state, words, breaker, inflight, usage });
+  ed.cells.set(m.route, { state, words, breaker, inflight, usage, reset });
   ed.rows.set(m.route, { name, pin, drain });
   return el('tr', { 'data-route': m.route }, name,
     el('td', { text: m.provider + ' / ' + m.model }),
@@ -496,7 +501,7 @@ function memberRow(ed, m) {
     el('td', {}, el('label', { for: priority.id, class: 'visually-hidden', text: 'Priority of ' + m.route }), priority,
       effect(priority)),
     el('td', {}, state), el('td', {}, breaker), el('td', {}, inflight), el('td', {}, usage),
-    el('td', {}, pin, ' ', drain));
+    el('td', {}, pin, ' ', drain, ' ', reset));
 }
 
 /** Pinned / drained as the server shows them now (they are not part of the edit, so they are always current). */
@@ -512,15 +517,16 @@ function updateFlags(ed) {
   }
 }
 
-async function act(method, path, body, done) {
+/** An action on a member; `done` is its confirmation, or makes it from the API's answer. */
+async function act(method, path, body, done, refused = 'Not saved: ') {
   try {
-    await api(method, path, body);
+    const answer = await api(method, path, body);
     writes++;
-    notice(done);
+    notice(typeof done === 'function' ? done(answer) : done);
     await loadGroups();
     await refresh();
   } catch (e) {
-    failed('Not saved: ', e);
+    failed(refused, e);
   }
 }
 
@@ -592,6 +598,11 @@ function stateText(m, left) {
     case 'failing_verification': return 'failing verification';
     default: return m.state.replace('_', ' ');
   }
+}
+
+/** A member's state in words, without a countdown (for a sentence about it). */
+function stateWords(state) {
+  return { half_open: 'half-open', retry_after: 'under a Retry-After hold' }[state] || state.replace('_', ' ');
 }
 
 /** How long the member's state lasts from the read (ms), for a state that counts down; null for any other. */
@@ -667,6 +678,8 @@ async function refresh() {
         c.state.dataset.state = m.state;
         asOf(c.state, null);
         c.breaker.textContent = m.fails + ' / ' + m.max_fails + ' fails';
+        // out for its health, whatever else holds it (a drained route cooling down is reset as well)
+        c.reset.hidden = !(m.cooling_down || m.half_open || m.retry_after_ms > 0);
         c.inflight.textContent = String(m.inflight);
         c.usage.textContent = (m.usage.prompt_tokens + m.usage.completion_tokens).toLocaleString();
       }
@@ -765,7 +778,8 @@ async function loadAudit() {
         : e.message;
       body.append(el('tr', {},
         el('td', { text: e.time || '' }), el('td', { text: e.type }), el('td', { text: e.alias || '' }),
-        el('td', { text: e.type === 'request' ? 'status ' + e.status : e.reason }), el('td', { text: detail })));
+        el('td', { text: e.type === 'request' ? 'status ' + e.status : e.type === 'admin' ? e.action : e.reason }),
+        el('td', { text: detail })));
     }
     if (!data.events.length) body.append(el('tr', {}, el('td', { colspan: '5', text: 'No events.' })));
   } catch (e) {

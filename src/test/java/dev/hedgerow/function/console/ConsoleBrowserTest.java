@@ -27,7 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * a refused edit's values marked as not in effect and discards them, watches a member cool down (its countdown ticking
  * each second with no read in between) and come back (and its state, the SLO table and the charts marked as not live
  * while health cannot be read), reads the SLO table, the TTFT chart and the audit log (a failover's trail with each
- * attempt's cause), explains a request body (and refuses invalid JSON), reads the usage panel (the totals, per alias and
+ * attempt's cause), puts a member cooled down for a minute back into service with its Reset button (healthy at once,
+ * served by the next request, the reset in the audit log), explains a request body (and refuses invalid JSON), reads the usage panel (the totals, per alias and
  * per day exactly as {@code GET /admin/usage} bills them after requests to {@code metered}, narrowed by the alias filter,
  * a from-after-to range refused with the API's message, marked as not live while usage cannot be read), and is
  * signed out with nothing of the org left on the page when its admin key is refused (401) or its key is not an admin
