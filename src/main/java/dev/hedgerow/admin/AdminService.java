@@ -46,6 +46,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.UnaryOperator;
 
 /**
@@ -144,8 +145,9 @@ public final class AdminService {
      *                or {@code *}); null = unconditional. Judged against the stored catalog inside the
      *                compare-and-set, so an edit based on a group that has changed since is refused with 412
      *                {@code group_changed}, never applied over the other change.
+     * @param by      the admin key's name, which the edit's audit event names
      */
-    public Uni<ObjectNode> editGroup(Org org, String alias, JsonNode edit, String ifMatch) {
+    public Uni<ObjectNode> editGroup(Org org, String alias, JsonNode edit, String ifMatch, String by) {
         requireAlias(org, alias);
         if (edit == null || !edit.isObject()) {
             throw new RequestException(ApiError.invalidRequest("The body must be a JSON object.", null));
@@ -170,9 +172,11 @@ public final class AdminService {
             }
             members.add(new MemberEdit(id, integer(m, "weight"), integer(m, "priority")));
         }
+        AtomicReference<String> before = new AtomicReference<>();
         return edit(org, alias, o -> {
             requireAlias(o, alias);
             requireRevision(o, alias, ifMatch);
+            before.set(revision(o, alias));
             for (MemberEdit me : members) {
                 // the same answer as any unknown id: another org's route ids must not show through
                 requireRoute(o, me.route);
@@ -193,36 +197,60 @@ public final class AdminService {
             Map<String, GroupSettings> groups = new java.util.LinkedHashMap<>(o.groups());
             groups.put(alias, OrgValidator.editedGroup(next, alias, settings));
             return next.withRoutesAndGroups(routes, groups);
-        });
+        }).call(answer -> audit(org, AuditLog.EDIT_GROUP, alias, "", by, before.get(), "Group " + alias
+                + " edited by " + keyWords(by) + ": revision " + before.get() + " -> " + answer.path("revision")
+                .asText() + "; the edit: " + clip(Json.write(edit), EDIT_WORDS) + "."));
     }
 
-    /** Pins a member: only it takes its alias's traffic until unpinned (pinning also undrains it). */
-    public Uni<ObjectNode> pin(Org org, String routeId) {
+    /**
+     * Pins a member: only it takes its alias's traffic until unpinned (pinning also undrains it). Every admin action
+     * here writes one {@code admin} audit event naming the admin key {@code by} and what the action changed from.
+     */
+    public Uni<ObjectNode> pin(Org org, String routeId, String by) {
         Route target = requireRoute(org, routeId);
-        return edit(org, target.alias(), o -> retag(o, target.alias(), r -> {
-            Set<String> tags = new LinkedHashSet<>(r.tags());
-            tags.remove(Route.PINNED);
-            if (r.id().equals(routeId)) {
-                tags.add(Route.PINNED);
-                tags.remove(Route.DRAINED);
-            }
-            return List.copyOf(tags);
-        }));
+        AtomicReference<String> before = new AtomicReference<>();
+        return edit(org, target.alias(), o -> {
+            before.set(pinned(o, target.alias()));
+            return retag(o, target.alias(), r -> {
+                Set<String> tags = new LinkedHashSet<>(r.tags());
+                tags.remove(Route.PINNED);
+                if (r.id().equals(routeId)) {
+                    tags.add(Route.PINNED);
+                    tags.remove(Route.DRAINED);
+                }
+                return List.copyOf(tags);
+            });
+        }).call(answer -> audit(org, AuditLog.PIN, target.alias(), routeId, by, before.get(), "Pinned " + routeId
+                + " by " + keyWords(by) + ": only it takes " + target.alias() + "'s traffic (pinned before: "
+                + before.get() + ")."));
     }
 
-    public Uni<ObjectNode> unpin(Org org, String alias) {
+    /** Removes the pin of an alias, if any (every member takes traffic again). */
+    public Uni<ObjectNode> unpin(Org org, String alias, String by) {
         requireAlias(org, alias);
-        return edit(org, alias, o -> retag(o, alias, r -> r.tags().stream().filter(t -> !t.equals(Route.PINNED))
-                .toList()));
+        AtomicReference<String> before = new AtomicReference<>();
+        return edit(org, alias, o -> {
+            before.set(pinned(o, alias));
+            return retag(o, alias, r -> r.tags().stream().filter(t -> !t.equals(Route.PINNED)).toList());
+        }).call(answer -> audit(org, AuditLog.UNPIN, alias, "", by, before.get(), "Unpinned " + alias + " by "
+                + keyWords(by) + " (pinned before: " + before.get() + ")."));
+    }
+
+    /** The member of {@code alias} pinned in {@code o}, or {@code none}: what an audit event says was pinned. */
+    private static String pinned(Org o, String alias) {
+        return o.routesOf(alias).stream().filter(r -> r.tags().contains(Route.PINNED)).map(Route::id).findFirst()
+                .orElse("none");
     }
 
     /** Drains (no traffic, weight kept) or undrains a member. */
-    public Uni<ObjectNode> drain(Org org, String routeId, boolean drained) {
+    public Uni<ObjectNode> drain(Org org, String routeId, boolean drained, String by) {
         Route target = requireRoute(org, routeId);
+        AtomicReference<String> before = new AtomicReference<>();
         return edit(org, target.alias(), o -> retag(o, target.alias(), r -> {
             if (!r.id().equals(routeId)) {
                 return r.tags();
             }
+            before.set(r.tags().contains(Route.DRAINED) ? "drained" : "serving");
             Set<String> tags = new LinkedHashSet<>(r.tags());
             if (drained) {
                 tags.add(Route.DRAINED);
@@ -230,33 +258,70 @@ public final class AdminService {
                 tags.remove(Route.DRAINED);
             }
             return List.copyOf(tags);
-        }));
+        })).call(answer -> audit(org, drained ? AuditLog.DRAIN : AuditLog.UNDRAIN, target.alias(), routeId, by,
+                before.get(), (drained ? "Drained " : "Undrained ") + routeId + " by " + keyWords(by) + " (it was "
+                        + before.get() + ")."));
     }
 
     /** Sets the operator standing of a route: {@code good} or {@code suspended} (the router excludes the latter). */
-    public Uni<ObjectNode> standing(Org org, String routeId, String standing) {
+    public Uni<ObjectNode> standing(Org org, String routeId, String standing, String by) {
         Route r = requireRoute(org, routeId);
         if (!Set.of("good", "suspended").contains(standing)) {
             throw new RequestException(ApiError.invalidRequest("invalid_standing",
                     "standing must be 'good' or 'suspended'.", "standing"));
         }
-        return core.store().putRouteBlob(Router.key(org, r), Router.STANDING, standing, null)
-                .replaceWith(() -> routeFlag(r, Router.STANDING, standing));
+        return setRouteFlag(org, r, Router.STANDING, standing, AuditLog.STANDING, "good", by);
     }
 
     /**
      * Sets a route's verification verdict: {@code pass} or {@code fail:<why>} (the prober re-judges it on its next
      * round).
      */
-    public Uni<ObjectNode> verification(Org org, String routeId, String verdict) {
+    public Uni<ObjectNode> verification(Org org, String routeId, String verdict, String by) {
         Route r = requireRoute(org, routeId);
         if (verdict == null || !(verdict.equals("pass") || verdict.startsWith("fail:") && verdict.length() > 5)
                 || verdict.length() > 300) {
             throw new RequestException(ApiError.invalidRequest("invalid_verification",
                     "verification must be 'pass' or 'fail:<why>'.", "verification"));
         }
-        return core.store().putRouteBlob(Router.key(org, r), Router.VERIFICATION, verdict, null)
-                .replaceWith(() -> routeFlag(r, Router.VERIFICATION, verdict));
+        return setRouteFlag(org, r, Router.VERIFICATION, verdict, AuditLog.VERIFICATION, "none", by);
+    }
+
+    /**
+     * Writes a route's operator flag ({@code standing}, {@code verification}) and audits it with the value it had
+     * ({@code unset} when it had none).
+     */
+    private Uni<ObjectNode> setRouteFlag(Org org, Route r, String flag, String value, String action, String unset,
+                                         String by) {
+        String key = Router.key(org, r);
+        return core.store().snapshot(List.of(key), org.group(r.alias()).balancer().usageWindow())
+                .map(s -> s.getOrDefault(key, RouteSnapshot.empty(key)).blob(flag).orElse(unset))
+                .flatMap(before -> core.store().putRouteBlob(key, flag, value, null)
+                        .call(v -> audit(org, action, r.alias(), r.id(), by, before, "The " + flag + " of " + r.id()
+                                + " set to '" + value + "' by " + keyWords(by) + " (it was '" + before + "')."))
+                        .replaceWith(() -> routeFlag(r, flag, value)));
+    }
+
+    /**
+     * Writes an admin action's audit event once the action is done ({@link AuditLog#admin}); a lost audit write
+     * (the store fell over between the two) does not undo the action.
+     */
+    private Uni<Void> audit(Org org, String action, String alias, String route, String by, String before,
+                            String message) {
+        return core.audit().admin(org.id(), action, alias, route, by, before, message).onFailure().recoverWithNull()
+                .replaceWithVoid();
+    }
+
+    /** How an audit message names the admin key that acted. */
+    private static String keyWords(String by) {
+        return by == null || by.isEmpty() ? "an admin key" : "admin key '" + by + "'";
+    }
+
+    /** The most of an edit's body an audit message quotes. */
+    private static final int EDIT_WORDS = 600;
+
+    private static String clip(String s, int max) {
+        return s.length() <= max ? s : s.substring(0, max) + "...";
     }
 
     /**
@@ -274,10 +339,8 @@ public final class AdminService {
         String key = Router.key(org, r);
         GroupSettings settings = org.group(r.alias());
         return routeHealth(r, key, settings).flatMap(before -> core.store().resetHealth(key)
-                .flatMap(v -> core.audit().admin(org.id(), AuditLog.RESET_HEALTH, r.alias(), r.id(), by,
-                        before.path("state").asText(), resetMessage(r, by, before))
-                        // the reset is done: a lost audit write (the store fell over between the two) does not undo it
-                        .onFailure().recoverWithNull())
+                .call(v -> audit(org, AuditLog.RESET_HEALTH, r.alias(), r.id(), by, before.path("state").asText(),
+                        resetMessage(r, by, before)))
                 .flatMap(v -> routeHealth(r, key, settings))
                 .map(after -> {
                     after.put("alias", r.alias());
@@ -293,8 +356,8 @@ public final class AdminService {
 
     /** What a reset did, in words: the route's health before it (state, failures, what was left of its holds). */
     private static String resetMessage(Route r, String by, ObjectNode before) {
-        StringBuilder b = new StringBuilder("Health of ").append(r.id()).append(" reset by admin key '").append(by)
-                .append("': it was ").append(before.path("state").asText()).append(" (").append(before.path("fails")
+        StringBuilder b = new StringBuilder("Health of ").append(r.id()).append(" reset by ").append(keyWords(by))
+                .append(": it was ").append(before.path("state").asText()).append(" (").append(before.path("fails")
                         .asLong()).append('/').append(before.path("max_fails").asInt()).append(" failures");
         long cool = before.path("cooldown_remaining_ms").asLong();
         long hold = before.path("retry_after_ms").asLong();

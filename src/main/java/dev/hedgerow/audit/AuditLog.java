@@ -30,6 +30,18 @@ public final class AuditLog {
     public static final String ADMIN = "admin";
     /** The admin action that put a route back into service ({@code POST /admin/routes/reset}). */
     public static final String RESET_HEALTH = "reset_health";
+    /** Admin actions on a group's catalog ({@code PUT /admin/groups/{alias}}, {@code POST /admin/members/...}). */
+    public static final String EDIT_GROUP = "edit_group";
+    public static final String PIN = "pin";
+    public static final String UNPIN = "unpin";
+    public static final String DRAIN = "drain";
+    public static final String UNDRAIN = "undrain";
+    /** Admin actions on a route's operator flags ({@code PUT /admin/routes/standing}, {@code .../verification}). */
+    public static final String STANDING = "standing";
+    public static final String VERIFICATION = "verification";
+    /** Every admin action an {@link #ADMIN} event names. */
+    public static final java.util.List<String> ADMIN_ACTIONS = java.util.List.of(EDIT_GROUP, PIN, UNPIN, DRAIN,
+            UNDRAIN, STANDING, VERIFICATION, RESET_HEALTH);
     /** Every event type the log writes. */
     public static final java.util.List<String> TYPES = java.util.List.of(BLOCKED, REQUEST, ADMIN);
 
@@ -67,8 +79,10 @@ public final class AuditLog {
     }
 
     /**
-     * An operator's action on one route: {@code action} ({@link #RESET_HEALTH}), the admin key's name ({@code by}, never
-     * the secret), the route's state before it ({@code previousState}) and a sentence saying what was done.
+     * An operator's action through the admin API: {@code action} (one of {@link #ADMIN_ACTIONS}), the route it acted on
+     * ("" for an action on a whole group: an edit, an unpin), the admin key's name ({@code by}, never the secret),
+     * what it changed from ({@code previousState}: the route's health, its flag's value, the pinned member, the
+     * group's revision) and a sentence saying what was done.
      */
     public Uni<String> admin(String orgId, String action, String alias, String route, String by, String previousState,
                              String message) {

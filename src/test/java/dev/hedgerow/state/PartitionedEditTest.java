@@ -140,7 +140,7 @@ class PartitionedEditTest {
     }
 
     static void drain(GatewayHarness gw, String orgId, String routeId) {
-        new AdminService(gw.core()).drain(org(gw, orgId), routeId, true).await().atMost(Duration.ofSeconds(10));
+        new AdminService(gw.core()).drain(org(gw, orgId), routeId, true, "ops").await().atMost(Duration.ofSeconds(10));
     }
 
     /** Cuts A off Redis and sends it traffic until its store answers from local state. */

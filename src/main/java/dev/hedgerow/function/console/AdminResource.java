@@ -136,7 +136,9 @@ public class AdminResource {
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<Response> editGroup(HttpHeaders headers, @PathParam("alias") String alias,
                                    @HeaderParam("If-Match") String ifMatch, byte[] body) {
-        return service().editGroup(org(headers), alias, json(body), ifMatch).map(AdminResource::withRevision);
+        Org org = org(headers);
+        return service().editGroup(org, alias, json(body), ifMatch, adminKeyName(org, headers))
+                .map(AdminResource::withRevision);
     }
 
     /** A group's answer with its revision as the (strong) ETag, the value an edit's If-Match names. */
@@ -151,7 +153,8 @@ public class AdminResource {
     @Operation(summary = "Pin a member: only it takes its alias's traffic. Body {\"route\": id}")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> pin(HttpHeaders headers, byte[] bytes) {
-        return service().pin(org(headers), text(json(bytes, "route"), "route"));
+        Org org = org(headers);
+        return service().pin(org, text(json(bytes, "route"), "route"), adminKeyName(org, headers));
     }
 
     @POST
@@ -160,7 +163,8 @@ public class AdminResource {
     @Operation(summary = "Remove the pin of an alias. Body {\"alias\": alias}")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> unpin(HttpHeaders headers, byte[] bytes) {
-        return service().unpin(org(headers), text(json(bytes, "alias"), "alias"));
+        Org org = org(headers);
+        return service().unpin(org, text(json(bytes, "alias"), "alias"), adminKeyName(org, headers));
     }
 
     @POST
@@ -176,7 +180,9 @@ public class AdminResource {
             throw new RequestException(ApiError.invalidRequest("'drained' must be true or false (or left out, which "
                     + "drains).", "drained"));
         }
-        return service().drain(org(headers), text(body, "route"), drained == null || drained.booleanValue());
+        Org org = org(headers);
+        return service().drain(org, text(body, "route"), drained == null || drained.booleanValue(),
+                adminKeyName(org, headers));
     }
 
     @PUT
@@ -186,7 +192,8 @@ public class AdminResource {
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> standing(HttpHeaders headers, byte[] bytes) {
         JsonNode body = json(bytes, "route", "standing");
-        return service().standing(org(headers), text(body, "route"), text(body, "standing"));
+        Org org = org(headers);
+        return service().standing(org, text(body, "route"), text(body, "standing"), adminKeyName(org, headers));
     }
 
     @PUT
@@ -196,7 +203,9 @@ public class AdminResource {
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> verification(HttpHeaders headers, byte[] bytes) {
         JsonNode body = json(bytes, "route", "verification");
-        return service().verification(org(headers), text(body, "route"), text(body, "verification"));
+        Org org = org(headers);
+        return service().verification(org, text(body, "route"), text(body, "verification"),
+                adminKeyName(org, headers));
     }
 
     @POST

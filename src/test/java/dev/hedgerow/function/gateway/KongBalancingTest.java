@@ -531,7 +531,7 @@ class KongBalancingTest {
         // an admin edit (validated, stored, read back) keeps the metric and its threshold above 1
         Org acme = gw.core().catalog().current().org("acme").orElseThrow();
         new AdminService(gw.core()).editGroup(acme, "near", Json.parse("{\"members\":["
-                        + "{\"route\":\"near-coder\",\"weight\":1},{\"route\":\"near-poet\",\"weight\":3}]}"), null)
+                        + "{\"route\":\"near-coder\",\"weight\":1},{\"route\":\"near-poet\",\"weight\":3}]}"), null, "ops")
                 .await().atMost(Duration.ofSeconds(10));
         GroupSettings.Balancer stored = gw.core().catalog().current().org("acme").orElseThrow().group("near")
                 .balancer();
