@@ -5,9 +5,17 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
  * An error in the OpenAI envelope {@code {"error":{"message","type","code","param"}}}, with its HTTP status and
- * an optional {@code Retry-After} in seconds. Immutable.
+ * what it tells the client about retrying ({@link RetryAdvice}: its headers). Immutable.
+ *
+ * @param retry null means {@link RetryAdvice#clientRule()} (no retry header)
  */
-public record ApiError(int status, String type, String code, String message, String param, Long retryAfterSeconds) {
+public record ApiError(int status, String type, String code, String message, String param, RetryAdvice retry) {
+
+    public ApiError {
+        if (retry == null) {
+            retry = RetryAdvice.clientRule();
+        }
+    }
 
     public static ApiError invalidRequest(String message, String param) {
         return new ApiError(400, "invalid_request_error", "invalid_request", message, param, null);
@@ -67,27 +75,28 @@ public record ApiError(int status, String type, String code, String message, Str
     }
 
     /**
-     * 503: no route of {@code alias} can take the request now, {@code why} naming each one's reason; with
-     * {@code Retry-After} when a time is known ({@code retryAfterSeconds}, else null).
+     * 503: no route of {@code alias} can take the request now, {@code why} naming each one's reason; {@code retry}
+     * is {@link RetryAdvice.After} when a time is known (the message names it in seconds, as Retry-After does), or
+     * {@link RetryAdvice#notSoon()} when only an operator can bring a route back.
      */
-    public static ApiError noHealthyProvider(String alias, String why, Long retryAfterSeconds) {
+    public static ApiError noHealthyProvider(String alias, String why, RetryAdvice retry) {
         return new ApiError(503, "server_error", "no_healthy_provider", "No provider of '" + alias
                 + "' can take this request now (" + why + ")"
-                + (retryAfterSeconds == null ? "." : "; retry after " + retryAfterSeconds + " s."), null,
-                retryAfterSeconds);
+                + (retry instanceof RetryAdvice.After a ? "; retry after " + a.seconds() + " s." : "."), null,
+                retry);
     }
 
-    public static ApiError upstreamExhausted(int status, String message, long retryAfterSeconds) {
+    public static ApiError upstreamExhausted(int status, String message, RetryAdvice.After retry) {
         String code = switch (status) {
             case 503 -> "no_healthy_provider";
             case 504 -> "upstream_timeout";
             default -> "upstream_error";
         };
-        return new ApiError(status, "server_error", code, message, null, retryAfterSeconds);
+        return new ApiError(status, "server_error", code, message, null, retry);
     }
 
     public ApiError withStatus(int s) {
-        return new ApiError(s, type, code, message, param, retryAfterSeconds);
+        return new ApiError(s, type, code, message, param, retry);
     }
 
     public ObjectNode toNode() {

@@ -315,20 +315,20 @@ final class ClientOutput {
     }
 
     /**
-     * Sends the error answer for a request no route could serve; on a stream whose head already went out (early),
-     * as its error event instead.
+     * Sends the error answer for a request no route could serve, with its retry headers; on a stream whose head
+     * already went out (early), as its error event instead.
      */
-    void exhausted(int status, long retryAfter, ApiError err, ArrayNode trail) {
+    void exhausted(ApiError err, ArrayNode trail) {
         if (headSent) {
             endWithError(err.toNode(), trail);
             return;
         }
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put("content-type", "application/json");
-        headers.put("retry-after", Long.toString(retryAfter));
+        headers.putAll(err.retry().headers());
         headers.put("x-hedgerow-request-id", req.requestId());
         headers.put("x-hedgerow-attempts", Json.write(trail));
-        sink.head(status, headers);
+        sink.head(err.status(), headers);
         sink.end(Json.bytes(err.toNode()));
     }
 

@@ -3,6 +3,7 @@ package dev.hedgerow.dispatch;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.RetryAdvice;
 import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.HedgeBudget;
@@ -959,7 +960,8 @@ final class Dispatch {
             return;
         }
         int status = sawCapacityError ? 503 : timedOutUnretried ? 504 : 502;
-        long retryAfter = retryAfterExhausted();
+        RetryAdvice.After retry = retryAfterExhausted();
+        long retryAfter = retry.seconds();
         // not "every provider was tried": retries, failover_criteria or allow_fallbacks may have stopped earlier
         int n = trail.failures();
         String msg = status == 504
@@ -969,32 +971,32 @@ final class Dispatch {
                 : "No provider of '" + req.alias() + "' could serve this request (" + n
                         + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
                         + retryAfter + " s.";
-        ApiError err = ApiError.upstreamExhausted(status, msg, retryAfter);
+        ApiError err = ApiError.upstreamExhausted(status, msg, retry);
         if (committed) {
             endWithErrorEvent(msg);
             return;
         }
         // a head that went out early (head_hold) gets this as the stream's error event, without the status
-        output.exhausted(status, retryAfter, err, trail.toNode());
+        output.exhausted(err, trail.toNode());
         deps.observer().finished(req, status, trail.snapshot(), null, null);
     }
 
     /**
-     * The Retry-After of a request no route could serve, in seconds: fail_timeout when this request's failures opened
-     * the breaker of every route it may use (each is then cooled down that long), else 1 s: a route it may use was
-     * not tried, or is still closed below max_fails (max_fails: 0 never opens), and would take a retry at once. The
-     * SDKs wait what it says.
+     * The wait of a request no route could serve: fail_timeout when this request's failures opened the breaker of
+     * every route it may use (each is then cooled down that long), else 1 s: a route it may use was not tried, or is
+     * still closed below max_fails (max_fails: 0 never opens), and would take a retry at once. The SDKs wait what it
+     * says.
      */
-    private long retryAfterExhausted() {
+    private RetryAdvice.After retryAfterExhausted() {
         int threshold = settings.breaker().threshold();
         for (Candidate c : req.candidates()) {
             int failed = trail.failuresOn(c.route().id());
             boolean opened = failed > 0 && (c.halfOpen() || (long) c.state().fails() + failed >= threshold);
             if (!opened) {
-                return 1;
+                return RetryAdvice.after(1000);
             }
         }
-        return Math.max(1, settings.breaker().failTimeout().toSeconds());
+        return RetryAdvice.after(settings.breaker().failTimeout().toMillis());
     }
 
     /**
@@ -1005,8 +1007,9 @@ final class Dispatch {
      */
     private void refusedAllProbing() {
         String routes = String.join(", ", req.candidates().stream().map(c -> c.route().id()).toList());
-        ApiError err = ApiError.noHealthyProvider(req.alias(), routes + ": half-open probe in flight", 1L);
-        output.exhausted(503, 1, err, trail.toNode());
+        ApiError err = ApiError.noHealthyProvider(req.alias(), routes + ": half-open probe in flight",
+                RetryAdvice.after(1000));
+        output.exhausted(err, trail.toNode());
         deps.observer().refused(req, err.code(), err.message());
     }
 

@@ -125,14 +125,15 @@ public final class JsonReplies {
         resp.setStatusCode(status).putHeader("content-type", "application/json").end(Buffer.buffer(Json.bytes(body)));
     }
 
-    /** Ends {@code resp} with the error's status, envelope and, when it has one, {@code retry-after}. */
+    /**
+     * Ends {@code resp} with the error's status, envelope and retry headers ({@code retry-after} and
+     * {@code retry-after-ms}, or {@code x-should-retry}, when it has them).
+     */
     public static void error(HttpServerResponse resp, ApiError err) {
         if (resp.ended() || resp.closed()) {
             return;
         }
-        if (err.retryAfterSeconds() != null) {
-            resp.putHeader("retry-after", Long.toString(err.retryAfterSeconds()));
-        }
+        err.retry().headers().forEach(resp::putHeader);
         json(resp, err.status(), err.toNode());
     }
 

@@ -3,6 +3,7 @@ package dev.hedgerow.routing;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.api.RequestException;
+import dev.hedgerow.api.RetryAdvice;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
@@ -108,8 +109,10 @@ public final class Router {
             }
         }
         if (operated.isEmpty()) {
+            // they return when an operator acts: an SDK's retry within seconds would meet this same answer
             ApiError err = new ApiError(503, "server_error", "no_healthy_provider", "Every member of '" + alias
-                    + "' this request may use is drained or held out by a pinned member.", null, null);
+                    + "' this request may use is drained or held out by a pinned member.", null,
+                    RetryAdvice.notSoon());
             return Uni.createFrom().item(new RoutePlan.Blocked(err, "no_healthy_provider", rejected));
         }
 
@@ -306,9 +309,9 @@ public final class Router {
         }
         if (healthy.isEmpty() && lowHeadroom.isEmpty()) {
             // a time is known only for routes out on breaker state; routes held out by their standing alone (an
-            // operator's suspension, a failed verification) return when someone acts, so no Retry-After is guessed
-            Long seconds = minCooldown == Long.MAX_VALUE ? null : Math.max(1, (minCooldown + 999) / 1000);
-            return new RoutePlan.Blocked(noHealthy(alias, capable, rejected, seconds), "no_healthy_provider",
+            // operator's suspension, a failed verification) return when someone acts, so no retry is asked for
+            RetryAdvice retry = minCooldown == Long.MAX_VALUE ? RetryAdvice.notSoon() : RetryAdvice.after(minCooldown);
+            return new RoutePlan.Blocked(noHealthy(alias, capable, rejected, retry), "no_healthy_provider",
                     rejected);
         }
         Balancer.BalanceContext ctx = new Balancer.BalanceContext(facts, cursor, settings, clock.millis(), affinity,
@@ -334,13 +337,13 @@ public final class Router {
         return balancer.order(cs, ctx);
     }
 
-    /** 503 naming why each capable route cannot take the request now; {@code seconds} null when no time is known. */
+    /** 503 naming why each capable route cannot take the request now, with {@code retry}'s advice. */
     private static ApiError noHealthy(String alias, List<Route> capable, List<RoutePlan.Rejection> rejected,
-                                      Long seconds) {
+                                      RetryAdvice retry) {
         Set<String> ids = capable.stream().map(Route::id).collect(Collectors.toSet());
         String why = rejected.stream().filter(x -> ids.contains(x.routeId()))
                 .map(x -> x.routeId() + ": " + x.reason()).collect(Collectors.joining("; "));
-        return ApiError.noHealthyProvider(alias, why, seconds);
+        return ApiError.noHealthyProvider(alias, why, retry);
     }
 
     /** Why the route's standing excludes it (failing verification, operator not in good standing), or null. */

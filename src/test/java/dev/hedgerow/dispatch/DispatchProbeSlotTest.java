@@ -278,6 +278,7 @@ class DispatchProbeSlotTest {
         assertEquals(0, upstream.calls.size(), "nothing was sent");
         assertEquals(503, sink.status, sink.text());
         assertEquals("1", sink.headers.get("retry-after"), "the probe is in flight");
+        assertEquals("1000", sink.headers.get("retry-after-ms"));
         assertTrue(sink.text().contains("\"code\":\"no_healthy_provider\""), sink.text());
         assertEquals(List.of(), store.releases);
         assertTrue(snapshot().probeTaken(), "the other instance's probe keeps its slot");

@@ -60,7 +60,7 @@ class CorsTest {
             assertEquals(APP, r.header("Access-Control-Allow-Origin"), "stream " + stream);
             List<String> exposed = List.of(lower(r.header("Access-Control-Expose-Headers")).split("\\s*,\\s*"));
             for (String h : new String[]{"x-hedgerow-request-id", "x-request-id", "x-hedgerow-route",
-                    "x-hedgerow-attempts", "retry-after"}) {
+                    "x-hedgerow-attempts", "retry-after", "retry-after-ms", "x-should-retry"}) {
                 assertTrue(exposed.contains(h), "stream " + stream + ": " + h + " not in " + exposed);
             }
         }

@@ -136,6 +136,17 @@ public final class GatewayHarness implements AutoCloseable {
                 Clock.systemUTC());
     }
 
+    /**
+     * Like {@link #start(Vertx, String, Map, StateStore)} with the core's ticker (what dispatch measures elapsed time
+     * by) given by the test, e.g. the fake one behind the store's TTLs, so a wait the gateway derives from both is
+     * exact.
+     */
+    public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store,
+                                       Ticker ticker) {
+        return start(vertx, false, yaml, sims, false, store, null, ProviderUrls::metadataReason, BODY_LIMIT,
+                SecretBox.ephemeral(), Clock.systemUTC(), ticker);
+    }
+
     private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
                                         boolean ownsSims, StateStore store,
                                         BiConsumer<Router, Supplier<Hedgerow>> mounts,
@@ -150,13 +161,22 @@ public final class GatewayHarness implements AutoCloseable {
                                         BiConsumer<Router, Supplier<Hedgerow>> mounts,
                                         Function<String, String> blockedPeer, int bodyLimit, SecretBox secrets,
                                         InstantSource clock) {
+        return start(vertx, ownsVertx, yaml, sims, ownsSims, store, mounts, blockedPeer, bodyLimit, secrets, clock,
+                Ticker.system());
+    }
+
+    private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
+                                        boolean ownsSims, StateStore store,
+                                        BiConsumer<Router, Supplier<Hedgerow>> mounts,
+                                        Function<String, String> blockedPeer, int bodyLimit, SecretBox secrets,
+                                        InstantSource clock, Ticker ticker) {
         Map<String, String> env = new HashMap<>();
         sims.forEach((id, s) -> env.put("SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_') + "_URL",
                 s.baseUrl()));
         LoadedCatalog loaded = new CatalogLoader(env::get).parse(yaml);
         VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64, blockedPeer);
         MeterRegistry meters = new SimpleMeterRegistry();
-        Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), Ticker.system(),
+        Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), ticker,
                 clock, new GatewayMetrics(meters), secrets);
         core.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));

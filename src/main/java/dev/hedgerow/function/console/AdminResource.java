@@ -411,9 +411,7 @@ public class AdminResource {
             ((ObjectNode) body.get("error")).set("errors", errors);
         }
         Response.ResponseBuilder b = Response.status(err.status()).type(MediaType.APPLICATION_JSON).entity(body);
-        if (err.retryAfterSeconds() != null) {
-            b.header("retry-after", err.retryAfterSeconds());
-        }
+        err.retry().headers().forEach(b::header);
         return b.build();
     }
 }

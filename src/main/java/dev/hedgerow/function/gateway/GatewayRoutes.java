@@ -7,6 +7,7 @@ import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.RequestException;
+import dev.hedgerow.api.RetryAdvice;
 import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
@@ -284,7 +285,7 @@ public final class GatewayRoutes {
     private static void routingUnavailable(Hedgerow h, Org org, String alias, String requestId,
                                            HttpServerResponse resp) {
         ApiError err = new ApiError(503, "server_error", "routing_unavailable",
-                "Routing state is unavailable; retry shortly.", null, 1L);
+                "Routing state is unavailable; retry shortly.", null, RetryAdvice.after(1000));
         JsonReplies.error(resp, err);
         h.audit().blocked(org.id(), alias, err.code(), err.message(), requestId).subscribe()
                 .with(v -> { }, t -> { });

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.RetryAdvice;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.catalog.Keys;
@@ -64,7 +65,7 @@ public final class CapacityRoutes {
                     JsonReplies.json(ctx.response(), 200, out);
                 },
                 t -> JsonReplies.error(ctx.response(), new ApiError(503, "server_error", "state_unavailable",
-                        "The report could not be stored; retry shortly.", null, 1L)));
+                        "The report could not be stored; retry shortly.", null, RetryAdvice.after(1000))));
     }
 
 }

@@ -596,14 +596,16 @@ class AdminApiTest {
         admin().body("{\"route\":\"duo-beta\"}").post("/admin/members/pin").then().statusCode(200)
                 .body("members.find { it.route == 'duo-beta' }.pinned", equalTo(true));
         assertEquals(List.of("beta", "beta", "beta", "beta"), providersServing("duo", 4));
-        // a request that may use only the member held out: 503, without a Retry-After (no time is known)
+        // a request that may use only the member held out: 503, without a Retry-After (no time is known), and
+        // x-should-retry: false (the SDKs would retry a 503 within seconds, to meet this answer again)
         given().auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"duo\",\"provider\":{\"only\":[\"alpha\"]},\"messages\":[{\"role\":\"user\","
                         + "\"content\":\"only alpha\"}]}")
                 .post("/v1/chat/completions").then().statusCode(503)
                 .body("error.code", equalTo("no_healthy_provider"))
                 .body("error.message", containsString("held out by a pinned member"))
-                .header("Retry-After", nullValue());
+                .header("Retry-After", nullValue())
+                .header("x-should-retry", equalTo("false"));
 
         admin().body("{\"alias\":\"duo\"}").post("/admin/members/unpin").then().statusCode(200);
         assertTrue(providersServing("duo", 4).containsAll(List.of("alpha", "beta")));
@@ -648,7 +650,9 @@ class AdminApiTest {
                 .body("error.code", equalTo("no_healthy_provider"))
                 .body("error.message", equalTo("No provider of 'duo' can take this request now (duo-alpha: operator "
                         + "not in good standing; duo-beta: failing verification)."))
-                .header("Retry-After", nullValue());
+                .header("Retry-After", nullValue())
+                .header("retry-after-ms", nullValue())
+                .header("x-should-retry", equalTo("false"));
     }
 
     /** Explain refuses what the gateway refuses, through the same check: an unknown alias, an embeddings alias. */

@@ -213,6 +213,7 @@ class KongBreakerTest {
         assertFalse(main().coolingDown());
         assertFalse(route("spare").coolingDown());
         assertEquals("1", r.header("Retry-After"));
+        assertEquals("1000", r.header("retry-after-ms"));
         assertTrue(r.jsonPath().getString("error.message").endsWith("Retry after 1 s."), r.asString());
 
         Response opened = exhausted("kb1");

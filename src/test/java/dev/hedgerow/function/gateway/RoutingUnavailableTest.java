@@ -90,6 +90,7 @@ class RoutingUnavailableTest {
         assertEquals(503, r.statusCode(), r.asString());
         assertEquals("routing_unavailable", r.jsonPath().getString("error.code"));
         assertEquals("1", r.header("Retry-After"));
+        assertEquals("1000", r.header("retry-after-ms"));
         String id = r.header("x-hedgerow-request-id");
         eventually(() -> GroupKit.blocked(store.store(), "routing_unavailable") == before + 1,
                 "one blocked event for the refusal");
