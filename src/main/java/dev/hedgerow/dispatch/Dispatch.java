@@ -10,6 +10,7 @@ import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.dispatch.Attempt.Failure;
 import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.upstream.SseEvent;
@@ -982,21 +983,20 @@ final class Dispatch {
     }
 
     /**
-     * The wait of a request no route could serve: fail_timeout when this request's failures opened the breaker of
-     * every route it may use (each is then cooled down that long), else 1 s: a route it may use was not tried, or is
-     * still closed below max_fails (max_fails: 0 never opens), and would take a retry at once. The SDKs wait what it
-     * says.
+     * The wait of a request no route could serve: until the earliest time a route it may use can serve again. For a
+     * candidate, the end of what this request's failures did to it (a provider's Retry-After hold; the cooldown of a
+     * breaker they opened: {@link RouteHealth#backInMillis}); for a route the plan held out, when it comes back
+     * ({@link DispatchRequest#othersBackInMillis}). When one would take a retry at once (not tried, still closed below
+     * max_fails, max_fails 0, a fallback left out), 1 s: a pause, not a time anyone knows. The SDKs wait what it says.
      */
     private RetryAdvice.After retryAfterExhausted() {
-        int threshold = settings.breaker().threshold();
+        long now = deps.ticker().nanos();
+        long earliest = req.othersBackInMillis() == RoutePlan.NEVER ? RoutePlan.NEVER
+                : Math.max(0, req.othersBackInMillis() - elapsedMs(startNanos));
         for (Candidate c : req.candidates()) {
-            int failed = trail.failuresOn(c.route().id());
-            boolean opened = failed > 0 && (c.halfOpen() || (long) c.state().fails() + failed >= threshold);
-            if (!opened) {
-                return RetryAdvice.after(1000);
-            }
+            earliest = Math.min(earliest, health.backInMillis(c, now));
         }
-        return RetryAdvice.after(settings.breaker().failTimeout().toMillis());
+        return RetryAdvice.after(earliest == 0 || earliest == RoutePlan.NEVER ? 1000 : earliest);
     }
 
     /**

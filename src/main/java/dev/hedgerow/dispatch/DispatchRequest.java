@@ -5,6 +5,7 @@ import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.RoutePlan;
 
 import java.util.List;
 
@@ -12,9 +13,18 @@ import java.util.List;
  * Per-request state that outlives attempts: the parsed request (kept for retries and resumes), its facts, and
  * the ranked candidates. Immutable.
  *
- * @param keyName the name of the client key that sent the request (never the secret), which usage is billed to
+ * @param keyName            the name of the client key that sent the request (never the secret), which usage is
+ *                           billed to
+ * @param othersBackInMillis the plan's {@link RoutePlan.Ready#othersBackInMillis}: how soon a route it did not offer
+ *                           can serve, which an exhausted request's Retry-After weighs with its candidates'
  */
 public record DispatchRequest(String requestId, long createdEpochSeconds, Org org, String keyName, String alias,
                               GroupSettings settings, ChatRequest chat, RequestFacts facts,
-                              List<Candidate> candidates) {
+                              List<Candidate> candidates, long othersBackInMillis) {
+
+    /** A request whose plan left out no route that could come back ({@link RoutePlan#NEVER}). */
+    public DispatchRequest(String requestId, long createdEpochSeconds, Org org, String keyName, String alias,
+                           GroupSettings settings, ChatRequest chat, RequestFacts facts, List<Candidate> candidates) {
+        this(requestId, createdEpochSeconds, org, keyName, alias, settings, chat, facts, candidates, RoutePlan.NEVER);
+    }
 }

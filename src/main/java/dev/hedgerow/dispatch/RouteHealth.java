@@ -2,18 +2,31 @@ package dev.hedgerow.dispatch;
 
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.dispatch.Attempt.Failure;
+import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
 
 import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * The health verdicts a dispatch writes about its routes (Kong's passive health check): a failure counted against
  * the route (and its {@code retry-after} held, and a latency penalty on its peak EWMAs), a success that resets the
- * count. A verdict frees the half-open probe slot the attempt held. Guarded by its dispatch.
+ * count. A verdict frees the half-open probe slot the attempt held. It remembers what its failures did to each route
+ * (how many, the last one's time, the hold's end), so the request can tell when a route it failed on serves again.
+ * Guarded by its dispatch.
  */
 final class RouteHealth {
+    /** What this request's failures wrote about one route; times on the ticker. */
+    private static final class Written {
+        int failures;
+        long lastFailureNanos;
+        long holdUntilNanos = Long.MIN_VALUE;
+    }
+
+    private final Map<String, Written> written = new HashMap<>();
     private final StateStore store;
     private final LearnedModels models;
     private final GroupSettings.Breaker breaker;
@@ -43,10 +56,35 @@ final class RouteHealth {
                 t -> { });
         // lowest_latency's measures take the failure as a latency penalty, with or without a breaker
         models.learnFailure(a.cand.state(), timeouts);
+        long now = ticker.nanos();
+        Written w = written.computeIfAbsent(a.cand.id(), k -> new Written());
+        w.failures++;
+        w.lastFailureNanos = now;
         if (f.retryAfterSeconds() > 0) {
+            // the store keeps the longer of two holds; so does this
+            w.holdUntilNanos = Math.max(w.holdUntilNanos, now + Duration.ofSeconds(f.retryAfterSeconds()).toNanos());
             store.holdRetryAfter(a.cand.id(), Duration.ofSeconds(f.retryAfterSeconds()))
                     .subscribe().with(v -> { }, t -> { });
         }
+    }
+
+    /**
+     * How long, from {@code now}, until the candidate can serve again after what this request's failures wrote: the
+     * end of the provider's Retry-After hold, and of the cooldown when they opened its breaker (it was half-open,
+     * or its shared count plus theirs reached max_fails; every failure at the threshold re-arms the cooldown, so it
+     * runs from the last one); 0 when they kept it from neither.
+     */
+    long backInMillis(Candidate c, long now) {
+        Written w = written.get(c.id());
+        if (w == null) {
+            return 0;
+        }
+        long back = w.holdUntilNanos == Long.MIN_VALUE ? 0 : w.holdUntilNanos - now;
+        if (c.halfOpen() || (long) c.state().fails() + w.failures >= breaker.threshold()) {
+            back = Math.max(back, w.lastFailureNanos + breaker.failTimeout().toNanos() - now);
+        }
+        // rounded up: a wait a fraction of a millisecond short would come back to the same refusal
+        return back <= 0 ? 0 : (back + 999_999) / 1_000_000L;
     }
 
     /** The attempt succeeded: reports it when the route's failure count may need the reset. */

@@ -273,7 +273,7 @@ public final class Router {
                            String affinity, Map<String, float[]> embeddings, Map<String, String> placements) {
         List<Candidate> healthy = new ArrayList<>();
         List<Candidate> lowHeadroom = new ArrayList<>();
-        long minCooldown = Long.MAX_VALUE;
+        long minCooldown = RoutePlan.NEVER;
         int maxFails = settings.breaker().threshold();
         for (Route r : capable) {
             String key = key(org, r);
@@ -284,14 +284,11 @@ public final class Router {
                 rejected.add(new RoutePlan.Rejection(r.id(), standing));
                 continue;
             }
-            if (s.coolingDown()) {
-                minCooldown = Math.min(minCooldown, Math.max(1, s.cooldownRemainingMillis()));
-                rejected.add(new RoutePlan.Rejection(r.id(), "cooling down"));
-                continue;
-            }
-            if (s.retryAfterMillis() > 0) {
-                minCooldown = Math.min(minCooldown, s.retryAfterMillis());
-                rejected.add(new RoutePlan.Rejection(r.id(), "retry-after hold"));
+            if (s.coolingDown() || s.retryAfterMillis() > 0) {
+                // out until both its cooldown and its provider's Retry-After hold have ended
+                long cooling = s.coolingDown() ? Math.max(1, s.cooldownRemainingMillis()) : 0;
+                minCooldown = Math.min(minCooldown, Math.max(cooling, s.retryAfterMillis()));
+                rejected.add(new RoutePlan.Rejection(r.id(), s.coolingDown() ? "cooling down" : "retry-after hold"));
                 continue;
             }
             boolean halfOpen = s.fails() >= maxFails;
@@ -310,7 +307,7 @@ public final class Router {
         if (healthy.isEmpty() && lowHeadroom.isEmpty()) {
             // a time is known only for routes out on breaker state; routes held out by their standing alone (an
             // operator's suspension, a failed verification) return when someone acts, so no retry is asked for
-            RetryAdvice retry = minCooldown == Long.MAX_VALUE ? RetryAdvice.notSoon() : RetryAdvice.after(minCooldown);
+            RetryAdvice retry = minCooldown == RoutePlan.NEVER ? RetryAdvice.notSoon() : RetryAdvice.after(minCooldown);
             return new RoutePlan.Blocked(noHealthy(alias, capable, rejected, retry), "no_healthy_provider",
                     rejected);
         }
@@ -322,8 +319,10 @@ public final class Router {
         List<Candidate> ordered = new ArrayList<>(applySoftPreferences(order(balancer, healthy, ctx, placements),
                 facts.prefs()));
         ordered.addAll(applySoftPreferences(order(balancer, lowHeadroom, ctx, placements), facts.prefs()));
-        return new RoutePlan.Ready(List.copyOf(withoutFallbacks(ordered, facts.prefs(), rejected)), cursor,
-                rejected);
+        List<Candidate> offered = withoutFallbacks(ordered, facts.prefs(), rejected);
+        // a route cut as a fallback is healthy: the next request's plan may offer it at once
+        long othersBackIn = offered.size() < ordered.size() ? 0 : minCooldown;
+        return new RoutePlan.Ready(List.copyOf(offered), cursor, rejected, othersBackIn);
     }
 
     private static List<Candidate> order(Balancer balancer, List<Candidate> cs, Balancer.BalanceContext ctx,

@@ -307,7 +307,7 @@ public final class GatewayRoutes {
         }
         RoutePlan.Ready ready = (RoutePlan.Ready) plan;
         DispatchRequest dr = new DispatchRequest(requestId, h.clock().instant().getEpochSecond(), org, keyName,
-                alias, org.group(alias), chat, facts, ready.candidates());
+                alias, org.group(alias), chat, facts, ready.candidates(), ready.othersBackInMillis());
         if (resp.closed()) {
             // the client hung up while its request was counted or planned: nothing goes upstream, but it is logged
             h.dispatcher().clientGoneBeforeStart(dr);

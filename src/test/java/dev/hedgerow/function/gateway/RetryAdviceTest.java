@@ -30,6 +30,12 @@ class RetryAdviceTest {
     static final String DO_ONLY = "{\"only\":[\"digitalocean\"]}";
     static final String YAML = GroupKit.yaml("""
                   - { alias: lone, provider: openrouter, model: kimi-k2 }
+                  - { alias: held, provider: openrouter, model: kimi-k2 }
+                  - { alias: held, provider: digitalocean, model: kimi-k2 }
+                  - { alias: long, provider: openrouter, model: kimi-k2 }
+                  - { alias: long, provider: digitalocean, model: kimi-k2 }
+                  - { alias: mixed, provider: openrouter, model: kimi-k2 }
+                  - { alias: mixed, provider: digitalocean, model: kimi-k2 }
                   - { alias: ops, provider: openrouter, model: kimi-k2, tags: ["hedgerow:drained"] }
                   - { alias: ops, provider: digitalocean, model: kimi-k2 }
                   - { alias: pin, provider: openrouter, model: kimi-k2, tags: ["hedgerow:pinned"] }
@@ -38,6 +44,9 @@ class RetryAdviceTest {
                   - { alias: stand, provider: digitalocean, model: kimi-k2 }
             """, """
                   lone: { strategy: rr_health, hedging: false }
+                  held: { strategy: rr_health, hedging: false, breaker: { max_fails: 3, fail_timeout: 10s } }
+                  long: { strategy: rr_health, hedging: false, breaker: { max_fails: 1, fail_timeout: 10s } }
+                  mixed: { strategy: rr_health, hedging: false }
                   ops: { strategy: rr_health, hedging: false }
                   pin: { strategy: rr_health, hedging: false }
                   stand: { strategy: rr_health, hedging: false }
@@ -63,6 +72,15 @@ class RetryAdviceTest {
         gw.close();
         sims.values().forEach(SimServer::close);
         vertx.close().toCompletionStage().toCompletableFuture().join();
+    }
+
+    /** Both members of the alias answer its next request 429 with their own Retry-After of {@code seconds}. */
+    private Response bothRateLimited(String alias, int seconds) {
+        gw.sim("openrouter").enqueue("kimi-k2", Fault.rateLimited(seconds));
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.rateLimited(seconds));
+        Response r = chat(gw, alias, "rate limited");
+        GroupKit.PROVIDERS.forEach(p -> gw.sim(p).clearFaults());
+        return r;
     }
 
     private static void assertWait(Response r, String seconds, String millis) {
@@ -93,6 +111,62 @@ class RetryAdviceTest {
         assertEquals("no_healthy_provider", r.jsonPath().getString("error.code"));
         assertWait(r, "1", "400");
         assertTrue(r.jsonPath().getString("error.message").endsWith("retry after 1 s."), r.asString());
+    }
+
+    /**
+     * The known bug: each member answered 429 with Retry-After 20, which opened no breaker (max_fails 3), and the
+     * request was told to retry after 1 s, only to meet the router's 503 naming the 20 s hold. It is told 20 s.
+     */
+    @Test
+    void anExhaustionAfter429sWaitsForTheEarliestHoldItLearnt() {
+        Response r = bothRateLimited("held", 20);
+        assertEquals(503, r.statusCode(), r.asString());
+        assertWait(r, "20", "20000");
+        assertTrue(r.jsonPath().getString("error.message").endsWith("Retry after 20 s."), r.asString());
+
+        time.advance(Duration.ofSeconds(1));
+        Response router = chat(gw, "held", "held still");
+        assertEquals(503, router.statusCode(), router.asString());
+        assertWait(router, "19", "19000");
+
+        time.advance(Duration.ofSeconds(19));
+        assertEquals(200, chat(gw, "held", "back").statusCode(), "the wait it named was enough");
+    }
+
+    /**
+     * A hold longer than the cooldown the same failure opened (Retry-After 20 s, fail_timeout 10 s): the route serves
+     * again when both have ended, and the exhaustion and the router both say so (they said 10 s and then 9 s).
+     */
+    @Test
+    void aRouteBothCoolingAndHeldIsBackWhenTheLaterEnds() {
+        Response r = bothRateLimited("long", 20);
+        assertEquals(503, r.statusCode(), r.asString());
+        assertWait(r, "20", "20000");
+
+        time.advance(Duration.ofSeconds(1));
+        Response router = chat(gw, "long", "cooling and held");
+        assertEquals(503, router.statusCode(), router.asString());
+        assertWait(router, "19", "19000");
+    }
+
+    /**
+     * A member the plan left out while cooling comes back before the hold the request then learnt on the other: the
+     * wait is until the first of them (5 s), and that member serves the retry.
+     */
+    @Test
+    void anExhaustionWaitsForAMemberThePlanHeldOutWhenItReturnsFirst() {
+        GroupKit.failOnce(gw, "mixed", "openrouter", "kimi-k2");
+        time.advance(Duration.ofSeconds(25));
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.rateLimited(20));
+        Response r = chat(gw, "mixed", "who is back first?");
+        gw.sim("digitalocean").clearFaults();
+        assertEquals(503, r.statusCode(), r.asString());
+        assertWait(r, "5", "5000");
+
+        time.advance(Duration.ofSeconds(5));
+        Response retried = chat(gw, "mixed", "back");
+        assertEquals(200, retried.statusCode(), retried.asString());
+        assertEquals("mixed-openrouter", GroupKit.route(retried));
     }
 
     @Test
