@@ -43,6 +43,42 @@ async function admin(path) {
   return r.json();
 }
 
+async function adminPut(path, body) {
+  const r = await fetch(base + path, {
+    method: 'PUT', headers: { authorization: 'Bearer a-acme', 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!r.ok) throw new Error(`${path} answered ${r.status}`);
+}
+
+/** An SDK client that retries (up to 3 times) and logs each HTTP exchange it makes: when, and the retry headers. */
+function loggingClient(log) {
+  return new OpenAI({
+    baseURL: base + '/v1', apiKey: 'k-acme', maxRetries: 3,
+    fetch: async (url, init) => {
+      const entry = { sent: performance.now(), retryCount: new Headers(init.headers).get('x-stainless-retry-count') };
+      log.push(entry);
+      const r = await fetch(url, init);
+      Object.assign(entry, { answered: performance.now(), status: r.status, retryAfter: r.headers.get('retry-after'),
+        retryAfterMs: r.headers.get('retry-after-ms'), shouldRetry: r.headers.get('x-should-retry') });
+      return r;
+    },
+  });
+}
+
+/** Each retry in `log` came no sooner than the wait the answer before it asked for (retry-after-ms, else seconds). */
+function assertRetriesWaitedAsAsked(log) {
+  for (let i = 1; i < log.length; i++) {
+    const asked = log[i - 1].retryAfterMs != null ? Number(log[i - 1].retryAfterMs)
+      : Number(log[i - 1].retryAfter) * 1000;
+    assert.ok(asked > 0, `answer ${i} asked for no wait: ${JSON.stringify(log[i - 1])}`);
+    const waited = log[i].sent - log[i - 1].answered;
+    // the SDK's own backoff would be 0.5 s (less jitter) for a first retry: a wait this long is the header's
+    assert.ok(waited >= asked - 25, `retry ${i} came after ${waited.toFixed(0)} ms, asked ${asked} ms`);
+    assert.equal(log[i].retryCount, String(i));
+  }
+}
+
 async function until(what, check, ms = 15_000) {
   const end = Date.now() + ms;
   for (;;) {
@@ -295,33 +331,71 @@ async function allRoutesOut() {
   await scriptFaults(alphaSim, 'sdk-a', [{ kind: 'http_error', status: 503, type: 'service_unavailable', message: 'down' }]);
   await scriptFaults(betaSim, 'sdk-b', [{ kind: 'http_error', status: 503, type: 'service_unavailable', message: 'down' }]);
   const log = [];
-  const retrying = new OpenAI({
-    baseURL: base + '/v1', apiKey: 'k-acme', maxRetries: 3,
-    fetch: async (url, init) => {
-      const entry = { sent: performance.now(), retryCount: new Headers(init.headers).get('x-stainless-retry-count') };
-      log.push(entry);
-      const r = await fetch(url, init);
-      Object.assign(entry, { answered: performance.now(), status: r.status, retryAfter: r.headers.get('retry-after'),
-        retryAfterMs: r.headers.get('retry-after-ms'), shouldRetry: r.headers.get('x-should-retry') });
-      return r;
-    },
-  });
-  const c = await retrying.chat.completions.create({ model: 'sdk-out', messages: user(E.out.prompt) });
+  const c = await loggingClient(log).chat.completions.create({ model: 'sdk-out', messages: user(E.out.prompt) });
   assert.equal(c.choices[0].message.content, E.out.text);
   assert.ok(log.length >= 2, 'the SDK retried');
   assert.equal(log[0].status, 503);
+  // the rest of the 1 s cooldown the failures opened, in milliseconds, beside Retry-After: 1
+  assert.ok(Number(log[0].retryAfterMs) > 0 && Number(log[0].retryAfterMs) <= 1000, `retry-after-ms ${log[0].retryAfterMs}`);
+  assert.equal(log[0].retryAfter, '1');
+  assert.equal(log[0].shouldRetry, null);
   assert.equal(log.at(-1).status, 200);
-  for (let i = 1; i < log.length; i++) {
-    const asked = log[i - 1].retryAfterMs != null ? Number(log[i - 1].retryAfterMs)
-      : Number(log[i - 1].retryAfter) * 1000;
-    assert.ok(asked > 0, `answer ${i} asked for no wait: ${JSON.stringify(log[i - 1])}`);
-    const waited = log[i].sent - log[i - 1].answered;
-    // the SDK's own backoff would be 0.5 s (less jitter) for a first retry: a wait this long is the header's
-    assert.ok(waited >= asked - 25, `retry ${i} came after ${waited.toFixed(0)} ms, asked ${asked} ms`);
-    assert.equal(log[i].retryCount, String(i));
-  }
+  assertRetriesWaitedAsAsked(log);
   ok(`SDK retries honour Retry-After: ${log.map(e => `${e.status}${e.retryAfter ? ' retry-after ' + e.retryAfter : ''}`)
     .join(' -> ')}, waits ${log.slice(1).map((e, i) => (e.sent - log[i].answered).toFixed(0) + ' ms').join(', ')}`);
+}
+
+/**
+ * Both routes of sdk-out answer 429 with their own Retry-After: 3 (past the group's 1 s cooldown). The exhausted
+ * request is told to wait for the hold, not the cooldown; a retrying SDK sent at once meets the router's 503 for the
+ * hold, waits its retry-after-ms and is served.
+ */
+async function retriesWaitForTheHoldTheRouterNames() {
+  await noneCooling('sdk-out');
+  const limited = { kind: 'http_error', status: 429, type: 'rate_limit_exceeded', message: 'slow down',
+    retry_after_seconds: 3 };
+  await scriptFaults(alphaSim, 'sdk-a', [limited]);
+  await scriptFaults(betaSim, 'sdk-b', [limited]);
+  const out = await rejection(client.chat.completions.create({ model: 'sdk-out', messages: user(E.out.prompt) }),
+    OpenAI.InternalServerError);
+  assert.equal(out.status, 503);
+  assert.equal(out.headers.get('retry-after'), '3', 'the providers\' hold, not the 1 s cooldown');
+  const heldMs = Number(out.headers.get('retry-after-ms'));
+  assert.ok(heldMs > 0 && heldMs <= 3000, `retry-after-ms ${out.headers.get('retry-after-ms')}`);
+
+  const log = [];
+  const c = await loggingClient(log).chat.completions.create({ model: 'sdk-out', messages: user(E.out.prompt) });
+  assert.equal(c.choices[0].message.content, E.out.text);
+  assert.equal(log.length, 2, `one retry: ${JSON.stringify(log)}`);
+  assert.equal(log[0].status, 503);
+  const asked = Number(log[0].retryAfterMs);
+  assert.ok(asked > 0 && asked <= heldMs, `the router's 503 asks for the rest of the hold: ${log[0].retryAfterMs}`);
+  assert.equal(log[0].retryAfter, String(Math.ceil(asked / 1000)));
+  assert.equal(log[1].status, 200);
+  assertRetriesWaitedAsAsked(log);
+  ok(`a held route: exhaustion says retry-after 3 (${heldMs} ms); the SDK's retry met the router's 503 asking `
+    + `${asked} ms, waited ${(log[1].sent - log[0].answered).toFixed(0)} ms and was served`);
+}
+
+/** Every route of sdk-out held out by its standing: the 503 says x-should-retry: false, and the SDK does not retry. */
+async function noRetryWhenOnlyAnOperatorCanHelp() {
+  await noneCooling('sdk-out');
+  const routes = ['sdk-out-alpha', 'sdk-out-beta'];
+  try {
+    for (const route of routes) await adminPut('/admin/routes/standing', { route, standing: 'suspended' });
+    const log = [];
+    const err = await rejection(loggingClient(log).chat.completions.create({
+      model: 'sdk-out', messages: user(E.out.prompt),
+    }), OpenAI.InternalServerError);
+    assert.equal(err.status, 503);
+    assert.equal(err.code, 'no_healthy_provider');
+    assert.equal(err.headers.get('x-should-retry'), 'false');
+    assert.equal(err.headers.get('retry-after'), null);
+    assert.equal(log.length, 1, `the SDK sent it once, maxRetries 3 notwithstanding: ${JSON.stringify(log)}`);
+    ok(`only suspended routes: 503 with x-should-retry: false, sent once (${err.message})`);
+  } finally {
+    for (const route of routes) await adminPut('/admin/routes/standing', { route, standing: 'good' });
+  }
 }
 
 /** The first route's stream is cut in the middle of a multi-byte character: the SDK sees one seamless stream. */
@@ -433,7 +507,8 @@ async function abortMidStream() {
 // Each check runs even when one before it failed (each starts from cleared fault queues), so one run shows every
 // failure; the exit code is 1 when any failed.
 const checks = [listsTheAliases, nonStreaming, streamingWithUsage, streamHelper, streamedToolCall, structuredOutputs,
-  errorsMapToTheSdksClasses, allRoutesOut, invisibleResume, toolCallBrokenMidArguments, cutWithoutResume,
+  errorsMapToTheSdksClasses, allRoutesOut, retriesWaitForTheHoldTheRouterNames, noRetryWhenOnlyAnOperatorCanHelp,
+  invisibleResume, toolCallBrokenMidArguments, cutWithoutResume,
   abortMidStream];
 let failed = 0;
 for (const check of checks) {
