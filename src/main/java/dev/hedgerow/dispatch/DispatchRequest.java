@@ -21,10 +21,4 @@ import java.util.List;
 public record DispatchRequest(String requestId, long createdEpochSeconds, Org org, String keyName, String alias,
                               GroupSettings settings, ChatRequest chat, RequestFacts facts,
                               List<Candidate> candidates, long othersBackInMillis) {
-
-    /** A request whose plan left out no route that could come back ({@link RoutePlan#NEVER}). */
-    public DispatchRequest(String requestId, long createdEpochSeconds, Org org, String keyName, String alias,
-                           GroupSettings settings, ChatRequest chat, RequestFacts facts, List<Candidate> candidates) {
-        this(requestId, createdEpochSeconds, org, keyName, alias, settings, chat, facts, candidates, RoutePlan.NEVER);
-    }
 }

@@ -10,6 +10,7 @@ import dev.hedgerow.dispatch.DispatchTimingTest.RecordingSink;
 import dev.hedgerow.dispatch.DispatchTimingTest.ScriptedUpstream;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.routing.TtftEstimate;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
@@ -98,7 +99,7 @@ class DispatchProbeSlotTest {
         RequestFacts facts = new RequestFacts(10, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
         DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "app", "chat", org.group("chat"), chat, facts,
-                List.of(cands));
+                List.of(cands), RoutePlan.NEVER);
         Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store.proxy, scheduler, ticker,
                 s -> s.length() / 4, DispatchObserver.NONE));
         return d.start(dr, sink);

@@ -11,6 +11,7 @@ import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.InterTokenStats;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.routing.ThinkingTime;
 import dev.hedgerow.routing.TtftEstimate;
 import dev.hedgerow.routing.TtftPredictor;
@@ -189,7 +190,7 @@ class DispatchTimingTest {
         RequestFacts facts = new RequestFacts(10, null, true, reasoning, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
         DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, o, "app", "chat", settings, chat, facts,
-                List.of(cands));
+                List.of(cands), RoutePlan.NEVER);
         Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store, scheduler, ticker, s -> s.length() / 4,
                 counters));
         return d.start(dr, sink);

@@ -7,6 +7,7 @@ import dev.hedgerow.catalog.Org;
 import dev.hedgerow.dispatch.DispatchTimingTest.RecordingSink;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.routing.TtftEstimate;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
@@ -100,7 +101,8 @@ class KongTimeoutsDispatchTest {
         RequestFacts facts = new RequestFacts(1, maxTokens, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
         List<Candidate> cands = List.of(candidate("a", aState), candidate("b", RouteSnapshot.empty("acme/b")));
-        dispatcher.start(new DispatchRequest("req-1", 0, org, "app", "kt", org.group("kt"), chat, facts, cands), sink);
+        dispatcher.start(new DispatchRequest("req-1", 0, org, "app", "kt", org.group("kt"), chat, facts, cands,
+                RoutePlan.NEVER), sink);
     }
 
     /**
