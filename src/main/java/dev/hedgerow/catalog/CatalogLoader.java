@@ -59,7 +59,7 @@ public final class CatalogLoader {
     /** Upper bound on attempts and resumes: more only turns an outage into a retry storm. */
     static final int MAX_TRIES = 10;
 
-    private static final Set<String> TOP_FIELDS = Set.of("orgs");
+    private static final Set<String> TOP_FIELDS = Set.of("revision", "orgs");
     private static final Set<String> ORG_FIELDS =
             Set.of("id", "keys", "admin_keys", "providers", "routes", "groups", "routing", "hedge_budget");
     private static final Set<String> KEY_FIELDS = Set.of("name", "key");
@@ -102,6 +102,8 @@ public final class CatalogLoader {
     private static final String NO_KEY_NAME = "-";
     private static final Pattern ROUTE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,191}");
     private static final Pattern PARAMETER = Pattern.compile("[a-z][a-z0-9_]{0,63}");
+    /** A file revision: digits only, at most 18 (any such number ≥ 1 fits a long). */
+    private static final Pattern REVISION = Pattern.compile("[0-9]{1,18}");
     private static final Pattern HEADER_TOKEN = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}");
 
     private final Function<String, String> env;
@@ -158,6 +160,7 @@ public final class CatalogLoader {
         List<CatalogError> errors = new ArrayList<>();
         Node root = YamlTree.parse(yamlText, env, errors);
         List<Org> orgs = new ArrayList<>();
+        long revision = LoadedCatalog.NO_REVISION;
         if (root == null) {
             if (errors.isEmpty()) {
                 errors.add(new CatalogError("", "empty configuration: expected a mapping with \"orgs\""));
@@ -166,6 +169,7 @@ public final class CatalogLoader {
             errors.add(new CatalogError("", "the document must be a mapping with \"orgs\"", root.line()));
         } else {
             ConfigMap top = ConfigMap.of(root, "", errors, TOP_FIELDS);
+            revision = readRevision(top);
             new Reader(errors, ProviderUrls.metadataAllowed(env)).readOrgs(top, orgs);
         }
         if (!errors.isEmpty()) {
@@ -174,7 +178,25 @@ public final class CatalogLoader {
             sorted.sort(Comparator.comparingInt(e -> e.line() == 0 ? Integer.MAX_VALUE : e.line()));
             throw new CatalogException(sorted);
         }
-        return new LoadedCatalog(orgs, sourceHash(yamlText));
+        return new LoadedCatalog(orgs, sourceHash(yamlText), revision);
+    }
+
+    /** The file's {@code revision}: a whole number ≥ 1 (an environment reference included), or none. */
+    private static long readRevision(ConfigMap top) {
+        if (top == null || !top.has("revision")) {
+            return LoadedCatalog.NO_REVISION;
+        }
+        String s = top.string("revision");
+        if (s != null && REVISION.matcher(s).matches() && Long.parseLong(s) >= 1) {
+            return Long.parseLong(s);
+        }
+        Node n = top.node("revision");
+        // a list, a mapping or an unresolvable ${...} has its error already
+        if (s != null || n instanceof YamlTree.Scalar sc && sc.kind() != YamlTree.Scalar.Kind.INVALID) {
+            top.error("revision", "must be a whole number from 1 up, raised with every change of the file (got "
+                    + (s == null ? "an empty value" : "\"" + s + "\"") + ")");
+        }
+        return LoadedCatalog.NO_REVISION;
     }
 
     /**

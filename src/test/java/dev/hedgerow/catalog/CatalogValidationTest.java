@@ -60,6 +60,29 @@ class CatalogValidationTest {
     }
 
     @Test
+    void revisionIsAPositiveWholeNumberAndOptional() {
+        assertEquals(0, new CatalogLoader(k -> null).parse(ORG).revision(), "none");
+        assertEquals(7, new CatalogLoader(k -> null).parse("revision: 7\n" + ORG).revision());
+        assertEquals(20261201, new CatalogLoader(Map.of("REV", "20261201")::get)
+                .parse("revision: ${REV}\n" + ORG).revision(), "from the environment (a CI build number)");
+        assertEquals(3, new CatalogLoader(k -> null).parse(ORG + "revision: \"3\"\n").revision(), "anywhere at the top");
+    }
+
+    @Test
+    void aRevisionThatIsNotAPositiveWholeNumberIsAnErrorAtItsPath() {
+        for (String bad : List.of("0", "-1", "two", "1.5", "1e3", "\"\"", "99999999999999999999")) {
+            CatalogError e = errorAt(errors("revision: " + bad + "\n" + ORG), "revision");
+            assertEquals(1, e.line(), bad);
+            assertTrue(e.message().startsWith("must be a whole number from 1 up, raised with every change of the "
+                    + "file (got "), bad + ": " + e.message());
+        }
+        assertEquals("revision: must be a whole number from 1 up, raised with every change of the file (got \"v2\")",
+                errorAt(errors("revision: v2\n" + ORG), "revision").toString());
+        assertEquals("must be a single value, not a list",
+                errorAt(errors("revision: [1]\n" + ORG), "revision").message());
+    }
+
+    @Test
     void emptyFileIsAnError() {
         assertOnlyError("# nothing here\n", "empty configuration: expected a mapping with \"orgs\"");
     }
