@@ -9,33 +9,46 @@ import io.smallrye.mutiny.Uni;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
  * Keeps this instance's view of the catalog in step with the state store. At start the file's orgs are
- * published (only when the file changed since it was last published, so admin edits survive restarts) and stored
- * orgs the file no longer has are removed; then the
+ * published (only when the file changed since it was last published, so admin edits survive restarts, and never
+ * when a file of a higher revision was published, so an old instance of a rolling deploy cannot revert a newer one:
+ * {@link FileStanding}) and stored orgs the file no longer has are removed; then the
  * stored versions are polled and any org whose version moved is reloaded, so a change written by another instance
  * is seen within one poll interval without a restart. Admin edits are compare-and-set writes. Thread-safe.
  */
 public final class CatalogService {
     private final StateStore store;
+    private final Scheduler scheduler;
     private final Function<Org, String> encode;
     private final Function<String, Org> decode;
     private final AtomicReference<Catalog> current = new AtomicReference<>(Catalog.empty());
     private final System.Logger log = System.getLogger("dev.hedgerow.catalog");
+    private final Map<String, Long> storedRevisions = new ConcurrentHashMap<>();
+    private volatile FileStatus fileStatus = new FileStatus(LoadedCatalog.NO_REVISION, FileStatus.NOT_YET);
     private volatile Cancellable poller = Cancellable.NONE;
     private volatile boolean stopped;
 
-    public CatalogService(StateStore store, Function<Org, String> encode, Function<String, Org> decode) {
+    /**
+     * @param scheduler times the waits for another instance's publication (see {@link #PUBLISH_LOCK})
+     */
+    public CatalogService(StateStore store, Scheduler scheduler, Function<Org, String> encode,
+                          Function<String, Org> decode) {
         this.store = store;
+        this.scheduler = scheduler;
         this.encode = encode;
         this.decode = decode;
     }
@@ -52,64 +65,186 @@ public final class CatalogService {
     public static final String REMOVED = "";
 
     /**
-     * Publishes the orgs of a loaded file, which is the whole catalog: an org whose stored copy came from the same file
-     * text is left as is, and a stored org the file no longer has is removed (see {@link #REMOVED}).
+     * Publishes a loaded file, which is the whole catalog: an org whose stored copy came from the same file text is
+     * left as is, and a stored org the file no longer has is removed (see {@link #REMOVED}); a file older than the
+     * stored catalog is not published at all (see {@link FileStanding}).
      */
-    public Uni<Void> publish(List<Org> orgs, String sourceHash) {
-        return publish(orgs, sourceHash, true);
+    public Uni<Void> publish(LoadedCatalog file) {
+        return publish(file, true);
     }
 
     /**
-     * Publishes the orgs of a loaded file; with {@code wholeCatalog}, stored orgs the file does not have are removed.
-     * Without it (the bundled demo) other orgs are left alone.
+     * Publishes a loaded file; with {@code wholeCatalog}, stored orgs the file does not have are removed. Without it
+     * (the bundled demo) other orgs are left alone, and only the file's own orgs decide whether it is older than the
+     * stored catalog. An older file, or one whose revision was not raised, is logged once and this instance serves
+     * the stored catalog.
      */
-    public Uni<Void> publish(List<Org> orgs, String sourceHash, boolean wholeCatalog) {
-        List<Uni<Void>> writes = new ArrayList<>();
-        for (Org org : orgs) {
-            writes.add(store.orgCatalog(org.id()).flatMap(stored -> {
-                if (stored.isPresent() && sourceHash.equals(stored.get().sourceHash())) {
-                    return Uni.createFrom().voidItem();
-                }
-                long expected = stored.map(VersionedDoc::version).orElse(0L);
-                return store.putOrgCatalog(org.id(), new VersionedDoc(encode.apply(org), sourceHash, expected + 1),
-                        expected).replaceWithVoid();
-            }));
-        }
-        if (writes.isEmpty()) {
-            return refresh();
-        }
-        Uni<Void> published = Uni.join().all(writes).andCollectFailures().replaceWithVoid();
-        if (wholeCatalog) {
-            Set<String> inFile = new HashSet<>();
-            orgs.forEach(o -> inFile.add(o.id()));
-            published = published.flatMap(v -> removeOthers(inFile, sourceHash));
-        }
-        return published.flatMap(v -> refresh());
+    public Uni<Void> publish(LoadedCatalog file, boolean wholeCatalog) {
+        String owner = UUID.randomUUID().toString();
+        return lock(owner, Duration.ZERO).flatMap(held -> publishHolding(file, wholeCatalog)
+                .onTermination().call(() -> held ? store.unlock(PUBLISH_LOCK, owner).onFailure().recoverWithNull()
+                        : Uni.createFrom().voidItem()));
     }
 
-    /** Stores every org but {@code keep} as removed (compare-and-set: an org edited meanwhile is left for next time). */
-    private Uni<Void> removeOthers(Set<String> keep, String sourceHash) {
-        return store.catalogVersions().flatMap(versions -> {
-            List<Uni<Void>> removals = new ArrayList<>();
-            for (String orgId : versions.keySet()) {
-                if (keep.contains(orgId)) {
-                    continue;
-                }
-                removals.add(store.orgCatalog(orgId).flatMap(stored -> {
-                    if (stored.isEmpty() || removed(stored.get())) {
-                        return Uni.createFrom().voidItem();
-                    }
-                    long v = stored.get().version();
-                    return store.putOrgCatalog(orgId, new VersionedDoc(REMOVED, sourceHash, v + 1), v)
-                            .invoke(done -> done.ifPresent(x -> log.log(System.Logger.Level.INFO, "org " + orgId
-                                    + " is not in the configuration file: removed (its keys no longer authenticate "
-                                    + "on any instance)")))
-                            .replaceWithVoid();
-                }));
+    /**
+     * The fleet-wide lock a publication holds from its first read to its last write, so that two instances starting
+     * at once from different files publish one after the other, and the later one sees what the earlier one wrote:
+     * without it, an older file could add an org that the newer file's publication, reading before, never saw to
+     * remove. Held for milliseconds; its TTL frees it when its holder dies mid-publication.
+     */
+    public static final String PUBLISH_LOCK = "catalog-publish";
+    static final Duration PUBLISH_LOCK_TTL = Duration.ofSeconds(10);
+    /** Past this much waiting (more than the TTL: a dead holder's lock has expired), a publication goes ahead alone. */
+    static final Duration PUBLISH_LOCK_WAIT = Duration.ofSeconds(12);
+    private static final Duration LOCK_RECHECK = Duration.ofMillis(100);
+
+    /** Takes the publication lock, waiting while another instance holds it; false once {@code waited} is too long. */
+    private Uni<Boolean> lock(String owner, Duration waited) {
+        return store.tryLock(PUBLISH_LOCK, owner, PUBLISH_LOCK_TTL).flatMap(taken -> {
+            if (taken) {
+                return Uni.createFrom().item(true);
             }
-            return removals.isEmpty() ? Uni.createFrom().voidItem()
-                    : Uni.join().all(removals).andCollectFailures().replaceWithVoid();
+            if (waited.compareTo(PUBLISH_LOCK_WAIT) >= 0) {
+                log.log(System.Logger.Level.WARNING, "the catalog publication lock stayed taken for "
+                        + waited.toMillis() + " ms: publishing the configuration file without it");
+                return Uni.createFrom().item(false);
+            }
+            return store.lockRemainingMillis(PUBLISH_LOCK).flatMap(left -> {
+                Duration pause = Duration.ofMillis(Math.max(1, Math.min(left, LOCK_RECHECK.toMillis())));
+                return Uni.createFrom().<Void>emitter(em -> scheduler.schedule(pause, () -> em.complete(null)))
+                        .flatMap(x -> lock(owner, waited.plus(pause)));
+            });
         });
+    }
+
+    private Uni<Void> publishHolding(LoadedCatalog file, boolean wholeCatalog) {
+        Map<String, Org> inFile = new HashMap<>();
+        file.orgs().forEach(o -> inFile.put(o.id(), o));
+        return store.catalogVersions().flatMap(versions -> {
+            Set<String> covered = new TreeSet<>(inFile.keySet());
+            if (wholeCatalog) {
+                covered.addAll(versions.keySet());
+            }
+            return readAll(covered);
+        }).flatMap(stored -> {
+            FileStanding standing = FileStanding.of(file.revision(), file.sourceHash(),
+                    stored.values().stream().flatMap(Optional::stream).toList());
+            if (standing.verdict() != FileStanding.Verdict.PUBLISH) {
+                logRefusal(file, standing);
+                fileStatus = new FileStatus(file.revision(), standing.verdict() == FileStanding.Verdict.OLDER
+                        ? FileStatus.OLDER : FileStatus.REVISION_NOT_RAISED);
+                return refresh();
+            }
+            List<Uni<Boolean>> writes = new ArrayList<>();
+            stored.forEach((orgId, doc) -> {
+                Org org = inFile.get(orgId);
+                if (org != null) {
+                    writes.add(put(orgId, () -> encode.apply(org), doc, file, PUBLISH_TRIES));
+                } else if (doc.isPresent() && !removed(doc.get())) {
+                    writes.add(put(orgId, () -> REMOVED, doc, file, PUBLISH_TRIES));
+                }
+            });
+            Uni<Boolean> wrote = writes.isEmpty() ? Uni.createFrom().item(false)
+                    : Uni.join().all(writes).andCollectFailures().map(done -> done.contains(true));
+            return wrote.flatMap(any -> {
+                fileStatus = new FileStatus(file.revision(), any ? FileStatus.PUBLISHED : FileStatus.UNCHANGED);
+                return refresh();
+            });
+        });
+    }
+
+    /** Tries a file's publication gets per org when other writers keep moving its version. */
+    private static final int PUBLISH_TRIES = 5;
+
+    private Uni<Map<String, Optional<VersionedDoc>>> readAll(Set<String> orgIds) {
+        List<String> ids = List.copyOf(orgIds);
+        List<Uni<Optional<VersionedDoc>>> reads = new ArrayList<>();
+        ids.forEach(o -> reads.add(store.orgCatalog(o)));
+        Uni<List<Optional<VersionedDoc>>> all = reads.isEmpty() ? Uni.createFrom().item(List.of())
+                : Uni.join().all(reads).andFailFast();
+        return all.map(docs -> {
+            Map<String, Optional<VersionedDoc>> out = new LinkedHashMap<>();
+            for (int i = 0; i < ids.size(); i++) {
+                out.put(ids.get(i), docs.get(i));
+            }
+            return out;
+        });
+    }
+
+    /**
+     * Writes one org of the file ({@link #REMOVED} for an org it no longer has) over {@code stored}, if the file
+     * replaces it (see {@link FileStanding#replaces}); on a lost compare-and-set, reads the org again and decides
+     * again, so that a newer file another instance published meanwhile stays. True when it wrote.
+     */
+    private Uni<Boolean> put(String orgId, Supplier<String> json, Optional<VersionedDoc> stored, LoadedCatalog file,
+                             int tries) {
+        if (stored.isPresent() && !FileStanding.replaces(file.revision(), file.sourceHash(), stored.get())) {
+            return Uni.createFrom().item(false);
+        }
+        String doc = json.get();
+        if (stored.isPresent() && removed(stored.get()) && REMOVED.equals(doc)) {
+            return Uni.createFrom().item(false);
+        }
+        long expected = stored.map(VersionedDoc::version).orElse(0L);
+        return store.putOrgCatalog(orgId, new VersionedDoc(doc, file.sourceHash(), file.revision(), expected + 1),
+                expected).flatMap(done -> {
+                    if (done.isPresent()) {
+                        if (REMOVED.equals(doc)) {
+                            log.log(System.Logger.Level.INFO, "org " + orgId + " is not in the configuration file: "
+                                    + "removed (its keys no longer authenticate on any instance)");
+                        }
+                        return Uni.createFrom().item(true);
+                    }
+                    if (tries <= 1) {
+                        log.log(System.Logger.Level.WARNING, "org " + orgId + " of the configuration file not "
+                                + "published: its stored catalog kept changing under " + PUBLISH_TRIES + " tries");
+                        return Uni.createFrom().item(false);
+                    }
+                    return store.orgCatalog(orgId).flatMap(again -> put(orgId, json, again, file, tries - 1));
+                });
+    }
+
+    private void logRefusal(LoadedCatalog file, FileStanding standing) {
+        long next = standing.storedRevision() + 1;
+        if (standing.verdict() == FileStanding.Verdict.OLDER) {
+            log.log(System.Logger.Level.WARNING, (file.revision() == LoadedCatalog.NO_REVISION
+                    ? "the configuration file has no revision" : "the configuration file's revision "
+                    + file.revision()) + " is older than the stored catalog's revision " + standing.storedRevision()
+                    + ", which an instance started from a newer file published: not published; this instance serves "
+                    + "the stored catalog. To publish this file (a rollback included), give it revision: " + next);
+        } else {
+            log.log(System.Logger.Level.ERROR, "the configuration file's revision " + file.revision()
+                    + " (source " + file.sourceHash() + ") is the stored catalog's revision, which came from another "
+                    + "text (source " + standing.storedHash() + "): not published; this instance serves the stored "
+                    + "catalog. A changed file needs a higher revision: give it revision: " + next);
+        }
+    }
+
+    /** This instance's configuration file against the stored catalog (what {@link #publish} found and did). */
+    public FileStatus fileStatus() {
+        return fileStatus;
+    }
+
+    /** The highest file revision among the stored orgs this instance holds (0: none), as of its last poll. */
+    public long storedRevision() {
+        return storedRevisions.values().stream().mapToLong(Long::longValue).max().orElse(LoadedCatalog.NO_REVISION);
+    }
+
+    /**
+     * The revision of this instance's configuration file ({@link LoadedCatalog#NO_REVISION}: none) and what its
+     * publication did: {@link #PUBLISHED}, {@link #UNCHANGED}, {@link #OLDER}, {@link #REVISION_NOT_RAISED}, or
+     * {@link #NOT_YET} before it ran.
+     */
+    public record FileStatus(long fileRevision, String outcome) {
+        public static final String NOT_YET = "not_published_yet";
+        /** It was written over the stored catalog (at least one org). */
+        public static final String PUBLISHED = "published";
+        /** The stored catalog already came from it. */
+        public static final String UNCHANGED = "unchanged";
+        /** A newer file was published: this instance serves that one. */
+        public static final String OLDER = "older_than_stored";
+        /** Another text was published under the same revision: this instance serves that one. */
+        public static final String REVISION_NOT_RAISED = "revision_not_raised";
     }
 
     /** A stored org the configuration file no longer has. */
@@ -154,16 +289,19 @@ public final class CatalogService {
                     if (d.isPresent() && removed(d.get())) {
                         orgs.remove(changed.get(i));
                         vers.put(changed.get(i), d.get().version());
+                        storedRevisions.put(changed.get(i), d.get().revision());
                     } else if (d.isPresent()) {
                         try {
                             orgs.put(changed.get(i), decode.apply(d.get().json()));
                             vers.put(changed.get(i), d.get().version());
+                            storedRevisions.put(changed.get(i), d.get().revision());
                         } catch (RuntimeException e) {
                             log.log(System.Logger.Level.ERROR, "stored catalog of org " + changed.get(i)
                                     + " is unreadable; keeping the previous one", e);
                         }
                     }
                 }
+                storedRevisions.keySet().retainAll(vers.keySet());
                 List<Org> ordered = new ArrayList<>(orgs.values());
                 ordered.sort(java.util.Comparator.comparing(Org::id));
                 current.set(new Catalog(ordered, vers));
@@ -184,8 +322,8 @@ public final class CatalogService {
             Org before = decode.apply(stored.get().json());
             Org after = edit.apply(before);
             long v = stored.get().version();
-            return store.putOrgCatalog(orgId, new VersionedDoc(encode.apply(after), stored.get().sourceHash(), v + 1),
-                    v).flatMap(res -> res.isPresent() ? refresh().replaceWith(after) : update(orgId, edit));
+            return store.putOrgCatalog(orgId, new VersionedDoc(encode.apply(after), stored.get().sourceHash(),
+                    stored.get().revision(), v + 1), v).flatMap(res -> res.isPresent() ? refresh().replaceWith(after) : update(orgId, edit));
         });
     }
 

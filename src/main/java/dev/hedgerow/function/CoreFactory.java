@@ -49,7 +49,7 @@ public final class CoreFactory {
     /** As above, with the box that seals provider API keys in the stored catalog ({@link SecretBox#fromEnvironment}). */
     public static Hedgerow create(StateStore store, UpstreamClient upstream, Scheduler scheduler, Ticker ticker,
                                   InstantSource clock, DispatchObserver extra, SecretBox secrets) {
-        CatalogService catalog = new CatalogService(store, org -> CatalogCodec.toJson(org, secrets),
+        CatalogService catalog = new CatalogService(store, scheduler, org -> CatalogCodec.toJson(org, secrets),
                 json -> CatalogCodec.fromJson(json, secrets));
         TokenCounter tokens = TokenCounter.shared();
         PrefixHasher prefixes = PrefixHasher.defaults(tokens);

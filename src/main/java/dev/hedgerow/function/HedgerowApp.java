@@ -175,13 +175,20 @@ public class HedgerowApp {
                 secrets);
         LoadedCatalog loaded = loadCatalog();
         // HEDGEROW_CONFIG is the whole catalog (orgs taken out of it are removed); the demo's only adds its own
-        h.catalog().publish(loaded.orgs(), loaded.sourceHash(), demo == null).await().atMost(Duration.ofSeconds(30));
+        h.catalog().publish(loaded, demo == null).await().atMost(Duration.ofSeconds(30));
         h.catalog().startPolling(scheduler, catalogPoll);
-        LOG.log(System.Logger.Level.INFO, "Hedgerow ready: {0} org(s), state {1}, functions {2}, provider keys {3}",
+        LOG.log(System.Logger.Level.INFO, "Hedgerow ready: {0} org(s), state {1}, functions {2}, provider keys {3}, "
+                        + "catalog file revision {4} ({5})",
                 h.catalog().current().orgs().size(), stateMode, function.orElse("all"),
-                secrets.encrypts() ? "encrypted (" + secrets.origin() + " key)" : "in plaintext");
+                secrets.encrypts() ? "encrypted (" + secrets.origin() + " key)" : "in plaintext",
+                revisionText(loaded.revision()), h.catalog().fileStatus().outcome());
         core = h;
         return h;
+    }
+
+    /** A file revision as logs and readiness show it. */
+    static String revisionText(long revision) {
+        return revision == LoadedCatalog.NO_REVISION ? "none" : Long.toString(revision);
     }
 
     /** Requests this instance has finished (the JIT warm-up gate's traffic count). */

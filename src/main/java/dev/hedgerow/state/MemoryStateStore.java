@@ -201,7 +201,7 @@ public final class MemoryStateStore implements StateStore {
                 return done(Optional.empty());
             }
             long next = current + 1;
-            catalogs.put(orgId, new VersionedDoc(doc.json(), doc.sourceHash(), next));
+            catalogs.put(orgId, doc.withVersion(next));
             return done(Optional.of(next));
         }
     }

@@ -183,7 +183,7 @@ public final class ResilientStateStore implements StateStore {
 
     /** Writes a mirrored org back as version 1: a CAS on version 0, so when several instances do it one wins. */
     private Uni<Optional<Long>> reseed(String orgId, VersionedDoc held) {
-        return shared.putOrgCatalog(orgId, new VersionedDoc(held.json(), held.sourceHash(), 1), 0);
+        return shared.putOrgCatalog(orgId, held.withVersion(1), 0);
     }
 
     private Uni<Map<String, Long>> mirrorVersions() {
@@ -209,7 +209,7 @@ public final class ResilientStateStore implements StateStore {
     @Override
     public Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion) {
         return call(() -> shared.putOrgCatalog(orgId, doc, expectedVersion).invoke(v -> v.ifPresent(version ->
-                        catalogMirror.put(orgId, new VersionedDoc(doc.json(), doc.sourceHash(), version)))),
+                        catalogMirror.put(orgId, doc.withVersion(version)))),
                 () -> Uni.createFrom().item(putMirror(orgId, doc, expectedVersion)));
     }
 
@@ -228,7 +228,7 @@ public final class ResilientStateStore implements StateStore {
                 return held;
             }
             written[0] = -(Math.abs(current) + 1);
-            VersionedDoc next = new VersionedDoc(doc.json(), doc.sourceHash(), written[0]);
+            VersionedDoc next = doc.withVersion(written[0]);
             pendingEdits.merge(orgId, new PendingEdit(held == null ? null : held.json(), next),
                     (first, latest) -> new PendingEdit(first.baseJson(), latest.doc()));
             return next;
@@ -272,7 +272,7 @@ public final class ResilientStateStore implements StateStore {
                     .invoke(v -> v.ifPresent(version -> {
                         // a write that lost the compare-and-set stays pending: the next read sees why
                         pendingEdits.remove(orgId, edit);
-                        catalogMirror.put(orgId, new VersionedDoc(doc.json(), doc.sourceHash(), version));
+                        catalogMirror.put(orgId, doc.withVersion(version));
                     })).replaceWithVoid();
         });
     }

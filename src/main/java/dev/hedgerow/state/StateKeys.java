@@ -18,7 +18,7 @@ import java.time.LocalDate;
  * hr:{r:&lt;routeId&gt;}:blob:&lt;name&gt;        named value                TTL given (or none)
  * hr:{r:&lt;routeId&gt;}:blobs              set of blob names          TTL the longest blob
  * hr:{g:&lt;org&gt;/&lt;alias&gt;}:cursor         rotation cursor            TTL idle expiry
- * hr:{o:&lt;org&gt;}:catalog                hash json, source, version (kept)
+ * hr:{o:&lt;org&gt;}:catalog                hash json, source, revision, version (kept)
  * hr:{o:&lt;org&gt;}:catalog:version        version alone, for MGET    (kept)
  * hr:{o:&lt;org&gt;}:audit                  stream, trimmed by length  (kept, MAXLEN ~)
  * hr:{o:&lt;org&gt;}:ledger:&lt;yyyy-mm-dd&gt;    hash &lt;alias&gt;:n|p|c|cost   expires 400 days after the day

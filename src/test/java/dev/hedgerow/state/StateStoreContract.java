@@ -658,25 +658,34 @@ abstract class StateStoreContract {
     @Test
     void catalogCompareAndSetRejectsAStaleVersion() {
         String org = id("org");
-        assertEquals(Optional.of(1L), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":1}", "h1", 0), 0)));
-        assertEquals(Optional.empty(), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":9}", "h9", 0), 0)));
-        assertEquals(Optional.of(2L), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":2}", null, 1), 1)));
-        assertEquals(Optional.of(new VersionedDoc("{\"v\":2}", null, 2)), await(store().orgCatalog(org)));
+        assertEquals(Optional.of(1L), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":1}", "h1", 0, 0), 0)));
+        assertEquals(Optional.empty(), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":9}", "h9", 0, 0), 0)));
+        assertEquals(Optional.of(2L), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":2}", null, 0, 1), 1)));
+        assertEquals(Optional.of(new VersionedDoc("{\"v\":2}", null, 0, 2)), await(store().orgCatalog(org)));
         assertEquals(2L, await(store().catalogVersions()).get(org));
+    }
+
+    @Test
+    void catalogKeepsTheFileRevisionAndDropsItWhenAWriteHasNone() {
+        String org = id("org");
+        await(store().putOrgCatalog(org, new VersionedDoc("{}", "h7", 7, 0), 0));
+        assertEquals(Optional.of(new VersionedDoc("{}", "h7", 7, 1)), await(store().orgCatalog(org)));
+        await(store().putOrgCatalog(org, new VersionedDoc("{}", "h", 0, 0), 1));
+        assertEquals(Optional.of(new VersionedDoc("{}", "h", 0, 2)), await(store().orgCatalog(org)));
     }
 
     @Test
     void catalogVersionsListEveryStoredOrg() {
         String a = id("org");
         String b = id("org");
-        await(store().putOrgCatalog(a, new VersionedDoc("{}", "ha", 0), 0));
-        await(store().putOrgCatalog(b, new VersionedDoc("{}", "hb", 0), 0));
-        await(store().putOrgCatalog(b, new VersionedDoc("{}", "hb2", 1), 1));
-        await(store().putOrgCatalog(id("org"), new VersionedDoc("{}", "x", 0), 5)); // lost CAS: no version
+        await(store().putOrgCatalog(a, new VersionedDoc("{}", "ha", 0, 0), 0));
+        await(store().putOrgCatalog(b, new VersionedDoc("{}", "hb", 0, 0), 0));
+        await(store().putOrgCatalog(b, new VersionedDoc("{}", "hb2", 0, 1), 1));
+        await(store().putOrgCatalog(id("org"), new VersionedDoc("{}", "x", 0, 0), 5)); // lost CAS: no version
         Map<String, Long> versions = await(store().catalogVersions());
         assertEquals(1L, versions.get(a));
         assertEquals(2L, versions.get(b));
-        assertEquals(Optional.of(new VersionedDoc("{}", "hb2", 2)), await(store().orgCatalog(b)));
+        assertEquals(Optional.of(new VersionedDoc("{}", "hb2", 0, 2)), await(store().orgCatalog(b)));
         assertEquals(Optional.empty(), await(store().orgCatalog(id("org"))));
     }
 

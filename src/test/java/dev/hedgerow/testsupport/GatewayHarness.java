@@ -178,7 +178,7 @@ public final class GatewayHarness implements AutoCloseable {
         MeterRegistry meters = new SimpleMeterRegistry();
         Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), ticker,
                 clock, new GatewayMetrics(meters), secrets);
-        core.catalog().publish(loaded.orgs(), loaded.sourceHash()).await().atMost(Duration.ofSeconds(10));
+        core.catalog().publish(loaded).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);
         new GatewayRoutes(() -> core, bodyLimit).mount(router);
