@@ -27,6 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @TestProfile(InvalidCatalogStartupTest.BadCatalog.class)
 class InvalidCatalogStartupTest {
     static final String BAD = """
+            revision: 0
             orgs:
               - id: acme
                 keys: [{ name: app, key: "k" }]
@@ -36,7 +37,7 @@ class InvalidCatalogStartupTest {
                   - { alias: a, provider: nobody, model: m }
             """;
 
-    /** A catalog file with two errors. */
+    /** A catalog file with three errors. */
     public static class BadCatalog implements QuarkusTestProfile {
         static final Path FILE = write();
 
@@ -61,8 +62,9 @@ class InvalidCatalogStartupTest {
     @Launch(value = {}, exitCode = 1)
     void anInvalidCatalogIsListedOnceAndTheProcessStops(LaunchResult result) {
         String all = result.getOutput() + "\n" + result.getErrorOutput();
-        for (String error : new String[]{"orgs[0].providers[0].base_url: not a valid URL",
-                "orgs[0].routes[0].provider: unknown provider \"nobody\" (declared: p) (line 7)"}) {
+        for (String error : new String[]{"revision: must be a whole number from 1 up, raised with every change of "
+                + "the file (got \"0\") (line 1)", "orgs[0].providers[0].base_url: not a valid URL",
+                "orgs[0].routes[0].provider: unknown provider \"nobody\" (declared: p) (line 8)"}) {
             assertEquals(1, count(all, error), error + " once in:\n" + all);
         }
         assertTrue(all.contains("Hedgerow stops: the catalog " + BadCatalog.FILE
