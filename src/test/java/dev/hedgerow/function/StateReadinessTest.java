@@ -67,6 +67,21 @@ class StateReadinessTest {
         assertEquals(0.0, gauge());
     }
 
+    /**
+     * Readiness names the revision of the instance's configuration file, the highest one stored (what the fleet
+     * serves: a higher one means a newer file was published and this instance serves it), and what starting from the
+     * file did.
+     */
+    @Test
+    void readinessReportsTheCatalogFileRevision() {
+        String body = given().get("/q/health/ready").then().statusCode(200).extract().asString();
+        Map<String, Object> data = JsonPath.from(body).getMap("checks.find { it.name == 'hedgerow-catalog' }.data");
+        assertEquals("1", data.get("file_revision"), body);
+        assertEquals("1", data.get("stored_revision"), body);
+        assertEquals("published", data.get("file"), body);
+        assertEquals(2, data.get("orgs"), body);
+    }
+
     /** Sets the weight of org other's one-member group duo through the admin API (routing there cannot change). */
     static void setOtherDuoWeight(int weight) {
         given().auth().oauth2("a-other").contentType("application/json")

@@ -48,6 +48,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
     /** The prober endpoint's bearer token. */
     public static final String PROBER_TOKEN = "prober-test-token";
     public static final String YAML = """
+            revision: 1
             orgs:
               - id: acme
                 keys: [{ name: app, key: "k-acme" }, { name: batch, key: "k-acme-batch" }]
