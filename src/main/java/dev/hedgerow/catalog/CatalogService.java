@@ -9,6 +9,7 @@ import io.smallrye.mutiny.Uni;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -80,10 +81,19 @@ public final class CatalogService {
      * the stored catalog.
      */
     public Uni<Void> publish(LoadedCatalog file, boolean wholeCatalog) {
-        String owner = UUID.randomUUID().toString();
-        return lock(owner, Duration.ZERO).flatMap(held -> publishHolding(file, wholeCatalog)
-                .onTermination().call(() -> held ? store.unlock(PUBLISH_LOCK, owner).onFailure().recoverWithNull()
-                        : Uni.createFrom().voidItem()));
+        // most starts find their file published already (every instance of a deploy starts from the same file, and
+        // Lambda or Knative start many at once when traffic comes): they decide so from one read, without the lock,
+        // which only an instance with something to write takes (and then reads again under it)
+        return read(file, wholeCatalog).flatMap(seen -> {
+            if (!seen.writes(file)) {
+                return settle(file, seen, false);
+            }
+            String owner = UUID.randomUUID().toString();
+            return lock(owner, Duration.ZERO).flatMap(held -> read(file, wholeCatalog).flatMap(again -> write(file,
+                            again))
+                    .onTermination().call(() -> held ? store.unlock(PUBLISH_LOCK, owner).onFailure().recoverWithNull()
+                            : Uni.createFrom().voidItem()));
+        });
     }
 
     /**
@@ -117,40 +127,72 @@ public final class CatalogService {
         });
     }
 
-    private Uni<Void> publishHolding(LoadedCatalog file, boolean wholeCatalog) {
-        Map<String, Org> inFile = new HashMap<>();
-        file.orgs().forEach(o -> inFile.put(o.id(), o));
+    /** What a publication read: the stored documents of the orgs the file covers, and how the file stands. */
+    private record Seen(Map<String, Optional<VersionedDoc>> stored, FileStanding standing) {
+        /** Whether publishing the file would write anything (an org of it, or the removal of one it lacks). */
+        boolean writes(LoadedCatalog file) {
+            if (standing.verdict() != FileStanding.Verdict.PUBLISH) {
+                return false;
+            }
+            Set<String> inFile = new HashSet<>();
+            file.orgs().forEach(o -> inFile.add(o.id()));
+            for (Map.Entry<String, Optional<VersionedDoc>> e : stored.entrySet()) {
+                Optional<VersionedDoc> doc = e.getValue();
+                boolean replaceable = doc.isEmpty()
+                        || FileStanding.replaces(file.revision(), file.sourceHash(), doc.get());
+                if (replaceable && (inFile.contains(e.getKey()) || doc.isPresent() && !removed(doc.get()))) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    /** Reads the stored orgs the file covers (with {@code wholeCatalog}, every stored org) and judges the file. */
+    private Uni<Seen> read(LoadedCatalog file, boolean wholeCatalog) {
         return store.catalogVersions().flatMap(versions -> {
-            Set<String> covered = new TreeSet<>(inFile.keySet());
+            Set<String> covered = new TreeSet<>();
+            file.orgs().forEach(o -> covered.add(o.id()));
             if (wholeCatalog) {
                 covered.addAll(versions.keySet());
             }
             return readAll(covered);
-        }).flatMap(stored -> {
-            FileStanding standing = FileStanding.of(file.revision(), file.sourceHash(),
-                    stored.values().stream().flatMap(Optional::stream).toList());
-            if (standing.verdict() != FileStanding.Verdict.PUBLISH) {
-                logRefusal(file, standing);
-                fileStatus = new FileStatus(file.revision(), standing.verdict() == FileStanding.Verdict.OLDER
-                        ? FileStatus.OLDER : FileStatus.REVISION_NOT_RAISED);
-                return refresh();
+        }).map(stored -> new Seen(stored, FileStanding.of(file.revision(), file.sourceHash(),
+                stored.values().stream().flatMap(Optional::stream).toList())));
+    }
+
+    /** Publishes what {@code seen} says the file replaces (under the lock), then settles. */
+    private Uni<Void> write(LoadedCatalog file, Seen seen) {
+        if (seen.standing().verdict() != FileStanding.Verdict.PUBLISH) {
+            return settle(file, seen, false);
+        }
+        Map<String, Org> inFile = new HashMap<>();
+        file.orgs().forEach(o -> inFile.put(o.id(), o));
+        List<Uni<Boolean>> writes = new ArrayList<>();
+        seen.stored().forEach((orgId, doc) -> {
+            Org org = inFile.get(orgId);
+            if (org != null) {
+                writes.add(put(orgId, () -> encode.apply(org), doc, file, PUBLISH_TRIES));
+            } else if (doc.isPresent() && !removed(doc.get())) {
+                writes.add(put(orgId, () -> REMOVED, doc, file, PUBLISH_TRIES));
             }
-            List<Uni<Boolean>> writes = new ArrayList<>();
-            stored.forEach((orgId, doc) -> {
-                Org org = inFile.get(orgId);
-                if (org != null) {
-                    writes.add(put(orgId, () -> encode.apply(org), doc, file, PUBLISH_TRIES));
-                } else if (doc.isPresent() && !removed(doc.get())) {
-                    writes.add(put(orgId, () -> REMOVED, doc, file, PUBLISH_TRIES));
-                }
-            });
-            Uni<Boolean> wrote = writes.isEmpty() ? Uni.createFrom().item(false)
-                    : Uni.join().all(writes).andCollectFailures().map(done -> done.contains(true));
-            return wrote.flatMap(any -> {
-                fileStatus = new FileStatus(file.revision(), any ? FileStatus.PUBLISHED : FileStatus.UNCHANGED);
-                return refresh();
-            });
         });
+        Uni<Boolean> wrote = writes.isEmpty() ? Uni.createFrom().item(false)
+                : Uni.join().all(writes).andCollectFailures().map(done -> done.contains(true));
+        return wrote.flatMap(any -> settle(file, seen, any));
+    }
+
+    /** Records what the publication did ({@link #fileStatus}), logs a file it refused, and loads the stored catalog. */
+    private Uni<Void> settle(LoadedCatalog file, Seen seen, boolean wrote) {
+        FileStanding standing = seen.standing();
+        if (standing.verdict() != FileStanding.Verdict.PUBLISH) {
+            logRefusal(file, standing);
+            fileStatus = new FileStatus(file.revision(), standing.verdict() == FileStanding.Verdict.OLDER
+                    ? FileStatus.OLDER : FileStatus.REVISION_NOT_RAISED);
+        } else {
+            fileStatus = new FileStatus(file.revision(), wrote ? FileStatus.PUBLISHED : FileStatus.UNCHANGED);
+        }
+        return refresh();
     }
 
     /** Tries a file's publication gets per org when other writers keep moving its version. */

@@ -247,6 +247,36 @@ class CatalogRevisionTest {
     }
 
     /**
+     * The publication lock is for writers: an instance whose file is published already (every instance of a deploy
+     * but the first; a burst of cold starts when traffic comes) or older than the stored catalog decides so from one
+     * read and never takes it, so that a scale-out burst does not queue on it.
+     */
+    @Test
+    void anInstanceWithNothingToPublishTakesNoLock() {
+        instance(REV2);
+        java.util.concurrent.atomic.AtomicInteger locks = new java.util.concurrent.atomic.AtomicInteger();
+        StateStore counting = new ForwardingStateStore(HedgerowApp.redisStore(vertx, redis.url(), false)) {
+            @Override
+            public Uni<Boolean> tryLock(String name, String owner, Duration ttl) {
+                if (name.equals(CatalogService.PUBLISH_LOCK)) {
+                    locks.incrementAndGet();
+                }
+                return super.tryLock(name, owner, ttl);
+            }
+        };
+        GatewayHarness same = instance(REV2, counting);
+        GatewayHarness older = instance(REV1, counting);
+        assertEquals(0, locks.get(), "neither took the publication lock");
+        assertEquals(new FileStatus(2, FileStatus.UNCHANGED), same.core().catalog().fileStatus());
+        assertEquals(new FileStatus(1, FileStatus.OLDER), older.core().catalog().fileStatus());
+        assertEquals(200, chat(same, "k-added"));
+        assertEquals(200, chat(older, "k-added"));
+
+        instance("revision: 3\n" + NEW_TEXT + org("extra"), counting);
+        assertEquals(1, locks.get(), "a file with something to write takes it");
+    }
+
+    /**
      * Two instances starting at once from different files publish one after the other (the publication lock): the
      * newer file's instance, arriving while the older one is between its reads and its writes, waits, then sees and
      * replaces what the older one wrote, the org only the older file has included. Without the lock it would have
