@@ -58,11 +58,10 @@ public class HedgerowApp {
     @ConfigProperty(name = "redis.url")
     Optional<String> redisUrl;
 
-    // Optional, not a defaultValue: a variable set but empty (HEDGEROW_REDIS_CLUSTER= in functions/*/function.env,
-    // "set per deployment") is a missing value to an Optional, while a defaultValue is not applied to it and the
-    // process failed to start with only "Failed to load config value of type boolean"
-    @ConfigProperty(name = "hedgerow.redis.cluster")
-    Optional<Boolean> redisCluster;
+    // set but empty (HEDGEROW_REDIS_CLUSTER= in functions/*/function.env) means the default, as for every setting
+    // (HedgerowSettings)
+    @ConfigProperty(name = "hedgerow.redis.cluster", defaultValue = "false")
+    boolean redisCluster;
 
     @ConfigProperty(name = "hedgerow.function")
     Optional<String> function;
@@ -210,8 +209,8 @@ public class HedgerowApp {
             stateMode = "memory";
             return new MemoryStateStore(Ticker.system());
         }
-        stateMode = redisCluster.orElse(false) ? "redis-cluster" : "redis";
-        shared = redisStore(vertx, redisUrl.get(), redisCluster.orElse(false));
+        stateMode = redisCluster ? "redis-cluster" : "redis";
+        shared = redisStore(vertx, redisUrl.get(), redisCluster);
         StateStore store = shared;
         if (positive(writeBatch)) {
             batching = new BatchingStateStore(store, scheduler, writeBatch);

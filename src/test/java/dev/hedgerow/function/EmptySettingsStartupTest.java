@@ -1,41 +1,66 @@
 package dev.hedgerow.function;
 
-import dev.hedgerow.testsupport.ExitAfterStartup;
+import dev.hedgerow.testsupport.FakeEnvironment;
+import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
-import io.quarkus.test.junit.main.Launch;
-import io.quarkus.test.junit.main.LaunchResult;
-import io.quarkus.test.junit.main.QuarkusMainTest;
+import jakarta.inject.Inject;
 import org.junit.jupiter.api.Test;
 
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.emptyString;
+import static org.hamcrest.Matchers.not;
+import static org.hamcrest.Matchers.startsWith;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The real application started with the variables {@code functions/*}/function.env leaves empty ("set per deployment":
- * {@code HEDGEROW_CONFIG=}, {@code REDIS_URL=}, {@code HEDGEROW_REDIS_CLUSTER=}) and {@code HEDGEROW_FUNCTION=} set
- * but empty, as an env file passed as it stands sets them: each means its default (the demo catalog, embedded state,
- * no cluster, every function). The process used to fail at start with only "Failed to load config value of type
- * boolean for: hedgerow.redis.cluster", since an empty value is not a missing one to an injected default.
+ * The real application started with every one of its variables set but empty at once ({@code HEDGEROW_CONFIG=},
+ * {@code REDIS_URL=}, {@code HEDGEROW_JIT_IDLE_PRIORITY=}, ... every setting of {@link HedgerowSettings#ALL}), as an
+ * env file that leaves per-deployment values empty sets them ({@code functions/*}/function.env): each means its
+ * default (the demo catalog, embedded state, every function), and a chat request is routed. The process used to fail
+ * at start with only "Failed to load config value of type boolean for: hedgerow.jit.idle-priority", since an empty
+ * value was not a missing one to an injected default.
  */
-@QuarkusMainTest
-@TestProfile(EmptySettingsStartupTest.EmptyVariables.class)
+@QuarkusTest
+@TestProfile(EmptySettingsStartupTest.EveryVariableEmpty.class)
 class EmptySettingsStartupTest {
 
-    /** Every variable the function env files leave empty, set empty; the process exits once started. */
-    public static class EmptyVariables implements QuarkusTestProfile {
+    /** Every Hedgerow variable, empty, as the environment; none of the suite's shared test resources. */
+    public static class EveryVariableEmpty implements QuarkusTestProfile {
         @Override
-        public Map<String, String> getConfigOverrides() {
-            return Map.of("hedgerow.config", "", "redis.url", "", "hedgerow.redis.cluster", "",
-                    "hedgerow.function", "", ExitAfterStartup.PROPERTY, "true");
+        public boolean disableGlobalTestResources() {
+            return true;
+        }
+
+        @Override
+        public List<TestResourceEntry> testResources() {
+            Map<String, String> env = new LinkedHashMap<>();
+            HedgerowSettings.ALL.forEach(s -> env.put(s.variable(), ""));
+            return List.of(new TestResourceEntry(FakeEnvironment.Resource.class, env));
         }
     }
 
+    @Inject
+    HedgerowApp app;
+
     @Test
-    @Launch(value = {}, exitCode = 0)
-    void emptyVariablesMeanTheirDefaults(LaunchResult result) {
-        String all = result.getOutput() + "\n" + result.getErrorOutput();
-        assertTrue(all.contains("Hedgerow ready:") && all.contains("state memory, functions all"), all);
+    void emptyVariablesMeanTheirDefaults() {
+        assertEquals("memory", app.stateMode());
+        assertTrue(app.functions().has("gateway") && app.functions().has("prober") && app.functions().has("console"));
+        given().get("/q/health/ready").then().statusCode(200);
+    }
+
+    @Test
+    void theDemoCatalogRoutesAChatRequest() {
+        given().header("Authorization", "Bearer hr-demo-key").contentType("application/json")
+                .body("{\"model\":\"kimi3\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}")
+                .post("/v1/chat/completions")
+                .then().statusCode(200).header("x-hedgerow-route", startsWith("kimi3-"))
+                .body("choices[0].message.content", not(emptyString()));
     }
 }

@@ -10,7 +10,6 @@ import dev.hedgerow.function.gateway.GatewayRoutes;
 import io.vertx.core.Vertx;
 import io.vertx.ext.web.Route;
 import io.vertx.ext.web.Router;
-import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -20,7 +19,6 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.lang.reflect.Field;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -28,7 +26,6 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
@@ -99,12 +96,7 @@ class InfraManifestsTest {
     /** Environment names of the app's own settings (MicroProfile Config's mapping of property names). */
     static Set<String> appEnvNames() {
         Set<String> out = new HashSet<>();
-        for (Field f : HedgerowApp.class.getDeclaredFields()) {
-            ConfigProperty p = f.getAnnotation(ConfigProperty.class);
-            if (p != null) {
-                out.add(p.name().replaceAll("[^A-Za-z0-9]", "_").toUpperCase(Locale.ROOT));
-            }
-        }
+        HedgerowSettings.ALL.forEach(s -> out.add(s.variable()));
         out.add(portVariable);
         return out;
     }

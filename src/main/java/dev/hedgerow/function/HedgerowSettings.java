@@ -1,0 +1,251 @@
+package dev.hedgerow.function;
+
+import dev.hedgerow.catalog.SecretBox;
+import io.quarkus.runtime.ExecutionMode;
+import io.quarkus.runtime.configuration.ConfigurationException;
+import io.quarkus.runtime.configuration.DurationConverter;
+import io.smallrye.config.ConfigSourceInterceptor;
+import io.smallrye.config.ConfigSourceInterceptorContext;
+import io.smallrye.config.ConfigSourceInterceptorFactory;
+import io.smallrye.config.ConfigValue;
+import io.smallrye.config.EnvConfigSource;
+import io.smallrye.config.Priorities;
+
+import java.io.Serial;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.OptionalInt;
+import java.util.Set;
+
+/**
+ * Hedgerow's own settings (every {@code hedgerow.*} property and {@code redis.url}; MicroProfile Config reads
+ * {@code hedgerow.jit.idle-priority} from {@code HEDGEROW_JIT_IDLE_PRIORITY} too), handled in one place while the
+ * configuration is built:
+ * <ul>
+ * <li><b>A blank value is no value</b>, so the setting takes its default. Deployment files leave per-deployment
+ *     variables empty ({@code functions/*}/function.env); SmallRye Config hands an empty value to an injected
+ *     {@code defaultValue} as it is and the conversion fails ("Failed to load config value of type boolean"),
+ *     while an {@code Optional} took it as missing. Dropping it here, below the profile interceptor, makes both
+ *     see "not set", and a profile's value ({@code %test.hedgerow.jit.idle-priority}) still applies. (An interceptor
+ *     cannot hand the lookup on to a lower-ordinal source: a blank variable also hides the same property written in
+ *     a properties file; application.properties sets none of Hedgerow's but that one profile value.)</li>
+ * <li><b>A value that does not parse stops startup</b> with one message that lists every bad setting by its
+ *     variable and says what it takes, before anything reads them ({@link #ALL} gives each setting's kind). A
+ *     boolean used to turn into {@code false} with a warning (SmallRye's converter takes anything), a bad number
+ *     or duration stopped startup naming the property only, a bad {@code REDIS_URL} with a stack trace. Secrets
+ *     are never echoed.</li>
+ * </ul>
+ * Registered in {@code META-INF/services/io.smallrye.config.ConfigSourceInterceptorFactory}; Quarkus instantiates
+ * it from generated code and registers it for reflection, in a native image too. It is in the runtime
+ * configuration only (not {@code @StaticInitSafe}): nothing reads Hedgerow's settings during static init.
+ * Stateless; thread-safe.
+ */
+public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
+    /** What a setting's value must be. */
+    public enum Kind {
+        /** Free text (a path, a token): any value. */
+        TEXT,
+        /** Free text that is never echoed in an error. */
+        SECRET,
+        /** {@code true} or {@code false} in any case (or what SmallRye's converter also reads: yes/no, on/off, 1/0, y/n). */
+        FLAG,
+        /** A whole number that fits an {@code int}. */
+        INT,
+        /** A whole number that fits a {@code long}. */
+        LONG,
+        /** {@code 50ms}, {@code 15s}, {@code 2m}, an ISO-8601 {@code PT15S}, or a number of seconds. */
+        DURATION,
+        /** {@link Functions#parse}: {@code gateway}, {@code prober}, {@code console}, a list of them, or {@code all}. */
+        FUNCTIONS,
+        /** {@code redis://}, {@code rediss://} or {@code unix://} URLs, comma-separated. */
+        REDIS_URLS,
+        /** {@link SecretBox#of}: the base64 of 32 bytes. */
+        SECRET_KEY
+    }
+
+    /** One setting: its property name and the kind of value it takes. */
+    public record Setting(String property, Kind kind) {
+        /** The environment variable MicroProfile Config maps to the property ({@code HEDGEROW_JIT_IDLE_PRIORITY}). */
+        public String variable() {
+            return property.replaceAll("[^A-Za-z0-9]", "_").toUpperCase(Locale.ROOT);
+        }
+    }
+
+    /**
+     * Every setting Hedgerow reads through MicroProfile Config (their defaults are at the injection points;
+     * {@code HedgerowSettingsTest} keeps this list and those in step).
+     */
+    public static final List<Setting> ALL = List.of(
+            new Setting("hedgerow.config", Kind.TEXT),
+            new Setting("redis.url", Kind.REDIS_URLS),
+            new Setting("hedgerow.redis.cluster", Kind.FLAG),
+            new Setting("hedgerow.function", Kind.FUNCTIONS),
+            new Setting("hedgerow.catalog.poll", Kind.DURATION),
+            new Setting("hedgerow.secret-key", Kind.SECRET_KEY),
+            new Setting("hedgerow.state.snapshot-max-age", Kind.DURATION),
+            new Setting("hedgerow.state.write-batch", Kind.DURATION),
+            new Setting("hedgerow.jit.idle-priority", Kind.FLAG),
+            new Setting("hedgerow.jit.warm-requests", Kind.LONG),
+            new Setting("hedgerow.gateway.body-limit", Kind.LONG),
+            new Setting("hedgerow.prober.interval", Kind.DURATION),
+            new Setting("hedgerow.prober.concurrency", Kind.INT),
+            new Setting("hedgerow.prober.timeout", Kind.DURATION),
+            new Setting("hedgerow.prober.token", Kind.SECRET),
+            new Setting("hedgerow.prober.min-interval", Kind.DURATION));
+
+    // SmallRye's boolean converter reads the first five as true and anything else as false (with a warning only)
+    private static final Set<String> FLAGS = Set.of("true", "1", "yes", "y", "on", "false", "0", "no", "n", "off");
+
+    @Override
+    public ConfigSourceInterceptor getInterceptor(ConfigSourceInterceptorContext context) {
+        // the build reads its configuration with this factory too: its environment is not the one the app runs in
+        ExecutionMode mode = ExecutionMode.current();
+        if (mode == ExecutionMode.RUNTIME_INIT || mode == ExecutionMode.RUNNING) {
+            check(context);
+        }
+        return new BlankIsUnset();
+    }
+
+    /** Throws a {@link ConfigurationException} listing every setting whose value does not parse. */
+    private static void check(ConfigSourceInterceptorContext context) {
+        List<String> problems = new ArrayList<>();
+        Set<String> keys = new LinkedHashSet<>();
+        for (Setting s : ALL) {
+            ConfigValue v = context.proceed(s.property());
+            String value = v == null ? null : v.getValue();
+            if (value == null || value.isBlank() || value.contains("${")) { // an expression is expanded later
+                continue;
+            }
+            String why = problem(s.kind(), value.trim());
+            if (why != null) {
+                problems.add(describe(s, v) + ": " + why);
+                keys.add(s.property());
+            }
+        }
+        if (!problems.isEmpty()) {
+            throw new ConfigurationException("Hedgerow stops: " + (problems.size() == 1 ? "a setting is"
+                    : problems.size() + " settings are") + " invalid (an empty value means the default):\n  "
+                    + String.join("\n  ", problems), keys);
+        }
+    }
+
+    /** Below {@code ProfileConfigSourceInterceptor} (LIBRARY + 200), which then sees a blank value as missing. */
+    @Override
+    public OptionalInt getPriority() {
+        return OptionalInt.of(Priorities.LIBRARY + 150);
+    }
+
+    /** Drops a blank value of one of Hedgerow's properties: the lookup then finds nothing, and the default applies. */
+    static final class BlankIsUnset implements ConfigSourceInterceptor {
+        @Serial
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        public ConfigValue getValue(ConfigSourceInterceptorContext context, String name) {
+            ConfigValue v = context.proceed(name);
+            if (v != null && v.getValue() != null && v.getValue().isBlank() && isHedgerows(name)) {
+                return null;
+            }
+            return v;
+        }
+    }
+
+    /** True for {@code hedgerow.*} and {@code redis.url}, with or without a profile ({@code %test.hedgerow.x}). */
+    static boolean isHedgerows(String name) {
+        String n = name.startsWith("%") && name.indexOf('.') > 0 ? name.substring(name.indexOf('.') + 1) : name;
+        return n.startsWith("hedgerow.") || n.equals("redis.url");
+    }
+
+    /** The variable and where its value came from; the value itself unless it is a secret (a URL without its password). */
+    private static String describe(Setting s, ConfigValue v) {
+        String shown = switch (s.kind()) {
+            case SECRET, SECRET_KEY -> "";
+            case REDIS_URLS -> "=\"" + v.getValue().replaceAll("//[^/@,]*@", "//***@") + "\"";
+            default -> "=\"" + v.getValue() + "\"";
+        };
+        boolean fromEnvironment = EnvConfigSource.NAME.equals(v.getConfigSourceName())
+                || String.valueOf(v.getConfigSourceName()).startsWith(EnvConfigSource.NAME);
+        return fromEnvironment ? s.variable() + shown + " (" + s.property() + ")"
+                : s.property() + shown + " (" + s.variable() + "; set in " + v.getConfigSourceName() + ")";
+    }
+
+    /** Why {@code value} is not a valid value of {@code kind}, or null when it is. */
+    static String problem(Kind kind, String value) {
+        switch (kind) {
+            case TEXT, SECRET -> {
+                return null;
+            }
+            case FLAG -> {
+                return FLAGS.contains(value.toLowerCase(Locale.ROOT)) ? null : "expected true or false";
+            }
+            case INT, LONG -> {
+                try {
+                    long n = Long.parseLong(value);
+                    return kind == Kind.INT && (n < Integer.MIN_VALUE || n > Integer.MAX_VALUE)
+                            ? "a whole number up to " + Integer.MAX_VALUE : null;
+                } catch (NumberFormatException e) {
+                    return "expected a whole number";
+                }
+            }
+            case DURATION -> {
+                try {
+                    DurationConverter.parseDuration(value);
+                    return null;
+                } catch (RuntimeException e) {
+                    return "expected a duration such as 50ms, 15s, 2m or PT15S";
+                }
+            }
+            case FUNCTIONS -> {
+                try {
+                    Functions.parse(value);
+                    return null;
+                } catch (IllegalArgumentException e) {
+                    return e.getMessage().replaceFirst("^HEDGEROW_FUNCTION: ", "");
+                }
+            }
+            case SECRET_KEY -> {
+                try {
+                    SecretBox.of(value);
+                    return null;
+                } catch (IllegalArgumentException e) {
+                    return e.getMessage().replaceFirst("^" + SecretBox.KEY_ENV + " ", "");
+                }
+            }
+            case REDIS_URLS -> {
+                for (String url : value.split(",")) {
+                    String why = url.isBlank() ? null : redisUrlProblem(url.trim());
+                    if (why != null) {
+                        return why;
+                    }
+                }
+                return null;
+            }
+            default -> throw new IllegalStateException("unknown kind " + kind);
+        }
+    }
+
+    /** Vert.x Redis's forms: redis[s]://[[user]:password@]host[:port][/db], unix://path[?select=db]. */
+    private static String redisUrlProblem(String url) {
+        String expected = "expected redis://host:port or rediss://host:port (a comma-separated list of nodes with "
+                + "HEDGEROW_REDIS_CLUSTER=true)";
+        URI u;
+        try {
+            u = new URI(url);
+        } catch (URISyntaxException e) {
+            return expected;
+        }
+        String scheme = u.getScheme() == null ? "" : u.getScheme().toLowerCase(Locale.ROOT);
+        if (scheme.equals("unix")) {
+            return u.getPath() == null || u.getPath().isEmpty() ? "expected unix:///path/to/redis.sock" : null;
+        }
+        if (!scheme.equals("redis") && !scheme.equals("rediss") || u.getHost() == null) {
+            return expected;
+        }
+        String path = u.getPath() == null ? "" : u.getPath();
+        return path.isEmpty() || path.matches("/\\d*") ? null : "the path after the host is a database number (/0)";
+    }
+}

@@ -1,0 +1,95 @@
+package dev.hedgerow.function;
+
+import com.tngtech.archunit.core.domain.JavaField;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import dev.hedgerow.function.HedgerowSettings.Kind;
+import dev.hedgerow.function.HedgerowSettings.Setting;
+import org.eclipse.microprofile.config.inject.ConfigProperty;
+import org.junit.jupiter.api.Test;
+
+import java.lang.reflect.ParameterizedType;
+import java.lang.reflect.Type;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link HedgerowSettings#ALL} is every Hedgerow setting the application injects, each with the kind its field
+ * takes, so a new {@code @ConfigProperty} cannot miss the empty-value rule's check of its values; and the checks
+ * accept what the converters accept. (The startup behaviour itself is EmptySettingsStartupTest's and
+ * InvalidSettingsStartupTest's.)
+ */
+class HedgerowSettingsTest {
+
+    @Test
+    void everyInjectedHedgerowSettingIsListedWithTheKindOfItsField() {
+        Map<String, Type> injected = new TreeMap<>();
+        new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+                .importPackages("dev.hedgerow").forEach(c -> {
+                    for (JavaField f : c.getFields()) {
+                        if (f.isAnnotatedWith(ConfigProperty.class)) {
+                            String name = f.getAnnotationOfType(ConfigProperty.class).name();
+                            if (HedgerowSettings.isHedgerows(name)) {
+                                injected.put(name, f.reflect().getGenericType());
+                            }
+                        }
+                    }
+                });
+        Map<String, Kind> listed = new TreeMap<>();
+        HedgerowSettings.ALL.forEach(s -> listed.put(s.property(), s.kind()));
+        assertEquals(injected.keySet(), listed.keySet());
+        injected.forEach((name, type) -> assertTrue(kindsOf(type).contains(listed.get(name)),
+                name + ": a " + type + " field, listed as " + listed.get(name)));
+    }
+
+    private static Set<Kind> kindsOf(Type type) {
+        Type t = type instanceof ParameterizedType p && p.getRawType() == Optional.class
+                ? p.getActualTypeArguments()[0] : type;
+        if (t == boolean.class || t == Boolean.class) {
+            return Set.of(Kind.FLAG);
+        } else if (t == int.class || t == Integer.class) {
+            return Set.of(Kind.INT);
+        } else if (t == long.class || t == Long.class) {
+            return Set.of(Kind.LONG);
+        } else if (t == Duration.class) {
+            return Set.of(Kind.DURATION);
+        }
+        return Set.of(Kind.TEXT, Kind.SECRET, Kind.FUNCTIONS, Kind.REDIS_URLS, Kind.SECRET_KEY);
+    }
+
+    @Test
+    void variablesAreTheEnvironmentNamesOfTheProperties() {
+        assertEquals("HEDGEROW_STATE_SNAPSHOT_MAX_AGE", new Setting("hedgerow.state.snapshot-max-age", Kind.DURATION)
+                .variable());
+        assertEquals("REDIS_URL", new Setting("redis.url", Kind.REDIS_URLS).variable());
+    }
+
+    @Test
+    void valuesTheApplicationAcceptsPassTheChecks() {
+        for (String[] ok : new String[][]{{"FLAG", "true"}, {"FLAG", "FALSE"}, {"FLAG", "on"}, {"FLAG", "0"}, {"INT", "4"}, {"LONG", "8388608"},
+                {"DURATION", "50ms"}, {"DURATION", "0s"}, {"DURATION", "PT15S"}, {"DURATION", "2"},
+                {"FUNCTIONS", "gateway, prober"}, {"FUNCTIONS", "all"},
+                {"REDIS_URLS", "redis://127.0.0.1:6379"}, {"REDIS_URLS", "rediss://:pw@cache:6380/0"},
+                {"REDIS_URLS", "redis://a:7000,redis://b:7001"}, {"REDIS_URLS", "unix:///run/redis.sock"},
+                {"SECRET_KEY", "aGVkZ2Vyb3ctdGVzdC1zZWNyZXQta2V5LTMyYnl0ZXM="}, {"TEXT", "anything"}}) {
+            assertNull(HedgerowSettings.problem(Kind.valueOf(ok[0]), ok[1]), ok[0] + " " + ok[1]);
+        }
+    }
+
+    @Test
+    void valuesTheApplicationWouldMisreadFailTheChecks() {
+        for (String[] bad : new String[][]{{"FLAG", "banana"}, {"FLAG", "ture"}, {"FLAG", "enabled"}, {"INT", "3000000000"}, {"LONG", "8M"},
+                {"DURATION", "soon"}, {"FUNCTIONS", "gateway,router"}, {"REDIS_URLS", "localhost:6379"},
+                {"REDIS_URLS", "redis://h:port"}, {"REDIS_URLS", "http://h:6379"}, {"REDIS_URLS", "redis://h:1/x"},
+                {"SECRET_KEY", "not base64!"}}) {
+            assertTrue(HedgerowSettings.problem(Kind.valueOf(bad[0]), bad[1]) != null, bad[0] + " " + bad[1]);
+        }
+    }
+}
