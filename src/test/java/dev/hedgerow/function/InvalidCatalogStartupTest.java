@@ -1,6 +1,7 @@
 package dev.hedgerow.function;
 
 import dev.hedgerow.testsupport.ExitAfterStartup;
+import dev.hedgerow.testsupport.FakeEnvironment;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
 import io.quarkus.test.junit.main.Launch;
@@ -12,6 +13,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -52,9 +54,24 @@ class InvalidCatalogStartupTest {
             }
         }
 
+        /**
+         * The file comes as HEDGEROW_CONFIG, as deployments give it, and is gone when the test ends: a profile's
+         * config override would stay behind as a system property for the next main test (see ShippedEnvironmentsTest).
+         */
+        @Override
+        public boolean disableGlobalTestResources() {
+            return true; // the suite's shared resource names its own catalog file
+        }
+
+        @Override
+        public List<TestResourceEntry> testResources() {
+            return List.of(new TestResourceEntry(FakeEnvironment.Resource.class,
+                    Map.of("HEDGEROW_CONFIG", FILE.toString())));
+        }
+
         @Override
         public Map<String, String> getConfigOverrides() {
-            return Map.of("hedgerow.config", FILE.toString(), ExitAfterStartup.PROPERTY, "true");
+            return Map.of(ExitAfterStartup.PROPERTY, "true");
         }
     }
 
