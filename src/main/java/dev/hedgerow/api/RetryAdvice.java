@@ -40,8 +40,17 @@ public sealed interface RetryAdvice {
     }
 
     /**
+     * The longest wait an SDK is left to sleep through by itself. The SDKs disagree past it: the Python SDK ignores a
+     * wait of 60 s or more and retries on its own short backoff (into the same refusal), while the Node SDK (6.x)
+     * sleeps whatever it is told, an hour's provider hold included, with the caller's request hanging meanwhile.
+     */
+    long LONGEST_SDK_WAIT_MILLIS = 60_000;
+
+    /**
      * {@code Retry-After} in whole seconds rounded up (a wait of 400 ms says 1, never 0, which would send the client
-     * back before the time) and the exact {@code retry-after-ms}, which the SDKs prefer.
+     * back before the time) and the exact {@code retry-after-ms}, which the SDKs prefer. A wait longer than
+     * {@link #LONGEST_SDK_WAIT_MILLIS} also says {@code x-should-retry: false}: the SDKs raise the error at once, with
+     * the wait in it for the caller to schedule, instead of one retrying into the same refusal and the other hanging.
      */
     record After(long millis) implements RetryAdvice {
         public After {
@@ -60,6 +69,9 @@ public sealed interface RetryAdvice {
             Map<String, String> h = new LinkedHashMap<>();
             h.put("retry-after", Long.toString(seconds()));
             h.put("retry-after-ms", Long.toString(millis));
+            if (millis > LONGEST_SDK_WAIT_MILLIS) {
+                h.put("x-should-retry", "false");
+            }
             return h;
         }
     }

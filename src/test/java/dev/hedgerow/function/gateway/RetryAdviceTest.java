@@ -134,6 +134,25 @@ class RetryAdviceTest {
     }
 
     /**
+     * A wait past a minute (a provider's 429 hold of 10 minutes) is named, and the SDKs are told not to retry by
+     * themselves: the Python SDK would retry on its own short backoff into the same refusal, the Node SDK would sleep
+     * the ten minutes with the caller's request hanging. At a minute or less they keep their own rule.
+     */
+    @Test
+    void aWaitPastAMinuteIsNamedAndNotRetriedByTheSdks() {
+        Response r = bothRateLimited("held", 600);
+        assertEquals(503, r.statusCode(), r.asString());
+        assertEquals("600", r.header("retry-after"), r.headers().toString());
+        assertEquals("600000", r.header("retry-after-ms"), r.headers().toString());
+        assertEquals("false", r.header("x-should-retry"), r.headers().toString());
+
+        time.advance(Duration.ofSeconds(540));
+        Response router = chat(gw, "held", "a minute left");
+        assertEquals(503, router.statusCode(), router.asString());
+        assertWait(router, "60", "60000");
+    }
+
+    /**
      * A hold longer than the cooldown the same failure opened (Retry-After 20 s, fail_timeout 10 s): the route serves
      * again when both have ended, and the exhaustion and the router both say so (they said 10 s and then 9 s).
      */
