@@ -330,7 +330,9 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<Void> resetHealth(String routeId) {
-        return call(() -> shared.resetHealth(routeId), () -> local.resetHealth(routeId));
+        // the local copy too, whichever answered: a breaker it kept from an earlier outage would be back at the next
+        return call(() -> shared.resetHealth(routeId), () -> local.resetHealth(routeId))
+                .call(() -> local.resetHealth(routeId));
     }
 
     @Override
