@@ -179,7 +179,7 @@ public final class AdminService {
             before.set(revision(o, alias));
             for (MemberEdit me : members) {
                 // the same answer as any unknown id: another org's route ids must not show through
-                requireRoute(o, me.route);
+                requireRoute(o, me.route, "members");
             }
             List<Route> routes = new ArrayList<>();
             for (Route r : o.routes()) {
@@ -207,7 +207,7 @@ public final class AdminService {
      * here writes one {@code admin} audit event naming the admin key {@code by} and what the action changed from.
      */
     public Uni<ObjectNode> pin(Org org, String routeId, String by) {
-        Route target = requireRoute(org, routeId);
+        Route target = requireRoute(org, routeId, "route");
         AtomicReference<String> before = new AtomicReference<>();
         return edit(org, target.alias(), o -> {
             before.set(pinned(o, target.alias()));
@@ -244,7 +244,7 @@ public final class AdminService {
 
     /** Drains (no traffic, weight kept) or undrains a member. */
     public Uni<ObjectNode> drain(Org org, String routeId, boolean drained, String by) {
-        Route target = requireRoute(org, routeId);
+        Route target = requireRoute(org, routeId, "route");
         AtomicReference<String> before = new AtomicReference<>();
         return edit(org, target.alias(), o -> retag(o, target.alias(), r -> {
             if (!r.id().equals(routeId)) {
@@ -265,7 +265,7 @@ public final class AdminService {
 
     /** Sets the operator standing of a route: {@code good} or {@code suspended} (the router excludes the latter). */
     public Uni<ObjectNode> standing(Org org, String routeId, String standing, String by) {
-        Route r = requireRoute(org, routeId);
+        Route r = requireRoute(org, routeId, "route");
         if (!Set.of("good", "suspended").contains(standing)) {
             throw new RequestException(ApiError.invalidRequest("invalid_standing",
                     "standing must be 'good' or 'suspended'.", "standing"));
@@ -278,7 +278,7 @@ public final class AdminService {
      * round).
      */
     public Uni<ObjectNode> verification(Org org, String routeId, String verdict, String by) {
-        Route r = requireRoute(org, routeId);
+        Route r = requireRoute(org, routeId, "route");
         if (verdict == null || !(verdict.equals("pass") || verdict.startsWith("fail:") && verdict.length() > 5)
                 || verdict.length() > 300) {
             throw new RequestException(ApiError.invalidRequest("invalid_verification",
@@ -751,10 +751,6 @@ public final class AdminService {
             throw new RequestException(ApiError.notFound("No alias group '" + alias + "' in this organization."));
         }
         return alias;
-    }
-
-    private static Route requireRoute(Org org, String routeId) {
-        return requireRoute(org, routeId, null);
     }
 
     /** The org's route {@code routeId}, else 404 {@code not_found} naming the body's field {@code param}. */

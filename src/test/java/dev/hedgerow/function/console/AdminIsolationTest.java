@@ -218,19 +218,22 @@ class AdminIsolationTest {
     void anotherOrgsRouteIdIsAnsweredLikeOneThatDoesNotExist() {
         long version = stored("other").version();
         for (String route : List.of("secret-gamma", "no-such-route")) {
+            // each names the body's field that named the route, as the reset does
             as("a-acme").body("{\"route\":\"" + route + "\"}").post("/admin/members/pin").then().statusCode(404)
-                    .body("error.code", equalTo("not_found"));
+                    .body("error.code", equalTo("not_found")).body("error.param", equalTo("route"));
             as("a-acme").body("{\"route\":\"" + route + "\",\"drained\":true}").post("/admin/members/drain").then()
-                    .statusCode(404).body("error.code", equalTo("not_found"));
+                    .statusCode(404).body("error.code", equalTo("not_found")).body("error.param", equalTo("route"));
             as("a-acme").body("{\"route\":\"" + route + "\",\"standing\":\"suspended\"}")
-                    .put("/admin/routes/standing").then().statusCode(404).body("error.code", equalTo("not_found"));
+                    .put("/admin/routes/standing").then().statusCode(404).body("error.code", equalTo("not_found"))
+                    .body("error.param", equalTo("route"));
             as("a-acme").body("{\"route\":\"" + route + "\",\"verification\":\"fail:x\"}")
                     .put("/admin/routes/verification").then().statusCode(404)
-                    .body("error.code", equalTo("not_found"));
+                    .body("error.code", equalTo("not_found")).body("error.param", equalTo("route"));
             as("a-acme").body("{\"route\":\"" + route + "\"}").post("/admin/routes/reset").then().statusCode(404)
-                    .body("error.code", equalTo("not_found"));
+                    .body("error.code", equalTo("not_found")).body("error.param", equalTo("route"));
             as("a-acme").body("{\"members\":[{\"route\":\"" + route + "\",\"weight\":5}]}").put("/admin/groups/duo")
-                    .then().statusCode(404).body("error.code", equalTo("not_found"));
+                    .then().statusCode(404).body("error.code", equalTo("not_found"))
+                    .body("error.param", equalTo("members"));
         }
         assertEquals(version, stored("other").version(), "acme's admin changed other's catalog");
         as("a-other").get("/admin/health?alias=secret").then()
