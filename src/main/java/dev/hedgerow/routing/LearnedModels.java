@@ -215,12 +215,7 @@ public final class LearnedModels implements RouteModels {
             TtftPredictor next = p.updateAtLeast(promptTokens, waitedMs);
             return next == p ? enc : next.encode();
         }, writes);
-        // least_latency's EMA takes the wait as a sample when it is above the EMA: the true time was further above,
-        // so the EMA moves less than the late answer would have moved it had no hedge won
-        update(base, EMA, MODEL_TTL, enc -> {
-            Ewma e = enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA);
-            return e.isMeasured() && waitedMs <= e.value() ? enc : e.observe(waitedMs).encode();
-        }, writes);
+        emaAtLeast(base, waitedMs, writes);
         if (waitedMs > slo.firstToken().toMillis() && promptTokens <= slo.standardPromptMaxTokens()) {
             // a proven miss: the first token came after the target, if at all
             update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeTtft(promptTokens, waitedMs).encode(),
@@ -237,10 +232,13 @@ public final class LearnedModels implements RouteModels {
     /**
      * Learns that a non-streamed answer had not come after {@code waitedMs} (an attempt that lost the hedge race or was
      * abandoned): a lower bound of its end-to-end time, which Kong's end-to-end peak EWMA takes when it is above the
-     * route's value now ({@link PeakEwma#observeAtLeast}). It is no time to first token.
+     * route's value now ({@link PeakEwma#observeAtLeast}), and Trifrost's EMA, the latency of a non-streamed answer,
+     * when it is above the EMA. It is no time to first token.
      */
     public void learnEndToEndAtLeast(RouteSnapshot base, long waitedMs) {
-        List<StateStore.RouteBlob> writes = new ArrayList<>(1);
+        List<StateStore.RouteBlob> writes = new ArrayList<>(2);
+        // Trifrost's EMA measures a non-streamed answer's whole latency ({@link #learnLatency}), which this bounds
+        emaAtLeast(base, waitedMs, writes);
         updateAtLeast(base, PEWMA_E2E, waitedMs, writes);
         if (!writes.isEmpty()) {
             write(base, writes);
@@ -261,6 +259,17 @@ public final class LearnedModels implements RouteModels {
         if (!writes.isEmpty()) {
             write(base, writes);
         }
+    }
+
+    /**
+     * Trifrost's EMA ({@code least_latency}) takes a wait with no answer as a sample when it is above the EMA: the true
+     * time was further above, so the EMA moves less than the late answer would have moved it had no hedge won.
+     */
+    private void emaAtLeast(RouteSnapshot base, long waitedMs, List<StateStore.RouteBlob> writes) {
+        update(base, EMA, MODEL_TTL, enc -> {
+            Ewma e = enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA);
+            return e.isMeasured() && waitedMs <= e.value() ? enc : e.observe(waitedMs).encode();
+        }, writes);
     }
 
     private void updateAtLeast(RouteSnapshot base, String pewma, double boundMs, List<StateStore.RouteBlob> writes) {

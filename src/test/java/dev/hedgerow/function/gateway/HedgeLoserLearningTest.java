@@ -53,11 +53,14 @@ class HedgeLoserLearningTest {
                   - { id: q-beta, alias: strict, provider: beta, model: m-strict }
                   - { id: l-alpha, alias: lshift, provider: alpha, model: m-shift }
                   - { id: l-beta, alias: lshift, provider: beta, model: m-shift }
+                  - { id: w-alpha, alias: lwhole, provider: alpha, model: m-shift }
+                  - { id: w-beta, alias: lwhole, provider: beta, model: m-shift }
                 groups:
                   shift: { first_token_floor: 200ms }
                   tail: { first_token_floor: 200ms }
                   strict: { first_token_floor: 1200ms, slo: { first_token: 1s } }
                   lshift: { strategy: least_latency, first_token_floor: 200ms }
+                  lwhole: { strategy: least_latency, first_token_floor: 200ms }
             """;
 
     static GatewayHarness gw;
@@ -87,6 +90,10 @@ class HedgeLoserLearningTest {
         learnt("acme/l-beta", 200);
         emaLearnt("acme/l-alpha", 30);
         emaLearnt("acme/l-beta", 200);
+        learnt("acme/w-alpha", 30);
+        learnt("acme/w-beta", 200);
+        emaLearnt("acme/w-alpha", 30);
+        emaLearnt("acme/w-beta", 200);
     }
 
     /** Trifrost's EMA latency ({@code least_latency}) of a route, as 20 first tokens of {@code ms} taught it. */
@@ -231,5 +238,31 @@ class HedgeLoserLearningTest {
         assertTrue(Collections.frequency(primaries, "l-alpha") <= 3, "still picked first after turning slow: "
                 + primaries);
         assertEquals(Collections.nCopies(4, "l-beta"), primaries.subList(4, 8), primaries.toString());
+    }
+
+    /**
+     * The same with non-streamed requests (of 4 tokens at most, so that the hedge window, which allows for writing the
+     * whole answer, stays short), whose EMA is the whole answer's latency: a loser's wait is a lower bound of it too.
+     * Before, 8 of 8 primaries on w-alpha.
+     */
+    @Test
+    void leastLatencyLearnsFromNonStreamedLosers() {
+        List<String> primaries = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            io.restassured.response.Response r = given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"lwhole\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"w"
+                            + i + "\"}]}")
+                    .post("/v1/chat/completions");
+            assertEquals(200, r.statusCode(), r.asString());
+            JsonNode trail = GroupKit.trail(r);
+            primaries.add(primary(trail));
+            if (primary(trail).equals("w-alpha")) {
+                assertEquals("lost_race", outcome(trail, "w-alpha"), trail.toString());
+            }
+        }
+        assertEquals("w-alpha", primaries.get(0), "learnt fastest: " + primaries);
+        assertTrue(Collections.frequency(primaries, "w-alpha") <= 3, "still picked first after turning slow: "
+                + primaries);
+        assertEquals(Collections.nCopies(4, "w-beta"), primaries.subList(4, 8), primaries.toString());
     }
 }
