@@ -20,7 +20,6 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
-import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
@@ -136,16 +135,22 @@ public final class CatalogService {
             }
             Set<String> inFile = new HashSet<>();
             file.orgs().forEach(o -> inFile.add(o.id()));
-            for (Map.Entry<String, Optional<VersionedDoc>> e : stored.entrySet()) {
-                Optional<VersionedDoc> doc = e.getValue();
-                boolean replaceable = doc.isEmpty()
-                        || FileStanding.replaces(file.revision(), file.sourceHash(), doc.get());
-                if (replaceable && (inFile.contains(e.getKey()) || doc.isPresent() && !removed(doc.get()))) {
-                    return true;
-                }
-            }
-            return false;
+            return stored.entrySet().stream().anyMatch(e -> overwrites(file, inFile.contains(e.getKey()),
+                    e.getValue()));
         }
+    }
+
+    /**
+     * Whether the file's document for one org is written over {@code stored}: its own org when the store has none, or
+     * over a stored one the file replaces ({@link FileStanding#replaces}); the removal of an org the file lacks
+     * ({@code inFile} false) only over one stored as present.
+     */
+    private static boolean overwrites(LoadedCatalog file, boolean inFile, Optional<VersionedDoc> stored) {
+        if (stored.isEmpty()) {
+            return inFile;
+        }
+        VersionedDoc doc = stored.get();
+        return FileStanding.replaces(file.revision(), file.sourceHash(), doc) && (inFile || !removed(doc));
     }
 
     /** Reads the stored orgs the file covers (with {@code wholeCatalog}, every stored org) and judges the file. */
@@ -171,10 +176,8 @@ public final class CatalogService {
         List<Uni<Boolean>> writes = new ArrayList<>();
         seen.stored().forEach((orgId, doc) -> {
             Org org = inFile.get(orgId);
-            if (org != null) {
-                writes.add(put(orgId, () -> encode.apply(org), doc, file, PUBLISH_TRIES));
-            } else if (doc.isPresent() && !removed(doc.get())) {
-                writes.add(put(orgId, () -> REMOVED, doc, file, PUBLISH_TRIES));
+            if (overwrites(file, org != null, doc)) {
+                writes.add(put(orgId, org, doc, file, PUBLISH_TRIES));
             }
         });
         Uni<Boolean> wrote = writes.isEmpty() ? Uni.createFrom().item(false)
@@ -198,7 +201,8 @@ public final class CatalogService {
     /** Tries a file's publication gets per org when other writers keep moving its version. */
     private static final int PUBLISH_TRIES = 5;
 
-    private Uni<Map<String, Optional<VersionedDoc>>> readAll(Set<String> orgIds) {
+    /** The stored documents of {@code orgIds}, in their order, read at once. */
+    private Uni<Map<String, Optional<VersionedDoc>>> readAll(java.util.Collection<String> orgIds) {
         List<String> ids = List.copyOf(orgIds);
         List<Uni<Optional<VersionedDoc>>> reads = new ArrayList<>();
         ids.forEach(o -> reads.add(store.orgCatalog(o)));
@@ -214,24 +218,20 @@ public final class CatalogService {
     }
 
     /**
-     * Writes one org of the file ({@link #REMOVED} for an org it no longer has) over {@code stored}, if the file
-     * replaces it (see {@link FileStanding#replaces}); on a lost compare-and-set, reads the org again and decides
+     * Writes one org of the file, or {@link #REMOVED} for one it no longer has ({@code org} null), over {@code stored}
+     * when the file replaces it ({@link #overwrites}); on a lost compare-and-set, reads the org again and decides
      * again, so that a newer file another instance published meanwhile stays. True when it wrote.
      */
-    private Uni<Boolean> put(String orgId, Supplier<String> json, Optional<VersionedDoc> stored, LoadedCatalog file,
-                             int tries) {
-        if (stored.isPresent() && !FileStanding.replaces(file.revision(), file.sourceHash(), stored.get())) {
-            return Uni.createFrom().item(false);
-        }
-        String doc = json.get();
-        if (stored.isPresent() && removed(stored.get()) && REMOVED.equals(doc)) {
+    private Uni<Boolean> put(String orgId, Org org, Optional<VersionedDoc> stored, LoadedCatalog file, int tries) {
+        if (!overwrites(file, org != null, stored)) {
             return Uni.createFrom().item(false);
         }
         long expected = stored.map(VersionedDoc::version).orElse(0L);
+        String doc = org == null ? REMOVED : encode.apply(org);
         return store.putOrgCatalog(orgId, new VersionedDoc(doc, file.sourceHash(), file.revision(), expected + 1),
                 expected).flatMap(done -> {
                     if (done.isPresent()) {
-                        if (REMOVED.equals(doc)) {
+                        if (org == null) {
                             log.log(System.Logger.Level.INFO, "org " + orgId + " is not in the configuration file: "
                                     + "removed (its keys no longer authenticate on any instance)");
                         }
@@ -242,7 +242,7 @@ public final class CatalogService {
                                 + "published: its stored catalog kept changing under " + PUBLISH_TRIES + " tries");
                         return Uni.createFrom().item(false);
                     }
-                    return store.orgCatalog(orgId).flatMap(again -> put(orgId, json, again, file, tries - 1));
+                    return store.orgCatalog(orgId).flatMap(again -> put(orgId, org, again, file, tries - 1));
                 });
     }
 
@@ -308,11 +308,7 @@ public final class CatalogService {
             if (changed.isEmpty() && !lost) {
                 return Uni.createFrom().voidItem();
             }
-            List<Uni<Optional<VersionedDoc>>> reads = new ArrayList<>();
-            changed.forEach(o -> reads.add(store.orgCatalog(o)));
-            Uni<List<Optional<VersionedDoc>>> all = reads.isEmpty() ? Uni.createFrom().item(List.of())
-                    : Uni.join().all(reads).andFailFast();
-            return all.map(docs -> {
+            return readAll(changed).map(docs -> {
                 Map<String, Org> orgs = new HashMap<>();
                 Map<String, Long> vers = new HashMap<>();
                 for (Org o : held.orgs()) {
@@ -326,23 +322,22 @@ public final class CatalogService {
                         vers.put(org, v);
                     }
                 });
-                for (int i = 0; i < changed.size(); i++) {
-                    Optional<VersionedDoc> d = docs.get(i);
+                docs.forEach((orgId, d) -> {
                     if (d.isPresent() && removed(d.get())) {
-                        orgs.remove(changed.get(i));
-                        vers.put(changed.get(i), d.get().version());
-                        storedRevisions.put(changed.get(i), d.get().revision());
+                        orgs.remove(orgId);
+                        vers.put(orgId, d.get().version());
+                        storedRevisions.put(orgId, d.get().revision());
                     } else if (d.isPresent()) {
                         try {
-                            orgs.put(changed.get(i), decode.apply(d.get().json()));
-                            vers.put(changed.get(i), d.get().version());
-                            storedRevisions.put(changed.get(i), d.get().revision());
+                            orgs.put(orgId, decode.apply(d.get().json()));
+                            vers.put(orgId, d.get().version());
+                            storedRevisions.put(orgId, d.get().revision());
                         } catch (RuntimeException e) {
-                            log.log(System.Logger.Level.ERROR, "stored catalog of org " + changed.get(i)
+                            log.log(System.Logger.Level.ERROR, "stored catalog of org " + orgId
                                     + " is unreadable; keeping the previous one", e);
                         }
                     }
-                }
+                });
                 storedRevisions.keySet().retainAll(vers.keySet());
                 List<Org> ordered = new ArrayList<>(orgs.values());
                 ordered.sort(java.util.Comparator.comparing(Org::id));
@@ -365,7 +360,8 @@ public final class CatalogService {
             Org after = edit.apply(before);
             long v = stored.get().version();
             return store.putOrgCatalog(orgId, new VersionedDoc(encode.apply(after), stored.get().sourceHash(),
-                    stored.get().revision(), v + 1), v).flatMap(res -> res.isPresent() ? refresh().replaceWith(after) : update(orgId, edit));
+                    stored.get().revision(), v + 1), v)
+                    .flatMap(res -> res.isPresent() ? refresh().replaceWith(after) : update(orgId, edit));
         });
     }
 
