@@ -51,31 +51,23 @@ public final class AuditLog {
     }
 
     public Uni<String> blocked(String orgId, String alias, String reason, String message, String requestId) {
-        Map<String, String> e = new LinkedHashMap<>();
-        e.put("type", BLOCKED);
+        Map<String, String> e = event(BLOCKED, orgId, alias);
         e.put("reason", reason);
-        e.put("org", orgId);
-        e.put("alias", alias == null ? "" : alias);
         e.put("message", message == null ? "" : message);
         e.put("request_id", requestId == null ? "" : requestId);
-        e.put("time", clock.instant().toString());
         log.log(System.Logger.Level.INFO, "blocked org={0} alias={1} reason={2} request={3}", orgId, alias, reason,
                 requestId);
-        return store.appendAudit(orgId, e, MAX_EVENTS);
+        return append(orgId, e);
     }
 
     public Uni<String> request(String orgId, String alias, String requestId, int status, ArrayNode trail,
                                String route) {
-        Map<String, String> e = new LinkedHashMap<>();
-        e.put("type", REQUEST);
-        e.put("org", orgId);
-        e.put("alias", alias);
+        Map<String, String> e = event(REQUEST, orgId, alias);
         e.put("request_id", requestId);
         e.put("status", Integer.toString(status));
         e.put("route", route == null ? "" : route);
         e.put("attempt_trail", Json.write(trail));
-        e.put("time", clock.instant().toString());
-        return store.appendAudit(orgId, e, MAX_EVENTS);
+        return append(orgId, e);
     }
 
     /**
@@ -86,18 +78,29 @@ public final class AuditLog {
      */
     public Uni<String> admin(String orgId, String action, String alias, String route, String by, String previousState,
                              String message) {
-        Map<String, String> e = new LinkedHashMap<>();
-        e.put("type", ADMIN);
+        Map<String, String> e = event(ADMIN, orgId, alias);
         e.put("action", action);
-        e.put("org", orgId);
-        e.put("alias", alias);
         e.put("route", route);
         e.put("admin_key", by == null ? "" : by);
         e.put("previous_state", previousState == null ? "" : previousState);
         e.put("message", message == null ? "" : message);
-        e.put("time", clock.instant().toString());
         log.log(System.Logger.Level.INFO, "admin org={0} action={1} route={2} by={3} was={4}", orgId, action, route, by,
                 previousState);
+        return append(orgId, e);
+    }
+
+    /** An event's fields every type has (its type, org and alias); the caller adds its own. */
+    private static Map<String, String> event(String type, String orgId, String alias) {
+        Map<String, String> e = new LinkedHashMap<>();
+        e.put("type", type);
+        e.put("org", orgId);
+        e.put("alias", alias == null ? "" : alias);
+        return e;
+    }
+
+    /** Stamps the event with the time and appends it to the org's audit stream (capped at {@value #MAX_EVENTS}). */
+    private Uni<String> append(String orgId, Map<String, String> e) {
+        e.put("time", clock.instant().toString());
         return store.appendAudit(orgId, e, MAX_EVENTS);
     }
 }
