@@ -152,6 +152,26 @@ final class GroupKit {
     }
 
     /** The route ids of a trail, in attempt order. */
+    /** The route an attempt trail's request went to first (its primary attempt). */
+    static String primary(JsonNode trail) {
+        for (JsonNode a : trail) {
+            if ("primary".equals(a.path("kind").asText())) {
+                return a.path("route").asText();
+            }
+        }
+        throw new AssertionError("no primary attempt in " + trail);
+    }
+
+    /** The outcome of the trail's attempt on {@code route} ({@code none} when it had none). */
+    static String outcome(JsonNode trail, String route) {
+        for (JsonNode a : trail) {
+            if (a.path("route").asText().equals(route)) {
+                return a.path("outcome").asText();
+            }
+        }
+        return "none";
+    }
+
     static List<String> trailRoutes(JsonNode trail) {
         List<String> out = new ArrayList<>();
         trail.forEach(a -> out.add(a.path("route").asText()));

@@ -127,25 +127,6 @@ class HedgeLoserLearningTest {
         return Sse.trail(out);
     }
 
-    /** The route the request went to first (its primary attempt). */
-    static String primary(JsonNode trail) {
-        for (JsonNode a : trail) {
-            if ("primary".equals(a.path("kind").asText())) {
-                return a.path("route").asText();
-            }
-        }
-        throw new AssertionError("no primary attempt in " + trail);
-    }
-
-    static String outcome(JsonNode trail, String route) {
-        for (JsonNode a : trail) {
-            if (a.path("route").asText().equals(route)) {
-                return a.path("outcome").asText();
-            }
-        }
-        return "none";
-    }
-
     static TtftPredictor ttftInStore(String route) {
         return gw.core().store().snapshot(List.of(route), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5))
                 .get(route).blob(LearnedModels.TTFT).map(e -> TtftPredictor.decode(e, TtftPredictor.Prior.defaults()))
@@ -162,10 +143,10 @@ class HedgeLoserLearningTest {
         List<String> primaries = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             JsonNode trail = trail("shift", "q" + i);
-            primaries.add(primary(trail));
-            if (primary(trail).equals("s-alpha")) {
-                assertEquals("lost_race", outcome(trail, "s-alpha"), trail.toString());
-                assertEquals("success", outcome(trail, "s-beta"), trail.toString());
+            primaries.add(GroupKit.primary(trail));
+            if (GroupKit.primary(trail).equals("s-alpha")) {
+                assertEquals("lost_race", GroupKit.outcome(trail, "s-alpha"), trail.toString());
+                assertEquals("success", GroupKit.outcome(trail, "s-beta"), trail.toString());
             }
         }
         assertEquals("s-alpha", primaries.get(0), "learnt fastest: " + primaries);
@@ -190,10 +171,10 @@ class HedgeLoserLearningTest {
                 gw.sim("alpha").enqueue("m-tail", Fault.stall(0, 10_000));
             }
             JsonNode trail = trail("tail", "t" + i);
-            primaries.add(primary(trail));
-            assertEquals(slow ? "lost_race" : "success", outcome(trail, "t-alpha"), i + ": " + trail);
+            primaries.add(GroupKit.primary(trail));
+            assertEquals(slow ? "lost_race" : "success", GroupKit.outcome(trail, "t-alpha"), i + ": " + trail);
             if (slow) {
-                assertEquals("success", outcome(trail, "t-beta"), trail.toString());
+                assertEquals("success", GroupKit.outcome(trail, "t-beta"), trail.toString());
             }
         }
         assertEquals(Collections.nCopies(12, "t-alpha"), primaries, "the fast route kept the pick");
@@ -214,7 +195,7 @@ class HedgeLoserLearningTest {
     void aLoserThatWaitedPastTheFirstTokenTargetIsAnSloMiss() {
         List<String> primaries = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
-            primaries.add(primary(trail("strict", "s" + i)));
+            primaries.add(GroupKit.primary(trail("strict", "s" + i)));
         }
         assertEquals(List.of("q-alpha", "q-beta", "q-beta", "q-beta"), primaries);
     }
@@ -229,9 +210,9 @@ class HedgeLoserLearningTest {
         List<String> primaries = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             JsonNode trail = trail("lshift", "l" + i);
-            primaries.add(primary(trail));
-            if (primary(trail).equals("l-alpha")) {
-                assertEquals("lost_race", outcome(trail, "l-alpha"), trail.toString());
+            primaries.add(GroupKit.primary(trail));
+            if (GroupKit.primary(trail).equals("l-alpha")) {
+                assertEquals("lost_race", GroupKit.outcome(trail, "l-alpha"), trail.toString());
             }
         }
         assertEquals("l-alpha", primaries.get(0), "learnt fastest: " + primaries);
@@ -255,9 +236,9 @@ class HedgeLoserLearningTest {
                     .post("/v1/chat/completions");
             assertEquals(200, r.statusCode(), r.asString());
             JsonNode trail = GroupKit.trail(r);
-            primaries.add(primary(trail));
-            if (primary(trail).equals("w-alpha")) {
-                assertEquals("lost_race", outcome(trail, "w-alpha"), trail.toString());
+            primaries.add(GroupKit.primary(trail));
+            if (GroupKit.primary(trail).equals("w-alpha")) {
+                assertEquals("lost_race", GroupKit.outcome(trail, "w-alpha"), trail.toString());
             }
         }
         assertEquals("w-alpha", primaries.get(0), "learnt fastest: " + primaries);

@@ -122,33 +122,15 @@ class KongHedgeLoserTest {
         return Sse.trail(out);
     }
 
-    static String primary(JsonNode trail) {
-        for (JsonNode a : trail) {
-            if ("primary".equals(a.path("kind").asText())) {
-                return a.path("route").asText();
-            }
-        }
-        throw new AssertionError("no primary attempt in " + trail);
-    }
-
-    static String outcome(JsonNode trail, String route) {
-        for (JsonNode a : trail) {
-            if (a.path("route").asText().equals(route)) {
-                return a.path("outcome").asText();
-            }
-        }
-        return "none";
-    }
-
     /** Eight requests to {@code alias} whose routes are {@code slowed} and {@code other}; their primaries. */
     List<String> slowdown(String alias, String slowed, String other) {
         List<String> primaries = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             JsonNode trail = trail(alias, "q" + i);
-            primaries.add(primary(trail));
-            if (primary(trail).equals(slowed)) {
-                assertEquals("lost_race", outcome(trail, slowed), trail.toString());
-                assertEquals("success", outcome(trail, other), trail.toString());
+            primaries.add(GroupKit.primary(trail));
+            if (GroupKit.primary(trail).equals(slowed)) {
+                assertEquals("lost_race", GroupKit.outcome(trail, slowed), trail.toString());
+                assertEquals("success", GroupKit.outcome(trail, other), trail.toString());
             }
         }
         return primaries;
@@ -183,9 +165,9 @@ class KongHedgeLoserTest {
                     .post("/v1/chat/completions");
             assertEquals(200, r.statusCode(), r.asString());
             JsonNode trail = GroupKit.trail(r);
-            primaries.add(primary(trail));
-            if (primary(trail).equals("e-alpha")) {
-                assertEquals("lost_race", outcome(trail, "e-alpha"), trail.toString());
+            primaries.add(GroupKit.primary(trail));
+            if (GroupKit.primary(trail).equals("e-alpha")) {
+                assertEquals("lost_race", GroupKit.outcome(trail, "e-alpha"), trail.toString());
             }
         }
         assertEquals("e-alpha", primaries.get(0), "learnt fastest: " + primaries);
@@ -217,21 +199,21 @@ class KongHedgeLoserTest {
      */
     @Test
     void aFastRoutesSlowLoserCountsAsTheSlowAnswerItBoundsAndDecaysLikeOne() {
-        assertEquals("h-alpha", primary(trail("tail", "t0")));
+        assertEquals("h-alpha", GroupKit.primary(trail("tail", "t0")));
         gw.sim("alpha").enqueue("m-tail", Fault.stall(0, 10_000));
         JsonNode slow = trail("tail", "t1");
-        assertEquals("h-alpha", primary(slow));
-        assertEquals("lost_race", outcome(slow, "h-alpha"), slow.toString());
+        assertEquals("h-alpha", GroupKit.primary(slow));
+        assertEquals("lost_race", GroupKit.outcome(slow, "h-alpha"), slow.toString());
         eventually(() -> pewma("h-alpha", LearnedModels.PEWMA_E2E).cost() > 1000, "the loser's wait learnt");
         double cost = pewma("h-alpha", LearnedModels.PEWMA_E2E).cost();
         assertTrue(cost < 5_000, "the wait itself (~1.2 s), no failure's penalty (read_timeout, 60 s): " + cost);
-        assertEquals(List.of("h-beta", "h-beta", "h-beta"), List.of(primary(trail("tail", "t2")),
-                primary(trail("tail", "t3")), primary(trail("tail", "t4"))));
+        assertEquals(List.of("h-beta", "h-beta", "h-beta"), List.of(GroupKit.primary(trail("tail", "t2")),
+                GroupKit.primary(trail("tail", "t3")), GroupKit.primary(trail("tail", "t4"))));
 
         wall.advance(Duration.ofSeconds(30));
         List<String> after = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
-            after.add(primary(trail("tail", "a" + i)));
+            after.add(GroupKit.primary(trail("tail", "a" + i)));
         }
         assertTrue(after.subList(0, 2).contains("h-alpha"), after.toString());
         assertEquals(Collections.nCopies(3, "h-alpha"), after.subList(2, 5), after.toString());
