@@ -51,8 +51,8 @@ class KongHedgeLoserTest {
                 routes:
                   - { id: e-alpha, alias: eshift, provider: alpha, model: m-shift }
                   - { id: e-beta, alias: eshift, provider: beta, model: m-shift }
-                  - { id: t-alpha, alias: tshift, provider: alpha, model: m-shift }
-                  - { id: t-beta, alias: tshift, provider: beta, model: m-shift }
+                  - { id: t-alpha, alias: tshift, provider: alpha, model: m-tpot }
+                  - { id: t-beta, alias: tshift, provider: beta, model: m-tpot }
                   - { id: h-alpha, alias: tail, provider: alpha, model: m-tail }
                   - { id: h-beta, alias: tail, provider: beta, model: m-tail }
                 groups:
@@ -76,8 +76,10 @@ class KongHedgeLoserTest {
         ModelScript four = ModelScript.defaults().withLength(4);
         sims = GatewayHarness.startSims(vertx, Map.of(
                 "alpha", SimConfig.of(9).withModel("m-shift", four.withLatency(ModelScript.Latency.of(1500, 500)))
+                        .withModel("m-tpot", four.withLatency(ModelScript.Latency.of(5000, 0)))
                         .withModel("m-tail", four.withLatency(ModelScript.Latency.of(10, 0))),
                 "beta", SimConfig.of(9).withModel("m-shift", four.withLatency(ModelScript.Latency.of(200, 50)))
+                        .withModel("m-tpot", four.withLatency(ModelScript.Latency.of(1000, 5)))
                         .withModel("m-tail", four.withLatency(ModelScript.Latency.of(1000, 0)))));
         Instant base = Instant.now();
         clock = () -> base.plusNanos(wall.nanos());
@@ -179,8 +181,10 @@ class KongHedgeLoserTest {
     /**
      * Ranked by time per output token, which a loser (no token at all) cannot measure: its wait spread over the
      * answer the winner gave (the 4 tokens it would have had to write, each then taking at least a quarter of the
-     * ~400 ms) is a lower bound of Kong's time per output token (latency over completion tokens), above beta's 20 ms.
-     * Before, it stayed first for every request (8 of 8 on t-alpha).
+     * ~1.2 s it waited: the 200 ms window and beta's 1 s answer) is a lower bound of Kong's time per output token
+     * (latency over completion tokens), far above beta's 20 ms learnt and ~5 ms measured (m-tpot: a margin no stall
+     * of a loaded machine in one of beta's gaps crosses; with beta writing 50 ms gaps and a 400 ms wait, one stalled
+     * answer of beta's once put alpha first again). Before, it stayed first for every request (8 of 8 on t-alpha).
      */
     @Test
     void byTimePerOutputTokenARouteThatTurnsSlowLosesThePickThoughHedgesWinEveryRace() {
