@@ -15,10 +15,16 @@ public final class Catalog {
     private final Map<String, Caller> byKeyHash = new LinkedHashMap<>();
     private final Map<String, Org> byAdminKeyHash = new LinkedHashMap<>();
     private final Map<String, Long> versions;
+    private final Map<String, Long> revisions;
 
-    public Catalog(List<Org> orgs, Map<String, Long> versions) {
+    /**
+     * @param versions  stored version per org id
+     * @param revisions the configuration file revision each org was stored from (absent: none, or never stored)
+     */
+    public Catalog(List<Org> orgs, Map<String, Long> versions, Map<String, Long> revisions) {
         this.orgs = List.copyOf(orgs);
         this.versions = Map.copyOf(versions);
+        this.revisions = Map.copyOf(revisions);
         for (Org o : this.orgs) {
             byId.put(o.id(), o);
             o.keys().forEach(k -> byKeyHash.put(k.sha256(), new Caller(o, k.name())));
@@ -27,7 +33,7 @@ public final class Catalog {
     }
 
     public static Catalog empty() {
-        return new Catalog(List.of(), Map.of());
+        return new Catalog(List.of(), Map.of(), Map.of());
     }
 
     public List<Org> orgs() {
@@ -59,5 +65,15 @@ public final class Catalog {
     /** Stored version per org id (0 for an org never stored). */
     public Map<String, Long> versions() {
         return versions;
+    }
+
+    /** The configuration file revision each stored org came from, by org id (absent: none). */
+    public Map<String, Long> revisions() {
+        return revisions;
+    }
+
+    /** The highest configuration file revision the stored orgs came from ({@link LoadedCatalog#NO_REVISION}: none). */
+    public long highestRevision() {
+        return revisions.values().stream().mapToLong(Long::longValue).max().orElse(LoadedCatalog.NO_REVISION);
     }
 }

@@ -17,7 +17,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.UnaryOperator;
@@ -37,7 +36,6 @@ public final class CatalogService {
     private final Function<String, Org> decode;
     private final AtomicReference<Catalog> current = new AtomicReference<>(Catalog.empty());
     private final System.Logger log = System.getLogger("dev.hedgerow.catalog");
-    private final Map<String, Long> storedRevisions = new ConcurrentHashMap<>();
     private volatile FileStatus fileStatus = new FileStatus(LoadedCatalog.NO_REVISION, FileStatus.NOT_YET);
     private volatile Cancellable poller = Cancellable.NONE;
     private volatile boolean stopped;
@@ -269,7 +267,7 @@ public final class CatalogService {
 
     /** The highest file revision among the stored orgs this instance holds (0: none), as of its last poll. */
     public long storedRevision() {
-        return storedRevisions.values().stream().mapToLong(Long::longValue).max().orElse(LoadedCatalog.NO_REVISION);
+        return current.get().highestRevision();
     }
 
     /**
@@ -311,6 +309,7 @@ public final class CatalogService {
             return readAll(changed).map(docs -> {
                 Map<String, Org> orgs = new HashMap<>();
                 Map<String, Long> vers = new HashMap<>();
+                Map<String, Long> revs = new HashMap<>();
                 for (Org o : held.orgs()) {
                     if (versions.containsKey(o.id())) {
                         orgs.put(o.id(), o);
@@ -322,26 +321,30 @@ public final class CatalogService {
                         vers.put(org, v);
                     }
                 });
+                held.revisions().forEach((org, r) -> {
+                    if (versions.containsKey(org)) {
+                        revs.put(org, r);
+                    }
+                });
                 docs.forEach((orgId, d) -> {
                     if (d.isPresent() && removed(d.get())) {
                         orgs.remove(orgId);
                         vers.put(orgId, d.get().version());
-                        storedRevisions.put(orgId, d.get().revision());
+                        revs.put(orgId, d.get().revision());
                     } else if (d.isPresent()) {
                         try {
                             orgs.put(orgId, decode.apply(d.get().json()));
                             vers.put(orgId, d.get().version());
-                            storedRevisions.put(orgId, d.get().revision());
+                            revs.put(orgId, d.get().revision());
                         } catch (RuntimeException e) {
                             log.log(System.Logger.Level.ERROR, "stored catalog of org " + orgId
                                     + " is unreadable; keeping the previous one", e);
                         }
                     }
                 });
-                storedRevisions.keySet().retainAll(vers.keySet());
                 List<Org> ordered = new ArrayList<>(orgs.values());
                 ordered.sort(java.util.Comparator.comparing(Org::id));
-                current.set(new Catalog(ordered, vers));
+                current.set(new Catalog(ordered, vers, revs));
                 return null;
             });
         }).replaceWithVoid();

@@ -19,6 +19,6 @@ public record LoadedCatalog(List<Org> orgs, String sourceHash, long revision) {
 
     /** A catalog snapshot of these orgs with no stored versions yet. */
     public Catalog toCatalog() {
-        return new Catalog(orgs, Map.of());
+        return new Catalog(orgs, Map.of(), Map.of());
     }
 }
