@@ -162,7 +162,6 @@ public class HedgerowApp {
         if (core != null) {
             return core;
         }
-        Functions.parse(function.orElse("all"));
         VertxScheduler scheduler = new VertxScheduler(vertx);
         StateStore store = createStore(scheduler);
         // checked on every connection's resolved address too: a provider name that resolves to a metadata address
