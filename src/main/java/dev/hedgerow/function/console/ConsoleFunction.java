@@ -10,13 +10,32 @@ import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
 
+import java.util.Map;
+
 /**
  * The console function's dashboard: static files under {@code META-INF/resources/console/} (plain HTML, CSS and
  * JavaScript on the admin API, no build step). {@code /console} redirects to {@code /console/}; when this process
  * does not serve the console function the dashboard and {@code /admin/openapi} answer 404 in the envelope.
+ * The dashboard's files go out with {@link #DASHBOARD_HEADERS}.
  */
 @ApplicationScoped
 public class ConsoleFunction {
+    /**
+     * Headers on every dashboard file. {@code no-cache}: the browser asks again each load (a 304 when the file is
+     * unchanged), so a new release's dashboard is seen at once; the static handler's default was
+     * {@code public, immutable, max-age=86400}, a day of the old dashboard against the new admin API after an
+     * upgrade. The page holds an admin key, so: a policy that runs only its own script and style and talks only to
+     * its own origin (it has no inline script, style or handler), no framing (clickjacking the Drain and Reset
+     * buttons), no MIME sniffing, and no referrer.
+     */
+    static final Map<String, String> DASHBOARD_HEADERS = Map.of(
+            "cache-control", "no-cache",
+            "content-security-policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                    + "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+            "x-frame-options", "DENY",
+            "x-content-type-options", "nosniff",
+            "referrer-policy", "no-referrer");
+
     @Inject
     HedgerowApp app;
 
@@ -51,7 +70,13 @@ public class ConsoleFunction {
                 ctx.next();
             }
         });
-        if (!app.functions().has("console")) {
+        if (app.functions().has("console")) {
+            // set as the head goes out, over what the static handler put there
+            router.route("/console/*").order(-98).handler(ctx -> {
+                ctx.addHeadersEndHandler(v -> DASHBOARD_HEADERS.forEach(ctx.response().headers()::set));
+                ctx.next();
+            });
+        } else {
             // the dashboard and the admin API's OpenAPI document (served by SmallRye, not the guarded resource)
             for (String path : new String[]{"/console/*", "/admin/openapi*"}) {
                 router.route(path).order(-100).handler(ctx -> JsonReplies.error(ctx.response(),
