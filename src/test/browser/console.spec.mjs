@@ -138,13 +138,20 @@ let exit = 0;
 const page = context.pages()[0] || await context.newPage();
 // the page's timers and Date are the test's to stop and run on (they follow real time until paused)
 await page.clock.install();
+// anything the dashboard's content security policy blocks (an inline style or handler, another origin) fails the test
+const blocked = [];
+context.on('console', m => { if (m.text().includes('Content Security Policy')) blocked.push(m.text()); });
+await context.addInitScript(() => document.addEventListener('securitypolicyviolation',
+  e => console.error('Content Security Policy violation: ' + e.violatedDirective + ' ' + e.blockedURI)));
 try {
   // start from the catalog file's panel group
   await adminPut('/admin/groups/panel', { ...PANEL_SETTINGS_AS_FILED, strategy: 'rr_health',
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
 
-  await page.goto(base + '/console/');
+  const loaded = await page.goto(base + '/console/');
   check(await page.locator('h1').textContent() === 'Hedgerow console', 'the dashboard loads at /console/');
+  check((loaded.headers()['content-security-policy'] || '').includes("frame-ancestors 'none'"),
+    'the dashboard runs under its content security policy');
 
   // a client key is refused; the admin key signs in (keyboard only: type, Enter)
   await page.getByLabel('Admin key').fill('k-acme');
@@ -729,6 +736,8 @@ try {
 
   await adminPut('/admin/groups/panel', { strategy: 'rr_health',
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
+  check(blocked.length === 0, 'nothing the dashboard did was blocked by its policy' + (blocked.length ? ': '
+    + blocked.join(' | ') : ''));
   console.log('console: all checks passed');
 } catch (e) {
   exit = 1;
