@@ -242,25 +242,45 @@ public final class AdminService {
                 .orElse("none");
     }
 
-    /** Drains (no traffic, weight kept) or undrains a member. */
+    /**
+     * Drains (no traffic, weight kept) or undrains a member. Draining the alias's last member taking traffic is
+     * refused naming the route asked for (judged on the stored org, so of two drains at once one is refused).
+     */
     public Uni<ObjectNode> drain(Org org, String routeId, boolean drained, String by) {
         Route target = requireRoute(org, routeId, "route");
         AtomicReference<String> before = new AtomicReference<>();
-        return edit(org, target.alias(), o -> retag(o, target.alias(), r -> {
-            if (!r.id().equals(routeId)) {
-                return r.tags();
-            }
-            before.set(r.tags().contains(Route.DRAINED) ? "drained" : "serving");
-            Set<String> tags = new LinkedHashSet<>(r.tags());
-            if (drained) {
-                tags.add(Route.DRAINED);
-            } else {
-                tags.remove(Route.DRAINED);
-            }
-            return List.copyOf(tags);
-        })).call(answer -> audit(org, drained ? AuditLog.DRAIN : AuditLog.UNDRAIN, target.alias(), routeId, by,
-                before.get(), (drained ? "Drained " : "Undrained ") + routeId + " by " + keyWords(by) + " (it was "
-                        + before.get() + ")."));
+        return edit(org, target.alias(), o -> retag(lastServing(o, target.alias(), routeId, drained),
+                target.alias(), r -> {
+                    if (!r.id().equals(routeId)) {
+                        return r.tags();
+                    }
+                    before.set(r.tags().contains(Route.DRAINED) ? "drained" : "serving");
+                    Set<String> tags = new LinkedHashSet<>(r.tags());
+                    if (drained) {
+                        tags.add(Route.DRAINED);
+                    } else {
+                        tags.remove(Route.DRAINED);
+                    }
+                    return List.copyOf(tags);
+                })).call(answer -> audit(org, drained ? AuditLog.DRAIN : AuditLog.UNDRAIN, target.alias(), routeId,
+                by, before.get(), (drained ? "Drained " : "Undrained ") + routeId + " by " + keyWords(by)
+                        + " (it was " + before.get() + ")."));
+    }
+
+    /**
+     * {@code o} itself, unless draining {@code routeId} would leave {@code alias} no member taking traffic: then the
+     * drain is refused (the catalog rule behind it, {@link OrgValidator}, would name the alias's first member).
+     */
+    private static Org lastServing(Org o, String alias, String routeId, boolean draining) {
+        List<String> others = o.routesOf(alias).stream().map(Route::id).filter(id -> !id.equals(routeId)).toList();
+        if (draining && o.routesOf(alias).stream().allMatch(r -> r.id().equals(routeId) || r.drained())) {
+            throw new RequestException(ApiError.invalidRequest("last_member_serving", "Draining " + routeId
+                    + " would leave alias '" + alias + "' with no member taking traffic"
+                    + (others.isEmpty() ? " (it is the only one)" : " (" + String.join(", ", others)
+                    + (others.size() == 1 ? " is" : " are") + " drained)")
+                    + "; undrain another member first. The drain was not saved.", "route"));
+        }
+        return o;
     }
 
     /** Sets the operator standing of a route: {@code good} or {@code suspended} (the router excludes the latter). */

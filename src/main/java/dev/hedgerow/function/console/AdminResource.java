@@ -170,7 +170,8 @@ public class AdminResource {
     @POST
     @Path("/members/drain")
     @Consumes(MediaType.APPLICATION_JSON)
-    @Operation(summary = "Drain (or undrain) a member. Body {\"route\": id, \"drained\": true}")
+    @Operation(summary = "Drain (or undrain) a member. Body {\"route\": id, \"drained\": true}; draining an"
+            + " alias's last member taking traffic is 400 last_member_serving")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> drain(HttpHeaders headers, byte[] bytes) {
         JsonNode body = json(bytes, "route", "drained");
