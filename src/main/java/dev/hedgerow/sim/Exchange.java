@@ -172,8 +172,11 @@ final class Exchange {
             }
         } else if (s instanceof Respond r) {
             response.setStatusCode(r.status()).putHeader("Content-Type", r.contentType());
-            if (fault instanceof Fault.HttpError e && e.retryAfterSeconds() != null) {
-                response.putHeader("Retry-After", String.valueOf(e.retryAfterSeconds()));
+            if (fault instanceof Fault.HttpError e) {
+                if (e.retryAfterSeconds() != null) {
+                    response.putHeader("Retry-After", String.valueOf(e.retryAfterSeconds()));
+                }
+                e.headers().forEach(response::putHeader);
             }
             response.end(r.body());
             if (r.status() == 200) {

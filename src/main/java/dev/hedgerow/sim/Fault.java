@@ -3,6 +3,12 @@ package dev.hedgerow.sim;
 import com.fasterxml.jackson.annotation.JsonSubTypes;
 import com.fasterxml.jackson.annotation.JsonTypeInfo;
 
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.Locale;
+import java.util.Map;
+
 /**
  * One injected misbehaviour of the simulated upstream. A fault is either queued as a one-shot for the next
  * request to a model ({@link SimServer#enqueue}, {@code POST /sim/models/{model}/faults}) or rolled with a
@@ -42,6 +48,33 @@ public sealed interface Fault {
         return new HttpError(429, "rate_limit_exceeded", "rate_limit_exceeded", "Rate limit reached",
                 retryAfterSeconds, 0);
     }
+
+    /**
+     * 429 whose {@code Retry-After} is an HTTP-date (RFC 9110's IMF-fixdate, e.g. {@code Fri, 31 Dec 1999 23:59:59
+     * GMT}): wait until {@code until}, to the second.
+     */
+    static Fault rateLimitedUntil(Instant until) {
+        return rateLimitedWith(Map.of("Retry-After", HTTP_DATE.format(until)));
+    }
+
+    /**
+     * 429 with {@code retry-after-ms} (what the OpenAI SDKs prefer) of {@code millis}, and a {@code Retry-After} of
+     * {@code retryAfterSeconds} beside it (null: none), as OpenAI and Azure OpenAI send them.
+     */
+    static Fault rateLimitedMillis(long millis, Integer retryAfterSeconds) {
+        return new HttpError(429, "rate_limit_exceeded", "rate_limit_exceeded", "Rate limit reached",
+                retryAfterSeconds, 0, Map.of("retry-after-ms", Long.toString(millis)));
+    }
+
+    /** 429 with these extra response headers, sent as given (any value, malformed ones included). */
+    static Fault rateLimitedWith(Map<String, String> headers) {
+        return new HttpError(429, "rate_limit_exceeded", "rate_limit_exceeded", "Rate limit reached", null, 0,
+                headers);
+    }
+
+    /** RFC 9110's IMF-fixdate, the preferred HTTP-date form (two-digit day, always GMT). */
+    DateTimeFormatter HTTP_DATE = DateTimeFormatter.ofPattern("EEE, dd MMM yyyy HH:mm:ss 'GMT'", Locale.US)
+            .withZone(ZoneOffset.UTC);
 
     /** A bare error status (500, 502, 503, 504, 529, ...) with an OpenAI error envelope. */
     static Fault status(int status) {
@@ -112,9 +145,19 @@ public sealed interface Fault {
      * An HTTP error answer in the OpenAI envelope, sent {@code delayMs} after the request arrived.
      *
      * @param retryAfterSeconds value of the {@code Retry-After} header; null sends none
+     * @param headers           more response headers, sent as given (e.g. {@code retry-after-ms},
+     *                          {@code x-should-retry}, a {@code Retry-After} HTTP-date); in JSON an object
      */
-    record HttpError(int status, String type, String code, String message, Integer retryAfterSeconds, long delayMs)
-            implements Fault {
+    record HttpError(int status, String type, String code, String message, Integer retryAfterSeconds, long delayMs,
+                     Map<String, String> headers) implements Fault {
+        public HttpError {
+            headers = headers == null ? Map.of() : Map.copyOf(headers);
+        }
+
+        public HttpError(int status, String type, String code, String message, Integer retryAfterSeconds,
+                         long delayMs) {
+            this(status, type, code, message, retryAfterSeconds, delayMs, Map.of());
+        }
     }
 
     /** The connection is reset (TCP RST) before any response header. */

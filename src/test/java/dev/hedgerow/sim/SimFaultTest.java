@@ -15,8 +15,10 @@ import java.net.Socket;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -60,6 +62,35 @@ class SimFaultTest extends SimFixture {
         SimHttp.Raw r = stream();
         assertEquals(429, r.status());
         assertTrue(r.headers().firstValue("retry-after").isEmpty());
+    }
+
+    @Test
+    void rateLimitedUntilADateSendsRetryAfterAsAnImfFixdate() {
+        sim.enqueue("m", Fault.rateLimitedUntil(Instant.parse("2030-03-05T07:08:09Z")));
+        SimHttp.Raw r = stream();
+        assertEquals(429, r.status());
+        assertEquals("Tue, 05 Mar 2030 07:08:09 GMT", r.headers().firstValue("retry-after").orElseThrow());
+    }
+
+    @Test
+    void rateLimitedInMillisecondsSendsRetryAfterMsAndRetryAfterWhenGiven() {
+        sim.enqueue("m", Fault.rateLimitedMillis(1500, null), Fault.rateLimitedMillis(250, 20));
+        SimHttp.Raw alone = stream();
+        assertEquals(429, alone.status());
+        assertEquals("1500", alone.headers().firstValue("retry-after-ms").orElseThrow());
+        assertTrue(alone.headers().firstValue("retry-after").isEmpty());
+        SimHttp.Raw both = stream();
+        assertEquals("250", both.headers().firstValue("retry-after-ms").orElseThrow());
+        assertEquals("20", both.headers().firstValue("retry-after").orElseThrow());
+    }
+
+    @Test
+    void anErrorSendsItsExtraHeadersAsGiven() {
+        sim.enqueue("m", Fault.rateLimitedWith(Map.of("retry-after-ms", "soon", "x-should-retry", "false")));
+        SimHttp.Raw r = stream();
+        assertEquals(429, r.status());
+        assertEquals("soon", r.headers().firstValue("retry-after-ms").orElseThrow());
+        assertEquals("false", r.headers().firstValue("x-should-retry").orElseThrow());
     }
 
     @ParameterizedTest
@@ -372,12 +403,14 @@ class SimFaultTest extends SimFixture {
     @Test
     void faultsCanBeQueuedThroughTheControlEndpoint() {
         HttpResponse<String> r = http.post("/sim/models/m/faults",
-                "[{\"kind\":\"http_error\",\"status\":429,\"retry_after_seconds\":3},{\"kind\":\"drop\",\"after_tokens\":2}]");
+                "[{\"kind\":\"http_error\",\"status\":429,\"retry_after_seconds\":3,"
+                        + "\"headers\":{\"retry-after-ms\":\"2500\"}},{\"kind\":\"drop\",\"after_tokens\":2}]");
         assertEquals(200, r.statusCode());
         assertEquals(2, SimHttp.tree(r.body()).path("queued").asInt());
         SimHttp.Raw limited = stream();
         assertEquals(429, limited.status());
         assertEquals("3", limited.headers().firstValue("retry-after").orElseThrow());
+        assertEquals("2500", limited.headers().firstValue("retry-after-ms").orElseThrow());
         SimHttp.Raw dropped = stream();
         assertEquals(expected(2), dropped.content());
         assertNotNull(dropped.error());

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Instant;
 import java.util.EnumSet;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -58,7 +59,8 @@ class SimJsonTest {
         List<Fault> all = List.of(Fault.rateLimited(null), Fault.status(529), Fault.contextLengthExceeded(),
                 Fault.reset(), Fault.noResponse(), Fault.dropAfter(3), new Fault.EmptyStream(true),
                 new Fault.NoDone(), new Fault.EofBeforeFinish(2), new Fault.MalformedFrame(1),
-                new Fault.ErrorEvent(2, "m", "c"), Fault.stallForever(5));
+                new Fault.ErrorEvent(2, "m", "c"), Fault.stallForever(5), Fault.rateLimitedMillis(1500, 2),
+                Fault.rateLimitedUntil(Instant.parse("1999-12-31T23:59:59Z")));
         for (Fault f : all) {
             assertEquals(f, SimJson.readFault(SimJson.write(f)));
         }
