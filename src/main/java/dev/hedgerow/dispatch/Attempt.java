@@ -33,9 +33,13 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     /** Why the attempt was launched. */
     enum Kind { PRIMARY, FAILOVER, HEDGE, RESUME }
 
-    /** Why an attempt failed, and what that means for the route and the request. */
+    /**
+     * Why an attempt failed, and what that means for the route and the request.
+     *
+     * @param retryAfterMillis the wait a 429 asked for (its retry-after-ms or Retry-After), 0 for none
+     */
     record Failure(String errorClass, String detail, int status, FailoverCriterion criterion,
-                   boolean routeFault, long retryAfterSeconds) {
+                   boolean routeFault, long retryAfterMillis) {
         static Failure transport(String cls, String detail) {
             return new Failure(cls, detail, 0, FailoverCriterion.ERROR, true, 0);
         }

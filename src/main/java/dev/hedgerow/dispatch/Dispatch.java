@@ -784,7 +784,8 @@ final class Dispatch {
     private void httpError(Attempt a, byte[] bytes) {
         int status = a.status;
         String code = UpstreamReplies.errorCode(bytes);
-        long retryAfter = UpstreamReplies.parseRetryAfter(a.headers.get("retry-after"));
+        long retryAfter = UpstreamReplies.retryAfterMillis(a.headers.get("retry-after-ms"),
+                a.headers.get("retry-after"), deps.clock().instant());
         if (a.kind == Kind.RESUME) {
             resumeRefused(a, status, code, retryAfter);
             return;
@@ -920,7 +921,7 @@ final class Dispatch {
         int failuresHere = trail.failuresOn(a.cand.route().id());
         PriorityRetry.Decision d = PriorityRetry.afterFailure(settings, req.candidates(), routes.triedIds(), a.cand,
                 failuresHere, id -> (int) attempts.stream().filter(x -> x.cand.id().equals(id)).count(), f.status(),
-                f.retryAfterSeconds());
+                f.retryAfterMillis());
         if (!(d instanceof PriorityRetry.Decision.Stay stay)) {
             return false;
         }

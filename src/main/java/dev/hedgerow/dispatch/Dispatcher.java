@@ -6,6 +6,7 @@ import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.UpstreamClient;
 
+import java.time.InstantSource;
 import java.util.List;
 import java.util.function.ToIntFunction;
 
@@ -20,9 +21,12 @@ public final class Dispatcher {
      *
      * @param tokens    counts tokens of a text (billing when the upstream sends no usage)
      * @param models    the instance's one learned-model store: dispatch learns TTFT, decode, gaps and thinking here
+     * @param clock     the wall clock, what a provider's {@code Retry-After} HTTP-date is relative to (the ticker
+     *                  measures every interval)
      */
     public record Deps(UpstreamClient upstream, StateStore store, Scheduler scheduler, Ticker ticker,
-                       ToIntFunction<String> tokens, DispatchObserver observer, LearnedModels models) {
+                       ToIntFunction<String> tokens, DispatchObserver observer, LearnedModels models,
+                       InstantSource clock) {
     }
 
     /** Lets the edge report a client hang-up. */

@@ -12,8 +12,9 @@ import java.util.function.ToIntFunction;
 /**
  * Kong's {@code priority} retry rules: a lower tier is a fallback only once the top tier is unavailable. After a
  * failed attempt on a top-tier target whose breaker is still closed, the request stays on that tier: an untried
- * member of the tier if there is one, else the same target once more. A top-tier 429 whose {@code Retry-After} is
- * at most {@code max_retry_after_wait} is waited for rather than failed over. Stateless; thread-safe.
+ * member of the tier if there is one, else the same target once more. A top-tier 429 whose wait ({@code
+ * retry-after-ms}, else {@code Retry-After}) is at most {@code max_retry_after_wait} is waited for, to the
+ * millisecond, rather than failed over. Stateless; thread-safe.
  */
 final class PriorityRetry {
     private PriorityRetry() {
@@ -37,11 +38,11 @@ final class PriorityRetry {
      * @param failed          the target whose attempt just failed
      * @param failuresHere    failures this request has already recorded on {@code failed}, this one included
      * @param attemptsOn      attempts this request made on a target so far
-     * @param retryAfterSeconds the 429's Retry-After (0 = none or not a 429)
+     * @param retryAfterMillis the wait the 429 asked for, in ms (0 = none or not a 429)
      */
     static Decision afterFailure(GroupSettings settings, List<Candidate> ranked, Set<String> tried, Candidate failed,
                                  int failuresHere, ToIntFunction<String> attemptsOn, int status,
-                                 long retryAfterSeconds) {
+                                 long retryAfterMillis) {
         if (settings.strategy() != Strategy.PRIORITY || failed == null || ranked.isEmpty()
                 || failed.route().priority() != topTier(ranked)) {
             return ORDINARY;
@@ -59,8 +60,8 @@ final class PriorityRetry {
         if (attemptsOn.applyAsInt(failed.id()) >= 2) {
             return ORDINARY;
         }
-        if (status == 429 && retryAfterSeconds > 0) {
-            Duration wait = Duration.ofSeconds(retryAfterSeconds);
+        if (status == 429 && retryAfterMillis > 0) {
+            Duration wait = Duration.ofMillis(retryAfterMillis);
             // a long Retry-After makes the target unavailable for now: the next tier takes over
             return wait.compareTo(settings.retry().maxRetryAfterWait()) <= 0 ? new Decision.Stay(failed, wait)
                     : ORDINARY;

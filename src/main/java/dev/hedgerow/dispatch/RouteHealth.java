@@ -60,11 +60,11 @@ final class RouteHealth {
         Written w = written.computeIfAbsent(a.cand.id(), k -> new Written());
         w.failures++;
         w.lastFailureNanos = now;
-        if (f.retryAfterSeconds() > 0) {
+        if (f.retryAfterMillis() > 0) {
             // the store keeps the longer of two holds; so does this
-            w.holdUntilNanos = Math.max(w.holdUntilNanos, now + Duration.ofSeconds(f.retryAfterSeconds()).toNanos());
-            store.holdRetryAfter(a.cand.id(), Duration.ofSeconds(f.retryAfterSeconds()))
-                    .subscribe().with(v -> { }, t -> { });
+            Duration hold = Duration.ofMillis(f.retryAfterMillis());
+            w.holdUntilNanos = Math.max(w.holdUntilNanos, now + hold.toNanos());
+            store.holdRetryAfter(a.cand.id(), hold).subscribe().with(v -> { }, t -> { });
         }
     }
 

@@ -5,10 +5,19 @@ import dev.hedgerow.api.Json;
 import dev.hedgerow.dispatch.Attempt.Failure;
 
 import java.io.IOException;
+import java.math.BigDecimal;
+import java.math.RoundingMode;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeParseException;
+import java.util.regex.Pattern;
 
 /**
  * Reads what an upstream answers in the chat completions format: a streamed chunk's first choice, an error event's
- * message, whether a whole answer is one, an error body's code and a {@code retry-after}. Stateless.
+ * message, whether a whole answer is one, an error body's code and the wait a provider asks for ({@code retry-after-ms},
+ * {@code Retry-After}). Stateless.
  */
 final class UpstreamReplies {
     private UpstreamReplies() {
@@ -107,14 +116,68 @@ final class UpstreamReplies {
         }
     }
 
-    static long parseRetryAfter(String v) {
-        if (v == null) {
+    /** The longest wait a provider's retry headers are honoured for: a longer one (or a date further off) counts as this. */
+    static final long LONGEST_RETRY_AFTER_MILLIS = Duration.ofDays(1).toMillis();
+
+    /** A non-negative decimal number, as the OpenAI SDKs read both headers (they parse floats); no sign, no exponent. */
+    private static final Pattern DECIMAL = Pattern.compile("[0-9]+(\\.[0-9]*)?|\\.[0-9]+");
+
+    /**
+     * The wait a provider's answer asks for, in milliseconds (0: none), as the OpenAI SDKs read it: {@code
+     * retry-after-ms} when it is a non-negative number, else {@code Retry-After} as delay-seconds or as an HTTP-date
+     * (RFC 9110 section 10.2.3) relative to {@code now}. A fraction of a millisecond counts as a whole one (never
+     * early); a date already passed is 0; anything over {@link #LONGEST_RETRY_AFTER_MILLIS} counts as that. A value
+     * that is none of these (negative, not a number, a date in an obsolete form) is ignored.
+     *
+     * @param retryAfterMs the {@code retry-after-ms} header, or null
+     * @param retryAfter   the {@code Retry-After} header, or null
+     * @param now          the gateway's clock, what an HTTP-date is relative to
+     */
+    static long retryAfterMillis(String retryAfterMs, String retryAfter, Instant now) {
+        BigDecimal ms = decimal(retryAfterMs);
+        if (ms != null) {
+            return clampedMillis(ms);
+        }
+        BigDecimal seconds = decimal(retryAfter);
+        if (seconds != null) {
+            return clampedMillis(seconds.movePointRight(3));
+        }
+        Instant date = httpDate(retryAfter);
+        if (date == null) {
             return 0;
         }
+        // the parser takes four-digit years only, so the difference cannot overflow
+        return Math.max(0, Math.min(LONGEST_RETRY_AFTER_MILLIS, Duration.between(now, date).toMillis()));
+    }
+
+    private static BigDecimal decimal(String v) {
+        if (v == null) {
+            return null;
+        }
+        String t = v.trim();
+        return DECIMAL.matcher(t).matches() ? new BigDecimal(t) : null;
+    }
+
+    private static long clampedMillis(BigDecimal ms) {
+        BigDecimal whole = ms.setScale(0, RoundingMode.CEILING);
+        return whole.compareTo(BigDecimal.valueOf(LONGEST_RETRY_AFTER_MILLIS)) >= 0 ? LONGEST_RETRY_AFTER_MILLIS
+                : whole.longValueExact();
+    }
+
+    /**
+     * An HTTP-date in its preferred form, IMF-fixdate ({@code Fri, 31 Dec 1999 23:59:59 GMT}), read by the JDK's RFC
+     * 1123 parser (which also takes a one-digit day or a numeric zone, and refuses a day of the week that does not match
+     * the date); null for anything else. The obsolete RFC 850 and asctime forms are not read (no provider sends them,
+     * though RFC 9110 asks a recipient to accept them): they hold nothing.
+     */
+    private static Instant httpDate(String v) {
+        if (v == null || v.length() > 64) {
+            return null;
+        }
         try {
-            return Math.max(0, Long.parseLong(v.trim()));
-        } catch (NumberFormatException e) {
-            return 0;
+            return ZonedDateTime.parse(v.trim(), DateTimeFormatter.RFC_1123_DATE_TIME).toInstant();
+        } catch (DateTimeParseException e) {
+            return null;
         }
     }
 

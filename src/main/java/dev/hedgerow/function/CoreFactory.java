@@ -60,7 +60,7 @@ public final class CoreFactory {
         DispatchObserver observers = chain(new PrefixAffinity(store),
                 new RequestRecorder(store, audit, clock), extra);
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
-                tokens::countText, observers, models));
+                tokens::countText, observers, models, clock));
         return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream);
     }
 

@@ -59,11 +59,13 @@ class PriorityRetryTest {
     }
 
     @Test
-    void aShortRetryAfterIsWaitedForAndALongOneIsNot() {
+    void aShortRetryAfterIsWaitedForToTheMillisecondAndALongOneIsNot() {
         assertEquals(new PriorityRetry.Decision.Stay(a, Duration.ofSeconds(2)), PriorityRetry.afterFailure(
-                THREE_FAILS, List.of(a, c), Set.of("o/a"), a, 1, id -> 1, 429, 2));
+                THREE_FAILS, List.of(a, c), Set.of("o/a"), a, 1, id -> 1, 429, 2000));
+        assertEquals(new PriorityRetry.Decision.Stay(a, Duration.ofMillis(2999)), PriorityRetry.afterFailure(
+                THREE_FAILS, List.of(a, c), Set.of("o/a"), a, 1, id -> 1, 429, 2999));
         assertEquals(PriorityRetry.ORDINARY, PriorityRetry.afterFailure(THREE_FAILS, List.of(a, c), Set.of("o/a"),
-                a, 1, id -> 1, 429, 4));
+                a, 1, id -> 1, 429, 3001), "over max_retry_after_wait (3 s)");
     }
 
     @Test

@@ -28,10 +28,11 @@ public final class DispatchFixture {
     private DispatchFixture() {
     }
 
-    /** The dispatcher's dependencies, with {@link #models} on the same store and ticker. */
+    /** The dispatcher's dependencies, with {@link #models} on the same store and ticker, and a wall clock read from it. */
     public static Dispatcher.Deps deps(UpstreamClient upstream, StateStore store, Scheduler scheduler, Ticker ticker,
                                        ToIntFunction<String> tokens, DispatchObserver observer) {
-        return new Dispatcher.Deps(upstream, store, scheduler, ticker, tokens, observer, models(store, ticker));
+        return new Dispatcher.Deps(upstream, store, scheduler, ticker, tokens, observer, models(store, ticker),
+                () -> Instant.ofEpochMilli(ticker.millis()));
     }
 
     /** Learned models over the store with the default prior, their wall clock read from the ticker (fake time). */

@@ -19,6 +19,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
 import java.util.List;
 import java.util.Map;
 
@@ -242,6 +244,109 @@ class FailoverTest {
             time.advance(Duration.ofMillis(1));
             assertEquals(0, health(held.core().store(), "ra-openrouter").retryAfterMillis(), "hold ends");
             assertEquals("ra-openrouter", route(chat(held, "ra", "after the hold", false, first)));
+        }
+    }
+
+    static final String FIRST = "{\"order\":[\"openrouter\"]}";
+    /** The wall clock of the gateways below at ticker 0; a FakeTicker starts 1 s later, on a whole second. */
+    static final Instant EPOCH = Instant.parse("2026-01-01T00:00:00Z");
+
+    /** The wall clock a fake ticker moves: what an HTTP-date is read against. */
+    static InstantSource clockOn(FakeTicker time) {
+        return () -> EPOCH.plusNanos(time.nanos());
+    }
+
+    /**
+     * A gateway of its own over the simulators whose store (the hold's TTL) and wall clock (what an HTTP-date is
+     * relative to) both run on {@code time}.
+     */
+    static GatewayHarness heldOn(FakeTicker time) {
+        return GatewayHarness.start(vertx, yaml, sims, new MemoryStateStore(time), clockOn(time));
+    }
+
+    /** Openrouter answers the next request 429 with {@code fault}'s headers; digitalocean serves it. */
+    static void limitedOnce(GatewayHarness g, Fault fault) {
+        g.sim("openrouter").enqueue("kimi-k2", fault);
+        Response r = chat(g, "ra", "limited", false, FIRST);
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals(List.of("ra-openrouter", "ra-digitalocean"), trailRoutes(trail(r)));
+    }
+
+    /** The Retry-After hold left on ra-openrouter, in ms. */
+    static long holdMs(GatewayHarness g) {
+        return health(g.core().store(), "ra-openrouter").retryAfterMillis();
+    }
+
+    /** RFC 9110's other form of Retry-After: an HTTP-date, read against the gateway's clock (it was read as 0). */
+    @Test
+    void a429RetryAfterHttpDateHoldsTheRouteUntilTheClockPassesIt() {
+        FakeTicker time = new FakeTicker();
+        try (GatewayHarness held = heldOn(time)) {
+            limitedOnce(held, Fault.rateLimitedUntil(clockOn(time).instant().plusSeconds(30)));
+            assertEquals(30_000, holdMs(held), "the date is 30 s past the gateway's clock");
+            assertEquals("ra-digitalocean", route(chat(held, "ra", "held", false, FIRST)));
+            time.advance(Duration.ofMillis(29_999));
+            assertEquals("ra-digitalocean", route(chat(held, "ra", "held to the last ms", false, FIRST)));
+            assertEquals(1, received(held, "openrouter", "kimi-k2"), "not called again before the date");
+            time.advance(Duration.ofMillis(1));
+            assertEquals("ra-openrouter", route(chat(held, "ra", "at the date", false, FIRST)));
+
+            // a date the clock has passed holds nothing
+            limitedOnce(held, Fault.rateLimitedWith(Map.of("Retry-After", "Fri, 31 Dec 1999 23:59:59 GMT")));
+            assertEquals(0, holdMs(held));
+            assertEquals("ra-openrouter", route(chat(held, "ra", "not held", false, FIRST)));
+        }
+    }
+
+    /** OpenAI's retry-after-ms alone (it was ignored: no hold at all) holds the route to the millisecond. */
+    @Test
+    void a429RetryAfterMsHoldsTheRouteToTheMillisecond() {
+        FakeTicker time = new FakeTicker();
+        try (GatewayHarness held = heldOn(time)) {
+            limitedOnce(held, Fault.rateLimitedMillis(1500, null));
+            assertEquals(1500, holdMs(held));
+            time.advance(Duration.ofMillis(1499));
+            assertEquals("ra-digitalocean", route(chat(held, "ra", "held to the last ms", false, FIRST)));
+            time.advance(Duration.ofMillis(1));
+            assertEquals("ra-openrouter", route(chat(held, "ra", "after 1.5 s", false, FIRST)));
+        }
+    }
+
+    /** Both sent (as OpenAI and Azure OpenAI do): retry-after-ms is the exact one, as the OpenAI SDKs read it. */
+    @Test
+    void retryAfterMsIsPreferredToRetryAfter() {
+        FakeTicker time = new FakeTicker();
+        try (GatewayHarness held = heldOn(time)) {
+            limitedOnce(held, Fault.rateLimitedMillis(1500, 30));
+            assertEquals(1500, holdMs(held), "not Retry-After's 30 s");
+            time.advance(Duration.ofMillis(1500));
+            assertEquals("ra-openrouter", route(chat(held, "ra", "after 1.5 s", false, FIRST)));
+        }
+    }
+
+    /**
+     * A retry-after-ms that is not a non-negative number is ignored (Retry-After decides, in either form); a wait
+     * over a day, in either header, holds the route a day.
+     */
+    @Test
+    void aMalformedRetryAfterMsIsIgnoredAndAWaitOverADayCountsAsADay() {
+        FakeTicker time = new FakeTicker();
+        try (GatewayHarness held = heldOn(time)) {
+            String inTenSeconds = Fault.HTTP_DATE.format(clockOn(time).instant().plusSeconds(10));
+            limitedOnce(held, Fault.rateLimitedWith(Map.of("retry-after-ms", "soon", "Retry-After", inTenSeconds)));
+            assertEquals(10_000, holdMs(held));
+            time.advance(Duration.ofSeconds(10));
+
+            limitedOnce(held, Fault.rateLimitedWith(Map.of("retry-after-ms", "-5", "Retry-After", "2")));
+            assertEquals(2000, holdMs(held));
+            time.advance(Duration.ofSeconds(2));
+
+            limitedOnce(held, Fault.rateLimitedWith(Map.of("Retry-After", "9999999999999")));
+            assertEquals(Duration.ofDays(1).toMillis(), holdMs(held));
+            time.advance(Duration.ofDays(1));
+
+            limitedOnce(held, Fault.rateLimitedMillis(Duration.ofDays(2).toMillis(), 1));
+            assertEquals(Duration.ofDays(1).toMillis(), holdMs(held));
         }
     }
 

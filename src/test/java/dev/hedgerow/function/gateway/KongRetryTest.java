@@ -74,6 +74,8 @@ class KongRetryTest {
                       - { id: loww, alias: tiersw, provider: sim, model: m-loww, priority: 2 }
                       - { id: topl, alias: tiersl, provider: sim, model: m-topl, priority: 1 }
                       - { id: lowl, alias: tiersl, provider: sim, model: m-lowl, priority: 2 }
+                      - { id: topm, alias: tiersm, provider: sim, model: m-topm, priority: 1 }
+                      - { id: lowm, alias: tiersm, provider: sim, model: m-lowm, priority: 2 }
                     groups:
                       c500: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
                       c503: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
@@ -95,6 +97,7 @@ class KongRetryTest {
                       tiers1: { strategy: priority, hedging: false, breaker: { max_fails: 1, fail_timeout: 30s } }
                       tiersw: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
                       tiersl: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
+                      tiersm: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
                 """.formatted(deadPort);
     }
 
@@ -111,7 +114,7 @@ class KongRetryTest {
         for (String m : List.of("m-c5-a", "m-c5-b", "m-c3-a", "m-c3-b", "m-c4-a", "m-c4-b", "m-d4-a", "m-d4-b", "m-ni-a", "m-np-a",
                 "m-np-b", "m-kr-a", "m-kr-b", "m-kb-a", "m-kb-b", "m-ki-a", "m-ki-b", "m-rt-a", "m-rt-b", "m-rt-c",
                 "m-rd-a", "m-rd-b", "m-rn-a", "m-rn-b", "m-top", "m-low", "m-top1", "m-low1",
-                "m-topw", "m-loww", "m-topl", "m-lowl", "m-lone", "m-lone2")) {
+                "m-topw", "m-loww", "m-topl", "m-lowl", "m-topm", "m-lowm", "m-lone", "m-lone2")) {
             sim = sim.withModel(m, instant);
         }
         gw = GatewayHarness.start(yaml(deadPort), Map.of("sim", sim));
@@ -326,5 +329,25 @@ class KongRetryTest {
         Response r = send("tiersl");
         assertEquals(200, r.statusCode());
         assertEquals(List.of("topl:failed:http_429", "lowl:success"), trail(r));
+    }
+
+    /**
+     * retry-after-ms (300) beside a Retry-After over max_retry_after_wait (5 s): the exact wait is the provider's, so
+     * the top tier is waited for, 300 ms and not a whole second (it failed over to the low tier on the 5 s).
+     */
+    @Test
+    void priorityWaitsForAShortRetryAfterMsEvenBesideALongRetryAfter() {
+        gw.sim("sim").enqueue("m-topm", Fault.rateLimitedMillis(300, 5));
+        Response r = send("tiersm");
+        assertEquals(200, r.statusCode());
+        assertEquals(List.of("topm:failed:http_429", "topm:success"), trail(r));
+        assertEquals(0, received("m-lowm"));
+        // scheduled after the 300 ms (a lower bound the scheduler guarantees, not a speed check)
+        try {
+            JsonNode second = Json.parse(r.header("x-hedgerow-attempts").getBytes()).get(1);
+            assertTrue(second.path("start_ms").asLong() >= 300, second.toString());
+        } catch (IOException e) {
+            throw new AssertionError(e);
+        }
     }
 }

@@ -134,6 +134,22 @@ class RetryAdviceTest {
     }
 
     /**
+     * Providers that say retry-after-ms (1500) beside a rounded Retry-After (2): the exhausted request is told the
+     * exact wait they asked for, which serves it (it said 2000, having read the whole seconds only).
+     */
+    @Test
+    void anExhaustionAfter429sWithRetryAfterMsWaitsTheirMilliseconds() {
+        gw.sim("openrouter").enqueue("kimi-k2", Fault.rateLimitedMillis(1500, 2));
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.rateLimitedMillis(1500, 2));
+        Response r = chat(gw, "held", "rate limited in ms");
+        assertEquals(503, r.statusCode(), r.asString());
+        assertWait(r, "2", "1500");
+
+        time.advance(Duration.ofMillis(1500));
+        assertEquals(200, chat(gw, "held", "back").statusCode(), "the wait it named was enough");
+    }
+
+    /**
      * A wait past a minute (a provider's 429 hold of 10 minutes) is named, and the SDKs are told not to retry by
      * themselves: the Python SDK would retry on its own short backoff into the same refusal, the Node SDK would sleep
      * the ten minutes with the caller's request hanging. At a minute or less they keep their own rule.
