@@ -12,6 +12,7 @@ import dev.hedgerow.state.UsageSample;
 
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -285,8 +286,15 @@ final class ClientOutput {
     }
 
     /**
-     * Sends the attempt's client error as the provider sent it, its API key redacted; on a stream whose head already
-     * went out (early), as its error event instead.
+     * The retry advice of a provider's error that reaches the client as it was sent: every header the OpenAI SDKs
+     * read to decide whether and when to retry (they prefer retry-after-ms to Retry-After). CORS exposes each
+     * ({@code quarkus.http.cors.exposed-headers}).
+     */
+    static final List<String> PROVIDER_RETRY_HEADERS = List.of("retry-after", "retry-after-ms", "x-should-retry");
+
+    /**
+     * Sends the attempt's client error as the provider sent it (with its retry headers), its API key redacted; on a
+     * stream whose head already went out (early), as its error event instead.
      */
     void passThrough(Attempt a, byte[] raw, ArrayNode trail) {
         byte[] bytes = redactKey(raw, a.cand.provider().apiKey());
@@ -307,8 +315,11 @@ final class ClientOutput {
         headers.put("x-hedgerow-request-id", req.requestId());
         headers.put("x-hedgerow-route", a.cand.route().id());
         headers.put("x-hedgerow-attempts", Json.write(trail));
-        if (a.headers.containsKey("retry-after")) {
-            headers.put("retry-after", a.headers.get("retry-after"));
+        for (String h : PROVIDER_RETRY_HEADERS) {
+            String v = a.headers.get(h);
+            if (v != null) {
+                headers.put(h, v);
+            }
         }
         sink.head(a.status, headers);
         sink.end(bytes);

@@ -76,6 +76,7 @@ class KongRetryTest {
                       - { id: lowl, alias: tiersl, provider: sim, model: m-lowl, priority: 2 }
                       - { id: topm, alias: tiersm, provider: sim, model: m-topm, priority: 1 }
                       - { id: lowm, alias: tiersm, provider: sim, model: m-lowm, priority: 2 }
+                      - { id: pt-a, alias: passed, provider: sim, model: m-pt-a }
                     groups:
                       c500: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
                       c503: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
@@ -98,6 +99,7 @@ class KongRetryTest {
                       tiersw: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
                       tiersl: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
                       tiersm: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
+                      passed: { strategy: weighted, hedging: false, failover_criteria: [error, timeout] }
                 """.formatted(deadPort);
     }
 
@@ -114,7 +116,7 @@ class KongRetryTest {
         for (String m : List.of("m-c5-a", "m-c5-b", "m-c3-a", "m-c3-b", "m-c4-a", "m-c4-b", "m-d4-a", "m-d4-b", "m-ni-a", "m-np-a",
                 "m-np-b", "m-kr-a", "m-kr-b", "m-kb-a", "m-kb-b", "m-ki-a", "m-ki-b", "m-rt-a", "m-rt-b", "m-rt-c",
                 "m-rd-a", "m-rd-b", "m-rn-a", "m-rn-b", "m-top", "m-low", "m-top1", "m-low1",
-                "m-topw", "m-loww", "m-topl", "m-lowl", "m-topm", "m-lowm", "m-lone", "m-lone2")) {
+                "m-topw", "m-loww", "m-topl", "m-lowl", "m-topm", "m-lowm", "m-pt-a", "m-lone", "m-lone2")) {
             sim = sim.withModel(m, instant);
         }
         gw = GatewayHarness.start(yaml(deadPort), Map.of("sim", sim));
@@ -349,5 +351,21 @@ class KongRetryTest {
         } catch (IOException e) {
             throw new AssertionError(e);
         }
+    }
+
+    /**
+     * A 429 outside the failover criteria reaches the client as the provider sent it, with every retry header the
+     * OpenAI SDKs read: Retry-After, retry-after-ms (which they prefer) and x-should-retry.
+     */
+    @Test
+    void aPassedThrough429CarriesTheProvidersRetryHeaders() {
+        gw.sim("sim").enqueue("m-pt-a", Fault.rateLimitedWith(Map.of("Retry-After", "7", "retry-after-ms", "6500",
+                "x-should-retry", "true")));
+        Response r = send("passed");
+        assertEquals(429, r.statusCode(), r.asString());
+        assertEquals("rate_limit_exceeded", r.jsonPath().getString("error.code"));
+        assertEquals("7", r.header("retry-after"), r.headers().toString());
+        assertEquals("6500", r.header("retry-after-ms"), r.headers().toString());
+        assertEquals("true", r.header("x-should-retry"), r.headers().toString());
     }
 }
