@@ -34,7 +34,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Two gateway instances over one private Redis behave as one router: a failure seen by one cools the route down
- * for the other, only one half-open probe is sent fleet-wide, and a refusal on one is in the shared audit stream.
+ * for the other, a provider's Retry-After hold met by one holds the route for the other, only one half-open probe is
+ * sent fleet-wide, and a refusal on one is in the shared audit stream.
  */
 class TwoInstancesTest {
     static final String DO_FIRST = "{\"order\":[\"digitalocean\"]}";
@@ -45,9 +46,12 @@ class TwoInstancesTest {
                   - { alias: kimi3, provider: together, model: kimi-k2 }
                   - { alias: brief, provider: openrouter, model: kimi-k2 }
                   - { alias: brief, provider: digitalocean, model: kimi-k2 }
+                  - { alias: held, provider: openrouter, model: kimi-k2 }
+                  - { alias: held, provider: digitalocean, model: kimi-k2 }
             """, """
                   kimi3: { strategy: rr_health, hedging: false, breaker: { max_fails: 1, fail_timeout: 4s } }
                   brief: { strategy: rr_health, hedging: false, breaker: { max_fails: 1, fail_timeout: 1s } }
+                  held: { strategy: rr_health, hedging: false, breaker: { max_fails: 5, fail_timeout: 30s } }
             """);
     static final ModelScript QUICK = GroupKit.quick(6);
 
@@ -91,6 +95,26 @@ class TwoInstancesTest {
         }
         assertEquals(1, received(gw2, "digitalocean", "kimi-k2"));
         assertTrue(health(store2, "kimi3-digitalocean").coolingDown(), "precondition: still inside the cooldown");
+    }
+
+    /**
+     * A 429 met by one instance with retry-after-ms 20500 beside Retry-After 30: the hold in Redis is the 20.5 s to the
+     * millisecond (a PX TTL, as it always was, so an older instance reads it alike), and the other instance passes the
+     * route over. Real Redis time runs, so only an upper bound of what is left is exact.
+     */
+    @Test
+    void aRetryAfterMsHoldMetByOneInstanceHoldsTheRouteForTheOther() {
+        String orFirst = "{\"order\":[\"openrouter\"]}";
+        gw1.sim("openrouter").enqueue("kimi-k2", Fault.rateLimitedMillis(20_500, 30));
+        Response limited = chat(gw1, "held", "limited", false, orFirst);
+        assertEquals(200, limited.statusCode(), limited.asString());
+        assertEquals(List.of("held-openrouter", "held-digitalocean"), trailRoutes(GroupKit.trail(limited)));
+        eventually(() -> health(store2, "held-openrouter").retryAfterMillis() > 0, "the hold is shared");
+        long left = health(store2, "held-openrouter").retryAfterMillis();
+        assertTrue(left <= 20_500, "retry-after-ms, not Retry-After's 30 s: " + left + " ms left");
+        Response other = chat(gw2, "held", "the other", false, orFirst);
+        assertEquals("held-digitalocean", route(other));
+        assertEquals(1, received(gw2, "openrouter", "kimi-k2"), "held on instance 2");
     }
 
     @Test
