@@ -16,8 +16,8 @@ import java.util.regex.Pattern;
 
 /**
  * Reads what an upstream answers in the chat completions format: a streamed chunk's first choice, an error event's
- * message, whether a whole answer is one, an error body's code and the wait a provider asks for ({@code retry-after-ms},
- * {@code Retry-After}). Stateless.
+ * message, whether a whole answer is one, an error body's code and the wait a provider asks for
+ * ({@code retry-after-ms}, {@code Retry-After}). Stateless.
  */
 final class UpstreamReplies {
     private UpstreamReplies() {
@@ -116,10 +116,10 @@ final class UpstreamReplies {
         }
     }
 
-    /** The longest wait a provider's retry headers are honoured for: a longer one (or a date further off) counts as this. */
+    /** The longest wait a provider's retry headers are honoured for: a longer one (a later date) counts as this. */
     static final long LONGEST_RETRY_AFTER_MILLIS = Duration.ofDays(1).toMillis();
 
-    /** A non-negative decimal number, as the OpenAI SDKs read both headers (they parse floats); no sign, no exponent. */
+    /** A non-negative decimal number, as the OpenAI SDKs read both headers (floats); no sign, no exponent. */
     private static final Pattern DECIMAL = Pattern.compile("[0-9]+(\\.[0-9]*)?|\\.[0-9]+");
 
     /**
@@ -166,9 +166,9 @@ final class UpstreamReplies {
 
     /**
      * An HTTP-date in its preferred form, IMF-fixdate ({@code Fri, 31 Dec 1999 23:59:59 GMT}), read by the JDK's RFC
-     * 1123 parser (which also takes a one-digit day or a numeric zone, and refuses a day of the week that does not match
-     * the date); null for anything else. The obsolete RFC 850 and asctime forms are not read (no provider sends them,
-     * though RFC 9110 asks a recipient to accept them): they hold nothing.
+     * 1123 parser (which also takes a one-digit day or a numeric zone, and refuses a day of the week that does not
+     * match the date); null for anything else. The obsolete RFC 850 and asctime forms are not read (no provider
+     * sends them, though RFC 9110 asks a recipient to accept them): they hold nothing.
      */
     private static Instant httpDate(String v) {
         if (v == null || v.length() > 64) {

@@ -28,7 +28,7 @@ public final class DispatchFixture {
     private DispatchFixture() {
     }
 
-    /** The dispatcher's dependencies, with {@link #models} on the same store and ticker, and a wall clock read from it. */
+    /** The dispatcher's dependencies: {@link #models} on the same store and ticker, a wall clock read from it. */
     public static Dispatcher.Deps deps(UpstreamClient upstream, StateStore store, Scheduler scheduler, Ticker ticker,
                                        ToIntFunction<String> tokens, DispatchObserver observer) {
         return new Dispatcher.Deps(upstream, store, scheduler, ticker, tokens, observer, models(store, ticker),
