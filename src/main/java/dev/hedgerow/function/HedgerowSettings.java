@@ -29,10 +29,10 @@ import java.util.Set;
  * <li><b>A blank value is no value</b>, so the setting takes its default. Deployment files leave per-deployment
  *     variables empty ({@code functions/*}/function.env); SmallRye Config hands an empty value to an injected
  *     {@code defaultValue} as it is and the conversion fails ("Failed to load config value of type boolean"),
- *     while an {@code Optional} took it as missing. Dropping it here, below the profile interceptor, makes both
- *     see "not set", and a profile's value ({@code %test.hedgerow.jit.idle-priority}) still applies. (An interceptor
- *     cannot hand the lookup on to a lower-ordinal source: a blank variable also hides the same property written in
- *     a properties file; application.properties sets none of Hedgerow's but that one profile value.)</li>
+ *     while an {@code Optional} took it as missing. A blank variable or system property is not set at all
+ *     ({@link BlankVariables}: the next source down decides, a properties file's or a profile's value included);
+ *     a blank value left in another source is dropped here, below the profile interceptor, so both see "not set"
+ *     and a profile's value ({@code %test.hedgerow.jit.idle-priority}) still applies ({@link #blankMeansUnset}).</li>
  * <li><b>A value that does not parse stops startup</b> with one message that lists every bad setting by its
  *     variable and says what it takes, before anything reads them ({@link #ALL} gives each setting's kind). A
  *     boolean used to turn into {@code false} with a warning (SmallRye's converter takes anything), a bad number
@@ -139,7 +139,7 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
         return OptionalInt.of(Priorities.LIBRARY + 150);
     }
 
-    /** Drops a blank value of one of Hedgerow's properties: the lookup then finds nothing, and the default applies. */
+    /** Drops a blank value of a {@linkplain #blankMeansUnset process setting}: nothing is found, the default applies. */
     static final class BlankIsUnset implements ConfigSourceInterceptor {
         @Serial
         private static final long serialVersionUID = 1L;
@@ -147,7 +147,7 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
         @Override
         public ConfigValue getValue(ConfigSourceInterceptorContext context, String name) {
             ConfigValue v = context.proceed(name);
-            if (v != null && v.getValue() != null && v.getValue().isBlank() && isHedgerows(name)) {
+            if (v != null && v.getValue() != null && v.getValue().isBlank() && blankMeansUnset(name)) {
                 return null;
             }
             return v;
@@ -156,8 +156,26 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
 
     /** True for {@code hedgerow.*} and {@code redis.url}, with or without a profile ({@code %test.hedgerow.x}). */
     static boolean isHedgerows(String name) {
-        String n = name.startsWith("%") && name.indexOf('.') > 0 ? name.substring(name.indexOf('.') + 1) : name;
+        String n = withoutProfile(name);
         return n.startsWith("hedgerow.") || n.equals("redis.url");
+    }
+
+    /**
+     * Whether a blank value of {@code name} means "not set": Hedgerow's settings, by property name
+     * ({@code %prod.hedgerow.x}) or by variable name, as an expression in a properties file looks it up
+     * ({@code ${HEDGEROW_X}}).
+     */
+    public static boolean blankMeansUnset(String name) {
+        String n = withoutProfile(name);
+        if (isHedgerows(n)) {
+            return true;
+        }
+        String variable = n.replaceAll("[^A-Za-z0-9]", "_").toUpperCase(Locale.ROOT);
+        return variable.startsWith("HEDGEROW_") || variable.equals("REDIS_URL");
+    }
+
+    private static String withoutProfile(String name) {
+        return name.startsWith("%") && name.indexOf('.') > 0 ? name.substring(name.indexOf('.') + 1) : name;
     }
 
     /** The variable and where its value came from; the value itself unless it is a secret (a URL without its password). */

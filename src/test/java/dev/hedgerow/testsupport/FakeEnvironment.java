@@ -1,14 +1,15 @@
 package dev.hedgerow.testsupport;
 
+import dev.hedgerow.function.BlankVariables;
 import io.quarkus.test.common.QuarkusTestResourceLifecycleManager;
-import io.smallrye.config.EnvConfigSource;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * Environment variables for an application a test starts in this JVM (a JVM cannot change its own environment):
- * SmallRye Config's own {@link EnvConfigSource} over the variables a test sets, just above the real environment
+ * the application's own environment source ({@link BlankVariables.Environment}, SmallRye Config's
+ * {@code EnvConfigSource} with its blank rule) over the variables a test sets, just above the real environment
  * (ordinal 301), so {@code HEDGEROW_JIT_IDLE_PRIORITY=} reaches {@code hedgerow.jit.idle-priority} exactly as a real
  * variable does. Registered for every test application (META-INF/services); empty unless a test sets it. Only
  * MicroProfile Config sees these variables: code that reads {@code System.getenv} (a catalog's {@code ${NAME}}
@@ -17,7 +18,7 @@ import java.util.Map;
  * <p>The variables travel in a system property, which the test's class loader and the application's share; the
  * source reads them when the application builds its configuration. Not for tests that run at the same time.
  */
-public final class FakeEnvironment extends EnvConfigSource {
+public final class FakeEnvironment extends BlankVariables.Environment {
     private static final String PROPERTY = "fake-environment.variables";
     private static final char SEP = '\u0001';
 
