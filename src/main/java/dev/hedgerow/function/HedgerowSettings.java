@@ -32,7 +32,8 @@ import java.util.Set;
  *     while an {@code Optional} took it as missing. A blank variable or system property is not set at all
  *     ({@link BlankVariables}: the next source down decides, a properties file's or a profile's value included);
  *     a blank value left in another source is dropped here, below the profile interceptor, so both see "not set"
- *     and a profile's value ({@code %test.hedgerow.jit.idle-priority}) still applies ({@link #blankMeansUnset}).</li>
+ *     and a profile's value ({@code %test.hedgerow.jit.idle-priority}) still applies. The same holds for the
+ *     Quarkus settings of {@link #QUARKUS} ({@link #blankMeansUnset}).</li>
  * <li><b>A value that does not parse stops startup</b> with one message that lists every bad setting by its
  *     variable and says what it takes, before anything reads them ({@link #ALL} gives each setting's kind). A
  *     boolean used to turn into {@code false} with a warning (SmallRye's converter takes anything), a bad number
@@ -96,6 +97,18 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
             new Setting("hedgerow.prober.timeout", Kind.DURATION),
             new Setting("hedgerow.prober.token", Kind.SECRET),
             new Setting("hedgerow.prober.min-interval", Kind.DURATION));
+
+    /**
+     * Quarkus' own settings that get the blank-is-unset rule: the address the process listens on, which is what a
+     * deployment's environment sets (every shipped env file and manifest sets {@code QUARKUS_HTTP_PORT}; a platform
+     * template that fills in the port fills in the host beside it). Not every {@code quarkus.*} property: for many an
+     * empty value is a value (an empty list, an empty root path or log format), and the rest are set on purpose, by
+     * someone turning a feature on, not left empty by a template.
+     */
+    public static final List<String> QUARKUS = List.of("quarkus.http.port", "quarkus.http.host");
+
+    private static final Set<String> QUARKUS_VARIABLES = Set.copyOf(QUARKUS.stream()
+            .map(p -> new Setting(p, Kind.TEXT).variable()).toList());
 
     // SmallRye's boolean converter reads the first five as true and anything else as false (with a warning only)
     private static final Set<String> FLAGS = Set.of("true", "1", "yes", "y", "on", "false", "0", "no", "n", "off");
@@ -161,9 +174,9 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
     }
 
     /**
-     * Whether a blank value of {@code name} means "not set": Hedgerow's settings, by property name
-     * ({@code %prod.hedgerow.x}) or by variable name, as an expression in a properties file looks it up
-     * ({@code ${HEDGEROW_X}}).
+     * Whether a blank value of {@code name} means "not set": Hedgerow's settings and those of {@link #QUARKUS}, by
+     * property name ({@code quarkus.http.port}, {@code %prod.hedgerow.x}) or by variable name, as an expression in a
+     * properties file looks it up ({@code ${QUARKUS_HTTP_PORT:8080}}).
      */
     public static boolean blankMeansUnset(String name) {
         String n = withoutProfile(name);
@@ -171,7 +184,7 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
             return true;
         }
         String variable = n.replaceAll("[^A-Za-z0-9]", "_").toUpperCase(Locale.ROOT);
-        return variable.startsWith("HEDGEROW_") || variable.equals("REDIS_URL");
+        return QUARKUS_VARIABLES.contains(variable) || variable.startsWith("HEDGEROW_") || variable.equals("REDIS_URL");
     }
 
     private static String withoutProfile(String name) {

@@ -20,11 +20,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The real application started with every one of its variables set but empty at once ({@code HEDGEROW_CONFIG=},
- * {@code REDIS_URL=}, {@code HEDGEROW_JIT_IDLE_PRIORITY=}, ... every setting of {@link HedgerowSettings#ALL}), as an
+ * {@code REDIS_URL=}, {@code HEDGEROW_JIT_IDLE_PRIORITY=}, ... every setting of {@link HedgerowSettings#ALL}, and
+ * Quarkus' {@code QUARKUS_HTTP_PORT=} and {@code QUARKUS_HTTP_HOST=} of {@link HedgerowSettings#QUARKUS}), as an
  * env file that leaves per-deployment values empty sets them ({@code functions/*}/function.env): each means its
- * default (the demo catalog, embedded state, every function), and a chat request is routed. The process used to fail
- * at start with only "Failed to load config value of type boolean for: hedgerow.jit.idle-priority", since an empty
- * value was not a missing one to an injected default.
+ * default (the demo catalog, embedded state, every function, Quarkus' port and host), and a chat request is routed.
+ * The process used to fail at start with only "Failed to load config value of type boolean for:
+ * hedgerow.jit.idle-priority", since an empty value was not a missing one to an injected default; an empty
+ * {@code QUARKUS_HTTP_PORT} still stopped it ("SRCFG00040: The config property quarkus.http.port is defined as the
+ * empty String").
  */
 @QuarkusTest
 @TestProfile(EmptySettingsStartupTest.EveryVariableEmpty.class)
@@ -41,6 +44,8 @@ class EmptySettingsStartupTest {
         public List<TestResourceEntry> testResources() {
             Map<String, String> env = new LinkedHashMap<>();
             HedgerowSettings.ALL.forEach(s -> env.put(s.variable(), ""));
+            env.put("QUARKUS_HTTP_PORT", "");
+            env.put("QUARKUS_HTTP_HOST", " ");
             return List.of(new TestResourceEntry(FakeEnvironment.Resource.class, env));
         }
     }
