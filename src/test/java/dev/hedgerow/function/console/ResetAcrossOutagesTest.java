@@ -1,0 +1,154 @@
+package dev.hedgerow.function.console;
+
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.SimText;
+import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.Sse;
+import io.quarkus.test.common.QuarkusTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.path.json.JsonPath;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.List;
+
+import static dev.hedgerow.function.console.AdminResetTest.admin;
+import static dev.hedgerow.function.console.AdminResetTest.alphaFirst;
+import static dev.hedgerow.function.console.AdminResetTest.reset;
+import static dev.hedgerow.function.console.AdminResetTest.tried;
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.equalTo;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A route's health across Redis outages, on the real application (gateway and console in one process, as the default
+ * deployment runs them) over its private Redis, which the tests stop and start again. While Redis is down the
+ * instance keeps breaker verdicts in its local fallback store ({@code ResilientStateStore}); what an operator's
+ * {@code POST /admin/routes/reset} clears there, and what is left of them when Redis answers again, decides whether a
+ * route that serves is kept out at the next outage.
+ *
+ * <p>The {@code duo} group's breaker has a 10 min cooldown here, so a cooldown the tests open ends only by a reset
+ * while they run, however slow the machine (the app's stores are on the system clock: a cooldown that ended by itself
+ * would let a route serve whether the reset reached the local store or not). Requests ask for alpha first ({@code provider.order}),
+ * so the attempt trail says whether duo-alpha was passed over.
+ */
+@QuarkusTest
+@QuarkusTestResource(value = AppTestResource.class, restrictToAnnotatedClass = false)
+class ResetAcrossOutagesTest {
+    static final String LONG_COOLDOWN = "{\"breaker\": {\"max_fails\": 1, \"fail_timeout\": \"600s\"}}";
+
+    @BeforeEach
+    void duoWithALongCooldown() {
+        AppTestResource.sims().values().forEach(s -> s.clearFaults());
+        admin("a-acme").body(AdminApiTest.DUO_AS_FILED).put("/admin/groups/duo").then().statusCode(200);
+        admin("a-acme").body(LONG_COOLDOWN).put("/admin/groups/duo").then().statusCode(200);
+        for (String route : List.of("duo-alpha", "duo-beta")) {
+            reset("a-acme", route).then().statusCode(200);
+        }
+    }
+
+    /** Redis runs again, the instance is back on it, and duo is as filed with healthy routes for the next class. */
+    @AfterEach
+    void redisBackAndDuoAsFiled() {
+        AppTestResource.redis().restart();
+        driveUntilState("shared");
+        AppTestResource.sims().values().forEach(s -> s.clearFaults());
+        admin("a-acme").body(AdminApiTest.DUO_AS_FILED).put("/admin/groups/duo").then().statusCode(200);
+        for (String route : List.of("duo-alpha", "duo-beta")) {
+            reset("a-acme", route).then().statusCode(200);
+        }
+    }
+
+    static String stateMode() {
+        String body = given().get("/q/health/ready").then().statusCode(200).extract().asString();
+        return JsonPath.from(body).getString("checks.find { it.name == 'hedgerow-state' }.data.state");
+    }
+
+    /**
+     * Serves requests (to alias solo, which nothing here checks the health of) until readiness reports the state
+     * store {@code state}: {@code degraded} once the outage guard has opened, {@code shared} once it closed again.
+     */
+    static void driveUntilState(String state) {
+        long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+        for (int i = 0; !state.equals(stateMode()); i++) {
+            assertTrue(System.nanoTime() < deadline, "readiness never reported state " + state);
+            String prompt = "outage drive " + i;
+            String out = given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"solo\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\""
+                            + prompt + "\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+            assertEquals(SimText.expected(AppTestResource.SEED, prompt, 24), Sse.content(out));
+        }
+    }
+
+    /** Stops Redis and waits until the instance answers from its local store. */
+    static void redisDown() {
+        AppTestResource.redis().stop();
+        driveUntilState("degraded");
+        // past the instance's copy of duo-alpha's state (hedgerow.state.snapshot-max-age, 50 ms): what follows reads
+        // the local store, not a copy taken while Redis still answered
+        pause(Duration.ofMillis(120));
+    }
+
+    static void redisUp() {
+        AppTestResource.redis().restart();
+        driveUntilState("shared");
+    }
+
+    static void pause(Duration d) {
+        try {
+            Thread.sleep(d.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    /** duo-alpha's state as {@code GET /admin/health} reports it. */
+    static String alphaState() {
+        return admin("a-acme").get("/admin/health?alias=duo").then().statusCode(200).extract()
+                .path("groups[0].members.find { it.route == 'duo-alpha' }.state");
+    }
+
+    /** alpha answers 500 once: duo-alpha's breaker opens (max_fails 1) and the request fails over to beta. */
+    static void alphaFails(String prompt) {
+        AppTestResource.sims().get("alpha").enqueue("kimi-a", Fault.status(500));
+        assertEquals(List.of("duo-alpha", "duo-beta"), tried(alphaFirst(null, prompt)));
+        assertEquals("cooling_down", alphaState());
+    }
+
+    /**
+     * A reset while Redis answers clears the breaker the local store kept from an earlier outage too: at the next
+     * outage the route serves. (Before c12ff51 the reset reached Redis only, and the local breaker was back, cooling
+     * down for the rest of its 10 min, as soon as Redis went away again.)
+     */
+    @Test
+    void aResetWhileRedisAnswersHoldsThroughTheNextOutage() {
+        // 1. Redis down: alpha fails, and the open breaker is kept in the instance's local store
+        redisDown();
+        alphaFails("alpha fails in the outage");
+        assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "passed over in the outage")));
+
+        // 2. Redis back. The outage guard closes after its trial calls and every read and write goes to Redis again;
+        // the local store is not consulted and its verdicts are not copied over, and this Redis restarted empty (no
+        // persistence), so it has no breaker for duo-alpha: the gateway sees the route healthy. Then alpha fails
+        // again, now in Redis, and the operator sees that breaker and resets it.
+        redisUp();
+        assertEquals("healthy", alphaState(), "the restarted Redis holds no breaker; the local one is not read");
+        alphaFails("alpha fails once Redis is back");
+
+        // 3. the operator puts the route back into service
+        reset("a-acme", "duo-alpha").then().statusCode(200)
+                .body("previous_state", equalTo("cooling_down"))
+                .body("state", equalTo("healthy"));
+
+        // 4. Redis down again: the instance answers from its local store, where the reset cleared duo-alpha as well
+        redisDown();
+        assertEquals("healthy", alphaState(), "not cooling down on the breaker the first outage left locally");
+        assertEquals(List.of("duo-alpha"), tried(alphaFirst(null, "alpha serves in the second outage")));
+    }
+
+}
