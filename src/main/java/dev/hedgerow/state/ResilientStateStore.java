@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.SortedMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -33,8 +34,11 @@ import java.util.function.Supplier;
  * Redis is down as a whole, not per key. A call that fails, times out or is refused by the open breaker is answered by
  * the local store instead. The breaker's state is the degraded signal: {@link #degraded()} is true while it is open
  * or half-open. When Redis answers again the half-open trial calls succeed, the breaker closes and every call goes
- * back to shared state; what was written locally meanwhile (cooldowns, cursors, usage) is simply left behind, as all
- * of it is rebuilt from traffic.
+ * back to shared state; what was written locally meanwhile (cursors, usage, leases) is simply left behind, as all of
+ * it is rebuilt from traffic. Route health written locally (failure counts, cooldowns, probe slots, Retry-After holds)
+ * is dropped from the local store as soon as the shared store answers a call again: from then on the routes are
+ * judged there, and a verdict left behind would be out of date, yet back in force at the next outage (a route that has
+ * served since, kept out for the rest of a cooldown from the last one).
  *
  * <p>The catalog is the one thing traffic cannot rebuild, so this class keeps a mirror of every org catalog it has
  * read or written. During an outage catalog reads answer from the mirror (the instance keeps its orgs instead of
@@ -90,6 +94,8 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicLong lostEdits = new AtomicLong();
     /** Each (org, day, alias) line's writes to the shared ledger not confirmed yet; see {@link #addLedger}. */
     private final Map<LedgerKey, LedgerLine> ledgerLines = new ConcurrentHashMap<>();
+    /** Routes whose health the local store took a write for since the shared store last answered (see the class). */
+    private final Set<String> localHealth = ConcurrentHashMap.newKeySet();
     private final AtomicInteger heldLedgerLines = new AtomicInteger();
     /** This instance's name as a ledger writer, and its write numbers (see {@link StateStore#addLedgerOnce}). */
     private final String ledgerWriter = Long.toHexString(new SecureRandom().nextLong());
@@ -150,8 +156,13 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /** As {@link #call(Supplier, Supplier)}, the fallback told why the shared store did not answer. */
-    @SuppressWarnings("unchecked")
     private <T> Uni<T> call(Supplier<Uni<T>> onShared, Function<Throwable, Uni<T>> onLocal) {
+        return guarded(() -> onShared.get().invoke(this::sharedAnswered), onLocal);
+    }
+
+    /** The shared store's call under the guard, or the local answer when it fails or the guard refuses it. */
+    @SuppressWarnings("unchecked")
+    private <T> Uni<T> guarded(Supplier<Uni<T>> onShared, Function<Throwable, Uni<T>> onLocal) {
         return Uni.createFrom().deferred(() -> {
             Uni<Object> guarded = guard.get(() -> (Uni<Object>) (Uni<?>) onShared.get(), UNI);
             return ((Uni<T>) (Uni<?>) guarded).onFailure().recoverWithUni(e -> {
@@ -160,6 +171,27 @@ public final class ResilientStateStore implements StateStore {
                 return onLocal.apply(e);
             });
         });
+    }
+
+    /**
+     * The shared store answered: the route health the local store took meanwhile is dropped there (see the class
+     * comment). A route is forgotten before its reset is sent, and a local write adds its route only once it is done,
+     * so a write racing this is dropped at the next answer instead of being left behind.
+     */
+    private void sharedAnswered() {
+        if (localHealth.isEmpty()) {
+            return;
+        }
+        for (String routeId : localHealth) {
+            if (localHealth.remove(routeId)) {
+                local.resetHealth(routeId).subscribe().with(v -> { }, t -> { });
+            }
+        }
+    }
+
+    /** A health write on the local store, its route remembered once it is done (see {@link #sharedAnswered}). */
+    private <T> Uni<T> localHealthWrite(String routeId, Uni<T> write) {
+        return write.invoke(() -> localHealth.add(routeId));
     }
 
     // ---- catalog: mirrored, re-seeded when the shared store lost it ------------------------------------------------
@@ -287,19 +319,19 @@ public final class ResilientStateStore implements StateStore {
     @Override
     public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
         return call(() -> shared.recordFailure(routeId, maxFails, failTimeout),
-                () -> local.recordFailure(routeId, maxFails, failTimeout));
+                () -> localHealthWrite(routeId, local.recordFailure(routeId, maxFails, failTimeout)));
     }
 
     @Override
     public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
         return call(() -> shared.recordSuccess(routeId, maxFails, failTimeout),
-                () -> local.recordSuccess(routeId, maxFails, failTimeout));
+                () -> localHealthWrite(routeId, local.recordSuccess(routeId, maxFails, failTimeout)));
     }
 
     @Override
     public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
         return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl, owner),
-                () -> local.tryAcquireProbe(routeId, maxFails, ttl, owner));
+                () -> localHealthWrite(routeId, local.tryAcquireProbe(routeId, maxFails, ttl, owner)));
     }
 
     /**
@@ -320,7 +352,8 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-        return call(() -> shared.holdRetryAfter(routeId, wait), () -> local.holdRetryAfter(routeId, wait));
+        return call(() -> shared.holdRetryAfter(routeId, wait),
+                () -> localHealthWrite(routeId, local.holdRetryAfter(routeId, wait)));
     }
 
     @Override
@@ -582,6 +615,11 @@ public final class ResilientStateStore implements StateStore {
     /** Whether the shared store answered (false while it is down or the breaker is open); never fails. */
     @Override
     public Uni<Boolean> ping() {
-        return call(shared::ping, () -> Uni.createFrom().item(false));
+        // the shared store's ping answers false when Redis does not: that is no answer to drop local health on
+        return guarded(() -> shared.ping().invoke(up -> {
+            if (up) {
+                sharedAnswered();
+            }
+        }), e -> Uni.createFrom().item(false));
     }
 }

@@ -133,9 +133,9 @@ class ResetAcrossOutagesTest {
         assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "passed over in the outage")));
 
         // 2. Redis back. The outage guard closes after its trial calls and every read and write goes to Redis again;
-        // the local store is not consulted and its verdicts are not copied over, and this Redis restarted empty (no
-        // persistence), so it has no breaker for duo-alpha: the gateway sees the route healthy. Then alpha fails
-        // again, now in Redis, and the operator sees that breaker and resets it.
+        // the local store is not consulted (its health verdicts are dropped there: see the next test) nor copied over,
+        // and this Redis restarted empty (no persistence), so it has no breaker for duo-alpha: the gateway sees the
+        // route healthy. Then alpha fails again, now in Redis, and the operator sees that breaker and resets it.
         redisUp();
         assertEquals("healthy", alphaState(), "the restarted Redis holds no breaker; the local one is not read");
         alphaFails("alpha fails once Redis is back");
@@ -151,4 +151,21 @@ class ResetAcrossOutagesTest {
         assertEquals(List.of("duo-alpha"), tried(alphaFirst(null, "alpha serves in the second outage")));
     }
 
+    /**
+     * A breaker the local store kept from one outage is not back at the next: once Redis answers again the route is
+     * judged there (it serves, as here, or fails and cools down in Redis), so the local verdict is out of date by the
+     * next outage, which starts from a clean local store instead.
+     */
+    @Test
+    void aLocalBreakerFromAnEarlierOutageIsNotBackAtTheNext() {
+        redisDown();
+        alphaFails("alpha fails in the first outage");
+
+        redisUp();
+        assertEquals(List.of("duo-alpha"), tried(alphaFirst(null, "alpha serves between the outages")));
+
+        redisDown();
+        assertEquals("healthy", alphaState(), "not cooling down on the breaker the first outage left locally");
+        assertEquals(List.of("duo-alpha"), tried(alphaFirst(null, "alpha serves in the second outage")));
+    }
 }

@@ -1,0 +1,121 @@
+package dev.hedgerow.state;
+
+import dev.hedgerow.time.FakeTicker;
+import io.smallrye.mutiny.Uni;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Route health the outage guard wrote to its local fallback store while the shared store did not answer is dropped
+ * there once the shared store answers again, so the next outage does not start from the last one's verdicts (a route
+ * that served in between would otherwise be kept out for the rest of an old cooldown, or an old Retry-After hold).
+ * The end-to-end case, through the HTTP API over a Redis that is stopped and started, is ResetAcrossOutagesTest's.
+ */
+class ResilientLocalHealthTest {
+    static final Duration MINUTE = Duration.ofSeconds(60);
+
+    /** The shared store, refusing every call used here while {@link #up} is false, as an unreachable Redis does. */
+    static final class Shared extends ForwardingStateStore {
+        volatile boolean up = true;
+
+        Shared(StateStore inner) {
+            super(inner);
+        }
+
+        private <T> Uni<T> or(Uni<T> call) {
+            return up ? call : Uni.createFrom().failure(new IOException("connection refused"));
+        }
+
+        @Override
+        public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
+            return or(super.recordFailure(routeId, maxFails, failTimeout));
+        }
+
+        @Override
+        public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
+            return or(super.holdRetryAfter(routeId, wait));
+        }
+
+        @Override
+        public Uni<Long> cooldownRemainingMillis(String routeId) {
+            return or(super.cooldownRemainingMillis(routeId));
+        }
+
+        @Override
+        public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
+            return or(super.snapshot(routeIds, usageWindow));
+        }
+
+        /** As Redis's: false, not a failure, when the store does not answer. */
+        @Override
+        public Uni<Boolean> ping() {
+            return up ? super.ping() : Uni.createFrom().item(false);
+        }
+    }
+
+    final FakeTicker ticker = new FakeTicker();
+    final Shared shared = new Shared(new MemoryStateStore(ticker, FakeTimeStoreContract.TUNING));
+    final MemoryStateStore local = new MemoryStateStore(ticker, FakeTimeStoreContract.TUNING);
+    // a window of 100 calls: the guard's breaker stays closed, every call here tries the shared store first
+    final ResilientStateStore store = new ResilientStateStore(shared, local, ResilientLedgerTest.SETTINGS);
+
+    static <T> T await(Uni<T> u) {
+        return u.await().atMost(Duration.ofSeconds(5));
+    }
+
+    RouteSnapshot localSnapshot(String route) {
+        return await(local.snapshot(List.of(route), MINUTE)).get(route);
+    }
+
+    @Test
+    void aBreakerOpenedLocallyIsNotBackAtTheNextOutageOnceTheSharedStoreAnswered() {
+        shared.up = false;
+        await(store.recordFailure("acme/alpha", 1, MINUTE));
+        assertTrue(await(store.cooldownRemainingMillis("acme/alpha")) > 0, "precondition: open in the outage");
+
+        shared.up = true;
+        await(store.snapshot(List.of("acme/beta"), MINUTE));   // any call the shared store answers
+
+        shared.up = false;
+        assertEquals(0L, await(store.cooldownRemainingMillis("acme/alpha")), "the next outage starts without it");
+        assertEquals(0L, localSnapshot("acme/alpha").fails(), "its failure count is gone too");
+    }
+
+    @Test
+    void aRetryAfterHoldTakenLocallyIsDroppedOnceTheSharedStoreAnswers() {
+        shared.up = false;
+        await(store.holdRetryAfter("acme/alpha", Duration.ofMinutes(30)));
+        assertTrue(localSnapshot("acme/alpha").retryAfterMillis() > 0, "precondition: held in the outage");
+
+        shared.up = true;
+        await(store.cooldownRemainingMillis("acme/alpha"));
+
+        assertEquals(0L, localSnapshot("acme/alpha").retryAfterMillis());
+    }
+
+    /**
+     * Readiness pings the shared store during an outage too: a ping it answers false (as Redis's does when Redis is
+     * down) drops nothing, one it answers is an answer like any other.
+     */
+    @Test
+    void onlyAPingTheSharedStoreAnswersDropsTheOutagesVerdicts() {
+        shared.up = false;
+        await(store.recordFailure("acme/alpha", 1, MINUTE));
+
+        assertFalse(await(store.ping()));
+        assertTrue(localSnapshot("acme/alpha").coolingDown(), "kept for the rest of the outage");
+
+        shared.up = true;
+        assertTrue(await(store.ping()));
+        assertFalse(localSnapshot("acme/alpha").coolingDown());
+    }
+}
