@@ -4,6 +4,7 @@ import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.dispatch.Attempt.Failure;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.Router;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
 
@@ -69,22 +70,26 @@ final class RouteHealth {
     }
 
     /**
-     * How long, from {@code now}, until the candidate can serve again after what this request's failures wrote: the
-     * end of the provider's Retry-After hold, and of the cooldown when they opened its breaker (it was half-open,
-     * or its shared count plus theirs reached max_fails; every failure at the threshold re-arms the cooldown, so it
-     * runs from the last one); 0 when they kept it from neither.
+     * How long, from {@code now}, until the candidate can serve again after what this request's failures wrote, by
+     * the router's rule ({@link Router#backInMillis}) on the hold and cooldown they set: the provider's Retry-After
+     * hold, and the cooldown when they opened its breaker (it was half-open, or its shared count plus theirs reached
+     * max_fails; every failure at the threshold re-arms the cooldown, so it runs from the last one); 0 when they kept
+     * it from neither.
      */
     long backInMillis(Candidate c, long now) {
         Written w = written.get(c.id());
         if (w == null) {
             return 0;
         }
-        long back = w.holdUntilNanos == Long.MIN_VALUE ? 0 : w.holdUntilNanos - now;
-        if (c.halfOpen() || (long) c.state().fails() + w.failures >= breaker.threshold()) {
-            back = Math.max(back, w.lastFailureNanos + breaker.failTimeout().toNanos() - now);
-        }
-        // rounded up: a wait a fraction of a millisecond short would come back to the same refusal
-        return back <= 0 ? 0 : (back + 999_999) / 1_000_000L;
+        long hold = w.holdUntilNanos == Long.MIN_VALUE ? 0 : ceilMillis(w.holdUntilNanos - now);
+        long cooldown = c.halfOpen() || Router.tripped((long) c.state().fails() + w.failures, breaker.threshold())
+                ? ceilMillis(w.lastFailureNanos + breaker.failTimeout().toNanos() - now) : 0;
+        return Router.backInMillis(cooldown > 0, cooldown, hold);
+    }
+
+    /** Rounded up: a wait a fraction of a millisecond short would come back to the same refusal; 0 when over. */
+    private static long ceilMillis(long nanos) {
+        return nanos <= 0 ? 0 : (nanos + 999_999) / 1_000_000L;
     }
 
     /** The attempt succeeded: reports it when the route's failure count may need the reset. */

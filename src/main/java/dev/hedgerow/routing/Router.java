@@ -204,7 +204,8 @@ public final class Router {
                     standing == null ? "in good standing" : standing));
             String health = health(s, settings.breaker().threshold());
             checks.add(new Explanation.Check("health", health == null, health == null
-                    ? (s.fails() >= settings.breaker().threshold() ? "half-open: may serve as the probe" : "healthy")
+                    ? (tripped(s.fails(), settings.breaker().threshold()) ? "half-open: may serve as the probe"
+                    : "healthy")
                     : health));
             java.util.Optional<CapacityReport> cap = models.capacity(s);
             String shortage = cap.map(CapacityReport::shortage).orElse(null);
@@ -242,10 +243,28 @@ public final class Router {
         if (s.retryAfterMillis() > 0) {
             return "retry-after hold (" + s.retryAfterMillis() + " ms left)";
         }
-        if (s.fails() >= maxFails && s.probeTaken()) {
+        if (tripped(s.fails(), maxFails) && s.probeTaken()) {
             return "half-open probe in flight";
         }
         return null;
+    }
+
+    /**
+     * The breaker's threshold (Kong's passive health check, nginx's max_fails): a failure count at {@code threshold}
+     * ({@link GroupSettings.Breaker#threshold}) has opened the breaker; once its cooldown is over the route is
+     * half-open, and serves as the fleet's one probe.
+     */
+    public static boolean tripped(long fails, int threshold) {
+        return fails >= threshold;
+    }
+
+    /**
+     * How long breaker state keeps a route out, from now: until both its cooldown and its provider's Retry-After hold
+     * have ended (a cooldown still running counts at least 1 ms); 0 when neither runs. The router's wait for a route
+     * it leaves out, and the dispatcher's for a route its own failures kept from serving.
+     */
+    public static long backInMillis(boolean coolingDown, long cooldownRemainingMillis, long retryAfterMillis) {
+        return Math.max(coolingDown ? Math.max(1, cooldownRemainingMillis) : 0, Math.max(0, retryAfterMillis));
     }
 
     /** The store key of a route: route ids are unique per org only. */
@@ -285,13 +304,12 @@ public final class Router {
                 continue;
             }
             if (s.coolingDown() || s.retryAfterMillis() > 0) {
-                // out until both its cooldown and its provider's Retry-After hold have ended
-                long cooling = s.coolingDown() ? Math.max(1, s.cooldownRemainingMillis()) : 0;
-                minCooldown = Math.min(minCooldown, Math.max(cooling, s.retryAfterMillis()));
+                minCooldown = Math.min(minCooldown,
+                        backInMillis(s.coolingDown(), s.cooldownRemainingMillis(), s.retryAfterMillis()));
                 rejected.add(new RoutePlan.Rejection(r.id(), s.coolingDown() ? "cooling down" : "retry-after hold"));
                 continue;
             }
-            boolean halfOpen = s.fails() >= maxFails;
+            boolean halfOpen = tripped(s.fails(), maxFails);
             if (halfOpen && s.probeTaken()) {
                 minCooldown = Math.min(minCooldown, 1000);
                 rejected.add(new RoutePlan.Rejection(r.id(), "half-open probe in flight"));
