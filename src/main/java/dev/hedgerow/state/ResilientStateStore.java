@@ -615,11 +615,15 @@ public final class ResilientStateStore implements StateStore {
     /** Whether the shared store answered (false while it is down or the breaker is open); never fails. */
     @Override
     public Uni<Boolean> ping() {
-        // the shared store's ping answers false when Redis does not: that is no answer to drop local health on
-        return guarded(() -> shared.ping().invoke(up -> {
-            if (up) {
-                sharedAnswered();
+        // Redis's ping answers false when Redis does not: for the guard that is a failed call (a success would count
+        // towards closing it, so readiness polls alone closed it during an outage), and no answer to drop local
+        // health on
+        return guarded(() -> shared.ping().map(up -> {
+            if (!up) {
+                throw new IllegalStateException("the shared state store did not answer a ping");
             }
+            sharedAnswered();
+            return true;
         }), e -> Uni.createFrom().item(false));
     }
 }

@@ -55,9 +55,13 @@ class ResilientLocalHealthTest {
             return or(super.snapshot(routeIds, usageWindow));
         }
 
+        /** Pings that reached this store (the guard let them through). */
+        final java.util.concurrent.atomic.AtomicInteger pings = new java.util.concurrent.atomic.AtomicInteger();
+
         /** As Redis's: false, not a failure, when the store does not answer. */
         @Override
         public Uni<Boolean> ping() {
+            pings.incrementAndGet();
             return up ? super.ping() : Uni.createFrom().item(false);
         }
     }
