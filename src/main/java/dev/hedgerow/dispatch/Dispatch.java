@@ -10,6 +10,7 @@ import dev.hedgerow.catalog.HedgeBudget;
 import dev.hedgerow.dispatch.Attempt.Failure;
 import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.Generation;
 import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Cancellable;
@@ -609,9 +610,9 @@ final class Dispatch {
     /**
      * The answer is whole, {@code tokens} long: every attempt that waited for it in vain (a hedge race's loser, one
      * abandoned) would have had to write as many, so its wait over them bounds Kong's time per output token (latency
-     * over completion tokens) on its route ({@code LearnedModels.learnTimePerTokenAtLeast}, only upwards). A loser
-     * measured no gap between tokens, and without this bound a {@code tpot} group kept sending every request first to
-     * a route whose first token never came in time.
+     * over completion tokens, what an answer's sample is) on its route ({@code LearnedModels.learnTimePerTokenAtLeast},
+     * only upwards). A loser wrote no token to measure, and without this bound a {@code tpot} group kept sending every
+     * request first to a route whose first token never came in time.
      */
     private void learnWaitedPerToken(long tokens) {
         if (tokens <= 0) {
@@ -772,8 +773,10 @@ final class Dispatch {
         output.whole(a, out, trail.toNode());
         stopTimers();
         long e2e = elapsedMs(a.startNanos);
-        deps.models().learnDecode(a.cand.state(), (int) billed.completionTokens(), e2e, e2e, settings.slo(),
-                a.recentGaps, a.gapsObserved);
+        // arrived whole: its decode time is its whole time (as before), and its latency over its completion tokens is
+        // Kong's time per output token for non-streamed answers as for streams
+        deps.models().learnDecode(a.cand.state(), Generation.whole((int) billed.completionTokens(), e2e, e2e),
+                settings.slo(), a.recentGaps, a.gapsObserved);
         learnWaitedPerToken(billed.completionTokens());
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), e2e, e2e);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
@@ -1040,14 +1043,16 @@ final class Dispatch {
                 trail.toNode());
         stopTimers();
         long decodeMs = a.firstContentNanos < 0 ? 0 : (deps.ticker().nanos() - a.firstContentNanos) / 1_000_000L;
-        // a resume's bill counts every route's tokens: its own rhythm is its own deltas over its own time, and its
-        // time is no end-to-end latency (the answer began on another route)
+        // a resume's bill counts every route's tokens: its own rhythm is its own deltas over its own time, its time
+        // per output token its own latency over them, and its time no end-to-end latency (the answer began on another
+        // route)
         boolean resumed = a.kind == Kind.RESUME;
         int tokens = (int) (resumed ? a.outputTokens : billed.completionTokens());
-        long e2eMs = resumed ? -1 : elapsedMs(a.startNanos);
+        long latencyMs = elapsedMs(a.startNanos);
+        long e2eMs = resumed ? -1 : latencyMs;
         // one store call for the decode models and this stream's gaps (Attempt.end left them to this)
-        deps.models().learnDecode(a.cand.state(), tokens, decodeMs, e2eMs, settings.slo(), a.recentGaps,
-                a.gapsObserved);
+        deps.models().learnDecode(a.cand.state(), resumed ? Generation.part(tokens, decodeMs, latencyMs)
+                : Generation.whole(tokens, decodeMs, latencyMs), settings.slo(), a.recentGaps, a.gapsObserved);
         learnWaitedPerToken(billed.completionTokens());
         deps.observer().decoded(a.cand, tokens, decodeMs, e2eMs);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);

@@ -9,6 +9,7 @@ import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.routing.InterTokenStats;
 import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.Generation;
 import dev.hedgerow.routing.CapacityIntake;
 import dev.hedgerow.routing.PrometheusCapacity;
 import dev.hedgerow.routing.Router;
@@ -282,7 +283,7 @@ public final class Prober {
         }
         // its whole answer is not measured: the wait so far is only a lower bound of it (learnt as a sample, a wait
         // shorter than the route's end-to-end cost pulled it down)
-        deps.models().learnDecode(s, u.tokens(), u.decodeMs(), -1, group.slo());
+        deps.models().learnDecode(s, Generation.unfinished(u.tokens(), u.decodeMs()), group.slo());
         deps.models().learnEndToEndAtLeast(s, u.waitedMs());
         Double tps = u.tokens() > 1 && u.decodeMs() > 0 ? (u.tokens() - 1) * 1000.0 / u.decodeMs() : null;
         return Uni.createFrom().item(result(t, action, "slow: " + u.tokens() + " token(s), answer not finished within "
@@ -305,7 +306,7 @@ public final class Prober {
     private void learn(Target t, RouteSnapshot s, int promptTokens, ProbeOutcome.Answered a) {
         GroupSettings.Slo slo = t.org.group(t.route.alias()).slo();
         deps.models().learnFirstToken(s, promptTokens, a.ttftMs(), slo);
-        deps.models().learnDecode(s, a.tokens(), a.decodeMs(), a.e2eMs(), slo);
+        deps.models().learnDecode(s, Generation.whole(a.tokens(), a.decodeMs(), a.e2eMs()), slo);
     }
 
     /**

@@ -247,11 +247,11 @@ public final class LearnedModels implements RouteModels {
 
     /**
      * Learns a lower bound of the route's time per output token for Kong's {@code tpot} peak EWMA, taken when it is
-     * above the route's value now ({@link PeakEwma#observeAtLeast}). An attempt that produced no token measured no
-     * gap between tokens; what it does bound is Kong's own time per output token (latency over completion tokens):
-     * had it written the answer of {@code n} tokens it was racing for, that would have been at least its wait over
+     * above the route's value now ({@link PeakEwma#observeAtLeast}). The measure is an answer's latency over its
+     * completion tokens ({@link #learnDecode}), so an attempt whose answer had not ended after a wait bounds it: had
+     * it written the answer of {@code n} tokens it was racing for, that would have taken at least its wait over
      * {@code n}. That is the bound callers give: a hedge race's loser's wait over the winner's completion tokens, a
-     * slow probe's over the tokens it asked for at most.
+     * slow or unfinished probe's over the tokens it asked for at most.
      */
     public void learnTimePerTokenAtLeast(RouteSnapshot base, double msPerToken) {
         List<StateStore.RouteBlob> writes = new ArrayList<>(1);
@@ -329,34 +329,48 @@ public final class LearnedModels implements RouteModels {
     }
 
     /**
-     * Learns one finished generation: {@code tokens} completion tokens, {@code decodeMs} from the first to the
-     * last, {@code e2eMs} in all (negative: not an end-to-end time, e.g. a resumed stream's last part). Decode speed counts the gaps between tokens ({@code tokens - 1}); completions
-     * shorter than {@value #SUSTAINED_MIN_TOKENS} tokens are not judged against the sustained-decode target.
+     * Learns one generation ({@link Generation}) with no gaps to replay: decode speed counts the gaps between its tokens
+     * ({@code tokens - 1}) over {@code decodeMs}; completions shorter than {@value #SUSTAINED_MIN_TOKENS} tokens are
+     * not judged against the sustained-decode target.
      */
-    public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs, GroupSettings.Slo slo) {
-        learnDecode(base, tokens, decodeMs, e2eMs, slo, new long[0], 0);
+    public void learnDecode(RouteSnapshot base, Generation g, GroupSettings.Slo slo) {
+        learnDecode(base, g, slo, new long[0], 0);
     }
 
-    /** As above, with the finished stream's gaps ({@link #learnGaps}) in the same store call. */
-    public void learnDecode(RouteSnapshot base, int tokens, long decodeMs, long e2eMs, GroupSettings.Slo slo,
-                            long[] recentGaps, long gapsObserved) {
+    /**
+     * Learns one generation and the stream's gaps ({@link #learnGaps}) in one store call. Decode speed and the SLO
+     * tracker's sustained-decode judgment take its rhythm only: the gaps between its tokens, no wait for the first.
+     * Kong's peak EWMA of time per output token takes its latency over its completion tokens, as Kong's
+     * {@code llm_tpot_latency} is (its end-to-end latency over the completion tokens): the first token's wait
+     * counts, so a route with a slow first token and fast decode is not taken for fast on short answers, and an
+     * answer's sample is the quantity a hedge race's loser's and a slow probe's bounds bound
+     * ({@link #learnTimePerTokenAtLeast}). A resume's part counts its own latency over its own tokens (what this route
+     * was asked and wrote), an answer not finished nothing (its bound is the caller's). The end-to-end peak EWMA takes
+     * whole answers' latencies only.
+     */
+    public void learnDecode(RouteSnapshot base, Generation g, GroupSettings.Slo slo, long[] recentGaps,
+                            long gapsObserved) {
         long now = clock.millis();
         List<StateStore.RouteBlob> writes = new ArrayList<>(5);
         updateGaps(base, recentGaps, gapsObserved, writes);
+        int tokens = g.tokens();
+        long decodeMs = g.decodeMs();
         if (tokens > 1 && decodeMs > 0) {
             double tps = (tokens - 1) * 1000.0 / decodeMs;
-            double tpot = decodeMs / (double) (tokens - 1);
             update(base, DECODE, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
                     .observe(tps).encode(), writes);
-            update(base, PEWMA_TPOT, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
-                    : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(tpot, now).encode(), writes);
             if (tokens >= SUSTAINED_MIN_TOKENS) {
                 update(base, SLO, SLO_TTL, enc -> SloTracker.decode(enc, slo).observeDecode(tps).encode(), writes);
             }
         }
-        if (e2eMs >= 0) {
+        double tpot = g.msPerToken();
+        if (!Double.isNaN(tpot)) {
+            update(base, PEWMA_TPOT, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
+                    : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(tpot, now).encode(), writes);
+        }
+        if (g.wholeAnswer() && g.latencyMs() >= 0) {
             update(base, PEWMA_E2E, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
-                    : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(e2eMs, now).encode(), writes);
+                    : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(g.latencyMs(), now).encode(), writes);
         }
         if (!writes.isEmpty()) {
             write(base, writes);
@@ -366,9 +380,14 @@ public final class LearnedModels implements RouteModels {
     /**
      * Learns a failure counted against the route (a live attempt's, or a probe's) as a latency penalty on Kong's
      * {@code lowest_latency} measures: the slowest latency the route's group {@code timeouts} do not call a failure,
-     * a token gap of {@code stall_floor} for the peak EWMA of time per output token and an answer of
-     * {@code read_timeout} for the end-to-end one. A failure carries no latency of its own, and a fast one measured as
-     * such would make a failing route look like the quickest. Above the route's cost, a penalty replaces it at once
+     * an answer of {@code read_timeout} for the end-to-end one and {@code stall_floor} a token for the time per output
+     * token (latency over completion tokens): the slowest answer the timeouts tolerate, its first token just inside
+     * {@code first_token_ceiling} and every gap just short of a stall, takes at least that a token at any length and
+     * about that for a long answer, so the penalty is the least per-token cost of that answer, in the unit answers
+     * are measured in (a fixed number, where {@code read_timeout} over a token count would depend on a count nothing
+     * in a failure gives). A failure
+     * carries no latency of its own, and a fast one measured as such would make a failing route look like the
+     * quickest. Above the route's cost, a penalty replaces it at once
      * (the peak) and then decays with idle time like any sample, so the route is passed over whether or not a breaker
      * takes it out (under {@code max_fails: 0} nothing else would keep a route that fails fast from ranking first on
      * every request), and is tried again once its penalty decayed below the others' costs.

@@ -71,27 +71,53 @@ class LearnedModelsTest {
         assertEquals(1005, e.meanMs(), 1e-6);
     }
 
+    /**
+     * Kong's time per output token is an answer's latency over its completion tokens (the first token's wait counted),
+     * decode speed the gaps after the first token; a resume's part counts its own latency over its own tokens in the
+     * former and nothing end to end, an unfinished answer nothing in either peak EWMA.
+     */
+    @Test
+    void timePerOutputTokenIsLatencyOverTokensAndDecodeSpeedTheGapsOnly() {
+        models.learnDecode(snap(), Generation.whole(8, 14, 614), SLO);   // 600 ms to the first token, then 2 ms gaps
+        assertEquals(614 / 8.0, models.peakEwma(snap(), false), 1e-9);
+        assertEquals(614, models.peakEwma(snap(), true), 1e-9);
+        assertEquals(7 * 1000.0 / 14, models.decodeSpeed(snap()), 1e-9);
+
+        LearnedModels other = new LearnedModels(store, clock, TtftPredictor.Prior.defaults());
+        RouteSnapshot fresh = store.snapshot(List.of("acme/r2"), Duration.ofMinutes(10)).await().indefinitely()
+                .get("acme/r2");
+        other.learnDecode(fresh, Generation.part(20, 760, 1260), SLO);    // its own latency over its own tokens
+        assertEquals(63, other.peakEwma(fresh, false), 1e-9);
+        assertTrue(Double.isNaN(other.peakEwma(fresh, true)), "a resume's part is no whole answer");
+        other.learnDecode(fresh, Generation.whole(1, 0, 300), SLO);       // one token: its whole latency (the peak)
+        assertEquals(300, other.peakEwma(fresh, false), 1e-9);
+        assertEquals(300, other.peakEwma(fresh, true), 1e-9);
+        other.learnDecode(fresh, Generation.unfinished(20, 5000), SLO);
+        assertEquals(300, other.peakEwma(fresh, false), 1e-9);
+        assertEquals(300, other.peakEwma(fresh, true), 1e-9);
+    }
+
     @Test
     void slowSustainedDecodePutsTheRouteBelowTheSlo() {
         assertEquals(SloTracker.Status.UNKNOWN, models.sloStatus(snap(), SLO));
-        models.learnDecode(snap(), 41, 2000, 2100, SLO);   // 20 tokens/s
+        models.learnDecode(snap(), Generation.whole(41, 2000, 2100), SLO);   // 20 tokens/s
         assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO));
         assertFalse(models.meetsSlo(snap(), SLO));
     }
 
     @Test
     void aShortCompletionIsNotJudgedAgainstTheSustainedTarget() {
-        models.learnDecode(snap(), 4, 1000, 1100, SLO);   // 3 tokens/s, but only 4 tokens
+        models.learnDecode(snap(), Generation.whole(4, 1000, 1100), SLO);   // 3 tokens/s, but only 4 tokens
         assertEquals(SloTracker.Status.UNKNOWN, models.sloStatus(snap(), SLO));
     }
 
     @Test
     void aRouteBelowTheSloReturnsAfterThreeHealthyMeasurementsInARow() {
-        models.learnDecode(snap(), 41, 2000, 2100, SLO);
-        models.learnDecode(snap(), 41, 400, 500, SLO);   // 100 tokens/s
-        models.learnDecode(snap(), 41, 400, 500, SLO);
+        models.learnDecode(snap(), Generation.whole(41, 2000, 2100), SLO);
+        models.learnDecode(snap(), Generation.whole(41, 400, 500), SLO);   // 100 tokens/s
+        models.learnDecode(snap(), Generation.whole(41, 400, 500), SLO);
         assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO), "hysteresis: not yet");
-        models.learnDecode(snap(), 41, 400, 500, SLO);
+        models.learnDecode(snap(), Generation.whole(41, 400, 500), SLO);
         assertEquals(SloTracker.Status.MEETS, models.sloStatus(snap(), SLO));
     }
 
@@ -105,7 +131,7 @@ class LearnedModelsTest {
 
     @Test
     void anUnrefreshedVerdictExpiresAndTheRouteIsJudgedAfresh() {
-        models.learnDecode(snap(), 41, 2000, 2100, SLO);
+        models.learnDecode(snap(), Generation.whole(41, 2000, 2100), SLO);
         later();
         assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO));
         ticker.advance(LearnedModels.SLO_TTL);
@@ -117,7 +143,7 @@ class LearnedModelsTest {
         CapacityIntake.put(store, KEY, new CapacityReport(0, 8, 0.1, 20), Duration.ofSeconds(30))
                 .await().indefinitely();
         assertEquals(SloTracker.Status.BELOW, models.sloStatus(snap(), SLO));
-        models.learnDecode(snap(), 41, 400, 500, SLO);   // live: 100 tokens/s
+        models.learnDecode(snap(), Generation.whole(41, 400, 500), SLO);   // live: 100 tokens/s
         assertEquals(SloTracker.Status.MEETS, models.sloStatus(snap(), SLO));
     }
 
@@ -179,7 +205,7 @@ class LearnedModelsTest {
 
     @Test
     void aFinishedStreamLearnsItsDecodeAndItsGapsTogether() {
-        models.learnDecode(snap(), 41, 400, 500, SLO, new long[] {10, 12, 0}, 2);
+        models.learnDecode(snap(), Generation.whole(41, 400, 500), SLO, new long[] {10, 12, 0}, 2);
 
         RouteSnapshot s = snap();
         assertEquals(100, models.decodeSpeed(s), 0.001);
@@ -194,7 +220,7 @@ class LearnedModelsTest {
         int threads = 4;
         int each = 2_000;
         assertEquals(0, AtOnce.failures(threads, each, n -> {
-            models.learnDecode(planned, 16, 200, 250, SLO);
+            models.learnDecode(planned, Generation.whole(16, 200, 250), SLO);
             return true;
         }));
         assertEquals((long) threads * each, models.slo(planned, SLO).decodeSamples());

@@ -57,7 +57,7 @@ class KongHedgeLoserTest {
                   - { id: h-beta, alias: tail, provider: beta, model: m-tail }
                 groups:
                   eshift: { strategy: lowest_latency, latency_strategy: e2e, first_token_floor: 200ms }
-                  tshift: { strategy: lowest_latency, latency_strategy: tpot, first_token_floor: 200ms }
+                  tshift: { strategy: lowest_latency, latency_strategy: tpot, first_token_floor: 1s }
                   tail: { strategy: lowest_latency, latency_strategy: e2e, first_token_floor: 200ms }
             """;
 
@@ -71,15 +71,16 @@ class KongHedgeLoserTest {
     void start() {
         vertx = Vertx.vertx();
         // m-shift: alpha, learnt fast (first token 30 ms, 100 ms in all, 2 ms a token), now takes 1.5 s to its first
-        // token; beta answers in 200 ms and then 20 ms a token, as learnt. m-tail: alpha answers in 10 ms but for the
-        // request a test stalls; beta takes 1 s
+        // token; beta answers in 200 ms and then 20 ms a token, as learnt. m-tpot: alpha now takes 5 s to its first
+        // token; beta answers all 4 tokens after 200 ms. m-tail: alpha answers in 10 ms but for the request a test
+        // stalls; beta takes 1 s
         ModelScript four = ModelScript.defaults().withLength(4);
         sims = GatewayHarness.startSims(vertx, Map.of(
                 "alpha", SimConfig.of(9).withModel("m-shift", four.withLatency(ModelScript.Latency.of(1500, 500)))
                         .withModel("m-tpot", four.withLatency(ModelScript.Latency.of(5000, 0)))
                         .withModel("m-tail", four.withLatency(ModelScript.Latency.of(10, 0))),
                 "beta", SimConfig.of(9).withModel("m-shift", four.withLatency(ModelScript.Latency.of(200, 50)))
-                        .withModel("m-tpot", four.withLatency(ModelScript.Latency.of(1000, 5)))
+                        .withModel("m-tpot", four.withLatency(ModelScript.Latency.of(200, 0)))
                         .withModel("m-tail", four.withLatency(ModelScript.Latency.of(1000, 0)))));
         Instant base = Instant.now();
         clock = () -> base.plusNanos(wall.nanos());
@@ -179,12 +180,13 @@ class KongHedgeLoserTest {
     }
 
     /**
-     * Ranked by time per output token, which a loser (no token at all) cannot measure: its wait spread over the
-     * answer the winner gave (the 4 tokens it would have had to write, each then taking at least a quarter of the
-     * ~1.2 s it waited: the 200 ms window and beta's 1 s answer) is a lower bound of Kong's time per output token
-     * (latency over completion tokens), far above beta's 20 ms learnt and ~5 ms measured (m-tpot: a margin no stall
-     * of a loaded machine in one of beta's gaps crosses; with beta writing 50 ms gaps and a 400 ms wait, one stalled
-     * answer of beta's once put alpha first again). Before, it stayed first for every request (8 of 8 on t-alpha).
+     * Ranked by time per output token (an answer's latency over its completion tokens), which a loser (no token at
+     * all) cannot measure: its wait spread over the answer the winner gave (the 4 tokens it would have had to write,
+     * the whole answer then taking at least the ~1.2 s it waited: the group's 1 s window and beta's 200 ms) is a lower
+     * bound of it, ~300 ms a token, far above beta's 20 ms learnt and ~50 ms measured (its 200 ms answer over 4
+     * tokens). The window is long so that the bound stays far above what beta measures although beta's first token
+     * now counts in it: only a stall of a loaded machine past a second in one of beta's answers would cross it.
+     * Before, it stayed first for every request (8 of 8 on t-alpha).
      */
     @Test
     void byTimePerOutputTokenARouteThatTurnsSlowLosesThePickThoughHedgesWinEveryRace() {

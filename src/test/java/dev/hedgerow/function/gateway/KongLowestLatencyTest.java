@@ -54,11 +54,17 @@ class KongLowestLatencyTest {
                       capabilities: [prefill] }
                   - { id: quick0, alias: unguarded, provider: sim, model: m-quick }
                   - { id: steady0, alias: unguarded, provider: sim, model: m-steady }
+                  - { id: late, alias: short, provider: sim, model: m-late }
+                  - { id: early, alias: short, provider: sim, model: m-early }
+                  - { id: late1, alias: single, provider: sim, model: m-late }
+                  - { id: early1, alias: single, provider: sim, model: m-early }
                 groups:
                   fastest: { strategy: lowest_latency, latency_strategy: tpot, hedging: false }
                   unguarded: { strategy: lowest_latency, latency_strategy: tpot, hedging: false,
                                breaker: { max_fails: 0 } }
                   resumed: { strategy: priority, hedging: false }
+                  short: { strategy: lowest_latency, latency_strategy: tpot, hedging: false }
+                  single: { strategy: lowest_latency, latency_strategy: tpot, hedging: false }
             """;
 
     Vertx vertx;
@@ -75,7 +81,11 @@ class KongLowestLatencyTest {
                 .withModel("m-steady", script.withLatency(ModelScript.Latency.of(0, 20)))
                 // the same text (one seed): a stream broken on m-breaks resumes on m-resumes from where it broke
                 .withModel("m-breaks", script.withLength(80).withLatency(ModelScript.Latency.of(0, 1000)))
-                .withModel("m-resumes", script.withLength(80).withLatency(ModelScript.Latency.of(0, 25)))));
+                .withModel("m-resumes", script.withLength(80).withLatency(ModelScript.Latency.of(500, 25)))
+                // a slow first token and fast decode (600 ms, then 2 ms a token) against a quick first token and
+                // slower decode (20 ms a token): over 8 tokens ~77 ms against ~18 ms a token in all
+                .withModel("m-late", script.withLatency(ModelScript.Latency.of(600, 500)))
+                .withModel("m-early", script.withLatency(ModelScript.Latency.of(0, 50)))));
         Instant base = Instant.now();
         InstantSource clock = () -> base.plusNanos(wall.nanos());
         gw = GatewayHarness.start(vertx, YAML, sims, new MemoryStateStore(Ticker.system()), clock);
@@ -95,15 +105,22 @@ class KongLowestLatencyTest {
 
     /** As {@link #served()}, for {@code alias}. */
     private String served(String alias) {
+        return served(alias, "\"stream\":true");
+    }
+
+    /** As {@link #served()}, for {@code alias}, with {@code options} (JSON members) in the request. */
+    private String served(String alias, String options) {
         Org org = gw.core().catalog().current().org("acme").orElseThrow();
         Map<String, Long> before = new HashMap<>();
         org.routesOf(alias).forEach(route -> before.put(route.id(), learnt(route.id())));
         Response r = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
-                .body("{\"model\":\"" + alias + "\",\"stream\":true,\"messages\":[{\"role\":\"user\","
+                .body("{\"model\":\"" + alias + "\"," + options + ",\"messages\":[{\"role\":\"user\","
                         + "\"content\":\"go\"}]}")
                 .post("/v1/chat/completions");
         assertEquals(200, r.statusCode(), r.asString());
-        assertTrue(r.asString().contains("data: [DONE]"), r.asString());
+        if (options.contains("\"stream\":true")) {
+            assertTrue(r.asString().contains("data: [DONE]"), r.asString());
+        }
         String route = r.header("x-hedgerow-route");
         eventually(() -> learnt(route) == before.get(route) + 1, "the sample of " + route + " learnt");
         return route;
@@ -193,9 +210,47 @@ class KongLowestLatencyTest {
         assertEquals(List.of("quick0", "quick0", "quick0", "quick0"), recovered.subList(2, 6), recovered.toString());
     }
 
+    /**
+     * Kong's time per output token is an answer's latency over its completion tokens, the wait for the first token
+     * included. Before, an answer's sample was its decode rhythm only (the gaps after the first token): the route
+     * with a 600 ms first token and 2 ms gaps looked ten times faster than the one with an instant first token and
+     * 20 ms gaps, and took every short request though each of its answers took four times as long.
+     */
+    @Test
+    void aSlowFirstTokenCountsInTheTimePerOutputTokenOfAShortAnswer() {
+        List<String> picks = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            picks.add(served("short"));
+        }
+        assertEquals(List.of("early", "late"), picks.subList(0, 2).stream().sorted().toList(), picks.toString());
+        assertEquals(List.of("early", "early", "early", "early"), picks.subList(2, 6), picks.toString());
+        // late's one answer: at least its 600 ms first token over its 8 tokens (a busy host only adds)
+        double late = pewma("late", LearnedModels.PEWMA_TPOT).cost();
+        assertTrue(late >= 75, "late's time per output token: " + late + " ms");
+    }
+
+    /**
+     * A non-streamed answer's time per output token is its whole latency over the usage's completion tokens, as a
+     * stream's is. Before, it was counted over the gaps between its tokens (tokens - 1), and an answer of one token,
+     * having none, taught nothing: both routes stayed never measured and took turns, the one with the 600 ms answer
+     * half the requests.
+     */
+    @Test
+    void aNonStreamedAnswerOfOneTokenIsMeasuredByItsWholeLatency() {
+        List<String> picks = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            picks.add(served("single", "\"max_tokens\":1"));
+        }
+        assertEquals(List.of("early1", "late1"), picks.subList(0, 2).stream().sorted().toList(), picks.toString());
+        assertEquals(List.of("early1", "early1", "early1", "early1"), picks.subList(2, 6), picks.toString());
+        double late = pewma("late1", LearnedModels.PEWMA_TPOT).cost();
+        assertTrue(late >= 600, "late1's one token took its whole answer: " + late + " ms");
+    }
+
     @Test
     void aResumingRouteIsMeasuredByItsOwnTokensAndTimeOnly() {
-        // 60 of 80 tokens come from "breaks" (1 ms each), then it drops; "resumes" writes the last 20 at 40 ms each
+        // 60 of 80 tokens come from "breaks" (1 ms each), then it drops; "resumes" answers its resume request after
+        // 500 ms and writes the last 20 tokens at 40 ms each
         sims.get("sim").enqueue("m-breaks", Fault.dropAfter(60));
         Response r = given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"resumed\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}")
@@ -204,10 +259,11 @@ class KongLowestLatencyTest {
         assertTrue(r.asString().contains("data: [DONE]") && r.asString().contains("\"kind\":\"resume\""),
                 r.asString());
         eventually(() -> pewma("resumes", LearnedModels.PEWMA_TPOT).isMeasured(), "the resuming route's tpot learnt");
-        // its own 20 tokens over its own time: at least its scripted 40 ms a token (a busy host only adds), not that
-        // time spread over all 80 tokens the client got (~10 ms)
+        // its own latency (its request sent to its last token: 500 ms + 19 gaps of 40 ms) over its own 20 tokens, at
+        // least ~63 ms a token (a busy host only adds); neither its gaps alone (40 ms) nor its time spread over all 80
+        // tokens the client got (~16 ms)
         double tpot = pewma("resumes", LearnedModels.PEWMA_TPOT).cost();
-        assertTrue(tpot >= 35, "time per output token of the resuming route: " + tpot + " ms");
+        assertTrue(tpot >= 60, "time per output token of the resuming route: " + tpot + " ms");
         // and its time is no end-to-end latency: the answer began on the other route
         assertEquals(0, pewma("resumes", LearnedModels.PEWMA_E2E).count());
     }
