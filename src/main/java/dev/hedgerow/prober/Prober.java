@@ -282,9 +282,11 @@ public final class Prober {
                             + u.silentMs() + " ms", u.ttftMs(), null));
         }
         // its whole answer is not measured: the wait so far is only a lower bound of it (learnt as a sample, a wait
-        // shorter than the route's end-to-end cost pulled it down)
+        // shorter than the route's end-to-end cost pulled it down), and of its time per output token over the at most
+        // probeMaxTokens it was asked for, as a slow probe's is (its rhythm so far is no latency over its tokens)
         deps.models().learnDecode(s, Generation.unfinished(u.tokens(), u.decodeMs()), group.slo());
         deps.models().learnEndToEndAtLeast(s, u.waitedMs());
+        deps.models().learnTimePerTokenAtLeast(s, u.waitedMs() / (double) config.probeMaxTokens());
         Double tps = u.tokens() > 1 && u.decodeMs() > 0 ? (u.tokens() - 1) * 1000.0 / u.decodeMs() : null;
         return Uni.createFrom().item(result(t, action, "slow: " + u.tokens() + " token(s), answer not finished within "
                 + u.waitedMs() + " ms", u.ttftMs(), tps));

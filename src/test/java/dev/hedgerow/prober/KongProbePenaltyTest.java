@@ -186,4 +186,26 @@ class KongProbePenaltyTest {
         assertEquals("e-alpha", picked("kong-e2e"), costs(LearnedModels.PEWMA_E2E, "e"));
         assertEquals("t-alpha", picked("kong-tpot"), costs(LearnedModels.PEWMA_TPOT, "t"));
     }
+
+    /**
+     * beta's answer begins late (2 s) and is still being written, 50 ms a token, when the probe's 3 s run out. Its
+     * rhythm so far is no time per output token (an answer's latency over its completion tokens, the first token's
+     * wait included): before, its gaps taught the tpot EWMA ~50 ms, below alpha's 70 ms, and beta stayed first; now its
+     * wait over the at most 32 tokens the probe asked for bounds it, ~94 ms a token, as a probe's with no first token.
+     */
+    @Test
+    void anUnfinishedProbesWaitBoundsItsTimePerOutputToken() {
+        learnt("t-alpha", LearnedModels.PEWMA_TPOT, 70);
+        measured();
+        sims.get("beta").script("b-t", QUICK.withLength(64).withLatency(ModelScript.Latency.of(2_000, 20)));
+
+        RoundReport r = round(Duration.ofSeconds(3));
+
+        assertTrue(outcome(r, "t-beta").matches("slow: \\d+ token\\(s\\), answer not finished within \\d+ ms"),
+                r.toString());
+        double tpot = pewma("t-beta", LearnedModels.PEWMA_TPOT).cost();
+        assertTrue(tpot >= 93 && tpot < 1_000, "the wait over 32 tokens, no failure's penalty (5 s): " + tpot);
+        sims.get("beta").script("b-t", QUICK);
+        assertEquals("t-alpha", picked("kong-tpot"), costs(LearnedModels.PEWMA_TPOT, "t"));
+    }
 }
