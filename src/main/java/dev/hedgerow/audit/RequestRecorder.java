@@ -63,7 +63,7 @@ public final class RequestRecorder implements DispatchObserver {
 
     /** A request refused in dispatch, before any upstream call: one blocked event, as a refusal by the router. */
     @Override
-    public void refused(DispatchRequest r, String reason, String message) {
+    public void refused(DispatchRequest r, int status, String reason, String message) {
         audit.blocked(r.org().id(), r.alias(), reason, message, r.requestId()).subscribe().with(v -> { }, t -> { });
     }
 

@@ -1014,7 +1014,7 @@ final class Dispatch {
         ApiError err = ApiError.noHealthyProvider(req.alias(), routes + ": half-open probe in flight",
                 RetryAdvice.after(1000));
         output.exhausted(err, trail.toNode());
-        deps.observer().refused(req, err.code(), err.message());
+        deps.observer().refused(req, err.status(), err.code(), err.message());
     }
 
     private void endWithErrorEvent(String message) {

@@ -45,10 +45,11 @@ public interface DispatchObserver {
     }
 
     /**
-     * The request was refused without any upstream call ({@code reason}: the blocked audit event's, e.g.
-     * no_healthy_provider): instead of {@link #finished}, as a refusal before dispatch is never a finished request.
+     * The request was refused with {@code status} without any upstream call ({@code reason}: the blocked audit
+     * event's, e.g. no_healthy_provider): instead of {@link #finished}, as a refusal before dispatch is never a
+     * finished request.
      */
-    default void refused(DispatchRequest request, String reason, String message) {
+    default void refused(DispatchRequest request, int status, String reason, String message) {
     }
 
     /** A hedge was fired; {@code wastedTokens} counted when the loser is cancelled. */

@@ -112,8 +112,8 @@ public final class CoreFactory {
             }
 
             @Override
-            public void refused(DispatchRequest request, String reason, String message) {
-                list.forEach(o -> o.refused(request, reason, message));
+            public void refused(DispatchRequest request, int status, String reason, String message) {
+                list.forEach(o -> o.refused(request, status, reason, message));
             }
 
             @Override

@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Prometheus metrics of dispatch, exposed at {@code /q/metrics}: requests by status, attempts by outcome, hedges
@@ -20,12 +21,25 @@ import java.util.concurrent.ConcurrentHashMap;
  * frames, streams whose head went out before their content (head_hold), and time to first token per route.
  * Thread-safe (Micrometer meters are).
  *
+ * <p>{@code hedgerow_requests_total{org,alias,status}} counts every request the gateway answers on its paths once:
+ * a dispatched request here when it finishes ({@link #finished}, or {@link #refused} when dispatch refuses it before
+ * any upstream call), every other one (a refusal before dispatch: 401, 404, 400, 503 no_healthy_provider, a 413...)
+ * by the gateway's edge through {@link #answered}. Its labels take only the catalog's values and {@value #NONE}, so a
+ * client cannot create series: an org or alias the gateway could not tell (no valid key, refused before the key was
+ * read, a name that is not one of the caller's aliases, the model list) is {@value #NONE}, which no org id or alias
+ * can be (they begin with a letter or digit).
+ *
  * <p>The meters every request moves are kept by their tag values, so a request looks each up in one map rather
  * than having the registry build, sort and find its tags (the registry still holds them all, as before).
  */
 public final class GatewayMetrics implements DispatchObserver {
+    /** The org or alias label of a request whose org or alias the gateway could not tell. */
+    public static final String NONE = "_none";
+
     private final MeterRegistry registry;
     private final Counter wasted;
+    /** Requests dispatch finished (the JIT warm-up gate's count; refusals before dispatch are not in it). */
+    private final LongAdder dispatched = new LongAdder();
     /** By name and tags (name, tag, value, ...): every counter here, looked up in one map per increment. */
     private final Map<List<String>, Counter> counters = new ConcurrentHashMap<>();
     private final Map<String, Timer> ttft = new ConcurrentHashMap<>();
@@ -48,8 +62,8 @@ public final class GatewayMetrics implements DispatchObserver {
     public void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
                          Candidate winner) {
         String org = request.org().id();
-        counter("hedgerow_requests", "org", org, "alias", request.alias(),
-                "status", Integer.toString(status)).increment();
+        answered(org, request.alias(), status);
+        dispatched.increment();
         for (AttemptRecord a : trail) {
             counter("hedgerow_attempts", "org", org, "route", a.route(), "kind", a.kind(),
                     "outcome", a.outcome()).increment();
@@ -58,6 +72,19 @@ public final class GatewayMetrics implements DispatchObserver {
             counter("hedgerow_billed_tokens", "org", org, "alias", request.alias())
                     .increment(billed.totalTokens());
         }
+    }
+
+    @Override
+    public void refused(DispatchRequest request, int status, String reason, String message) {
+        answered(request.org().id(), request.alias(), status);
+    }
+
+    /**
+     * A request the gateway answered without dispatching it (a refusal), with its status; {@code org} and
+     * {@code alias} are catalog values or {@link #NONE}, never a client's text.
+     */
+    public void answered(String org, String alias, int status) {
+        counter("hedgerow_requests", "org", org, "alias", alias, "status", Integer.toString(status)).increment();
     }
 
     /** The counter {@code name} with these tags (name, value, ...), registered on first use. */
@@ -69,15 +96,11 @@ public final class GatewayMetrics implements DispatchObserver {
     }
 
     /**
-     * Requests finished since this process started, whatever their status: the sum of the {@code hedgerow_requests}
-     * counters (the JIT warm-up gate reads it every 30 s; nothing extra is counted per request).
+     * Requests dispatch finished since this process started, whatever their status (the JIT warm-up gate reads it
+     * every 30 s): the work that warms the JIT up, which refusals before dispatch barely do.
      */
     public long finishedRequests() {
-        double sum = 0;
-        for (Counter c : registry.find("hedgerow_requests").counters()) {
-            sum += c.count();
-        }
-        return (long) sum;
+        return dispatched.sum();
     }
 
     @Override

@@ -189,6 +189,12 @@ public class HedgerowApp {
         return revision == LoadedCatalog.NO_REVISION ? "none" : Long.toString(revision);
     }
 
+    /** Hedgerow's own Prometheus meters (built with the core). */
+    public GatewayMetrics metrics() {
+        core();
+        return metrics;
+    }
+
     /** Requests this instance has finished (the JIT warm-up gate's traffic count). */
     long finishedRequests() {
         core();

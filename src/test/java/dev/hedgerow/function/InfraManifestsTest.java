@@ -70,6 +70,8 @@ class InfraManifestsTest {
         Router router = Router.router(vertx);
         new GatewayRoutes(() -> {
             throw new AssertionError("mounting must not build the core");
+        }, () -> {
+            throw new AssertionError("mounting must not build the metrics");
         }, 1024).mount(router);
         gatewayRoutes = new HashSet<>();
         for (Route r : router.getRoutes()) {

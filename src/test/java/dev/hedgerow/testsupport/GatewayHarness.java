@@ -176,12 +176,13 @@ public final class GatewayHarness implements AutoCloseable {
         LoadedCatalog loaded = new CatalogLoader(env::get).parse(yaml);
         VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64, blockedPeer);
         MeterRegistry meters = new SimpleMeterRegistry();
+        GatewayMetrics metrics = new GatewayMetrics(meters);
         Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), ticker,
-                clock, new GatewayMetrics(meters), secrets);
+                clock, metrics, secrets);
         core.catalog().publish(loaded).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);
-        new GatewayRoutes(() -> core, bodyLimit).mount(router);
+        new GatewayRoutes(() -> core, () -> metrics, bodyLimit).mount(router);
         if (mounts != null) {
             mounts.accept(router, () -> core);
         }

@@ -21,7 +21,7 @@ public class GatewayFunction {
 
     void mount(@Observes Router router) {
         if (app.functions().has("gateway")) {
-            new GatewayRoutes(app::core, bodyLimit).mount(router);
+            new GatewayRoutes(app::core, app::metrics, bodyLimit).mount(router);
         }
     }
 }

@@ -15,6 +15,7 @@ import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.dispatch.ClientSink;
 import dev.hedgerow.dispatch.DispatchRequest;
 import dev.hedgerow.dispatch.Dispatcher;
+import dev.hedgerow.function.GatewayMetrics;
 import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
@@ -63,15 +64,27 @@ public final class GatewayRoutes {
      */
     static final int COUNT_ON_LOOP_MAX_BYTES = 32 * 1024;
 
+    /**
+     * The order of the route that counts each request on the gateway's paths: before every other handler of a
+     * request that can answer it (Quarkus' CORS filter at -300 and Hedgerow's CORS refusals at -301 included).
+     */
+    static final int TALLY_ORDER = -400;
+
     private final Supplier<Hedgerow> core;
+    private final Supplier<GatewayMetrics> metrics;
     private final long bodyLimit;
 
-    public GatewayRoutes(Supplier<Hedgerow> core, long bodyLimit) {
+    public GatewayRoutes(Supplier<Hedgerow> core, Supplier<GatewayMetrics> metrics, long bodyLimit) {
         this.core = core;
+        this.metrics = metrics;
         this.bodyLimit = bodyLimit;
     }
 
     public void mount(Router router) {
+        for (String path : new String[]{"/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models",
+                "/v1/models/:model"}) {
+            router.route(path).order(TALLY_ORDER).handler(this::tally);
+        }
         Handler<RoutingContext> failure = JsonReplies.failureHandler(bodyLimit, "request");
         BodyHandler body = BodyHandler.create(false).setBodyLimit(bodyLimit).setHandleFileUploads(false);
         // the guard first (a platform handler may precede the body handler): an oversized header block is refused
@@ -96,6 +109,60 @@ public final class GatewayRoutes {
         JsonReplies.methodNotAllowed(router, HttpMethod.POST, "/v1/chat/completions",
                 "/models/:alias/v1/chat/completions");
         JsonReplies.methodNotAllowed(router, HttpMethod.GET, "/v1/models", "/v1/models/:model");
+    }
+
+    /**
+     * Counts the request in {@code hedgerow_requests_total} once its answer has ended (or its connection closed
+     * first: 499), unless dispatch took it and counts it itself ({@link GatewayMetrics#finished}): so a refusal is
+     * counted wherever it comes from, the edge's size and header guards, 405s and CORS refusals included. OPTIONS
+     * (a CORS preflight, or the {@code Allow} answer) is not an API request and is not counted.
+     */
+    private void tally(RoutingContext ctx) {
+        if (!ctx.request().method().equals(HttpMethod.OPTIONS)) {
+            Tally t = new Tally();
+            ctx.put(Tally.KEY, t);
+            ctx.addEndHandler(ended -> {
+                if (!t.dispatched) {
+                    metrics.get().answered(t.orgLabel(), t.aliasLabel(),
+                            ended.succeeded() ? ctx.response().getStatusCode() : 499);
+                }
+            });
+        }
+        ctx.next();
+    }
+
+    /**
+     * What the edge learnt of one request for its count: the caller's org once its key was checked, the alias it
+     * named once read, and whether dispatch took it. Touched on the request's event loop only (or handed over with
+     * it to a worker and back).
+     */
+    private static final class Tally {
+        static final String KEY = "hedgerow.tally";
+        Org org;
+        String alias;
+        boolean dispatched;
+
+        static Tally of(RoutingContext ctx) {
+            Tally t = ctx.get(KEY);
+            return t != null ? t : new Tally(); // OPTIONS is not counted (and never reaches the handlers that ask)
+        }
+
+        String orgLabel() {
+            return org == null ? GatewayMetrics.NONE : org.id();
+        }
+
+        /** The alias only when it is one of the caller's: anything a client made up is {@link GatewayMetrics#NONE}. */
+        String aliasLabel() {
+            if (org == null || alias == null) {
+                return GatewayMetrics.NONE;
+            }
+            for (dev.hedgerow.catalog.Route r : org.routes()) {
+                if (r.alias().equals(alias)) {
+                    return alias;
+                }
+            }
+            return GatewayMetrics.NONE;
+        }
     }
 
     /**
@@ -127,6 +194,8 @@ public final class GatewayRoutes {
         Optional<Org> org = authenticate(core.get(), ctx.request()).map(Catalog.Caller::org);
         if (org.isEmpty()) {
             JsonReplies.error(ctx.response(), ApiError.unauthorized());
+        } else {
+            Tally.of(ctx).org = org.get();
         }
         return org;
     }
@@ -149,6 +218,7 @@ public final class GatewayRoutes {
             return;
         }
         String id = ctx.pathParam("model");
+        Tally.of(ctx).alias = org.get().routing().alias(id);
         Optional<ObjectNode> m = modelObjects(org.get()).stream().filter(n -> n.path("id").asText().equals(id))
                 .findFirst();
         if (m.isPresent()) {
@@ -195,12 +265,14 @@ public final class GatewayRoutes {
         // and under OpenAI's name, which the official SDKs expose (_request_id, withResponse().request_id, an error's
         // requestID)
         resp.putHeader("x-request-id", requestId);
+        Tally tally = Tally.of(ctx);
         Optional<Catalog.Caller> caller = authenticate(h, httpReq);
         if (caller.isEmpty()) {
             JsonReplies.error(resp, ApiError.unauthorized());
             return;
         }
         Org org = caller.get().org();
+        tally.org = org;
         String keyName = caller.get().keyName();
         if (pathAlias != null && !org.routing().pathAlias()) {
             // the org's routing rules do not route by path: the path form does not exist for it
@@ -212,6 +284,7 @@ public final class GatewayRoutes {
         // the routing rules give an alias stands for it from here on)
         String routed = org.routing().routedAlias(pathAlias, httpReq::getHeader);
         String alias = org.routing().alias(routed);
+        tally.alias = alias;
         try {
             Buffer b = ctx.body().buffer();
             if (b == null || b.length() == 0) {
@@ -221,16 +294,17 @@ public final class GatewayRoutes {
             }
             ChatRequest chat = ChatRequest.parse(b.getBytes(), routed, org.routing()::alias);
             alias = chat.model();
+            tally.alias = alias;
             dev.hedgerow.routing.Router.requireChatAlias(org, alias);
             Map<String, String> headers = routingHeaders(httpReq);
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
-                route(h, org, keyName, chat, facts(h, org, chat, headers), requestId, resp);
+                route(h, org, keyName, chat, facts(h, org, chat, headers), requestId, tally, resp);
             } else {
                 // a long prompt's BPE costs ~0.5 µs per character: megabytes of it would hold this event loop, and
                 // every other request on it, for seconds; a worker counts it and the loop carries on from there
                 ctx.vertx().executeBlocking(() -> facts(h, org, chat, headers), false).onComplete(counted -> {
                     if (counted.succeeded()) {
-                        route(h, org, keyName, chat, counted.result(), requestId, resp);
+                        route(h, org, keyName, chat, counted.result(), requestId, tally, resp);
                     } else if (counted.cause() instanceof RequestException e) {
                         refuse(h, org, chat.model(), requestId, resp, e);
                     } else {
@@ -261,11 +335,11 @@ public final class GatewayRoutes {
 
     /** Plans the request's routes, then dispatches it or answers the refusal (on the event loop). */
     private void route(Hedgerow h, Org org, String keyName, ChatRequest chat, RequestFacts facts, String requestId,
-                       HttpServerResponse resp) {
+                       Tally tally, HttpServerResponse resp) {
         h.router().plan(org, chat.model(), facts).subscribe().with(
                 plan -> {
                     try {
-                        onPlan(h, org, keyName, chat.model(), chat, facts, plan, requestId, resp);
+                        onPlan(h, org, keyName, chat.model(), chat, facts, plan, requestId, tally, resp);
                     } catch (RuntimeException t) {
                         // thrown inside a Mutiny callback it would be dropped and the client left waiting
                         internalError(resp, t);
@@ -298,7 +372,7 @@ public final class GatewayRoutes {
     }
 
     private void onPlan(Hedgerow h, Org org, String keyName, String alias, ChatRequest chat, RequestFacts facts,
-                        RoutePlan plan, String requestId, HttpServerResponse resp) {
+                        RoutePlan plan, String requestId, Tally tally, HttpServerResponse resp) {
         if (plan instanceof RoutePlan.Blocked b) {
             h.audit().blocked(org.id(), alias, b.reason(), b.error().message(), requestId).subscribe()
                     .with(v -> { }, t -> { });
@@ -308,6 +382,7 @@ public final class GatewayRoutes {
         RoutePlan.Ready ready = (RoutePlan.Ready) plan;
         DispatchRequest dr = new DispatchRequest(requestId, h.clock().instant().getEpochSecond(), org, keyName,
                 alias, org.group(alias), chat, facts, ready.candidates(), ready.othersBackInMillis());
+        tally.dispatched = true; // from here dispatch counts it (finished, or refused), whatever happens
         if (resp.closed()) {
             // the client hung up while its request was counted or planned: nothing goes upstream, but it is logged
             h.dispatcher().clientGoneBeforeStart(dr);
