@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.stream.Stream;
 
 /**
  * Prometheus metrics of dispatch, exposed at {@code /q/metrics}: requests by status, attempts by outcome, hedges
@@ -50,11 +51,21 @@ public final class GatewayMetrics implements DispatchObserver {
                 "Prompt tokens sent upstream on hedge attempts that lost the race").register(registry);
     }
 
+    /**
+     * The bucket bounds of {@code hedgerow_ttft_seconds} (with {@code +Inf}: 18 bucket series per route, beside sum,
+     * count and max): times to first token run from ~50 ms (a warm cache, a short prompt) to a minute (a long prompt's
+     * prefill, a reasoning model thinking first), so the bounds step by at most 2x across that range, and a quantile
+     * Prometheus interpolates ({@code histogram_quantile}) is off by less than its bucket's width. Micrometer's own
+     * percentile histogram would publish 66 buckets per route for its default 1 ms..30 s, and none above 30 s.
+     */
+    static final Duration[] TTFT_BUCKETS = Stream.of(50, 100, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000,
+            5_000, 7_500, 10_000, 15_000, 20_000, 30_000, 60_000).map(Duration::ofMillis).toArray(Duration[]::new);
+
     @Override
     public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
         ttft.computeIfAbsent(route.id(), id -> Timer.builder("hedgerow_ttft")
                         .description("Time to first content per route").tag("route", id)
-                        .publishPercentileHistogram(false).register(registry))
+                        .serviceLevelObjectives(TTFT_BUCKETS).register(registry))
                 .record(Duration.ofMillis(ttftMs));
     }
 
