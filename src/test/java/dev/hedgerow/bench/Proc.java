@@ -126,8 +126,16 @@ final class Proc implements AutoCloseable {
 
     /** The body of {@code GET path} on this process. */
     String get(String path) {
+        return get(path, null);
+    }
+
+    /** The body of {@code GET path} on this process, sent with {@code bearer} as its bearer token (when not null). */
+    String get(String path, String bearer) {
         try {
             HttpURLConnection c = open(path, 2000, 10_000);
+            if (bearer != null) {
+                c.setRequestProperty("Authorization", "Bearer " + bearer);
+            }
             try (var in = c.getInputStream()) {
                 return new String(in.readAllBytes(), StandardCharsets.UTF_8);
             } finally {

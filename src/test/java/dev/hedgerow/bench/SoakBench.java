@@ -31,6 +31,9 @@ final class SoakBench {
             new FaultChance(0.02, new Fault.EmptyStream(true)),
             new FaultChance(0.01, Fault.stall(10, 2000)));
 
+    /** The soak's app serves /q/metrics only with a token (its catalog is a file). */
+    private static final String METRICS_TOKEN = "soak-metrics";
+
     private final BenchEnv env;
 
     SoakBench(BenchEnv env) {
@@ -64,8 +67,8 @@ final class SoakBench {
         Map<String, Long> attempts;
         List<List<String>> storeRows = new ArrayList<>();
         try (RedisServer redis = RedisServer.start();
-             Proc app = Proc.hedgerow("hedgerow-soak", env.jar, env.file("soak.yaml", yaml), redis.url(), Map.of(),
-                     env.tmp);
+             Proc app = Proc.hedgerow("hedgerow-soak", env.jar, env.file("soak.yaml", yaml), redis.url(),
+                     Map.of("HEDGEROW_METRICS_TOKEN", METRICS_TOKEN), env.tmp);
              Load load = new Load(env.vertx, 64)) {
             load.closedLoop(i -> req(app, i), 8, 50, 0, false); // warm-up
             long t0 = System.nanoTime();
@@ -111,7 +114,7 @@ final class SoakBench {
     private static Map<String, Long> attemptsByOutcome(Proc app) {
         Map<String, Long> out = new TreeMap<>();
         Pattern line = Pattern.compile("^hedgerow_attempts_total\\{(.*)} ([0-9.E+]+)$");
-        for (String l : app.get("/q/metrics").split("\n")) {
+        for (String l : app.get("/q/metrics", METRICS_TOKEN).split("\n")) {
             Matcher m = line.matcher(l);
             if (m.matches()) {
                 String kind = tag(m.group(1), "kind");

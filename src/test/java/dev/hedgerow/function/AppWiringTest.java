@@ -2,6 +2,7 @@ package dev.hedgerow.function;
 
 import dev.hedgerow.sim.SimText;
 import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.MetricsScrape;
 import dev.hedgerow.testsupport.Sse;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
@@ -59,7 +60,7 @@ class AppWiringTest {
 
     /** The sum of the series in the Prometheus scrape whose line starts with {@code series} (0 when none). */
     static double metric(String series) {
-        String scrape = given().get("/q/metrics").then().statusCode(200).extract().asString();
+        String scrape = MetricsScrape.text();
         double sum = 0;
         for (String line : scrape.split("\n")) {
             if (line.startsWith(series)) {

@@ -2,6 +2,7 @@ package dev.hedgerow.function;
 
 import dev.hedgerow.sim.SimText;
 import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.MetricsScrape;
 import dev.hedgerow.testsupport.RedisServer;
 import dev.hedgerow.testsupport.Sse;
 import io.quarkus.test.common.QuarkusTestResource;
@@ -31,7 +32,7 @@ class StateReadinessTest {
     }
 
     static double gauge() {
-        String metrics = given().get("/q/metrics").then().statusCode(200).extract().asString();
+        String metrics = MetricsScrape.text();
         return metrics.lines().filter(l -> l.startsWith("hedgerow_state_degraded"))
                 .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).findFirst()
                 .orElseThrow(() -> new AssertionError("no hedgerow_state_degraded gauge"));

@@ -38,7 +38,8 @@ import java.util.Map;
  * ({@code hedgerow.secret-key} = {@link #SECRET_KEY}). The prober's timer is off
  * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one, with
  * the bearer token {@link #PROBER_TOKEN} ({@code hedgerow.prober.token}), as a scheduler would, and back to back
- * ({@code hedgerow.prober.min-interval=0s}; {@code ProberMinIntervalTest} runs with a minimum interval).
+ * ({@code hedgerow.prober.min-interval=0s}; {@code ProberMinIntervalTest} runs with a minimum interval). Metrics are
+ * scraped with the bearer token {@link #METRICS_TOKEN} ({@code hedgerow.metrics.token}; see {@link MetricsScrape}).
  */
 public final class AppTestResource implements QuarkusTestResourceLifecycleManager {
     public static final long SEED = 11;
@@ -47,6 +48,8 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             .encodeToString("hedgerow-test-secret-key-32bytes".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
     /** The prober endpoint's bearer token. */
     public static final String PROBER_TOKEN = "prober-test-token";
+    /** The bearer token a scrape of {@code /q/metrics} sends ({@code hedgerow.metrics.token}). */
+    public static final String METRICS_TOKEN = "metrics-test-token";
     public static final String YAML = """
             revision: 1
             orgs:
@@ -133,6 +136,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             cfg.put("hedgerow.prober.min-interval", "0s");
             cfg.put("hedgerow.secret-key", SECRET_KEY);
             cfg.put("hedgerow.prober.token", PROBER_TOKEN);
+            cfg.put("hedgerow.metrics.token", METRICS_TOKEN);
             return cfg;
         } catch (IOException e) {
             throw new UncheckedIOException(e);

@@ -51,7 +51,7 @@ class ProberMinIntervalTest {
                 .body("error.message", containsString("the prober token (HEDGEROW_PROBER_TOKEN)"));
 
         assertEquals(probed, alpha.stats("kimi-a").received(), "a refused round probes nothing");
-        given().get("/q/metrics").then().statusCode(200)
+        given().auth().oauth2(AppTestResource.METRICS_TOKEN).get("/q/metrics").then().statusCode(200)
                 .body(containsString("hedgerow_prober_rounds_total{result=\"ran\"} 1.0"))
                 .body(containsString("hedgerow_prober_rounds_total{result=\"skipped\"} 1.0"));
     }
