@@ -86,6 +86,15 @@ public record ApiError(int status, String type, String code, String message, Str
                 retry);
     }
 
+    /**
+     * 503 {@code server_shutting_down}: this instance is stopping (SIGTERM). A request that arrives meanwhile is
+     * refused with it, and one still running when the grace period ends is ended with it; either may be retried at
+     * once (1 s), by which time another instance, or this one restarted, serves it.
+     */
+    public static ApiError shuttingDown(String message) {
+        return new ApiError(503, "server_error", "server_shutting_down", message, null, RetryAdvice.after(1000));
+    }
+
     public static ApiError upstreamExhausted(int status, String message, RetryAdvice.After retry) {
         String code = switch (status) {
             case 503 -> "no_healthy_provider";

@@ -10,7 +10,8 @@ import java.util.List;
  * One line of a request's attempt trail: which route, why it started, how it ended, and its timings.
  *
  * @param kind     primary | failover | hedge | resume
- * @param outcome  success | failed | cancelled | lost_race | client_cancelled | client_error
+ * @param outcome  success | failed | cancelled | lost_race | client_cancelled | client_error | shutdown (the
+ *                 instance's grace period for requests in flight ended)
  * @param status   upstream HTTP status (0 when none arrived)
  * @param error    the error class ({@code http_503}, {@code transport_reset}, {@code zero_content}, ...) or null
  * @param ttftMs   time to first content from the attempt's start (-1 when none)

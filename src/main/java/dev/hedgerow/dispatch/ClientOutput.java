@@ -253,7 +253,7 @@ final class ClientOutput {
     }
 
     /** Ends the stream with the error envelope as its last event, with the request id and the trail, then [DONE]. */
-    private void endWithError(ObjectNode envelope, ArrayNode trail) {
+    void endWithError(ObjectNode envelope, ArrayNode trail) {
         envelope.put("id", req.requestId());
         envelope.set("attempt_trail", trail);
         sink.end(Sse.dataThenDone(envelope));

@@ -204,6 +204,34 @@ final class Dispatch {
     }
 
     /**
+     * This instance is shutting down and its grace period for requests in flight is over: the request ends now, as
+     * {@code err} (503, retry advice). A stream the client already reads (content delivered, or a head sent early)
+     * gets it as its last event, with how much of the answer it received (a client may ask again for the rest); one
+     * that has not started gets it as its answer. Every live attempt ends as {@code shutdown} and nothing learns
+     * from them or cools down (the routes were not at fault); what was delivered is billed, and the request is
+     * logged as 503, so a shutdown is never mistaken for a client's hang-up (499).
+     */
+    synchronized void shutDown(ApiError err) {
+        if (finished) {
+            return;
+        }
+        finished = true;
+        stopTimers();
+        endLive("shutdown");
+        if (committed || output.headSent()) {
+            ObjectNode event = err.toNode();
+            ObjectNode delivered = event.putObject("delivered");
+            delivered.put("content_chars", transcript.content.codePointCount(0, transcript.content.length()));
+            delivered.put("reasoning_chars", transcript.reasoning.codePointCount(0, transcript.reasoning.length()));
+            output.endWithError(event, trail.toNode());
+        } else {
+            output.exhausted(err, trail.toNode());
+        }
+        deps.observer().finished(req, err.status(), trail.snapshot(), deliveredBill(),
+                served == null ? null : served.cand);
+    }
+
+    /**
      * What a stream that ends before its answer is whole (a client hang-up, an error event after content) is billed:
      * the prompt once and every completion token the client received, as after a resume (the providers charged for
      * them); null when no content reached the client.

@@ -1,5 +1,6 @@
 package dev.hedgerow.dispatch;
 
+import dev.hedgerow.api.ApiError;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Scheduler;
@@ -8,6 +9,9 @@ import dev.hedgerow.upstream.UpstreamClient;
 
 import java.time.InstantSource;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.ToIntFunction;
 
 /**
@@ -36,9 +40,33 @@ public final class Dispatcher {
     }
 
     private final Deps deps;
+    /** Every request started and not yet ended (its answer ended, or its client gone): what a shutdown must end. */
+    private final Set<Dispatch> live = ConcurrentHashMap.newKeySet();
+    /** Set once by {@link #shutDown}: from then on a request is ended as it starts. */
+    private volatile ApiError stopped;
 
     public Dispatcher(Deps deps) {
         this.deps = deps;
+    }
+
+    /** Requests started and not yet ended. */
+    public int live() {
+        return live.size();
+    }
+
+    /**
+     * The instance's grace period for requests in flight is over: every request still running ends now with
+     * {@code err} (a stream as its error event, see {@link Dispatch#shutDown}), and so does any request that starts
+     * after this (one planned while the grace period ran out). Returns how many were ended.
+     */
+    public int shutDown(ApiError err) {
+        stopped = err;
+        int n = 0;
+        for (Dispatch d : live) {
+            d.shutDown(err);
+            n++;
+        }
+        return n;
     }
 
     /**
@@ -50,8 +78,55 @@ public final class Dispatcher {
     }
 
     public Handle start(DispatchRequest request, ClientSink sink) {
-        Dispatch d = new Dispatch(deps, request, sink);
+        Dispatch[] self = new Dispatch[1];
+        Dispatch d = new Dispatch(deps, request, new Ending(sink, () -> live.remove(self[0])));
+        self[0] = d;
+        live.add(d);
+        ApiError stop = stopped;
+        if (stop != null) {
+            d.shutDown(stop);
+            return () -> { };
+        }
         d.start();
-        return d::clientGone;
+        if (stopped != null) { // shut down while it started: the loop above may have missed it
+            d.shutDown(stopped);
+        }
+        return () -> {
+            live.remove(d);
+            d.clientGone();
+        };
+    }
+
+    /** A sink that also reports the end of its answer (once): the dispatch then leaves {@link #live}. */
+    private static final class Ending implements ClientSink {
+        private final ClientSink sink;
+        private final Runnable ended;
+
+        Ending(ClientSink sink, Runnable ended) {
+            this.sink = sink;
+            this.ended = ended;
+        }
+
+        @Override
+        public void head(int status, Map<String, String> headers) {
+            sink.head(status, headers);
+        }
+
+        @Override
+        public void write(byte[] bytes) {
+            sink.write(bytes);
+        }
+
+        @Override
+        public void end() {
+            ended.run();
+            sink.end();
+        }
+
+        @Override
+        public void end(byte[] last) {
+            ended.run();
+            sink.end(last);
+        }
     }
 }
