@@ -102,6 +102,7 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicLong ledgerSeq = new AtomicLong();
     private final System.Logger log = System.getLogger("dev.hedgerow.state");
     private final AtomicLong fallbacks = new AtomicLong();
+    private final AtomicInteger callsInFlight = new AtomicInteger();
     private volatile CircuitBreakerState breaker = CircuitBreakerState.CLOSED;
     private volatile String lastFailure = "";
 
@@ -164,12 +165,13 @@ public final class ResilientStateStore implements StateStore {
     @SuppressWarnings("unchecked")
     private <T> Uni<T> guarded(Supplier<Uni<T>> onShared, Function<Throwable, Uni<T>> onLocal) {
         return Uni.createFrom().deferred(() -> {
+            callsInFlight.incrementAndGet();
             Uni<Object> guarded = guard.get(() -> (Uni<Object>) (Uni<?>) onShared.get(), UNI);
             return ((Uni<T>) (Uni<?>) guarded).onFailure().recoverWithUni(e -> {
                 fallbacks.incrementAndGet();
                 lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
                 return onLocal.apply(e);
-            });
+            }).onTermination().invoke(callsInFlight::decrementAndGet);
         });
     }
 
@@ -192,6 +194,14 @@ public final class ResilientStateStore implements StateStore {
     /** A health write on the local store, its route remembered once it is done (see {@link #sharedAnswered}). */
     private <T> Uni<T> localHealthWrite(String routeId, Uni<T> write) {
         return write.invoke(() -> localHealth.add(routeId));
+    }
+
+    /**
+     * Calls made through this store and not answered yet (by the shared store, or the local one after a failure):
+     * at shutdown, the writes still on their way, which the process waits for before it goes.
+     */
+    public int callsInFlight() {
+        return callsInFlight.get();
     }
 
     // ---- catalog: mirrored, re-seeded when the shared store lost it ------------------------------------------------
