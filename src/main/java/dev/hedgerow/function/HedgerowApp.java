@@ -1,5 +1,6 @@
 package dev.hedgerow.function;
 
+import dev.hedgerow.api.ApiError;
 import dev.hedgerow.audit.RequestLog;
 import dev.hedgerow.catalog.CatalogException;
 import dev.hedgerow.catalog.CatalogLoader;
@@ -16,6 +17,7 @@ import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.VertxUpstreamClient;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.quarkus.runtime.ShutdownDelayInitiatedEvent;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.quarkus.runtime.configuration.ConfigurationException;
@@ -98,6 +100,18 @@ public class HedgerowApp {
     /** How many requests this instance serves before its JIT may count as warm (see {@link JitWarmup}). */
     @ConfigProperty(name = "hedgerow.jit.warm-requests", defaultValue = "20000")
     long jitWarmRequests;
+
+    /**
+     * After SIGTERM, how long the requests in flight may take to finish (new ones are refused with 503 meanwhile);
+     * a request still running then is ended with 503 {@code server_shutting_down} (a stream: its error event).
+     * Below the 30 s Kubernetes (and Knative) give a pod between SIGTERM and SIGKILL, leaving time for the writes
+     * flushed after it.
+     */
+    @ConfigProperty(name = "hedgerow.shutdown.grace", defaultValue = "20s")
+    Duration shutdownGrace;
+
+    @Inject
+    ShutdownGate gate;
 
     private volatile Hedgerow core;
     private volatile GatewayMetrics metrics;
@@ -182,6 +196,52 @@ public class HedgerowApp {
                 revisionText(loaded.revision()), h.catalog().fileStatus().outcome());
         core = h;
         return h;
+    }
+
+    /**
+     * Stops taking requests and lets those in flight finish for up to {@code hedgerow.shutdown.grace}; then ends the
+     * ones still running with 503 {@code server_shutting_down} (a stream as its error event) and waits a moment for
+     * those answers to be written. Returns at once when nothing is in flight.
+     */
+    private void drain() {
+        gate.close();
+        int n = gate.inFlight();
+        if (n == 0) {
+            return;
+        }
+        LOG.log(System.Logger.Level.INFO, "Hedgerow is shutting down: {0} request(s) in flight may take up to {1}"
+                + " to finish (hedgerow.shutdown.grace); new requests get 503 server_shutting_down", n,
+                ShutdownGate.text(shutdownGrace));
+        if (gate.awaitIdle(shutdownGrace)) {
+            LOG.log(System.Logger.Level.INFO, "Every request in flight finished");
+            return;
+        }
+        Hedgerow h = core;
+        int ended = h == null ? 0 : h.dispatcher().shutDown(ApiError.shuttingDown("This Hedgerow instance shut "
+                + "down before the answer was complete (its grace period for requests in flight, "
+                + ShutdownGate.text(shutdownGrace) + ", ended); retry the request."));
+        LOG.log(System.Logger.Level.WARNING, "Grace period of {0} over: {1} request(s) still running ended with 503 "
+                + "server_shutting_down", ShutdownGate.text(shutdownGrace), ended);
+        if (!gate.awaitIdle(WRITES_MAX)) { // their last events go out before the server closes
+            LOG.log(System.Logger.Level.WARNING, "{0} request(s) still in flight are cut", gate.inFlight());
+        }
+    }
+
+    /** Waits until the shared store has answered every call made to it, for at most {@code max}; true if it has. */
+    private static boolean awaitCalls(ResilientStateStore s, Duration max) {
+        long deadline = System.nanoTime() + max.toNanos();
+        while (s.callsInFlight() > 0) {
+            if (System.nanoTime() - deadline >= 0) {
+                return false;
+            }
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        return true;
     }
 
     /** A file revision as logs and readiness show it. */
@@ -280,15 +340,51 @@ public class HedgerowApp {
         }
     }
 
-    void onStop(@Observes ShutdownEvent ev) {
+    /** The longest the shutdown waits for state writes (a batch's flush, then every write still on its way). */
+    private static final Duration WRITES_MAX = Duration.ofSeconds(2);
+
+    /**
+     * The process is asked to stop (SIGTERM, Ctrl-C): Quarkus' pre-shutdown phase ({@code
+     * quarkus.shutdown.delay-enabled=true}, no delay set), the last moment the HTTP server still listens; by the
+     * {@link ShutdownEvent} it has closed every connection. The requests in flight are drained ({@link #drain}), then
+     * every state write they and earlier requests made (usage, ledger, audit events, learned models, leases) reaches
+     * the store before the process goes.
+     */
+    void onShutdownSignal(@Observes ShutdownDelayInitiatedEvent ev) {
+        drain();
+        flushWrites();
+    }
+
+    /**
+     * Writes out what waits in the write batch, then waits for every call still on its way to the shared store (each
+     * for at most {@link #WRITES_MAX}).
+     */
+    private void flushWrites() {
         BatchingStateStore b = batching;
         if (b != null) { // what waits in a batch is written out before the process goes
             try {
-                b.flush().await().atMost(Duration.ofSeconds(2));
+                b.flush().await().atMost(WRITES_MAX);
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.WARNING, "batched state writes not flushed at shutdown: {0}", e.toString());
             }
         }
+        ResilientStateStore s = shared;
+        if (s != null) { // fire-and-forget writes (audit events, affinity, a ledger write) may still be on their way
+            if (!awaitCalls(s, WRITES_MAX)) {
+                LOG.log(System.Logger.Level.WARNING, "{0} state call(s) still unanswered at shutdown",
+                        s.callsInFlight());
+            }
+            if (s.pendingLedger() > 0) {
+                LOG.log(System.Logger.Level.WARNING, "{0} usage ledger line(s) not confirmed by Redis at shutdown "
+                        + "are lost", s.pendingLedger());
+            }
+        }
+    }
+
+    /** The process stops: anything written since the pre-shutdown phase (or without one) goes out, then it closes. */
+    void onStop(@Observes ShutdownEvent ev) {
+        gate.close();
+        flushWrites();
         if (core != null) {
             core.catalog().stop();
         }

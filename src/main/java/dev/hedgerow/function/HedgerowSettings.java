@@ -97,7 +97,8 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
             new Setting("hedgerow.prober.timeout", Kind.DURATION),
             new Setting("hedgerow.prober.token", Kind.SECRET),
             new Setting("hedgerow.prober.min-interval", Kind.DURATION),
-            new Setting("hedgerow.metrics.token", Kind.SECRET));
+            new Setting("hedgerow.metrics.token", Kind.SECRET),
+            new Setting("hedgerow.shutdown.grace", Kind.DURATION));
 
     /**
      * Quarkus' own settings that get the blank-is-unset rule: the address the process listens on, which is what a
