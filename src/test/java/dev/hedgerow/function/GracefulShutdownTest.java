@@ -1,0 +1,241 @@
+package dev.hedgerow.function;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.sim.SimText;
+import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.PackagedApp;
+import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.Resp;
+import dev.hedgerow.testsupport.Sse;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.LocalDate;
+import java.time.ZoneOffset;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * SIGTERM on the application as it ships (the packaged fast-jar, run as a process of its own on a private Redis, with
+ * simulated providers streaming at a scripted pace): a stream in flight finishes whole, with {@code [DONE]}; a request
+ * sent after the signal is refused with 503 {@code server_shutting_down} in the envelope with retry advice; a stream
+ * longer than the grace period ({@code HEDGEROW_SHUTDOWN_GRACE}) ends at its end with that error as its last event,
+ * saying how much it delivered, and is logged as 503 with attempts ended {@code shutdown} (not 499
+ * {@code client_cancelled}); the process then exits; and the usage billed and the audit event of those requests, held
+ * in a write batch far longer than the test ({@code HEDGEROW_STATE_WRITE_BATCH=10m}), are in Redis afterwards.
+ * Before, the process stopped within half a second, cutting both streams mid-transfer and logging them as 499.
+ */
+class GracefulShutdownTest {
+    static final long SEED = 7;
+    static final int SHORT_TOKENS = 30;
+    static final String GRACE = "6s";
+    static final String PROMPT = "Tell me about hedgerows";
+
+    static Vertx vertx;
+    static SimServer sim;
+    static RedisServer redis;
+
+    @BeforeAll
+    static void start() {
+        vertx = Vertx.vertx();
+        redis = RedisServer.start();
+        // 20 tokens a second: the short answer takes 1.5 s, the long one 20 s, far past the grace period
+        ModelScript.Latency pace = ModelScript.Latency.of(50, 20);
+        sim = SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-sim")
+                .withModel("short-m", ModelScript.defaults().withLength(SHORT_TOKENS).withLatency(pace))
+                .withModel("long-m", ModelScript.defaults().withLength(400).withLatency(pace)));
+    }
+
+    @AfterAll
+    static void stop() {
+        if (sim != null) {
+            sim.close();
+        }
+        if (redis != null) {
+            redis.close();
+        }
+        if (vertx != null) {
+            vertx.close();
+        }
+    }
+
+    @Test
+    void sigtermFinishesStreamsInFlightRefusesNewRequestsAndEndsTheRestAtTheGracePeriod() throws Exception {
+        Path jar = PackagedApp.jar();
+        Path dir = Files.createTempDirectory("hedgerow-shutdown");
+        Path catalog = dir.resolve("hedgerow.yaml");
+        Files.writeString(catalog, """
+                revision: 1
+                orgs:
+                  - id: acme
+                    keys: [{ name: app, key: "k-acme" }]
+                    providers:
+                      - { id: sim, base_url: "%s", api_key: "sk-sim" }
+                    routes:
+                      - { alias: short, provider: sim, model: short-m }
+                      - { alias: long, provider: sim, model: long-m }
+                """.formatted(sim.baseUrl()));
+        int port = freePort();
+        Path log = dir.resolve("app.log");
+        ProcessBuilder pb = new ProcessBuilder(PackagedApp.javaBin(), "-Xmx256m", "-jar", jar.toString())
+                .redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().keySet().removeIf(k -> k.startsWith("HEDGEROW_") || k.startsWith("QUARKUS_")
+                || k.equals("REDIS_URL"));
+        pb.environment().put("QUARKUS_HTTP_PORT", Integer.toString(port));
+        pb.environment().put("HEDGEROW_CONFIG", catalog.toString());
+        pb.environment().put("REDIS_URL", redis.url());
+        pb.environment().put("HEDGEROW_SECRET_KEY", AppTestResource.SECRET_KEY);
+        pb.environment().put("HEDGEROW_PROBER_INTERVAL", "0s");
+        pb.environment().put("HEDGEROW_STATE_WRITE_BATCH", "10m");
+        pb.environment().put("HEDGEROW_SHUTDOWN_GRACE", GRACE);
+        Process app = pb.start();
+        try {
+            awaitLog(app, log, "Hedgerow ready:", Duration.ofMinutes(2));
+            HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+            URI chat = URI.create("http://127.0.0.1:" + port + "/v1/chat/completions");
+
+            Stream longer = Stream.open(http, chat, "long");
+            Stream shorter = Stream.open(http, chat, "short");
+            assertTrue(longer.firstContent.await(30, TimeUnit.SECONDS), "the long stream began");
+            assertTrue(shorter.firstContent.await(30, TimeUnit.SECONDS), "the short stream began");
+
+            app.destroy(); // SIGTERM
+            awaitLog(app, log, "Hedgerow is shutting down", Duration.ofSeconds(20));
+
+            HttpResponse<String> refused = http.send(request(chat, "short"), HttpResponse.BodyHandlers.ofString());
+            assertEquals(503, refused.statusCode(), refused.body());
+            JsonNode err = new com.fasterxml.jackson.databind.ObjectMapper().readTree(refused.body()).path("error");
+            assertEquals("server_shutting_down", err.path("code").asText(), refused.body());
+            assertEquals("server_error", err.path("type").asText(), refused.body());
+            assertEquals("1", refused.headers().firstValue("retry-after").orElse(null));
+            assertEquals("1000", refused.headers().firstValue("retry-after-ms").orElse(null));
+
+            String shortBody = shorter.body.get(60, TimeUnit.SECONDS);
+            assertTrue(Sse.endsWithDone(shortBody), "the stream in flight finished:\n" + shortBody);
+            assertEquals(SimText.expected(SEED, PROMPT, SHORT_TOKENS), Sse.content(shortBody));
+            assertTrue(Sse.events(shortBody).stream().noneMatch(e -> e.has("error")), shortBody);
+
+            String longBody = longer.body.get(60, TimeUnit.SECONDS);
+            assertTrue(Sse.endsWithDone(longBody), "the long stream ended with [DONE]:\n" + longBody);
+            List<JsonNode> events = Sse.events(longBody);
+            JsonNode last = events.get(events.size() - 1);
+            assertEquals("server_shutting_down", last.path("error").path("code").asText(), longBody);
+            String delivered = Sse.content(longBody);
+            assertFalse(delivered.isEmpty());
+            assertTrue(SimText.expected(SEED, PROMPT, 400).startsWith(delivered), delivered);
+            assertEquals(delivered.codePointCount(0, delivered.length()),
+                    last.path("delivered").path("content_chars").asInt(), last.toString());
+            assertEquals("shutdown", last.path("attempt_trail").path(0).path("outcome").asText(), last.toString());
+
+            assertTrue(app.waitFor(30, TimeUnit.SECONDS), "the process exits after the grace period");
+            String out = Files.readString(log);
+            assertTrue(out.matches("(?s).*request \\S+ org=acme key=app alias=short status=200 .*"), out);
+            assertTrue(out.matches("(?s).*request \\S+ org=acme key=app alias=long status=503 .*\"outcome\":"
+                    + "\"shutdown\".*"), out);
+            assertFalse(out.contains("status=499"), out);
+
+            // what the two requests billed and the long one's audit event reached Redis before the process went
+            String day = LocalDate.now(ZoneOffset.UTC).toString();
+            String ledger = Resp.command(redis.port(), "HGETALL", "hr:{o:acme}:ledger:" + day);
+            assertTrue(ledger.contains("short") && ledger.contains("long"), "ledger: " + ledger);
+            String audit = Resp.command(redis.port(), "XRANGE", "hr:{o:acme}:audit", "-", "+");
+            assertTrue(audit.contains("503") && audit.contains("shutdown"), "audit: " + audit);
+        } finally {
+            if (app.isAlive()) {
+                app.destroyForcibly();
+            }
+        }
+    }
+
+    /** One streamed chat request read as it arrives: its first content, then its whole body. */
+    static final class Stream {
+        final CountDownLatch firstContent = new CountDownLatch(1);
+        final CompletableFuture<String> body = new CompletableFuture<>();
+
+        static Stream open(HttpClient http, URI chat, String alias) {
+            Stream s = new Stream();
+            http.sendAsync(request(chat, alias), HttpResponse.BodyHandlers.ofInputStream()).whenComplete((r, t) -> {
+                if (t != null) {
+                    s.body.completeExceptionally(t);
+                    return;
+                }
+                Thread reader = new Thread(() -> s.read(r.body()), "stream-" + alias);
+                reader.setDaemon(true);
+                reader.start();
+            });
+            return s;
+        }
+
+        private void read(InputStream in) {
+            StringBuilder sb = new StringBuilder();
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    sb.append(line).append('\n');
+                    if (line.contains("\"content\":\"")) {
+                        firstContent.countDown();
+                    }
+                }
+                body.complete(sb.toString());
+            } catch (IOException e) {
+                body.completeExceptionally(new AssertionError("cut after:\n" + sb, e));
+            }
+        }
+    }
+
+    static HttpRequest request(URI chat, String alias) {
+        return HttpRequest.newBuilder(chat).header("Authorization", "Bearer k-acme")
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"" + alias + "\",\"stream\":true,"
+                        + "\"messages\":[{\"role\":\"user\",\"content\":\"" + PROMPT + "\"}]}"))
+                .build();
+    }
+
+    /** Waits for {@code text} in the process's log (its output), failing if the process ends first or time runs out. */
+    static void awaitLog(Process app, Path log, String text, Duration max) throws Exception {
+        long deadline = System.nanoTime() + max.toNanos();
+        while (System.nanoTime() < deadline) {
+            String out = Files.readString(log);
+            if (out.contains(text)) {
+                return;
+            }
+            if (!app.isAlive()) {
+                throw new AssertionError("the process ended (" + app.exitValue() + ") before \"" + text + "\":\n"
+                        + out);
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("no \"" + text + "\" within " + max + ":\n" + Files.readString(log));
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+}
