@@ -48,6 +48,7 @@ public final class PackagedApp {
     private static Path build() {
         try {
             Path out = Files.createTempDirectory("hedgerow-packaged");
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> delete(out))); // ~30 MB each
             Path log = out.resolve("build.log");
             String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
             List<String> cmd = new ArrayList<>(List.of(javaBin(), "-Xmx768m", "-cp", cp,
@@ -68,6 +69,15 @@ public final class PackagedApp {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
+        }
+    }
+
+    /** Removes a folder and everything in it, best effort. */
+    private static void delete(Path dir) {
+        try (java.util.stream.Stream<Path> all = Files.walk(dir)) {
+            all.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException | UncheckedIOException e) {
+            // a temporary folder left behind
         }
     }
 
