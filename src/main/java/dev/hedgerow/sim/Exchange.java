@@ -540,7 +540,7 @@ final class Exchange {
     private ObjectNode delta(Plan.Unit u) {
         ObjectNode d = mapper().createObjectNode();
         switch (u.kind()) {
-            case REASONING -> d.put("reasoning_content", u.text());
+            case REASONING -> d.put(model.script().reasoning().field(), u.text());
             case CONTENT -> d.put("content", u.text());
             case TOOL_HEADER -> {
                 ObjectNode call = d.putArray("tool_calls").addObject();
@@ -597,7 +597,7 @@ final class Exchange {
             msg.put("content", empty ? "" : plan.content());
         }
         if (!empty && plan.reasoningTokens() > 0) {
-            msg.put("reasoning_content", plan.reasoningText());
+            msg.put(model.script().reasoning().field(), plan.reasoningText());
         }
         choice.put("finish_reason", empty ? "stop" : plan.finishReason());
         if (usageMode() != ModelScript.UsageMode.NONE) {

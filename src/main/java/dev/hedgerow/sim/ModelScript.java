@@ -198,12 +198,43 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
     }
 
     /**
-     * Reasoning before the answer: {@code tokens} deltas in {@code delta.reasoning_content} (at decode speed), then
+     * Reasoning before the answer: {@code tokens} deltas in {@code delta.<field>} (at decode speed), then
      * a silent pause of {@code pauseMs} during which an SSE comment {@code : keep-alive} is sent every
      * {@code keepAliveMs} (0 = none).
+     *
+     * @param counted reasoning tokens are completion tokens: a request's {@code max_tokens} (or
+     *                {@code max_completion_tokens}) caps reasoning and content together, as OpenAI's reasoning
+     *                models, DeepSeek R1 and vLLM's reasoning parsers do; a budget spent thinking ends the answer
+     *                with {@code finish_reason: length} and no content. False: the budget caps the content only
+     * @param field   the delta field reasoning is streamed in: {@code reasoning_content} (DeepSeek, older vLLM; the
+     *                default) or {@code reasoning} (newer vLLM, OpenRouter)
      */
-    public record Reasoning(int tokens, long pauseMs, long keepAliveMs) {
+    public record Reasoning(int tokens, long pauseMs, long keepAliveMs, boolean counted, String field) {
         public static final Reasoning NONE = new Reasoning(0, 0, 0);
+        public static final String REASONING_CONTENT = "reasoning_content";
+
+        public Reasoning {
+            field = field == null || field.isBlank() ? REASONING_CONTENT : field;
+            if (!field.equals(REASONING_CONTENT) && !field.equals("reasoning")) {
+                throw new IllegalArgumentException("reasoning field must be reasoning_content or reasoning, got "
+                        + field);
+            }
+        }
+
+        /** Reasoning the request's token budget does not cap, in {@code reasoning_content}. */
+        public Reasoning(int tokens, long pauseMs, long keepAliveMs) {
+            this(tokens, pauseMs, keepAliveMs, false, null);
+        }
+
+        /** The same reasoning, counted against the request's token budget. */
+        public Reasoning capped() {
+            return new Reasoning(tokens, pauseMs, keepAliveMs, true, field);
+        }
+
+        /** The same reasoning, streamed in {@code delta.<name>}. */
+        public Reasoning inField(String name) {
+            return new Reasoning(tokens, pauseMs, keepAliveMs, counted, name);
+        }
     }
 
     /** A fault rolled with the given probability (0..1) for each request. */

@@ -31,12 +31,24 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
             return continuation(req, script, textSeed);
         }
         List<Unit> units = new ArrayList<>();
-        for (String r : SimText.reasoningTokens(textSeed, req.firstUserMessage(), script.reasoning().tokens())) {
+        ModelScript.Reasoning thinking = script.reasoning();
+        Integer budget = req.maxTokens() == null ? null : Math.max(0, req.maxTokens());
+        List<String> thoughts = SimText.reasoningTokens(textSeed, req.firstUserMessage(), thinking.tokens());
+        boolean thoughtCut = false;
+        if (thinking.counted() && budget != null && thoughts.size() > budget) {
+            // the budget ran out while the model was thinking: no content at all
+            thoughts = thoughts.subList(0, budget);
+            thoughtCut = true;
+        }
+        for (String r : thoughts) {
             units.add(new Unit(Kind.REASONING, r));
         }
         int reasoning = units.size();
-        int limit = req.maxTokens() == null ? script.length() : Math.min(script.length(), Math.max(0, req.maxTokens()));
-        String finish = limit < script.length() ? "length" : "stop";
+        if (thinking.counted() && budget != null) {
+            budget = budget - reasoning;
+        }
+        int limit = budget == null ? script.length() : Math.min(script.length(), budget);
+        String finish = thoughtCut || limit < script.length() ? "length" : "stop";
         List<String> tokens = SimText.tokens(textSeed, req.firstUserMessage(), limit);
         ToolCall call = null;
         if (req.tools().call()) {
