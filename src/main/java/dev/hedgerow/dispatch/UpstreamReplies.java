@@ -17,9 +17,10 @@ import java.util.regex.Pattern;
 /**
  * Reads what an upstream answers in the chat completions format: a streamed chunk's first choice, an error event's
  * message, whether a whole answer is one, an error body's code and the wait a provider asks for
- * ({@code retry-after-ms}, {@code Retry-After}). Stateless.
+ * ({@code retry-after-ms}, {@code Retry-After}). Stateless. Public for the prober, which reads its probes' chunks by
+ * the same rules ({@link #firstChoice}).
  */
-final class UpstreamReplies {
+public final class UpstreamReplies {
     private UpstreamReplies() {
     }
 
@@ -29,9 +30,9 @@ final class UpstreamReplies {
      * @param toolCalls the delta's {@code tool_calls}, as sent (null when absent)
      * @param finish    the choice's {@code finish_reason}, or null
      */
-    record Delta(String content, String reasoning, JsonNode toolCalls, boolean hasTools, String finish) {
+    public record Delta(String content, String reasoning, JsonNode toolCalls, boolean hasTools, String finish) {
         /** Content, reasoning or a tool call: text the client is waiting for. */
-        boolean substantive() {
+        public boolean substantive() {
             return !content.isEmpty() || !reasoning.isEmpty() || hasTools;
         }
 
@@ -47,7 +48,7 @@ final class UpstreamReplies {
     }
 
     /** The streamed chunk's first choice, or null when the chunk has no choices (a usage-only chunk, say). */
-    static Delta firstChoice(JsonNode chunk) {
+    public static Delta firstChoice(JsonNode chunk) {
         JsonNode choices = chunk.get("choices");
         if (choices == null || !choices.isArray() || choices.isEmpty()) {
             return null;

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.catalog.Provider;
+import dev.hedgerow.dispatch.UpstreamReplies;
 import dev.hedgerow.routing.InterTokenStats;
 import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.time.Scheduler;
@@ -42,8 +43,11 @@ final class ProbeCall implements UpstreamHandler {
     private volatile UpstreamClient.Exchange exchange;
     private volatile Cancellable timer = Cancellable.NONE;
     private int status;
+    /** The first token, as the gateway counts it: the first content, reasoning or tool call delta, or the finish. */
     private long firstNanos = -1;
     private long lastNanos = -1;
+    private long firstReasoningNanos = -1;
+    private long firstVisibleNanos = -1;
     /**
      * The last sign of life, as the gateway's stall watchdog counts it: before the first content any well-formed event
      * or keep-alive comment (garbage is none); after it only progress, a content delta or a finish.
@@ -177,22 +181,41 @@ final class ProbeCall implements UpstreamHandler {
         if (n.path("usage").has("completion_tokens")) {
             usageTokens = n.path("usage").path("completion_tokens").asInt();
         }
-        if (n.path("choices").path(0).hasNonNull("finish_reason")) {
-            finishSeen = true;
-            lastLifeNanos = ticker.nanos();
+        UpstreamReplies.Delta d = UpstreamReplies.firstChoice(n);
+        if (d == null) {
+            return;
         }
-        String delta = n.path("choices").path(0).path("delta").path("content").asText("");
-        if (!delta.isEmpty()) {
-            long now = ticker.nanos();
+        long now = ticker.nanos();
+        if (d.finish() != null) {
+            finishSeen = true;
+            lastLifeNanos = now;
+            if (firstNanos < 0) {
+                // a finish before any token is an empty but complete answer, as the gateway takes it: its first
+                // "token" is the finish (a thinking model whose budget ran out before it wrote a visible word)
+                firstNanos = now;
+                lastNanos = now;
+            }
+        }
+        if (d.substantive()) {
+            // the gateway's rule for a first token and for progress (Dispatch.onChunk): content, reasoning in
+            // either spelling (reasoning_content, reasoning), or a tool call. A thinking model's reasoning is
+            // its first token and its decode, as for live traffic; the pause before its first visible token is
+            // its thinking time
             lastLifeNanos = now;
             if (firstNanos < 0) {
                 firstNanos = now;
-            } else {
+            } else if (deltas > 0) {
                 rhythm = rhythm.observe(ms(now - lastNanos));
+            }
+            if (!d.reasoning().isEmpty() && firstReasoningNanos < 0) {
+                firstReasoningNanos = now;
+            }
+            if ((!d.content().isEmpty() || d.hasTools()) && firstVisibleNanos < 0) {
+                firstVisibleNanos = now;
             }
             lastNanos = now;
             deltas++;
-            content.append(delta);
+            content.append(d.content());
         }
     }
 
@@ -219,7 +242,7 @@ final class ProbeCall implements UpstreamHandler {
             int tokens = n.path("usage").path("completion_tokens").asInt(0);
             long e2e = ms(now - start);
             finish(new ProbeOutcome.Answered(e2e, tokens, 0, e2e, n.hasNonNull("model") ? n.get("model").asText()
-                    : null, text));
+                    : null, text, -1));
             return;
         }
         if (firstNanos < 0) {
@@ -232,8 +255,10 @@ final class ProbeCall implements UpstreamHandler {
     /** The streamed answer, whole, as it stood at {@code endNanos}. */
     private ProbeOutcome.Answered streamAnswer(long endNanos) {
         int tokens = usageTokens > 0 ? usageTokens : deltas;
+        long thinkMs = firstReasoningNanos >= 0 && firstVisibleNanos > firstReasoningNanos
+                ? ms(firstVisibleNanos - firstReasoningNanos) : -1;
         return new ProbeOutcome.Answered(ms(firstNanos - start), tokens, ms(lastNanos - firstNanos),
-                ms(endNanos - start), model, content.toString());
+                ms(endNanos - start), model, content.toString(), thinkMs);
     }
 
     @Override

@@ -8,14 +8,17 @@ public sealed interface ProbeOutcome {
     /**
      * The route answered.
      *
-     * @param ttftMs     time from sending to the first content
-     * @param tokens     completion tokens (the provider's usage count, else content deltas)
-     * @param decodeMs   time from the first to the last content
+     * @param ttftMs     time from sending to the first token as the gateway counts it: the first content,
+     *                   reasoning or tool call delta, or a finish that came before any
+     * @param tokens     completion tokens (the provider's usage count, else content and reasoning deltas)
+     * @param decodeMs   time from the first to the last token
      * @param e2eMs      time from sending to the end of the answer
      * @param model      the {@code model} the response named (null when absent)
-     * @param content    the answer's text
+     * @param content    the answer's visible text (empty for a model whose token budget ran out while thinking)
+     * @param thinkMs    time from the first reasoning to the first visible delta, or -1 when the answer did not
+     *                   think first or did not get past its thinking
      */
-    record Answered(long ttftMs, int tokens, long decodeMs, long e2eMs, String model, String content)
+    record Answered(long ttftMs, int tokens, long decodeMs, long e2eMs, String model, String content, long thinkMs)
             implements ProbeOutcome {
     }
 

@@ -304,11 +304,18 @@ public final class Prober {
         return deps.store().releaseProbe(t.key(), owner).onFailure().recoverWithNull();
     }
 
-    /** Learns a probe like live traffic: judged against the route's own group targets, not the defaults. */
+    /**
+     * Learns a probe like live traffic: judged against the route's own group targets, not the defaults. Its first
+     * token is the gateway's (reasoning counts), and a reasoning stream's pause before its first visible token is
+     * learnt as its thinking time, as a live stream's is.
+     */
     private void learn(Target t, RouteSnapshot s, int promptTokens, ProbeOutcome.Answered a) {
         GroupSettings.Slo slo = t.org.group(t.route.alias()).slo();
         deps.models().learnFirstToken(s, promptTokens, a.ttftMs(), slo);
         deps.models().learnDecode(s, Generation.whole(a.tokens(), a.decodeMs(), a.e2eMs()), slo);
+        if (a.thinkMs() >= 0) {
+            deps.models().learnThinking(s, a.thinkMs());
+        }
     }
 
     /**

@@ -1,0 +1,98 @@
+package dev.hedgerow.function.prober;
+
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.testsupport.AppTestResource;
+import io.quarkus.test.junit.QuarkusTest;
+import io.restassured.response.Response;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import static io.restassured.RestAssured.given;
+import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.notNullValue;
+
+/**
+ * The real application's prober ({@code POST /prober/run}) in front of routes that behave as real providers do and
+ * are healthy: a probe round must leave them in service, as the admin API's health ({@code GET /admin/health}) and
+ * live traffic through the gateway show. Each case scripts the simulator's {@code solo-a} (alias {@code solo}, one
+ * route, {@code solo-alpha}) and puts it back afterwards.
+ */
+@QuarkusTest
+class ProbeRealProvidersTest {
+    static final ModelScript FAST = ModelScript.defaults().withLength(24)
+            .withLatency(ModelScript.Latency.of(10, 400));
+
+    static SimServer alpha() {
+        return AppTestResource.sims().get("alpha");
+    }
+
+    @BeforeEach
+    void healthy() {
+        // whatever an earlier test left of the route's health and verdicts
+        given().auth().oauth2("a-acme").contentType("application/json").body("{\"route\":\"solo-alpha\"}")
+                .post("/admin/routes/reset").then().statusCode(200);
+    }
+
+    @AfterEach
+    void restore() {
+        alpha().clearFaults();
+        alpha().script("solo-a", FAST);
+    }
+
+    static Response round() {
+        Response round = given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run");
+        round.then().statusCode(200).body("ran", equalTo(true));
+        return round;
+    }
+
+    static String solo(Response round, String field) {
+        return round.path("routes.find { it.route == 'solo-alpha' }." + field) == null ? null
+                : round.path("routes.find { it.route == 'solo-alpha' }." + field).toString();
+    }
+
+    /** The route is in service: healthy in the admin API, and the gateway serves its alias from it. */
+    static void inService() {
+        given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then().statusCode(200)
+                .body("groups[0].members[0].route", equalTo("solo-alpha"))
+                .body("groups[0].members[0].state", equalTo("healthy"))
+                .body("groups[0].members[0].cooling_down", equalTo(false))
+                .body("groups[0].members[0].fails", equalTo(0));
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"solo\",\"max_tokens\":200,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200)
+                .header("x-hedgerow-route", equalTo("solo-alpha"));
+    }
+
+    // ---- reasoning models -----------------------------------------------------------------------------------------
+
+    /**
+     * A thinking model spends the speed probe's whole budget (32 tokens) reasoning and ends with
+     * {@code finish_reason: length} and no content: it answered, fast. Its reasoning is its first token (as the
+     * gateway counts it), and the round leaves it healthy. Before, the probe read "stream ended with no content", a
+     * breaker failure, and the only route of its alias cooled down.
+     */
+    @Test
+    void aThinkingModelWhoseProbeBudgetRunsOutWhileThinkingStaysInService() {
+        alpha().script("solo-a", FAST.withReasoning(new ModelScript.Reasoning(100, 0, 0).capped()));
+
+        Response round = round();
+
+        org.junit.jupiter.api.Assertions.assertEquals("ok", solo(round, "outcome"), round.asString());
+        round.then().body("routes.find { it.route == 'solo-alpha' }.ttft_ms", notNullValue());
+        inService();
+    }
+
+    /** The same in the other spelling servers use for reasoning deltas ({@code delta.reasoning}: newer vLLM). */
+    @Test
+    void reasoningInTheReasoningFieldIsAlsoAnAnswer() {
+        alpha().script("solo-a", FAST.withReasoning(new ModelScript.Reasoning(100, 0, 0).capped()
+                .inField("reasoning")));
+
+        Response round = round();
+
+        org.junit.jupiter.api.Assertions.assertEquals("ok", solo(round, "outcome"), round.asString());
+        inService();
+    }
+}
