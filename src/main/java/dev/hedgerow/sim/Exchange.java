@@ -508,8 +508,14 @@ final class Exchange {
         c.put("id", id);
         c.put("object", "chat.completion.chunk");
         c.put("created", created);
-        c.put("model", chat.model());
+        c.put("model", servedModel());
         return c;
+    }
+
+    /** The model the answer names: the script's {@code servedAs}, else the one the request asked for. */
+    private String servedModel() {
+        String served = model.script().servedAs();
+        return served == null ? chat.model() : served;
     }
 
     private Buffer frame(ObjectNode delta, String finishReason) {
@@ -581,7 +587,7 @@ final class Exchange {
         c.put("id", id);
         c.put("object", "chat.completion");
         c.put("created", created);
-        c.put("model", chat.model());
+        c.put("model", servedModel());
         ArrayNode choices = c.putArray("choices");
         ObjectNode choice = choices.addObject();
         choice.put("index", 0);

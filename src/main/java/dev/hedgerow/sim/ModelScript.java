@@ -16,9 +16,11 @@ import java.util.Set;
  * @param capabilities what requests the model accepts and how it reports usage
  * @param reasoning    reasoning deltas and a silent thinking pause before the content
  * @param faults       probabilistic faults, rolled in order for each request that has no queued one-shot fault
+ * @param servedAs     the {@code model} its answers name, or null for the name the request asked for (the real
+ *                     OpenAI API answers {@code gpt-4o-mini-2024-07-18} to a request for {@code gpt-4o-mini})
  */
 public record ModelScript(int length, long seed, Latency latency, Capabilities capabilities, Reasoning reasoning,
-                          List<FaultChance> faults) {
+                          List<FaultChance> faults, String servedAs) {
 
     public static final int DEFAULT_LENGTH = 64;
 
@@ -32,31 +34,36 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
 
     /** A model that answers at once, writes {@value #DEFAULT_LENGTH} tokens and never fails. */
     public static ModelScript defaults() {
-        return new ModelScript(DEFAULT_LENGTH, 1, null, null, null, null);
+        return new ModelScript(DEFAULT_LENGTH, 1, null, null, null, null, null);
     }
 
     public ModelScript withLength(int tokens) {
-        return new ModelScript(tokens, seed, latency, capabilities, reasoning, faults);
+        return new ModelScript(tokens, seed, latency, capabilities, reasoning, faults, servedAs);
     }
 
     public ModelScript withSeed(long s) {
-        return new ModelScript(length, s, latency, capabilities, reasoning, faults);
+        return new ModelScript(length, s, latency, capabilities, reasoning, faults, servedAs);
     }
 
     public ModelScript withLatency(Latency l) {
-        return new ModelScript(length, seed, l, capabilities, reasoning, faults);
+        return new ModelScript(length, seed, l, capabilities, reasoning, faults, servedAs);
     }
 
     public ModelScript withCapabilities(Capabilities c) {
-        return new ModelScript(length, seed, latency, c, reasoning, faults);
+        return new ModelScript(length, seed, latency, c, reasoning, faults, servedAs);
     }
 
     public ModelScript withReasoning(Reasoning r) {
-        return new ModelScript(length, seed, latency, capabilities, r, faults);
+        return new ModelScript(length, seed, latency, capabilities, r, faults, servedAs);
+    }
+
+    /** Answers naming {@code model} (a dated snapshot, another model) whatever name the request asked for. */
+    public ModelScript withServedAs(String model) {
+        return new ModelScript(length, seed, latency, capabilities, reasoning, faults, model);
     }
 
     public ModelScript withFaults(List<FaultChance> f) {
-        return new ModelScript(length, seed, latency, capabilities, reasoning, f);
+        return new ModelScript(length, seed, latency, capabilities, reasoning, f, servedAs);
     }
 
     /**
@@ -157,13 +164,17 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
      * @param continuation prefill dialects accepted; any other prefill request gets 400
      * @param overlapChars code points of the partial message re-emitted when answering a "Continue exactly where"
      *                     instruction; null means 12
+     * @param reasoningParameters refuses what OpenAI's reasoning models (o-series, gpt-5) refuse, as they do: 400
+     *                     {@code unsupported_parameter} (param {@code max_tokens}) to {@code max_tokens}, which they
+     *                     take as {@code max_completion_tokens}, and 400 {@code unsupported_value} (param
+     *                     {@code temperature}) to a {@code temperature} other than 1
      */
     public record Capabilities(boolean tools, boolean jsonMode, boolean images, UsageMode usage,
-                               Set<Continuation> continuation, Integer overlapChars) {
+                               Set<Continuation> continuation, Integer overlapChars, boolean reasoningParameters) {
 
         public static final int DEFAULT_OVERLAP = 12;
-        public static final Capabilities DEFAULT =
-                new Capabilities(true, true, false, UsageMode.STANDARD, EnumSet.allOf(Continuation.class), null);
+        public static final Capabilities DEFAULT = new Capabilities(true, true, false, UsageMode.STANDARD,
+                EnumSet.allOf(Continuation.class), null, false);
 
         public Capabilities {
             usage = usage == null ? UsageMode.STANDARD : usage;
@@ -173,27 +184,32 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
         }
 
         public Capabilities withTools(boolean b) {
-            return new Capabilities(b, jsonMode, images, usage, continuation, overlapChars);
+            return new Capabilities(b, jsonMode, images, usage, continuation, overlapChars, reasoningParameters);
         }
 
         public Capabilities withJsonMode(boolean b) {
-            return new Capabilities(tools, b, images, usage, continuation, overlapChars);
+            return new Capabilities(tools, b, images, usage, continuation, overlapChars, reasoningParameters);
         }
 
         public Capabilities withImages(boolean b) {
-            return new Capabilities(tools, jsonMode, b, usage, continuation, overlapChars);
+            return new Capabilities(tools, jsonMode, b, usage, continuation, overlapChars, reasoningParameters);
         }
 
         public Capabilities withUsage(UsageMode u) {
-            return new Capabilities(tools, jsonMode, images, u, continuation, overlapChars);
+            return new Capabilities(tools, jsonMode, images, u, continuation, overlapChars, reasoningParameters);
         }
 
         public Capabilities withContinuation(Set<Continuation> c) {
-            return new Capabilities(tools, jsonMode, images, usage, c, overlapChars);
+            return new Capabilities(tools, jsonMode, images, usage, c, overlapChars, reasoningParameters);
+        }
+
+        /** Refusing {@code max_tokens} and a non-default {@code temperature} as OpenAI's reasoning models do. */
+        public Capabilities withReasoningParameters(boolean b) {
+            return new Capabilities(tools, jsonMode, images, usage, continuation, overlapChars, b);
         }
 
         public Capabilities withOverlapChars(int n) {
-            return new Capabilities(tools, jsonMode, images, usage, continuation, n);
+            return new Capabilities(tools, jsonMode, images, usage, continuation, n, reasoningParameters);
         }
     }
 

@@ -52,12 +52,21 @@ public final class SimJson {
 
     /** {@code {"error":{"message","type","code","param"}}}. */
     static String errorEnvelope(String message, String type, String code) {
+        return errorEnvelope(message, type, code, null);
+    }
+
+    /** {@code {"error":{"message","type","code","param"}}}, naming the request field it is about. */
+    static String errorEnvelope(String message, String type, String code, String param) {
         ObjectNode root = MAPPER.createObjectNode();
         ObjectNode err = root.putObject("error");
         err.put("message", message);
         err.put("type", type);
         err.put("code", code);
-        err.putNull("param");
+        if (param == null) {
+            err.putNull("param");
+        } else {
+            err.put("param", param);
+        }
         return root.toString();
     }
 }

@@ -274,6 +274,23 @@ public final class SimServer implements AutoCloseable {
             reject(req, ms, e.getMessage(), "invalid_request_error");
             return;
         }
+        if (script.capabilities().reasoningParameters()) {
+            // OpenAI's reasoning models: the words and codes api.openai.com answers
+            if (body.has("max_tokens")) {
+                ms.rejected();
+                json(req, 400, SimJson.errorEnvelope("Unsupported parameter: 'max_tokens' is not supported with this "
+                        + "model. Use 'max_completion_tokens' instead.", "invalid_request_error",
+                        "unsupported_parameter", "max_tokens"));
+                return;
+            }
+            if (body.hasNonNull("temperature") && body.get("temperature").asDouble() != 1) {
+                ms.rejected();
+                json(req, 400, SimJson.errorEnvelope("Unsupported value: 'temperature' does not support "
+                        + body.get("temperature").asText() + " with this model. Only the default (1) value is "
+                        + "supported.", "invalid_request_error", "unsupported_value", "temperature"));
+                return;
+            }
+        }
         String refusal = refusal(chat, script.capabilities());
         if (refusal != null) {
             int colon = refusal.indexOf(':');
