@@ -67,6 +67,18 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
         public static Retry defaults() {
             return new Retry(3, 3, FailoverCriterion.defaults(), Duration.ofSeconds(3));
         }
+
+        /**
+         * Whether an upstream's answer with this error status counts against the route's breaker: a 401 (the
+         * provider refusing Hedgerow's own key), a 429 or any 5xx always, another status when the failover criteria
+         * list it ({@code http_403}, {@code http_404}). Any other 4xx is the request's own fault, passed through and
+         * not counted. One rule for live attempts and the prober's probes.
+         */
+        public boolean routeFault(int status) {
+            FailoverCriterion criterion = FailoverCriterion.forStatus(status);
+            return status == 401 || status == 429 || status >= 500
+                    || criterion != null && failoverCriteria.contains(criterion);
+        }
     }
 
     /**

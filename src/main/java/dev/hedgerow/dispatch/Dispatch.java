@@ -840,7 +840,7 @@ final class Dispatch {
             clientErrorPassthrough(a, bytes);
             return;
         }
-        boolean routeFault = status == 429 || status >= 500 || failsOver;
+        boolean routeFault = settings.retry().routeFault(status);
         Failure f = new Failure("http_" + status, UpstreamReplies.shorten(new String(bytes, StandardCharsets.UTF_8)),
                 status, criterion, routeFault, status == 429 ? retryAfter : 0);
         if (!failsOver && status >= 500) {

@@ -214,8 +214,7 @@ public final class Prober {
         String action = halfOpen ? "half_open_probe" : "probe";
         ObjectNode body = speedProbe(t.route);
         int promptTokens = deps.countPrompt().applyAsInt(body);
-        return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
-                config.probeTimeout()).flatMap(outcome -> {
+        return send(t, body).flatMap(outcome -> {
             if (outcome instanceof ProbeOutcome.Slow slow) {
                 // Still serving when the probe's time ran out: slow, not broken. A breaker failure would cool down
                 // what may be the only capacity (Keln: a slow provider is passed over, never cut off); its first
@@ -234,8 +233,18 @@ public final class Prober {
             if (outcome instanceof ProbeOutcome.Unfinished u) {
                 return unfinished(t, s, breaker, action, promptTokens, u, verdictSent);
             }
+            if (outcome instanceof ProbeOutcome.Failed f && f.status() / 100 == 4
+                    && !t.org.group(t.route.alias()).retry().routeFault(f.status())) {
+                // the provider refused the probe's own request (a parameter this model does not take): a live 400 is
+                // passed through to its client and counts nothing against the route, and neither does this. No
+                // verdict (a half-open slot is given back), no known-answer check
+                return Uni.createFrom().item(result(t, action, "refused: http " + f.status()
+                        + (f.refused() == null ? "" : " naming " + clipField(f.refused()))
+                        + ": the probe's request was refused, not counted against the route", null, null));
+            }
             if (outcome instanceof ProbeOutcome.Failed f) {
-                // a breaker failure, and the same latency penalty on Kong's peak EWMAs as a live one
+                // a breaker failure (by the live rule: transport, 401, 429, 5xx, a listed 403/404, an unusable 200),
+                // and the same latency penalty on Kong's peak EWMAs as a live one
                 deps.models().learnFailure(s, t.org.group(t.route.alias()).timeouts());
                 verdictSent.run();
                 return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout())
@@ -331,21 +340,68 @@ public final class Prober {
         body.put("max_tokens", config.verifyMaxTokens());
         body.put("temperature", 0);
         body.put("stream", false);
-        return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
-                config.probeTimeout()).flatMap(outcome -> {
+        return send(t, body).flatMap(outcome -> {
             if (outcome instanceof ProbeOutcome.Slow) {
                 return Uni.createFrom().nullItem();   // no answer in time: no verdict
             }
             if (outcome instanceof ProbeOutcome.Failed f) {
-                // unreachable, overloaded, or a 200 that was no usable answer (empty, malformed): no verdict
-                if (f.status() == 0 || f.status() == 429 || f.status() >= 500 || f.status() / 100 == 2) {
-                    return Uni.createFrom().nullItem();
+                // the route's key refused or forbidden, its model not found, its server timing requests out: it
+                // cannot serve. Unreachable, overloaded, a 200 that was no usable answer (empty, malformed), or a
+                // refusal of the probe's own request (another 4xx): no verdict
+                if (VERDICT_STATUSES.contains(f.status())) {
+                    return write(t, "fail:http " + f.status());
                 }
-                return write(t, "fail:http " + f.status());
+                return Uni.createFrom().nullItem();
             }
             ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
             return write(t, KnownAnswer.judge(nonce, t.route.model(), a.model(), a.content()));
         });
+    }
+
+    /** The error statuses of a known-answer check that fail the route's verification. */
+    private static final java.util.Set<Integer> VERDICT_STATUSES = java.util.Set.of(401, 403, 404, 408);
+
+    /**
+     * Sends one probe request to the route's provider. A 400 (or 422) naming a field the probe can do without is
+     * sent once more without it: {@code max_tokens} as {@code max_completion_tokens} (OpenAI's reasoning models
+     * refuse the former), {@code temperature} left out (they refuse any but the default), {@code stream_options}
+     * left out (some servers do not take it). Each field is adapted at most once, and the refused requests are
+     * answered at once and not billed.
+     * {@code max_tokens} stays what is sent first: vLLM before 0.6.2, llama.cpp's server before February 2026,
+     * llamafile and llama-cpp-python ignore {@code max_completion_tokens} without a word, so sending it alone would
+     * lift the probe's cost bound on them.
+     */
+    private Uni<ProbeOutcome> send(Target t, ObjectNode body) {
+        return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
+                config.probeTimeout()).flatMap(outcome -> {
+            if (outcome instanceof ProbeOutcome.Failed f && (f.status() == 400 || f.status() == 422)) {
+                ObjectNode adapted = adapted(body, f.refused());
+                if (adapted != null) {
+                    return send(t, adapted);
+                }
+            }
+            return Uni.createFrom().item(outcome);
+        });
+    }
+
+    /** The probe body without the refused field (renamed or left out), or null when it cannot do without it. */
+    static ObjectNode adapted(ObjectNode body, String refused) {
+        if ("max_tokens".equals(refused) && body.has("max_tokens") && !body.has("max_completion_tokens")) {
+            ObjectNode b = body.deepCopy();
+            b.set("max_completion_tokens", b.remove("max_tokens"));
+            return b;
+        }
+        if (("temperature".equals(refused) || "stream_options".equals(refused)) && body.has(refused)) {
+            ObjectNode b = body.deepCopy();
+            b.remove(refused);
+            return b;
+        }
+        return null;
+    }
+
+    /** A refused field's name as a report quotes it (a provider's {@code param} is not trusted to be short). */
+    private static String clipField(String field) {
+        return field.length() > 40 ? field.substring(0, 40) : field;
     }
 
     private Uni<String> write(Target t, String verdict) {

@@ -60,7 +60,8 @@ class ProbeRealProvidersTest {
                 .body("groups[0].members[0].cooling_down", equalTo(false))
                 .body("groups[0].members[0].fails", equalTo(0));
         given().auth().oauth2("k-acme").contentType("application/json")
-                .body("{\"model\":\"solo\",\"max_tokens\":200,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                .body("{\"model\":\"solo\",\"max_completion_tokens\":200,"
+                        + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
                 .post("/v1/chat/completions").then().statusCode(200)
                 .header("x-hedgerow-route", equalTo("solo-alpha"));
     }
@@ -93,6 +94,42 @@ class ProbeRealProvidersTest {
         Response round = round();
 
         org.junit.jupiter.api.Assertions.assertEquals("ok", solo(round, "outcome"), round.asString());
+        inService();
+    }
+
+    // ---- probe requests the provider refuses -----------------------------------------------------------------------
+
+    /**
+     * OpenAI's reasoning models (o-series, gpt-5) answer 400 to {@code max_tokens} and to {@code temperature: 0}:
+     * the probe is sent again as {@code max_completion_tokens} and without the temperature, and the route is
+     * measured and verified. Before, the refused speed probe was a breaker failure and the route cooled down.
+     */
+    @Test
+    void anOpenAiReasoningModelIsProbedWithTheParametersItTakes() {
+        alpha().script("solo-a", FAST.withCapabilities(ModelScript.Capabilities.DEFAULT.withReasoningParameters(true)));
+
+        Response round = round();
+
+        org.junit.jupiter.api.Assertions.assertEquals("ok", solo(round, "outcome"), round.asString());
+        org.junit.jupiter.api.Assertions.assertEquals("pass", solo(round, "verification"), round.asString());
+        inService();
+        given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then()
+                .body("groups[0].members[0].verification", equalTo("pass"));
+    }
+
+    /**
+     * A 400 the probe cannot adapt to is the probe's own fault, as a live 400 is the client's: reported as refused,
+     * not counted against the route (a live 400 is passed through and counts nothing either).
+     */
+    @Test
+    void aProbeTheProviderRefusesIsNotARouteFailure() {
+        alpha().enqueue("solo-a", new dev.hedgerow.sim.Fault.HttpError(400, "invalid_request_error", null,
+                "Invalid request: unrecognised request argument", null, 0));
+
+        Response round = round();
+
+        org.junit.jupiter.api.Assertions.assertTrue(solo(round, "outcome").startsWith("refused: http 400"),
+                round.asString());
         inService();
     }
 }
