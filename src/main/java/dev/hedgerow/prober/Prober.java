@@ -494,11 +494,32 @@ public final class Prober {
             return "pass";
         }
 
-        /** Equal ignoring case, or equal after the last '/' (providers prefix their own namespaces). */
+        /**
+         * A dated snapshot suffix: {@code -YYYY-MM-DD} (OpenAI's {@code gpt-4o-mini-2024-07-18}),
+         * {@code -YYYYMMDD} (Anthropic's {@code claude-3-5-sonnet-20241022}) or {@code -MMDD} (OpenAI's older
+         * {@code gpt-4-0613}), with a month and day that can be one.
+         */
+        private static final java.util.regex.Pattern DATE_SUFFIX = java.util.regex.Pattern.compile(
+                "-(?:20\\d\\d-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\\d|3[01])"
+                        + "|20\\d\\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\\d|3[01])"
+                        + "|(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\\d|3[01]))");
+
+        /**
+         * Equal ignoring case, or equal after the last '/' (providers prefix their own namespaces), or the answer
+         * names a dated snapshot of the claimed model (OpenAI, Azure and some OpenRouter models answer
+         * {@code gpt-4o-mini-2024-07-18} to a request for {@code gpt-4o-mini}). Only a date may follow: another
+         * model ({@code gpt-4o-mini-high}, {@code gpt-4o}) is not the same.
+         */
         static boolean sameModel(String claimed, String answered) {
             String a = claimed.toLowerCase(Locale.ROOT);
             String b = answered.toLowerCase(Locale.ROOT);
-            return a.equals(b) || tail(a).equals(tail(b));
+            return a.equals(b) || tail(a).equals(tail(b)) || snapshotOf(a, b) || snapshotOf(tail(a), tail(b));
+        }
+
+        /** {@code answered} is {@code claimed} with a dated snapshot suffix. */
+        private static boolean snapshotOf(String claimed, String answered) {
+            return answered.startsWith(claimed)
+                    && DATE_SUFFIX.matcher(answered.substring(claimed.length())).matches();
         }
 
         private static String tail(String s) {

@@ -35,4 +35,23 @@ class KnownAnswerTest {
     void failsAnAnswerNamingNoModel() {
         assertEquals("fail:response names no model", Prober.KnownAnswer.judge("hr-1a", "kimi-k2", null, "hr-1a"));
     }
+
+    @Test
+    void acceptsADatedSnapshotOfTheClaimedModel() {
+        assertEquals("pass", Prober.KnownAnswer.judge("hr-1a", "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "hr-1a"));
+        assertEquals("pass", Prober.KnownAnswer.judge("hr-1a", "claude-3-5-sonnet", "claude-3-5-sonnet-20241022",
+                "hr-1a"));
+        assertEquals("pass", Prober.KnownAnswer.judge("hr-1a", "gpt-4", "gpt-4-0613", "hr-1a"));
+        assertEquals("pass", Prober.KnownAnswer.judge("hr-1a", "openai/gpt-4o-mini", "gpt-4o-mini-2024-07-18",
+                "hr-1a"));
+    }
+
+    @Test
+    void failsAnotherModelWhateverFollowsTheName() {
+        for (String other : new String[]{"gpt-4o-mini-high", "gpt-4o", "gpt-4o-mini-2024-13-18", "gpt-4o-mini-8000",
+                "gpt-4o-mini2024-07-18", "gpt-4o-mini-2024-07-18-preview", "gpt-4o-mini-12345"}) {
+            String v = Prober.KnownAnswer.judge("hr-1a", "gpt-4o-mini", other, "hr-1a");
+            assertTrue(v.startsWith("fail:served model"), other + ": " + v);
+        }
+    }
 }
