@@ -290,36 +290,66 @@ public final class AdminService {
             throw new RequestException(ApiError.invalidRequest("invalid_standing",
                     "standing must be 'good' or 'suspended'.", "standing"));
         }
-        return setRouteFlag(org, r, Router.STANDING, standing, AuditLog.STANDING, "good", by);
+        return setRouteFlag(org, r, Router.STANDING, "standing", standing, AuditLog.STANDING, "good", by);
     }
 
     /**
-     * Sets a route's verification verdict: {@code pass} or {@code fail:<why>} (the prober re-judges it on its next
-     * round).
+     * Sets the operator's verification verdict of a route: {@code pass} or {@code fail:<why>}, kept and in effect
+     * over the prober's verdicts until the operator clears it ({@code verdict} null: the prober's judge it again).
      */
     public Uni<ObjectNode> verification(Org org, String routeId, String verdict, String by) {
         Route r = requireRoute(org, routeId, "route");
-        if (verdict == null || !(verdict.equals("pass") || verdict.startsWith("fail:") && verdict.length() > 5)
+        if (verdict == null) {
+            return clearVerification(org, r, by);
+        }
+        if (!(verdict.equals("pass") || verdict.startsWith("fail:") && verdict.length() > 5)
                 || verdict.length() > 300) {
             throw new RequestException(ApiError.invalidRequest("invalid_verification",
-                    "verification must be 'pass' or 'fail:<why>'.", "verification"));
+                    "verification must be 'pass', 'fail:<why>' or null (clear the operator's verdict).",
+                    "verification"));
         }
-        return setRouteFlag(org, r, Router.VERIFICATION, verdict, AuditLog.VERIFICATION, "none", by);
+        return setRouteFlag(org, r, Router.OPERATOR_VERIFICATION, "verification", verdict, AuditLog.VERIFICATION,
+                "none", by);
+    }
+
+    /** How long a cleared operator verdict's blank marker lives (it means the same as no key). */
+    private static final Duration CLEARED_TTL = Duration.ofMinutes(1);
+
+    /**
+     * Clears the operator's verification verdict: the prober's verdicts are in effect again (the last one at once,
+     * if it has not expired). The store has no delete, so the verdict is overwritten blank with a short TTL, which
+     * every reader takes as none. Audited with the verdict it cleared.
+     */
+    private Uni<ObjectNode> clearVerification(Org org, Route r, String by) {
+        String key = Router.key(org, r);
+        return core.store().snapshot(List.of(key), org.group(r.alias()).balancer().usageWindow())
+                .map(s -> Router.operatorVerification(s.getOrDefault(key, RouteSnapshot.empty(key))).orElse("none"))
+                .flatMap(before -> core.store().putRouteBlob(key, Router.OPERATOR_VERIFICATION, "", CLEARED_TTL)
+                        .call(v -> audit(org, AuditLog.VERIFICATION, r.alias(), r.id(), by, before,
+                                "The operator's verification of " + r.id() + " cleared by " + keyWords(by)
+                                        + " (it was '" + before + "'): the prober's verdicts apply again."))
+                        .replaceWith(() -> {
+                            ObjectNode n = JsonNodeFactory.instance.objectNode();
+                            n.put("route", r.id());
+                            n.putNull("verification");
+                            return n;
+                        }));
     }
 
     /**
-     * Writes a route's operator flag ({@code standing}, {@code verification}) and audits it with the value it had
-     * ({@code unset} when it had none).
+     * Writes a route's operator flag (blob {@code flag}, called {@code name} in the API: {@code standing}, the
+     * operator's {@code verification}) and audits it with the value it had ({@code unset} when it had none).
      */
-    private Uni<ObjectNode> setRouteFlag(Org org, Route r, String flag, String value, String action, String unset,
-                                         String by) {
+    private Uni<ObjectNode> setRouteFlag(Org org, Route r, String flag, String name, String value, String action,
+                                         String unset, String by) {
         String key = Router.key(org, r);
         return core.store().snapshot(List.of(key), org.group(r.alias()).balancer().usageWindow())
-                .map(s -> s.getOrDefault(key, RouteSnapshot.empty(key)).blob(flag).orElse(unset))
+                .map(s -> s.getOrDefault(key, RouteSnapshot.empty(key)).blob(flag).filter(v -> !v.isBlank())
+                        .orElse(unset))
                 .flatMap(before -> core.store().putRouteBlob(key, flag, value, null)
-                        .call(v -> audit(org, action, r.alias(), r.id(), by, before, "The " + flag + " of " + r.id()
+                        .call(v -> audit(org, action, r.alias(), r.id(), by, before, "The " + name + " of " + r.id()
                                 + " set to '" + value + "' by " + keyWords(by) + " (it was '" + before + "')."))
-                        .replaceWith(() -> routeFlag(r, flag, value)));
+                        .replaceWith(() -> routeFlag(r, name, value)));
     }
 
     /**
@@ -483,7 +513,9 @@ public final class AdminService {
         ObjectNode m = member(r);
         int maxFails = settings.breaker().threshold();
         boolean halfOpen = !s.coolingDown() && s.fails() >= maxFails;
-        String verification = s.blob(Router.VERIFICATION).orElse(null);
+        String verification = Router.verification(s).orElse(null);
+        String verificationBy = Router.operatorVerification(s).isPresent() ? "operator"
+                : verification == null ? null : "prober";
         String standing = s.blob(Router.STANDING).orElse(Router.GOOD_STANDING);
         String state;
         if (r.drained()) {
@@ -515,8 +547,10 @@ public final class AdminService {
         m.put("standing", standing);
         if (verification == null) {
             m.putNull("verification");
+            m.putNull("verification_by");
         } else {
             m.put("verification", verification);
+            m.put("verification_by", verificationBy);
         }
         int standard = Math.min(1000, settings.slo().standardPromptMaxTokens());
         TtftEstimate std = models.ttft(s, facts(standard));

@@ -31,10 +31,17 @@ import java.util.stream.Collectors;
  */
 public final class Router {
     /**
-     * Route blob set by the prober's known-answer check or the console: a value starting with {@code fail} excludes
-     * the route. This class holds the one declaration of these operator blob names.
+     * Route blob set by the prober's known-answer check (with a TTL, re-judged every round): a value starting with
+     * {@code fail} excludes the route unless an operator's verdict ({@link #OPERATOR_VERIFICATION}) is set. This
+     * class holds the one declaration of these operator blob names.
      */
     public static final String VERIFICATION = "verification";
+    /**
+     * Route blob set by the console ({@code PUT /admin/routes/verification}), kept until the operator clears it: while
+     * it is set (not blank) it is the route's verification, whatever the prober judges. A cleared one is written
+     * blank with a short TTL.
+     */
+    public static final String OPERATOR_VERIFICATION = "verification_operator";
     /** Route blob set by the console: any value but {@value #GOOD_STANDING} excludes the route. */
     public static final String STANDING = "standing";
     public static final String GOOD_STANDING = "good";
@@ -374,9 +381,20 @@ public final class Router {
         return null;
     }
 
-    /** The prober's last verification of the route failed (the router excludes it). */
+    /** The route's verification failed: the operator's verdict while one is set, else the prober's last. */
     public static boolean failingVerification(RouteSnapshot s) {
-        return s.blob(VERIFICATION).map(v -> v.trim().toLowerCase(Locale.ROOT).startsWith("fail")).orElse(false);
+        return verification(s).map(v -> v.trim().toLowerCase(Locale.ROOT).startsWith("fail")).orElse(false);
+    }
+
+    /** The verification in effect: the operator's verdict while one is set, else the prober's last (or none). */
+    public static java.util.Optional<String> verification(RouteSnapshot s) {
+        java.util.Optional<String> operator = operatorVerification(s);
+        return operator.isPresent() ? operator : s.blob(VERIFICATION);
+    }
+
+    /** The operator's verdict, when one is set (a cleared one is blank). */
+    public static java.util.Optional<String> operatorVerification(RouteSnapshot s) {
+        return s.blob(OPERATOR_VERIFICATION).filter(v -> !v.isBlank());
     }
 
     /** An operator set the route's standing to anything but {@value #GOOD_STANDING} (the router excludes it). */

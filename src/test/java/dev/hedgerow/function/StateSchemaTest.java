@@ -71,7 +71,7 @@ class StateSchemaTest {
             Kind.of("blob index", ROUTE + ":blobs", "hash", Duration.ofDays(7)),
             Kind.of("lock", "hr:\\{lock:[^{}]+\\}", "string", Duration.ofHours(1)));
     /** Route blobs an operator sets through the admin API, which hold until changed. */
-    static final Set<String> OPERATOR_BLOBS = Set.of("standing", "verification");
+    static final Set<String> OPERATOR_BLOBS = Set.of("standing", "verification", "verification_operator");
 
     @Inject
     HedgerowApp app;

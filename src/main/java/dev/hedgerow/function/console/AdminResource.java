@@ -200,11 +200,17 @@ public class AdminResource {
     @PUT
     @Path("/routes/verification")
     @Consumes(MediaType.APPLICATION_JSON)
-    @Operation(summary = "Set a route's verification. Body {\"route\": id, \"verification\": \"pass|fail:<why>\"}")
+    @Operation(summary = "Set or clear the operator's verification of a route. Body {\"route\": id, \"verification\":"
+            + " \"pass|fail:<why>\"|null}", description = "A verdict set here is kept and is the route's verification"
+            + " whatever the prober's known-answer check finds, until it is cleared with \"verification\": null;"
+            + " then the prober's verdicts apply again.")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
     public Uni<ObjectNode> verification(HttpHeaders headers, byte[] bytes) {
         JsonNode body = json(bytes, "route", "verification");
         Org org = org(headers);
+        if (body != null && body.has("verification") && body.get("verification").isNull()) {
+            return service().verification(org, text(body, "route"), null, adminKeyName(org, headers));
+        }
         return service().verification(org, text(body, "route"), text(body, "verification"),
                 adminKeyName(org, headers));
     }

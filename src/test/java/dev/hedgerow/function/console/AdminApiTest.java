@@ -70,8 +70,11 @@ class AdminApiTest {
                     .statusCode(200);
             admin().body("{\"route\":\"" + r + "\",\"standing\":\"good\"}").put("/admin/routes/standing").then()
                     .statusCode(200);
-            admin().body("{\"route\":\"" + r + "\",\"verification\":\"pass\"}").put("/admin/routes/verification")
+            // no operator verdict, and the prober's last one a pass
+            admin().body("{\"route\":\"" + r + "\",\"verification\":null}").put("/admin/routes/verification")
                     .then().statusCode(200);
+            store().putRouteBlob("acme/" + r, Router.VERIFICATION, "pass", null).await()
+                    .atMost(Duration.ofSeconds(5));
             store().resetHealth("acme/" + r).await().atMost(Duration.ofSeconds(5));
         }
         admin().body(DUO_AS_FILED).put("/admin/groups/duo").then().statusCode(200)

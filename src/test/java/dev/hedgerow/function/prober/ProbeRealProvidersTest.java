@@ -33,6 +33,8 @@ class ProbeRealProvidersTest {
         // whatever an earlier test left of the route's health and verdicts
         given().auth().oauth2("a-acme").contentType("application/json").body("{\"route\":\"solo-alpha\"}")
                 .post("/admin/routes/reset").then().statusCode(200);
+        given().auth().oauth2("a-acme").contentType("application/json")
+                .body("{\"route\":\"solo-alpha\",\"verification\":null}").put("/admin/routes/verification");
     }
 
     @AfterEach
@@ -131,5 +133,65 @@ class ProbeRealProvidersTest {
         org.junit.jupiter.api.Assertions.assertTrue(solo(round, "outcome").startsWith("refused: http 400"),
                 round.asString());
         inService();
+    }
+
+    // ---- verification ------------------------------------------------------------------------------------------
+
+    /**
+     * The real OpenAI API answers {@code gpt-4o-mini-2024-07-18} to a request for {@code gpt-4o-mini}: a dated
+     * snapshot of the route's model is the route's model. Before, the route read {@code failing_verification} and
+     * lost all its traffic.
+     */
+    @Test
+    void aRouteAnsweringADatedSnapshotOfItsModelPassesVerification() {
+        alpha().script("solo-a", FAST.withServedAs("solo-a-2024-07-18"));
+
+        Response round = round();
+
+        org.junit.jupiter.api.Assertions.assertEquals("pass", solo(round, "verification"), round.asString());
+        inService();
+    }
+
+    /** Only a date may follow the name: a route serving another model still fails its verification. */
+    @Test
+    void aRouteAnsweringAnotherModelStillFailsVerification() {
+        alpha().script("solo-a", FAST.withServedAs("solo-a-mini-2024-07-18"));
+
+        Response round = round();
+
+        org.junit.jupiter.api.Assertions.assertTrue(solo(round, "verification").startsWith("fail:served model"),
+                round.asString());
+        given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then()
+                .body("groups[0].members[0].state", equalTo("failing_verification"))
+                .body("groups[0].members[0].verification_by", equalTo("prober"));
+    }
+
+    /**
+     * An operator's verdict set through the admin API is kept over the prober's rounds until the operator clears it
+     * ({@code "verification": null}); then the prober's verdicts apply again. Before, the next round overwrote it.
+     */
+    @Test
+    void anOperatorsVerdictWinsOverTheProberUntilCleared() {
+        alpha().script("solo-a", FAST.withServedAs("something-else"));
+        given().auth().oauth2("a-acme").contentType("application/json")
+                .body("{\"route\":\"solo-alpha\",\"verification\":\"pass\"}").put("/admin/routes/verification")
+                .then().statusCode(200).body("verification", equalTo("pass"));
+
+        Response round = round();
+
+        org.junit.jupiter.api.Assertions.assertTrue(solo(round, "verification").startsWith("fail:served model"),
+                round.asString());
+        inService();
+        given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then()
+                .body("groups[0].members[0].verification", equalTo("pass"))
+                .body("groups[0].members[0].verification_by", equalTo("operator"));
+
+        given().auth().oauth2("a-acme").contentType("application/json")
+                .body("{\"route\":\"solo-alpha\",\"verification\":null}").put("/admin/routes/verification")
+                .then().statusCode(200).body("verification", org.hamcrest.Matchers.nullValue());
+        round();
+        given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then()
+                .body("groups[0].members[0].state", equalTo("failing_verification"))
+                .body("groups[0].members[0].verification_by", equalTo("prober"));
     }
 }
