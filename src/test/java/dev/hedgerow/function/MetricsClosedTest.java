@@ -1,10 +1,12 @@
 package dev.hedgerow.function;
 
+import dev.hedgerow.testsupport.AppTestResource;
 import io.quarkus.test.junit.QuarkusTest;
 import io.quarkus.test.junit.QuarkusTestProfile;
 import io.quarkus.test.junit.TestProfile;
 import org.junit.jupiter.api.Test;
 
+import java.util.List;
 import java.util.Map;
 
 import static io.restassured.RestAssured.given;
@@ -19,10 +21,20 @@ import static org.hamcrest.Matchers.equalTo;
 @QuarkusTest
 @TestProfile(MetricsClosedTest.NoToken.class)
 class MetricsClosedTest {
+    /**
+     * The app the suite's resource starts, without its metrics token (a blank override would not do: a blank value
+     * is not set, and the resource's token below it would decide).
+     */
     public static class NoToken implements QuarkusTestProfile {
         @Override
-        public Map<String, String> getConfigOverrides() {
-            return Map.of("hedgerow.metrics.token", ""); // blank: unset (HedgerowSettings)
+        public boolean disableGlobalTestResources() {
+            return true;
+        }
+
+        @Override
+        public List<TestResourceEntry> testResources() {
+            return List.of(new TestResourceEntry(AppTestResource.class,
+                    Map.of(AppTestResource.METRICS_TOKEN_ARG, "")));
         }
     }
 

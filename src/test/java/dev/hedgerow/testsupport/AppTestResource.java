@@ -111,6 +111,15 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
         return redis;
     }
 
+    /** Init arg naming the metrics token the app is given; empty: none (a deployment that never set one). */
+    public static final String METRICS_TOKEN_ARG = "metrics-token";
+    private String metricsToken = METRICS_TOKEN;
+
+    @Override
+    public void init(Map<String, String> initArgs) {
+        metricsToken = initArgs.getOrDefault(METRICS_TOKEN_ARG, METRICS_TOKEN);
+    }
+
     @Override
     public Map<String, String> start() {
         vertx = Vertx.vertx();
@@ -136,7 +145,9 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             cfg.put("hedgerow.prober.min-interval", "0s");
             cfg.put("hedgerow.secret-key", SECRET_KEY);
             cfg.put("hedgerow.prober.token", PROBER_TOKEN);
-            cfg.put("hedgerow.metrics.token", METRICS_TOKEN);
+            if (!metricsToken.isEmpty()) {
+                cfg.put("hedgerow.metrics.token", metricsToken);
+            }
             return cfg;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
