@@ -115,13 +115,17 @@ class GracefulShutdownTest {
         pb.environment().put("HEDGEROW_SHUTDOWN_GRACE", GRACE);
         Process app = pb.start();
         try {
-            awaitLog(app, log, "Hedgerow ready:", Duration.ofMinutes(2));
+            // Quarkus logs "Listening on" once the HTTP server is bound; "Hedgerow ready" comes before it, and a
+            // request sent between the two was refused on a loaded machine
+            awaitLog(app, log, "Listening on:", Duration.ofMinutes(2));
             HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
             URI chat = URI.create("http://127.0.0.1:" + port + "/v1/chat/completions");
 
             Stream longer = Stream.open(http, chat, "long");
             Stream shorter = Stream.open(http, chat, "short");
-            assertTrue(longer.firstContent.await(30, TimeUnit.SECONDS), "the long stream began");
+            assertTrue(longer.firstContent.await(30, TimeUnit.SECONDS), () -> "the long stream began: "
+                    + (longer.body.isDone() ? longer.body.handle((b, t) -> t != null ? t.toString() : b).join()
+                    : "no answer yet"));
             assertTrue(shorter.firstContent.await(30, TimeUnit.SECONDS), "the short stream began");
 
             app.destroy(); // SIGTERM
