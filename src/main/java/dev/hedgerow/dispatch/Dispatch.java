@@ -842,7 +842,7 @@ final class Dispatch {
         }
         boolean routeFault = settings.retry().routeFault(status);
         Failure f = new Failure("http_" + status, UpstreamReplies.shorten(new String(bytes, StandardCharsets.UTF_8)),
-                status, criterion, routeFault, status == 429 ? retryAfter : 0);
+                status, criterion, routeFault, UpstreamReplies.holdMillis(status, retryAfter));
         if (!failsOver && status >= 500) {
             // not a failover criterion for this group: report it after this one attempt
             health.failure(a, f);
@@ -879,7 +879,7 @@ final class Dispatch {
         String cls = "http_" + status;
         if (status == 429 || status >= 500 || credentialsRefused(status)) {
             health.failure(a, new Failure(cls, "resume refused", status, FailoverCriterion.forStatus(status),
-                    true, status == 429 ? retryAfter : 0));
+                    true, UpstreamReplies.holdMillis(status, retryAfter)));
         }
         endAttempt(a, "failed", cls, false);
         resumeOrEnd(a.cand, cls, "resume attempt answered " + status);
@@ -935,12 +935,12 @@ final class Dispatch {
     }
 
     /**
-     * The route may take this request again: not a half-open probe, no 429 in this request, and its failures (the
-     * shared count plus this request's) still under {@code max_fails}.
+     * The route may take this request again: not a half-open probe, no 429 in this request nor a provider's hold it
+     * set (a 503's wait), and its failures (the shared count plus this request's) still under {@code max_fails}.
      */
     private boolean breakerStillClosed(Candidate c) {
         String id = c.route().id();
-        return !c.halfOpen() && !trail.rateLimited(id)
+        return !c.halfOpen() && !trail.rateLimited(id) && !health.held(c)
                 && c.state().fails() + trail.failuresOn(id) < settings.breaker().threshold();
     }
 

@@ -38,7 +38,8 @@ final class PriorityRetry {
      * @param failed          the target whose attempt just failed
      * @param failuresHere    failures this request has already recorded on {@code failed}, this one included
      * @param attemptsOn      attempts this request made on a target so far
-     * @param retryAfterMillis the wait the 429 asked for, in ms (0 = none or not a 429)
+     * @param retryAfterMillis the hold the failure put on the target, in ms (0 = none; a capacity refusal's wait:
+     *                         {@code UpstreamReplies.holdMillis})
      */
     static Decision afterFailure(GroupSettings settings, List<Candidate> ranked, Set<String> tried, Candidate failed,
                                  int failuresHere, ToIntFunction<String> attemptsOn, int status,
@@ -60,7 +61,7 @@ final class PriorityRetry {
         if (attemptsOn.applyAsInt(failed.id()) >= 2) {
             return ORDINARY;
         }
-        if (status == 429 && retryAfterMillis > 0) {
+        if (retryAfterMillis > 0) {
             Duration wait = Duration.ofMillis(retryAfterMillis);
             // a long Retry-After makes the target unavailable for now: the next tier takes over
             return wait.compareTo(settings.retry().maxRetryAfterWait()) <= 0 ? new Decision.Stay(failed, wait)

@@ -87,6 +87,12 @@ final class RouteHealth {
         return Router.backInMillis(cooldown > 0, cooldown, hold);
     }
 
+    /** Whether a failure of this request put a provider's hold on the candidate that has not ended yet. */
+    boolean held(Candidate c) {
+        Written w = written.get(c.id());
+        return w != null && w.holdUntilNanos != Long.MIN_VALUE && w.holdUntilNanos > ticker.nanos();
+    }
+
     /** Rounded up: a wait a fraction of a millisecond short would come back to the same refusal; 0 when over. */
     private static long ceilMillis(long nanos) {
         return nanos <= 0 ? 0 : (nanos + 999_999) / 1_000_000L;

@@ -117,6 +117,15 @@ public final class UpstreamReplies {
         }
     }
 
+    /**
+     * The hold a provider's wait puts on the route: the wait of a capacity refusal (429 rate limited, 503
+     * unavailable or overloaded, 529 Anthropic's overloaded), for which RFC 9110 gives Retry-After its meaning (how
+     * long the service expects to be unable to serve); none on any other status.
+     */
+    static long holdMillis(int status, long retryAfterMillis) {
+        return status == 429 || status == 503 || status == 529 ? retryAfterMillis : 0;
+    }
+
     /** The longest wait a provider's retry headers are honoured for: a longer one (a later date) counts as this. */
     static final long LONGEST_RETRY_AFTER_MILLIS = Duration.ofDays(1).toMillis();
 

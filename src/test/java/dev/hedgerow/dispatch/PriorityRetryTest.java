@@ -66,6 +66,11 @@ class PriorityRetryTest {
                 THREE_FAILS, List.of(a, c), Set.of("o/a"), a, 1, id -> 1, 429, 2999));
         assertEquals(PriorityRetry.ORDINARY, PriorityRetry.afterFailure(THREE_FAILS, List.of(a, c), Set.of("o/a"),
                 a, 1, id -> 1, 429, 3001), "over max_retry_after_wait (3 s)");
+        // an overloaded provider's wait (503, 529) holds the target too: waited for alike, never retried at once
+        assertEquals(new PriorityRetry.Decision.Stay(a, Duration.ofMillis(1500)), PriorityRetry.afterFailure(
+                THREE_FAILS, List.of(a, c), Set.of("o/a"), a, 1, id -> 1, 503, 1500));
+        assertEquals(PriorityRetry.ORDINARY, PriorityRetry.afterFailure(THREE_FAILS, List.of(a, c), Set.of("o/a"),
+                a, 1, id -> 1, 529, 60_000));
     }
 
     @Test

@@ -298,6 +298,52 @@ class FailoverTest {
         }
     }
 
+    /**
+     * A 503 or 529 (Anthropic's overloaded) with a wait holds the route like a 429 does: the provider said when it
+     * expects to serve again (it was held only on a 429, so an overloaded provider was called again on the next
+     * request). A 500's Retry-After holds nothing. Under ra's five-failure breaker one failure cools nothing down.
+     */
+    @Test
+    void anOverloadedProvidersWaitHoldsTheRouteToo() {
+        FakeTicker time = new FakeTicker();
+        try (GatewayHarness held = heldOn(time)) {
+            limitedOnce(held, new Fault.HttpError(503, "server_error", "overloaded", "Service unavailable", null, 0,
+                    Map.of("retry-after-ms", "2500")));
+            assertEquals(2500, holdMs(held));
+            time.advance(Duration.ofMillis(2499));
+            assertEquals("ra-digitalocean", route(chat(held, "ra", "held to the last ms", false, FIRST)));
+            time.advance(Duration.ofMillis(1));
+            assertEquals("ra-openrouter", route(chat(held, "ra", "after 2.5 s", false, FIRST)));
+
+            limitedOnce(held, new Fault.HttpError(529, "overloaded_error", "overloaded_error", "Overloaded", 3, 0));
+            assertEquals(3000, holdMs(held));
+            time.advance(Duration.ofSeconds(3));
+
+            limitedOnce(held, new Fault.HttpError(500, "server_error", "server_error", "Internal error", 30, 0));
+            assertEquals(0, holdMs(held), "a 500's Retry-After is no capacity advice");
+            assertEquals("ra-openrouter", route(chat(held, "ra", "not held", false, FIRST)));
+        }
+    }
+
+    /**
+     * When every route failed, Kong's retries go on with a route whose breaker is still closed, but never one whose
+     * provider asked for a wait in this request: ra-openrouter's 503 with a hold is not called again, ra-digitalocean
+     * (a bare 500) is retried.
+     */
+    @Test
+    void aRouteHeldInThisRequestIsNotRetriedInIt() {
+        FakeTicker time = new FakeTicker();
+        try (GatewayHarness held = heldOn(time)) {
+            held.sim("openrouter").enqueue("kimi-k2", new Fault.HttpError(503, "server_error", "overloaded",
+                    "Service unavailable", null, 0, Map.of("retry-after-ms", "2500")));
+            held.sim("digitalocean").enqueue("kimi-k2", Fault.status(500));
+            Response r = chat(held, "ra", "both fail once", false, FIRST);
+            assertEquals(200, r.statusCode(), r.asString());
+            assertEquals(List.of("ra-openrouter", "ra-digitalocean", "ra-digitalocean"), trailRoutes(trail(r)));
+            assertEquals(1, received(held, "openrouter", "kimi-k2"), "not called again during its hold");
+        }
+    }
+
     /** OpenAI's retry-after-ms alone (it was ignored: no hold at all) holds the route to the millisecond. */
     @Test
     void a429RetryAfterMsHoldsTheRouteToTheMillisecond() {
