@@ -146,6 +146,29 @@ class HostileInputTest {
         assertTrue(err.path("message").asText().contains("multipart/form-data"), r.body());
     }
 
+    /** A gzip body was read as it came and refused as "not valid UTF-8", which named the wrong problem. */
+    @Test
+    void aCompressedBodyIs415NamingItsEncoding() throws java.io.IOException {
+        java.io.ByteArrayOutputStream zipped = new java.io.ByteArrayOutputStream();
+        try (java.util.zip.GZIPOutputStream gz = new java.util.zip.GZIPOutputStream(zipped)) {
+            gz.write(("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                    .getBytes(StandardCharsets.UTF_8));
+        }
+        RawHttp.Response r = RawHttp.send(gw.port(), RawHttp.request("POST", "/v1/chat/completions",
+                (new String(AUTH, StandardCharsets.US_ASCII) + "Content-Encoding: gzip\r\n")
+                        .getBytes(StandardCharsets.US_ASCII), zipped.toByteArray()));
+        assertEquals(415, r.status(), r.body());
+        JsonNode err = Envelope.assert4xx(r.status(), r.body(), "gzip");
+        assertEquals("unsupported_content_encoding", err.path("code").asText());
+        assertTrue(err.path("message").asText().contains("gzip"), r.body());
+
+        // identity is no encoding at all
+        RawHttp.Response plain = RawHttp.send(gw.port(), RawHttp.request("POST", "/v1/chat/completions",
+                (new String(AUTH, StandardCharsets.US_ASCII) + "Content-Encoding: identity\r\n")
+                        .getBytes(StandardCharsets.US_ASCII), withContent("hi")));
+        assertEquals(200, plain.status(), plain.body());
+    }
+
     @Test
     void missingMessagesIs400NamingMessages() {
         RawHttp.Response r = post("{\"model\":\"chat\"}".getBytes(StandardCharsets.UTF_8));

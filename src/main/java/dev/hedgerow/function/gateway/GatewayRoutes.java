@@ -286,6 +286,7 @@ public final class GatewayRoutes {
         String alias = org.routing().alias(routed);
         tally.alias = alias;
         try {
+            refuseEncoded(httpReq.getHeader("content-encoding"));
             Buffer b = ctx.body().buffer();
             if (b == null || b.length() == 0) {
                 // Vert.x decodes a multipart body into form attributes and leaves the body itself empty
@@ -322,6 +323,21 @@ public final class GatewayRoutes {
         if (contentType != null && contentType.regionMatches(true, 0, "multipart/", 0, "multipart/".length())) {
             throw new RequestException(ApiError.unsupportedMediaType("The request body must be a JSON object "
                     + "(Content-Type: application/json), not " + contentType.split(";", 2)[0].trim() + "."));
+        }
+    }
+
+    /**
+     * Refuses (415 {@code unsupported_content_encoding}) a body sent compressed ({@code Content-Encoding: gzip},
+     * anything but {@code identity}): read as it came it was "not valid UTF-8", which named the wrong problem. It is
+     * not decompressed: the size limit counts the bytes received, and a few kilobytes of gzip can inflate to
+     * gigabytes.
+     */
+    public static void refuseEncoded(String contentEncoding) {
+        String coding = contentEncoding == null ? "" : contentEncoding.trim();
+        if (!coding.isEmpty() && !coding.equalsIgnoreCase("identity")) {
+            throw new RequestException(new ApiError(415, "invalid_request_error", "unsupported_content_encoding",
+                    "The request body must be sent uncompressed; Content-Encoding " + coding + " is not accepted.",
+                    null, null));
         }
     }
 
