@@ -1,14 +1,19 @@
 package dev.hedgerow.function.gateway;
 
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
 import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.prober.VertxMetricsSource;
 import dev.hedgerow.prober.Prober;
 import dev.hedgerow.prober.ProberConfig;
+import dev.hedgerow.routing.Router;
+import dev.hedgerow.routing.SloTracker;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.Ticker;
 import io.restassured.RestAssured;
@@ -112,6 +117,17 @@ class SloRecoveryTest {
         prober.runRound().await().atMost(Duration.ofSeconds(30));
     }
 
+    /** Whether r-quick's standing against the speed targets is back to MEETS, as the router reads it. */
+    static boolean quickMeetsTargets() {
+        Hedgerow core = gw.core();
+        Org org = core.catalog().current().org("acme").orElseThrow();
+        Route quick = org.routes().stream().filter(r -> r.id().equals("r-quick")).findFirst().orElseThrow();
+        String key = Router.key(org, quick);
+        RouteSnapshot s = core.store().snapshot(List.of(key), Duration.ofMinutes(10)).await()
+                .atMost(Duration.ofSeconds(5)).get(key);
+        return s != null && core.models().sloStatus(s, org.group("slo").slo()) == SloTracker.Status.MEETS;
+    }
+
     @Test
     void aRouteBelowTheTargetsReturnsOnceTheProberMeasuresItHealthy() {
         for (String p : List.of("alpha", "beta")) {
@@ -129,10 +145,16 @@ class SloRecoveryTest {
         assertEquals(Set.of("r-steady"), new HashSet<>(routes(2)), "one good probe is not yet a recovery");
         proberRound();
         proberRound();
+        // recovery takes a run of good samples (SloTracker's recoverAfter) and one probe a loaded machine stalls
+        // below the decode target restarts the run (a fresh-clone CI run failed so once): a few more rounds may go
+        int rounds = 3;
+        for (; rounds < 7 && !quickMeetsTargets(); rounds++) {
+            proberRound();
+        }
 
         List<String> after = routes(6);
         assertTrue(after.stream().filter("r-quick"::equals).count() >= 4, "back in rotation, predicted fastest: "
-                + after);
+                + after + " after " + rounds + " prober rounds");
         assertTrue(gw.sim("alpha").stats("quick").received() > live, "the prober measured it");
     }
 }
