@@ -8,8 +8,6 @@ import dev.hedgerow.routing.Router;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
 
-import io.smallrye.mutiny.Uni;
-
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
@@ -55,24 +53,20 @@ final class RouteHealth {
         if (a.probe != null) {
             a.probe.settledByVerdict();
         }
+        store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout()).subscribe().with(v -> { },
+                t -> { });
+        // lowest_latency's measures take the failure as a latency penalty, with or without a breaker
+        models.learnFailure(a.cand.state(), timeouts);
         long now = ticker.nanos();
         Written w = written.computeIfAbsent(a.cand.id(), k -> new Written());
         w.failures++;
         w.lastFailureNanos = now;
-        Uni<Void> held = Uni.createFrom().voidItem();
         if (f.retryAfterMillis() > 0) {
             // the store keeps the longer of two holds; so does this
             Duration hold = Duration.ofMillis(f.retryAfterMillis());
             w.holdUntilNanos = Math.max(w.holdUntilNanos, now + hold.toNanos());
-            held = store.holdRetryAfter(a.cand.id(), hold).onFailure().recoverWithNull().replaceWithVoid();
+            store.holdRetryAfter(a.cand.id(), hold).subscribe().with(v -> { }, t -> { });
         }
-        // the hold is stored before the failure count: a snapshot that sees the cooldown a failure may open sees the
-        // hold too (written side by side, on separate pooled connections, a request between the two was told the
-        // cooldown's 1 s instead of the provider's wait)
-        held.chain(() -> store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout()))
-                .subscribe().with(v -> { }, t -> { });
-        // lowest_latency's measures take the failure as a latency penalty, with or without a breaker
-        models.learnFailure(a.cand.state(), timeouts);
     }
 
     /**
