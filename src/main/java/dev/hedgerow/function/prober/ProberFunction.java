@@ -128,8 +128,7 @@ public class ProberFunction {
     private void run(RoutingContext ctx) {
         HttpServerResponse resp = ctx.response();
         if (token.isPresent() && !token.get().isBlank()) {
-            String presented = Keys.bearer(ctx.request().getHeader("authorization")).orElse("");
-            if (!Keys.constantTimeEquals(presented.isEmpty() ? "" : Keys.sha256Hex(presented),
+            if (!Keys.matches(Keys.bearer(ctx.request().getHeader("authorization")).orElse(null),
                     Keys.sha256Hex(token.get()))) {
                 JsonReplies.error(resp, ApiError.unauthorized("the prober token (HEDGEROW_PROBER_TOKEN)"));
                 return;
