@@ -54,6 +54,8 @@ final class Dispatch {
      * instance's slot frees itself within this, however long the probe's answer may take to arrive.
      */
     private static final Duration MAX_PROBE_TTL = Duration.ofSeconds(60);
+    /** The longest a refusal waits for this request's health writes to be stored (the Redis guard's timeout). */
+    private static final Duration HEALTH_WRITES_WAIT = Duration.ofSeconds(1);
     /**
      * While a stream's output is held back (a tool call's deltas, until the answer finishes) the client gets a
      * keep-alive comment at least this often, so neither it nor a proxy in front of the gateway (nginx and AWS ALB
@@ -1005,13 +1007,30 @@ final class Dispatch {
                         + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
                         + retryAfter + " s.";
         ApiError err = ApiError.upstreamExhausted(status, msg, retry);
-        if (committed) {
-            endWithErrorEvent(msg);
-            return;
-        }
-        // a head that went out early (head_hold) gets this as the stream's error event, without the status
-        output.exhausted(err, trail.toNode());
-        deps.observer().finished(req, status, trail.snapshot(), null, null);
+        answerAfterHealthWrites(() -> {
+            if (committed) {
+                endWithErrorEvent(msg);
+                return;
+            }
+            // a head that went out early (head_hold) gets this as the stream's error event, without the status
+            output.exhausted(err, trail.toNode());
+            deps.observer().finished(req, status, trail.snapshot(), null, null);
+        });
+    }
+
+    /**
+     * Runs {@code answer} (under this dispatch's lock) once the store has answered every health write this request
+     * sent, or after {@link #HEALTH_WRITES_WAIT} (the Redis guard's timeout, after which the local store has them).
+     * The retry advice of a refusal names the holds and cooldowns those writes set; answered before they were
+     * stored, a client asking again at once (an SDK told 503) met routes no snapshot knew were out yet.
+     */
+    private void answerAfterHealthWrites(Runnable answer) {
+        health.afterWrites(() -> {
+            synchronized (this) {
+                answer.run();
+            }
+        });
+        deps.scheduler().schedule(HEALTH_WRITES_WAIT, health::runWhenAnswered);
     }
 
     /**

@@ -7,10 +7,13 @@ import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.Router;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
+import io.smallrye.mutiny.Uni;
 
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The health verdicts a dispatch writes about its routes (Kong's passive health check): a failure counted against
@@ -28,6 +31,9 @@ final class RouteHealth {
     }
 
     private final Map<String, Written> written = new HashMap<>();
+    /** Health writes sent and not yet answered; the one waiting on them ({@link #afterWrites}). */
+    private final AtomicInteger unanswered = new AtomicInteger();
+    private final AtomicReference<Runnable> whenAnswered = new AtomicReference<>();
     private final StateStore store;
     private final LearnedModels models;
     private final GroupSettings.Breaker breaker;
@@ -53,8 +59,7 @@ final class RouteHealth {
         if (a.probe != null) {
             a.probe.settledByVerdict();
         }
-        store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout()).subscribe().with(v -> { },
-                t -> { });
+        send(store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout()));
         // lowest_latency's measures take the failure as a latency penalty, with or without a breaker
         models.learnFailure(a.cand.state(), timeouts);
         long now = ticker.nanos();
@@ -65,7 +70,7 @@ final class RouteHealth {
             // the store keeps the longer of two holds; so does this
             Duration hold = Duration.ofMillis(f.retryAfterMillis());
             w.holdUntilNanos = Math.max(w.holdUntilNanos, now + hold.toNanos());
-            store.holdRetryAfter(a.cand.id(), hold).subscribe().with(v -> { }, t -> { });
+            send(store.holdRetryAfter(a.cand.id(), hold));
         }
     }
 
@@ -107,8 +112,41 @@ final class RouteHealth {
             if (a.probe != null) {
                 a.probe.settledByVerdict();
             }
-            store.recordSuccess(a.cand.id(), breaker.threshold(), breaker.failTimeout()).subscribe().with(v -> { },
-                    t -> { });
+            send(store.recordSuccess(a.cand.id(), breaker.threshold(), breaker.failTimeout()));
+        }
+    }
+
+    /** Sends a health write, counted until the store answers it (or fails: it may have applied it). */
+    private void send(Uni<?> write) {
+        unanswered.incrementAndGet();
+        write.subscribe().with(v -> answered(), t -> answered());
+    }
+
+    private void answered() {
+        if (unanswered.decrementAndGet() == 0) {
+            runWhenAnswered();
+        }
+    }
+
+    /**
+     * Runs {@code then} once every health write this request sent has been answered by the store, at once when none
+     * is waiting; or when {@link #runWhenAnswered} is called first (the caller's bound on the wait). Runs it once,
+     * on whichever thread gets there first. A request that ends in a refusal is answered after its writes so a client
+     * that asks again at once meets the cooldowns and holds it was told about; the store's own timeout (the Redis
+     * guard's) bounds the wait.
+     */
+    void afterWrites(Runnable then) {
+        whenAnswered.set(then);
+        if (unanswered.get() == 0) {
+            runWhenAnswered();
+        }
+    }
+
+    /** Runs what {@link #afterWrites} is waiting to run, now, if it has not run. */
+    void runWhenAnswered() {
+        Runnable r = whenAnswered.getAndSet(null);
+        if (r != null) {
+            r.run();
         }
     }
 }

@@ -4,14 +4,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.sim.SimText;
+import dev.hedgerow.state.BreakerState;
+import dev.hedgerow.state.ForwardingStateStore;
 import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.Sse;
 import dev.hedgerow.time.FakeTicker;
 import dev.hedgerow.time.Ticker;
 import io.restassured.response.Response;
+import io.smallrye.mutiny.Uni;
 import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -341,6 +345,57 @@ class FailoverTest {
             assertEquals(200, r.statusCode(), r.asString());
             assertEquals(List.of("ra-openrouter", "ra-digitalocean", "ra-digitalocean"), trailRoutes(trail(r)));
             assertEquals(1, received(held, "openrouter", "kimi-k2"), "not called again during its hold");
+        }
+    }
+
+    /**
+     * A request every route refused with a provider's wait is answered only once the holds and failure counts it
+     * wrote are stored, so a client that asks again at once meets them (a 503 for the rest of the hold), not a route
+     * the store does not know is held yet. The store here takes 300 ms over each health write; the answer used to go
+     * out before them, and the next request was served by a held route.
+     */
+    @Test
+    void anExhaustedAnswerGoesOutOnceItsHoldsAreStored() {
+        FakeTicker time = new FakeTicker();
+        SlowHealthWrites slow = new SlowHealthWrites(new MemoryStateStore(time), Duration.ofMillis(300));
+        try (GatewayHarness held = GatewayHarness.start(vertx, yaml, sims, slow, clockOn(time))) {
+            for (String p : List.of("openrouter", "digitalocean")) {
+                held.sim(p).enqueue("kimi-k2", Fault.rateLimited(3));
+            }
+            Response out = chat(held, "ra", "both limited", false, FIRST);
+            assertEquals(503, out.statusCode(), out.asString());
+            assertEquals("3", out.header("retry-after"), "the providers' hold");
+
+            Response again = chat(held, "ra", "asked again at once", false, FIRST);
+            assertEquals(503, again.statusCode(), "the holds were stored before the first answer: "
+                    + again.asString());
+            assertEquals("3", again.header("retry-after"), again.asString());
+            assertEquals(1, received(held, "openrouter", "kimi-k2"), "not called again during its hold");
+            assertEquals(1, received(held, "digitalocean", "kimi-k2"), "not called again during its hold");
+        }
+    }
+
+    /** The store taking {@code delay} over each route-health write (a failure count, a provider's hold). */
+    static final class SlowHealthWrites extends ForwardingStateStore {
+        private final Duration delay;
+
+        SlowHealthWrites(StateStore inner, Duration delay) {
+            super(inner);
+            this.delay = delay;
+        }
+
+        @Override
+        public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
+            return later().chain(() -> inner.recordFailure(routeId, maxFails, failTimeout));
+        }
+
+        @Override
+        public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
+            return later().chain(() -> inner.holdRetryAfter(routeId, wait));
+        }
+
+        private Uni<Void> later() {
+            return Uni.createFrom().voidItem().onItem().delayIt().by(delay);
         }
     }
 
