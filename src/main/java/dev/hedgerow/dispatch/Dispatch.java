@@ -897,8 +897,10 @@ final class Dispatch {
         endAttempt(a, "client_error", "http_" + a.status, false);
         endLive("cancelled");
         stopTimers();
-        output.passThrough(a, bytes, trail.toNode());
-        deps.observer().finished(req, a.status, trail.snapshot(), null, null);
+        answerAfterHealthWrites(() -> {
+            output.passThrough(a, bytes, trail.toNode());
+            deps.observer().finished(req, a.status, trail.snapshot(), null, null);
+        });
     }
 
     /** An attempt failed before it streamed content: fail over (or wait for a racing attempt). */

@@ -86,6 +86,8 @@ class FailoverTest {
                       - { alias: ctxu, provider: digitalocean, model: kimi-k2 }
                       - { alias: commit, provider: openrouter, model: kimi-k2 }
                       - { alias: commit, provider: digitalocean, model: kimi-k2 }
+                      - { alias: pass5, provider: openrouter, model: kimi-k2 }
+                      - { alias: pass5, provider: digitalocean, model: kimi-k2 }
                 """, """
                       kimi3: { %1$s }
                       a-refused: { %1$s }
@@ -95,6 +97,7 @@ class FailoverTest {
                       ctx: { %1$s }
                       ctxu: { %1$s }
                       commit: { %1$s, resume_mid_stream: false }
+                      pass5: { %1$s, failover_criteria: [error, timeout] }
                 """.formatted(GROUP));
         gw = GatewayHarness.start(vertx, yaml, sims, new MemoryStateStore(Ticker.system()));
         // warm the client, the gateway and the simulators' error path so that cold starts meet no limit
@@ -372,6 +375,26 @@ class FailoverTest {
             assertEquals("3", again.header("retry-after"), again.asString());
             assertEquals(1, received(held, "openrouter", "kimi-k2"), "not called again during its hold");
             assertEquals(1, received(held, "digitalocean", "kimi-k2"), "not called again during its hold");
+        }
+    }
+
+    /**
+     * A provider's 5xx that is no failover criterion of the group reaches the client as it came, but only once the
+     * failure and the hold it wrote are stored: the next request, sent at once, goes to the other route.
+     */
+    @Test
+    void aPassedThroughOverloadIsAnsweredOnceItsHoldIsStored() {
+        FakeTicker time = new FakeTicker();
+        SlowHealthWrites slow = new SlowHealthWrites(new MemoryStateStore(time), Duration.ofMillis(300));
+        try (GatewayHarness held = GatewayHarness.start(vertx, yaml, sims, slow, clockOn(time))) {
+            held.sim("openrouter").enqueue("kimi-k2", new Fault.HttpError(503, "server_error", "overloaded",
+                    "Service unavailable", 3, 0));
+            Response out = chat(held, "pass5", "overloaded", false, FIRST);
+            assertEquals(503, out.statusCode(), out.asString());
+            assertEquals("3", out.header("retry-after"), "relayed as the provider sent it");
+            Response again = chat(held, "pass5", "asked again at once", false, FIRST);
+            assertEquals("pass5-digitalocean", route(again), "the held route is skipped: " + again.headers());
+            assertEquals(1, received(held, "openrouter", "kimi-k2"));
         }
     }
 
