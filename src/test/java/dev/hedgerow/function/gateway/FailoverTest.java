@@ -359,9 +359,7 @@ class FailoverTest {
      */
     @Test
     void anExhaustedAnswerGoesOutOnceItsHoldsAreStored() {
-        FakeTicker time = new FakeTicker();
-        SlowHealthWrites slow = new SlowHealthWrites(new MemoryStateStore(time), Duration.ofMillis(300));
-        try (GatewayHarness held = GatewayHarness.start(vertx, yaml, sims, slow, clockOn(time))) {
+        try (GatewayHarness held = slowlyStored()) {
             for (String p : List.of("openrouter", "digitalocean")) {
                 held.sim(p).enqueue("kimi-k2", Fault.rateLimited(3));
             }
@@ -384,9 +382,7 @@ class FailoverTest {
      */
     @Test
     void aPassedThroughOverloadIsAnsweredOnceItsHoldIsStored() {
-        FakeTicker time = new FakeTicker();
-        SlowHealthWrites slow = new SlowHealthWrites(new MemoryStateStore(time), Duration.ofMillis(300));
-        try (GatewayHarness held = GatewayHarness.start(vertx, yaml, sims, slow, clockOn(time))) {
+        try (GatewayHarness held = slowlyStored()) {
             held.sim("openrouter").enqueue("kimi-k2", new Fault.HttpError(503, "server_error", "overloaded",
                     "Service unavailable", 3, 0));
             Response out = chat(held, "pass5", "overloaded", false, FIRST);
@@ -396,6 +392,13 @@ class FailoverTest {
             assertEquals("pass5-digitalocean", route(again), "the held route is skipped: " + again.headers());
             assertEquals(1, received(held, "openrouter", "kimi-k2"));
         }
+    }
+
+    /** A gateway of its own whose store (on a fake clock) takes 300 ms over each route-health write. */
+    static GatewayHarness slowlyStored() {
+        FakeTicker time = new FakeTicker();
+        return GatewayHarness.start(vertx, yaml, sims,
+                new SlowHealthWrites(new MemoryStateStore(time), Duration.ofMillis(300)), clockOn(time));
     }
 
     /** The store taking {@code delay} over each route-health write (a failure count, a provider's hold). */
