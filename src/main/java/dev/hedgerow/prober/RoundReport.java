@@ -9,7 +9,8 @@ import java.util.List;
 /**
  * What one probe round did. {@code ran} is false, with {@code note} saying why, when another instance held the round
  * lock (rounds never overlap across the fleet) or the last round anywhere started less than the minimum interval ago
- * ({@link ProberConfig#minInterval()}). Immutable.
+ * ({@link ProberConfig#minInterval()}). {@code note} never names an org, alias, route or model: the
+ * {@linkplain #toSummaryNode() summary} an anonymous caller gets carries it. Immutable.
  */
 public record RoundReport(boolean ran, String note, List<RouteResult> routes, List<ScrapeResult> scrapes) {
 
@@ -39,6 +40,48 @@ public record RoundReport(boolean ran, String note, List<RouteResult> routes, Li
             s.routes().forEach(n.putArray("routes")::add);
             n.put("outcome", s.outcome());
         }
+        return out;
+    }
+
+    /**
+     * What an anonymous caller of {@code POST /prober/run} may see: {@code ran}, {@code note} and {@code counts}
+     * ({@code routes}, then how many of them were {@code ok}, {@code slow}, {@code failed}, {@code refused} or
+     * {@code skipped}, {@code verification_failed}, {@code scrapes} and {@code scrapes_failed}). No org, alias, route
+     * or model id and no error text: on a public prober URL the full report ({@link #toNode()}) would show every
+     * tenant's routes and their failures to anyone.
+     */
+    public ObjectNode toSummaryNode() {
+        ObjectNode out = JsonNodeFactory.instance.objectNode();
+        out.put("ran", ran);
+        out.put("note", note);
+        int ok = 0;
+        int slow = 0;
+        int failed = 0;
+        int refused = 0;
+        int skipped = 0;
+        int unverified = 0;
+        for (RouteResult r : routes) {
+            String outcome = r.outcome() == null ? "" : r.outcome();
+            if ("skipped".equals(r.action())) {
+                skipped++;
+            } else if (outcome.equals("ok")) {
+                ok++;
+            } else if (outcome.startsWith("slow")) {
+                slow++;
+            } else if (outcome.startsWith("refused")) {
+                refused++;
+            } else {
+                failed++;
+            }
+            if (r.verification() != null && !r.verification().equals("pass")) {
+                unverified++;
+            }
+        }
+        int scrapesFailed = (int) scrapes.stream().filter(s -> s.outcome() == null || s.outcome().startsWith("failed"))
+                .count();
+        out.putObject("counts").put("routes", routes.size()).put("ok", ok).put("slow", slow).put("failed", failed)
+                .put("refused", refused).put("skipped", skipped).put("verification_failed", unverified)
+                .put("scrapes", scrapes.size()).put("scrapes_failed", scrapesFailed);
         return out;
     }
 

@@ -114,10 +114,14 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
     /** Init arg naming the metrics token the app is given; empty: none (a deployment that never set one). */
     public static final String METRICS_TOKEN_ARG = "metrics-token";
     private String metricsToken = METRICS_TOKEN;
+    /** Init arg naming the prober token the app is given; empty: none (a deployment that never set one). */
+    public static final String PROBER_TOKEN_ARG = "prober-token";
+    private String proberToken = PROBER_TOKEN;
 
     @Override
     public void init(Map<String, String> initArgs) {
         metricsToken = initArgs.getOrDefault(METRICS_TOKEN_ARG, METRICS_TOKEN);
+        proberToken = initArgs.getOrDefault(PROBER_TOKEN_ARG, PROBER_TOKEN);
     }
 
     @Override
@@ -144,7 +148,9 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             cfg.put("hedgerow.prober.interval", "0s");
             cfg.put("hedgerow.prober.min-interval", "0s");
             cfg.put("hedgerow.secret-key", SECRET_KEY);
-            cfg.put("hedgerow.prober.token", PROBER_TOKEN);
+            if (!proberToken.isEmpty()) {
+                cfg.put("hedgerow.prober.token", proberToken);
+            }
             if (!metricsToken.isEmpty()) {
                 cfg.put("hedgerow.metrics.token", metricsToken);
             }

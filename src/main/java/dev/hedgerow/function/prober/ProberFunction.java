@@ -34,10 +34,17 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The prober function's edge: {@code POST /prober/run} runs one probe round (what an EventBridge schedule or a
  * Knative PingSource triggers) and answers its report; with {@code hedgerow.prober.interval} above zero an
  * in-process timer also runs a round at that interval (scripts/run). Both only when this process serves the
- * prober function. When {@code hedgerow.prober.token} is set, the endpoint needs it as a bearer token. Whoever asks,
- * a round starts at least {@code hedgerow.prober.min-interval} after the last one started anywhere in the fleet
- * (each round is paid upstream requests); one asked for sooner is answered {@code ran: false} at once. Rounds are
- * counted in {@code hedgerow_prober_rounds_total{result="ran"|"skipped"}}.
+ * prober function. Whoever asks, a round starts at least {@code hedgerow.prober.min-interval} after the last one
+ * started anywhere in the fleet (each round is paid upstream requests); one asked for sooner is answered
+ * {@code ran: false} at once. Rounds are counted in {@code hedgerow_prober_rounds_total{result="ran"|"skipped"}}.
+ *
+ * <p>The full report names every org's routes, their failures and verdicts, and the prober's URL is often public (on
+ * Knative it takes capacity reports; a schedule's call carries no {@code Authorization}). So only a caller with the
+ * bearer token {@code hedgerow.prober.token} gets it; a caller without any {@code Authorization} gets the round run
+ * and only its {@linkplain RoundReport#toSummaryNode() counts}; a wrong token gets 401. With no token set, a process
+ * serving a catalog file answers everyone the counts (403 {@code prober_token_not_set} to a caller presenting a
+ * token, which cannot be checked), as {@link dev.hedgerow.function.MetricsGuard} keeps metrics closed there; the
+ * bundled demo (no {@code HEDGEROW_CONFIG}, one made-up org) answers everyone the full report.
  */
 @ApplicationScoped
 public class ProberFunction {
@@ -63,6 +70,9 @@ public class ProberFunction {
 
     @ConfigProperty(name = "hedgerow.prober.min-interval", defaultValue = "10s")
     Duration minInterval;
+
+    @ConfigProperty(name = "hedgerow.config")
+    Optional<String> configPath;
 
     @Inject
     MeterRegistry meters;
@@ -99,6 +109,20 @@ public class ProberFunction {
                         interval, minInterval);
             }
         }
+        if (expectedTokenHash() == null && !demo()) {
+            LOG.log(System.Logger.Level.INFO, "/prober/run answers only a round's counts until "
+                    + "HEDGEROW_PROBER_TOKEN is set; the full report then needs it as a bearer token");
+        }
+    }
+
+    /** The prober token's hash, or null when none is set (a blank value is none). */
+    private String expectedTokenHash() {
+        return token.filter(t -> !t.isBlank()).map(Keys::sha256Hex).orElse(null);
+    }
+
+    /** The bundled demo (no catalog file): one made-up org, whose report anyone may read. */
+    private boolean demo() {
+        return configPath.filter(p -> !p.isBlank()).isEmpty();
     }
 
     private ProberConfig config() {
@@ -127,16 +151,40 @@ public class ProberFunction {
 
     private void run(RoutingContext ctx) {
         HttpServerResponse resp = ctx.response();
-        if (token.isPresent() && !token.get().isBlank()) {
-            if (!Keys.matches(Keys.bearer(ctx.request().getHeader("authorization")).orElse(null),
-                    Keys.sha256Hex(token.get()))) {
+        String authorization = ctx.request().getHeader("authorization");
+        boolean anonymous = authorization == null || authorization.isBlank();
+        String expected = expectedTokenHash();
+        boolean full;
+        if (expected != null) {
+            // hashed, then compared in constant time (Keys.matches): neither the length nor a prefix of the token
+            // leaks through timing
+            full = !anonymous && Keys.matches(Keys.bearer(authorization).orElse(null), expected);
+            if (!anonymous && !full) {
                 JsonReplies.error(resp, ApiError.unauthorized("the prober token (HEDGEROW_PROBER_TOKEN)"));
                 return;
             }
+        } else if (demo()) {
+            full = true;
+        } else if (!anonymous) {
+            JsonReplies.error(resp, new ApiError(403, "permission_error", "prober_token_not_set",
+                    "The full probe report names every organization's routes, so this deployment serves it only with "
+                            + "a token: set HEDGEROW_PROBER_TOKEN and call with 'Authorization: Bearer <token>'. "
+                            + "Without Authorization, a round runs and its counts are answered.", null, null));
+            return;
+        } else {
+            full = false;
         }
-        round().subscribe().with(r -> JsonReplies.json(resp, 200, r.toNode()),
+        round().subscribe().with(r -> JsonReplies.json(resp, 200, full ? r.toNode() : summary(r, expected != null)),
                 t -> JsonReplies.error(resp, new ApiError(500, "server_error", "probe_round_failed",
                         "The probe round failed: " + t.getClass().getSimpleName(), null, null)));
+    }
+
+    /** The counts of a round, and where its full report is to be had. */
+    private static ObjectNode summary(RoundReport r, boolean tokenSet) {
+        return r.toSummaryNode().put("details", tokenSet
+                ? "withheld: the per-route report is answered only with the prober token (HEDGEROW_PROBER_TOKEN)"
+                : "withheld: the per-route report needs a prober token, and this deployment sets none "
+                        + "(HEDGEROW_PROBER_TOKEN)");
     }
 
     private synchronized Prober prober() {
