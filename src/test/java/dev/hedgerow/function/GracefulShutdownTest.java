@@ -68,7 +68,13 @@ class GracefulShutdownTest {
         ModelScript.Latency pace = ModelScript.Latency.of(50, 20);
         sim = SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-sim")
                 .withModel("short-m", ModelScript.defaults().withLength(SHORT_TOKENS).withLatency(pace))
-                .withModel("long-m", ModelScript.defaults().withLength(400).withLatency(pace)));
+                .withModel("long-m", ModelScript.defaults().withLength(400).withLatency(pace))
+                // the prober's test: a 4 s answer whose probes (32 tokens, 16 for the known-answer check) are quick,
+                // and a model only the prober asks
+                .withModel("marathon-m", ModelScript.defaults().withLength(800)
+                        .withLatency(ModelScript.Latency.of(20, 200)))
+                .withModel("probed-m", ModelScript.defaults().withLength(24)
+                        .withLatency(ModelScript.Latency.of(5, 400))));
     }
 
     @AfterAll
@@ -176,14 +182,91 @@ class GracefulShutdownTest {
         }
     }
 
+    /**
+     * The prober's timer stops when the drain begins: while a stream keeps the process in its grace period, no new
+     * probe round starts. A route only the prober asks for ({@code probed-m}) gets a speed probe and a known-answer
+     * check per round; after the signal it may get at most the rest of the one round already running (rounds on an
+     * instance never overlap). Before, the timer ran on until the process stopped, a round every few hundred ms here.
+     */
+    @Test
+    void sigtermStopsTheProbersTimerBeforeTheGracePeriod() throws Exception {
+        Path jar = PackagedApp.jar();
+        Path dir = Files.createTempDirectory("hedgerow-shutdown-prober");
+        Path catalog = dir.resolve("hedgerow.yaml");
+        Files.writeString(catalog, """
+                revision: 1
+                orgs:
+                  - id: probing
+                    keys: [{ name: app, key: "k-probing" }]
+                    providers:
+                      - { id: sim, base_url: "%s", api_key: "sk-sim" }
+                    routes:
+                      - { alias: marathon, provider: sim, model: marathon-m }
+                      - { alias: probed, provider: sim, model: probed-m }
+                """.formatted(sim.baseUrl()));
+        int port = freePort();
+        Path log = dir.resolve("app.log");
+        ProcessBuilder pb = new ProcessBuilder(PackagedApp.javaBin(), "-Xmx256m", "-jar", jar.toString())
+                .redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().keySet().removeIf(k -> k.startsWith("HEDGEROW_") || k.startsWith("QUARKUS_")
+                || k.equals("REDIS_URL"));
+        pb.environment().put("QUARKUS_HTTP_PORT", Integer.toString(port));
+        pb.environment().put("HEDGEROW_CONFIG", catalog.toString());
+        pb.environment().put("REDIS_URL", redis.url());
+        pb.environment().put("HEDGEROW_SECRET_KEY", AppTestResource.SECRET_KEY);
+        pb.environment().put("HEDGEROW_PROBER_INTERVAL", "100ms");
+        pb.environment().put("HEDGEROW_PROBER_MIN_INTERVAL", "0s");
+        pb.environment().put("HEDGEROW_SHUTDOWN_GRACE", GRACE);
+        Process app = pb.start();
+        try {
+            awaitLog(app, log, "Listening on:", Duration.ofMinutes(2));
+            long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+            while (sim.stats("probed-m").received() < 4) { // the timer's rounds are running
+                assertTrue(System.nanoTime() < deadline, () -> "no probe rounds:\n" + read(log));
+                Thread.sleep(20);
+            }
+            HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+            URI chat = URI.create("http://127.0.0.1:" + port + "/v1/chat/completions");
+            Stream marathon = Stream.open(http, chat, "marathon", "k-probing");
+            assertTrue(marathon.firstContent.await(30, TimeUnit.SECONDS), "the stream began");
+
+            app.destroy(); // SIGTERM
+            awaitLog(app, log, "Hedgerow is shutting down", Duration.ofSeconds(20));
+            long atSignal = sim.stats("probed-m").received();
+
+            String body = marathon.body.get(60, TimeUnit.SECONDS); // the grace period: the stream in flight ends
+            assertTrue(Sse.endsWithDone(body), body);
+            assertTrue(app.waitFor(30, TimeUnit.SECONDS), "the process exits");
+            long after = sim.stats("probed-m").received() - atSignal;
+            assertTrue(after <= 2, after + " probe request(s) reached the provider after the signal (at most the "
+                    + "round already running may send its 2):\n" + read(log));
+        } finally {
+            if (app.isAlive()) {
+                app.destroyForcibly();
+            }
+        }
+    }
+
+    private static String read(Path log) {
+        try {
+            return Files.readString(log);
+        } catch (IOException e) {
+            return e.toString();
+        }
+    }
+
     /** One streamed chat request read as it arrives: its first content, then its whole body. */
     static final class Stream {
         final CountDownLatch firstContent = new CountDownLatch(1);
         final CompletableFuture<String> body = new CompletableFuture<>();
 
         static Stream open(HttpClient http, URI chat, String alias) {
+            return open(http, chat, alias, "k-acme");
+        }
+
+        static Stream open(HttpClient http, URI chat, String alias, String key) {
             Stream s = new Stream();
-            http.sendAsync(request(chat, alias), HttpResponse.BodyHandlers.ofInputStream()).whenComplete((r, t) -> {
+            http.sendAsync(request(chat, alias, key), HttpResponse.BodyHandlers.ofInputStream()).whenComplete((r, t) -> {
                 if (t != null) {
                     s.body.completeExceptionally(t);
                     return;
@@ -213,7 +296,11 @@ class GracefulShutdownTest {
     }
 
     static HttpRequest request(URI chat, String alias) {
-        return HttpRequest.newBuilder(chat).header("Authorization", "Bearer k-acme")
+        return request(chat, alias, "k-acme");
+    }
+
+    static HttpRequest request(URI chat, String alias, String key) {
+        return HttpRequest.newBuilder(chat).header("Authorization", "Bearer " + key)
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"" + alias + "\",\"stream\":true,"
                         + "\"messages\":[{\"role\":\"user\",\"content\":\"" + PROMPT + "\"}]}"))

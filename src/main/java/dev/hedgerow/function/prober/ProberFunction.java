@@ -12,6 +12,7 @@ import dev.hedgerow.prober.RoundReport;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.time.Ticker;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.quarkus.runtime.ShutdownDelayInitiatedEvent;
 import io.quarkus.runtime.ShutdownEvent;
 import io.quarkus.runtime.StartupEvent;
 import io.quarkus.runtime.configuration.ConfigurationException;
@@ -20,9 +21,11 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
+import jakarta.annotation.Priority;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
 import jakarta.inject.Inject;
+import jakarta.interceptor.Interceptor;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 
 import java.time.Duration;
@@ -45,6 +48,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * serving a catalog file answers everyone the counts (403 {@code prober_token_not_set} to a caller presenting a
  * token, which cannot be checked), as {@link dev.hedgerow.function.MetricsGuard} keeps metrics closed there; the
  * bundled demo (no {@code HEDGEROW_CONFIG}, one made-up org) answers everyone the full report.
+ *
+ * <p>On SIGTERM the timer stops before the drain begins ({@link #onShutdownSignal}): a round already running may
+ * finish, no new one starts during the grace period.
  */
 @ApplicationScoped
 public class ProberFunction {
@@ -81,6 +87,8 @@ public class ProberFunction {
     private volatile VertxMetricsSource metrics;
     private final AtomicBoolean running = new AtomicBoolean();
     private volatile long timerId = -1;
+    /** Set when the process is asked to stop: the timer starts no round from then on. */
+    private volatile boolean stopping;
 
     void mount(@Observes Router router) {
         if (app.functions().has("prober")) {
@@ -100,8 +108,13 @@ public class ProberFunction {
                     + concurrency + ", timeout " + timeout + ", min-interval " + minInterval + "): " + e.getMessage());
         }
         if (!interval.isZero() && !interval.isNegative()) {
-            timerId = vertx.setPeriodic(interval.toMillis(), id -> round().subscribe().with(r -> { },
-                    t -> LOG.log(System.Logger.Level.WARNING, "probe round failed: " + t)));
+            timerId = vertx.setPeriodic(interval.toMillis(), id -> {
+                if (stopping) { // a firing already queued when the timer was cancelled
+                    return;
+                }
+                round().subscribe().with(r -> { }, t -> LOG.log(System.Logger.Level.WARNING,
+                        "probe round failed: " + t));
+            });
             LOG.log(System.Logger.Level.INFO, "prober: a round every {0}", interval);
             if (interval.compareTo(minInterval) < 0) {
                 LOG.log(System.Logger.Level.WARNING, "prober: a round every {0} but at least {1} between rounds "
@@ -130,12 +143,29 @@ public class ProberFunction {
                 .withMinInterval(minInterval);
     }
 
+    /**
+     * The process is asked to stop (SIGTERM): the timer stops before {@link HedgerowApp}'s drain (this observer's
+     * priority runs it first), which may last the whole grace period while requests finish; a round started during it
+     * would send paid probes whose results no one reads. A round already running may finish.
+     */
+    void onShutdownSignal(@Observes @Priority(Interceptor.Priority.APPLICATION) ShutdownDelayInitiatedEvent ev) {
+        stopTimer();
+    }
+
     void onStop(@Observes ShutdownEvent ev) {
-        if (timerId >= 0) {
-            vertx.cancelTimer(timerId);
-        }
+        stopTimer();
         if (metrics != null) {
             metrics.close();
+        }
+    }
+
+    private void stopTimer() {
+        stopping = true;
+        long id = timerId;
+        if (id >= 0) {
+            vertx.cancelTimer(id);
+            timerId = -1;
+            LOG.log(System.Logger.Level.INFO, "prober: the process stops, no new probe round starts");
         }
     }
 
