@@ -16,6 +16,7 @@ import dev.hedgerow.upstream.UpstreamHandler;
 import io.smallrye.mutiny.Uni;
 
 import java.io.ByteArrayOutputStream;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -78,7 +79,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     Cancellable abandonTimer = Cancellable.NONE;
     /** Renews the half-open probe slot this attempt holds while it runs (none for other attempts). */
     Cancellable probeTimer = Cancellable.NONE;
-    /** Kong's write_timeout until the body is sent, then read_timeout until the response head. */
+    /** Kong's write_timeout until the body is sent, then the head wait (read_timeout, or longer) until the head. */
     Cancellable ioTimer = Cancellable.NONE;
     boolean sent;
     boolean live = true;
@@ -198,8 +199,10 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     }
 
     /**
-     * Kong's write_timeout (connect + write, until the client reports the body sent) and read_timeout (from then
-     * to the response head). A client that cannot report the body sent gets one timer for all three.
+     * Kong's write_timeout (connect + write, until the client reports the body sent) and the wait for the response
+     * head from then ({@link TimingWindows#headWait}: read_timeout, or for a non-streamed answer, whose head comes
+     * with the whole answer, as long as that answer is waited for). A client that cannot report the body sent gets
+     * one timer for all three.
      */
     void armIoTimer() {
         ioTimer.cancel();
@@ -207,15 +210,18 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
             return;
         }
         GroupSettings.Timeouts t = timeouts;
+        Duration head = dispatch.headWait(cand);
+        String limit = head.equals(t.read()) ? "read_timeout " + head.toMillis() + " ms"
+                : head.toMillis() + " ms (the whole answer's wait, longer than read_timeout)";
         if (sent) {
-            ioTimer = deps.scheduler().schedule(t.read(), () -> dispatch.ioTimedOut(this, "timeout_read",
-                    "no response head within read_timeout " + t.read().toMillis() + " ms"));
+            ioTimer = deps.scheduler().schedule(head, () -> dispatch.ioTimedOut(this, "timeout_read",
+                    "no response head within " + limit));
         } else if (exchange != null && exchange.reportsSent()) {
             ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()), () -> dispatch.ioTimedOut(this,
                     "timeout_write", "request not sent within connect_timeout + write_timeout"));
         } else if (exchange != null) {
-            ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()).plus(t.read()), () -> dispatch.ioTimedOut(
-                    this, "timeout_read", "no response head within connect + write + read timeouts"));
+            ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()).plus(head), () -> dispatch.ioTimedOut(
+                    this, "timeout_read", "no response head within connect + write timeouts and " + limit));
         }
     }
 

@@ -341,6 +341,11 @@ final class Dispatch {
 
     // ---- windows ---------------------------------------------------------------------------------------------
 
+    /** How long an attempt on the candidate waits for its response head once sent ({@link TimingWindows#headWait}). */
+    Duration headWait(Candidate c) {
+        return windows.headWait(c);
+    }
+
     synchronized void ioTimedOut(Attempt a, String cls, String detail) {
         if (finished || !a.live || a.status > 0) {
             return;
@@ -404,7 +409,7 @@ final class Dispatch {
             // abandoning it would answer an error while it may still be served (Keln: no give-up timer), so it is
             // waited for while the upstream shows life (any bytes, keep-alive comments included) at least once per
             // read_timeout, as nginx's proxy_read_timeout between two reads; one silent for longer is taken for
-            // dead (without a head, the read timer ends it)
+            // dead (without a head, the head timer ends it)
             long silentMs = (deps.ticker().nanos() - Math.max(lastActivityNanos, a.startNanos)) / 1_000_000L;
             long readMs = settings.timeouts().read().toMillis();
             long waitMs = windows.abandonAfter(a.cand).toMillis();

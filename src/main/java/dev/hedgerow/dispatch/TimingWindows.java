@@ -47,7 +47,8 @@ final class TimingWindows {
      * How long a silent attempt may run before it is abandoned and retried elsewhere: scales with prompt size
      * (through the prediction) and is reset by signs of life (keep-alive comments); never an overall deadline.
      * A non-streamed answer is silent until it is whole, so its wait also covers writing the longest answer the
-     * request allows at the group's SLO decode speed (the read and body timeouts still bound a dead upstream).
+     * request allows at the group's SLO decode speed (connect and write timeouts, this wait itself, and read_timeout
+     * between reads of a body whose head came still bound a dead upstream).
      */
     Duration abandonAfter(Candidate c) {
         long window = firstTokenWindow(c).toMillis();
@@ -62,6 +63,22 @@ final class TimingWindows {
             ms = Math.max(ms * 2, window + thinking(c).allowedPauseMillis(ceiling, THINK_K));
         }
         return Duration.ofMillis(ms);
+    }
+
+    /**
+     * How long an attempt waits for its response head once its request is sent. A stream's head comes at once, so
+     * Kong's read_timeout bounds it. Most providers send a non-streamed answer's head only with the whole answer, so
+     * its head is waited for as long as the answer is ({@link #abandonAfter}, when longer than read_timeout): the
+     * dispatch's abandonment, which retries elsewhere, decides, not a fixed read limit that would fail every answer
+     * longer than it and count it against the route.
+     */
+    Duration headWait(Candidate c) {
+        Duration read = settings.timeouts().read();
+        if (stream) {
+            return read;
+        }
+        Duration whole = abandonAfter(c);
+        return whole.compareTo(read) > 0 ? whole : read;
     }
 
     /**

@@ -93,12 +93,16 @@ class KongTimeoutsDispatchTest {
     }
 
     private void start(RouteSnapshot aState, Integer maxTokens) {
+        start(aState, maxTokens, false);
+    }
+
+    private void start(RouteSnapshot aState, Integer maxTokens, boolean stream) {
         Dispatcher dispatcher = new Dispatcher(DispatchFixture.deps(upstream, store, scheduler, ticker,
                 String::length, new DispatchObserver() { }));
         ChatRequest chat = ChatRequest.parse(("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
-                + (maxTokens == null ? "" : ",\"max_tokens\":" + maxTokens) + "}").getBytes(StandardCharsets.UTF_8),
-                null);
-        RequestFacts facts = new RequestFacts(1, maxTokens, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,
+                + (maxTokens == null ? "" : ",\"max_tokens\":" + maxTokens) + (stream ? ",\"stream\":true" : "")
+                + "}").getBytes(StandardCharsets.UTF_8), null);
+        RequestFacts facts = new RequestFacts(1, maxTokens, stream, false, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
         List<Candidate> cands = List.of(candidate("a", aState), candidate("b", RouteSnapshot.empty("acme/b")));
         dispatcher.start(new DispatchRequest("req-1", 0, org, "app", "kt", org.group("kt"), chat, facts, cands,
@@ -143,17 +147,42 @@ class KongTimeoutsDispatchTest {
     }
 
     @Test
-    void readTimeoutCountsFromTheSentBodyToTheResponseHead() {
-        start(RouteSnapshot.empty("acme/a"));
+    void readTimeoutCountsFromTheSentBodyToAStreamsResponseHead() {
+        start(RouteSnapshot.empty("acme/a"), null, true);
         scheduler.advance(Duration.ofMillis(2_500));
         upstream.handlers.get(0).onSent();
         scheduler.advance(Duration.ofMillis(4_900));
         assertEquals(1, upstream.requests.size(), "sent 4.9 s ago: within read_timeout");
         scheduler.advance(Duration.ofMillis(200));
         assertEquals(2, upstream.requests.size());
+        UpstreamHandler b = upstream.handlers.get(1);
+        b.onSent();
+        b.onHead(200, Map.of("content-type", "text/event-stream"));
+        b.onData(("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}"
+                + "\n\ndata: [DONE]\n\n").getBytes(StandardCharsets.UTF_8));
+        b.onEnd();
+        assertEquals(200, sink.status);
+        assertTrue(sink.text().contains("\"error\":\"timeout_read\""), sink.text());
+    }
+
+    /**
+     * Most providers send a non-streamed answer's head only with the whole answer: its head is waited for as long
+     * as the answer is (with max_tokens 100, the 30 s first-token ceiling), not read_timeout (5 s), and a silent
+     * upstream is then abandoned for the next route.
+     */
+    @Test
+    void aNonStreamedResponseHeadIsWaitedForAsLongAsTheAnswerNotReadTimeout() {
+        start(RouteSnapshot.empty("acme/a"), 100);
+        scheduler.advance(Duration.ofMillis(2_500));
+        upstream.handlers.get(0).onSent();
+        scheduler.advance(Duration.ofMillis(27_400));
+        assertEquals(1, upstream.requests.size(), "29.9 s: within the answer's wait, far past read_timeout");
+        scheduler.advance(Duration.ofMillis(200));
+        assertEquals(2, upstream.requests.size(), "abandoned after 30 s");
         upstream.handlers.get(1).onSent();
         upstream.answer(1);
-        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_read\""),
+        assertEquals(200, sink.status);
+        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_no_response\""),
                 sink.headers.toString());
     }
 
