@@ -54,8 +54,13 @@ public final class CatalogLoader {
     public static final int DEFAULT_PRIORITY = 1;
     /** 128 Ki tokens: the window of the open-weight models Hedgerow is mostly put in front of (Kimi K2, Qwen3). */
     public static final int DEFAULT_CONTEXT_WINDOW = 131_072;
-    /** Capabilities a route may declare, each also in a {@code :stream} or {@code :nonstream} form. */
-    public static final Set<String> CAPABILITIES = Set.of("tools", "json_mode", "images", "reasoning_off", "prefill");
+    /**
+     * Capabilities a route may declare, each also in a {@code :stream} or {@code :nonstream} form. {@code reasoning}
+     * filters nothing: it says the model thinks before it answers (perhaps without streaming its reasoning), so its
+     * silence before the first token is waited for as thinking.
+     */
+    public static final Set<String> CAPABILITIES = Set.of("tools", "json_mode", "images", "reasoning", "reasoning_off",
+            "prefill");
     /** Upper bound on attempts and resumes: more only turns an outage into a retry storm. */
     static final int MAX_TRIES = 10;
 

@@ -8,7 +8,8 @@ import java.util.Set;
  * route (not per provider). Immutable.
  *
  * @param capabilities what the route can do: {@code tools, json_mode, images, reasoning_off, prefill} and the
- *                     transport-specific forms {@code tools:stream}, {@code json_mode:nonstream}, ...
+ *                     transport-specific forms {@code tools:stream}, {@code json_mode:nonstream}, ...; and
+ *                     {@code reasoning}, what the model does (it thinks before answering, perhaps silently)
  * @param parameters   request parameters the route honours (for {@code provider.require_parameters})
  * @param embeddings   true for an embeddings model (used by the semantic strategy), never a chat candidate
  */

@@ -48,7 +48,8 @@ final class TimingWindows {
      * (through the prediction) and is reset by signs of life (keep-alive comments); never an overall deadline.
      * A non-streamed answer is silent until it is whole, so its wait also covers writing the longest answer the
      * request allows at the group's SLO decode speed (connect and write timeouts, this wait itself, and read_timeout
-     * between reads of a body whose head came still bound a dead upstream).
+     * between reads of a body whose head came still bound a dead upstream). A model that may think
+     * ({@link #mayThink}) gets its usual thinking on top, and at least twice the wait.
      */
     Duration abandonAfter(Candidate c) {
         long window = firstTokenWindow(c).toMillis();
@@ -58,9 +59,9 @@ final class TimingWindows {
         }
         long ceiling = settings.timeouts().firstTokenCeiling().toMillis();
         long ms = Math.max(ceiling, window * 3);
-        if (req.facts().reasoning()) {
+        if (mayThink(c)) {
             // a thinking model may be silent before its first token for as long as it usually thinks
-            ms = Math.max(ms * 2, window + thinking(c).allowedPauseMillis(ceiling, THINK_K));
+            ms = Math.max(ms * 2, window + thinkingPause(c));
         }
         return Duration.ofMillis(ms);
     }
@@ -79,6 +80,29 @@ final class TimingWindows {
         }
         Duration whole = abandonAfter(c);
         return whole.compareTo(read) > 0 ? whole : read;
+    }
+
+    /**
+     * Whether the attempt's model may think in silence before its first token: the request asks for reasoning, or
+     * the route is known to think and the request does not turn reasoning off. A route is known to think when it
+     * declares {@code reasoning} (a model that always reasons) or {@code reasoning_off} (one that reasons unless
+     * turned off), or when its thinking time is measured. A model that hides its reasoning (OpenAI's o-series)
+     * streams nothing while it thinks, whatever the request asked.
+     */
+    boolean mayThink(Candidate c) {
+        if (req.facts().reasoning()) {
+            return true;
+        }
+        if (req.facts().needs().contains("reasoning_off")) {
+            return false;
+        }
+        return c.route().can("reasoning", stream) || c.route().can("reasoning_off", stream)
+                || thinking(c).isMeasured();
+    }
+
+    /** The route's allowed reasoning pause before its first visible token, the ceiling while unmeasured. */
+    private long thinkingPause(Candidate c) {
+        return thinking(c).allowedPauseMillis(settings.timeouts().firstTokenCeiling().toMillis(), THINK_K);
     }
 
     /**

@@ -386,7 +386,7 @@ class CatalogValidationTest {
                 + "capabilities: [tools:stream, tool, json_mode:sometimes] }");
         List<CatalogError> errors = errors(yaml);
         assertTrue(errorAt(errors, "orgs[0].routes[1].capabilities[1]").message()
-                .startsWith("unknown capability \"tool\" (allowed: images, json_mode, prefill, reasoning_off, tools"));
+                .startsWith("unknown capability \"tool\" (allowed: images, json_mode, prefill, reasoning, reasoning_off, tools"));
         errorAt(errors, "orgs[0].routes[1].capabilities[2]");
         assertEquals(2, errors.size());
     }
