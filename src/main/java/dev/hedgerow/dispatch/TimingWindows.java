@@ -20,6 +20,11 @@ final class TimingWindows {
      * of current models (32 k tokens); a longer answer should be streamed.
      */
     static final long MAX_ANSWER_TOKENS = 32_768;
+    /**
+     * The longest a non-streamed answer's response head is waited for (when read_timeout is shorter): the OpenAI
+     * SDKs' own default timeout, after which their caller has given up on it anyway.
+     */
+    static final Duration MAX_WHOLE_ANSWER_WAIT = Duration.ofMinutes(10);
 
     private final DispatchRequest req;
     private final GroupSettings settings;
@@ -71,15 +76,17 @@ final class TimingWindows {
      * Kong's read_timeout bounds it. Most providers send a non-streamed answer's head only with the whole answer, so
      * its head is waited for as long as the answer is ({@link #abandonAfter}, when longer than read_timeout): the
      * dispatch's abandonment, which retries elsewhere, decides, not a fixed read limit that would fail every answer
-     * longer than it and count it against the route.
+     * longer than it and count it against the route. At most {@link #MAX_WHOLE_ANSWER_WAIT} (unless read_timeout is
+     * longer): without max_tokens the answer's wait covers 32 k tokens at the SLO speed, half an hour, which a
+     * provider that took the request and went silent would hold a request without a hedge for.
      */
     Duration headWait(Candidate c) {
         Duration read = settings.timeouts().read();
         if (stream) {
             return read;
         }
-        Duration whole = abandonAfter(c);
-        return whole.compareTo(read) > 0 ? whole : read;
+        long whole = Math.min(abandonAfter(c).toMillis(), MAX_WHOLE_ANSWER_WAIT.toMillis());
+        return whole > read.toMillis() ? Duration.ofMillis(whole) : read;
     }
 
     /**

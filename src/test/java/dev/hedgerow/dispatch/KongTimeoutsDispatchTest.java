@@ -186,6 +186,25 @@ class KongTimeoutsDispatchTest {
                 sink.headers.toString());
     }
 
+    /**
+     * Without max_tokens a non-streamed answer's wait covers 32 k tokens (half an hour at the SLO speed); its head is
+     * waited for 10 minutes at most, so a provider that took the request and went silent is left after that.
+     */
+    @Test
+    void aNonStreamedResponseHeadIsWaitedForTenMinutesAtMost() {
+        start(RouteSnapshot.empty("acme/a"));
+        upstream.handlers.get(0).onSent();
+        scheduler.advance(Duration.ofMinutes(10).minusMillis(1));
+        assertEquals(1, upstream.requests.size(), "within 10 min");
+        scheduler.advance(Duration.ofMillis(1));
+        assertEquals(2, upstream.requests.size(), "left after 10 min");
+        upstream.handlers.get(1).onSent();
+        upstream.answer(1);
+        assertEquals(200, sink.status);
+        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("\"error\":\"timeout_read\""),
+                sink.headers.toString());
+    }
+
     @Test
     void aResponseHeadStopsTheReadTimerOnTheHeadAndStartsItBetweenReadsOfTheBody() {
         start(RouteSnapshot.empty("acme/a"));
