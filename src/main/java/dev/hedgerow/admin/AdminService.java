@@ -312,19 +312,15 @@ public final class AdminService {
                 "none", by);
     }
 
-    /** How long a cleared operator verdict's blank marker lives (it means the same as no key). */
-    private static final Duration CLEARED_TTL = Duration.ofMinutes(1);
-
     /**
-     * Clears the operator's verification verdict: the prober's verdicts are in effect again (the last one at once,
-     * if it has not expired). The store has no delete, so the verdict is overwritten blank with a short TTL, which
-     * every reader takes as none. Audited with the verdict it cleared.
+     * Clears the operator's verification verdict by deleting its blob: the prober's verdicts are in effect again (the
+     * last one at once, if it has not expired). Audited with the verdict it cleared.
      */
     private Uni<ObjectNode> clearVerification(Org org, Route r, String by) {
         String key = Router.key(org, r);
         return core.store().snapshot(List.of(key), org.group(r.alias()).balancer().usageWindow())
                 .map(s -> Router.operatorVerification(s.getOrDefault(key, RouteSnapshot.empty(key))).orElse("none"))
-                .flatMap(before -> core.store().putRouteBlob(key, Router.OPERATOR_VERIFICATION, "", CLEARED_TTL)
+                .flatMap(before -> core.store().deleteRouteBlob(key, Router.OPERATOR_VERIFICATION)
                         .call(v -> audit(org, AuditLog.VERIFICATION, r.alias(), r.id(), by, before,
                                 "The operator's verification of " + r.id() + " cleared by " + keyWords(by)
                                         + " (it was '" + before + "'): the prober's verdicts apply again."))
@@ -344,8 +340,7 @@ public final class AdminService {
                                          String unset, String by) {
         String key = Router.key(org, r);
         return core.store().snapshot(List.of(key), org.group(r.alias()).balancer().usageWindow())
-                .map(s -> s.getOrDefault(key, RouteSnapshot.empty(key)).blob(flag).filter(v -> !v.isBlank())
-                        .orElse(unset))
+                .map(s -> s.getOrDefault(key, RouteSnapshot.empty(key)).blob(flag).orElse(unset))
                 .flatMap(before -> core.store().putRouteBlob(key, flag, value, null)
                         .call(v -> audit(org, action, r.alias(), r.id(), by, before, "The " + name + " of " + r.id()
                                 + " set to '" + value + "' by " + keyWords(by) + " (it was '" + before + "')."))

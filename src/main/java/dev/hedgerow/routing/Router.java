@@ -37,9 +37,8 @@ public final class Router {
      */
     public static final String VERIFICATION = "verification";
     /**
-     * Route blob set by the console ({@code PUT /admin/routes/verification}), kept until the operator clears it: while
-     * it is set (not blank) it is the route's verification, whatever the prober judges. A cleared one is written
-     * blank with a short TTL.
+     * Route blob set by the console ({@code PUT /admin/routes/verification}), kept until the operator clears it
+     * (which deletes it): while it is set it is the route's verification, whatever the prober judges.
      */
     public static final String OPERATOR_VERIFICATION = "verification_operator";
     /** Route blob set by the console: any value but {@value #GOOD_STANDING} excludes the route. */
@@ -392,9 +391,9 @@ public final class Router {
         return operator.isPresent() ? operator : s.blob(VERIFICATION);
     }
 
-    /** The operator's verdict, when one is set (a cleared one is blank). */
+    /** The operator's verdict, when one is set. */
     public static java.util.Optional<String> operatorVerification(RouteSnapshot s) {
-        return s.blob(OPERATOR_VERIFICATION).filter(v -> !v.isBlank());
+        return s.blob(OPERATOR_VERIFICATION);
     }
 
     /** An operator set the route's standing to anything but {@value #GOOD_STANDING} (the router excludes it). */

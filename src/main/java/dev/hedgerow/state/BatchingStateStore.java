@@ -21,7 +21,7 @@ import java.util.function.UnaryOperator;
 
 /**
  * Write-behind for the writes every request makes and nobody waits for: the hedge budget's request count, route
- * usage, the org's ledger (sums), learned-model blobs (the last value of each name wins) and leases. Such writes are
+ * usage, the org's ledger (sums), route blobs (the last value or delete of each name wins) and leases. Such writes are
  * merged per key for up to {@code window} and then written as one store call per key, so a busy instance makes a few
  * shared store calls per window instead of six per request. Everything else, and every read, passes straight
  * through.
@@ -236,11 +236,37 @@ public final class BatchingStateStore extends ForwardingStateStore {
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
         Map<String, RouteBlob> byName = new LinkedHashMap<>();
         blobs.forEach(b -> byName.put(b.name(), b));
+        return blobWrite(routeId, byName);
+    }
+
+    /**
+     * Merged with the route's blob writes (a null value for the name), so that the last write of a name wins whether
+     * it is a value or a delete: a delete passed straight through would be overtaken by a value of the same name still
+     * waiting in the batch. The batch writes its values first, then its deletes (no name is in both).
+     */
+    @Override
+    public Uni<Void> deleteRouteBlob(String routeId, String name) {
+        Map<String, RouteBlob> gone = new LinkedHashMap<>();
+        gone.put(name, null);
+        return blobWrite(routeId, gone);
+    }
+
+    /** A route's blob values by name (null: deleted), merged into the route's batch. */
+    private Uni<Void> blobWrite(String routeId, Map<String, RouteBlob> byName) {
         return merged(new BlobsKey(routeId), byName, (a, b) -> {
             Map<String, RouteBlob> m = new LinkedHashMap<>(a);
             m.putAll(b);
             return m;
-        }, m -> inner.putRouteBlobs(routeId, List.copyOf(m.values())));
+        }, m -> {
+            List<RouteBlob> values = m.values().stream().filter(Objects::nonNull).toList();
+            Uni<Void> write = values.isEmpty() ? Uni.createFrom().voidItem() : inner.putRouteBlobs(routeId, values);
+            for (Map.Entry<String, RouteBlob> e : m.entrySet()) {
+                if (e.getValue() == null) {
+                    write = write.chain(() -> inner.deleteRouteBlob(routeId, e.getKey()));
+                }
+            }
+            return write;
+        });
     }
 
     // ---- leases: an acquire is accepted at once; one released before its batch is written is never written --------

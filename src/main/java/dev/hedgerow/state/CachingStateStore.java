@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 
 /**
  * One instance's short-lived copy of route snapshots in front of the shared store, so most requests rank without a
@@ -22,10 +23,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * background while requests keep using it, so steady traffic never waits for the read), so another instance's
  * breaker verdicts, Retry-After holds, leases, usage and learned models reach this instance at most that much later.
  * This instance's own writes are seen at once: a health write (failure, success, probe slot, Retry-After hold,
- * reset) drops the route's copy when it completes, a blob write patches the copy (when it is made and again when it
- * is stored), and leases and usage taken here since the copy was read are added to it. The cache only decides what
- * ranking sees: the probe slot, for one, is still taken atomically in the shared store. The group's rotation cursor
- * is taken {@value #CURSOR_BLOCK} positions at a time ({@link #nextCursor}). Everything else passes through.
+ * reset) drops the route's copy when it completes, a blob write or delete patches the copy (when it is made and again
+ * when it is stored), and leases and usage taken here since the copy was read are added to it. The cache only
+ * decides what ranking sees: the probe slot, for one, is still taken atomically in the shared store. The group's
+ * rotation cursor is taken {@value #CURSOR_BLOCK} positions at a time ({@link #nextCursor}). Everything else passes
+ * through.
  *
  * <p>A copy read while a health write of the same route was under way is not kept (a per-route generation, bumped when
  * the write completes, must be unchanged between the read's start and its end). Leases taken while a read was in
@@ -289,20 +291,34 @@ public final class CachingStateStore extends ForwardingStateStore {
         });
     }
 
-    /**
-     * Moves the route's current copies to a new generation with the written blobs, so a read that started before the
-     * write (and may not include it) is not kept over them.
-     */
+    /** As a blob write: the copy loses the blob at once, and again once the delete is stored. */
+    @Override
+    public Uni<Void> deleteRouteBlob(String routeId, String name) {
+        return Uni.createFrom().deferred(() -> {
+            patch(routeId, s -> s.withoutBlob(name));
+            return inner.deleteRouteBlob(routeId, name).onTermination()
+                    .invoke(() -> patch(routeId, s -> s.withoutBlob(name)));
+        });
+    }
+
     private void patch(String routeId, List<RouteBlob> blobs) {
+        Map<String, String> written = new HashMap<>();
+        blobs.forEach(b -> written.put(b.name(), b.value()));
+        patch(routeId, s -> s.withBlobs(written));
+    }
+
+    /**
+     * Moves the route's current copies to a new generation with the written (or deleted) blobs, so a read that
+     * started before the write (and may not include it) is not kept over them.
+     */
+    private void patch(String routeId, UnaryOperator<RouteSnapshot> change) {
         Local l = local(routeId);
         long before = l.generation.get();
         if (!l.generation.compareAndSet(before, before + 1)) {
             return; // another write moved the generation: the copies are dropped anyway
         }
-        Map<String, String> written = new HashMap<>();
-        blobs.forEach(b -> written.put(b.name(), b.value()));
         entries.computeIfPresent(routeId, (k, e) -> e.at.generation != before ? e
-                : new Entry(e.snap.withBlobs(written), new Ticket(e.at.windowMillis, e.at.readNanos, before + 1,
+                : new Entry(change.apply(e.snap), new Ticket(e.at.windowMillis, e.at.readNanos, before + 1,
                         e.at.leases, e.at.usage)));
     }
 

@@ -93,6 +93,11 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Void> deleteRouteBlob(String routeId, String name) {
+        return inner.deleteRouteBlob(routeId, name);
+    }
+
+    @Override
     public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
         return inner.acquireLease(routeId, leaseId, ttl);
     }

@@ -356,6 +356,15 @@ public final class MemoryStateStore implements StateStore {
         return done();
     }
 
+    @Override
+    public Uni<Void> deleteRouteBlob(String routeId, String name) {
+        RouteState r = routes.get(routeId);
+        if (r != null) {
+            r.blobs.remove(name);
+        }
+        return done();
+    }
+
     // ---- leases -----------------------------------------------------------------------------------------------
 
     @Override

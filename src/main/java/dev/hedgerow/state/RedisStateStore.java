@@ -277,6 +277,13 @@ public final class RedisStateStore implements StateStore {
         return eval(RedisScripts.PUT_ROUTE_BLOBS, keys, args).replaceWithVoid();
     }
 
+    @Override
+    public Uni<Void> deleteRouteBlob(String routeId, String name) {
+        return eval(RedisScripts.DELETE_ROUTE_BLOB,
+                List.of(StateKeys.routeBlobIndex(routeId), StateKeys.routeBlob(routeId, name)), name)
+                .replaceWithVoid();
+    }
+
     // ---- leases -----------------------------------------------------------------------------------------------
 
     @Override

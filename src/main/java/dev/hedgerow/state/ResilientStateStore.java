@@ -383,6 +383,17 @@ public final class ResilientStateStore implements StateStore {
         return call(() -> shared.putRouteBlobs(routeId, blobs), () -> local.putRouteBlobs(routeId, blobs));
     }
 
+    /**
+     * Deletes on the shared store (or, when it fails, the local one) and then on the local store as well, as
+     * {@link #resetHealth} does: a blob written locally during an outage that has ended since (an operator's verdict)
+     * would otherwise be back in force at the next one.
+     */
+    @Override
+    public Uni<Void> deleteRouteBlob(String routeId, String name) {
+        return call(() -> shared.deleteRouteBlob(routeId, name), () -> local.deleteRouteBlob(routeId, name))
+                .call(() -> local.deleteRouteBlob(routeId, name));
+    }
+
     @Override
     public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
         return call(() -> shared.acquireLease(routeId, leaseId, ttl), () -> local.acquireLease(routeId, leaseId, ttl));

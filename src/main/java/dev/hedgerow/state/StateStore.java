@@ -115,6 +115,14 @@ public interface StateStore {
      */
     Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs);
 
+    /**
+     * Deletes one named value of the route (an operator's verdict cleared), at once: the next snapshot no longer
+     * shows it, and the route's blob index forgets the name (on Redis it then lives as long as the longest-lived
+     * blob left, and goes with the last). Deleting a name the route does not hold, or of a route never written,
+     * does nothing.
+     */
+    Uni<Void> deleteRouteBlob(String routeId, String name);
+
     // ---- leases (least connections): in-flight requests counted across instances, never leaking ---------------
 
     /** Registers an in-flight request on the route; the lease dies by itself after {@code ttl} unless renewed. */

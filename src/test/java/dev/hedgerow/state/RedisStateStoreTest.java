@@ -72,6 +72,29 @@ class RedisStateStoreTest extends StateStoreContract {
         assertEquals(2, await(store.snapshot(List.of(r, id("route")), LONG)).get(r).fails());
     }
 
+    /**
+     * A blob kept for good (an operator's verdict) keeps the route's blob index; deleting it hands the index the TTL
+     * of the longest-lived blob left, and deleting the last takes the index with it: no index outlives its blobs.
+     */
+    @Test
+    void deletingARouteBlobForgetsItsNameAndLetsTheIndexExpireWithTheRest() throws Exception {
+        String r = id("route");
+        String index = StateKeys.routeBlobIndex(r);
+        await(store.putRouteBlob(r, "verdict", "pass", null));
+        await(store.putRouteBlob(r, "ewma", "e", LONG));
+        assertEquals("-1", Resp.command(server.port(), "PTTL", index));
+
+        await(store.deleteRouteBlob(r, "verdict"));
+
+        assertEquals("0", Resp.command(server.port(), "EXISTS", StateKeys.routeBlob(r, "verdict")));
+        assertEquals("0", Resp.command(server.port(), "HEXISTS", index, "verdict"));
+        long ttl = Long.parseLong(Resp.command(server.port(), "PTTL", index));
+        assertTrue(ttl > 0 && ttl <= LONG.toMillis(), "the index lives as long as the ewma blob: " + ttl);
+
+        await(store.deleteRouteBlob(r, "ewma"));
+        assertEquals("0", Resp.command(server.port(), "EXISTS", index));
+    }
+
     @Test
     void pingFailsWhileRedisIsDownAndRecoversAfterRestart() {
         assertTrue(await(store.ping()));

@@ -616,6 +616,34 @@ abstract class StateStoreContract {
         assertEquals(Map.of("long", "l"), snap(r).blobs());
     }
 
+    @Test
+    void aDeletedRouteBlobLeavesTheSnapshotAtOnceAndTheOthersStay() {
+        String r = id("route");
+        await(store().putRouteBlobs(r, List.of(new StateStore.RouteBlob("verdict", "pass", null),
+                new StateStore.RouteBlob("ewma", "{\"ms\":120}", LONG))));
+        assertEquals(Map.of("verdict", "pass", "ewma", "{\"ms\":120}"), snap(r).blobs()); // a caching store's copy
+        await(store().deleteRouteBlob(r, "verdict"));
+        assertEquals(Map.of("ewma", "{\"ms\":120}"), snap(r).blobs());
+        await(store().deleteRouteBlob(r, "verdict")); // gone already: nothing happens
+        await(store().deleteRouteBlob(id("route"), "verdict")); // a route never written
+        assertEquals(Map.of("ewma", "{\"ms\":120}"), snap(r).blobs());
+        await(store().putRouteBlob(r, "verdict", "fail:x", null)); // written again after the delete
+        assertEquals(Map.of("verdict", "fail:x", "ewma", "{\"ms\":120}"), snap(r).blobs());
+    }
+
+    @Test
+    void deletingTheLastRouteBlobLeavesAnEmptySnapshot() {
+        String r = id("route");
+        await(store().putRouteBlob(r, "verdict", "pass", null));
+        await(store().putRouteBlob(r, "short", "s", SHORT));
+        await(store().deleteRouteBlob(r, "verdict"));
+        assertEquals(Map.of("short", "s"), snap(r).blobs());
+        advance(PAST_SHORT);
+        assertEquals(Map.of(), snap(r).blobs());
+        await(store().deleteRouteBlob(r, "short"));
+        assertEquals(Map.of(), snap(r).blobs());
+    }
+
     // ---- locks ------------------------------------------------------------------------------------------------
 
     @Test

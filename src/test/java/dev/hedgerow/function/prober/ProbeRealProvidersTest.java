@@ -1,8 +1,11 @@
 package dev.hedgerow.function.prober;
 
 import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.routing.Router;
 import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.StateKeys;
 import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.Resp;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.response.Response;
 import org.junit.jupiter.api.AfterEach;
@@ -193,5 +196,50 @@ class ProbeRealProvidersTest {
         given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then()
                 .body("groups[0].members[0].state", equalTo("failing_verification"))
                 .body("groups[0].members[0].verification_by", equalTo("prober"));
+    }
+
+    /**
+     * Clearing an operator's verdict deletes it: health shows the prober's verdict at once (no round in between),
+     * and the shared store holds neither the verdict's key nor its name in the route's blob index, whose TTL is again
+     * that of the blobs left (kept only while one of them is kept). Before, the verdict was written blank for a
+     * minute, and the index it had made lasting stayed so for good.
+     */
+    @Test
+    void clearingAnOperatorsVerdictDeletesItAndTheProbersVerdictIsBackAtOnce() throws Exception {
+        alpha().script("solo-a", FAST.withServedAs("something-else"));
+        org.junit.jupiter.api.Assertions.assertTrue(solo(round(), "verification").startsWith("fail:served model"));
+        given().auth().oauth2("a-acme").contentType("application/json")
+                .body("{\"route\":\"solo-alpha\",\"verification\":\"pass\"}").put("/admin/routes/verification")
+                .then().statusCode(200);
+        given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then()
+                .body("groups[0].members[0].state", equalTo("healthy"))
+                .body("groups[0].members[0].verification_by", equalTo("operator"));
+
+        given().auth().oauth2("a-acme").contentType("application/json")
+                .body("{\"route\":\"solo-alpha\",\"verification\":null}").put("/admin/routes/verification")
+                .then().statusCode(200).body("verification", org.hamcrest.Matchers.nullValue());
+
+        given().auth().oauth2("a-acme").get("/admin/health?alias=solo").then()
+                .body("groups[0].members[0].state", equalTo("failing_verification"))
+                .body("groups[0].members[0].verification", org.hamcrest.Matchers.startsWith("fail:served model"))
+                .body("groups[0].members[0].verification_by", equalTo("prober"));
+        int port = AppTestResource.redis().port();
+        String route = "acme/solo-alpha";
+        String index = StateKeys.routeBlobIndex(route);
+        org.junit.jupiter.api.Assertions.assertEquals("0", Resp.command(port, "EXISTS",
+                StateKeys.routeBlob(route, Router.OPERATOR_VERIFICATION)), "the cleared verdict's key is deleted");
+        org.junit.jupiter.api.Assertions.assertEquals("0", Resp.command(port, "HEXISTS", index,
+                Router.OPERATOR_VERIFICATION), "and its name in the route's blob index");
+        boolean kept = false; // a blob left without a TTL (an operator's standing, set by another test) keeps the index
+        for (String name : Resp.command(port, "HKEYS", index).split("\n")) {
+            kept |= !name.isEmpty() && Resp.command(port, "PTTL", StateKeys.routeBlob(route, name)).equals("-1");
+        }
+        if (!kept) {
+            org.junit.jupiter.api.Assertions.assertNotEquals("-1", Resp.command(port, "PTTL", index),
+                    "the route's blob index expires with its blobs");
+        }
+        // the prober's failing verdict lasts 30 min: a round of the route as it was puts its pass back for the others
+        alpha().script("solo-a", FAST);
+        org.junit.jupiter.api.Assertions.assertEquals("pass", solo(round(), "verification"));
     }
 }
