@@ -517,6 +517,41 @@ try {
     'the audit log shows the reset: ' + await resetRow.locator('td:nth-child(5)').textContent());
   await adminPut('/admin/groups/panel', PANEL_SETTINGS_AS_FILED);
 
+  // an operator's verification verdict is shown as the operator's, over the prober's, with a Clear button that hands
+  // the route back to the prober's verdict at once; the prober's own verdict has no such button
+  const alphaHealth = async () => (await adminGet('/admin/health?alias=panel')).groups[0].members
+    .find(m => m.route === 'panel-alpha');
+  const probed = await alphaHealth();
+  check(probed.verification && probed.verification_by === 'prober',
+    'panel-alpha carries the prober\'s verdict: ' + probed.verification + ' by ' + probed.verification_by);
+  const alphaVerdict = page.locator('#slo-table td[data-cell="verification"][data-route="panel-alpha"]');
+  const alphaState = page.locator('form[data-alias="panel"] [data-cell="state"][data-route="panel-alpha"]');
+  await alphaVerdict.filter({ hasText: probed.verification + ' (by the prober)' }).waitFor({ timeout: 5000 });
+  const clearAlpha = page.getByRole('button', { name: 'Clear the operator\'s verification of panel-alpha' });
+  check(await clearAlpha.count() === 0, 'the prober\'s verdict is shown as the prober\'s, with nothing to clear: '
+    + await alphaVerdict.textContent());
+  await adminPut('/admin/routes/verification', { route: 'panel-alpha', verification: 'fail:browser operator' });
+  await alphaVerdict.filter({ hasText: 'fail:browser operator (set by an operator)' }).waitFor({ timeout: 8000 });
+  await alphaState.filter({ hasText: 'failing verification' }).waitFor({ timeout: 5000 });
+  await clearAlpha.waitFor({ state: 'visible', timeout: 5000 });
+  check(await page.getByRole('button', { name: 'Clear the operator\'s verification of panel-beta' }).count() === 0,
+    'an operator\'s verdict is shown as the operator\'s, with a Clear button: ' + await alphaVerdict.textContent()
+      + ', panel-alpha ' + await alphaState.textContent());
+  await page.screenshot({ path: join(shots, '05c-operator-verdict.png'), fullPage: true });
+  await clearAlpha.click();
+  await page.locator('#status').filter({ hasText: 'Cleared the operator\'s verification of panel-alpha (it was '
+    + 'fail:browser operator): the prober\'s verdicts apply again.' }).waitFor({ timeout: 5000 });
+  await alphaVerdict.filter({ hasText: probed.verification + ' (by the prober)' }).waitFor({ timeout: 5000 });
+  await alphaState.filter({ hasText: /^healthy$/ }).waitFor({ timeout: 5000 });
+  const cleared = await alphaHealth();
+  check(await clearAlpha.count() === 0 && cleared.verification === probed.verification
+    && cleared.verification_by === 'prober', 'the Clear button put the prober\'s verdict back at once: '
+      + await alphaVerdict.textContent() + ', panel-alpha ' + await alphaState.textContent());
+  await audit.getByRole('button', { name: 'Filter' }).click();
+  await page.locator('#audit-table tbody tr').filter({ hasText: 'The operator\'s verification of panel-alpha cleared by '
+    + 'admin key \'ops\' (it was \'fail:browser operator\')' }).first().waitFor({ timeout: 5000 });
+  ok('the audit log shows the operator\'s verdict cleared');
+
   // explain: the prefilled body for the first chat alias, a body that keeps panel-beta out, then bad JSON
   const groups = await (await fetch(base + '/admin/groups', { headers: { authorization: 'Bearer a-acme' } })).json();
   const firstChat = groups.groups.find(g => g.members.some(m => !m.embeddings));

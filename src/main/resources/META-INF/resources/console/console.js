@@ -691,12 +691,32 @@ async function refresh() {
         el('td', { text: '≥ ' + m.slo.target_decode_tokens_per_second }),
         el('td', { text: m.measured ? m.slo.ttft_standard_ms.toFixed(0) : '—' }),
         el('td', { text: '≤ ' + m.slo.target_first_token_ms }),
-        el('td', { text: m.verification || '—' }),
+        verificationCell(m),
         el('td', { text: m.standing })));
       charts.append(chart(g.alias, m));
     }
   }
   countdown();
+}
+
+/**
+ * A route's verification in effect and whose it is (`verification_by`: the operator's verdict, kept until cleared,
+ * or the prober's); an operator's verdict comes with a Clear button, which hands the route back to the prober's
+ * verdicts (`"verification": null`).
+ */
+function verificationCell(m) {
+  const cell = el('td', { 'data-cell': 'verification', 'data-route': m.route },
+    el('span', { 'data-verdict': '', text: m.verification || '—' }),
+    m.verification_by ? el('span', { class: 'verdict-by', 'data-by': m.verification_by,
+      text: ' (' + (m.verification_by === 'operator' ? 'set by an operator' : 'by the prober') + ')' }) : null);
+  if (m.verification_by === 'operator') {
+    cell.append(' ', el('button', { type: 'button', class: 'clear-verdict', text: 'Clear',
+      'aria-label': 'Clear the operator\'s verification of ' + m.route,
+      onclick: () => act('PUT', '/admin/routes/verification', { route: m.route, verification: null },
+        'Cleared the operator\'s verification of ' + m.route + ' (it was ' + m.verification
+          + '): the prober\'s verdicts apply again.', 'Not cleared: ') }));
+  }
+  return cell;
 }
 
 /**

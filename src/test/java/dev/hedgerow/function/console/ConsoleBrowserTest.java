@@ -28,7 +28,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * each second with no read in between) and come back (and its state, the SLO table and the charts marked as not live
  * while health cannot be read), reads the SLO table, the TTFT chart and the audit log (a failover's trail with each
  * attempt's cause), puts a member cooled down for a minute back into service with its Reset button (healthy at once,
- * served by the next request, the reset in the audit log), explains a request body (and refuses invalid JSON), reads the usage panel (the totals, per alias and
+ * served by the next request, the reset in the audit log), shows a route's verification verdict with whose it is (the
+ * prober's, or an operator's set through the API, with a Clear button that puts the prober's back at once, the
+ * clearing in the audit log), explains a request body (and refuses invalid JSON), reads the usage panel (the totals, per alias and
  * per day exactly as {@code GET /admin/usage} bills them after requests to {@code metered}, narrowed by the alias filter,
  * a from-after-to range refused with the API's message, marked as not live while usage cannot be read), and is
  * signed out with nothing of the org left on the page when its admin key is refused (401) or its key is not an admin
