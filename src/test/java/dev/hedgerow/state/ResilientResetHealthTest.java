@@ -4,13 +4,16 @@ import dev.hedgerow.time.FakeTicker;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * An operator's health reset ({@code POST /admin/routes/reset}) through the outage guard clears the route in the
  * shared store and in the instance's local fallback store, whichever answered: a breaker the local store kept from an
- * earlier outage would otherwise be back at the next one, although the operator put the route back into service.
+ * earlier outage would otherwise be back at the next one, although the operator put the route back into service. A
+ * route blob deleted (an operator's verdict cleared) goes from both alike.
  */
 class ResilientResetHealthTest {
     final FakeTicker ticker = new FakeTicker();
@@ -30,5 +33,23 @@ class ResilientResetHealthTest {
         assertEquals(0L, shared.cooldownRemainingMillis("acme/alpha").await().atMost(Duration.ofSeconds(5)));
         assertEquals(0L, local.cooldownRemainingMillis("acme/alpha").await().atMost(Duration.ofSeconds(5)),
                 "the local fallback's breaker is reset too");
+    }
+
+    /**
+     * The same for an operator's verification verdict cleared ({@code "verification": null} deletes its blob): one
+     * written to the local store during an earlier outage would be back in force at the next.
+     */
+    @Test
+    void aBlobDeletedWhileTheSharedStoreAnswersIsDeletedFromTheLocalCopyToo() {
+        Duration wait = Duration.ofSeconds(5);
+        shared.putRouteBlob("acme/alpha", "verification_operator", "pass", null).await().atMost(wait);
+        local.putRouteBlob("acme/alpha", "verification_operator", "fail:outage", null).await().atMost(wait);
+
+        store.deleteRouteBlob("acme/alpha", "verification_operator").await().atMost(wait);
+
+        assertEquals(Map.of(), shared.snapshot(List.of("acme/alpha"), wait).await().atMost(wait)
+                .get("acme/alpha").blobs());
+        assertEquals(Map.of(), local.snapshot(List.of("acme/alpha"), wait).await().atMost(wait)
+                .get("acme/alpha").blobs(), "the local fallback's copy is deleted too");
     }
 }
