@@ -29,6 +29,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
@@ -71,6 +73,17 @@ public final class Prober {
     private final Deps deps;
     private final ProberConfig config;
     private final Random random = new Random();
+    /**
+     * Per route key, the probe body variant its provider takes: the fields it refused, as {@link #adapted} changes
+     * them, learnt for the model and provider the route named then ({@link Target#fingerprint()}). Later rounds send
+     * that variant first instead of finding it again with refused requests each round (an OpenAI reasoning model
+     * refused {@code max_tokens} and {@code temperature}: three requests for one check). Kept in this prober's memory,
+     * not in the state store: what it saves is refusals, which are answered at once and not billed, so relearning it
+     * after a process start (or on another instance of the fleet) costs a request or two per route once, while a route
+     * blob would add a write and a key to the shared state for it; and it describes the bodies this build sends, which
+     * a blob written by another version might not. Dropped for routes no longer in the catalog at the next round.
+     */
+    private final Map<String, Variant> variants = new ConcurrentHashMap<>();
     private final System.Logger log = System.getLogger("dev.hedgerow.prober");
 
     public Prober(Deps deps, ProberConfig config) {
@@ -95,6 +108,9 @@ public final class Prober {
                 }
             }
         }
+        Set<String> keys = new java.util.HashSet<>();
+        targets.forEach(t -> keys.add(t.key()));
+        variants.keySet().retainAll(keys);
         // the lock outlives the longest round: two calls per route, run `concurrency` at a time, plus scrapes
         long waves = (targets.size() + config.concurrency() - 1) / config.concurrency() * 2L + 2;
         Duration lockTtl = config.probeTimeout().multipliedBy(waves).plusSeconds(5);
@@ -369,16 +385,51 @@ public final class Prober {
      * answered at once and not billed.
      * {@code max_tokens} stays what is sent first: vLLM before 0.6.2, llama.cpp's server before February 2026,
      * llamafile and llama-cpp-python ignore {@code max_completion_tokens} without a word, so sending it alone would
-     * lift the probe's cost bound on them.
+     * lift the probe's cost bound on them. Once a provider took an adapted body, the route's variant is remembered
+     * ({@link #variants}) and sent first from then on, for both probes; it is forgotten when the route's model or
+     * provider changes, or when the remembered variant is itself refused (that probe is reported refused; the next
+     * round starts again from the plain body).
      */
     private Uni<ProbeOutcome> send(Target t, ObjectNode body) {
+        Variant known = variants.get(t.key());
+        if (known != null && !known.fingerprint().equals(t.fingerprint())) {
+            variants.remove(t.key(), known);   // learnt for another model or provider
+            known = null;
+        }
+        List<String> refused = known == null ? List.of() : known.refused();
+        ObjectNode first = body;
+        for (String field : refused) {
+            ObjectNode b = adapted(first, field);
+            if (b != null) {
+                first = b;
+            }
+        }
+        return send(t, first, refused, first != body);
+    }
+
+    /**
+     * Sends {@code body}, adapted from the plain one for the {@code refused} fields, and adapts it further on a
+     * refusal it can. {@code remembered}: the body is (or grew from) the route's remembered variant.
+     */
+    private Uni<ProbeOutcome> send(Target t, ObjectNode body, List<String> refused, boolean remembered) {
         return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
                 config.probeTimeout()).flatMap(outcome -> {
             if (outcome instanceof ProbeOutcome.Failed f && (f.status() == 400 || f.status() == 422)) {
                 ObjectNode adapted = adapted(body, f.refused());
                 if (adapted != null) {
-                    return send(t, adapted);
+                    List<String> more = new ArrayList<>(refused);
+                    more.add(f.refused());
+                    return send(t, adapted, List.copyOf(more), remembered);
                 }
+                if (remembered) {
+                    variants.remove(t.key());
+                }
+                return Uni.createFrom().item(outcome);
+            }
+            // taken: the provider got past its parameter checks (a 200, whatever came of it)
+            boolean taken = !(outcome instanceof ProbeOutcome.Failed f) || f.status() == 200;
+            if (taken && !refused.isEmpty()) {
+                variants.put(t.key(), new Variant(t.fingerprint(), refused));
             }
             return Uni.createFrom().item(outcome);
         });
@@ -466,6 +517,15 @@ public final class Prober {
         String key() {
             return Router.key(org, route);
         }
+
+        /** What a learnt variant holds for: the provider (its id and address) and the model the route names. */
+        String fingerprint() {
+            return provider.id() + "\n" + provider.baseUrl() + "\n" + route.model();
+        }
+    }
+
+    /** The fields a route's provider refused, in the order they were adapted, for the route as it was then. */
+    private record Variant(String fingerprint, List<String> refused) {
     }
 
     private record Scrape(Org org, Provider provider, List<Route> routes) {

@@ -123,6 +123,45 @@ class ProbeRealProvidersTest {
     }
 
     /**
+     * The body variant a reasoning model takes is remembered for the route: the next round sends it first, and the
+     * provider sees no refused request at all (before, every round found it again: three requests for the known-answer
+     * check, two for the speed probe). A first round whose probe the provider refuses outright makes the prober forget
+     * whatever an earlier test taught it about this route (a remembered variant refused is forgotten), so the test
+     * starts from the plain body either way.
+     */
+    @Test
+    void theParametersAReasoningModelTakesAreRememberedForLaterRounds() {
+        alpha().enqueue("solo-a", new dev.hedgerow.sim.Fault.HttpError(400, "invalid_request_error", null,
+                "Invalid request: unrecognised request argument", null, 0));
+        org.junit.jupiter.api.Assertions.assertTrue(solo(round(), "outcome").startsWith("refused: http 400"));
+        alpha().script("solo-a", FAST.withCapabilities(ModelScript.Capabilities.DEFAULT.withReasoningParameters(true)));
+
+        dev.hedgerow.sim.SimStats before = alpha().stats("solo-a");
+        Response first = round();
+        dev.hedgerow.sim.SimStats afterFirst = alpha().stats("solo-a");
+        Response second = round();
+        dev.hedgerow.sim.SimStats afterSecond = alpha().stats("solo-a");
+
+        for (Response r : java.util.List.of(first, second)) {
+            org.junit.jupiter.api.Assertions.assertEquals("ok", solo(r, "outcome"), r.asString());
+            org.junit.jupiter.api.Assertions.assertEquals("pass", solo(r, "verification"), r.asString());
+        }
+        org.junit.jupiter.api.Assertions.assertTrue(afterFirst.rejected() > before.rejected(),
+                "the first round finds the variant by refusals");
+        org.junit.jupiter.api.Assertions.assertEquals(afterFirst.rejected(), afterSecond.rejected(),
+                "the second round sends no refused request");
+        int sent = (int) (afterSecond.received() - afterFirst.received());
+        org.junit.jupiter.api.Assertions.assertEquals(2, sent, "one speed probe and one known-answer check");
+        java.util.List<dev.hedgerow.sim.SimStats.RecordedRequest> recent = afterSecond.recent();
+        for (dev.hedgerow.sim.SimStats.RecordedRequest req : recent.subList(recent.size() - sent, recent.size())) {
+            org.junit.jupiter.api.Assertions.assertFalse(req.body().contains("\"max_tokens\""), req.body());
+            org.junit.jupiter.api.Assertions.assertFalse(req.body().contains("\"temperature\""), req.body());
+            org.junit.jupiter.api.Assertions.assertTrue(req.body().contains("\"max_completion_tokens\""), req.body());
+        }
+        inService();
+    }
+
+    /**
      * A 400 the probe cannot adapt to is the probe's own fault, as a live 400 is the client's: reported as refused,
      * not counted against the route (a live 400 is passed through and counts nothing either).
      */
