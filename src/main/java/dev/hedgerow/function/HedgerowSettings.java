@@ -97,6 +97,7 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
             new Setting("hedgerow.prober.timeout", Kind.DURATION),
             new Setting("hedgerow.prober.token", Kind.SECRET),
             new Setting("hedgerow.prober.min-interval", Kind.DURATION),
+            new Setting("hedgerow.prober.verify-every", Kind.DURATION),
             new Setting("hedgerow.metrics.token", Kind.SECRET),
             new Setting("hedgerow.shutdown.grace", Kind.DURATION));
 

@@ -46,7 +46,9 @@ import java.util.function.ToIntFunction;
  *       alone;</li>
  *   <li>a known-answer check ({@code "Reply with exactly: <nonce>"}) and the model the response claims, written as
  *       the route's {@code verification} blob ({@code pass} / {@code fail:<why>}); the router excludes a failing
- *       route until a later round passes it;</li>
+ *       route until a later round passes it. A pass holds for {@link ProberConfig#verifyEvery()}: each check is a
+ *       paid request, and a route's served model rarely changes; a route with no verdict or a failing one is checked
+ *       on every round;</li>
  *   <li>a scrape of each provider's {@code metrics_url} (vLLM / SGLang Prometheus text) into a {@code capacity}
  *       report with a TTL.</li>
  * </ul>
@@ -276,8 +278,8 @@ public final class Prober {
                         .onFailure().recoverWithNull();
             }
             Double tps = a.tokens() > 1 && a.decodeMs() > 0 ? (a.tokens() - 1) * 1000.0 / a.decodeMs() : null;
-            return breakerWrite.flatMap(x -> verify(t)).map(verdict ->
-                    result(t, action, "ok", a.ttftMs(), tps, verdict));
+            return breakerWrite.flatMap(x -> verificationDue(t, s) ? verify(t) : Uni.createFrom().<String>nullItem())
+                    .map(verdict -> result(t, action, "ok", a.ttftMs(), tps, verdict));
         });
     }
 
@@ -342,6 +344,28 @@ public final class Prober {
             deps.models().learnThinking(s, a.thinkMs());
         }
     }
+
+    /**
+     * Whether this round runs the route's known-answer check: always with no period ({@link ProberConfig#verifyEvery()}
+     * zero), with no verdict of the prober's yet (a new route, or one whose verdict lapsed), with a failing one (so a
+     * route excluded for it is back in service on the first round it passes), and once the mark a passing check leaves
+     * ({@link #VERIFIED}, living {@code verifyEvery}) is gone or names another model or provider than the route does
+     * now. The mark is a route blob, read with the round's snapshot: no extra read, and the period holds fleet-wide
+     * whichever instance runs the round.
+     */
+    private boolean verificationDue(Target t, RouteSnapshot s) {
+        if (config.verifyEvery().isZero()) {
+            return true;
+        }
+        boolean passing = s.blob(Router.VERIFICATION).map(v -> v.trim().equalsIgnoreCase("pass")).orElse(false);
+        return !passing || !s.blob(VERIFIED).map(t.verifiedMark()::equals).orElse(false);
+    }
+
+    /**
+     * The route blob a passing known-answer check leaves for {@link ProberConfig#verifyEvery()}: a hash of the
+     * provider and model it was judged on ({@link Target#verifiedMark()}), so a catalog change re-checks at once.
+     */
+    public static final String VERIFIED = "verified";
 
     /**
      * The known-answer check; returns the verdict written, or null when the route could not be reached or gave no
@@ -455,8 +479,17 @@ public final class Prober {
         return field.length() > 40 ? field.substring(0, 40) : field;
     }
 
+    /**
+     * Writes the verdict (living {@link ProberConfig#verdictTtl()}) and, for a pass with a period, the mark that holds
+     * the next check off for {@link ProberConfig#verifyEvery()}; both in one store call.
+     */
     private Uni<String> write(Target t, String verdict) {
-        return deps.store().putRouteBlob(t.key(), Router.VERIFICATION, verdict, config.verificationTtl())
+        List<StateStore.RouteBlob> blobs = new ArrayList<>();
+        blobs.add(new StateStore.RouteBlob(Router.VERIFICATION, verdict, config.verdictTtl()));
+        if ("pass".equals(verdict) && !config.verifyEvery().isZero()) {
+            blobs.add(new StateStore.RouteBlob(VERIFIED, t.verifiedMark(), config.verifyEvery()));
+        }
+        return deps.store().putRouteBlobs(t.key(), blobs)
                 .onFailure().invoke(e -> log.log(System.Logger.Level.WARNING, "verification write failed: " + e))
                 .onFailure().recoverWithNull()
                 .replaceWith(verdict);
@@ -521,6 +554,11 @@ public final class Prober {
         /** What a learnt variant holds for: the provider (its id and address) and the model the route names. */
         String fingerprint() {
             return provider.id() + "\n" + provider.baseUrl() + "\n" + route.model();
+        }
+
+        /** The {@link #VERIFIED} mark's value: a short hash of {@link #fingerprint()} (no address in the store). */
+        String verifiedMark() {
+            return dev.hedgerow.catalog.Keys.sha256Hex(fingerprint()).substring(0, 16);
         }
     }
 

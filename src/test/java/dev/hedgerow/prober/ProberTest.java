@@ -473,6 +473,90 @@ class ProberTest {
         assertTrue(other.runRound().await().atMost(Duration.ofSeconds(30)).ran(), "the interval is over");
     }
 
+    /** Route {@code chat-alpha} alone, served through {@code provider} (alpha or alpha2: the same simulator). */
+    dev.hedgerow.catalog.Catalog chatAlphaThrough(String provider) {
+        String yaml = """
+                orgs:
+                  - id: acme
+                    keys: [{ name: app, key: "k-acme" }]
+                    providers:
+                      - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }
+                      - { id: alpha2, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }
+                    routes:
+                      - { alias: chat, provider: PROVIDER, model: alpha-model, id: chat-alpha }
+                    groups:
+                      chat: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 30s } }
+                """.replace("PROVIDER", provider);
+        Map<String, String> env = Map.of("SIM_ALPHA_URL", sims.get("alpha").baseUrl());
+        return new dev.hedgerow.catalog.CatalogLoader(env::get).parse(yaml).toCatalog();
+    }
+
+    /** One prober (its memory kept over rounds) over the catalog {@code catalog} holds at each round. */
+    Prober prober(ProberConfig config, java.util.concurrent.atomic.AtomicReference<dev.hedgerow.catalog.Catalog> catalog) {
+        Hedgerow core = gw.core();
+        return new Prober(new Prober.Deps(core.store(), catalog::get, core.models(), core.upstream(), metrics,
+                new VertxScheduler(vertx), Ticker.system(), core.tokens()::countRequest, "test"), config);
+    }
+
+    /**
+     * A passing known-answer check holds for {@code verify_every} by the store's clock (the fake ticker here), across
+     * prober instances (the mark is shared state): later rounds probe the route's speed without checking it, until the
+     * period ends or the route names another provider or model, which is checked at once.
+     */
+    @Test
+    void aPassingVerdictHoldsForVerifyEveryAndARouteServedElsewhereIsCheckedAtOnce() {
+        ProberConfig tenMinutes = ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5))
+                .withMinInterval(Duration.ZERO).withVerifyEvery(Duration.ofMinutes(10));
+        var catalog = new java.util.concurrent.atomic.AtomicReference<>(chatAlphaThrough("alpha"));
+
+        assertEquals("pass", result(prober(tenMinutes, catalog).runRound().await().indefinitely(), "chat-alpha")
+                .verification(), "no verdict yet: checked on the first round");
+        RoundReport second = prober(tenMinutes, catalog).runRound().await().indefinitely();
+        assertEquals("ok", result(second, "chat-alpha").outcome());
+        assertNull(result(second, "chat-alpha").verification(), "passed: not checked within the period");
+        ticker.advance(Duration.ofMinutes(9));
+        assertNull(result(prober(tenMinutes, catalog).runRound().await().indefinitely(), "chat-alpha")
+                .verification());
+        ticker.advance(Duration.ofMinutes(1));
+        assertEquals("pass", result(prober(tenMinutes, catalog).runRound().await().indefinitely(), "chat-alpha")
+                .verification(), "the period is over");
+        assertNull(result(prober(tenMinutes, catalog).runRound().await().indefinitely(), "chat-alpha")
+                .verification());
+
+        catalog.set(chatAlphaThrough("alpha2"));
+        assertEquals("pass", result(prober(tenMinutes, catalog).runRound().await().indefinitely(), "chat-alpha")
+                .verification(), "another provider: checked at once");
+        assertNull(result(prober(tenMinutes, catalog).runRound().await().indefinitely(), "chat-alpha")
+                .verification());
+    }
+
+    /**
+     * The probe body a reasoning model takes is remembered by the prober over rounds and forgotten when the route
+     * names another provider: the first round after the change starts from the plain body again.
+     */
+    @Test
+    void theRememberedBodyVariantIsForgottenWhenTheRoutesProviderChanges() {
+        sims.get("alpha").script("alpha-model", ModelScript.defaults().withLength(24)
+                .withLatency(ModelScript.Latency.of(5, 400))
+                .withCapabilities(ModelScript.Capabilities.DEFAULT.withReasoningParameters(true)));
+        var catalog = new java.util.concurrent.atomic.AtomicReference<>(chatAlphaThrough("alpha"));
+        Prober p = prober(ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5))
+                .withMinInterval(Duration.ZERO).withVerifyEvery(Duration.ZERO), catalog);
+
+        assertEquals("pass", result(p.runRound().await().indefinitely(), "chat-alpha").verification());
+        long learnt = sims.get("alpha").stats("alpha-model").rejected();
+        assertTrue(learnt > 0, "the first round finds the variant by refusals");
+        assertEquals("pass", result(p.runRound().await().indefinitely(), "chat-alpha").verification());
+        assertEquals(learnt, sims.get("alpha").stats("alpha-model").rejected(), "remembered: nothing refused");
+
+        catalog.set(chatAlphaThrough("alpha2"));
+        assertEquals("pass", result(p.runRound().await().indefinitely(), "chat-alpha").verification());
+        long relearnt = sims.get("alpha").stats("alpha-model").rejected();
+        assertTrue(relearnt > learnt, "another provider: learnt again from the plain body");
+        assertEquals("pass", result(p.runRound().await().indefinitely(), "chat-alpha").verification());
+        assertEquals(relearnt, sims.get("alpha").stats("alpha-model").rejected());
+    }
+
     @Test
     void aMetricsScrapeStoresACapacityReportThatExpires() {
         sims.get("alpha").memoryPressure(0.97);

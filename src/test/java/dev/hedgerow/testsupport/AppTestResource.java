@@ -38,7 +38,9 @@ import java.util.Map;
  * ({@code hedgerow.secret-key} = {@link #SECRET_KEY}). The prober's timer is off
  * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one, with
  * the bearer token {@link #PROBER_TOKEN} ({@code hedgerow.prober.token}), as a scheduler would, and back to back
- * ({@code hedgerow.prober.min-interval=0s}; {@code ProberMinIntervalTest} runs with a minimum interval). Metrics are
+ * ({@code hedgerow.prober.min-interval=0s}; {@code ProberMinIntervalTest} runs with a minimum interval), each
+ * verifying every route ({@code hedgerow.prober.verify-every=0s}; {@code ProberVerifyEveryTest} runs with a period,
+ * the default's). Metrics are
  * scraped with the bearer token {@link #METRICS_TOKEN} ({@code hedgerow.metrics.token}; see {@link MetricsScrape}).
  */
 public final class AppTestResource implements QuarkusTestResourceLifecycleManager {
@@ -147,6 +149,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             cfg.put("redis.url", redis.url());
             cfg.put("hedgerow.prober.interval", "0s");
             cfg.put("hedgerow.prober.min-interval", "0s");
+            cfg.put("hedgerow.prober.verify-every", "0s");
             cfg.put("hedgerow.secret-key", SECRET_KEY);
             if (!proberToken.isEmpty()) {
                 cfg.put("hedgerow.prober.token", proberToken);

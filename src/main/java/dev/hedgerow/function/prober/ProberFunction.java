@@ -51,6 +51,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>On SIGTERM the timer stops before the drain begins ({@link #onShutdownSignal}): a round already running may
  * finish, no new one starts during the grace period.
+ *
+ * <p>A route that passed its known-answer check is checked again after {@code hedgerow.prober.verify-every} (10
+ * minutes), one without a passing verdict every round.
  */
 @ApplicationScoped
 public class ProberFunction {
@@ -80,6 +83,10 @@ public class ProberFunction {
     @ConfigProperty(name = "hedgerow.config")
     Optional<String> configPath;
 
+    /** How long a passing known-answer check holds before a round checks the route again ({@code 0s}: every round). */
+    @ConfigProperty(name = "hedgerow.prober.verify-every", defaultValue = "10m")
+    Duration verifyEvery;
+
     @Inject
     MeterRegistry meters;
 
@@ -105,7 +112,8 @@ public class ProberFunction {
             config(); // a bad setting stops startup rather than failing every round with a 500
         } catch (IllegalArgumentException e) {
             throw new ConfigurationException("Hedgerow stops: invalid prober settings (hedgerow.prober.concurrency "
-                    + concurrency + ", timeout " + timeout + ", min-interval " + minInterval + "): " + e.getMessage());
+                    + concurrency + ", timeout " + timeout + ", min-interval " + minInterval + ", verify-every " + verifyEvery
+                    + "): " + e.getMessage());
         }
         if (!interval.isZero() && !interval.isNegative()) {
             timerId = vertx.setPeriodic(interval.toMillis(), id -> {
@@ -140,7 +148,7 @@ public class ProberFunction {
 
     private ProberConfig config() {
         return ProberConfig.defaults().withConcurrency(concurrency).withProbeTimeout(timeout)
-                .withMinInterval(minInterval);
+                .withMinInterval(minInterval).withVerifyEvery(verifyEvery);
     }
 
     /**
