@@ -1,17 +1,14 @@
 package dev.hedgerow.function.gateway;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.testsupport.GatewayHarness;
-import dev.hedgerow.testsupport.Sse;
 import io.restassured.response.Response;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -99,17 +96,6 @@ class KongBalancerBlockTest {
         return r.header("x-hedgerow-route");
     }
 
-    /** The attempt trail as "route:outcome:error" strings. */
-    static List<String> trail(JsonNode attempts) {
-        List<String> out = new ArrayList<>();
-        for (JsonNode a : attempts) {
-            out.add(a.path("route").asText() + ":" + a.path("outcome").asText()
-                    + (a.path("error").isNull() || a.path("error").isMissingNode() ? ""
-                    : ":" + a.path("error").asText()));
-        }
-        return out;
-    }
-
     @Test
     void consistentHashingInKongsBlockSticksOnItsHeaderExactlyAsTheFlatGroupDoes() {
         Map<String, String> kongRoutes = new LinkedHashMap<>();
@@ -143,7 +129,7 @@ class KongBalancerBlockTest {
                             + "\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}]}")
                     .post("/v1/chat/completions");
             assertEquals(200, r.statusCode(), r.asString());
-            assertEquals(List.of("slow:failed:timeout_read", "quick:success"), trail(Sse.trail(r.asString())),
+            assertEquals(List.of("slow:failed:timeout_read", "quick:success"), KongRetryTest.streamTrail(r),
                     gw == flat ? "flat read_timeout: 300" : "balancer.read_timeout: 300");
         }
     }
