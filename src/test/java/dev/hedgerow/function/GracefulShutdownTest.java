@@ -31,6 +31,7 @@ import java.time.Duration;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -92,10 +93,7 @@ class GracefulShutdownTest {
 
     @Test
     void sigtermFinishesStreamsInFlightRefusesNewRequestsAndEndsTheRestAtTheGracePeriod() throws Exception {
-        Path jar = PackagedApp.jar();
-        Path dir = Files.createTempDirectory("hedgerow-shutdown");
-        Path catalog = dir.resolve("hedgerow.yaml");
-        Files.writeString(catalog, """
+        Launched launched = launch("hedgerow-shutdown", """
                 revision: 1
                 orgs:
                   - id: acme
@@ -105,21 +103,11 @@ class GracefulShutdownTest {
                     routes:
                       - { alias: short, provider: sim, model: short-m }
                       - { alias: long, provider: sim, model: long-m }
-                """.formatted(sim.baseUrl()));
-        int port = freePort();
-        Path log = dir.resolve("app.log");
-        ProcessBuilder pb = new ProcessBuilder(PackagedApp.javaBin(), "-Xmx256m", "-jar", jar.toString())
-                .redirectErrorStream(true).redirectOutput(log.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("HEDGEROW_") || k.startsWith("QUARKUS_")
-                || k.equals("REDIS_URL"));
-        pb.environment().put("QUARKUS_HTTP_PORT", Integer.toString(port));
-        pb.environment().put("HEDGEROW_CONFIG", catalog.toString());
-        pb.environment().put("REDIS_URL", redis.url());
-        pb.environment().put("HEDGEROW_SECRET_KEY", AppTestResource.SECRET_KEY);
-        pb.environment().put("HEDGEROW_PROBER_INTERVAL", "0s");
-        pb.environment().put("HEDGEROW_STATE_WRITE_BATCH", "10m");
-        pb.environment().put("HEDGEROW_SHUTDOWN_GRACE", GRACE);
-        Process app = pb.start();
+                """.formatted(sim.baseUrl()), Map.of(
+                "HEDGEROW_PROBER_INTERVAL", "0s", "HEDGEROW_STATE_WRITE_BATCH", "10m"));
+        Process app = launched.app();
+        Path log = launched.log();
+        int port = launched.port();
         try {
             // Quarkus logs "Listening on" once the HTTP server is bound; "Hedgerow ready" comes before it, and a
             // request sent between the two was refused on a loaded machine
@@ -190,10 +178,7 @@ class GracefulShutdownTest {
      */
     @Test
     void sigtermStopsTheProbersTimerBeforeTheGracePeriod() throws Exception {
-        Path jar = PackagedApp.jar();
-        Path dir = Files.createTempDirectory("hedgerow-shutdown-prober");
-        Path catalog = dir.resolve("hedgerow.yaml");
-        Files.writeString(catalog, """
+        Launched launched = launch("hedgerow-shutdown-prober", """
                 revision: 1
                 orgs:
                   - id: probing
@@ -203,21 +188,11 @@ class GracefulShutdownTest {
                     routes:
                       - { alias: marathon, provider: sim, model: marathon-m }
                       - { alias: probed, provider: sim, model: probed-m }
-                """.formatted(sim.baseUrl()));
-        int port = freePort();
-        Path log = dir.resolve("app.log");
-        ProcessBuilder pb = new ProcessBuilder(PackagedApp.javaBin(), "-Xmx256m", "-jar", jar.toString())
-                .redirectErrorStream(true).redirectOutput(log.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("HEDGEROW_") || k.startsWith("QUARKUS_")
-                || k.equals("REDIS_URL"));
-        pb.environment().put("QUARKUS_HTTP_PORT", Integer.toString(port));
-        pb.environment().put("HEDGEROW_CONFIG", catalog.toString());
-        pb.environment().put("REDIS_URL", redis.url());
-        pb.environment().put("HEDGEROW_SECRET_KEY", AppTestResource.SECRET_KEY);
-        pb.environment().put("HEDGEROW_PROBER_INTERVAL", "100ms");
-        pb.environment().put("HEDGEROW_PROBER_MIN_INTERVAL", "0s");
-        pb.environment().put("HEDGEROW_SHUTDOWN_GRACE", GRACE);
-        Process app = pb.start();
+                """.formatted(sim.baseUrl()), Map.of(
+                "HEDGEROW_PROBER_INTERVAL", "100ms", "HEDGEROW_PROBER_MIN_INTERVAL", "0s"));
+        Process app = launched.app();
+        Path log = launched.log();
+        int port = launched.port();
         try {
             awaitLog(app, log, "Listening on:", Duration.ofMinutes(2));
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
@@ -245,6 +220,34 @@ class GracefulShutdownTest {
                 app.destroyForcibly();
             }
         }
+    }
+
+    /** The packaged app, started as a process. */
+    record Launched(Process app, Path log, int port) {
+    }
+
+    /**
+     * Starts the packaged app on {@code catalogYaml} with the suite's Redis, a free port, this test's grace period and
+     * {@code env} on top of an environment cleared of Hedgerow's and Quarkus' settings; its output goes to a log file.
+     */
+    private static Launched launch(String name, String catalogYaml, Map<String, String> env) throws IOException {
+        Path jar = PackagedApp.jar();
+        Path dir = Files.createTempDirectory(name);
+        Path catalog = dir.resolve("hedgerow.yaml");
+        Files.writeString(catalog, catalogYaml);
+        int port = freePort();
+        Path log = dir.resolve("app.log");
+        ProcessBuilder pb = new ProcessBuilder(PackagedApp.javaBin(), "-Xmx256m", "-jar", jar.toString())
+                .redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().keySet().removeIf(k -> k.startsWith("HEDGEROW_") || k.startsWith("QUARKUS_")
+                || k.equals("REDIS_URL"));
+        pb.environment().put("QUARKUS_HTTP_PORT", Integer.toString(port));
+        pb.environment().put("HEDGEROW_CONFIG", catalog.toString());
+        pb.environment().put("REDIS_URL", redis.url());
+        pb.environment().put("HEDGEROW_SECRET_KEY", AppTestResource.SECRET_KEY);
+        pb.environment().put("HEDGEROW_SHUTDOWN_GRACE", GRACE);
+        pb.environment().putAll(env);
+        return new Launched(pb.start(), log, port);
     }
 
     private static String read(Path log) {
