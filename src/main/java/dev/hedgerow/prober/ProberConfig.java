@@ -24,6 +24,12 @@ public record ProberConfig(int concurrency, Duration probeTimeout, int probeMaxT
                            int standardPromptTokens, Duration capacityTtl, int maxQueue, Duration verificationTtl,
                            Duration minInterval, Duration verifyEvery) {
 
+    /**
+     * The longest verification period: a verdict lives twice it, and every route blob has a TTL of at most 7 days (a
+     * removed route's keys go by themselves).
+     */
+    public static final Duration MAX_VERIFY_EVERY = Duration.ofDays(3);
+
     public ProberConfig {
         if (concurrency < 1 || probeMaxTokens < 2 || verifyMaxTokens < 1 || standardPromptTokens < 1
                 || maxQueue < 1 || probeTimeout.isNegative() || probeTimeout.isZero()) {
@@ -34,6 +40,10 @@ public record ProberConfig(int concurrency, Duration probeTimeout, int probeMaxT
         }
         if (verifyEvery.isNegative()) {
             throw new IllegalArgumentException("the verification period (verify-every) cannot be negative");
+        }
+        if (verifyEvery.compareTo(MAX_VERIFY_EVERY) > 0) {
+            throw new IllegalArgumentException("the verification period (verify-every) is at most 3 days: a verdict "
+                    + "lives twice the period, and no route blob lives longer than 7 days");
         }
     }
 
