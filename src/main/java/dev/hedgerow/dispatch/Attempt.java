@@ -210,19 +210,24 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
             return;
         }
         GroupSettings.Timeouts t = timeouts;
-        Duration head = dispatch.headWait(cand);
-        String limit = head.equals(t.read()) ? "read_timeout " + head.toMillis() + " ms"
-                : head.toMillis() + " ms (the whole answer's wait, longer than read_timeout)";
         if (sent) {
+            Duration head = dispatch.headWait(cand);
             ioTimer = deps.scheduler().schedule(head, () -> dispatch.ioTimedOut(this, "timeout_read",
-                    "no response head within " + limit));
+                    "no response head within " + headLimit(head)));
         } else if (exchange != null && exchange.reportsSent()) {
             ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()), () -> dispatch.ioTimedOut(this,
                     "timeout_write", "request not sent within connect_timeout + write_timeout"));
         } else if (exchange != null) {
+            Duration head = dispatch.headWait(cand);
             ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()).plus(head), () -> dispatch.ioTimedOut(
-                    this, "timeout_read", "no response head within connect + write timeouts and " + limit));
+                    this, "timeout_read", "no response head within connect + write timeouts and " + headLimit(head)));
         }
+    }
+
+    /** The head wait's words in a timeout's detail (built only when one fires). */
+    private String headLimit(Duration head) {
+        return head.equals(timeouts.read()) ? "read_timeout " + head.toMillis() + " ms"
+                : head.toMillis() + " ms (the whole answer's wait, longer than read_timeout)";
     }
 
     /** Cancels the first-token window, abandon, probe-slot renewal and Kong I/O timers. */
