@@ -1032,12 +1032,14 @@ final class Dispatch {
      * stored, a client asking again at once (an SDK told 503) met routes no snapshot knew were out yet.
      */
     private void answerAfterHealthWrites(Runnable answer) {
-        health.afterWrites(() -> {
+        boolean ran = health.afterWrites(() -> {
             synchronized (this) {
                 answer.run();
             }
         });
-        deps.scheduler().schedule(HEALTH_WRITES_WAIT, health::runWhenAnswered);
+        if (!ran) {
+            deps.scheduler().schedule(HEALTH_WRITES_WAIT, health::runWhenAnswered);
+        }
     }
 
     /**

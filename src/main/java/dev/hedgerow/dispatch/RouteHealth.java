@@ -134,19 +134,24 @@ final class RouteHealth {
      * on whichever thread gets there first. A request that ends in a refusal is answered after its writes so a client
      * that asks again at once meets the cooldowns and holds it was told about; the store's own timeout (the Redis
      * guard's) bounds the wait.
+     *
+     * @return whether {@code then} ran here (no write was waiting), so the caller needs no bound on the wait
      */
-    void afterWrites(Runnable then) {
+    boolean afterWrites(Runnable then) {
         whenAnswered.set(then);
         if (unanswered.get() == 0) {
-            runWhenAnswered();
+            return runWhenAnswered();
         }
+        return false;
     }
 
-    /** Runs what {@link #afterWrites} is waiting to run, now, if it has not run. */
-    void runWhenAnswered() {
+    /** Runs what {@link #afterWrites} is waiting to run, now, if it has not run; whether this call ran it. */
+    boolean runWhenAnswered() {
         Runnable r = whenAnswered.getAndSet(null);
         if (r != null) {
             r.run();
+            return true;
         }
+        return false;
     }
 }
