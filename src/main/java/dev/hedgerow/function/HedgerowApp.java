@@ -315,13 +315,21 @@ public class HedgerowApp {
     }
 
     /**
+     * Whether the process serves the bundled demo catalog: no catalog file ({@code HEDGEROW_CONFIG} unset or blank).
+     * Its one made-up org may be shown openly (metrics, the probe report); a catalog file's orgs may not.
+     */
+    public static boolean demoCatalog(Optional<String> configPath) {
+        return configPath.filter(p -> !p.isBlank()).isEmpty();
+    }
+
+    /**
      * The catalog of {@code HEDGEROW_CONFIG}, or the demo's. An invalid one stops startup: its errors are logged once,
      * then Quarkus prints the one-line message of the {@link ConfigurationException} (with no stack trace, which
      * repeated the list inside it) and the process exits with status 1. (A {@code PreventFurtherStepsException}
      * would not do: Quarkus takes it as "start nothing more" and the process stays up, serving nothing.)
      */
     private LoadedCatalog loadCatalog() {
-        boolean file = configPath.isPresent() && !configPath.get().isBlank();
+        boolean file = !demoCatalog(configPath);
         String source = file ? configPath.get() : "the bundled demo catalog";
         try {
             if (file) {

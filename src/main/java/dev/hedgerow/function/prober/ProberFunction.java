@@ -3,7 +3,7 @@ package dev.hedgerow.function.prober;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.function.JsonReplies;
-import dev.hedgerow.catalog.Keys;
+import dev.hedgerow.function.BearerToken;
 import dev.hedgerow.function.HedgerowApp;
 import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.prober.Prober;
@@ -21,6 +21,7 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerResponse;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
+import jakarta.annotation.PostConstruct;
 import jakarta.annotation.Priority;
 import jakarta.enterprise.context.ApplicationScoped;
 import jakarta.enterprise.event.Observes;
@@ -97,6 +98,14 @@ public class ProberFunction {
     /** Set when the process is asked to stop: the timer starts no round from then on. */
     private volatile boolean stopping;
 
+    /** The prober token ({@code hedgerow.prober.token}), hashed once. */
+    private BearerToken expected;
+
+    @PostConstruct
+    void init() {
+        expected = BearerToken.of(token);
+    }
+
     void mount(@Observes Router router) {
         if (app.functions().has("prober")) {
             router.post("/prober/run").handler(this::run);
@@ -130,21 +139,12 @@ public class ProberFunction {
                         interval, minInterval);
             }
         }
-        if (expectedTokenHash() == null && !demo()) {
+        if (!expected.set() && !HedgerowApp.demoCatalog(configPath)) {
             LOG.log(System.Logger.Level.INFO, "/prober/run answers only a round's counts until "
                     + "HEDGEROW_PROBER_TOKEN is set; the full report then needs it as a bearer token");
         }
     }
 
-    /** The prober token's hash, or null when none is set (a blank value is none). */
-    private String expectedTokenHash() {
-        return token.filter(t -> !t.isBlank()).map(Keys::sha256Hex).orElse(null);
-    }
-
-    /** The bundled demo (no catalog file): one made-up org, whose report anyone may read. */
-    private boolean demo() {
-        return configPath.filter(p -> !p.isBlank()).isEmpty();
-    }
 
     private ProberConfig config() {
         return ProberConfig.defaults().withConcurrency(concurrency).withProbeTimeout(timeout)
@@ -191,17 +191,14 @@ public class ProberFunction {
         HttpServerResponse resp = ctx.response();
         String authorization = ctx.request().getHeader("authorization");
         boolean anonymous = authorization == null || authorization.isBlank();
-        String expected = expectedTokenHash();
         boolean full;
-        if (expected != null) {
-            // hashed, then compared in constant time (Keys.matches): neither the length nor a prefix of the token
-            // leaks through timing
-            full = !anonymous && Keys.matches(Keys.bearer(authorization).orElse(null), expected);
+        if (expected.set()) {
+            full = !anonymous && expected.presentedBy(authorization);
             if (!anonymous && !full) {
                 JsonReplies.error(resp, ApiError.unauthorized("the prober token (HEDGEROW_PROBER_TOKEN)"));
                 return;
             }
-        } else if (demo()) {
+        } else if (HedgerowApp.demoCatalog(configPath)) {
             full = true;
         } else if (!anonymous) {
             JsonReplies.error(resp, new ApiError(403, "permission_error", "prober_token_not_set",
@@ -212,7 +209,7 @@ public class ProberFunction {
         } else {
             full = false;
         }
-        round().subscribe().with(r -> JsonReplies.json(resp, 200, full ? r.toNode() : summary(r, expected != null)),
+        round().subscribe().with(r -> JsonReplies.json(resp, 200, full ? r.toNode() : summary(r, expected.set())),
                 t -> JsonReplies.error(resp, new ApiError(500, "server_error", "probe_round_failed",
                         "The probe round failed: " + t.getClass().getSimpleName(), null, null)));
     }
