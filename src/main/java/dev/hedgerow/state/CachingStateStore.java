@@ -251,8 +251,8 @@ public final class CachingStateStore extends ForwardingStateStore {
     // ---- route health: written through, the route's copy dropped ------------------------------------------------
 
     @Override
-    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
-        return invalidating(routeId, inner.recordFailure(routeId, maxFails, failTimeout));
+    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
+        return invalidating(routeId, inner.recordFailure(routeId, maxFails, failTimeout, hold));
     }
 
     @Override

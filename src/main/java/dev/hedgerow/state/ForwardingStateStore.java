@@ -48,8 +48,8 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
-        return inner.recordFailure(routeId, maxFails, failTimeout);
+    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
+        return inner.recordFailure(routeId, maxFails, failTimeout, hold);
     }
 
     @Override

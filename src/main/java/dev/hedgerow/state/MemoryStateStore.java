@@ -235,15 +235,18 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
-    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
+    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
         long ft = ttlMillis(failTimeout);
+        long holdMs = hold == null ? 0 : hold.toMillis();
         long now = ticker.nanos();
         Health after = stepHealth(route(routeId), h -> {
             long fails = h.fails(now) + 1;
             // Every failure at or above the threshold (a failed probe included) re-arms the full cooldown.
             long coolUntil = fails >= maxFails ? expiryIn(now, ft) : h.coolUntil;
+            // A shorter hold never shortens a longer one already in place.
+            long holdUntil = holdMs > 0 ? Math.max(h.holdUntil, expiryIn(now, holdMs)) : h.holdUntil;
             return new Health(fails, expiryIn(now, ft + tuning.idleExpiry().toMillis()), expiryIn(now, ft),
-                    coolUntil, null, NONE, h.holdUntil);
+                    coolUntil, null, NONE, holdUntil);
         });
         return done(breaker(after, now));
     }

@@ -35,8 +35,9 @@ final class RedisScripts {
             """;
 
     /**
-     * Kong-counted failure. KEYS: fails, lastfail, probe, cool. ARGV: maxFails, failTimeoutMs, failsTtlMs.
-     * Returns {fails, PTTL(cool)}.
+     * Kong-counted failure and, in the same script, the provider's Retry-After hold it brought (never shortening a
+     * longer one), so no reader sees the count without the hold. KEYS: fails, lastfail, probe, cool, ra. ARGV:
+     * maxFails, failTimeoutMs, failsTtlMs, holdMs (0 = no hold). Returns {fails, PTTL(cool)}.
      */
     static final LuaScript RECORD_FAILURE = LuaScript.of("recordFailure", """
             local fails = redis.call('INCR', KEYS[1])
@@ -46,6 +47,10 @@ final class RedisScripts {
             if fails >= tonumber(ARGV[1]) then
               -- every failure at or past the threshold (a failed probe included) re-arms the full cooldown
               redis.call('SET', KEYS[4], '1', 'PX', ARGV[2])
+            end
+            local hold = tonumber(ARGV[4])
+            if hold > 0 and redis.call('PTTL', KEYS[5]) < hold then
+              redis.call('SET', KEYS[5], '1', 'PX', hold)
             end
             return {fails, redis.call('PTTL', KEYS[4])}
             """);

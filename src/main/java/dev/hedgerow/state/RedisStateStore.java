@@ -191,10 +191,15 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
+    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
         long ft = MemoryStateStore.ttlMillis(failTimeout);
-        return eval(RedisScripts.RECORD_FAILURE, breakerKeys(routeId), Integer.toString(maxFails), Long.toString(ft),
-                Long.toString(ft + tuning.idleExpiry().toMillis()))
+        long holdMs = hold == null ? 0 : Math.max(0, hold.toMillis());
+        // one script for the count and the hold: two would be two round trips, on two pooled connections perhaps,
+        // and another instance could plan the route between them
+        return eval(RedisScripts.RECORD_FAILURE, List.of(StateKeys.fails(routeId), StateKeys.lastFail(routeId),
+                        StateKeys.probe(routeId), StateKeys.cool(routeId), StateKeys.retryAfter(routeId)),
+                Integer.toString(maxFails), Long.toString(ft), Long.toString(ft + tuning.idleExpiry().toMillis()),
+                Long.toString(holdMs))
                 .map(RedisStateStore::breaker);
     }
 

@@ -327,9 +327,9 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
-    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
-        return call(() -> shared.recordFailure(routeId, maxFails, failTimeout),
-                () -> localHealthWrite(routeId, local.recordFailure(routeId, maxFails, failTimeout)));
+    public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
+        return call(() -> shared.recordFailure(routeId, maxFails, failTimeout, hold),
+                () -> localHealthWrite(routeId, local.recordFailure(routeId, maxFails, failTimeout, hold)));
     }
 
     @Override

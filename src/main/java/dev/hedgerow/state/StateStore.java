@@ -48,9 +48,21 @@ public interface StateStore {
     /**
      * Counts one failure: total failures (not consecutive) go up, the "last failure" marker lives for
      * {@code failTimeout}; at {@code maxFails} or more the route cools down for {@code failTimeout}. A probe slot
-     * held for this route is released.
+     * held for this route is released. The same as {@link #recordFailure(String, int, Duration, Duration)} with no
+     * hold.
      */
-    Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout);
+    default Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
+        return recordFailure(routeId, maxFails, failTimeout, Duration.ZERO);
+    }
+
+    /**
+     * Counts one failure as {@link #recordFailure(String, int, Duration)} does and, in the same atomic step, holds the
+     * route out of rotation for {@code hold} (a provider's capacity refusal with a wait: an upstream 429's
+     * Retry-After); a hold never shortens a longer one already in place, and a zero (or null) hold holds nothing. No
+     * reader, on any instance, sees the failure counted without its hold: a route the provider just asked to be left
+     * alone is never planned in between.
+     */
+    Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold);
 
     /**
      * Counts one success: the failure counter resets only when no failure happened within the last

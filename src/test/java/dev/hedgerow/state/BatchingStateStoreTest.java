@@ -197,6 +197,24 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         assertEquals(1, rig.calls("recordFailure"));
     }
 
+    /**
+     * A failure with its provider's hold is a health write, never merged: it passes straight through as one call that
+     * carries the hold, so when its Uni completes the store holds the count and the hold together, with no batch
+     * written.
+     */
+    @Test
+    void aFailureWithAHoldPassesStraightThroughAsOneCall() {
+        Rig rig = new Rig();
+        String route = id("route");
+        await(rig.batching.recordFailure(route, 5, LONG_WINDOW, LONG_WINDOW));
+        RouteSnapshot s = await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route);
+        assertEquals(1, s.fails());
+        assertTrue(s.retryAfterMillis() > 0, "held with the count");
+        assertEquals(1, rig.calls("recordFailure"));
+        assertEquals(List.of("recordFailure", "recordFailure landed"), rig.events,
+                "one store call, nothing left to a batch");
+    }
+
     @Test
     void aLeaseReleasedBeforeItsBatchIsWrittenNeverReachesTheStore() {
         Rig rig = new Rig();

@@ -160,8 +160,9 @@ class CachingStateStoreTest extends FakeTimeStoreContract {
         assertTrue(read(store(), r).coolingDown());
         await(store().resetHealth(r));
         assertFalse(read(store(), r).coolingDown());
-        await(store().holdRetryAfter(r, Duration.ofSeconds(5)));
-        assertTrue(read(store(), r).retryAfterMillis() > 0);
+        await(store().recordFailure(r, 5, Duration.ofSeconds(30), Duration.ofSeconds(5)));
+        RouteSnapshot held = read(store(), r);
+        assertTrue(held.retryAfterMillis() > 0 && held.fails() == 1, "the failure and its hold: " + held);
         assertEquals(4, sharedReads.get(), "each health write made the next ranking read again");
     }
 

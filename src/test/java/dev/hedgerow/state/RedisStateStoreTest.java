@@ -12,6 +12,7 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -70,6 +71,35 @@ class RedisStateStoreTest extends StateStoreContract {
         assertEquals(2, await(store.recordFailure(r, 5, LONG)).fails());
         Resp.command(server.port(), "SCRIPT", "FLUSH");
         assertEquals(2, await(store.snapshot(List.of(r, id("route")), LONG)).get(r).fails());
+    }
+
+    /**
+     * A failure and its provider's hold are one script call: between the call and a marker sent after it, the server
+     * ran one command on the route's keys, an EVALSHA naming both the failure counter and the hold, whose script
+     * counted the failure and set the hold. Two calls (as the count and the hold once were) would leave a moment when
+     * another instance's snapshot sees the failure without the hold.
+     */
+    @Test
+    void aFailureWithAHoldIsOneScriptCallWritingBothKeys() throws Exception {
+        await(store.recordFailure(id("route"), 5, LONG, LONG)); // loads the script: no NOSCRIPT retry below
+        String r = id("route");
+        List<String> commands;
+        try (Resp.Monitor monitor = Resp.Monitor.open(server.port())) {
+            await(store.recordFailure(r, 5, LONG, LONG));
+            commands = monitor.commandsSoFar();
+        }
+        // MONITOR quotes each argument as sent: the client's command names in lower case, the script's as written
+        String fails = '"' + StateKeys.fails(r) + '"';
+        String hold = '"' + StateKeys.retryAfter(r) + '"';
+        String tag = "{r:" + r + "}";
+        List<String> calls = commands.stream().filter(l -> !l.contains("[0 lua]") && l.contains(tag)).toList();
+        assertEquals(1, calls.size(), "one call on the route's keys: " + commands);
+        assertTrue(calls.get(0).toUpperCase(Locale.ROOT).contains("\"EVALSHA\"") && calls.get(0).contains(fails)
+                && calls.get(0).contains(hold), calls.get(0));
+        assertTrue(commands.stream().anyMatch(l -> l.contains("[0 lua]") && l.contains("\"INCR\" " + fails)),
+                "the script counted the failure: " + commands);
+        assertTrue(commands.stream().anyMatch(l -> l.contains("[0 lua]") && l.contains("\"SET\" " + hold)),
+                "the script set the hold: " + commands);
     }
 
     /**

@@ -36,8 +36,8 @@ class ResilientLocalHealthTest {
         }
 
         @Override
-        public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
-            return or(super.recordFailure(routeId, maxFails, failTimeout));
+        public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
+            return or(super.recordFailure(routeId, maxFails, failTimeout, hold));
         }
 
         @Override
@@ -104,6 +104,21 @@ class ResilientLocalHealthTest {
         await(store.cooldownRemainingMillis("acme/alpha"));
 
         assertEquals(0L, localSnapshot("acme/alpha").retryAfterMillis());
+    }
+
+    /** In an outage a failure with its provider's hold lands on the local store as it would on the shared one: both. */
+    @Test
+    void aFailureWithAHoldInAnOutageIsCountedAndHeldLocally() {
+        shared.up = false;
+        await(store.recordFailure("acme/alpha", 5, MINUTE, Duration.ofMinutes(30)));
+        RouteSnapshot s = localSnapshot("acme/alpha");
+        assertEquals(1L, s.fails());
+        assertTrue(s.retryAfterMillis() > MINUTE.toMillis(), "held " + s.retryAfterMillis());
+
+        shared.up = true;
+        await(store.cooldownRemainingMillis("acme/alpha"));
+        assertEquals(0L, localSnapshot("acme/alpha").retryAfterMillis(), "dropped once the shared store answers");
+        assertEquals(0L, localSnapshot("acme/alpha").fails());
     }
 
     /**

@@ -311,6 +311,46 @@ abstract class StateStoreContract {
         assertTrue(snap(r).retryAfterMillis() > SHORT.toMillis());
     }
 
+    /** A capacity refusal's failure and its provider's wait are one write: both the count and the hold are there. */
+    @Test
+    void aFailureWithAHoldCountsTheFailureAndHoldsTheRoute() {
+        String r = id("route");
+        assertEquals(1, await(store().recordFailure(r, 3, LONG, SHORT)).fails());
+        RouteSnapshot s = snap(r);
+        assertEquals(1, s.fails());
+        assertFalse(s.coolingDown(), "below max_fails: only the provider's hold keeps it out");
+        long held = s.retryAfterMillis();
+        assertTrue(held > 0 && held <= SHORT.toMillis(), "held " + held);
+        advance(PAST_SHORT);
+        assertEquals(0, snap(r).retryAfterMillis());
+        assertEquals(1, snap(r).fails(), "the count outlives the hold");
+    }
+
+    @Test
+    void theLongerHoldWinsWhicheverFailureBroughtIt() {
+        String shortened = id("route");
+        await(store().recordFailure(shortened, 5, LONG, LONG));
+        await(store().recordFailure(shortened, 5, LONG, SHORT));
+        assertTrue(snap(shortened).retryAfterMillis() > SHORT.toMillis(), "a shorter hold keeps the longer one");
+        assertEquals(2, snap(shortened).fails());
+
+        String lengthened = id("route");
+        await(store().recordFailure(lengthened, 5, LONG, SHORT));
+        await(store().recordFailure(lengthened, 5, LONG, LONG));
+        assertTrue(snap(lengthened).retryAfterMillis() > SHORT.toMillis(), "a longer hold replaces a shorter one");
+    }
+
+    @Test
+    void aFailureWithNoHoldHoldsNothingAndLeavesAHoldInPlace() {
+        String r = id("route");
+        await(store().recordFailure(r, 5, LONG, Duration.ZERO));
+        assertEquals(0, snap(r).retryAfterMillis());
+        await(store().recordFailure(r, 5, LONG, LONG));
+        await(store().recordFailure(r, 5, LONG, Duration.ZERO));
+        assertTrue(snap(r).retryAfterMillis() > SHORT.toMillis());
+        assertEquals(3, snap(r).fails());
+    }
+
     // ---- leases -----------------------------------------------------------------------------------------------
 
     @Test

@@ -35,6 +35,60 @@ public final class Resp {
         }
     }
 
+    /**
+     * A MONITOR connection to 127.0.0.1:port: every command the server runs from the moment {@link #open} returns,
+     * scripts' own commands included (tagged {@code [0 lua]}), one line each in the server's order. Not thread-safe.
+     */
+    public static final class Monitor implements AutoCloseable {
+        private final Socket socket;
+        private final InputStream in;
+        private final int port;
+
+        private Monitor(Socket socket, int port) throws IOException {
+            this.socket = socket;
+            this.port = port;
+            this.in = new BufferedInputStream(socket.getInputStream());
+        }
+
+        /** Starts monitoring; returns once the server has confirmed it (later commands are all seen). */
+        public static Monitor open(int port) throws IOException {
+            Socket s = new Socket();
+            s.connect(new InetSocketAddress("127.0.0.1", port), 500);
+            s.setSoTimeout(5000);
+            Monitor m = new Monitor(s, port);
+            s.getOutputStream().write("*1\r\n$7\r\nMONITOR\r\n".getBytes(StandardCharsets.UTF_8));
+            s.getOutputStream().flush();
+            String ok = line(m.in);
+            if (!"+OK".equals(ok)) {
+                s.close();
+                throw new IOException("MONITOR refused: " + ok);
+            }
+            return m;
+        }
+
+        /**
+         * The commands the server ran since {@link #open} (or the last call), up to now: it sends a marker command
+         * of its own on another connection and returns every line before the marker's, so nothing waits on time.
+         */
+        public java.util.List<String> commandsSoFar() throws IOException {
+            String marker = "monitor-mark-" + System.nanoTime();
+            command(port, "ECHO", marker);
+            java.util.List<String> lines = new java.util.ArrayList<>();
+            while (true) {
+                String l = line(in);
+                if (l.contains(marker)) {
+                    return lines;
+                }
+                lines.add(l);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+        }
+    }
+
     /** True when the server on this port answers PING with PONG. */
     public static boolean pings(int port) {
         try {
