@@ -17,8 +17,8 @@ import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * The health verdicts a dispatch writes about its routes (Kong's passive health check): a failure counted against
- * the route (and its {@code retry-after} held, and a latency penalty on its peak EWMAs), a success that resets the
- * count. A verdict frees the half-open probe slot the attempt held. It remembers what its failures did to each route
+ * the route (with its provider's {@code retry-after} hold in the same store write, and a latency penalty on its peak
+ * EWMAs), a success that resets the count. A verdict frees the half-open probe slot the attempt held. It remembers what its failures did to each route
  * (how many, the last one's time, the hold's end), so the request can tell when a route it failed on serves again.
  * Guarded by its dispatch.
  */
@@ -59,18 +59,19 @@ final class RouteHealth {
         if (a.probe != null) {
             a.probe.settledByVerdict();
         }
-        send(store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout()));
+        // the provider's hold goes with the failure in one write: between two, another instance (or this request's
+        // next plan) could read the failure counted without the hold and send a request the provider refused ahead
+        Duration hold = Duration.ofMillis(Math.max(0, f.retryAfterMillis()));
+        send(store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout(), hold));
         // lowest_latency's measures take the failure as a latency penalty, with or without a breaker
         models.learnFailure(a.cand.state(), timeouts);
         long now = ticker.nanos();
         Written w = written.computeIfAbsent(a.cand.id(), k -> new Written());
         w.failures++;
         w.lastFailureNanos = now;
-        if (f.retryAfterMillis() > 0) {
+        if (!hold.isZero()) {
             // the store keeps the longer of two holds; so does this
-            Duration hold = Duration.ofMillis(f.retryAfterMillis());
             w.holdUntilNanos = Math.max(w.holdUntilNanos, now + hold.toNanos());
-            send(store.holdRetryAfter(a.cand.id(), hold));
         }
     }
 

@@ -27,6 +27,7 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static dev.hedgerow.function.gateway.GroupKit.PROVIDERS;
 import static dev.hedgerow.function.gateway.GroupKit.SEED;
@@ -411,8 +412,8 @@ class FailoverTest {
         }
 
         @Override
-        public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout) {
-            return later().chain(() -> inner.recordFailure(routeId, maxFails, failTimeout));
+        public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
+            return later().chain(() -> inner.recordFailure(routeId, maxFails, failTimeout, hold));
         }
 
         @Override
@@ -422,6 +423,56 @@ class FailoverTest {
 
         private Uni<Void> later() {
             return Uni.createFrom().voidItem().onItem().delayIt().by(delay);
+        }
+    }
+
+    /**
+     * A 429 with a wait is one route-health write, the failure carrying its hold: no instance (nor this one's next
+     * plan) can read the failure counted without the hold and send a request to the route the provider just asked to
+     * be left alone, as it could between two writes (on Redis two scripts, perhaps on two pooled connections).
+     */
+    @Test
+    void aRefusalWithAWaitIsOneHealthWriteCarryingItsHold() {
+        FakeTicker time = new FakeTicker();
+        HealthWrites store = new HealthWrites(new MemoryStateStore(time));
+        try (GatewayHarness held = GatewayHarness.start(vertx, yaml, sims, store, clockOn(time))) {
+            limitedOnce(held, Fault.rateLimited(3));
+            assertEquals(List.of("failure of acme/ra-openrouter held 3000 ms"), store.on("acme/ra-openrouter"));
+            assertEquals(3000, holdMs(held));
+            assertEquals(1, health(held.core().store(), "ra-openrouter").fails());
+        }
+    }
+
+    /** The store, listing the route-health writes sent to it, in order. */
+    static final class HealthWrites extends ForwardingStateStore {
+        private final List<String> writes = new CopyOnWriteArrayList<>();
+
+        HealthWrites(StateStore inner) {
+            super(inner);
+        }
+
+        @Override
+        public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
+            writes.add("failure of " + routeId + (hold.isZero() ? "" : " held " + hold.toMillis() + " ms"));
+            return inner.recordFailure(routeId, maxFails, failTimeout, hold);
+        }
+
+        @Override
+        public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
+            writes.add("success of " + routeId);
+            return inner.recordSuccess(routeId, maxFails, failTimeout);
+        }
+
+        @Override
+        public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
+            writes.add("hold of " + routeId + " " + wait.toMillis() + " ms");
+            return inner.holdRetryAfter(routeId, wait);
+        }
+
+        /** The writes about one route. */
+        List<String> on(String routeId) {
+            return writes.stream().filter(w -> w.contains(" of " + routeId + " ") || w.endsWith(" of " + routeId))
+                    .toList();
         }
     }
 
