@@ -271,11 +271,6 @@ public final class CachingStateStore extends ForwardingStateStore {
     }
 
     @Override
-    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-        return invalidating(routeId, inner.holdRetryAfter(routeId, wait));
-    }
-
-    @Override
     public Uni<Void> resetHealth(String routeId) {
         return invalidating(routeId, inner.resetHealth(routeId));
     }

@@ -73,11 +73,6 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-        return inner.holdRetryAfter(routeId, wait);
-    }
-
-    @Override
     public Uni<Long> cooldownRemainingMillis(String routeId) {
         return inner.cooldownRemainingMillis(routeId);
     }

@@ -115,10 +115,6 @@ public final class MemoryStateStore implements StateStore {
         Health withProbe(String owner, long until) {
             return new Health(fails, failsUntil, lastFailUntil, coolUntil, owner, until, holdUntil);
         }
-
-        Health withHold(long until) {
-            return new Health(fails, failsUntil, lastFailUntil, coolUntil, probeOwner, probeUntil, until);
-        }
     }
 
     /** Usage bucket contents (the Redis hash p, c, cost) and the instant the bucket dies at. Immutable. */
@@ -297,19 +293,6 @@ public final class MemoryStateStore implements StateStore {
         long now = ticker.nanos();
         long until = expiryIn(now, ttlMillis(ttl));
         stepHealthIfKnown(routeId, h -> h.probeHeldBy(owner, now) ? h.withProbe(owner, until) : null);
-        return done();
-    }
-
-    @Override
-    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-        long ms = wait == null ? 0 : wait.toMillis();
-        if (ms <= 0) {
-            return done();
-        }
-        long now = ticker.nanos();
-        long until = expiryIn(now, ms);
-        // A shorter Retry-After never shortens a longer hold already in place.
-        stepHealth(route(routeId), h -> h.holdUntil >= until ? null : h.withHold(until));
         return done();
     }
 

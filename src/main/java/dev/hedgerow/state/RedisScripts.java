@@ -78,14 +78,6 @@ final class RedisScripts {
             return 0
             """);
 
-    /** Retry-After hold that never shortens a longer one. KEYS: ra. ARGV: waitMs. */
-    static final LuaScript HOLD_RETRY_AFTER = LuaScript.of("holdRetryAfter", """
-            if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
-              redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-            end
-            return 1
-            """);
-
     /**
      * Named route blobs plus their index (a hash name -> blob key, so the snapshot reads blobs without scanning), in
      * one call; the index lives as long as its longest blob. KEYS: index, blob1 .. blobN (one slot: all carry the

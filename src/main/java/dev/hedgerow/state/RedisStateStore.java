@@ -240,16 +240,6 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-        long ms = wait == null ? 0 : wait.toMillis();
-        if (ms <= 0) {
-            return Uni.createFrom().voidItem();
-        }
-        return eval(RedisScripts.HOLD_RETRY_AFTER, List.of(StateKeys.retryAfter(routeId)), Long.toString(ms))
-                .replaceWithVoid();
-    }
-
-    @Override
     public Uni<Long> cooldownRemainingMillis(String routeId) {
         return send(Request.cmd(Command.PTTL).arg(StateKeys.cool(routeId))).map(r -> Math.max(0, r.toLong()));
     }

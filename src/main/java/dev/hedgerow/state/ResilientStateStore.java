@@ -361,12 +361,6 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-        return call(() -> shared.holdRetryAfter(routeId, wait),
-                () -> localHealthWrite(routeId, local.holdRetryAfter(routeId, wait)));
-    }
-
-    @Override
     public Uni<Long> cooldownRemainingMillis(String routeId) {
         return call(() -> shared.cooldownRemainingMillis(routeId), () -> local.cooldownRemainingMillis(routeId));
     }

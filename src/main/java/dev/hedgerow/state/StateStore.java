@@ -95,9 +95,6 @@ public interface StateStore {
      */
     Uni<Void> renewProbe(String routeId, String owner, Duration ttl);
 
-    /** Holds the route out of rotation for {@code wait} (an upstream 429's Retry-After). */
-    Uni<Void> holdRetryAfter(String routeId, Duration wait);
-
     /** Milliseconds until the route's cooldown ends (0 when it is not cooling down). */
     Uni<Long> cooldownRemainingMillis(String routeId);
 

@@ -41,11 +41,6 @@ class ResilientLocalHealthTest {
         }
 
         @Override
-        public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-            return or(super.holdRetryAfter(routeId, wait));
-        }
-
-        @Override
         public Uni<Long> cooldownRemainingMillis(String routeId) {
             return or(super.cooldownRemainingMillis(routeId));
         }
@@ -94,21 +89,12 @@ class ResilientLocalHealthTest {
         assertEquals(0L, localSnapshot("acme/alpha").fails(), "its failure count is gone too");
     }
 
+    /**
+     * In an outage a failure with its provider's hold lands on the local store as on the shared one, count and hold
+     * together; both are dropped there once the shared store answers.
+     */
     @Test
-    void aRetryAfterHoldTakenLocallyIsDroppedOnceTheSharedStoreAnswers() {
-        shared.up = false;
-        await(store.holdRetryAfter("acme/alpha", Duration.ofMinutes(30)));
-        assertTrue(localSnapshot("acme/alpha").retryAfterMillis() > 0, "precondition: held in the outage");
-
-        shared.up = true;
-        await(store.cooldownRemainingMillis("acme/alpha"));
-
-        assertEquals(0L, localSnapshot("acme/alpha").retryAfterMillis());
-    }
-
-    /** In an outage a failure with its provider's hold lands on the local store as it would on the shared one: both. */
-    @Test
-    void aFailureWithAHoldInAnOutageIsCountedAndHeldLocally() {
+    void aFailureAndItsHoldTakenLocallyAreDroppedOnceTheSharedStoreAnswers() {
         shared.up = false;
         await(store.recordFailure("acme/alpha", 5, MINUTE, Duration.ofMinutes(30)));
         RouteSnapshot s = localSnapshot("acme/alpha");

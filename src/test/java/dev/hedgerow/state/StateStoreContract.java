@@ -282,8 +282,7 @@ abstract class StateStoreContract {
     @Test
     void resetHealthClearsBreakerProbeAndHold() {
         String r = id("route");
-        fail(r, 1, LONG);
-        await(store().holdRetryAfter(r, LONG));
+        await(store().recordFailure(r, 1, LONG, LONG));
         await(store().resetHealth(r));
         RouteSnapshot s = snap(r);
         assertFalse(s.coolingDown());
@@ -292,24 +291,6 @@ abstract class StateStoreContract {
     }
 
     // ---- retry-after ------------------------------------------------------------------------------------------
-
-    @Test
-    void retryAfterHoldReportsRemainingThenExpires() {
-        String r = id("route");
-        await(store().holdRetryAfter(r, SHORT));
-        long held = snap(r).retryAfterMillis();
-        assertTrue(held > 0 && held <= SHORT.toMillis(), "held " + held);
-        advance(PAST_SHORT);
-        assertEquals(0, snap(r).retryAfterMillis());
-    }
-
-    @Test
-    void shorterRetryAfterDoesNotShortenALongerHold() {
-        String r = id("route");
-        await(store().holdRetryAfter(r, LONG));
-        await(store().holdRetryAfter(r, SHORT));
-        assertTrue(snap(r).retryAfterMillis() > SHORT.toMillis());
-    }
 
     /** A capacity refusal's failure and its provider's wait are one write: both the count and the hold are there. */
     @Test

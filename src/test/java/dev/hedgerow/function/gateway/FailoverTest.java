@@ -402,7 +402,7 @@ class FailoverTest {
                 new SlowHealthWrites(new MemoryStateStore(time), Duration.ofMillis(300)), clockOn(time));
     }
 
-    /** The store taking {@code delay} over each route-health write (a failure count, a provider's hold). */
+    /** The store taking {@code delay} over each route-health write (a failure count with its provider's hold). */
     static final class SlowHealthWrites extends ForwardingStateStore {
         private final Duration delay;
 
@@ -414,11 +414,6 @@ class FailoverTest {
         @Override
         public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
             return later().chain(() -> inner.recordFailure(routeId, maxFails, failTimeout, hold));
-        }
-
-        @Override
-        public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-            return later().chain(() -> inner.holdRetryAfter(routeId, wait));
         }
 
         private Uni<Void> later() {
@@ -461,12 +456,6 @@ class FailoverTest {
         public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
             writes.add("success of " + routeId);
             return inner.recordSuccess(routeId, maxFails, failTimeout);
-        }
-
-        @Override
-        public Uni<Void> holdRetryAfter(String routeId, Duration wait) {
-            writes.add("hold of " + routeId + " " + wait.toMillis() + " ms");
-            return inner.holdRetryAfter(routeId, wait);
         }
 
         /** The writes about one route. */
