@@ -12,6 +12,7 @@ import java.time.Instant;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
@@ -124,6 +125,15 @@ public final class UpstreamReplies {
      */
     static long holdMillis(int status, long retryAfterMillis) {
         return status == 429 || status == 503 || status == 529 ? retryAfterMillis : 0;
+    }
+
+    /**
+     * The hold a provider's answer puts on its route, from its status and head ({@code headers}' names lower-cased):
+     * {@link #holdMillis(int, long)} of the wait {@link #retryAfterMillis} reads there. The prober's rule as the
+     * dispatcher's.
+     */
+    public static long holdMillis(int status, Map<String, String> headers, Instant now) {
+        return holdMillis(status, retryAfterMillis(headers.get("retry-after-ms"), headers.get("retry-after"), now));
     }
 
     /** The longest wait a provider's retry headers are honoured for: a longer one (a later date) counts as this. */

@@ -20,6 +20,7 @@ import io.smallrye.mutiny.Uni;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.time.Duration;
+import java.time.InstantSource;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
@@ -33,6 +34,7 @@ final class ProbeCall implements UpstreamHandler {
     private static final int MAX_BODY = 256 * 1024;
 
     private final Ticker ticker;
+    private final InstantSource clock;
     private final boolean stream;
     private final Consumer<ProbeOutcome> done;
     private final AtomicBoolean finished = new AtomicBoolean();
@@ -43,6 +45,8 @@ final class ProbeCall implements UpstreamHandler {
     private volatile UpstreamClient.Exchange exchange;
     private volatile Cancellable timer = Cancellable.NONE;
     private int status;
+    /** The wait the answer's head asked for, as it holds a route ({@link UpstreamReplies#holdMillis}); 0 for none. */
+    private volatile long holdMillis;
     /** The first token, as the gateway counts it: the first content, reasoning or tool call delta, or the finish. */
     private long firstNanos = -1;
     private long lastNanos = -1;
@@ -60,8 +64,9 @@ final class ProbeCall implements UpstreamHandler {
     /** A {@code finish_reason} arrived: the answer is whole, whether or not the stream is closed after it. */
     private boolean finishSeen;
 
-    private ProbeCall(Ticker ticker, boolean stream, Consumer<ProbeOutcome> done) {
+    private ProbeCall(Ticker ticker, InstantSource clock, boolean stream, Consumer<ProbeOutcome> done) {
         this.ticker = ticker;
+        this.clock = clock;
         this.stream = stream;
         this.done = done;
         this.start = ticker.nanos();
@@ -81,12 +86,15 @@ final class ProbeCall implements UpstreamHandler {
         }, MAX_BODY);
     }
 
-    /** Sends {@code body} (a chat completion request naming the route's model) to the provider. */
-    static Uni<ProbeOutcome> send(UpstreamClient upstream, Scheduler scheduler, Ticker ticker, Provider provider,
-                                  ObjectNode body, Duration timeout) {
+    /**
+     * Sends {@code body} (a chat completion request naming the route's model) to the provider; {@code clock} is what
+     * a Retry-After date is read against.
+     */
+    static Uni<ProbeOutcome> send(UpstreamClient upstream, Scheduler scheduler, Ticker ticker, InstantSource clock,
+                                  Provider provider, ObjectNode body, Duration timeout) {
         boolean stream = body.path("stream").asBoolean(false);
         return Uni.createFrom().emitter(em -> {
-            ProbeCall call = new ProbeCall(ticker, stream, em::complete);
+            ProbeCall call = new ProbeCall(ticker, clock, stream, em::complete);
             Duration connect = timeout.compareTo(Duration.ofSeconds(5)) < 0 ? timeout : Duration.ofSeconds(5);
             call.timer = scheduler.schedule(timeout, () -> call.timedOut(timeout));
             call.exchange = upstream.send(UpstreamRequest.post(provider.baseUrl(), "/chat/completions",
@@ -115,7 +123,7 @@ final class ProbeCall implements UpstreamHandler {
      */
     private synchronized void timedOut(Duration timeout) {
         if (status != 200 || !stream) {
-            finish(new ProbeOutcome.Failed(0, "no answer within " + timeout.toMillis() + " ms"));
+            finish(failed(0, "no answer within " + timeout.toMillis() + " ms", null));
         } else if (firstNanos < 0) {
             finish(new ProbeOutcome.Slow(timeout.toMillis()));
         } else if (finishSeen) {
@@ -136,6 +144,7 @@ final class ProbeCall implements UpstreamHandler {
     @Override
     public synchronized void onHead(int status, Map<String, String> headers) {
         this.status = status;
+        holdMillis = UpstreamReplies.holdMillis(status, headers, clock.instant());
     }
 
     @Override
@@ -145,7 +154,7 @@ final class ProbeCall implements UpstreamHandler {
         }
         if (status != 200 || !stream) {
             if (raw.size() + bytes.length > MAX_BODY) {
-                finish(new ProbeOutcome.Failed(status, "response larger than " + MAX_BODY + " bytes"));
+                finish(failed(status, "response larger than " + MAX_BODY + " bytes", null));
                 return;
             }
             raw.writeBytes(bytes);
@@ -154,7 +163,7 @@ final class ProbeCall implements UpstreamHandler {
         try {
             decoder.feed(bytes);
         } catch (SseDecoder.OversizeException e) {
-            finish(new ProbeOutcome.Failed(status, "oversized event"));
+            finish(failed(status, "oversized event", null));
         }
     }
 
@@ -172,7 +181,7 @@ final class ProbeCall implements UpstreamHandler {
             lastLifeNanos = ticker.nanos();
         }
         if (n.has("error")) {
-            finish(new ProbeOutcome.Failed(status, "error event in the stream"));
+            finish(failed(status, "error event in the stream", null));
             return;
         }
         if (n.hasNonNull("model")) {
@@ -223,7 +232,7 @@ final class ProbeCall implements UpstreamHandler {
     public synchronized void onEnd() {
         long now = ticker.nanos();
         if (status != 200) {
-            finish(new ProbeOutcome.Failed(status, "http " + status, refusedField(raw.toByteArray())));
+            finish(failed(status, "http " + status, refusedField(raw.toByteArray())));
             return;
         }
         if (!stream) {
@@ -231,12 +240,12 @@ final class ProbeCall implements UpstreamHandler {
             try {
                 n = Json.parse(raw.toByteArray());
             } catch (IOException e) {
-                finish(new ProbeOutcome.Failed(status, "malformed JSON answer"));
+                finish(failed(status, "malformed JSON answer", null));
                 return;
             }
             String text = n.path("choices").path(0).path("message").path("content").asText("");
             if (text.isEmpty()) {
-                finish(new ProbeOutcome.Failed(status, "empty answer"));
+                finish(failed(status, "empty answer", null));
                 return;
             }
             int tokens = n.path("usage").path("completion_tokens").asInt(0);
@@ -246,7 +255,7 @@ final class ProbeCall implements UpstreamHandler {
             return;
         }
         if (firstNanos < 0) {
-            finish(new ProbeOutcome.Failed(status, "stream ended with no content"));
+            finish(failed(status, "stream ended with no content", null));
             return;
         }
         finish(streamAnswer(now));
@@ -285,7 +294,12 @@ final class ProbeCall implements UpstreamHandler {
 
     @Override
     public void onError(TransportFailure failure) {
-        finish(new ProbeOutcome.Failed(0, "transport: " + failure.kind().name().toLowerCase(java.util.Locale.ROOT)));
+        finish(failed(0, "transport: " + failure.kind().name().toLowerCase(java.util.Locale.ROOT), null));
+    }
+
+    /** A failure, with the hold its head's status and retry headers asked for (0 before a head, or for none). */
+    private ProbeOutcome.Failed failed(int status, String reason, String refused) {
+        return new ProbeOutcome.Failed(status, reason, refused, holdMillis);
     }
 
     private static long ms(long nanos) {

@@ -26,12 +26,14 @@ public sealed interface ProbeOutcome {
      * The route failed: a status other than 200 (0 for transport failures and timeouts), and why, in a few words
      * (never a secret: provider error bodies are not copied).
      *
-     * @param refused the request field an error answer says it refuses (its {@code error.param}, else
-     *                {@code max_tokens} or {@code temperature} when its message names one), or null
+     * @param refused    the request field an error answer says it refuses (its {@code error.param}, else
+     *                   {@code max_tokens} or {@code temperature} when its message names one), or null
+     * @param holdMillis the wait a capacity refusal (429, 503, 529) asked for in its retry headers, which holds the
+     *                   route as a live attempt's does; 0 for none
      */
-    record Failed(int status, String reason, String refused) implements ProbeOutcome {
+    record Failed(int status, String reason, String refused, long holdMillis) implements ProbeOutcome {
         Failed(int status, String reason) {
-            this(status, reason, null);
+            this(status, reason, null, 0);
         }
     }
 

@@ -22,6 +22,7 @@ import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 
 import java.time.Duration;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -66,10 +67,14 @@ public final class Prober {
      */
     public static final String STARTED = "prober-round-started";
 
-    /** The ports and state a prober works with. */
+    /**
+     * The ports and state a prober works with; {@code clock} is the wall clock a provider's Retry-After date is read
+     * against (the gateway's).
+     */
     public record Deps(StateStore store, Supplier<Catalog> catalog, LearnedModels models,
                        UpstreamClient upstream, MetricsSource metrics, Scheduler scheduler, Ticker ticker,
-                       ToIntFunction<com.fasterxml.jackson.databind.JsonNode> countPrompt, String instanceId) {
+                       InstantSource clock, ToIntFunction<com.fasterxml.jackson.databind.JsonNode> countPrompt,
+                       String instanceId) {
     }
 
     private final Deps deps;
@@ -198,6 +203,12 @@ public final class Prober {
         if (s.coolingDown()) {
             return Uni.createFrom().item(result(t, "skipped", "cooling down", null, null));
         }
+        if (s.retryAfterMillis() > 0) {
+            // its provider asked to be left alone for this long (a capacity refusal's wait): a probe would be one
+            // more refused request, and its failure would count against the route for the provider's own advice
+            return Uni.createFrom().item(result(t, "skipped", "retry-after hold (" + s.retryAfterMillis()
+                    + " ms left)", null, null));
+        }
         boolean halfOpen = s.fails() >= breaker.threshold();
         if (!halfOpen) {
             return probe(t, s, breaker, false, () -> { });
@@ -262,12 +273,15 @@ public final class Prober {
             }
             if (outcome instanceof ProbeOutcome.Failed f) {
                 // a breaker failure (by the live rule: transport, 401, 429, 5xx, a listed 403/404, an unusable 200),
-                // and the same latency penalty on Kong's peak EWMAs as a live one
+                // and the same latency penalty on Kong's peak EWMAs as a live one; a capacity refusal's wait holds
+                // the route as a live one's does, written with the failure in one step
                 deps.models().learnFailure(s, t.org.group(t.route.alias()).timeouts());
                 verdictSent.run();
-                return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout())
+                return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout(),
+                                Duration.ofMillis(f.holdMillis()))
                         .onFailure().recoverWithNull()
-                        .replaceWith(result(t, action, "failed: " + f.reason(), null, null));
+                        .replaceWith(result(t, action, "failed: " + f.reason() + (f.holdMillis() > 0
+                                ? ", held " + f.holdMillis() + " ms by its retry headers" : ""), null, null));
             }
             ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
             learn(t, s, promptTokens, a);
@@ -436,7 +450,7 @@ public final class Prober {
      * refusal it can. {@code remembered}: the body is (or grew from) the route's remembered variant.
      */
     private Uni<ProbeOutcome> send(Target t, ObjectNode body, List<String> refused, boolean remembered) {
-        return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), t.provider, body,
+        return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), deps.clock(), t.provider, body,
                 config.probeTimeout()).flatMap(outcome -> {
             if (outcome instanceof ProbeOutcome.Failed f && (f.status() == 400 || f.status() == 422)) {
                 ObjectNode adapted = adapted(body, f.refused());

@@ -105,7 +105,7 @@ class ProberTest {
     Prober prober(ProberConfig config) {
         Hedgerow core = gw.core();
         return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(),
+                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(),
                 core.tokens()::countRequest, "test"), config);
     }
 
@@ -263,6 +263,47 @@ class ProberTest {
         assertFalse(snapshot("chat-alpha").probeTaken(), "the probe slot is released");
     }
 
+    /**
+     * A probe refused for capacity with a wait (a 429's Retry-After) holds the route for that wait, as a live
+     * request's refusal does, in the same store write as its failure: the gateway passes the route over until then
+     * (it was counted as a failure and nothing held it).
+     */
+    @Test
+    void aProbeRefusedWithAWaitHoldsTheRouteForIt() {
+        sims.get("alpha").enqueue("alpha-model", Fault.rateLimited(3));
+
+        RoundReport r = round();
+
+        assertEquals("failed: http 429, held 3000 ms by its retry headers", result(r, "chat-alpha").outcome());
+        RouteSnapshot s = snapshot("chat-alpha");
+        assertEquals(1, s.fails());
+        assertEquals(3000, s.retryAfterMillis());
+    }
+
+    /**
+     * A route its provider asked to be left alone is not probed until the wait ends, even once its breaker's
+     * cooldown is over: here a minute's 429 met by the prober itself, with a 30 s cooldown. Probed at 31 s, it was one
+     * more refused request and another failure counted for the provider's own advice.
+     */
+    @Test
+    void aRouteHeldByItsProviderIsNotProbedUntilTheHoldEnds() {
+        sims.get("alpha").enqueue("alpha-model", Fault.rateLimited(60));
+        round();
+        sims.get("alpha").resetStats();
+
+        ticker.advance(Duration.ofSeconds(31));
+        RoundReport held = round();
+        assertEquals("skipped", result(held, "chat-alpha").action());
+        assertEquals("retry-after hold (29000 ms left)", result(held, "chat-alpha").outcome());
+        assertEquals(0, sims.get("alpha").stats("alpha-model").received());
+
+        ticker.advance(Duration.ofSeconds(29));
+        RoundReport r = round();
+        assertEquals("half_open_probe", result(r, "chat-alpha").action());
+        assertEquals("ok", result(r, "chat-alpha").outcome());
+        assertEquals(0, snapshot("chat-alpha").fails());
+    }
+
     @Test
     void aHalfOpenProbeCutShortByACancelledRoundGivesTheSlotBack() {
         gw.core().store().recordFailure("acme/chat-alpha", 1, Duration.ofSeconds(30)).await().indefinitely();
@@ -292,7 +333,7 @@ class ProberTest {
         Hedgerow core = gw.core();
         // a bug between taking the slot and sending the probe (here: in counting the probe's prompt)
         Prober buggy = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), body -> {
+                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(), body -> {
                     throw new IllegalStateException("tokenizer bug");
                 }, "test"), ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5)));
 
@@ -495,7 +536,7 @@ class ProberTest {
     Prober prober(ProberConfig config, java.util.concurrent.atomic.AtomicReference<dev.hedgerow.catalog.Catalog> catalog) {
         Hedgerow core = gw.core();
         return new Prober(new Prober.Deps(core.store(), catalog::get, core.models(), core.upstream(), metrics,
-                new VertxScheduler(vertx), Ticker.system(), core.tokens()::countRequest, "test"), config);
+                new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countRequest, "test"), config);
     }
 
     /**
