@@ -43,8 +43,8 @@ import java.util.function.ToIntFunction;
  *       speed feed the same learned models (and so the same SLO status) as live traffic;</li>
  *   <li>for a route out of cooldown but still at its failure limit, the fleet's single half-open probe
  *       ({@link StateStore#tryAcquireProbe}), whose outcome closes or re-opens the breaker (a probe that ends with
- *       no outcome, by an exception or a cancelled round, gives the slot back); routes cooling down are left
- *       alone;</li>
+ *       no outcome, by an exception or a cancelled round, gives the slot back); routes cooling down, or held by
+ *       their provider's wait (a capacity refusal's Retry-After, written with its failure), are left alone;</li>
  *   <li>a known-answer check ({@code "Reply with exactly: <nonce>"}) and the model the response claims, written as
  *       the route's {@code verification} blob ({@code pass} / {@code fail:<why>}); the router excludes a failing
  *       route until a later round passes it. A pass holds for {@link ProberConfig#verifyEvery()}: each check is a
