@@ -45,7 +45,7 @@ final class Exchange {
     private record Repeat(double at, long everyMs, java.util.function.Supplier<Buffer> next) implements Step {
     }
 
-    private static final String HTML_PAGE = "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head>"
+    static final String HTML_PAGE = "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head>"
             + "<body><h1>502 Bad Gateway</h1><p>The upstream server is temporarily unavailable.</p></body></html>";
 
     private record Reset(double at) implements Step {
@@ -193,7 +193,7 @@ final class Exchange {
     }
 
     /** Closes the connection with SO_LINGER 0 so the peer sees a TCP RST, not a clean FIN. */
-    private static void reset(HttpConnection conn) {
+    static void reset(HttpConnection conn) {
         if (conn instanceof ConnectionBase base) {
             base.channel().config().setOption(ChannelOption.SO_LINGER, 0);
             base.channel().close();

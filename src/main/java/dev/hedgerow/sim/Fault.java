@@ -18,7 +18,8 @@ import java.util.Map;
  * <p>Token counts ({@code afterTokens}) count content deltas: text tokens, or argument pieces of a tool call;
  * reasoning deltas are not counted. Mid-stream faults sent to a non-streaming request act on the whole answer:
  * drops and early EOFs reset the connection, a stall delays the answer, a malformed frame makes the body
- * malformed JSON, an error event becomes a 500. Immutable.
+ * malformed JSON, an error event becomes a 500. An embeddings request ({@code /v1/embeddings}) takes them the same
+ * way, as a whole answer; faults that only shape a stream leave its answer as usual. Immutable.
  */
 @JsonTypeInfo(use = JsonTypeInfo.Id.NAME, property = "kind")
 @JsonSubTypes({

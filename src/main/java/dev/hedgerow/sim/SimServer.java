@@ -329,6 +329,11 @@ public final class SimServer implements AutoCloseable {
         error(req, 400, message, "invalid_request_error", code);
     }
 
+    /**
+     * OpenAI's embeddings: a vector per input ({@link SimEmbeddings}), as floats or, with {@code encoding_format:
+     * base64}, as base64 of little-endian float32 values; usage unless the script's usage mode is {@code none}.
+     * Faults apply as to a whole chat answer ({@link #answerEmbeddings}).
+     */
     private void embeddings(HttpServerRequest req, Buffer raw) {
         JsonNode body = json(req, raw);
         if (body == null || !authorized(req)) {
@@ -342,29 +347,116 @@ public final class SimServer implements AutoCloseable {
         }
         ms.received(new SimStats.RecordedRequest(req.path(), raw.toString(StandardCharsets.UTF_8),
                 req.getHeader("Authorization")));
+        // a string, an array of strings, one array of token ids, or an array of them (each embedded as its text)
         List<String> inputs = new ArrayList<>();
+        List<Integer> counts = new ArrayList<>();
         JsonNode in = body.path("input");
-        if (in.isArray()) {
-            in.forEach(n -> inputs.add(n.asText()));
+        if (in.isArray() && !in.isEmpty() && in.get(0).isNumber()) {
+            inputs.add(in.toString());
+            counts.add(in.size());
+        } else if (in.isArray()) {
+            in.forEach(n -> {
+                inputs.add(n.isArray() ? n.toString() : n.asText());
+                counts.add(n.isArray() ? n.size() : TokenCounter.shared().countText(n.asText()));
+            });
         } else {
             inputs.add(in.asText(""));
+            counts.add(TokenCounter.shared().countText(in.asText("")));
         }
         int dim = body.path("dimensions").asInt(SimEmbeddings.DIMENSION);
+        boolean base64 = body.path("encoding_format").asText("float").equals("base64");
         ObjectNode out = SimJson.MAPPER.createObjectNode().put("object", "list");
         ArrayNode data = out.putArray("data");
         int tokens = 0;
         for (int i = 0; i < inputs.size(); i++) {
             ObjectNode e = data.addObject().put("object", "embedding").put("index", i);
-            ArrayNode vec = e.putArray("embedding");
-            for (float f : SimEmbeddings.embed(inputs.get(i), Math.max(1, dim))) {
-                vec.add(f);
+            float[] v = SimEmbeddings.embed(inputs.get(i), Math.max(1, dim));
+            if (base64) {
+                // OpenAI's base64 form: the vector's float32 values, little-endian
+                java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate(4 * v.length)
+                        .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                for (float f : v) {
+                    buf.putFloat(f);
+                }
+                e.put("embedding", java.util.Base64.getEncoder().encodeToString(buf.array()));
+            } else {
+                ArrayNode vec = e.putArray("embedding");
+                for (float f : v) {
+                    vec.add(f);
+                }
             }
-            tokens += TokenCounter.shared().countText(inputs.get(i));
+            tokens += counts.get(i);
         }
         out.put("model", name);
-        out.putObject("usage").put("prompt_tokens", tokens).put("total_tokens", tokens);
-        ms.ended(Exchange.End.COMPLETED);
-        json(req, 200, out.toString());
+        if (ms.script().capabilities().usage() != ModelScript.UsageMode.NONE) {
+            out.putObject("usage").put("prompt_tokens", tokens).put("total_tokens", tokens);
+        }
+        answerEmbeddings(req, ms, ms.drawFault(), out.toString());
+    }
+
+    /**
+     * Answers an embeddings request, or plays its fault (a queued one-shot or one the script rolled) as a whole answer
+     * would: an error status (with its Retry-After and headers, after its delay), a reset before the head (also for
+     * a drop or an early EOF), no answer at all (also a stall forever or a hung generation), the answer after a
+     * stall's delay, malformed JSON, a 500 for an error event, a proxy's HTML page. Faults that shape a stream only
+     * (no [DONE], a giant line, an endless or dripping body, an empty stream) answer as usual.
+     */
+    private void answerEmbeddings(HttpServerRequest req, ModelState ms, Fault fault, String answer) {
+        if (fault == null) {
+            ms.ended(Exchange.End.COMPLETED);
+            json(req, 200, answer);
+        } else if (fault instanceof Fault.HttpError e) {
+            later(req, e.delayMs(), () -> {
+                if (e.retryAfterSeconds() != null) {
+                    req.response().putHeader("Retry-After", String.valueOf(e.retryAfterSeconds()));
+                }
+                e.headers().forEach(req.response()::putHeader);
+                ms.ended(Exchange.End.COMPLETED);
+                json(req, e.status(), SimJson.errorEnvelope(e.message(), e.type(), e.code()));
+            });
+        } else if (fault instanceof Fault.ResetBeforeHeaders || fault instanceof Fault.Drop
+                || fault instanceof Fault.EofBeforeFinish || fault instanceof Fault.DropDuringReasoning) {
+            ms.ended(Exchange.End.DROPPED);
+            Exchange.reset(req.connection());
+        } else if (fault instanceof Fault.NoResponse || fault instanceof Fault.StallKeptAlive
+                || fault instanceof Fault.Stall st && st.ms() < 0) {
+            // never answered: the caller hangs up (counted as cancelled then)
+            req.connection().closeHandler(v -> ms.ended(Exchange.End.CANCELLED));
+        } else if (fault instanceof Fault.Stall st) {
+            later(req, st.ms(), () -> answerEmbeddings(req, ms, null, answer));
+        } else if (fault instanceof Fault.MalformedFrame) {
+            ms.ended(Exchange.End.COMPLETED);
+            json(req, 200, answer.substring(0, answer.length() / 2));
+        } else if (fault instanceof Fault.ErrorEvent e) {
+            ms.ended(Exchange.End.COMPLETED);
+            json(req, 500, SimJson.errorEnvelope(e.message() == null ? "Simulated upstream error" : e.message(),
+                    "server_error", e.code() == null ? "upstream_error" : e.code()));
+        } else if (fault instanceof Fault.Html200 h) {
+            later(req, h.delayMs(), () -> {
+                ms.ended(Exchange.End.COMPLETED);
+                req.response().setStatusCode(200).putHeader("Content-Type", "text/html; charset=utf-8")
+                        .end(Exchange.HTML_PAGE);
+            });
+        } else if (fault instanceof Fault.HtmlError h) {
+            ms.ended(Exchange.End.COMPLETED);
+            req.response().setStatusCode(h.status()).putHeader("Content-Type", "text/html; charset=utf-8")
+                    .end(Exchange.HTML_PAGE);
+        } else {
+            answerEmbeddings(req, ms, null, answer);
+        }
+    }
+
+    /** Runs {@code action} after {@code delayMs} (at once for 0), unless the caller has hung up by then. */
+    private void later(HttpServerRequest req, long delayMs, Runnable action) {
+        if (delayMs <= 0) {
+            action.run();
+            return;
+        }
+        vertx.setTimer(delayMs, t -> {
+            if (!req.response().closed()) {
+                action.run();
+            }
+        });
     }
 
     private void listModels(HttpServerRequest req) {

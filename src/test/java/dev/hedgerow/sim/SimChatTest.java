@@ -272,4 +272,25 @@ class SimChatTest extends SimFixture {
         assertTrue(related > unrelated + 0.3, related + " vs " + unrelated);
         assertEquals(1.0, SimEmbeddings.cosine(v[0], v[0]), 1e-5);
     }
+
+    @Test
+    void embeddingsInBase64AreLittleEndianFloat32AndTokenIdsAreOneInputPerArray() {
+        JsonNode b64 = SimHttp.tree(http.post("/v1/embeddings",
+                "{\"model\":\"m1\",\"input\":\"fox\",\"encoding_format\":\"base64\",\"dimensions\":4}").body());
+        byte[] raw = java.util.Base64.getDecoder().decode(b64.path("data").path(0).path("embedding").asText());
+        java.nio.FloatBuffer floats = java.nio.ByteBuffer.wrap(raw).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                .asFloatBuffer();
+        float[] expected = SimEmbeddings.embed("fox", 4);
+        assertEquals(4, floats.remaining());
+        for (float f : expected) {
+            assertEquals(f, floats.get());
+        }
+        JsonNode one = SimHttp.tree(http.post("/v1/embeddings", "{\"model\":\"m1\",\"input\":[5,6,7]}").body());
+        assertEquals(1, one.path("data").size());
+        assertEquals(3, one.path("usage").path("prompt_tokens").asInt());
+        JsonNode two = SimHttp.tree(http.post("/v1/embeddings", "{\"model\":\"m1\",\"input\":[[5,6],[7]]}")
+                .body());
+        assertEquals(2, two.path("data").size());
+        assertEquals(3, two.path("usage").path("prompt_tokens").asInt());
+    }
 }

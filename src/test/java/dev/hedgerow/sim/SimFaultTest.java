@@ -427,4 +427,66 @@ class SimFaultTest extends SimFixture {
         }
         throw new AssertionError("expected an I/O error");
     }
+
+    // ---- embeddings: the same one-shot faults, played as on a whole answer ----
+
+    private SimHttp.Raw embeddings(Duration timeout) {
+        return http.raw("/embeddings", "{\"model\":\"m\",\"input\":[\"a\",\"b\"]}", timeout);
+    }
+
+    @Test
+    void anEmbeddingsRequestGetsAnErrorStatusWithItsRetryAfter() {
+        sim.enqueue("m", Fault.rateLimited(7), Fault.status(500));
+        SimHttp.Raw limited = embeddings(Duration.ofSeconds(10));
+        assertEquals(429, limited.status());
+        assertEquals("7", limited.headers().firstValue("retry-after").orElseThrow());
+        assertEquals("rate_limit_exceeded", SimHttp.tree(limited.text()).path("error").path("code").asText());
+        assertEquals(500, embeddings(Duration.ofSeconds(10)).status());
+        SimHttp.Raw served = embeddings(Duration.ofSeconds(10));
+        assertEquals(200, served.status());
+        assertEquals(2, SimHttp.tree(served.text()).path("data").size());
+    }
+
+    @Test
+    void anEmbeddingsRequestIsResetBeforeTheHead() {
+        sim.enqueue("m", Fault.reset());
+        SimHttp.Raw r = embeddings(Duration.ofSeconds(10));
+        assertEquals(-1, r.status());
+        assertNotNull(r.error());
+        eventually(() -> sim.stats("m").dropped() == 1, "dropped");
+    }
+
+    @Test
+    void anEmbeddingsRequestWithNoResponseIsNeverAnswered() {
+        sim.enqueue("m", Fault.noResponse());
+        SimHttp.Raw r = embeddings(Duration.ofMillis(300));
+        assertEquals(-1, r.status());
+        assertTrue(r.error() instanceof java.net.http.HttpTimeoutException, String.valueOf(r.error()));
+        eventually(() -> sim.stats("m").cancelled() == 1, "cancelled");
+    }
+
+    @Test
+    void anEmbeddingsRequestStalledIsAnsweredAfterTheDelay() {
+        sim.enqueue("m", Fault.stall(0, 200));
+        SimHttp.Raw r = embeddings(Duration.ofSeconds(10));
+        assertEquals(200, r.status());
+        assertTrue(r.elapsedMs() >= 200, "elapsed " + r.elapsedMs());
+    }
+
+    @Test
+    void anEmbeddingsRequestMayGetMalformedJsonBehindA200() {
+        sim.enqueue("m", new Fault.MalformedFrame(0));
+        SimHttp.Raw r = embeddings(Duration.ofSeconds(10));
+        assertEquals(200, r.status());
+        assertThrowsOnParse(r.text());
+    }
+
+    private static void assertThrowsOnParse(String text) {
+        try {
+            SimHttp.JSON.readTree(text);
+        } catch (java.io.IOException e) {
+            return;
+        }
+        throw new AssertionError("parsed: " + text);
+    }
 }

@@ -118,8 +118,13 @@ final class SimHttp {
 
     /** Posts a chat request and reads the body byte by byte until EOF, an error, or the timeout. */
     Raw stream(String body, Duration timeout) {
+        return raw("/chat/completions", body, timeout);
+    }
+
+    /** Posts {@code body} to the path under {@code /v1} and reads the body byte by byte (see {@link #stream}). */
+    Raw raw(String path, String body, Duration timeout) {
         long t0 = System.nanoTime();
-        HttpRequest req = HttpRequest.newBuilder(URI.create(sim.baseUrl() + "/chat/completions")).timeout(timeout)
+        HttpRequest req = HttpRequest.newBuilder(URI.create(sim.baseUrl() + path)).timeout(timeout)
                 .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build();
         HttpResponse<InputStream> resp;
         try {
