@@ -46,6 +46,15 @@ public record ApiError(int status, String type, String code, String message, Str
                 + "' is an embeddings model and is not supported in the v1/chat/completions endpoint.", "model", null);
     }
 
+    /**
+     * The alias names chat models, which answer no embeddings requests (the mirror of {@link #notAChatModel}, with
+     * its status).
+     */
+    public static ApiError notAnEmbeddingsModel(String alias) {
+        return new ApiError(404, "invalid_request_error", "not_an_embeddings_model", "The model '" + alias
+                + "' is a chat model and is not supported in the v1/embeddings endpoint.", "model", null);
+    }
+
     public static ApiError notFound(String message) {
         return new ApiError(404, "invalid_request_error", "not_found", message, null, null);
     }

@@ -4,8 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import java.util.Iterator;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.function.UnaryOperator;
@@ -15,7 +13,7 @@ import java.util.function.UnaryOperator;
  * state); {@link #upstreamBody(String)} makes each attempt's own copy with Hedgerow-only fields stripped.
  * Unknown fields pass through untouched. Immutable after construction (the body is never mutated).
  */
-public final class ChatRequest {
+public final class ChatRequest implements ApiRequest {
     /** Fields that belong to Hedgerow and never reach a provider. */
     public static final Set<String> HEDGEROW_FIELDS = Set.of("provider", "hedgerow");
 
@@ -34,16 +32,7 @@ public final class ChatRequest {
 
     private ChatRequest(ObjectNode body, String modelOverride, UnaryOperator<String> alias) {
         this.body = body;
-        JsonNode m = body.get("model");
-        if (modelOverride != null) {
-            this.model = alias.apply(modelOverride);
-        } else if (m == null || m.isNull()) {
-            throw new RequestException(ApiError.invalidRequest("'model' is required.", "model"));
-        } else if (!m.isTextual() || m.asText().isBlank()) {
-            throw new RequestException(ApiError.invalidRequest("'model' must be a non-empty string.", "model"));
-        } else {
-            this.model = alias.apply(m.asText());
-        }
+        this.model = RequestParameters.model(body, modelOverride, alias);
         try {
             JsonNode s = body.get("stream");
             if (s != null && !s.isNull() && !s.isBoolean()) {
@@ -75,12 +64,7 @@ public final class ChatRequest {
      * name (the override, else the body's {@code model}) stands for (an org's routing rules' other names).
      */
     public static ChatRequest parse(byte[] bytes, String modelOverride, UnaryOperator<String> alias) {
-        JsonNode node = RequestJson.parse(bytes);
-        if (!node.isObject()) {
-            throw new RequestException(ApiError.invalidRequest("invalid_json",
-                    "The request body must be a JSON object.", null));
-        }
-        return new ChatRequest((ObjectNode) node, modelOverride, alias);
+        return new ChatRequest(RequestJson.object(bytes), modelOverride, alias);
     }
 
     private static void validateMessages(JsonNode messages) {
@@ -122,23 +106,33 @@ public final class ChatRequest {
         return found;
     }
 
+    @Override
     public String model() {
         return model;
     }
 
+    @Override
+    public String upstreamPath() {
+        return "/chat/completions";
+    }
+
+    @Override
     public boolean stream() {
         return stream;
     }
 
+    @Override
     public boolean includeUsage() {
         return includeUsage;
     }
 
+    @Override
     public ProviderPrefs prefs() {
         return prefs;
     }
 
     /** The requested completion limit, or null when the request sets none. */
+    @Override
     public Integer maxTokens() {
         return maxTokens;
     }
@@ -234,13 +228,7 @@ public final class ChatRequest {
 
     /** Known parameters this request carries. */
     public Set<String> parametersPresent() {
-        Set<String> out = new LinkedHashSet<>();
-        for (String p : KNOWN_PARAMETERS) {
-            if (body.hasNonNull(p)) {
-                out.add(p);
-            }
-        }
-        return out;
+        return RequestParameters.present(body, KNOWN_PARAMETERS);
     }
 
     /** The last user message's text (semantic routing embeds this). */
@@ -267,15 +255,8 @@ public final class ChatRequest {
      * A fresh copy of the body for one upstream attempt: Hedgerow-only fields removed and {@code model} set to the
      * route's upstream model name. Unknown fields stay.
      */
+    @Override
     public ObjectNode upstreamBody(String upstreamModel) {
-        ObjectNode copy = body.deepCopy();
-        Iterator<String> it = copy.fieldNames();
-        while (it.hasNext()) {
-            if (HEDGEROW_FIELDS.contains(it.next())) {
-                it.remove();
-            }
-        }
-        copy.put("model", upstreamModel);
-        return copy;
+        return RequestParameters.upstreamBody(body, upstreamModel);
     }
 }

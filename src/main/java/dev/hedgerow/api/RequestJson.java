@@ -2,6 +2,7 @@ package dev.hedgerow.api;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.MissingNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -45,6 +46,16 @@ public final class RequestJson {
                             + "'."), lone.isEmpty() ? null : lone));
         }
         return node;
+    }
+
+    /** The body as a JSON object (a chat or embeddings request); anything else is a 400 {@code invalid_json}. */
+    public static ObjectNode object(byte[] bytes) {
+        JsonNode node = parse(bytes);
+        if (!node.isObject()) {
+            throw new RequestException(ApiError.invalidRequest("invalid_json",
+                    "The request body must be a JSON object.", null));
+        }
+        return (ObjectNode) node;
     }
 
     private static boolean wellFormedUtf8(byte[] bytes) {

@@ -4,7 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.UnaryOperator;
 
 /**
  * Type and range checks of the chat completions parameters the OpenAI API defines, as OpenAI itself answers them
@@ -18,6 +22,52 @@ final class RequestParameters {
     static final int MAX_CHOICES = 128;
 
     private RequestParameters() {
+    }
+
+    /**
+     * The alias a request is for: {@code override} (the path's or header's), else the body's {@code model}, which must
+     * then be a non-empty string; {@code alias} maps a name the routing rules give an alias to that alias.
+     */
+    static String model(ObjectNode body, String override, UnaryOperator<String> alias) {
+        if (override != null) {
+            return alias.apply(override);
+        }
+        JsonNode m = body.get("model");
+        if (m == null || m.isNull()) {
+            throw new RequestException(ApiError.invalidRequest("'model' is required.", "model"));
+        }
+        if (!m.isTextual() || m.asText().isBlank()) {
+            throw new RequestException(ApiError.invalidRequest("'model' must be a non-empty string.", "model"));
+        }
+        return alias.apply(m.asText());
+    }
+
+    /**
+     * A fresh copy of {@code body} for one upstream attempt: the Hedgerow-only fields
+     * ({@link ChatRequest#HEDGEROW_FIELDS}) removed and {@code model} set to the route's upstream model. Unknown
+     * fields stay.
+     */
+    static ObjectNode upstreamBody(ObjectNode body, String upstreamModel) {
+        ObjectNode copy = body.deepCopy();
+        Iterator<String> it = copy.fieldNames();
+        while (it.hasNext()) {
+            if (ChatRequest.HEDGEROW_FIELDS.contains(it.next())) {
+                it.remove();
+            }
+        }
+        copy.put("model", upstreamModel);
+        return copy;
+    }
+
+    /** The parameters of {@code known} that {@code body} sets (not null), in {@code known}'s order. */
+    static Set<String> present(ObjectNode body, List<String> known) {
+        Set<String> out = new LinkedHashSet<>();
+        for (String p : known) {
+            if (body.hasNonNull(p)) {
+                out.add(p);
+            }
+        }
+        return out;
     }
 
     static void validate(ObjectNode body, boolean stream) {

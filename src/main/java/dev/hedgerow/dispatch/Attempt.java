@@ -29,7 +29,8 @@ import java.util.function.Supplier;
  */
 final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     private static final int MAX_ERROR_BODY = 64 * 1024;
-    private static final int MAX_NONSTREAM_BODY = 16 * 1024 * 1024;
+    /** The most a whole chat answer may be ({@link Dispatch#wholeBodyLimit}). */
+    static final int MAX_NONSTREAM_BODY = 16 * 1024 * 1024;
 
     /** Why the attempt was launched. */
     enum Kind { PRIMARY, FAILOVER, HEDGE, RESUME }
@@ -300,7 +301,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
                 return;
             }
             armBodyTimer();
-            int limit = status == 200 && !wrongContentType ? MAX_NONSTREAM_BODY : MAX_ERROR_BODY;
+            int limit = status == 200 && !wrongContentType ? dispatch.wholeBodyLimit() : MAX_ERROR_BODY;
             if (body.size() + bytes.length > limit) {
                 if (status == 200 && !wrongContentType) {
                     dispatch.attemptFailed(this, Failure.transport("oversize_body", "response body over " + limit));

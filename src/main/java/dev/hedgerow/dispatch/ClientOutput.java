@@ -61,7 +61,7 @@ final class ClientOutput {
 
     /** The output guard's cap on the text one attempt may deliver, in chars. */
     long outputLimit() {
-        Integer max = req.chat().maxTokens();
+        Integer max = req.request().maxTokens();
         return max == null ? MAX_OUTPUT_CHARS
                 : Math.min(MAX_OUTPUT_CHARS, (long) max * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS);
     }
@@ -279,10 +279,15 @@ final class ClientOutput {
 
     /** Sends a whole (non-streamed) answer, already rewritten and billed. */
     void whole(Attempt a, ObjectNode answer, ArrayNode trail) {
+        whole(a, Json.bytes(answer), trail);
+    }
+
+    /** Sends a whole (non-streamed) answer already written as JSON (an embeddings answer, relayed). */
+    void whole(Attempt a, byte[] answer, ArrayNode trail) {
         Map<String, String> headers = responseHeaders(a, "application/json");
         headers.put("x-hedgerow-attempts", Json.write(trail));
         sink.head(200, headers);
-        sink.end(Json.bytes(answer));
+        sink.end(answer);
     }
 
     /**

@@ -40,6 +40,13 @@ import java.util.UUID;
  * all called under that lock, do the rest: {@link Attempt} (one upstream exchange), {@link RouteChoice},
  * {@link RouteHealth}, {@link ProbeSlots}, {@link TimingWindows}, {@link UpstreamCall}, {@link UpstreamReplies},
  * {@link ClientOutput} (all the client sees), {@link Billing} and {@link AttemptTrail}.
+ *
+ * <p>An embeddings request ({@link DispatchRequest#embeddings}) takes the non-streamed path with everything before
+ * the answer as for chat (the plan's order, at most three attempts, failover by the group's criteria, timeouts,
+ * breaker, holds, half-open probe slots, leases, retry advice, a hang-up as 499), and no hedge: its answer is one
+ * short whole call, where a failed or silent attempt already fails over, and a hedge would pay for a batch of inputs
+ * twice whenever a route is merely slow. With no stream there is nothing to resume. Its answer is relayed as the
+ * provider wrote it ({@link EmbeddingsReply}).
  */
 final class Dispatch {
     private static final Duration LEASE_TTL = Duration.ofSeconds(90);
@@ -109,7 +116,7 @@ final class Dispatch {
         this.deps = deps;
         this.req = req;
         this.settings = req.settings();
-        this.stream = req.chat().stream();
+        this.stream = req.request().stream();
         this.startNanos = deps.ticker().nanos();
         // the plan's candidates are the routes this request may use, best first (allow_fallbacks: false already
         // left only its order's providers, or its first choice): failover, hedges and resumes stay among them
@@ -313,7 +320,9 @@ final class Dispatch {
         a.exchange = deps.upstream().send(ur, a);
         a.armIoTimer();
         a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(c), () -> abandon(a));
-        if (kind != Kind.RESUME && settings.hedging()) {
+        // no hedge for embeddings: one short whole answer, where failover on a failed or silent attempt does what a
+        // hedge would, without paying for every batch twice when a route is merely slow
+        if (kind != Kind.RESUME && settings.hedging() && !req.embeddings()) {
             a.windowTimer = deps.scheduler().schedule(windows.firstTokenWindow(c), () -> windowPassed(a));
         }
         if (probe != null) {
@@ -786,6 +795,10 @@ final class Dispatch {
             }
             return;
         }
+        if (req.embeddings()) {
+            embeddingsEnded(a, bytes);
+            return;
+        }
         JsonNode node = UpstreamReplies.parseWhole(bytes);
         Failure unusable = UpstreamReplies.unusableWhole(node);
         if (unusable != null) {
@@ -815,6 +828,49 @@ final class Dispatch {
         learnWaitedPerToken(billed.completionTokens());
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), e2e, e2e);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
+    }
+
+    /**
+     * A whole embeddings answer with status 200: relayed as the provider sent it ({@link EmbeddingsReply}: model and
+     * provider set), billed once (the provider's prompt tokens, else the gateway's count of the inputs; no completion),
+     * its latency learned as a whole answer's. A 200 that is no embeddings list fails the attempt over.
+     */
+    private void embeddingsEnded(Attempt a, byte[] bytes) {
+        EmbeddingsReply.Relayed r = EmbeddingsReply.relay(bytes, a.cand.route().model(), a.cand.route().provider(),
+                this::countedInputTokens);
+        if (r.error() != null) {
+            attemptFailed(a, Failure.transport("upstream_error_body", r.error()));
+            return;
+        }
+        if (r.invalid() != null) {
+            attemptFailed(a, Failure.invalid("malformed_body", r.invalid()));
+            return;
+        }
+        contentArrived(a, false);
+        a.usage = r.usage();
+        long prompt = r.usage() != null && r.usage().path("prompt_tokens").canConvertToLong()
+                ? r.usage().path("prompt_tokens").asLong() : countedInputTokens();
+        UsageSample billed = new UsageSample(prompt, 0, a.cand.route().price().cost(prompt, 0));
+        finished = true;
+        health.success(a);
+        endAttempt(a, "success", null, false);
+        output.whole(a, r.body(), trail.toNode());
+        stopTimers();
+        deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
+    }
+
+    /** Every input's tokens, as the gateway counts them: what an embeddings answer without usage is billed. */
+    private long countedInputTokens() {
+        long n = 0;
+        for (int t : ((dev.hedgerow.api.EmbeddingsRequest) req.request()).inputTokens(deps.tokens())) {
+            n += t;
+        }
+        return n;
+    }
+
+    /** The most an attempt buffers of a whole 200 answer before it counts as failed ({@code oversize_body}). */
+    int wholeBodyLimit() {
+        return req.embeddings() ? EmbeddingsReply.MAX_BODY : Attempt.MAX_NONSTREAM_BODY;
     }
 
     // ---- outcomes --------------------------------------------------------------------------------------------
@@ -1095,7 +1151,7 @@ final class Dispatch {
         health.success(a);
         endAttempt(a, "success", null, hangUp);
         UsageSample billed = billing.usageOf(a, resumes > 0, null);
-        output.endStream(a, req.chat().includeUsage() ? billed : null, Billing.upstreamBill(a, resumes > 0),
+        output.endStream(a, req.request().includeUsage() ? billed : null, Billing.upstreamBill(a, resumes > 0),
                 trail.toNode());
         stopTimers();
         long decodeMs = a.firstContentNanos < 0 ? 0 : (deps.ticker().nanos() - a.firstContentNanos) / 1_000_000L;

@@ -39,9 +39,9 @@ final class TimingWindows {
     /** The first-token window: the route's predicted P90 for this prompt size, never below the floor. */
     Duration firstTokenWindow(Candidate c) {
         double p90 = c.estimate().p90Ms();
-        if (!stream) {
-            // a non-streamed answer arrives whole: allow the expected decode too
-            int expected = req.chat().maxTokens() == null ? 256 : Math.min(req.chat().maxTokens(), 1024);
+        if (!stream && !req.embeddings()) {
+            // a non-streamed answer arrives whole: allow the expected decode too (an embeddings answer decodes nothing)
+            int expected = req.request().maxTokens() == null ? 256 : Math.min(req.request().maxTokens(), 1024);
             p90 += expected * 1000.0 / Math.max(1, settings.slo().decodeTokensPerSecond());
         }
         long ms = Math.max(settings.timeouts().firstTokenFloor().toMillis(), (long) p90);
@@ -53,12 +53,13 @@ final class TimingWindows {
      * (through the prediction) and is reset by signs of life (keep-alive comments); never an overall deadline.
      * A non-streamed answer is silent until it is whole, so its wait also covers writing the longest answer the
      * request allows at the group's SLO decode speed (connect and write timeouts, this wait itself, and read_timeout
-     * between reads of a body whose head came still bound a dead upstream). A model that may think
+     * between reads of a body whose head came still bound a dead upstream); an embeddings answer writes no tokens, so
+     * its wait is a stream's first-token wait. A model that may think
      * ({@link #mayThink}) gets its usual thinking on top, and at least twice the wait.
      */
     Duration abandonAfter(Candidate c) {
         long window = firstTokenWindow(c).toMillis();
-        if (!stream) {
+        if (!stream && !req.embeddings()) {
             window = Math.max(window, (long) (c.estimate().p90Ms()
                     + longestAnswer(c) * 1000.0 / Math.max(1, settings.slo().decodeTokensPerSecond())));
         }
@@ -97,6 +98,9 @@ final class TimingWindows {
      * streams nothing while it thinks, whatever the request asked.
      */
     boolean mayThink(Candidate c) {
+        if (req.embeddings()) {
+            return false;
+        }
         if (req.facts().reasoning()) {
             return true;
         }
@@ -140,7 +144,7 @@ final class TimingWindows {
      * leaves after the prompt, at most {@link #MAX_ANSWER_TOKENS}.
      */
     long longestAnswer(Candidate c) {
-        Integer max = req.chat().maxTokens();
+        Integer max = req.request().maxTokens();
         if (max != null) {
             return max;
         }

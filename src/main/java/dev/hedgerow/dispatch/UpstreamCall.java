@@ -9,8 +9,8 @@ import dev.hedgerow.upstream.UpstreamRequest;
 import java.util.List;
 
 /**
- * The request an attempt sends upstream: the chat body for the route's model (streamed with usage when the client
- * streams), for a resume the continuation of the {@link Transcript} with only the tokens left, and the headers and
+ * The request an attempt sends upstream: the chat (or embeddings) body for the route's model (streamed with usage
+ * when the client streams), for a resume the continuation of the {@link Transcript} with only the tokens left, and the headers and
  * URL of the provider. Stateless.
  */
 final class UpstreamCall {
@@ -28,14 +28,14 @@ final class UpstreamCall {
      */
     static UpstreamRequest build(DispatchRequest req, boolean stream, Attempt a, Transcript transcript) {
         Candidate c = a.cand;
-        ObjectNode body = req.chat().upstreamBody(c.route().model());
+        ObjectNode body = req.request().upstreamBody(c.route().model());
         if (stream) {
             body.put("stream", true);
             ObjectNode so = body.has("stream_options") && body.get("stream_options").isObject()
                     ? (ObjectNode) body.get("stream_options") : body.putObject("stream_options");
             so.put("include_usage", true);
         }
-        a.askedTokens = req.chat().maxTokens();
+        a.askedTokens = req.request().maxTokens();
         if (a.kind == Kind.RESUME && !transcript.isEmpty()) {
             a.method.apply(body, transcript);
             if (!a.method.exact()) {
@@ -43,7 +43,7 @@ final class UpstreamCall {
                 a.trimReasoning = reasoningPhase;
                 a.trimmer = new OverlapTrimmer(reasoningPhase ? transcript.reasoning : transcript.content, 64, 4);
             }
-            Integer max = req.chat().maxTokens();
+            Integer max = req.request().maxTokens();
             if (max != null) {
                 // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token
                 int left = Math.max(1, max - transcript.deltas);
@@ -52,7 +52,7 @@ final class UpstreamCall {
                 body.put(body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", left);
             }
         }
-        return UpstreamRequest.post(c.provider().baseUrl(), "/chat/completions", c.provider().apiKey(), stream,
+        return UpstreamRequest.post(c.provider().baseUrl(), req.request().upstreamPath(), c.provider().apiKey(), stream,
                 Json.bytes(body), req.settings().timeouts().connect(), "x-request-id", a.leaseId);
     }
 }

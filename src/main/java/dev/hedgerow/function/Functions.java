@@ -30,7 +30,7 @@ public record Functions(Set<String> enabled) {
     public String edges() {
         java.util.List<String> out = new java.util.ArrayList<>();
         if (has("gateway")) {
-            out.add("POST /v1/chat/completions, GET /v1/models, GET /v1/models/{model}");
+            out.add("POST /v1/chat/completions, POST /v1/embeddings, GET /v1/models, GET /v1/models/{model}");
         }
         if (has("prober")) {
             out.add("POST /prober/run, POST /v1/capacity");

@@ -1,6 +1,7 @@
 package dev.hedgerow.routing;
 
 import dev.hedgerow.api.ChatRequest;
+import dev.hedgerow.api.EmbeddingsRequest;
 import dev.hedgerow.api.ProviderPrefs;
 
 import java.util.LinkedHashSet;
@@ -55,6 +56,23 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
                 chat.wantsReasoning(), needs, chat.parametersPresent(), chat.prefs(),
                 hashPrefixes ? prefixes.hashRequest(chat.model(), chat.body()) : java.util.List.of(), headers,
                 chat.lastUserText());
+    }
+
+    /**
+     * The facts of a parsed embeddings request: no stream, no completion, no capability needs, no prefix affinity and
+     * no text for the semantic strategy; its prompt is its longest input (each input is embedded on its own, so that
+     * is what a route's context window must hold: a token-id input counts its length), and its parameters are those
+     * {@code provider.require_parameters} may demand ({@link EmbeddingsRequest#KNOWN_PARAMETERS}).
+     *
+     * @param headers the request's headers with lower-cased names and credentials already removed
+     */
+    public static RequestFacts of(EmbeddingsRequest req, TokenCounter tokens, Map<String, String> headers) {
+        int longest = 0;
+        for (int n : req.inputTokens(tokens::countText)) {
+            longest = Math.max(longest, n);
+        }
+        return new RequestFacts(longest, null, false, false, Set.of(), req.parametersPresent(), req.prefs(),
+                List.of(), headers, "");
     }
 
     /** Tokens the context window must hold: prompt plus the requested (or a default) completion. */

@@ -79,6 +79,20 @@ public final class Router {
         }
     }
 
+    /**
+     * Refuses an embeddings request for {@code alias} the org cannot route: no such group (404 model_not_found), or a
+     * group of chat models (404 not_an_embeddings_model), the mirror of {@link #requireChatAlias}.
+     */
+    public static void requireEmbeddingsAlias(Org org, String alias) {
+        List<Route> routes = alias == null ? List.of() : org.routesOf(alias);
+        if (routes.isEmpty()) {
+            throw new RequestException(ApiError.modelNotFound(String.valueOf(alias)));
+        }
+        if (!routes.get(0).embeddings()) {
+            throw new RequestException(ApiError.notAnEmbeddingsModel(alias));
+        }
+    }
+
     /** Plans a request for {@code alias}; the alias must have routes in {@code org}. */
     public Uni<RoutePlan> plan(Org org, String alias, RequestFacts facts) {
         return plan(org, alias, facts, null, null);

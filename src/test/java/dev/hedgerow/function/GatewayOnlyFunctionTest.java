@@ -48,11 +48,11 @@ class GatewayOnlyFunctionTest {
 
     @Test
     void anUnknownPathNamesTheEdgesThisInstanceServes() {
-        Response r = given().get("/v1/embeddings");
+        Response r = given().get("/v1/completions");
         assertEquals(404, r.statusCode());
         String message = r.jsonPath().getString("error.message");
-        assertTrue(message.endsWith("This instance serves POST /v1/chat/completions, GET /v1/models,"
-                + " GET /v1/models/{model}."), message);
+        assertTrue(message.endsWith("This instance serves POST /v1/chat/completions, POST /v1/embeddings,"
+                + " GET /v1/models, GET /v1/models/{model}."), message);
         Response prober = given().post("/prober/run");
         assertEquals(404, prober.statusCode(), prober.asString());
         assertEquals("not_found", prober.jsonPath().getString("error.code"));

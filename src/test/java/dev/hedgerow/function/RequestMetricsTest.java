@@ -98,6 +98,24 @@ class RequestMetricsTest {
     }
 
     @Test
+    void embeddingsRequestsAreCountedAsChatRequestsAre() {
+        countedOnce("acme", "vectors", 200, () -> chat("k-acme").body("{\"model\":\"vectors\",\"input\":\"counted\"}")
+                .post("/v1/embeddings").statusCode());
+        // a chat alias on the embeddings path, and an embeddings alias on the chat path
+        countedOnce("acme", "kimi3", 404, () -> chat("k-acme").body("{\"model\":\"kimi3\",\"input\":\"x\"}")
+                .post("/v1/embeddings").then().body("error.code", equalTo("not_an_embeddings_model"))
+                .extract().statusCode());
+        countedOnce("acme", "vectors", 400, () -> chat("k-acme")
+                .body("{\"model\":\"vectors\",\"input\":\"x\",\"provider\":{\"only\":[\"nobody\"]}}")
+                .post("/v1/embeddings").then().body("error.code", equalTo("provider_not_in_group"))
+                .extract().statusCode());
+        countedOnce(GatewayMetrics.NONE, GatewayMetrics.NONE, 401, () -> chat("k-nobody")
+                .body("{\"model\":\"vectors\",\"input\":\"x\"}").post("/v1/embeddings").statusCode());
+        countedOnce(GatewayMetrics.NONE, GatewayMetrics.NONE, 405, () -> given().auth().oauth2("k-acme")
+                .get("/v1/embeddings").statusCode());
+    }
+
+    @Test
     void anOutageCountsItsServiceUnavailableRefusals() {
         standing("solo-alpha", "suspended"); // solo's only route
         try {

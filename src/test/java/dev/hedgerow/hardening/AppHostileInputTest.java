@@ -51,7 +51,10 @@ class AppHostileInputTest {
                 8L * 1024 * 1024);
         tooLarge(declaring("POST", "/v1/capacity", "cap-alpha"), "capacity", 16 * 1024);
         tooLarge(declaring("POST", "/prober/run", AppTestResource.PROBER_TOKEN), "prober", 10L * 1024 * 1024);
-        tooLarge(declaring("POST", "/v1/embeddings", "k-acme"), "unknown path", 10L * 1024 * 1024);
+        tooLarge(declaring("POST", "/v1/embeddings", "k-acme"), "embeddings", 8L * 1024 * 1024);
+        tooLarge(declaring("POST", "/models/vectors/v1/embeddings", "k-acme"), "embeddings path alias",
+                8L * 1024 * 1024);
+        tooLarge(declaring("POST", "/v1/audio/speech", "k-acme"), "unknown path", 10L * 1024 * 1024);
         tooLarge(declaring("POST", "/admin/explain", "a-acme"), "explain", 10L * 1024 * 1024);
         tooLarge(declaring("PUT", "/admin/groups/duo", "a-acme"), "group edit", 10L * 1024 * 1024);
     }
@@ -242,7 +245,7 @@ class AppHostileInputTest {
                 .body("error.code", equalTo("admin_key_required"));
         given().auth().oauth2("a-acme").options("/admin/nope").then().statusCode(404)
                 .body("error.code", equalTo("not_found"));
-        given().options("/v1/embeddings").then().statusCode(404).body("error.code", equalTo("not_found"));
+        given().options("/v1/audio/speech").then().statusCode(404).body("error.code", equalTo("not_found"));
     }
 
     /** Explain answered 200 with a plan for requests the gateway refuses at its door. */

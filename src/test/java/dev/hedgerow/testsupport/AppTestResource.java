@@ -132,7 +132,8 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
         redis = RedisServer.start();
         ModelScript fast = ModelScript.defaults().withLength(24).withLatency(ModelScript.Latency.of(10, 400));
         SIMS.put("alpha", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-alpha")
-                .withModel("kimi-a", fast).withModel("solo-a", fast).withModel("sdk-a", fast)));
+                .withModel("kimi-a", fast).withModel("solo-a", fast).withModel("sdk-a", fast)
+                .withModel("embed-a", fast)));
         SIMS.put("beta", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-beta")
                 .withModel("kimi-b", fast).withModel("sdk-b", fast)));
         Map<String, String> env = new HashMap<>();

@@ -4,7 +4,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.ApiRequest;
 import dev.hedgerow.api.ChatRequest;
+import dev.hedgerow.api.EmbeddingsRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.RequestException;
 import dev.hedgerow.api.RetryAdvice;
@@ -41,8 +43,8 @@ import java.util.Optional;
 import java.util.function.Supplier;
 
 /**
- * The gateway function's HTTP edge: {@code POST /v1/chat/completions} (and the path-alias form
- * {@code /models/{alias}/v1/chat/completions}), {@code GET /v1/models} and {@code GET /v1/models/{model}}. Thin:
+ * The gateway function's HTTP edge: {@code POST /v1/chat/completions} and {@code POST /v1/embeddings} (and their
+ * path-alias forms {@code /models/{alias}/v1/...}), {@code GET /v1/models} and {@code GET /v1/models/{model}}. Thin:
  * authenticate, parse, call the core, write. A plain Vert.x route rather than a JAX-RS resource because the response
  * head must wait for the first content (or the final error) and the status is only known then; the client hang-up
  * must reach the core at once. Thread-safe.
@@ -81,8 +83,8 @@ public final class GatewayRoutes {
     }
 
     public void mount(Router router) {
-        for (String path : new String[]{"/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/models",
-                "/v1/models/:model"}) {
+        for (String path : new String[]{"/v1/chat/completions", "/models/:alias/v1/chat/completions",
+                "/v1/embeddings", "/models/:alias/v1/embeddings", "/v1/models", "/v1/models/:model"}) {
             router.route(path).order(TALLY_ORDER).handler(this::tally);
         }
         Handler<RoutingContext> failure = JsonReplies.failureHandler(bodyLimit, "request");
@@ -93,11 +95,16 @@ public final class GatewayRoutes {
         // a declared length over the limit is refused before anything else reads the request (Quarkus' own check of
         // its larger limit would answer a bare 413)
         JsonReplies.refuseDeclaredOversize(router, JsonReplies.EDGE_SIZE_GUARD_ORDER, bodyLimit,
-                "/v1/chat/completions", "/models/:alias/v1/chat/completions");
+                "/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/embeddings",
+                "/models/:alias/v1/embeddings");
         router.post("/v1/chat/completions").handler(guard).handler(body)
-                .handler(ctx -> chat(ctx, null)).failureHandler(failure);
+                .handler(ctx -> serve(ctx, null, false)).failureHandler(failure);
         router.post("/models/:alias/v1/chat/completions").handler(guard).handler(body)
-                .handler(ctx -> chat(ctx, ctx.pathParam("alias"))).failureHandler(failure);
+                .handler(ctx -> serve(ctx, ctx.pathParam("alias"), false)).failureHandler(failure);
+        router.post("/v1/embeddings").handler(guard).handler(body)
+                .handler(ctx -> serve(ctx, null, true)).failureHandler(failure);
+        router.post("/models/:alias/v1/embeddings").handler(guard).handler(body)
+                .handler(ctx -> serve(ctx, ctx.pathParam("alias"), true)).failureHandler(failure);
         router.get("/v1/models").handler(guard).handler(this::models)
                 .failureHandler(failure);
         // OpenAI's retrieve (the SDKs' models.retrieve); a name holding '/' comes as %2F, as the SDKs encode it
@@ -107,7 +114,7 @@ public final class GatewayRoutes {
         router.head("/v1/models").handler(guard).handler(this::models).failureHandler(failure);
         router.head("/v1/models/:model").handler(guard).handler(this::model).failureHandler(failure);
         JsonReplies.methodNotAllowed(router, HttpMethod.POST, "/v1/chat/completions",
-                "/models/:alias/v1/chat/completions");
+                "/models/:alias/v1/chat/completions", "/v1/embeddings", "/models/:alias/v1/embeddings");
         JsonReplies.methodNotAllowed(router, HttpMethod.GET, "/v1/models", "/v1/models/:model");
     }
 
@@ -255,7 +262,11 @@ public final class GatewayRoutes {
         return out;
     }
 
-    private void chat(RoutingContext ctx, String pathAlias) {
+    /**
+     * A chat completions or embeddings request ({@code embeddings}): the same guards, refusals and audit events for
+     * both, then the core's plan and dispatch. Only the parsing, the alias check and the facts differ.
+     */
+    private void serve(RoutingContext ctx, String pathAlias, boolean embeddings) {
         Hedgerow h = core.get();
         HttpServerRequest httpReq = ctx.request();
         HttpServerResponse resp = ctx.response();
@@ -293,10 +304,15 @@ public final class GatewayRoutes {
                 refuseMultipart(httpReq.getHeader("content-type"));
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
-            ChatRequest chat = ChatRequest.parse(b.getBytes(), routed, org.routing()::alias);
+            ApiRequest chat = embeddings ? EmbeddingsRequest.parse(b.getBytes(), routed, org.routing()::alias)
+                    : ChatRequest.parse(b.getBytes(), routed, org.routing()::alias);
             alias = chat.model();
             tally.alias = alias;
-            dev.hedgerow.routing.Router.requireChatAlias(org, alias);
+            if (embeddings) {
+                dev.hedgerow.routing.Router.requireEmbeddingsAlias(org, alias);
+            } else {
+                dev.hedgerow.routing.Router.requireChatAlias(org, alias);
+            }
             Map<String, String> headers = routingHeaders(httpReq);
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
                 route(h, org, keyName, chat, facts(h, org, chat, headers), requestId, tally, resp);
@@ -318,7 +334,10 @@ public final class GatewayRoutes {
         }
     }
 
-    /** Refuses a multipart form (415) naming its type: a chat request is a JSON object, whatever its content type. */
+    /**
+     * Refuses a multipart form (415) naming its type: a chat or embeddings request is a JSON object, whatever its
+     * content type.
+     */
     public static void refuseMultipart(String contentType) {
         if (contentType != null && contentType.regionMatches(true, 0, "multipart/", 0, "multipart/".length())) {
             throw new RequestException(ApiError.unsupportedMediaType("The request body must be a JSON object "
@@ -350,7 +369,7 @@ public final class GatewayRoutes {
     }
 
     /** Plans the request's routes, then dispatches it or answers the refusal (on the event loop). */
-    private void route(Hedgerow h, Org org, String keyName, ChatRequest chat, RequestFacts facts, String requestId,
+    private void route(Hedgerow h, Org org, String keyName, ApiRequest chat, RequestFacts facts, String requestId,
                        Tally tally, HttpServerResponse resp) {
         h.router().plan(org, chat.model(), facts).subscribe().with(
                 plan -> {
@@ -387,7 +406,7 @@ public final class GatewayRoutes {
         JsonReplies.error(resp, ApiError.internal());
     }
 
-    private void onPlan(Hedgerow h, Org org, String keyName, String alias, ChatRequest chat, RequestFacts facts,
+    private void onPlan(Hedgerow h, Org org, String keyName, String alias, ApiRequest chat, RequestFacts facts,
                         RoutePlan plan, String requestId, Tally tally, HttpServerResponse resp) {
         if (plan instanceof RoutePlan.Blocked b) {
             h.audit().blocked(org.id(), alias, b.reason(), b.error().message(), requestId).subscribe()
@@ -419,7 +438,11 @@ public final class GatewayRoutes {
         return headers;
     }
 
-    static RequestFacts facts(Hedgerow h, Org org, ChatRequest chat, Map<String, String> headers) {
+    static RequestFacts facts(Hedgerow h, Org org, ApiRequest request, Map<String, String> headers) {
+        if (request instanceof EmbeddingsRequest e) {
+            return RequestFacts.of(e, h.tokens(), headers);
+        }
+        ChatRequest chat = (ChatRequest) request;
         // prefix affinity is the auto strategy's alone: other groups skip the second tokenizer pass and the hashing
         return RequestFacts.of(chat, h.tokens(), h.prefixes(), headers,
                 org.group(chat.model()).strategy() == Strategy.AUTO);

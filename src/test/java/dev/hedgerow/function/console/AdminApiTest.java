@@ -186,7 +186,7 @@ class AdminApiTest {
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=abc")));
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=99999999999")));
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?type=bogus")));
-        answers.add(Map.entry("404 not_found", given().get("/v1/embeddings")));
+        answers.add(Map.entry("404 not_found", given().get("/v1/audio/speech")));
         answers.add(Map.entry("404 not_found", given().auth().oauth2("k-acme").get("/v1/completions")));
         answers.add(Map.entry("405 method_not_allowed", given().get("/prober/run")));
         answers.add(Map.entry("405 method_not_allowed", given().get("/v1/capacity")));

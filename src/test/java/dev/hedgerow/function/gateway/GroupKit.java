@@ -118,10 +118,15 @@ final class GroupKit {
      * client hanging up, which no HTTP client library lets a test time exactly.
      */
     static Socket sendAndHold(GatewayHarness gw, String body) throws IOException {
+        return sendAndHold(gw, "/v1/chat/completions", body);
+    }
+
+    /** As {@link #sendAndHold(GatewayHarness, String)}, to another path of the gateway. */
+    static Socket sendAndHold(GatewayHarness gw, String path, String body) throws IOException {
         Socket s = new Socket("127.0.0.1", gw.port());
         try {
             OutputStream out = s.getOutputStream();
-            out.write(("POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer " + KEY
+            out.write(("POST " + path + " HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer " + KEY
                     + "\r\ncontent-type: application/json\r\ncontent-length: "
                     + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body)
                     .getBytes(StandardCharsets.UTF_8));

@@ -1,6 +1,7 @@
 package dev.hedgerow.function.gateway;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hedgerow.sim.SimEmbeddings;
 import dev.hedgerow.sim.SimText;
 import dev.hedgerow.testsupport.AppTestResource;
 import dev.hedgerow.testsupport.NodeScript;
@@ -27,7 +28,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * strictly), accumulates a streamed tool call and runs the SDK's tool runner, gets the SDK's error classes (404,
  * 400 with {@code param}, 401, and a 503 whose {@code Retry-After} its retries wait for), reads one stream across a
  * mid-stream resume (cut inside a multi-byte character) byte-exact with no seam, and aborts a stream with an
- * {@code AbortController}, which the gateway logs as 499. The expected texts are the simulator's deterministic
+ * {@code AbortController}, which the gateway logs as 499, and embeds with {@code embeddings.create} (the base64
+ * answer the SDK asks for by default and decodes itself, and floats). The expected texts are the simulator's deterministic
  * answers, computed here and handed to the script. Skipped, with a message, only when node is absent.
  */
 @QuarkusTest
@@ -72,6 +74,10 @@ class OpenAiNodeSdkTest {
         e.put("cut", Map.of("prompt", cut, "text", SimText.expected(AppTestResource.SEED, cut, 3)));
         String abort = "sdk: abort me";
         e.put("abort", Map.of("prompt", abort, "text", text(abort)));
+        List<String> inputs = List.of("sdk: embed the quick brown fox", "sdk: and the lazy dog");
+        e.put("embed", Map.of("inputs", inputs,
+                "vectors", inputs.stream().map(i -> SimEmbeddings.embed(i, SimEmbeddings.DIMENSION)).toList(),
+                "eight", SimEmbeddings.embed(inputs.get(0), 8)));
         return e;
     }
 

@@ -1,0 +1,473 @@
+package dev.hedgerow.function.gateway;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.hedgerow.routing.TokenCounter;
+import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimEmbeddings;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.LedgerEntry;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.RedisStores;
+import io.restassured.response.Response;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+
+import static dev.hedgerow.function.gateway.GroupKit.KEY;
+import static dev.hedgerow.function.gateway.GroupKit.blocked;
+import static dev.hedgerow.function.gateway.GroupKit.health;
+import static dev.hedgerow.function.gateway.GroupKit.received;
+import static dev.hedgerow.function.gateway.GroupKit.trail;
+import static dev.hedgerow.function.gateway.GroupKit.trailRoutes;
+import static dev.hedgerow.testsupport.Eventually.eventually;
+import static io.restassured.RestAssured.given;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code POST /v1/embeddings} end to end: the gateway over real HTTP in front of the simulators, its state in a real
+ * Redis. The answer relayed (floats or base64 untouched, model and provider set, usage, the route and trail headers),
+ * failover on the group's criteria with the failed route's breaker and Retry-After hold written, a provider's own 4xx
+ * passed through, exhaustion with retry advice, the edge's refusals (each with one blocked audit event), input
+ * validation, the path-alias form and the routing rules' names, metrics, and the ledger billed once.
+ */
+class EmbeddingsTest {
+    static final ObjectMapper M = new ObjectMapper();
+    static final String GROUP = "strategy: rr_health, connect_timeout: 1s, read_timeout: 1s, "
+            + "first_token_floor: 100ms, first_token_ceiling: 400ms";
+    static final String FIRST_DO = "{\"order\":[\"digitalocean\"]}";
+
+    static RedisServer redis;
+    static Vertx vertx;
+    static Map<String, SimServer> sims;
+    static GatewayHarness gw;
+    static StateStore store;
+
+    @BeforeAll
+    static void start() {
+        redis = RedisServer.start();
+        vertx = Vertx.vertx();
+        sims = GatewayHarness.startSims(vertx, GroupKit.sims(GroupKit.quick(8), "kimi-k2", "m-embed", "m-embed-nu"));
+        String yaml = GroupKit.yaml("""
+                      - { alias: emb, provider: openrouter, model: m-embed, embeddings: true, context_window: 8192 }
+                      - { alias: emb, provider: digitalocean, model: m-embed, embeddings: true, context_window: 8192 }
+                      - { alias: emb, provider: fireworks, model: m-embed, embeddings: true, context_window: 8192 }
+                      - { alias: billed, provider: openrouter, model: m-embed, embeddings: true }
+                      - { alias: billed, provider: digitalocean, model: m-embed, embeddings: true }
+                      - { alias: nousage, provider: together, model: m-embed-nu, embeddings: true }
+                      - { alias: tiny, provider: together, model: m-embed, embeddings: true, context_window: 8 }
+                      - { alias: kimi3, provider: openrouter, model: kimi-k2 }
+                """, """
+                      emb: { %1$s }
+                      billed: { %1$s }
+                      nousage: { %1$s }
+                      tiny: { %1$s }
+                      kimi3: { %1$s }
+                    routing: { aliases: { emb: [text-embedding-3-small] } }
+                """.formatted(GROUP));
+        store = RedisStores.standalone(vertx, redis.url());
+        gw = GatewayHarness.start(vertx, yaml, sims, store);
+        sims.get("together").script("m-embed-nu", GroupKit.quick(8).withCapabilities(
+                ModelScript.Capabilities.DEFAULT.withUsage(ModelScript.UsageMode.NONE)));
+        // warm the client, the gateway and the simulators' error path so that cold starts meet no limit
+        gw.sim("openrouter").enqueue("m-embed", Fault.status(418));
+        embed("{\"model\":\"emb\",\"input\":\"warm up\",\"provider\":{\"only\":[\"openrouter\"]}}");
+        embed("{\"model\":\"emb\",\"input\":\"warm up\"}");
+    }
+
+    @AfterAll
+    static void stop() {
+        gw.close();
+        sims.values().forEach(SimServer::close);
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+        redis.close();
+    }
+
+    @BeforeEach
+    void reset() {
+        GroupKit.reset(gw);
+    }
+
+    static Response embed(String body) {
+        return embed("/v1/embeddings", body);
+    }
+
+    static Response embed(String path, String body) {
+        return given().baseUri(gw.baseUrl()).auth().oauth2(KEY).contentType("application/json").body(body)
+                .post(path);
+    }
+
+    static String body(String input, String providerJson) {
+        return "{\"model\":\"emb\",\"input\":" + input
+                + (providerJson == null ? "" : ",\"provider\":" + providerJson) + "}";
+    }
+
+    static JsonNode json(Response r) {
+        try {
+            return M.readTree(r.asString());
+        } catch (Exception e) {
+            throw new AssertionError("not JSON: " + r.asString(), e);
+        }
+    }
+
+    static JsonNode lastReceived(String provider, String model) {
+        List<dev.hedgerow.sim.SimStats.RecordedRequest> got = gw.sim(provider).stats(model).recent();
+        try {
+            return M.readTree(got.get(got.size() - 1).body());
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    static String base64(float[] v) {
+        ByteBuffer buf = ByteBuffer.allocate(4 * v.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (float f : v) {
+            buf.putFloat(f);
+        }
+        return Base64.getEncoder().encodeToString(buf.array());
+    }
+
+    // ---- success ---------------------------------------------------------------------------------------------
+
+    @Test
+    void aStringIsEmbeddedAndRelayedWithTheRoutesModelProviderUsageAndHeaders() {
+        Response r = embed(body("\"the quick brown fox\"", "{\"order\":[\"openrouter\"]}"));
+        assertEquals(200, r.statusCode(), r.asString());
+        JsonNode n = json(r);
+        assertEquals("list", n.path("object").asText());
+        assertEquals(1, n.path("data").size());
+        JsonNode vec = n.path("data").get(0).path("embedding");
+        float[] expected = SimEmbeddings.embed("the quick brown fox", SimEmbeddings.DIMENSION);
+        assertEquals(expected.length, vec.size());
+        for (int i = 0; i < expected.length; i++) {
+            assertEquals(expected[i], vec.get(i).floatValue(), "component " + i);
+        }
+        assertEquals("m-embed", n.path("model").asText());
+        assertEquals("openrouter", n.path("provider").asText());
+        int tokens = TokenCounter.shared().countText("the quick brown fox");
+        assertEquals(tokens, n.path("usage").path("prompt_tokens").asInt(), n.toString());
+        assertEquals(tokens, n.path("usage").path("total_tokens").asInt(), n.toString());
+        assertEquals("emb-openrouter", r.header("x-hedgerow-route"));
+        assertNotNull(r.header("x-hedgerow-request-id"));
+        assertEquals(r.header("x-hedgerow-request-id"), r.header("x-request-id"));
+        JsonNode t = trail(r);
+        assertEquals(1, t.size(), t.toString());
+        assertEquals("success", t.get(0).path("outcome").asText());
+        // upstream: the route's model, no Hedgerow field
+        JsonNode sent = lastReceived("openrouter", "m-embed");
+        assertEquals("m-embed", sent.path("model").asText());
+        assertFalse(sent.has("provider"), sent.toString());
+        assertEquals("the quick brown fox", sent.path("input").asText());
+    }
+
+    @Test
+    void aBase64AnswerIsRelayedUntouchedAndDimensionsAreForwarded() {
+        Response r = embed("{\"model\":\"emb\",\"input\":[\"alpha\",\"beta\"],\"encoding_format\":\"base64\","
+                + "\"dimensions\":16,\"user\":\"u-1\",\"provider\":{\"order\":[\"fireworks\"]}}");
+        assertEquals(200, r.statusCode(), r.asString());
+        JsonNode n = json(r);
+        assertEquals(2, n.path("data").size());
+        assertEquals(base64(SimEmbeddings.embed("alpha", 16)), n.path("data").get(0).path("embedding").asText());
+        assertEquals(base64(SimEmbeddings.embed("beta", 16)), n.path("data").get(1).path("embedding").asText());
+        assertEquals(1, n.path("data").get(1).path("index").asInt());
+        assertEquals("fireworks", n.path("provider").asText());
+        JsonNode sent = lastReceived("fireworks", "m-embed");
+        assertEquals(16, sent.path("dimensions").asInt());
+        assertEquals("base64", sent.path("encoding_format").asText());
+        assertEquals("u-1", sent.path("user").asText());
+    }
+
+    @Test
+    void tokenIdInputsAreEmbeddedOnePerArray() {
+        Response one = embed(body("[1, 2, 3]", null));
+        assertEquals(200, one.statusCode(), one.asString());
+        assertEquals(1, json(one).path("data").size());
+        assertEquals(3, json(one).path("usage").path("prompt_tokens").asInt());
+        Response two = embed(body("[[1, 2], [3]]", null));
+        assertEquals(200, two.statusCode(), two.asString());
+        assertEquals(2, json(two).path("data").size());
+    }
+
+    // ---- failover --------------------------------------------------------------------------------------------
+
+    /** The request failed over once from digitalocean's route: the answer is whole and the trail holds both. */
+    static JsonNode assertFailedOver(Response r) {
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals(1, json(r).path("data").size());
+        assertFalse(json(r).path("provider").asText().equals("digitalocean"));
+        JsonNode t = trail(r);
+        assertEquals(2, t.size(), t.toString());
+        assertEquals("emb-digitalocean", t.get(0).path("route").asText());
+        assertEquals("failed", t.get(0).path("outcome").asText());
+        assertEquals("failover", t.get(1).path("kind").asText());
+        assertEquals("success", t.get(1).path("outcome").asText());
+        assertEquals(r.header("x-hedgerow-route"), t.get(1).path("route").asText());
+        return t;
+    }
+
+    @Test
+    void aServerErrorFailsOverToTheNextRouteAndOpensTheFailedRoutesBreaker() {
+        gw.sim("digitalocean").enqueue("m-embed", Fault.status(500));
+        JsonNode t = assertFailedOver(embed(body("\"five hundred\"", FIRST_DO)));
+        assertEquals("http_500", t.get(0).path("error").asText());
+        assertTrue(health(store, "emb-digitalocean").coolingDown(), "the failed route cools down");
+    }
+
+    @Test
+    void aRateLimitFailsOverAndHoldsTheRouteForItsRetryAfter() {
+        gw.sim("digitalocean").enqueue("m-embed", Fault.rateLimited(30));
+        JsonNode t = assertFailedOver(embed(body("\"rate limited\"", FIRST_DO)));
+        assertEquals("http_429", t.get(0).path("error").asText());
+        RouteSnapshot s = health(store, "emb-digitalocean");
+        assertTrue(s.retryAfterMillis() > 20_000, "held for the provider's Retry-After: " + s);
+    }
+
+    @Test
+    void aConnectionResetFailsOver() {
+        gw.sim("digitalocean").enqueue("m-embed", Fault.reset());
+        JsonNode t = assertFailedOver(embed(body("\"reset\"", FIRST_DO)));
+        assertTrue(t.get(0).path("error").asText().startsWith("transport_"), t.toString());
+        assertTrue(health(store, "emb-digitalocean").coolingDown());
+    }
+
+    @Test
+    void anUpstreamThatNeverAnswersTimesOutAndFailsOver() {
+        gw.sim("digitalocean").enqueue("m-embed", Fault.noResponse());
+        JsonNode t = assertFailedOver(embed(body("\"silence\"", FIRST_DO)));
+        assertTrue(t.get(0).path("error").asText().startsWith("timeout_"), t.toString());
+    }
+
+    @Test
+    void aProvidersOwnBadRequestIsPassedThroughWithoutFailover() {
+        gw.sim("digitalocean").enqueue("m-embed", new Fault.HttpError(400, "invalid_request_error",
+                "invalid_dimensions", "This model does not support specifying dimensions.", null, 0));
+        Response r = embed(body("\"bad dims\"", FIRST_DO));
+        assertEquals(400, r.statusCode(), r.asString());
+        assertEquals("invalid_dimensions", json(r).path("error").path("code").asText());
+        assertEquals("emb-digitalocean", r.header("x-hedgerow-route"));
+        assertEquals(1, trail(r).size());
+        assertEquals(0, received(gw, "openrouter", "m-embed") + received(gw, "fireworks", "m-embed"));
+        assertFalse(health(store, "emb-digitalocean").coolingDown(), "a client error is not the route's fault");
+    }
+
+    @Test
+    void whenEveryRouteFailsTheClientGets502WithRetryAfter() {
+        for (String p : List.of("openrouter", "digitalocean", "fireworks")) {
+            gw.sim(p).enqueue("m-embed", Fault.status(500));
+        }
+        Response r = embed(body("\"all down\"", null));
+        assertEquals(502, r.statusCode(), r.asString());
+        assertEquals("upstream_error", json(r).path("error").path("code").asText());
+        assertNotNull(r.header("Retry-After"), r.headers().toString());
+        assertTrue(Long.parseLong(r.header("Retry-After")) >= 1);
+        assertEquals(3, trail(r).size(), trail(r).toString());
+    }
+
+    @Test
+    void whenEveryRouteIsRateLimitedTheClientGets503WithTheProvidersWait() {
+        for (String p : List.of("openrouter", "digitalocean", "fireworks")) {
+            gw.sim(p).enqueue("m-embed", Fault.rateLimited(60));
+        }
+        Response r = embed(body("\"all limited\"", null));
+        assertEquals(503, r.statusCode(), r.asString());
+        assertEquals("no_healthy_provider", json(r).path("error").path("code").asText());
+        long wait = Long.parseLong(r.header("Retry-After"));
+        // the providers' wait, longer than the breaker's 30 s cooldown their 429s also started
+        assertTrue(wait >= 59 && wait <= 60, "the providers' wait: " + wait);
+    }
+
+    @Test
+    void aClientHangUpCancelsTheUpstreamCallAndCoolsNothingDown() throws Exception {
+        gw.sim("digitalocean").enqueue("m-embed", Fault.noResponse());
+        String body = body("\"hang up\"", "{\"only\":[\"digitalocean\"]}");
+        double cancelled = gw.metric("hedgerow_requests", "alias", "emb", "status", "499");
+        try (Socket s = GroupKit.sendAndHold(gw, "/v1/embeddings", body)) {
+            eventually(() -> gw.sim("digitalocean").stats("m-embed").received() == 1, "the upstream call began");
+        }
+        eventually(() -> gw.metric("hedgerow_requests", "alias", "emb", "status", "499") == cancelled + 1,
+                "logged as 499");
+        eventually(() -> gw.sim("digitalocean").stats("m-embed").cancelled() == 1, "the upstream call was cancelled");
+        assertFalse(health(store, "emb-digitalocean").coolingDown());
+        assertEquals(0, health(store, "emb-digitalocean").fails());
+    }
+
+    // ---- refusals --------------------------------------------------------------------------------------------
+
+    @Test
+    void anUnknownModelIs404ModelNotFoundWithABlockedEvent() {
+        long before = blocked(store, "model_not_found");
+        Response r = embed("{\"model\":\"nope\",\"input\":\"x\"}");
+        assertEquals(404, r.statusCode(), r.asString());
+        assertEquals("model_not_found", json(r).path("error").path("code").asText());
+        assertEquals("model", json(r).path("error").path("param").asText());
+        assertNotNull(r.header("x-request-id"));
+        eventually(() -> blocked(store, "model_not_found") == before + 1, "one blocked event");
+    }
+
+    @Test
+    void aChatAliasIsRefusedAsNotAnEmbeddingsModel() {
+        long before = blocked(store, "not_an_embeddings_model");
+        Response r = embed("{\"model\":\"kimi3\",\"input\":\"x\"}");
+        assertEquals(404, r.statusCode(), r.asString());
+        assertEquals("not_an_embeddings_model", json(r).path("error").path("code").asText());
+        assertEquals("model", json(r).path("error").path("param").asText());
+        assertEquals(0, received(gw, "openrouter", "kimi-k2"));
+        eventually(() -> blocked(store, "not_an_embeddings_model") == before + 1, "one blocked event");
+    }
+
+    @Test
+    void everyInvalidInputIs400NamingItsParameter() {
+        String many = "[" + "\"x\",".repeat(2048) + "\"x\"]";
+        String[][] cases = {
+                {"{\"input\":\"x\"}", "model"},
+                {"{\"model\":7,\"input\":\"x\"}", "model"},
+                {"{\"model\":\"emb\"}", "input"},
+                {"{\"model\":\"emb\",\"input\":null}", "input"},
+                {"{\"model\":\"emb\",\"input\":\"\"}", "input"},
+                {"{\"model\":\"emb\",\"input\":[]}", "input"},
+                {"{\"model\":\"emb\",\"input\":{}}", "input"},
+                {"{\"model\":\"emb\",\"input\":42}", "input"},
+                {"{\"model\":\"emb\",\"input\":" + many + "}", "input"},
+                {"{\"model\":\"emb\",\"input\":[\"a\",\"\"]}", "input[1]"},
+                {"{\"model\":\"emb\",\"input\":[\"a\",1]}", "input[1]"},
+                {"{\"model\":\"emb\",\"input\":[1,-1]}", "input[1]"},
+                {"{\"model\":\"emb\",\"input\":[1,1.5]}", "input[1]"},
+                {"{\"model\":\"emb\",\"input\":[[1],[]]}", "input[1]"},
+                {"{\"model\":\"emb\",\"input\":[[1],[\"a\"]]}", "input[1][0]"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"encoding_format\":\"int8\"}", "encoding_format"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"encoding_format\":1}", "encoding_format"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"dimensions\":0}", "dimensions"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"dimensions\":1.5}", "dimensions"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"dimensions\":\"8\"}", "dimensions"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"user\":5}", "user"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"provider\":\"openrouter\"}", "provider"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"provider\":{\"sort\":\"throughput\"}}", "provider.sort"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"provider\":{\"bogus\":1}}", "provider.bogus"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"provider\":{\"only\":\"openrouter\"}}", "provider.only"},
+        };
+        for (String[] c : cases) {
+            Response r = embed(c[0]);
+            String what = c[0].length() > 120 ? c[0].substring(0, 120) : c[0];
+            assertEquals(400, r.statusCode(), what + " -> " + r.asString());
+            JsonNode err = json(r).path("error");
+            assertEquals("invalid_request_error", err.path("type").asText(), what);
+            assertEquals(c[1], err.path("param").asText(), what + " -> " + r.asString());
+        }
+        for (String p : GroupKit.PROVIDERS) {
+            assertEquals(0, gw.sim(p).stats("m-embed").received(), "nothing went upstream");
+        }
+    }
+
+    @Test
+    void anUnknownFieldPassesThroughAsInChat() {
+        Response r = embed("{\"model\":\"emb\",\"input\":\"x\",\"input_type\":\"query\",\"provider\":"
+                + "{\"order\":[\"openrouter\"]}}");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals("query", lastReceived("openrouter", "m-embed").path("input_type").asText());
+    }
+
+    @Test
+    void anInputLongerThanEveryContextWindowIsRefusedAndATokenArrayCountsItsLength() {
+        Response r = embed("{\"model\":\"tiny\",\"input\":[\"short\",\"" + "many words ".repeat(20) + "\"]}");
+        assertEquals(400, r.statusCode(), r.asString());
+        assertEquals("no_capable_provider", json(r).path("error").path("code").asText());
+        Response nine = embed("{\"model\":\"tiny\",\"input\":[1,2,3,4,5,6,7,8,9]}");
+        assertEquals(400, nine.statusCode(), nine.asString());
+        Response eight = embed("{\"model\":\"tiny\",\"input\":[1,2,3,4,5,6,7,8]}");
+        assertEquals(200, eight.statusCode(), eight.asString());
+    }
+
+    @Test
+    void theEdgeRefusesAsForChat() {
+        Response noKey = given().baseUri(gw.baseUrl()).contentType("application/json")
+                .body("{\"model\":\"emb\",\"input\":\"x\"}").post("/v1/embeddings");
+        assertEquals(401, noKey.statusCode());
+        assertEquals("invalid_api_key", json(noKey).path("error").path("code").asText());
+        assertNotNull(noKey.header("x-request-id"));
+        Response get = given().baseUri(gw.baseUrl()).auth().oauth2(KEY).get("/v1/embeddings");
+        assertEquals(405, get.statusCode(), get.asString());
+        assertEquals("POST, OPTIONS", get.header("Allow"));
+        Response options = given().baseUri(gw.baseUrl()).options("/v1/embeddings");
+        assertEquals(204, options.statusCode());
+        Response gzip = given().baseUri(gw.baseUrl()).auth().oauth2(KEY).contentType("application/json")
+                .header("Content-Encoding", "gzip").body("{}").post("/v1/embeddings");
+        assertEquals(415, gzip.statusCode(), gzip.asString());
+        Response multipart = given().baseUri(gw.baseUrl()).auth().oauth2(KEY).multiPart("model", "emb")
+                .post("/v1/embeddings");
+        assertEquals(415, multipart.statusCode(), multipart.asString());
+    }
+
+    // ---- names, metrics, billing -----------------------------------------------------------------------------
+
+    @Test
+    void thePathAliasFormAndTheRoutingRulesNamesAreServed() {
+        Response path = embed("/models/emb/v1/embeddings", "{\"model\":\"whatever\",\"input\":\"by path\"}");
+        assertEquals(200, path.statusCode(), path.asString());
+        assertTrue(path.header("x-hedgerow-route").startsWith("emb-"));
+        Response named = embed("{\"model\":\"text-embedding-3-small\",\"input\":\"by name\"}");
+        assertEquals(200, named.statusCode(), named.asString());
+        assertTrue(named.header("x-hedgerow-route").startsWith("emb-"));
+        Response chatPath = embed("/models/kimi3/v1/embeddings", "{\"model\":\"emb\",\"input\":\"x\"}");
+        assertEquals("not_an_embeddings_model", json(chatPath).path("error").path("code").asText());
+    }
+
+    @Test
+    void requestsAndAttemptsAreCounted() {
+        double ok = gw.metric("hedgerow_requests", "alias", "emb", "status", "200");
+        double failed = gw.metric("hedgerow_attempts", "route", "emb-digitalocean", "outcome", "failed");
+        double refused = gw.metric("hedgerow_requests", "alias", "emb", "status", "400");
+        gw.sim("digitalocean").enqueue("m-embed", Fault.status(503));
+        assertEquals(200, embed(body("\"counted\"", FIRST_DO)).statusCode());
+        assertEquals(400, embed(body("\"x\"", "{\"only\":[\"nobody\"]}")).statusCode());
+        eventually(() -> gw.metric("hedgerow_requests", "alias", "emb", "status", "200") == ok + 1, "one 200");
+        assertEquals(failed + 1, gw.metric("hedgerow_attempts", "route", "emb-digitalocean", "outcome", "failed"));
+        eventually(() -> gw.metric("hedgerow_requests", "alias", "emb", "status", "400") == refused + 1, "one 400");
+    }
+
+    @Test
+    void aFailedOverRequestIsBilledOnceWithTheProvidersPromptTokens() {
+        gw.sim("digitalocean").enqueue("m-embed", Fault.status(500));
+        Map<String, LedgerEntry> before = gw.ledger("acme");
+        LedgerEntry was = before.getOrDefault("billed", LedgerEntry.ZERO);
+        Response r = embed("{\"model\":\"billed\",\"input\":[\"one two\",\"three\"],\"provider\":" + FIRST_DO + "}");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals(2, trail(r).size());
+        long tokens = json(r).path("usage").path("prompt_tokens").asLong();
+        assertEquals(TokenCounter.shared().countText("one two") + TokenCounter.shared().countText("three"), tokens);
+        eventually(() -> gw.ledger("acme").getOrDefault("billed", LedgerEntry.ZERO).requests() == was.requests() + 1,
+                "billed");
+        LedgerEntry now = gw.ledger("acme").get("billed");
+        assertEquals(was.usage().promptTokens() + tokens, now.usage().promptTokens());
+        assertEquals(was.usage().completionTokens(), now.usage().completionTokens());
+        // and in the serving route's usage window (lowest_usage's measure), not the failed one's
+        eventually(() -> health(store, r.header("x-hedgerow-route")).usage().promptTokens() >= tokens,
+                "the winner's usage");
+        assertEquals(0, health(store, "billed-digitalocean").usage().promptTokens());
+    }
+
+    @Test
+    void anAnswerWithoutUsageIsBilledTheGatewaysCount() {
+        Response r = embed("{\"model\":\"nousage\",\"input\":\"counted by the gateway\"}");
+        assertEquals(200, r.statusCode(), r.asString());
+        int tokens = TokenCounter.shared().countText("counted by the gateway");
+        assertEquals(tokens, json(r).path("usage").path("prompt_tokens").asInt(), r.asString());
+        eventually(() -> gw.ledger("acme").containsKey("nousage"), "billed");
+        assertEquals(tokens, gw.ledger("acme").get("nousage").usage().promptTokens());
+    }
+}
