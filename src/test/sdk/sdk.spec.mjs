@@ -504,12 +504,45 @@ async function abortMidStream() {
   ok(`abort mid-stream: the SDK stopped after ${contentChunks} chunks without an error; audit has ${requestId} as 499`);
 }
 
+async function embeddings() {
+  // the SDK asks for base64 unless told otherwise, and decodes it into float32 values itself
+  const { data: e, response } = await client.embeddings.create({ model: 'vectors', input: E.embed.inputs })
+    .withResponse();
+  assert.equal(e.object, 'list');
+  assert.equal(e.data.length, E.embed.inputs.length);
+  assert.equal(e.model, 'embed-a', 'model names the upstream model that served');
+  assert.equal(e.provider, 'alpha', 'provider names its provider');
+  assert.equal(response.headers.get('x-hedgerow-route'), 'vectors-alpha');
+  assert.ok(response.headers.get('x-hedgerow-attempts'));
+  assert.ok(e.usage.prompt_tokens > 0);
+  assert.equal(e.usage.total_tokens, e.usage.prompt_tokens);
+  E.embed.vectors.forEach((v, i) => {
+    assert.equal(e.data[i].index, i);
+    assert.ok(Array.isArray(e.data[i].embedding), 'the SDK decoded the base64 answer into an array');
+    assert.deepEqual(e.data[i].embedding, v.map(Math.fround), `vector ${i} after the SDK's base64 decoding`);
+  });
+  ok(`embeddings.create (base64, decoded by the SDK): ${e.data.length} vectors of ${e.data[0].embedding.length}`);
+
+  const f = await client.embeddings.create({ model: 'vectors', input: E.embed.inputs[0], encoding_format: 'float',
+    dimensions: 8 });
+  assert.equal(f.data.length, 1);
+  assert.equal(f.data[0].embedding.length, 8);
+  assert.deepEqual(f.data[0].embedding.map(Math.fround), E.embed.eight.map(Math.fround));
+  ok('embeddings.create (float, dimensions 8): the floats as the provider sent them');
+
+  const chat = await rejection(client.embeddings.create({ model: 'kimi3', input: 'x' }), OpenAI.NotFoundError);
+  assert.equal(chat.code, 'not_an_embeddings_model');
+  const empty = await rejection(client.embeddings.create({ model: 'vectors', input: '' }), OpenAI.BadRequestError);
+  assert.equal(empty.param, 'input');
+  ok('embeddings.create: NotFoundError for a chat alias, BadRequestError naming input for an empty one');
+}
+
 // Each check runs even when one before it failed (each starts from cleared fault queues), so one run shows every
 // failure; the exit code is 1 when any failed.
 const checks = [listsTheAliases, nonStreaming, streamingWithUsage, streamHelper, streamedToolCall, structuredOutputs,
   errorsMapToTheSdksClasses, allRoutesOut, retriesWaitForTheHoldTheRouterNames, noRetryWhenOnlyAnOperatorCanHelp,
   invisibleResume, toolCallBrokenMidArguments, cutWithoutResume,
-  abortMidStream];
+  abortMidStream, embeddings];
 let failed = 0;
 for (const check of checks) {
   try {
