@@ -398,8 +398,9 @@ public final class SimServer implements AutoCloseable {
      * Answers an embeddings request, or plays its fault (a queued one-shot or one the script rolled) as a whole answer
      * would: an error status (with its Retry-After and headers, after its delay), a reset before the head (also for
      * a drop or an early EOF), no answer at all (also a stall forever or a hung generation), the answer after a
-     * stall's delay, malformed JSON, a 500 for an error event, a proxy's HTML page. Faults that shape a stream only
-     * (no [DONE], a giant line, an endless or dripping body, an empty stream) answer as usual.
+     * stall's delay, malformed JSON, a 500 for an error event, a proxy's HTML page, a giant line as one vector that
+     * long. Faults that shape a stream only (no [DONE], an endless or dripping body, an empty stream) answer as
+     * usual.
      */
     private void answerEmbeddings(HttpServerRequest req, ModelState ms, Fault fault, String answer) {
         if (fault == null) {
@@ -441,6 +442,14 @@ public final class SimServer implements AutoCloseable {
             ms.ended(Exchange.End.COMPLETED);
             req.response().setStatusCode(h.status()).putHeader("Content-Type", "text/html; charset=utf-8")
                     .end(Exchange.HTML_PAGE);
+        } else if (fault instanceof Fault.GiantLine g) {
+            // one vector that is a base64 string of that many bytes: an answer as large as a big batch's
+            ms.ended(Exchange.End.COMPLETED);
+            StringBuilder sb = new StringBuilder(g.bytes() + 128)
+                    .append("{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,\"embedding\":\"");
+            sb.append("A".repeat(g.bytes()));
+            sb.append("\"}],\"usage\":{\"prompt_tokens\":1,\"total_tokens\":1}}");
+            json(req, 200, sb.toString());
         } else {
             answerEmbeddings(req, ms, null, answer);
         }

@@ -122,7 +122,8 @@ class EmbeddingsTest {
         try {
             return M.readTree(r.asString());
         } catch (Exception e) {
-            throw new AssertionError("not JSON: " + r.asString(), e);
+            String text = r.asString();
+            throw new AssertionError("not JSON: " + text.substring(0, Math.min(300, text.length())), e);
         }
     }
 
@@ -251,6 +252,18 @@ class EmbeddingsTest {
         gw.sim("digitalocean").enqueue("m-embed", Fault.noResponse());
         JsonNode t = assertFailedOver(embed(body("\"silence\"", FIRST_DO)));
         assertTrue(t.get(0).path("error").asText().startsWith("timeout_"), t.toString());
+    }
+
+    @Test
+    void anAnswerOverTheBufferLimitFailsTheAttemptOverAndOneUnderItIsRelayed() {
+        // 18 MiB: over a chat answer's 16 MiB, within an embeddings answer's 64 MiB
+        gw.sim("digitalocean").enqueue("m-embed", new Fault.GiantLine(0, 18 * 1024 * 1024));
+        Response big = embed(body("\"big\"", "{\"only\":[\"digitalocean\"]}"));
+        assertEquals(200, big.statusCode());
+        assertEquals(18 * 1024 * 1024, json(big).path("data").get(0).path("embedding").asText().length());
+        gw.sim("digitalocean").enqueue("m-embed", new Fault.GiantLine(0, 65 * 1024 * 1024));
+        JsonNode t = assertFailedOver(embed(body("\"too big\"", FIRST_DO)));
+        assertEquals("oversize_body", t.get(0).path("error").asText(), t.toString());
     }
 
     @Test
