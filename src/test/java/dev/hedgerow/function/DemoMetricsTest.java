@@ -20,7 +20,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The real application on the bundled demo (no {@code HEDGEROW_CONFIG}, no Redis), as {@code scripts/run} starts it:
  * its simulated providers are real HTTP servers in the same process, yet Quarkus' {@code http_server_requests}
- * counts only the gateway's own requests, and starting them logs no "already registered" gauge warning.
+ * counts only the gateway's own requests (an embeddings request to the demo's {@code embed} among them), and
+ * starting them logs no "already registered" gauge warning.
  */
 @QuarkusTest
 @TestProfile(DemoMetricsTest.Demo.class)
@@ -93,7 +94,13 @@ class DemoMetricsTest {
                             + ",\"messages\":[{\"role\":\"user\",\"content\":\"demo " + i + "\"}]}")
                     .post("/v1/chat/completions").then().statusCode(200);
         }
-        int sent = chats + 1;
+        // the demo's embeddings alias answers POST /v1/embeddings, as the README's demo paragraph says
+        given().auth().oauth2("hr-demo-key").contentType("application/json")
+                .body("{\"model\":\"embed\",\"input\":[\"hello\",\"world\"]}").post("/v1/embeddings").then()
+                .statusCode(200).body("data.size()", org.hamcrest.Matchers.equalTo(2))
+                .body("model", org.hamcrest.Matchers.equalTo("BAAI/bge-base-en-v1.5"))
+                .body("provider", org.hamcrest.Matchers.equalTo("together"));
+        int sent = chats + 2;
         eventually(() -> total(requestCounts()) >= sent, "the gateway's requests are counted");
         Map<String, Double> counts = requestCounts();
         assertEquals(sent, total(counts), "only the gateway's own requests: " + counts);
