@@ -17,7 +17,8 @@ import java.util.function.UnaryOperator;
  * {@code provider} preferences chat takes ({@link ProviderPrefs}), except {@code sort: throughput}, which ranks by
  * decode speed that an embeddings model never shows (refused, not silently ignored). Every other field passes
  * through unchecked, as a chat request's does. The parsed body is kept for every attempt;
- * {@link #upstreamBody(String)} makes each attempt's own copy. Immutable after construction.
+ * {@link #upstreamBody(String)} makes each attempt's own copy. Immutable after construction but for the cached token
+ * counts of its inputs; thread-safe.
  */
 public final class EmbeddingsRequest implements ApiRequest {
     /** OpenAI's limit on the inputs of one request. */
@@ -33,6 +34,8 @@ public final class EmbeddingsRequest implements ApiRequest {
     private final String model;
     private final ProviderPrefs prefs;
     private final InputKind kind;
+    /** The inputs' token counts once {@link #inputTokens} has run (the gateway has one tokenizer). */
+    private volatile List<Integer> counted;
 
     private EmbeddingsRequest(ObjectNode body, String modelOverride, UnaryOperator<String> alias) {
         this.body = body;
@@ -176,9 +179,19 @@ public final class EmbeddingsRequest implements ApiRequest {
     /**
      * The token count of each input: a text counted by {@code countText}, a token-id array by its length. The
      * longest is what a route's context window must hold; their sum is the prompt billed when the upstream
-     * reports no usage.
+     * reports no usage. Counted once: the edge counts them for routing (on a worker for a large body), and a
+     * dispatch whose provider sent no usage reuses the counts instead of running the tokenizer again under its lock.
      */
     public List<Integer> inputTokens(ToIntFunction<String> countText) {
+        List<Integer> c = counted;
+        if (c == null) {
+            c = List.copyOf(count(countText));
+            counted = c; // a race counts twice and stores equal lists
+        }
+        return c;
+    }
+
+    private List<Integer> count(ToIntFunction<String> countText) {
         JsonNode input = body.get("input");
         List<Integer> out = new ArrayList<>();
         switch (kind) {

@@ -136,8 +136,12 @@ final class Dispatch {
     // ---- lifecycle -------------------------------------------------------------------------------------------
 
     synchronized void start() {
-        deps.store().countRequest(req.org().id(), req.org().hedgeBudget().window()).subscribe().with(v -> { },
-                t -> { });
+        if (!req.embeddings()) {
+            // the hedge budget's denominator counts requests that may hedge: an embeddings request never does, and a
+            // RAG app's many embeddings calls must not buy its chat requests more hedges
+            deps.store().countRequest(req.org().id(), req.org().hedgeBudget().window()).subscribe().with(v -> { },
+                    t -> { });
+        }
         Candidate first = routes.next(false, null);
         if (first == null) {
             finalError();

@@ -475,6 +475,18 @@ class EmbeddingsTest {
     }
 
     @Test
+    void embeddingsRequestsBuyNoHedgeBudget() {
+        for (int i = 0; i < 3; i++) {
+            assertEquals(200, embed(body("\"budget " + i + "\"", null)).statusCode());
+        }
+        java.time.Duration window = gw.core().catalog().current().org(GroupKit.ORG).orElseThrow().hedgeBudget()
+                .window();
+        // one hedge per request counted (ratio 1, no minimum): none was counted, so none is allowed
+        assertFalse(GroupKit.await(store.hedgeBudget(GroupKit.ORG, false, 1.0, 0, window)),
+                "embeddings requests were counted toward the chat hedge budget");
+    }
+
+    @Test
     void anAnswerWithoutUsageIsBilledTheGatewaysCount() {
         Response r = embed("{\"model\":\"nousage\",\"input\":\"counted by the gateway\"}");
         assertEquals(200, r.statusCode(), r.asString());
