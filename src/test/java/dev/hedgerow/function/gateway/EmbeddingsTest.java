@@ -80,6 +80,13 @@ class EmbeddingsTest {
                       tiny: { %1$s }
                       kimi3: { %1$s }
                     routing: { aliases: { emb: [text-embedding-3-small] } }
+                  - id: nopath
+                    keys: [{ name: app, key: "k-nopath" }]
+                    providers:
+                      - { id: openrouter, base_url: "${SIM_OPENROUTER_URL}" }
+                    routes:
+                      - { alias: emb, provider: openrouter, model: m-embed, embeddings: true }
+                    routing: { path_alias: false }
                 """.formatted(GROUP));
         store = RedisStores.standalone(vertx, redis.url());
         gw = GatewayHarness.start(vertx, yaml, sims, store);
@@ -438,6 +445,14 @@ class EmbeddingsTest {
         assertTrue(named.header("x-hedgerow-route").startsWith("emb-"));
         Response chatPath = embed("/models/kimi3/v1/embeddings", "{\"model\":\"emb\",\"input\":\"x\"}");
         assertEquals("not_an_embeddings_model", json(chatPath).path("error").path("code").asText());
+        // an org whose routing rules turn path aliases off has no path form
+        Response off = given().baseUri(gw.baseUrl()).auth().oauth2("k-nopath").contentType("application/json")
+                .body("{\"model\":\"emb\",\"input\":\"x\"}").post("/models/emb/v1/embeddings");
+        assertEquals(404, off.statusCode(), off.asString());
+        assertEquals("not_found", json(off).path("error").path("code").asText());
+        Response body = given().baseUri(gw.baseUrl()).auth().oauth2("k-nopath").contentType("application/json")
+                .body("{\"model\":\"emb\",\"input\":\"x\"}").post("/v1/embeddings");
+        assertEquals(200, body.statusCode(), body.asString());
     }
 
     @Test
