@@ -113,12 +113,16 @@ async function rejection(promise, cls) {
 
 async function listsTheAliases() {
   const ids = [];
+  const types = {};
   for await (const m of client.models.list()) {
     assert.equal(m.object, 'model');
     assert.equal(typeof m.owned_by, 'string');
     ids.push(m.id);
+    types[m.id] = m.type;
   }
-  for (const a of ['kimi3', 'solo', 'sdk', 'sdk-out']) assert.ok(ids.includes(a), `models.list() lacks ${a}: ${ids}`);
+  for (const a of ['kimi3', 'solo', 'sdk', 'sdk-out', 'vectors']) assert.ok(ids.includes(a), `models.list() lacks ${a}: ${ids}`);
+  assert.equal(types.sdk, 'chat');
+  assert.equal(types.vectors, 'embeddings', 'the embeddings alias is listed as one');
   assert.ok(!ids.includes('secret'), 'models.list() shows another org\'s alias');
   ok(`models.list() lists the caller's aliases (${ids.length})`);
 

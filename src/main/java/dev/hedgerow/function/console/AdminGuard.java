@@ -69,7 +69,7 @@ public class AdminGuard {
 
     /**
      * JAX-RS's own refusals. Quarkus REST also receives every request no Vert.x route took, so its 404 is the answer to
-     * any unknown path (an SDK calling {@code /v1/embeddings} gets an envelope it can read, not an HTML page).
+     * any unknown path (an SDK calling {@code /v1/audio/speech} gets an envelope it can read, not an HTML page).
      */
     @ServerExceptionMapper
     public Response refused(WebApplicationException e, HttpServerRequest request) {

@@ -235,13 +235,15 @@ public final class GatewayRoutes {
         }
     }
 
-    /** The org's chat aliases as OpenAI model objects: each alias, then each other name its routing rules give it. */
+    /**
+     * The org's aliases as OpenAI model objects: each alias, then each other name its routing rules give it. As on
+     * OpenAI, chat and embeddings models are listed together; {@code type} ({@code chat} or {@code embeddings}) says
+     * which endpoint serves each.
+     */
     private static List<ObjectNode> modelObjects(Org org) {
         List<ObjectNode> out = new ArrayList<>();
         for (String alias : org.aliases()) {
-            if (org.routesOf(alias).get(0).embeddings()) {
-                continue; // the semantic strategy's embeddings models: this gateway serves them no completions
-            }
+            String type = org.routesOf(alias).get(0).embeddings() ? "embeddings" : "chat";
             // the alias, then each other name the routing rules give it (a client may send any of them)
             List<String> ids = new ArrayList<>();
             ids.add(alias);
@@ -252,6 +254,7 @@ public final class GatewayRoutes {
                 m.put("object", "model");
                 m.put("created", 0);
                 m.put("owned_by", org.id());
+                m.put("type", type);
                 m.put("strategy", org.group(alias).strategy().wireName());
                 if (!id.equals(alias)) {
                     m.put("alias_of", alias);
