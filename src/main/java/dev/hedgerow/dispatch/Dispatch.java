@@ -1062,19 +1062,21 @@ final class Dispatch {
             return;
         }
         int status = sawCapacityError ? 503 : timedOutUnretried ? 504 : 502;
-        RetryAdvice.After retry = retryAfterExhausted();
-        long retryAfter = retry.seconds();
-        // not "every provider was tried": retries, failover_criteria or allow_fallbacks may have stopped earlier
-        int n = trail.failures();
-        String msg = status == 504
-                ? "The provider of '" + req.alias() + "' timed out, and this group's failover_criteria do not include"
-                        + " timeout, so no other route was tried (the attempt trail says which). Retry after "
-                        + retryAfter + " s."
-                : "No provider of '" + req.alias() + "' could serve this request (" + n
-                        + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
-                        + retryAfter + " s.";
-        ApiError err = ApiError.upstreamExhausted(status, msg, retry);
         answerAfterHealthWrites(() -> {
+            // the wait is read once the health writes are answered: a hold or cooldown runs from when the store
+            // applied it, which may be later than the failure, and the store's answer says how long it has left
+            RetryAdvice.After retry = retryAfterExhausted();
+            long retryAfter = retry.seconds();
+            // not "every provider was tried": retries, failover_criteria or allow_fallbacks may have stopped earlier
+            int n = trail.failures();
+            String msg = status == 504
+                    ? "The provider of '" + req.alias() + "' timed out, and this group's failover_criteria do not"
+                            + " include timeout, so no other route was tried (the attempt trail says which). Retry"
+                            + " after " + retryAfter + " s."
+                    : "No provider of '" + req.alias() + "' could serve this request (" + n
+                            + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
+                            + retryAfter + " s.";
+            ApiError err = ApiError.upstreamExhausted(status, msg, retry);
             if (committed) {
                 endWithErrorEvent(msg);
                 return;

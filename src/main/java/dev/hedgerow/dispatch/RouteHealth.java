@@ -5,6 +5,7 @@ import dev.hedgerow.dispatch.Attempt.Failure;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.Router;
+import dev.hedgerow.state.BreakerState;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Ticker;
 import io.smallrye.mutiny.Uni;
@@ -13,6 +14,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -23,11 +25,33 @@ import java.util.concurrent.atomic.AtomicReference;
  * Guarded by its dispatch.
  */
 final class RouteHealth {
-    /** What this request's failures wrote about one route; times on the ticker. */
+    /**
+     * What this request's failures wrote about one route; times on the ticker. Besides what the request meant to write,
+     * the ends the store reported once it applied a write (a hold or cooldown runs from when the store applied it,
+     * which a slow or queued write makes later than the failure); those are set on the store's thread, so they are
+     * atomic, and only ever pushed later.
+     */
     private static final class Written {
         int failures;
         long lastFailureNanos;
         long holdUntilNanos = Long.MIN_VALUE;
+        final AtomicLong storedHoldUntilNanos = new AtomicLong(Long.MIN_VALUE);
+        final AtomicLong storedCoolUntilNanos = new AtomicLong(Long.MIN_VALUE);
+
+        /** The store applied a failure write and answered {@code b} at {@code answeredNanos}. */
+        void stored(BreakerState b, long answeredNanos) {
+            if (b.holdRemainingMillis() > 0) {
+                storedHoldUntilNanos.accumulateAndGet(answeredNanos + b.holdRemainingMillis() * 1_000_000L, Math::max);
+            }
+            if (b.coolingDown() && b.cooldownRemainingMillis() > 0) {
+                storedCoolUntilNanos.accumulateAndGet(answeredNanos + b.cooldownRemainingMillis() * 1_000_000L,
+                        Math::max);
+            }
+        }
+
+        long holdEndNanos() {
+            return Math.max(holdUntilNanos, storedHoldUntilNanos.get());
+        }
     }
 
     private final Map<String, Written> written = new HashMap<>();
@@ -59,14 +83,15 @@ final class RouteHealth {
         if (a.probe != null) {
             a.probe.settledByVerdict();
         }
+        Written w = written.computeIfAbsent(a.cand.id(), k -> new Written());
         // the provider's hold goes with the failure in one write: between two, another instance (or this request's
         // next plan) could read the failure counted without the hold and send a request the provider refused ahead
         Duration hold = Duration.ofMillis(Math.max(0, f.retryAfterMillis()));
-        send(store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout(), hold));
+        send(store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout(), hold)
+                .invoke(b -> w.stored(b, ticker.nanos())));
         // lowest_latency's measures take the failure as a latency penalty, with or without a breaker
         models.learnFailure(a.cand.state(), timeouts);
         long now = ticker.nanos();
-        Written w = written.computeIfAbsent(a.cand.id(), k -> new Written());
         w.failures++;
         w.lastFailureNanos = now;
         if (!hold.isZero()) {
@@ -80,23 +105,28 @@ final class RouteHealth {
      * the router's rule ({@link Router#backInMillis}) on the hold and cooldown they set: the provider's Retry-After
      * hold, and the cooldown when they opened its breaker (it was half-open, or its shared count plus theirs reached
      * max_fails; every failure at the threshold re-arms the cooldown, so it runs from the last one); 0 when they kept
-     * it from neither.
+     * it from neither. Where the store has answered a write, the hold and cooldown it reported count too (the later
+     * end wins): they run from when the store applied the write, so a client told this wait does not come back to a
+     * route still held for the few milliseconds its write took.
      */
     long backInMillis(Candidate c, long now) {
         Written w = written.get(c.id());
         if (w == null) {
             return 0;
         }
-        long hold = w.holdUntilNanos == Long.MIN_VALUE ? 0 : ceilMillis(w.holdUntilNanos - now);
-        long cooldown = c.halfOpen() || Router.tripped((long) c.state().fails() + w.failures, breaker.threshold())
-                ? ceilMillis(w.lastFailureNanos + breaker.failTimeout().toNanos() - now) : 0;
+        long holdEnd = w.holdEndNanos();
+        long hold = holdEnd == Long.MIN_VALUE ? 0 : ceilMillis(holdEnd - now);
+        long coolEnd = c.halfOpen() || Router.tripped((long) c.state().fails() + w.failures, breaker.threshold())
+                ? w.lastFailureNanos + breaker.failTimeout().toNanos() : Long.MIN_VALUE;
+        coolEnd = Math.max(coolEnd, w.storedCoolUntilNanos.get());
+        long cooldown = coolEnd == Long.MIN_VALUE ? 0 : ceilMillis(coolEnd - now);
         return Router.backInMillis(cooldown > 0, cooldown, hold);
     }
 
     /** Whether a failure of this request put a provider's hold on the candidate that has not ended yet. */
     boolean held(Candidate c) {
         Written w = written.get(c.id());
-        return w != null && w.holdUntilNanos != Long.MIN_VALUE && w.holdUntilNanos > ticker.nanos();
+        return w != null && w.holdEndNanos() != Long.MIN_VALUE && w.holdEndNanos() > ticker.nanos();
     }
 
     /** Rounded up: a wait a fraction of a millisecond short would come back to the same refusal; 0 when over. */

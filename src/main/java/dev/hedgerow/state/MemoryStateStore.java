@@ -244,7 +244,7 @@ public final class MemoryStateStore implements StateStore {
             return new Health(fails, expiryIn(now, ft + tuning.idleExpiry().toMillis()), expiryIn(now, ft),
                     coolUntil, null, NONE, holdUntil);
         });
-        return done(breaker(after, now));
+        return done(breaker(after, now, true));
     }
 
     @Override
@@ -252,7 +252,7 @@ public final class MemoryStateStore implements StateStore {
         long now = ticker.nanos();
         RouteState r = routes.get(routeId);
         if (r == null) {
-            return done(breaker(Health.CLEAR, now));
+            return done(breaker(Health.CLEAR, now, false));
         }
         Health after = stepHealth(r, h -> {
             // Kong: the counter resets only when no failure happened within fail_timeout (the marker is gone).
@@ -260,11 +260,12 @@ public final class MemoryStateStore implements StateStore {
             return new Health(reset ? 0 : h.fails, reset ? NONE : h.failsUntil, h.lastFailUntil, h.coolUntil,
                     null, NONE, h.holdUntil);
         });
-        return done(breaker(after, now));
+        return done(breaker(after, now, false));
     }
 
-    private static BreakerState breaker(Health h, long now) {
-        return new BreakerState(h.fails(now), h.cooling(now), remainingMillis(h.coolUntil, now));
+    private static BreakerState breaker(Health h, long now, boolean withHold) {
+        return new BreakerState(h.fails(now), h.cooling(now), remainingMillis(h.coolUntil, now),
+                withHold ? remainingMillis(h.holdUntil, now) : 0);
     }
 
     @Override

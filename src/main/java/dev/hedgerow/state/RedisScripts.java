@@ -37,7 +37,7 @@ final class RedisScripts {
     /**
      * Kong-counted failure and, in the same script, the provider's Retry-After hold it brought (never shortening a
      * longer one), so no reader sees the count without the hold. KEYS: fails, lastfail, probe, cool, ra. ARGV:
-     * maxFails, failTimeoutMs, failsTtlMs, holdMs (0 = no hold). Returns {fails, PTTL(cool)}.
+     * maxFails, failTimeoutMs, failsTtlMs, holdMs (0 = no hold). Returns {fails, PTTL(cool), PTTL(ra)}.
      */
     static final LuaScript RECORD_FAILURE = LuaScript.of("recordFailure", """
             local fails = redis.call('INCR', KEYS[1])
@@ -52,7 +52,7 @@ final class RedisScripts {
             if hold > 0 and redis.call('PTTL', KEYS[5]) < hold then
               redis.call('SET', KEYS[5], '1', 'PX', hold)
             end
-            return {fails, redis.call('PTTL', KEYS[4])}
+            return {fails, redis.call('PTTL', KEYS[4]), redis.call('PTTL', KEYS[5])}
             """);
 
     /**

@@ -213,9 +213,11 @@ public final class RedisStateStore implements StateStore {
                 StateKeys.cool(routeId));
     }
 
+    /** {fails, PTTL(cool)} and, from a failure write, PTTL(ra): a negative PTTL is no key (or none left). */
     private static BreakerState breaker(Response r) {
         long cool = r.get(1).toLong();
-        return new BreakerState(r.get(0).toLong(), cool >= 0, Math.max(0, cool));
+        long hold = r.size() > 2 ? r.get(2).toLong() : 0;
+        return new BreakerState(r.get(0).toLong(), cool >= 0, Math.max(0, cool), Math.max(0, hold));
     }
 
     @Override

@@ -296,7 +296,11 @@ abstract class StateStoreContract {
     @Test
     void aFailureWithAHoldCountsTheFailureAndHoldsTheRoute() {
         String r = id("route");
-        assertEquals(1, await(store().recordFailure(r, 3, LONG, SHORT)).fails());
+        BreakerState written = await(store().recordFailure(r, 3, LONG, SHORT));
+        assertEquals(1, written.fails());
+        // the hold as the store applied it, which the request's retry advice counts from
+        assertTrue(written.holdRemainingMillis() > 0 && written.holdRemainingMillis() <= SHORT.toMillis(),
+                "reported hold " + written.holdRemainingMillis());
         RouteSnapshot s = snap(r);
         assertEquals(1, s.fails());
         assertFalse(s.coolingDown(), "below max_fails: only the provider's hold keeps it out");
@@ -311,7 +315,8 @@ abstract class StateStoreContract {
     void theLongerHoldWinsWhicheverFailureBroughtIt() {
         String shortened = id("route");
         await(store().recordFailure(shortened, 5, LONG, LONG));
-        await(store().recordFailure(shortened, 5, LONG, SHORT));
+        assertTrue(await(store().recordFailure(shortened, 5, LONG, SHORT)).holdRemainingMillis() > SHORT.toMillis(),
+                "the write reports the hold in place, the longer one");
         assertTrue(snap(shortened).retryAfterMillis() > SHORT.toMillis(), "a shorter hold keeps the longer one");
         assertEquals(2, snap(shortened).fails());
 
@@ -324,7 +329,7 @@ abstract class StateStoreContract {
     @Test
     void aFailureWithNoHoldHoldsNothingAndLeavesAHoldInPlace() {
         String r = id("route");
-        await(store().recordFailure(r, 5, LONG, Duration.ZERO));
+        assertEquals(0, await(store().recordFailure(r, 5, LONG, Duration.ZERO)).holdRemainingMillis());
         assertEquals(0, snap(r).retryAfterMillis());
         await(store().recordFailure(r, 5, LONG, LONG));
         await(store().recordFailure(r, 5, LONG, Duration.ZERO));

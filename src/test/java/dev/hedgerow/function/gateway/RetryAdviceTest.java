@@ -3,10 +3,14 @@ package dev.hedgerow.function.gateway;
 import dev.hedgerow.routing.Router;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.BreakerState;
+import dev.hedgerow.state.ForwardingStateStore;
 import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.time.FakeTicker;
 import io.restassured.response.Response;
+import io.smallrye.mutiny.Uni;
 import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -14,6 +18,8 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static dev.hedgerow.function.gateway.GroupKit.chat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -131,6 +137,54 @@ class RetryAdviceTest {
 
         time.advance(Duration.ofSeconds(19));
         assertEquals(200, chat(gw, "held", "back").statusCode(), "the wait it named was enough");
+    }
+
+    /**
+     * The store applies the request's first failure write only 200 ms after the failure, when its second failure comes
+     * (a slow or queued Redis write), so that route's hold runs 200 ms longer than the request reckoned from the 429.
+     * The exhausted request is told the hold as the store reported it (3000 ms from the answer), the wait the router
+     * then names: it was told 2800 ms, reckoned from the failure, and a client retrying when told met the router's 503
+     * for the rest.
+     */
+    @Test
+    void anExhaustionWaitsForTheHoldAsTheStoreAppliedIt() {
+        FakeTicker late = new FakeTicker();
+        StateStore lateFirst = new ForwardingStateStore(new MemoryStateStore(late)) {
+            private final AtomicInteger calls = new AtomicInteger();
+            private final CompletableFuture<Void> secondCame = new CompletableFuture<>();
+
+            @Override
+            public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
+                return Uni.createFrom().deferred(() -> {
+                    int n = calls.incrementAndGet();
+                    if (n == 1) {
+                        return Uni.createFrom().completionStage(secondCame)
+                                .chain(() -> inner.recordFailure(routeId, maxFails, failTimeout, hold));
+                    }
+                    if (n == 2) {
+                        late.advance(Duration.ofMillis(200));
+                        secondCame.complete(null); // the first write is applied now, 200 ms after its failure
+                    }
+                    return inner.recordFailure(routeId, maxFails, failTimeout, hold);
+                });
+            }
+        };
+        try (GatewayHarness g = GatewayHarness.start(vertx, YAML, sims, lateFirst, late)) {
+            g.sim("openrouter").enqueue("kimi-k2", Fault.rateLimited(3));
+            g.sim("digitalocean").enqueue("kimi-k2", Fault.rateLimited(3));
+            Response out = chat(g, "held", "rate limited, stored late");
+            assertEquals(503, out.statusCode(), out.asString());
+            assertWait(out, "3", "3000");
+
+            Response router = chat(g, "held", "asked again at once");
+            assertEquals(503, router.statusCode(), router.asString());
+            assertWait(router, "3", "3000");
+
+            late.advance(Duration.ofMillis(3000));
+            assertEquals(200, chat(g, "held", "back").statusCode(), "the wait it named was enough");
+        } finally {
+            GroupKit.PROVIDERS.forEach(p -> gw.sim(p).clearFaults());
+        }
     }
 
     /**
