@@ -1,8 +1,8 @@
 package dev.hedgerow.dispatch;
 
-import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectReader;
@@ -10,20 +10,26 @@ import dev.hedgerow.api.Json;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.function.LongSupplier;
 
 /**
- * Relays an upstream's whole embeddings answer to the client: the body as the provider sent it, token by token
- * (vectors as floats or base64 strings, untouched), with {@code model} set to the route's upstream model and a
- * {@code provider} field naming its provider (as chat's answers, OpenRouter's style), and a {@code usage} counted by
- * the gateway when the provider sent none. Streaming from parser to generator, never a tree: an answer of 2048
- * vectors of 3072 floats is over 100 MB of JSON, which a tree of nodes would take several times over. Stateless.
+ * Relays an upstream's whole embeddings answer to the client: the body as the provider sent it, byte for byte
+ * (vectors as floats or base64 strings, untouched), without its own {@code model} and {@code provider} and with the
+ * route's upstream model and a {@code provider} field naming its provider added (as chat's answers, OpenRouter's
+ * style), and a {@code usage} counted by the gateway when the provider sent none. The answer is scanned once by the
+ * streaming parser, which checks it is one JSON object and finds where each top-level field begins and ends, and each
+ * field kept is copied as raw bytes: no tree, and no number is converted. An answer of 2048 vectors of 1536 floats is
+ * 36 MB of JSON, which a tree would take several times over, and which copying number by number (each float read
+ * exactly and written again) held the event loop for about half a second; the scan takes a fraction of that.
+ * Stateless.
  */
 final class EmbeddingsReply {
     /**
      * The largest embeddings answer an attempt buffers: 64 MiB. 2048 inputs of 1536 dimensions in base64 (what the
-     * OpenAI SDKs ask for) are about 17 MB, as floats about 60 MB; a larger answer (3072 dimensions as floats) fails
-     * the attempt ({@code oversize_body}) rather than filling the heap: ask for base64, or fewer inputs per request.
+     * OpenAI SDKs ask for) are about 17 MB, as floats about 36 to 60 MB; a larger answer (3072 dimensions as floats)
+     * fails the attempt ({@code oversize_body}) rather than filling the heap: ask for base64, or fewer inputs per
+     * request.
      */
     static final int MAX_BODY = 64 * 1024 * 1024;
 
@@ -52,17 +58,18 @@ final class EmbeddingsReply {
         ByteArrayOutputStream out = new ByteArrayOutputStream(bytes.length + 256);
         JsonNode usage = null;
         boolean data = false;
-        try (JsonParser p = Json.MAPPER.getFactory().createParser(bytes);
-             JsonGenerator g = Json.MAPPER.getFactory().createGenerator(out)) {
+        try (JsonParser p = Json.MAPPER.getFactory().createParser(bytes)) {
             if (p.nextToken() != JsonToken.START_OBJECT) {
                 return invalid("200 whose body is not a JSON object");
             }
-            g.writeStartObject();
-            while (p.nextToken() == JsonToken.FIELD_NAME) {
+            out.write('{');
+            boolean first = true;
+            JsonToken t = p.nextToken();
+            while (t == JsonToken.FIELD_NAME) {
                 String name = p.currentName();
+                int from = offset(p);
                 JsonToken value = p.nextToken();
                 switch (name) {
-                    case "model", "provider" -> p.skipChildren(); // the gateway's own, written below
                     case "usage" -> {
                         JsonNode u = VALUE.readTree(p);
                         if (u != null && u.isObject()) {
@@ -75,41 +82,76 @@ final class EmbeddingsReply {
                             return new Relayed(null, null, null, UpstreamReplies.shorten(e.toString()));
                         }
                     }
-                    default -> {
-                        if (name.equals("data")) {
-                            if (value != JsonToken.START_ARRAY) {
-                                return invalid("200 whose 'data' is not an array");
-                            }
-                            data = true;
+                    case "data" -> {
+                        if (value != JsonToken.START_ARRAY) {
+                            return invalid("200 whose 'data' is not an array");
                         }
-                        g.writeFieldName(name);
-                        g.copyCurrentStructureExact(p);
+                        data = true;
+                        p.skipChildren();
                     }
+                    default -> p.skipChildren();
                 }
+                t = p.nextToken();
+                if (name.equals("model") || name.equals("provider") || name.equals("usage")) {
+                    continue; // the gateway writes its own, below
+                }
+                // the field's bytes, from its name to the next token: less the separator and whitespace before it
+                int to = offset(p);
+                while (to > from && isSpaceOrComma(bytes[to - 1])) {
+                    to--;
+                }
+                if (!first) {
+                    out.write(',');
+                }
+                out.write(bytes, from, to - from);
+                first = false;
             }
-            if (p.currentToken() != JsonToken.END_OBJECT || p.nextToken() != null) {
+            if (t != JsonToken.END_OBJECT || p.nextToken() != null) {
                 return invalid("200 whose body is not one JSON object");
             }
             if (!data) {
                 return invalid("200 without an embeddings list ('data')");
             }
-            g.writeStringField("model", model);
-            g.writeStringField("provider", provider);
-            g.writeFieldName("usage");
+            field(out, first, "model");
+            string(out, model);
+            field(out, false, "provider");
+            string(out, provider);
+            field(out, false, "usage");
             if (usage != null) {
-                g.writeTree(usage);
+                out.write(Json.bytes(usage));
             } else {
                 long n = counted.getAsLong();
-                g.writeStartObject();
-                g.writeNumberField("prompt_tokens", n);
-                g.writeNumberField("total_tokens", n);
-                g.writeEndObject();
+                out.write(("{\"prompt_tokens\":" + n + ",\"total_tokens\":" + n + "}")
+                        .getBytes(StandardCharsets.US_ASCII));
             }
-            g.writeEndObject();
+            out.write('}');
         } catch (IOException | RuntimeException e) {
             return invalid("200 whose body is malformed JSON");
         }
         return new Relayed(out.toByteArray(), usage, null, null);
+    }
+
+    /** Where the parser's current token begins in the answer's bytes. */
+    private static int offset(JsonParser p) {
+        return (int) p.currentTokenLocation().getByteOffset();
+    }
+
+    private static boolean isSpaceOrComma(byte b) {
+        return b == ',' || b == ' ' || b == '\n' || b == '\r' || b == '\t';
+    }
+
+    private static void field(ByteArrayOutputStream out, boolean first, String name) {
+        if (!first) {
+            out.write(',');
+        }
+        string(out, name);
+        out.write(':');
+    }
+
+    private static void string(ByteArrayOutputStream out, String s) {
+        out.write('"');
+        out.writeBytes(JsonStringEncoder.getInstance().quoteAsUTF8(s));
+        out.write('"');
     }
 
     private static Relayed invalid(String why) {
