@@ -6,9 +6,11 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.ChatRequest;
+import dev.hedgerow.api.EmbeddingsRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.api.RequestException;
+import dev.hedgerow.api.RequestJson;
 import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.audit.LedgerLine;
 import dev.hedgerow.catalog.ApiKey;
@@ -764,22 +766,33 @@ public final class AdminService {
     // ---- explain ---------------------------------------------------------------------------------------------
 
     /**
-     * Explains how the gateway would route a chat request, without sending it or moving the group's rotation
-     * ({@link Router#explain}): every member with each filter passed or failed and why, its predicted first token
-     * (mean, P90) for this prompt, SLO standing, capacity report, prefix affinity and rank; plus the group's SLO
+     * Explains how the gateway would route a chat or embeddings request, without sending it or moving the group's
+     * rotation ({@link Router#explain}): every member with each filter passed or failed and why, its predicted first
+     * token (mean, P90) for this prompt, SLO standing, capacity report, prefix affinity and rank; plus the group's SLO
      * targets and each member's weight and priority. The alias is chosen as the gateway chooses it (the org's
-     * alias header, else the body's {@code model}).
+     * alias header, else the body's {@code model}). A body with {@code input} and no {@code messages} is an
+     * embeddings request ({@code POST /v1/embeddings}), checked and refused as that endpoint does; any other, a chat
+     * request.
      *
      * @param headers request headers, lower-cased names, credentials removed
      */
     public Uni<ObjectNode> explain(Org org, byte[] body, Map<String, String> headers) {
         // the alias the gateway would route (explain has no path alias): the org's alias header, else the body's model
-        ChatRequest chat = ChatRequest.parse(body,
-                org.routing().routedAlias(null, name -> headers.get(name.toLowerCase(Locale.ROOT))),
-                org.routing()::alias);
-        String alias = chat.model();
-        Router.requireChatAlias(org, alias);
-        RequestFacts facts = RequestFacts.of(chat, core.tokens(), core.prefixes(), headers);
+        String routed = org.routing().routedAlias(null, name -> headers.get(name.toLowerCase(Locale.ROOT)));
+        ObjectNode parsed = RequestJson.object(body);
+        String alias;
+        RequestFacts facts;
+        if (parsed.has("input") && !parsed.has("messages")) {
+            EmbeddingsRequest embeddings = EmbeddingsRequest.parse(body, routed, org.routing()::alias);
+            alias = embeddings.model();
+            Router.requireEmbeddingsAlias(org, alias);
+            facts = RequestFacts.of(embeddings, core.tokens(), headers);
+        } else {
+            ChatRequest chat = ChatRequest.parse(body, routed, org.routing()::alias);
+            alias = chat.model();
+            Router.requireChatAlias(org, alias);
+            facts = RequestFacts.of(chat, core.tokens(), core.prefixes(), headers);
+        }
         GroupSettings settings = org.group(alias);
         return core.router().explain(org, alias, facts).map(explanation -> {
             ObjectNode root = explanation.toNode();

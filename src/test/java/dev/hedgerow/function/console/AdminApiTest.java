@@ -669,6 +669,30 @@ class AdminApiTest {
         }
     }
 
+    /**
+     * A body with input and no messages is explained as POST /v1/embeddings would route it, and refused as that
+     * endpoint refuses: a chat alias, a missing input.
+     */
+    @Test
+    void explainAnEmbeddingsRequestAsTheEmbeddingsEndpointRoutesIt() {
+        admin().body("{\"model\":\"vectors\",\"input\":[\"one text\",\"and another, longer text\"]}")
+                .post("/admin/explain").then().statusCode(200)
+                .body("alias", equalTo("vectors"))
+                .body("outcome", equalTo("ready"))
+                .body("stream", equalTo(false))
+                .body("prompt_tokens", greaterThan(3))
+                .body("routes.route", equalTo(List.of("vectors-alpha")))
+                .body("routes[0].rank", equalTo(1));
+        for (String path : List.of("/admin/explain", "/v1/embeddings")) {
+            (path.startsWith("/admin") ? admin() : given().auth().oauth2("k-acme").contentType("application/json"))
+                    .body("{\"model\":\"duo\",\"input\":\"x\"}")
+                    .post(path).then().statusCode(404).body("error.code", equalTo("not_an_embeddings_model"));
+            (path.startsWith("/admin") ? admin() : given().auth().oauth2("k-acme").contentType("application/json"))
+                    .body("{\"model\":\"vectors\",\"input\":[]}")
+                    .post(path).then().statusCode(400).body("error.param", equalTo("input"));
+        }
+    }
+
     @Test
     void explainNamesTheMissingCapability() {
         admin().body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
@@ -889,6 +913,9 @@ class AdminApiTest {
         given().auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"no-such-alias\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
                 .post("/v1/chat/completions").then().statusCode(404);
+        // a refusal's audit event is written beside its answer, never before it: it may land a moment later
+        eventually(() -> admin().get("/admin/audit?type=blocked&reason=model_not_found&limit=5").then()
+                .extract().jsonPath().getList("events.alias").contains("no-such-alias"), "the blocked event is stored");
 
         admin().get("/admin/audit?type=blocked&reason=model_not_found&limit=5").then().statusCode(200)
                 .body("events.alias", hasItem("no-such-alias"))
