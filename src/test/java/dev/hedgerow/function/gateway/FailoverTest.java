@@ -22,6 +22,10 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
@@ -392,6 +396,40 @@ class FailoverTest {
             Response again = chat(held, "pass5", "asked again at once", false, FIRST);
             assertEquals("pass5-digitalocean", route(again), "the held route is skipped: " + again.headers());
             assertEquals(1, received(held, "openrouter", "kimi-k2"));
+        }
+    }
+
+    /**
+     * A store that never answers a health write (it took the command and went silent) does not hold the refusal
+     * waiting for it: the answer goes out once the wait's bound (1 s) is over, with the holds this request learnt. The
+     * client gives up after 20 s, so a refusal that waited for the writes alone fails the test instead of hanging it.
+     */
+    @Test
+    void aRefusalIsAnsweredEvenWhenItsHealthWritesNeverAre() throws Exception {
+        FakeTicker time = new FakeTicker();
+        StateStore silent = new ForwardingStateStore(new MemoryStateStore(time)) {
+            @Override
+            public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout,
+                                                   Duration hold) {
+                return Uni.createFrom().nothing();
+            }
+        };
+        try (GatewayHarness g = GatewayHarness.start(vertx, yaml, sims, silent, clockOn(time))) {
+            for (String p : List.of("openrouter", "digitalocean")) {
+                g.sim(p).enqueue("kimi-k2", Fault.rateLimited(3));
+            }
+            HttpRequest req = HttpRequest.newBuilder(URI.create(g.baseUrl() + "/v1/chat/completions"))
+                    .timeout(Duration.ofSeconds(20)).header("Authorization", "Bearer " + GroupKit.KEY)
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(GroupKit.body("ra", "never stored", false, FIRST)))
+                    .build();
+            HttpResponse<String> out = HttpClient.newHttpClient().send(req, HttpResponse.BodyHandlers.ofString());
+            assertEquals(503, out.statusCode(), out.body());
+            // the rest of the providers' 3 s hold, as this request learnt it, from when the answer went out
+            long waitMs = Long.parseLong(out.headers().firstValue("retry-after-ms").orElse("-1"));
+            assertTrue(waitMs > 0 && waitMs <= 3000, out.headers().toString());
+        } finally {
+            PROVIDERS.forEach(p -> sims.get(p).clearFaults());
         }
     }
 
