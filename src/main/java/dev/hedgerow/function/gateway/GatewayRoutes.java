@@ -307,9 +307,9 @@ public final class GatewayRoutes {
                 refuseMultipart(httpReq.getHeader("content-type"));
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
-            ApiRequest chat = embeddings ? EmbeddingsRequest.parse(b.getBytes(), routed, org.routing()::alias)
+            ApiRequest request = embeddings ? EmbeddingsRequest.parse(b.getBytes(), routed, org.routing()::alias)
                     : ChatRequest.parse(b.getBytes(), routed, org.routing()::alias);
-            alias = chat.model();
+            alias = request.model();
             tally.alias = alias;
             if (embeddings) {
                 dev.hedgerow.routing.Router.requireEmbeddingsAlias(org, alias);
@@ -318,15 +318,15 @@ public final class GatewayRoutes {
             }
             Map<String, String> headers = routingHeaders(httpReq);
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
-                route(h, org, keyName, chat, facts(h, org, chat, headers), requestId, tally, resp);
+                route(h, org, keyName, request, facts(h, org, request, headers), requestId, tally, resp);
             } else {
                 // a long prompt's BPE costs ~0.5 µs per character: megabytes of it would hold this event loop, and
                 // every other request on it, for seconds; a worker counts it and the loop carries on from there
-                ctx.vertx().executeBlocking(() -> facts(h, org, chat, headers), false).onComplete(counted -> {
+                ctx.vertx().executeBlocking(() -> facts(h, org, request, headers), false).onComplete(counted -> {
                     if (counted.succeeded()) {
-                        route(h, org, keyName, chat, counted.result(), requestId, tally, resp);
+                        route(h, org, keyName, request, counted.result(), requestId, tally, resp);
                     } else if (counted.cause() instanceof RequestException e) {
-                        refuse(h, org, chat.model(), requestId, resp, e);
+                        refuse(h, org, request.model(), requestId, resp, e);
                     } else {
                         internalError(resp, counted.cause());
                     }
@@ -372,12 +372,12 @@ public final class GatewayRoutes {
     }
 
     /** Plans the request's routes, then dispatches it or answers the refusal (on the event loop). */
-    private void route(Hedgerow h, Org org, String keyName, ApiRequest chat, RequestFacts facts, String requestId,
+    private void route(Hedgerow h, Org org, String keyName, ApiRequest request, RequestFacts facts, String requestId,
                        Tally tally, HttpServerResponse resp) {
-        h.router().plan(org, chat.model(), facts).subscribe().with(
+        h.router().plan(org, request.model(), facts).subscribe().with(
                 plan -> {
                     try {
-                        onPlan(h, org, keyName, chat.model(), chat, facts, plan, requestId, tally, resp);
+                        onPlan(h, org, keyName, request.model(), request, facts, plan, requestId, tally, resp);
                     } catch (RuntimeException t) {
                         // thrown inside a Mutiny callback it would be dropped and the client left waiting
                         internalError(resp, t);
@@ -385,7 +385,7 @@ public final class GatewayRoutes {
                 },
                 t -> {
                     System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "routing failed", t);
-                    routingUnavailable(h, org, chat.model(), requestId, resp);
+                    routingUnavailable(h, org, request.model(), requestId, resp);
                 });
     }
 
@@ -409,7 +409,7 @@ public final class GatewayRoutes {
         JsonReplies.error(resp, ApiError.internal());
     }
 
-    private void onPlan(Hedgerow h, Org org, String keyName, String alias, ApiRequest chat, RequestFacts facts,
+    private void onPlan(Hedgerow h, Org org, String keyName, String alias, ApiRequest request, RequestFacts facts,
                         RoutePlan plan, String requestId, Tally tally, HttpServerResponse resp) {
         if (plan instanceof RoutePlan.Blocked b) {
             h.audit().blocked(org.id(), alias, b.reason(), b.error().message(), requestId).subscribe()
@@ -419,7 +419,7 @@ public final class GatewayRoutes {
         }
         RoutePlan.Ready ready = (RoutePlan.Ready) plan;
         DispatchRequest dr = new DispatchRequest(requestId, h.clock().instant().getEpochSecond(), org, keyName,
-                alias, org.group(alias), chat, facts, ready.candidates(), ready.othersBackInMillis());
+                alias, org.group(alias), request, facts, ready.candidates(), ready.othersBackInMillis());
         tally.dispatched = true; // from here dispatch counts it (finished, or refused), whatever happens
         if (resp.closed()) {
             // the client hung up while its request was counted or planned: nothing goes upstream, but it is logged
