@@ -3,6 +3,7 @@ package dev.hedgerow.dispatch;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.EmbeddingsRequest;
 import dev.hedgerow.api.RetryAdvice;
 import dev.hedgerow.catalog.FailoverCriterion;
 import dev.hedgerow.catalog.GroupSettings;
@@ -851,9 +852,7 @@ final class Dispatch {
             return;
         }
         contentArrived(a, false);
-        a.usage = r.usage();
-        long prompt = r.usage() != null && r.usage().path("prompt_tokens").canConvertToLong()
-                ? r.usage().path("prompt_tokens").asLong() : countedInputTokens();
+        long prompt = r.promptTokens();
         UsageSample billed = new UsageSample(prompt, 0, a.cand.route().price().cost(prompt, 0));
         finished = true;
         health.success(a);
@@ -866,7 +865,7 @@ final class Dispatch {
     /** Every input's tokens, as the gateway counts them: what an embeddings answer without usage is billed. */
     private long countedInputTokens() {
         long n = 0;
-        for (int t : ((dev.hedgerow.api.EmbeddingsRequest) req.request()).inputTokens(deps.tokens())) {
+        for (int t : ((EmbeddingsRequest) req.request()).inputTokens(deps.tokens())) {
             n += t;
         }
         return n;

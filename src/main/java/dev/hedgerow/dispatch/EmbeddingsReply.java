@@ -36,12 +36,12 @@ final class EmbeddingsReply {
     /**
      * What the client gets, or why the answer is unusable.
      *
-     * @param body    the rewritten answer (null when unusable)
-     * @param usage   the provider's {@code usage} object, or null when it sent none
-     * @param invalid why a 200 is not an embeddings answer (null when it is one)
-     * @param error   the provider's {@code error} when a 200 carried one (null otherwise)
+     * @param body         the rewritten answer (null when unusable)
+     * @param promptTokens what the answer bills: the provider's {@code usage.prompt_tokens}, else the gateway's count
+     * @param invalid      why a 200 is not an embeddings answer (null when it is one)
+     * @param error        the provider's {@code error} when a 200 carried one (null otherwise)
      */
-    record Relayed(byte[] body, JsonNode usage, String invalid, String error) {
+    record Relayed(byte[] body, long promptTokens, String invalid, String error) {
     }
 
     /** Reads one value inside the answer (the shared mapper refuses what follows a value read from a parser). */
@@ -52,7 +52,7 @@ final class EmbeddingsReply {
     }
 
     /**
-     * @param counted the prompt tokens the gateway counts, asked only when the provider sent no usage
+     * @param counted the prompt tokens the gateway counts, asked only when the provider's usage gives none
      */
     static Relayed relay(byte[] bytes, String model, String provider, LongSupplier counted) {
         ByteArrayOutputStream out = new ByteArrayOutputStream(bytes.length + 256);
@@ -79,7 +79,7 @@ final class EmbeddingsReply {
                     case "error" -> {
                         JsonNode e = VALUE.readTree(p);
                         if (e != null && !e.isNull()) {
-                            return new Relayed(null, null, null, UpstreamReplies.shorten(e.toString()));
+                            return new Relayed(null, 0, null, UpstreamReplies.shorten(e.toString()));
                         }
                     }
                     case "data" -> {
@@ -117,18 +117,21 @@ final class EmbeddingsReply {
             field(out, false, "provider");
             string(out, provider);
             field(out, false, "usage");
+            long prompt;
             if (usage != null) {
                 out.write(Json.bytes(usage));
+                JsonNode given = usage.path("prompt_tokens");
+                prompt = given.canConvertToLong() ? given.asLong() : counted.getAsLong();
             } else {
-                long n = counted.getAsLong();
-                out.write(("{\"prompt_tokens\":" + n + ",\"total_tokens\":" + n + "}")
+                prompt = counted.getAsLong();
+                out.write(("{\"prompt_tokens\":" + prompt + ",\"total_tokens\":" + prompt + "}")
                         .getBytes(StandardCharsets.US_ASCII));
             }
             out.write('}');
+            return new Relayed(out.toByteArray(), prompt, null, null);
         } catch (IOException | RuntimeException e) {
             return invalid("200 whose body is malformed JSON");
         }
-        return new Relayed(out.toByteArray(), usage, null, null);
     }
 
     /** Where the parser's current token begins in the answer's bytes. */
@@ -155,6 +158,6 @@ final class EmbeddingsReply {
     }
 
     private static Relayed invalid(String why) {
-        return new Relayed(null, null, why, null);
+        return new Relayed(null, 0, why, null);
     }
 }
