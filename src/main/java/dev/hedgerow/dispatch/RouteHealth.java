@@ -126,7 +126,7 @@ final class RouteHealth {
     /** Whether a failure of this request put a provider's hold on the candidate that has not ended yet. */
     boolean held(Candidate c) {
         Written w = written.get(c.id());
-        return w != null && w.holdEndNanos() != Long.MIN_VALUE && w.holdEndNanos() > ticker.nanos();
+        return w != null && w.holdEndNanos() > ticker.nanos(); // no hold is Long.MIN_VALUE, never after now
     }
 
     /** Rounded up: a wait a fraction of a millisecond short would come back to the same refusal; 0 when over. */

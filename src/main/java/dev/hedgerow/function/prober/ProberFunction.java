@@ -145,7 +145,6 @@ public class ProberFunction {
         }
     }
 
-
     private ProberConfig config() {
         return ProberConfig.defaults().withConcurrency(concurrency).withProbeTimeout(timeout)
                 .withMinInterval(minInterval).withVerifyEvery(verifyEvery);
