@@ -309,7 +309,7 @@ class EmbeddingsTest {
         assertEquals("no_healthy_provider", json(r).path("error").path("code").asText());
         long wait = Long.parseLong(r.header("Retry-After"));
         // the providers' wait, longer than the breaker's 30 s cooldown their 429s also started
-        assertTrue(wait >= 59 && wait <= 60, "the providers' wait: " + wait);
+        assertTrue(wait > 30 && wait <= 60, "the providers' wait: " + wait);
     }
 
     @Test
