@@ -88,6 +88,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     Map<String, String> headers = Map.of();
     SseDecoder decoder;
     ByteArrayOutputStream body;
+    /** A 200 embeddings answer's scan, fed as its body arrives (null for any other answer). */
+    EmbeddingsReply.Scan embeddingsScan;
     final List<ObjectNode> pending = new ArrayList<>();
     boolean hasContent;
     long firstContentNanos = -1;
@@ -257,6 +259,9 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
                 }
             }
             body = new ByteArrayOutputStream();
+            if (status == 200 && dispatch.embeddings()) {
+                embeddingsScan = new EmbeddingsReply.Scan();
+            }
             armBodyTimer();
         }
     }
@@ -311,6 +316,9 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
                 return;
             }
             body.write(bytes, 0, bytes.length);
+            if (embeddingsScan != null) {
+                embeddingsScan.feed(bytes);
+            }
         }
     }
 

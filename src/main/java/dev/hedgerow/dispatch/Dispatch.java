@@ -134,6 +134,11 @@ final class Dispatch {
         return stream;
     }
 
+    /** True for an embeddings request, whose 200 answer its attempts scan as it arrives. */
+    boolean embeddings() {
+        return req.embeddings();
+    }
+
     // ---- lifecycle -------------------------------------------------------------------------------------------
 
     synchronized void start() {
@@ -836,13 +841,14 @@ final class Dispatch {
     }
 
     /**
-     * A whole embeddings answer with status 200: relayed as the provider sent it ({@link EmbeddingsReply}: model and
+     * A whole embeddings answer with status 200, scanned as it arrived: relayed as the provider sent it
+     * ({@link EmbeddingsReply}: model and
      * provider set), billed once (the provider's prompt tokens, else the gateway's count of the inputs; no completion),
      * its latency learned as a whole answer's. A 200 that is no embeddings list fails the attempt over.
      */
     private void embeddingsEnded(Attempt a, byte[] bytes) {
-        EmbeddingsReply.Relayed r = EmbeddingsReply.relay(bytes, a.cand.route().model(), a.cand.route().provider(),
-                this::countedInputTokens);
+        EmbeddingsReply.Relayed r = a.embeddingsScan.finish(bytes, a.cand.route().model(),
+                a.cand.route().provider(), this::countedInputTokens);
         if (r.error() != null) {
             attemptFailed(a, Failure.transport("upstream_error_body", r.error()));
             return;

@@ -4,7 +4,12 @@ import dev.hedgerow.api.Json;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -78,5 +83,61 @@ class EmbeddingsReplyTest {
         assertTrue(r.error().contains("overloaded"), r.error());
         assertEquals("{\"data\":[],\"error\":null,\"model\":\"nomic-embed\",\"provider\":\"fire\\\"works\","
                 + "\"usage\":{\"prompt_tokens\":7,\"total_tokens\":7}}", text(relay("{\"data\":[],\"error\":null}")));
+    }
+
+    /**
+     * An answer arrives in reads of whatever size the connection gives, which may split a field name, a number or a
+     * character's UTF-8 bytes: scanned as it arrives, it comes out as when scanned whole, refusals included.
+     */
+    @Test
+    void anAnswerFedInPiecesOfAnySizeIsRelayedAsWhenFedWhole() {
+        StringBuilder big = new StringBuilder("{\"object\":\"list\",\"data\":[");
+        Random random = new Random(7);
+        for (int i = 0; i < 40; i++) {
+            big.append(i == 0 ? "" : ",").append("{\"object\":\"embedding\",\"index\":").append(i)
+                    .append(",\"embedding\":[");
+            for (int d = 0; d < 256; d++) {
+                big.append(d == 0 ? "" : ",").append(random.nextFloat() * 2 - 1);
+            }
+            big.append("]}");
+        }
+        big.append("],\"model\":\"m\",\"usage\":{\"prompt_tokens\":40,\"total_tokens\":40}}");
+        List<String> bodies = List.of(big.toString(),
+                "{\"model\":\"x\",\"object\":\"list\",\"data\":[{\"embedding\":\"QUJD\"}],\"provider\":\"p\","
+                        + "\"usage\":{\"prompt_tokens\":3,\"total_tokens\":3},\"x\":{\"n\":[1,{\"a\":\"é 東京\"}]}}",
+                "{\n  \"object\" : \"list\" ,\n  \"data\" : [ \"QUJD\" ,\n \"REVG\" ]\n ,\"model\":\"m\"\n}\n",
+                "{\"data\":[]}", "{\"error\":{\"message\":\"overloaded\"},\"data\":[]}",
+                "{\"data\":[],\"error\":null}", "[1,2]", "\"list\"", "{\"object\":\"list\"}",
+                "{\"data\":{\"a\":1}}", "{\"data\":[1,2]} {}", "{\"data\":[1,2]", "{\"data\":[1,,2]}", "",
+                "{\"data\":[1.5e]}");
+        for (String body : bodies) {
+            byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+            EmbeddingsReply.Relayed whole = EmbeddingsReply.relay(bytes, "nomic-embed", "fw", () -> 7);
+            for (int size : new int[]{1, 2, 3, 5, 64, 8192, -1}) {
+                EmbeddingsReply.Scan scan = new EmbeddingsReply.Scan();
+                for (byte[] piece : pieces(bytes, size, random)) {
+                    scan.feed(piece);
+                }
+                EmbeddingsReply.Relayed r = scan.finish(bytes, "nomic-embed", "fw", () -> 7);
+                String what = body.substring(0, Math.min(60, body.length())) + " in pieces of " + size;
+                assertArrayEquals(whole.body(), r.body(), what);
+                assertEquals(whole.invalid(), r.invalid(), what);
+                assertEquals(whole.error(), r.error(), what);
+                assertEquals(whole.promptTokens(), r.promptTokens(), what);
+            }
+        }
+        assertEquals(40, EmbeddingsReply.relay(bodies.get(0).getBytes(StandardCharsets.UTF_8), "m", "p", () -> 7)
+                .promptTokens());
+    }
+
+    /** {@code bytes} in pieces of {@code size}, or of random sizes up to 100 for -1. */
+    private static List<byte[]> pieces(byte[] bytes, int size, Random random) {
+        List<byte[]> out = new ArrayList<>();
+        for (int at = 0; at < bytes.length; ) {
+            int n = Math.min(bytes.length - at, size > 0 ? size : 1 + random.nextInt(100));
+            out.add(Arrays.copyOfRange(bytes, at, at + n));
+            at += n;
+        }
+        return out;
     }
 }
