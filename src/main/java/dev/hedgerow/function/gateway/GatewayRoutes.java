@@ -274,7 +274,7 @@ public final class GatewayRoutes {
         HttpServerRequest httpReq = ctx.request();
         HttpServerResponse resp = ctx.response();
         // every answer carries the id, refusals too: it is the one a blocked audit event records
-        String requestId = newId();
+        String requestId = newId(embeddings ? "emb-hr" : "chatcmpl-hr");
         resp.putHeader("x-hedgerow-request-id", requestId);
         // and under OpenAI's name, which the official SDKs expose (_request_id, withResponse().request_id, an error's
         // requestID)
@@ -451,11 +451,15 @@ public final class GatewayRoutes {
                 org.group(chat.model()).strategy() == Strategy.AUTO);
     }
 
-    /** {@code chatcmpl-hr} and 24 base-62 characters (about 143 random bits) from one draw of the secure random. */
-    private static String newId() {
+    /**
+     * {@code prefix} and 24 base-62 characters (about 143 random bits) from one draw of the secure random. A chat
+     * request's is its answer's {@code id}, so it begins as OpenAI's do ({@code chatcmpl-hr}); an embeddings answer
+     * has no id, and its request's ({@code emb-hr}) is in the headers only.
+     */
+    private static String newId(String prefix) {
         byte[] bytes = new byte[24];
         RANDOM.get().nextBytes(bytes);   // one call: a draw per character cost more than the rest of the id
-        StringBuilder sb = new StringBuilder(35).append("chatcmpl-hr");
+        StringBuilder sb = new StringBuilder(prefix.length() + 24).append(prefix);
         for (byte b : bytes) {
             // 256 is not a multiple of 62: the alphabet's first 8 characters are 5/4 as likely (under 0.1 bit lost)
             sb.append(ID_CHARS.charAt((b & 0xff) % ID_CHARS.length()));

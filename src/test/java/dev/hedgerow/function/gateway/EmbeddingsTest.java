@@ -172,7 +172,8 @@ class EmbeddingsTest {
         assertEquals(tokens, n.path("usage").path("prompt_tokens").asInt(), n.toString());
         assertEquals(tokens, n.path("usage").path("total_tokens").asInt(), n.toString());
         assertEquals("emb-openrouter", r.header("x-hedgerow-route"));
-        assertNotNull(r.header("x-hedgerow-request-id"));
+        assertTrue(r.header("x-hedgerow-request-id").matches("emb-hr[0-9A-Za-z]{24}"),
+                "an embeddings request's id is not a chat completion's: " + r.header("x-hedgerow-request-id"));
         assertEquals(r.header("x-hedgerow-request-id"), r.header("x-request-id"));
         JsonNode t = trail(r);
         assertEquals(1, t.size(), t.toString());
