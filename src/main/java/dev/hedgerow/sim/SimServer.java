@@ -331,8 +331,9 @@ public final class SimServer implements AutoCloseable {
 
     /**
      * OpenAI's embeddings: a vector per input ({@link SimEmbeddings}), as floats or, with {@code encoding_format:
-     * base64}, as base64 of little-endian float32 values; usage unless the script's usage mode is {@code none}.
-     * Faults apply as to a whole chat answer ({@link #answerEmbeddings}).
+     * base64}, as base64 of little-endian float32 values; usage unless the script's usage mode is {@code none}; the
+     * {@code model} named is the script's {@code servedAs} if set. Faults apply as to a whole chat answer
+     * ({@link #answerEmbeddings}).
      */
     private void embeddings(HttpServerRequest req, Buffer raw) {
         JsonNode body = json(req, raw);
@@ -387,7 +388,8 @@ public final class SimServer implements AutoCloseable {
             }
             tokens += counts.get(i);
         }
-        out.put("model", name);
+        // the script's servedAs, else the model asked for, as a chat answer names it
+        out.put("model", ms.script().servedAs() != null ? ms.script().servedAs() : name);
         if (ms.script().capabilities().usage() != ModelScript.UsageMode.NONE) {
             out.putObject("usage").put("prompt_tokens", tokens).put("total_tokens", tokens);
         }
