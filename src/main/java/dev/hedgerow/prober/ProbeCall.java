@@ -26,16 +26,24 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 /**
- * One probe request straight to a provider (not through the gateway): a chat completion, streamed or not, timed
- * with the ticker, cut off at a hard timeout so one slow provider cannot hold up a probe round. Completes exactly
- * once; the exchange is cancelled on timeout. Thread-safe.
+ * One probe request straight to a provider (not through the gateway): a chat completion, streamed or not, or an
+ * embeddings request ({@code /embeddings}, whole), timed with the ticker, cut off at a hard timeout so one slow
+ * provider cannot hold up a probe round. Completes exactly once; the exchange is cancelled on timeout. Thread-safe.
  */
 final class ProbeCall implements UpstreamHandler {
     private static final int MAX_BODY = 256 * 1024;
+    /**
+     * The most an embeddings probe's answer may be: 1 MiB. Its one vector of 4096 floats, as JSON text, is about
+     * 80 KB; this holds one of over 50 000 dimensions, and still bounds what a misbehaving server can make a round
+     * buffer.
+     */
+    private static final int MAX_EMBEDDINGS_BODY = 1024 * 1024;
 
     private final Ticker ticker;
     private final InstantSource clock;
     private final boolean stream;
+    /** An embeddings request: its answer is read as one ({@link #embedded}), not as a chat completion. */
+    private final boolean embeddings;
     private final Consumer<ProbeOutcome> done;
     private final AtomicBoolean finished = new AtomicBoolean();
     private final long start;
@@ -64,10 +72,12 @@ final class ProbeCall implements UpstreamHandler {
     /** A {@code finish_reason} arrived: the answer is whole, whether or not the stream is closed after it. */
     private boolean finishSeen;
 
-    private ProbeCall(Ticker ticker, InstantSource clock, boolean stream, Consumer<ProbeOutcome> done) {
+    private ProbeCall(Ticker ticker, InstantSource clock, boolean stream, boolean embeddings,
+                      Consumer<ProbeOutcome> done) {
         this.ticker = ticker;
         this.clock = clock;
         this.stream = stream;
+        this.embeddings = embeddings;
         this.done = done;
         this.start = ticker.nanos();
         this.lastLifeNanos = start;
@@ -87,17 +97,19 @@ final class ProbeCall implements UpstreamHandler {
     }
 
     /**
-     * Sends {@code body} (a chat completion request naming the route's model) to the provider; {@code clock} is what
-     * a Retry-After date is read against.
+     * Sends {@code body}, naming the route's model, to the provider: a chat completion request to
+     * {@code /chat/completions}, or with {@code embeddings} an embeddings request (never streamed) to
+     * {@code /embeddings}; {@code clock} is what a Retry-After date is read against.
      */
     static Uni<ProbeOutcome> send(UpstreamClient upstream, Scheduler scheduler, Ticker ticker, InstantSource clock,
-                                  Provider provider, ObjectNode body, Duration timeout) {
-        boolean stream = body.path("stream").asBoolean(false);
+                                  Provider provider, boolean embeddings, ObjectNode body, Duration timeout) {
+        boolean stream = !embeddings && body.path("stream").asBoolean(false);
+        String path = embeddings ? "/embeddings" : "/chat/completions";
         return Uni.createFrom().emitter(em -> {
-            ProbeCall call = new ProbeCall(ticker, clock, stream, em::complete);
+            ProbeCall call = new ProbeCall(ticker, clock, stream, embeddings, em::complete);
             Duration connect = timeout.compareTo(Duration.ofSeconds(5)) < 0 ? timeout : Duration.ofSeconds(5);
             call.timer = scheduler.schedule(timeout, () -> call.timedOut(timeout));
-            call.exchange = upstream.send(UpstreamRequest.post(provider.baseUrl(), "/chat/completions",
+            call.exchange = upstream.send(UpstreamRequest.post(provider.baseUrl(), path,
                     provider.apiKey(), stream, Json.bytes(body), connect, "x-hedgerow-probe", "1"), call);
             if (call.finished.get()) {
                 call.exchange.cancel();
@@ -119,7 +131,9 @@ final class ProbeCall implements UpstreamHandler {
 
     /**
      * The probe's time ran out: a route whose 200 stream is still open is slow (or, once it has begun its answer,
-     * perhaps stalled: {@link ProbeOutcome.Unfinished}), one that never answered failed.
+     * perhaps stalled: {@link ProbeOutcome.Unfinished}), one that never answered failed, and so did a whole answer
+     * (a non-streamed chat completion or an embeddings answer) that had not all come: there is no first token to
+     * tell slow from unreachable.
      */
     private synchronized void timedOut(Duration timeout) {
         if (status != 200 || !stream) {
@@ -153,8 +167,9 @@ final class ProbeCall implements UpstreamHandler {
             return;
         }
         if (status != 200 || !stream) {
-            if (raw.size() + bytes.length > MAX_BODY) {
-                finish(failed(status, "response larger than " + MAX_BODY + " bytes", null));
+            int max = embeddings && status == 200 ? MAX_EMBEDDINGS_BODY : MAX_BODY;
+            if (raw.size() + bytes.length > max) {
+                finish(failed(status, "response larger than " + max + " bytes", null));
                 return;
             }
             raw.writeBytes(bytes);
@@ -243,6 +258,10 @@ final class ProbeCall implements UpstreamHandler {
                 finish(failed(status, "malformed JSON answer", null));
                 return;
             }
+            if (embeddings) {
+                finish(embedded(n, ms(now - start)));
+                return;
+            }
             String text = n.path("choices").path(0).path("message").path("content").asText("");
             if (text.isEmpty()) {
                 finish(failed(status, "empty answer", null));
@@ -259,6 +278,25 @@ final class ProbeCall implements UpstreamHandler {
             return;
         }
         finish(streamAnswer(now));
+    }
+
+    /**
+     * A whole embeddings answer with status 200, by the rule the gateway relays one by ({@code EmbeddingsReply}): one
+     * JSON object with no {@code error} and an embeddings list ({@code data}) is an answer; anything else is no usable
+     * answer, a failure as a live attempt's is.
+     */
+    private ProbeOutcome embedded(JsonNode n, long e2eMs) {
+        if (!n.isObject()) {
+            return failed(status, "answer is not a JSON object", null);
+        }
+        if (n.hasNonNull("error")) {
+            return failed(status, "error in the answer", null);
+        }
+        if (!n.path("data").isArray()) {
+            return failed(status, "answer without an embeddings list", null);
+        }
+        return new ProbeOutcome.Embedded(e2eMs, n.hasNonNull("model") ? n.get("model").asText() : null,
+                n.path("data").path(0).path("embedding"));
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.hedgerow.prober;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.routing.InterTokenStats;
 
 /** What one probe request to a route came to. */
@@ -20,6 +21,18 @@ public sealed interface ProbeOutcome {
      */
     record Answered(long ttftMs, int tokens, long decodeMs, long e2eMs, String model, String content, long thinkMs)
             implements ProbeOutcome {
+    }
+
+    /**
+     * An embeddings route answered: a 200 that is one JSON object with an embeddings list ({@code data}) and no
+     * {@code error}, what the gateway relays as an answer. What the list holds is the known-answer check's business,
+     * not the breaker's, as it is not the gateway's.
+     *
+     * @param e2eMs     time from sending to the whole answer (its latency: there is no first token)
+     * @param model     the {@code model} the response named (null when absent)
+     * @param embedding the first item's {@code embedding} as it came (a missing node when there is none)
+     */
+    record Embedded(long e2eMs, String model, JsonNode embedding) implements ProbeOutcome {
     }
 
     /**

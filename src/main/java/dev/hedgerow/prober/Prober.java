@@ -1,5 +1,6 @@
 package dev.hedgerow.prober;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.catalog.Catalog;
@@ -37,21 +38,24 @@ import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
 
 /**
- * One probe round over every chat route of every org (what a schedule triggers):
+ * One probe round over every route of every org, chat and embeddings (what a schedule triggers):
  * <ul>
- *   <li>a standard-size streamed probe per route, straight to the provider, whose first-token time and decode
- *       speed feed the same learned models (and so the same SLO status) as live traffic;</li>
+ *   <li>a standard-size streamed probe per chat route, straight to the provider, whose first-token time and decode
+ *       speed feed the same learned models (and so the same SLO status) as live traffic; for an embeddings route an
+ *       embeddings request of one standard-size text to its {@code /embeddings}, whose whole answer's latency is
+ *       learnt as a live embeddings answer's is (Trifrost's EMA: no first token, no decode);</li>
  *   <li>for a route out of cooldown but still at its failure limit, the fleet's single half-open probe
  *       ({@link StateStore#tryAcquireProbe}), whose outcome closes or re-opens the breaker (a probe that ends with
  *       no outcome, by an exception or a cancelled round, gives the slot back); routes cooling down, or held by
  *       their provider's wait (a capacity refusal's Retry-After, written with its failure), are left alone;</li>
  *   <li>a known-answer check ({@code "Reply with exactly: <nonce>"}) and the model the response claims, written as
  *       the route's {@code verification} blob ({@code pass} / {@code fail:<why>}); the router excludes a failing
- *       route until a later round passes it. A pass holds for {@link ProberConfig#verifyEvery()}: each check is a
- *       paid request, and a route's served model rarely changes; a route with no verdict or a failing one is checked
- *       on every round;</li>
+ *       route until a later round passes it. For an embeddings route the speed probe's own answer is the check (an
+ *       embedding of finite numbers, from the route's model), with no second request. A pass holds for
+ *       {@link ProberConfig#verifyEvery()}: each check is a paid request, and a route's served model rarely changes;
+ *       a route with no verdict or a failing one is checked on every round;</li>
  *   <li>a scrape of each provider's {@code metrics_url} (vLLM / SGLang Prometheus text) into a {@code capacity}
- *       report with a TTL.</li>
+ *       report with a TTL, for its chat and embeddings routes alike.</li>
  * </ul>
  * Probes run at most {@link ProberConfig#concurrency()} at a time, each bounded in tokens and cut off at
  * {@link ProberConfig#probeTimeout()}; a fleet-wide lock keeps rounds from overlapping across instances, and a
@@ -104,21 +108,21 @@ public final class Prober {
         List<Scrape> scrapes = new ArrayList<>();
         for (Org org : deps.catalog().get().orgs()) {
             for (Route r : org.routes()) {
-                if (!r.embeddings()) {
-                    targets.add(new Target(org, r, org.provider(r.provider()).orElseThrow()));
-                }
+                targets.add(new Target(org, r, org.provider(r.provider()).orElseThrow()));
             }
             for (Provider p : org.providers()) {
                 if (p.metricsUrl() != null) {
+                    // vLLM serves an embeddings model with the same metrics as a chat one
                     scrapes.add(new Scrape(org, p, org.routes().stream()
-                            .filter(r -> r.provider().equals(p.id()) && !r.embeddings()).toList()));
+                            .filter(r -> r.provider().equals(p.id())).toList()));
                 }
             }
         }
         Set<String> keys = new java.util.HashSet<>();
         targets.forEach(t -> keys.add(t.key()));
         variants.keySet().retainAll(keys);
-        // the lock outlives the longest round: two calls per route, run `concurrency` at a time, plus scrapes
+        // the lock outlives the longest round: at most two calls per route (one for an embeddings route), run
+        // `concurrency` at a time, plus scrapes
         long waves = (targets.size() + config.concurrency() - 1) / config.concurrency() * 2L + 2;
         Duration lockTtl = config.probeTimeout().multipliedBy(waves).plusSeconds(5);
         String owner = deps.instanceId() + "/" + HexFormat.of().toHexDigits(random.nextLong());
@@ -184,7 +188,7 @@ public final class Prober {
                     .onItem().transformToUni(t -> probeRoute(t, states.getOrDefault(t.key(),
                             RouteSnapshot.empty(t.key()))).onFailure().recoverWithItem(e ->
                             new RoundReport.RouteResult(t.org.id(), t.route.id(), "probe", "failed: " + e, null,
-                                    null, null)))
+                                    null, null, null)))
                     .merge(config.concurrency())
                     .collect().asList();
             Uni<List<RoundReport.ScrapeResult>> scraped = scrapes.isEmpty() ? Uni.createFrom().item(List.of())
@@ -241,7 +245,7 @@ public final class Prober {
     private Uni<RoundReport.RouteResult> probeNow(Target t, RouteSnapshot s, GroupSettings.Breaker breaker,
                                                   boolean halfOpen, Runnable verdictSent) {
         String action = halfOpen ? "half_open_probe" : "probe";
-        ObjectNode body = speedProbe(t.route);
+        ObjectNode body = t.route.embeddings() ? embeddingsProbe(t.route) : speedProbe(t.route);
         int promptTokens = deps.countPrompt().applyAsInt(body);
         return send(t, body).flatMap(outcome -> {
             if (outcome instanceof ProbeOutcome.Slow slow) {
@@ -266,10 +270,12 @@ public final class Prober {
                     && !t.org.group(t.route.alias()).retry().routeFault(f.status())) {
                 // the provider refused the probe's own request (a parameter this model does not take): a live 400 is
                 // passed through to its client and counts nothing against the route, and neither does this. No
-                // verdict (a half-open slot is given back), no known-answer check
-                return Uni.createFrom().item(result(t, action, "refused: http " + f.status()
+                // breaker verdict (a half-open slot is given back), no known-answer check (but for an embeddings
+                // route, whose probe is its check: a 403, 404 or 408 fails it)
+                String refused = "refused: http " + f.status()
                         + (f.refused() == null ? "" : " naming " + clipField(f.refused()))
-                        + ": the probe's request was refused, not counted against the route", null, null));
+                        + ": the probe's request was refused, not counted against the route";
+                return failedCheck(t, s, f).map(verdict -> result(t, action, refused, null, null, verdict));
             }
             if (outcome instanceof ProbeOutcome.Failed f) {
                 // a breaker failure (by the live rule: transport, 401, 429, 5xx, a listed 403/404, an unusable 200),
@@ -277,24 +283,55 @@ public final class Prober {
                 // the route as a live one's does, written with the failure in one step
                 deps.models().learnFailure(s, t.org.group(t.route.alias()).timeouts());
                 verdictSent.run();
+                String failed = "failed: " + f.reason() + (f.holdMillis() > 0
+                        ? ", held " + f.holdMillis() + " ms by its retry headers" : "");
                 return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout(),
                                 Duration.ofMillis(f.holdMillis()))
                         .onFailure().recoverWithNull()
-                        .replaceWith(result(t, action, "failed: " + f.reason() + (f.holdMillis() > 0
-                                ? ", held " + f.holdMillis() + " ms by its retry headers" : ""), null, null));
+                        .flatMap(x -> failedCheck(t, s, f))
+                        .map(verdict -> result(t, action, failed, null, null, verdict));
             }
-            ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
-            learn(t, s, promptTokens, a);
+            Long ttft;
+            Double tps;
+            long latency;
+            Supplier<Uni<String>> check;
+            if (outcome instanceof ProbeOutcome.Embedded e) {
+                // learnt as the gateway learns a whole embeddings answer (Dispatch.contentArrived, not streamed): its
+                // latency feeds Trifrost's EMA; it has no first token, and no decode with no tokens out. Its answer
+                // is the known-answer check: no second paid request
+                deps.models().learnLatency(s, e.e2eMs());
+                ttft = null;
+                tps = null;
+                latency = e.e2eMs();
+                check = () -> write(t, KnownAnswer.judgeEmbedding(t.route.model(), e.model(), e.embedding()));
+            } else {
+                ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
+                learn(t, s, promptTokens, a);
+                ttft = a.ttftMs();
+                tps = a.tokens() > 1 && a.decodeMs() > 0 ? (a.tokens() - 1) * 1000.0 / a.decodeMs() : null;
+                latency = a.e2eMs();
+                check = () -> verify(t);
+            }
             Uni<?> breakerWrite = Uni.createFrom().voidItem();
             if (halfOpen || s.fails() > 0) {
                 verdictSent.run();
                 breakerWrite = deps.store().recordSuccess(t.key(), breaker.threshold(), breaker.failTimeout())
                         .onFailure().recoverWithNull();
             }
-            Double tps = a.tokens() > 1 && a.decodeMs() > 0 ? (a.tokens() - 1) * 1000.0 / a.decodeMs() : null;
-            return breakerWrite.flatMap(x -> verificationDue(t, s) ? verify(t) : Uni.createFrom().<String>nullItem())
-                    .map(verdict -> result(t, action, "ok", a.ttftMs(), tps, verdict));
+            return breakerWrite.flatMap(x -> verificationDue(t, s) ? check.get() : Uni.createFrom().<String>nullItem())
+                    .map(verdict -> new RoundReport.RouteResult(t.org.id(), t.route.id(), action, "ok", ttft, tps,
+                            latency, verdict));
         });
+    }
+
+    /**
+     * The verdict a failed probe gives an embeddings route, whose probe is its known-answer check, when a check is
+     * due: a status that fails verification ({@link #failedVerdict}), written; else none (null). A chat route's
+     * failed speed probe judges nothing: its check is a request of its own.
+     */
+    private Uni<String> failedCheck(Target t, RouteSnapshot s, ProbeOutcome.Failed f) {
+        String verdict = t.route.embeddings() && verificationDue(t, s) ? failedVerdict(f) : null;
+        return verdict == null ? Uni.createFrom().nullItem() : write(t, verdict);
     }
 
     /**
@@ -402,10 +439,8 @@ public final class Prober {
                 // the route's key refused or forbidden, its model not found, its server timing requests out: it
                 // cannot serve. Unreachable, overloaded, a 200 that was no usable answer (empty, malformed), or a
                 // refusal of the probe's own request (another 4xx): no verdict
-                if (VERDICT_STATUSES.contains(f.status())) {
-                    return write(t, "fail:http " + f.status());
-                }
-                return Uni.createFrom().nullItem();
+                String verdict = failedVerdict(f);
+                return verdict == null ? Uni.createFrom().nullItem() : write(t, verdict);
             }
             ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
             return write(t, KnownAnswer.judge(nonce, t.route.model(), a.model(), a.content()));
@@ -414,6 +449,11 @@ public final class Prober {
 
     /** The error statuses of a known-answer check that fail the route's verification. */
     private static final java.util.Set<Integer> VERDICT_STATUSES = java.util.Set.of(401, 403, 404, 408);
+
+    /** The verdict a known-answer check's failure gives: {@code fail:http <status>} for {@link #VERDICT_STATUSES}. */
+    private static String failedVerdict(ProbeOutcome.Failed f) {
+        return VERDICT_STATUSES.contains(f.status()) ? "fail:http " + f.status() : null;
+    }
 
     /**
      * Sends one probe request to the route's provider. A 400 (or 422) naming a field the probe can do without is
@@ -426,9 +466,13 @@ public final class Prober {
      * lift the probe's cost bound on them. Once a provider took an adapted body, the route's variant is remembered
      * ({@link #variants}) and sent first from then on, for both probes; it is forgotten when the route's model or
      * provider changes, or when the remembered variant is itself refused (that probe is reported refused; the next
-     * round starts again from the plain body).
+     * round starts again from the plain body). An embeddings probe is sent as it is: it has none of those fields, and
+     * no variant is learnt or used for it.
      */
     private Uni<ProbeOutcome> send(Target t, ObjectNode body) {
+        if (t.route.embeddings()) {
+            return call(t, body);
+        }
         Variant known = variants.get(t.key());
         if (known != null && !known.fingerprint().equals(t.fingerprint())) {
             variants.remove(t.key(), known);   // learnt for another model or provider
@@ -450,8 +494,7 @@ public final class Prober {
      * refusal it can. {@code remembered}: the body is (or grew from) the route's remembered variant.
      */
     private Uni<ProbeOutcome> send(Target t, ObjectNode body, List<String> refused, boolean remembered) {
-        return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), deps.clock(), t.provider, body,
-                config.probeTimeout()).flatMap(outcome -> {
+        return call(t, body).flatMap(outcome -> {
             if (outcome instanceof ProbeOutcome.Failed f && (f.status() == 400 || f.status() == 422)) {
                 ObjectNode adapted = adapted(body, f.refused());
                 if (adapted != null) {
@@ -471,6 +514,12 @@ public final class Prober {
             }
             return Uni.createFrom().item(outcome);
         });
+    }
+
+    /** One probe request of {@code body} to the route's provider, at the route's endpoint (chat or embeddings). */
+    private Uni<ProbeOutcome> call(Target t, ObjectNode body) {
+        return ProbeCall.send(deps.upstream(), deps.scheduler(), deps.ticker(), deps.clock(), t.provider,
+                t.route.embeddings(), body, config.probeTimeout());
     }
 
     /** The probe body without the refused field (renamed or left out), or null when it cannot do without it. */
@@ -534,18 +583,35 @@ public final class Prober {
 
     /** A streamed request of the standard probe size, bounded by {@code probeMaxTokens}. */
     private ObjectNode speedProbe(Route r) {
+        ObjectNode body = JsonNodeFactory.instance.objectNode();
+        body.put("model", r.model());
+        body.putArray("messages").addObject().put("role", "user").put("content", standardText());
+        body.put("max_tokens", config.probeMaxTokens());
+        body.put("stream", true);
+        body.putObject("stream_options").put("include_usage", true);
+        return body;
+    }
+
+    /**
+     * An embeddings request of one text of the standard probe size (the chat probe's prompt), its vector asked for as
+     * floats ({@code encoding_format: float}: every OpenAI-compatible server takes it, and it is OpenAI's default).
+     */
+    private ObjectNode embeddingsProbe(Route r) {
+        ObjectNode body = JsonNodeFactory.instance.objectNode();
+        body.put("model", r.model());
+        body.put("input", standardText());
+        body.put("encoding_format", "float");
+        return body;
+    }
+
+    /** The probes' text of about {@link ProberConfig#standardPromptTokens()} tokens. */
+    private String standardText() {
         StringBuilder prompt = new StringBuilder("Write a short note about hedgerows. Context:");
         int words = Math.max(0, config.standardPromptTokens() - 24);
         for (int i = 0; i < words; i++) {
             prompt.append(' ').append(FILLER[i % FILLER.length]);
         }
-        ObjectNode body = JsonNodeFactory.instance.objectNode();
-        body.put("model", r.model());
-        body.putArray("messages").addObject().put("role", "user").put("content", prompt.toString());
-        body.put("max_tokens", config.probeMaxTokens());
-        body.put("stream", true);
-        body.putObject("stream_options").put("include_usage", true);
-        return body;
+        return prompt.toString();
     }
 
     private static final String[] FILLER = ("hawthorn blackthorn hazel field maple holly dog rose bramble ivy "
@@ -557,7 +623,7 @@ public final class Prober {
 
     private static RoundReport.RouteResult result(Target t, String action, String outcome, Long ttft, Double tps,
                                                   String verdict) {
-        return new RoundReport.RouteResult(t.org.id(), t.route.id(), action, outcome, ttft, tps, verdict);
+        return new RoundReport.RouteResult(t.org.id(), t.route.id(), action, outcome, ttft, tps, null, verdict);
     }
 
     private record Target(Org org, Route route, Provider provider) {
@@ -583,7 +649,10 @@ public final class Prober {
     private record Scrape(Org org, Provider provider, List<Route> routes) {
     }
 
-    /** The known-answer check's prompt and judgement. Stateless. */
+    /**
+     * The known-answer check's prompt and judgement, for a chat route (the nonce echoed) and for an embeddings route
+     * (an embedding of finite numbers); for both, the model the response claims. Stateless.
+     */
     static final class KnownAnswer {
         private KnownAnswer() {
         }
@@ -597,6 +666,60 @@ public final class Prober {
             if (content == null || !content.contains(nonce)) {
                 return "fail:wrong answer to the known-answer check";
             }
+            return modelVerdict(routeModel, answeredModel);
+        }
+
+        /**
+         * An embeddings answer's verdict, {@code pass} or {@code fail:<why>}: its first {@code embedding} must be a
+         * non-empty array of finite numbers, or a base64 string of little-endian float32 values, all finite (the form
+         * {@code encoding_format: base64} asks for, in case a provider ignores the {@code float} the probe asks for),
+         * and the response must name the route's model ({@link #sameModel}).
+         */
+        static String judgeEmbedding(String routeModel, String answeredModel, JsonNode embedding) {
+            String fault = vectorFault(embedding);
+            return fault != null ? "fail:" + fault : modelVerdict(routeModel, answeredModel);
+        }
+
+        /** What is wrong with an embedding as it came, or null when it is a usable vector. */
+        static String vectorFault(JsonNode embedding) {
+            if (embedding == null || embedding.isMissingNode() || embedding.isNull()) {
+                return "answer has no embedding";
+            }
+            if (embedding.isArray()) {
+                if (embedding.isEmpty()) {
+                    return "embedding is empty";
+                }
+                for (JsonNode x : embedding) {
+                    if (!x.isNumber() || !Double.isFinite(x.asDouble())) {
+                        return "embedding has a value that is not a finite number";
+                    }
+                }
+                return null;
+            }
+            if (embedding.isTextual()) {
+                byte[] bytes;
+                try {
+                    bytes = java.util.Base64.getDecoder().decode(embedding.asText());
+                } catch (IllegalArgumentException e) {
+                    return "embedding is neither numbers nor base64";
+                }
+                if (bytes.length == 0 || bytes.length % Float.BYTES != 0) {
+                    return "base64 embedding is not whole float32 values";
+                }
+                java.nio.FloatBuffer floats = java.nio.ByteBuffer.wrap(bytes).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                        .asFloatBuffer();
+                while (floats.hasRemaining()) {
+                    if (!Float.isFinite(floats.get())) {
+                        return "embedding has a value that is not a finite number";
+                    }
+                }
+                return null;
+            }
+            return "embedding is neither numbers nor base64";
+        }
+
+        /** {@code pass} when the response names the route's model ({@link #sameModel}), else why not. */
+        private static String modelVerdict(String routeModel, String answeredModel) {
             if (answeredModel == null || answeredModel.isBlank()) {
                 return "fail:response names no model";
             }

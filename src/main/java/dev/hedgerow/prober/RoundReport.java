@@ -21,7 +21,8 @@ public record RoundReport(boolean ran, String note, List<RouteResult> routes, Li
     /**
      * The answer of {@code POST /prober/run}, snake_case as every Hedgerow answer: {@code ran}, {@code note},
      * {@code routes[]} ({@code org}, {@code route}, {@code action}, {@code outcome}, {@code ttft_ms},
-     * {@code tokens_per_second}, {@code verification}; null where not measured or judged) and {@code scrapes[]}
+     * {@code tokens_per_second}, {@code latency_ms}, {@code verification}; null where not measured or judged) and
+     * {@code scrapes[]}
      * ({@code org}, {@code provider}, {@code routes}, {@code outcome}). Written as a tree, not bound by reflection.
      */
     public ObjectNode toNode() {
@@ -32,7 +33,8 @@ public record RoundReport(boolean ran, String note, List<RouteResult> routes, Li
         for (RouteResult r : routes) {
             routeNodes.addObject().put("org", r.org()).put("route", r.route()).put("action", r.action())
                     .put("outcome", r.outcome()).put("ttft_ms", r.ttftMs())
-                    .put("tokens_per_second", r.tokensPerSecond()).put("verification", r.verification());
+                    .put("tokens_per_second", r.tokensPerSecond()).put("latency_ms", r.latencyMs())
+                    .put("verification", r.verification());
         }
         ArrayNode scrapeNodes = out.putArray("scrapes");
         for (ScrapeResult s : scrapes) {
@@ -86,15 +88,19 @@ public record RoundReport(boolean ran, String note, List<RouteResult> routes, Li
     }
 
     /**
-     * One route's probe.
+     * One route's probe, a chat route's or an embeddings route's alike.
      *
-     * @param action       {@code probe}, {@code half_open_probe}, or {@code skipped}
-     * @param outcome      {@code ok}, {@code slow: <how>} (still serving when the probe's time ran out: no breaker
-     *                     verdict), {@code failed: <why>}, or why it was skipped
-     * @param verification the verdict written ({@code pass} / {@code fail:<why>}), or null when not judged
+     * @param action          {@code probe}, {@code half_open_probe}, or {@code skipped}
+     * @param outcome         {@code ok}, {@code slow: <how>} (still serving when the probe's time ran out: no breaker
+     *                        verdict), {@code failed: <why>}, {@code refused: <why>}, or why it was skipped
+     * @param ttftMs          the chat probe's time to first token (null for an embeddings route: it has none)
+     * @param tokensPerSecond the chat probe's decode speed (null for an embeddings route, or too few tokens)
+     * @param latencyMs       the time to the whole answer of a probe that answered: a chat probe's end to end, an
+     *                        embeddings probe's latency (what is learnt of it)
+     * @param verification    the verdict written ({@code pass} / {@code fail:<why>}), or null when not judged
      */
     public record RouteResult(String org, String route, String action, String outcome, Long ttftMs,
-                              Double tokensPerSecond, String verification) {
+                              Double tokensPerSecond, Long latencyMs, String verification) {
     }
 
     /** One provider's metrics scrape: the routes it fed, or why it failed. */

@@ -43,6 +43,6 @@ class RoundReportTest {
     }
 
     private static RoundReport.RouteResult route(String id, String action, String outcome, String verification) {
-        return new RoundReport.RouteResult("org-a", id, action, outcome, null, null, verification);
+        return new RoundReport.RouteResult("org-a", id, action, outcome, null, null, null, verification);
     }
 }
