@@ -30,7 +30,8 @@ import java.util.Map;
  * only the dashboard's usage panel test sends to it), and {@code keyed} (on alpha, priced like {@code billed}; only
  * the per-key usage test sends to it), and {@code sdk} and {@code sdk-out} (priority: alpha's {@code sdk-a}, then
  * beta's {@code sdk-b}, models no other alias uses; 1 s cooldown; {@code sdk-out} does not resume mid-stream; only the
- * OpenAI Node SDK test sends to them and scripts their faults); org {@code other} (keys
+ * OpenAI Node SDK test sends to them and scripts their faults), and {@code vectors} (embeddings, on alpha's
+ * {@code embed-a}; 1 s cooldown, so the prober's half-open recovery of it is seen in real time); org {@code other} (keys
  * {@code k-other} / {@code a-other}, and {@code k-other-ops}, named {@code ops team | 100%}, used only by the
  * per-key usage test) with alias {@code secret} and its own alias {@code duo}, whose route id
  * {@code duo-alpha} collides with acme's on purpose (isolation tests) and which it also names {@code pair}, and the
@@ -88,6 +89,7 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                   panel: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 4s } }
                   sdk: { strategy: priority, breaker: { max_fails: 1, fail_timeout: 1s } }
                   sdk-out: { strategy: priority, breaker: { max_fails: 1, fail_timeout: 1s }, resume_mid_stream: false }
+                  vectors: { breaker: { max_fails: 1, fail_timeout: 1s } }
               - id: other
                 keys: [{ name: app, key: "k-other" }, { name: "ops team | 100%", key: "k-other-ops" }]
                 admin_keys: [{ name: ops, key: "a-other" }]
