@@ -226,6 +226,29 @@ class EmbeddingsProberTest {
         assertEquals(1, alpha().stats("embed-a").received());
     }
 
+    /**
+     * A 200 that is no embeddings answer (malformed, or larger than a probe's answer may be) fails the probe, as the
+     * gateway fails such an attempt over; one that is an answer is judged by verification only: here a base64 vector
+     * (taken, though floats were asked for) from a response that names no model.
+     */
+    @Test
+    void aTwoHundredThatIsNoAnswerFailsTheProbeAndAnAnswerIsJudgedByVerification() {
+        alpha().enqueue("embed-a", new Fault.MalformedFrame(0));
+        assertEquals("failed: malformed JSON answer", vec(round()).outcome());
+        assertEquals(1, snapshot().fails());
+        ticker.advance(Duration.ofSeconds(31));   // out of cooldown: the next probe is the half-open one
+
+        alpha().enqueue("embed-a", new Fault.GiantLine(0, 2 * 1024 * 1024));
+        assertEquals("failed: response larger than 1048576 bytes", vec(round()).outcome());
+        ticker.advance(Duration.ofSeconds(31));   // out of cooldown: the next probe is the half-open one
+
+        alpha().enqueue("embed-a", new Fault.GiantLine(0, 4000));   // 3000 bytes of zeros: 750 float32 values
+        RoundReport r = round();
+        assertEquals("ok", vec(r).outcome());
+        assertEquals("fail:response names no model", vec(r).verification());
+        assertEquals(0, snapshot().fails(), "an answer: the half-open probe closed the breaker");
+    }
+
     /** The chat probe's body variants (max_tokens, temperature, stream_options) are no embeddings body's business. */
     @Test
     void aRefusedProbeIsNotAdaptedAsAChatProbesBodyIs() throws Exception {
