@@ -606,6 +606,10 @@ final class Dispatch {
         if (stream) {
             deps.models().learnFirstToken(a.cand.state(), req.facts().promptTokens(), latencyMs, settings.slo());
             deps.observer().firstToken(a.cand, req.facts().promptTokens(), latencyMs, reasoningFirst);
+        } else if (req.embeddings()) {
+            // no tokens out: its latency is its first token's and its whole answer's, for the size of its input
+            deps.models().learnEmbeddings(a.cand.state(), req.facts().inputTokens(), latencyMs, settings.slo());
+            deps.observer().wholeResponse(a.cand, req.facts().promptTokens(), latencyMs);
         } else {
             // a non-streamed answer arrives whole: its latency is end-to-end, not time to first token
             deps.models().learnLatency(a.cand.state(), latencyMs);
@@ -656,6 +660,9 @@ final class Dispatch {
         if (stream) {
             deps.models().learnFirstTokenAtLeast(a.cand.state(), req.facts().promptTokens(), waitedMs, settings.slo(),
                     wholeAnswer);
+        } else if (req.embeddings()) {
+            deps.models().learnFirstTokenAtLeast(a.cand.state(), req.facts().inputTokens(), waitedMs, settings.slo(),
+                    true);
         } else if (wholeAnswer) {
             deps.models().learnEndToEndAtLeast(a.cand.state(), waitedMs);
         }

@@ -73,7 +73,8 @@ public final class Prober {
 
     /**
      * The ports and state a prober works with; {@code clock} is the wall clock a provider's Retry-After date is read
-     * against (the gateway's).
+     * against (the gateway's); {@code countPrompt} counts the tokens a probe body's route reads, a chat prompt or an
+     * embeddings input, as the gateway counts a live request's ({@code TokenCounter.countInput}).
      */
     public record Deps(StateStore store, Supplier<Catalog> catalog, LearnedModels models,
                        UpstreamClient upstream, MetricsSource metrics, Scheduler scheduler, Ticker ticker,
@@ -296,10 +297,10 @@ public final class Prober {
             long latency;
             Supplier<Uni<String>> check;
             if (outcome instanceof ProbeOutcome.Embedded e) {
-                // learnt as the gateway learns a whole embeddings answer (Dispatch.contentArrived, not streamed): its
-                // latency feeds Trifrost's EMA; it has no first token, and no decode with no tokens out. Its answer
-                // is the known-answer check: no second paid request
-                deps.models().learnLatency(s, e.e2eMs());
+                // learnt as the gateway learns a live embeddings answer (Dispatch.contentArrived): its latency for
+                // the size of its input is its first token's and its whole answer's; no decode with no tokens out.
+                // Its answer is the known-answer check: no second paid request
+                deps.models().learnEmbeddings(s, promptTokens, e.e2eMs(), t.org.group(t.route.alias()).slo());
                 ttft = null;
                 tps = null;
                 latency = e.e2eMs();

@@ -21,8 +21,10 @@ public final class Balancers {
             case RR_HEALTH -> Balancer.roundRobin();
             case WEIGHTED -> Balancers::weighted;
             case LEAST_LATENCY -> (cs, ctx) -> byMeasure(cs, c -> models.emaLatency(c.state()), ctx.cursor());
+            // an embeddings answer writes no tokens, so it has no time per output token: it is ranked end to end
             case LOWEST_LATENCY -> (cs, ctx) -> byMeasure(cs, c -> models.peakEwma(c.state(),
-                    settings.balancer().latencyStrategy() == GroupSettings.LatencyStrategy.E2E), ctx.cursor());
+                    settings.balancer().latencyStrategy() == GroupSettings.LatencyStrategy.E2E
+                            || c.route().embeddings()), ctx.cursor());
             case CONSISTENT_HASHING -> Balancers::consistentHashing;
             case LEAST_CONNECTIONS -> (cs, ctx) -> byIds(cs, LeastConnections.order(ids(cs),
                     id -> find(cs, id).state().inflight(), id -> find(cs, id).route().weight(), ctx.cursor()));

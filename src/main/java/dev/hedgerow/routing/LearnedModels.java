@@ -100,7 +100,7 @@ public final class LearnedModels implements RouteModels {
     public TtftEstimate ttft(RouteSnapshot state, RequestFacts facts) {
         String enc = blob(state, TTFT);
         TtftPredictor p = enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior);
-        TtftPredictor.Prediction pr = p.predict(facts.promptTokens());
+        TtftPredictor.Prediction pr = p.predict(facts.inputTokens());
         double think = 0;
         if (facts.reasoning()) {
             String t = blob(state, THINK);
@@ -108,7 +108,7 @@ public final class LearnedModels implements RouteModels {
             think = ThinkingTime.decode(t).meanMs();
         }
         return new TtftEstimate(pr.meanMs() + think, pr.p90Ms() + think, p.samples() > 0,
-                p.samples() > 0 ? p.uncertainty(facts.promptTokens()) : Double.POSITIVE_INFINITY);
+                p.samples() > 0 ? p.uncertainty(facts.inputTokens()) : Double.POSITIVE_INFINITY);
     }
 
     @Override
@@ -181,7 +181,24 @@ public final class LearnedModels implements RouteModels {
      * {@code base} must be a snapshot of the route (its blobs are the starting point when this instance holds none).
      */
     public void learnFirstToken(RouteSnapshot base, int promptTokens, long ttftMs, GroupSettings.Slo slo) {
-        List<StateStore.RouteBlob> writes = new ArrayList<>(4);
+        learnFirst(base, promptTokens, ttftMs, slo, false);
+    }
+
+    /**
+     * Learns one embeddings answer (live, or a probe's) to {@code inputTokens} of input (every input's): it writes no
+     * tokens and arrives whole, so its latency is both its time to first token, learnt as {@link #learnFirstToken}
+     * learns one (the line the auto strategy predicts a route's latency by, for the size of its input; Trifrost's EMA;
+     * the first-token target; the console's samples), and its end-to-end time (Kong's end-to-end peak EWMA), in one
+     * store call. An attempt that waited for one in vain is {@link #learnFirstTokenAtLeast} of a whole answer.
+     */
+    public void learnEmbeddings(RouteSnapshot base, int inputTokens, long latencyMs, GroupSettings.Slo slo) {
+        learnFirst(base, inputTokens, latencyMs, slo, true);
+    }
+
+    /** A first token's time; with {@code wholeAnswer} (an embeddings answer) also the whole answer's. */
+    private void learnFirst(RouteSnapshot base, int promptTokens, long ttftMs, GroupSettings.Slo slo,
+                            boolean wholeAnswer) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(5);
         update(base, TTFT, MODEL_TTL, enc -> (enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior))
                 .update(promptTokens, ttftMs).encode(), writes);
         update(base, EMA, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(EMA_ALPHA) : Ewma.decode(enc, EMA_ALPHA))
@@ -190,6 +207,11 @@ public final class LearnedModels implements RouteModels {
                 writes);
         update(base, TTFT_SAMPLES, MODEL_TTL, enc -> TtftSampleLog.append(enc, promptTokens, ttftMs,
                 TtftSampleLog.KEEP), writes);
+        if (wholeAnswer) {
+            long now = clock.millis();
+            update(base, PEWMA_E2E, MODEL_TTL, enc -> (enc == null ? PeakEwma.fresh(PEWMA_TAU_MS)
+                    : PeakEwma.decode(enc, PEWMA_TAU_MS)).observe(ttftMs, now).encode(), writes);
+        }
         write(base, writes);
     }
 

@@ -17,10 +17,20 @@ import java.util.Set;
  * @param prefixHashes  chained hashes of the prompt's leading token blocks (prefix-cache affinity)
  * @param headers       request headers, lower-cased names (consistent hashing, routing rules)
  * @param lastUserText  the last user message's text (semantic routing), or null
+ * @param inputTokens   every token the route reads before it answers, which its latency is predicted by: the prompt's
+ *                      ({@code promptTokens}) for a chat request, all the inputs' for an embeddings request
  */
 public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, boolean reasoning, Set<String> needs,
                            Set<String> parameters, ProviderPrefs prefs, List<String> prefixHashes,
-                           Map<String, String> headers, String lastUserText) {
+                           Map<String, String> headers, String lastUserText, int inputTokens) {
+
+    /** A chat request's facts: the route reads its prompt ({@code inputTokens} is {@code promptTokens}). */
+    public RequestFacts(int promptTokens, Integer maxTokens, boolean stream, boolean reasoning, Set<String> needs,
+                        Set<String> parameters, ProviderPrefs prefs, List<String> prefixHashes,
+                        Map<String, String> headers, String lastUserText) {
+        this(promptTokens, maxTokens, stream, reasoning, needs, parameters, prefs, prefixHashes, headers,
+                lastUserText, promptTokens);
+    }
 
     /**
      * The facts of a parsed chat request: the one place the gateway and the console's explain derive needs,
@@ -61,18 +71,21 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
     /**
      * The facts of a parsed embeddings request: no stream, no completion, no capability needs, no prefix affinity and
      * no text for the semantic strategy; its prompt is its longest input (each input is embedded on its own, so that
-     * is what a route's context window must hold: a token-id input counts its length), and its parameters are those
+     * is what a route's context window must hold: a token-id input counts its length), its input every input's tokens
+     * (a batch of a hundred takes longer than one, however long its longest), and its parameters are those
      * {@code provider.require_parameters} may demand ({@link EmbeddingsRequest#KNOWN_PARAMETERS}).
      *
      * @param headers the request's headers with lower-cased names and credentials already removed
      */
     public static RequestFacts of(EmbeddingsRequest req, TokenCounter tokens, Map<String, String> headers) {
         int longest = 0;
+        long all = 0;
         for (int n : req.inputTokens(tokens::countText)) {
             longest = Math.max(longest, n);
+            all += n;
         }
         return new RequestFacts(longest, null, false, false, Set.of(), req.parametersPresent(), req.prefs(),
-                List.of(), headers, "");
+                List.of(), headers, "", (int) Math.min(Integer.MAX_VALUE, all));
     }
 
     /** Tokens the context window must hold: prompt plus the requested (or a default) completion. */

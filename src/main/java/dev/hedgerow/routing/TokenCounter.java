@@ -116,6 +116,29 @@ public final class TokenCounter {
     }
 
     /**
+     * The tokens a request body's route reads before it answers: a chat completion request's prompt
+     * ({@link #countRequest}), or, for a body with {@code input} and no {@code messages}, an embeddings request's inputs
+     * (each text counted, each token-id array by its length, summed).
+     */
+    public int countInput(JsonNode body) {
+        JsonNode input = body == null ? null : body.get("input");
+        if (input == null || body.has("messages")) {
+            return countRequest(body);
+        }
+        if (!input.isArray()) {
+            return countText(input.asText(""));
+        }
+        if (!input.isEmpty() && !input.get(0).isTextual() && !input.get(0).isArray()) {
+            return input.size();   // one input of token ids
+        }
+        int tokens = 0;
+        for (JsonNode item : input) {
+            tokens += item.isArray() ? item.size() : countText(item.asText(""));
+        }
+        return tokens;
+    }
+
+    /**
      * Prompt tokens of a chat completion request body: its {@code messages} and {@code tools}, with the framing
      * OpenAI adds. A body without messages counts only the reply priming. Exact for the first
      * {@link #MAX_EXACT_CHARS} chars of text; beyond them the rest is estimated at the tokens per char of what was

@@ -332,8 +332,9 @@ public final class SimServer implements AutoCloseable {
     /**
      * OpenAI's embeddings: a vector per input ({@link SimEmbeddings}), as floats or, with {@code encoding_format:
      * base64}, as base64 of little-endian float32 values; usage unless the script's usage mode is {@code none}; the
-     * {@code model} named is the script's {@code servedAs} if set. Faults apply as to a whole chat answer
-     * ({@link #answerEmbeddings}).
+     * {@code model} named is the script's {@code servedAs} if set. It comes after the script's time to first token
+     * for a prompt of every input's tokens (its base, its cost per 1k tokens, jitter and tail), as an embeddings model
+     * reads its inputs and writes nothing. Faults apply as to a whole chat answer ({@link #answerEmbeddings}).
      */
     private void embeddings(HttpServerRequest req, Buffer raw) {
         JsonNode body = json(req, raw);
@@ -393,7 +394,10 @@ public final class SimServer implements AutoCloseable {
         if (ms.script().capabilities().usage() != ModelScript.UsageMode.NONE) {
             out.putObject("usage").put("prompt_tokens", tokens).put("total_tokens", tokens);
         }
-        answerEmbeddings(req, ms, ms.drawFault(), out.toString());
+        Fault fault = ms.drawFault();
+        // its latency is the script's time to first token for all its inputs: an embeddings model only reads them
+        long latency = ms.drawTtftMs(tokens);
+        later(req, latency, () -> answerEmbeddings(req, ms, fault, out.toString()));
     }
 
     /**

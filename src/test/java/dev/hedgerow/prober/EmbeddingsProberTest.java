@@ -95,7 +95,7 @@ class EmbeddingsProberTest {
                 .withVerifyEvery(Duration.ZERO);
         return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
                 core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(),
-                core.tokens()::countRequest, "test"), config).runRound().await().atMost(Duration.ofSeconds(30));
+                core.tokens()::countInput, "test"), config).runRound().await().atMost(Duration.ofSeconds(30));
     }
 
     RouteSnapshot snapshot() {
@@ -138,10 +138,18 @@ class EmbeddingsProberTest {
                 "one text of the standard probe size: the chat speed probe's prompt");
         assertTrue(gw.core().tokens().countText(body.path("input").asText()) > 200);
         RouteSnapshot s = snapshot();
+        // learnt as a live embeddings answer is: its latency for the size of its input, by every strategy's measure
         double ema = gw.core().models().emaLatency(s);
-        assertTrue(ema >= 150, "its latency is Trifrost's EMA, as a live embeddings answer's: " + ema);
-        assertTrue(s.blob(LearnedModels.TTFT).isEmpty() && s.blob(LearnedModels.DECODE).isEmpty(),
-                "no first token, no decode");
+        assertTrue(ema >= 150, "Trifrost's EMA (least_latency): " + ema);
+        double e2e = gw.core().models().peakEwma(s, true);
+        assertTrue(e2e >= 150, "Kong's end-to-end peak EWMA (lowest_latency): " + e2e);
+        int input = gw.core().tokens().countText(body.path("input").asText());
+        dev.hedgerow.routing.TtftEstimate predicted = gw.core().models().ttft(s, new dev.hedgerow.routing.RequestFacts(
+                input, null, false, false, java.util.Set.of(), java.util.Set.of(), null, java.util.List.of(),
+                java.util.Map.of(), "", input));
+        assertTrue(predicted.measured() && predicted.meanMs() >= 150,
+                "the auto strategy's prediction for an input of that size: " + predicted);
+        assertTrue(s.blob(LearnedModels.DECODE).isEmpty(), "no decode with no tokens out");
         RoundReport.RouteResult chat = r.routes().stream().filter(x -> x.route().equals("chat-alpha")).findFirst()
                 .orElseThrow();
         assertEquals("ok", chat.outcome(), "chat routes as before");

@@ -106,7 +106,7 @@ class KongProbePenaltyTest {
     RoundReport round(Duration probeTimeout) {
         Hedgerow core = gw.core();
         return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countRequest,
+                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countInput,
                 "test"), ProberConfig.defaults().withProbeTimeout(probeTimeout).withMinInterval(Duration.ZERO))
                 .runRound().await().atMost(Duration.ofSeconds(30));
     }

@@ -106,7 +106,7 @@ class ProberTest {
         Hedgerow core = gw.core();
         return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
                 core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(),
-                core.tokens()::countRequest, "test"), config);
+                core.tokens()::countInput, "test"), config);
     }
 
     /** A round with no minimum interval since the last one: tests run rounds back to back. */
@@ -536,7 +536,7 @@ class ProberTest {
     Prober prober(ProberConfig config, java.util.concurrent.atomic.AtomicReference<dev.hedgerow.catalog.Catalog> catalog) {
         Hedgerow core = gw.core();
         return new Prober(new Prober.Deps(core.store(), catalog::get, core.models(), core.upstream(), metrics,
-                new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countRequest, "test"), config);
+                new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countInput, "test"), config);
     }
 
     /**

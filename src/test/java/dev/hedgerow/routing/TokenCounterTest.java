@@ -48,6 +48,30 @@ class TokenCounterTest {
         assertEquals(124, counter.countRequest(req));
     }
 
+    /**
+     * What a route reads before it answers: a chat request's prompt, an embeddings request's inputs, all of them (the
+     * size its latency is learnt and predicted by), counted as the gateway's embeddings facts count them.
+     */
+    @Test
+    void anEmbeddingsRequestsInputIsEveryInputsTokens() throws Exception {
+        JsonNode chat = json("{\"messages\":[{\"role\":\"user\",\"content\":\"Hello world\"}],\"input\":\"x\"}");
+        assertEquals(counter.countRequest(chat), counter.countInput(chat));
+        int hello = counter.countText("Hello world");
+        int bye = counter.countText("Goodbye, cruel world");
+        assertEquals(hello, counter.countInput(json("{\"input\":\"Hello world\"}")));
+        assertEquals(hello + bye, counter.countInput(json("{\"input\":[\"Hello world\",\"Goodbye, cruel world\"]}")));
+        assertEquals(3, counter.countInput(json("{\"input\":[1,2,3]}")));
+        assertEquals(5, counter.countInput(json("{\"input\":[[1,2,3],[4,5]]}")));
+        for (String body : new String[]{"{\"input\":\"Hello world\"}",
+                "{\"input\":[\"Hello world\",\"Goodbye, cruel world\"]}", "{\"input\":[[1,2,3],[4,5]]}"}) {
+            String withModel = body.replace("{", "{\"model\":\"m\",");
+            RequestFacts facts = RequestFacts.of(dev.hedgerow.api.EmbeddingsRequest.parse(
+                    withModel.getBytes(java.nio.charset.StandardCharsets.UTF_8), null, a -> a), counter,
+                    java.util.Map.of());
+            assertEquals(counter.countInput(json(body)), facts.inputTokens(), body);
+        }
+    }
+
     @Test
     void addsFramingPerMessageAndReplyPriming() throws Exception {
         JsonNode req = json("{\"messages\":[{\"role\":\"user\",\"content\":\"Hello world\"}]}");

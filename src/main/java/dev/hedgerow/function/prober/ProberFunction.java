@@ -227,7 +227,7 @@ public class ProberFunction {
             metrics = new VertxMetricsSource(vertx);
             prober = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
                     core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(),
-                    core.tokens()::countRequest, "hedgerow-" + UUID.randomUUID()), config());
+                    core.tokens()::countInput, "hedgerow-" + UUID.randomUUID()), config());
         }
         return prober;
     }

@@ -63,7 +63,8 @@ class EmbeddingsTest {
     static void start() {
         redis = RedisServer.start();
         vertx = Vertx.vertx();
-        sims = GatewayHarness.startSims(vertx, GroupKit.sims(GroupKit.quick(8), "kimi-k2", "m-embed", "m-embed-nu"));
+        sims = GatewayHarness.startSims(vertx, GroupKit.sims(GroupKit.quick(8), "kimi-k2", "m-embed", "m-embed-nu",
+                "m-lat"));
         String yaml = GroupKit.yaml("""
                       - { alias: emb, provider: openrouter, model: m-embed, embeddings: true, context_window: 8192 }
                       - { alias: emb, provider: digitalocean, model: m-embed, embeddings: true, context_window: 8192 }
@@ -73,12 +74,18 @@ class EmbeddingsTest {
                       - { alias: nousage, provider: together, model: m-embed-nu, embeddings: true }
                       - { alias: tiny, provider: together, model: m-embed, embeddings: true, context_window: 8 }
                       - { alias: kimi3, provider: openrouter, model: kimi-k2 }
+                      - { alias: lat-auto, provider: openrouter, model: m-lat, embeddings: true }
+                      - { alias: lat-auto, provider: digitalocean, model: m-lat, embeddings: true }
+                      - { alias: lat-kong, provider: openrouter, model: m-lat, embeddings: true }
+                      - { alias: lat-kong, provider: digitalocean, model: m-lat, embeddings: true }
                 """, """
                       emb: { %1$s }
                       billed: { %1$s }
                       nousage: { %1$s }
                       tiny: { %1$s }
                       kimi3: { %1$s }
+                      lat-auto: { %2$s }
+                      lat-kong: { %3$s }
                     routing: { aliases: { emb: [text-embedding-3-small] } }
                   - id: nopath
                     keys: [{ name: app, key: "k-nopath" }]
@@ -87,7 +94,7 @@ class EmbeddingsTest {
                     routes:
                       - { alias: emb, provider: openrouter, model: m-embed, embeddings: true }
                     routing: { path_alias: false }
-                """.formatted(GROUP));
+                """.formatted(GROUP, GROUP.replace("rr_health", "auto"), GROUP.replace("rr_health", "lowest_latency")));
         store = RedisStores.standalone(vertx, redis.url());
         gw = GatewayHarness.start(vertx, yaml, sims, store);
         sims.get("together").script("m-embed-nu", GroupKit.quick(8).withCapabilities(
@@ -109,6 +116,35 @@ class EmbeddingsTest {
     @BeforeEach
     void reset() {
         GroupKit.reset(gw);
+    }
+
+    /**
+     * An embeddings answer's latency is learnt as a stream's first token is, for the size of its input: the auto
+     * strategy predicts each route's latency by it and sends the faster route first once both are measured, and
+     * lowest_latency (tpot, its default: an embeddings answer has no tokens out) ranks embeddings routes end to end.
+     * Before, nothing an embeddings answer taught reached either, and both kept rotating.
+     */
+    @Test
+    void autoAndLowestLatencyLearnAnEmbeddingsRoutesLatencyFromItsAnswers() {
+        for (String provider : List.of("openrouter", "digitalocean")) {
+            gw.sim(provider).script("m-lat", GroupKit.quick(8).withLatency(
+                    ModelScript.Latency.of(provider.equals("openrouter") ? 150 : 5, 0)));
+        }
+        for (String alias : List.of("lat-auto", "lat-kong")) {
+            for (String first : List.of("openrouter", "digitalocean")) {   // each measured once
+                Response r = embed("{\"model\":\"" + alias + "\",\"input\":[\"one\",\"two\"],"
+                        + "\"provider\":{\"order\":[\"" + first + "\"]}}");
+                assertEquals(alias + "-" + first, r.header("x-hedgerow-route"), r.asString());
+            }
+            java.util.List<String> served = new java.util.ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                Response r = embed("{\"model\":\"" + alias + "\",\"input\":[\"one\",\"two\"]}");
+                assertEquals(200, r.statusCode(), r.asString());
+                served.add(r.header("x-hedgerow-route"));
+            }
+            assertEquals(java.util.Collections.nCopies(6, alias + "-digitalocean"), served,
+                    alias + ": once both are measured, the faster route first");
+        }
     }
 
     static Response embed(String body) {

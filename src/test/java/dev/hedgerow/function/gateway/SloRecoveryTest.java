@@ -112,7 +112,7 @@ class SloRecoveryTest {
     static void proberRound() {
         Hedgerow core = gw.core();
         Prober prober = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countRequest,
+                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countInput,
                 "test"), ProberConfig.defaults().withMinInterval(Duration.ZERO));
         prober.runRound().await().atMost(Duration.ofSeconds(30));
     }
