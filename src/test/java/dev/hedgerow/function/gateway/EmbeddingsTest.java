@@ -74,6 +74,8 @@ class EmbeddingsTest {
                       - { alias: nousage, provider: together, model: m-embed-nu, embeddings: true }
                       - { alias: tiny, provider: together, model: m-embed, embeddings: true, context_window: 8 }
                       - { alias: kimi3, provider: openrouter, model: kimi-k2 }
+                      - { alias: bulk, provider: digitalocean, model: m-embed, embeddings: true }
+                      - { alias: bulk, provider: fireworks, model: m-embed, embeddings: true }
                       - { alias: lat-auto, provider: openrouter, model: m-lat, embeddings: true }
                       - { alias: lat-auto, provider: digitalocean, model: m-lat, embeddings: true }
                       - { alias: lat-kong, provider: openrouter, model: m-lat, embeddings: true }
@@ -84,6 +86,7 @@ class EmbeddingsTest {
                       nousage: { %1$s }
                       tiny: { %1$s }
                       kimi3: { %1$s }
+                      bulk: { strategy: rr_health, connect_timeout: 1s, read_timeout: 5s, first_token_ceiling: 30s }
                       lat-auto: { %2$s }
                       lat-kong: { %3$s }
                     routing: { aliases: { emb: [text-embedding-3-small] } }
@@ -253,12 +256,17 @@ class EmbeddingsTest {
 
     /** The request failed over once from digitalocean's route: the answer is whole and the trail holds both. */
     static JsonNode assertFailedOver(Response r) {
+        return assertFailedOver(r, "emb");
+    }
+
+    /** {@code alias}'s digitalocean route failed and another served. */
+    static JsonNode assertFailedOver(Response r, String alias) {
         assertEquals(200, r.statusCode(), r.asString());
         assertEquals(1, json(r).path("data").size());
         assertFalse(json(r).path("provider").asText().equals("digitalocean"));
         JsonNode t = trail(r);
         assertEquals(2, t.size(), t.toString());
-        assertEquals("emb-digitalocean", t.get(0).path("route").asText());
+        assertEquals(alias + "-digitalocean", t.get(0).path("route").asText());
         assertEquals("failed", t.get(0).path("outcome").asText());
         assertEquals("failover", t.get(1).path("kind").asText());
         assertEquals("success", t.get(1).path("outcome").asText());
@@ -306,7 +314,11 @@ class EmbeddingsTest {
         assertEquals(200, big.statusCode());
         assertEquals(18 * 1024 * 1024, json(big).path("data").get(0).path("embedding").asText().length());
         gw.sim("digitalocean").enqueue("m-embed", new Fault.GiantLine(0, 65 * 1024 * 1024));
-        JsonNode t = assertFailedOver(embed(body("\"too big\"", FIRST_DO)));
+        // an alias whose first-token limit (first_token_ceiling 30 s, the default; emb's is 400 ms) a slow host's
+        // transfer of 65 MB to the gateway cannot outlast: the answer is measured to its end, and the route's learnt
+        // latency is that of tiny answers
+        JsonNode t = assertFailedOver(embed("{\"model\":\"bulk\",\"input\":\"too big\",\"provider\":"
+                + FIRST_DO + "}"), "bulk");
         assertEquals("oversize_body", t.get(0).path("error").asText(), t.toString());
     }
 
