@@ -20,6 +20,7 @@ import dev.hedgerow.catalog.GroupYaml;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
+import dev.hedgerow.routing.Explanation;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.Router;
@@ -574,6 +575,13 @@ public final class AdminService {
                 m.putObject("capacity").put("queue_depth", c.queueDepth()).put("max_queue", c.maxQueue())
                         .put("memory_pressure", c.memoryPressure()).put("tokens_per_second", c.tokensPerSecond())
                         .put("healthy", c.healthy()).put("headroom", c.hasHeadroom()), () -> m.putNull("capacity"));
+        // the judge's scores of its answers (llm_accuracy), when it has any
+        dev.hedgerow.routing.Ewma accuracy = models.accuracyScores(s);
+        if (accuracy.isMeasured()) {
+            m.set("accuracy", new Explanation.Accuracy(accuracy.value(), accuracy.count()).toNode());
+        } else {
+            m.putNull("accuracy");
+        }
         return m;
     }
 

@@ -181,7 +181,7 @@ public final class CatalogCodec {
                 .put("first_token_ceiling", t.firstTokenCeiling().toString())
                 .put("stall_floor", t.stallFloor().toString());
         Balancer b = g.balancer();
-        n.putObject("balancer")
+        ObjectNode bal = n.putObject("balancer")
                 .put("hash_on_header", b.hashOnHeader())
                 .put("latency_strategy", b.latencyStrategy().wireName())
                 .put("tokens_count_strategy", b.tokensCountStrategy().wireName())
@@ -190,6 +190,19 @@ public final class CatalogCodec {
                 .put("distance_metric", b.distanceMetric().wireName())
                 .put("threshold", b.threshold())
                 .put("slow_bar", b.slowBar());
+        if (b.judge() != null) {
+            GroupSettings.Judge j = b.judge();
+            bal.putObject("judge")
+                    .put("route", j.route())
+                    .put("prompt", j.prompt())
+                    .put("sampling_rate", j.samplingRate())
+                    .put("message_countback", j.messageCountback())
+                    .put("ignore_system_prompts", j.ignoreSystemPrompts())
+                    .put("ignore_assistant_prompts", j.ignoreAssistantPrompts())
+                    .put("ignore_tool_prompts", j.ignoreToolPrompts())
+                    .put("max_tokens", j.maxTokens())
+                    .put("timeout", j.timeout().toString());
+        }
         n.putObject("slo")
                 .put("decode_tokens_per_second", g.slo().decodeTokensPerSecond())
                 .put("first_token", g.slo().firstToken().toString())
@@ -288,7 +301,7 @@ public final class CatalogCodec {
                 // documents written before distance_metric existed were cosine
                 WireNames.parse(GroupSettings.DistanceMetric.class, "distance_metric",
                         bal.optText("distance_metric", db.distanceMetric().wireName())),
-                bal.number("threshold", db.threshold()), bal.number("slow_bar", db.slowBar()));
+                bal.number("threshold", db.threshold()), bal.number("slow_bar", db.slowBar()), judge(bal.obj("judge")));
         Doc s = n.obj("slo");
         Slo ds = d.slo();
         Slo slo = s == null ? ds : new Slo(s.number("decode_tokens_per_second", ds.decodeTokensPerSecond()),
@@ -297,6 +310,20 @@ public final class CatalogCodec {
         return new GroupSettings(Strategy.parse(n.optText("strategy", "auto")),
                 n.bool("resume_mid_stream", d.resumeMidStream()), n.bool("hedging", d.hedging()), breaker, retry,
                 timeouts, balancer, slo, n.duration("head_hold", d.headHold()));
+    }
+
+    /** A stored group's judge ({@code balancer.judge}), or null when it has none. */
+    private static GroupSettings.Judge judge(Doc j) {
+        if (j == null) {
+            return null;
+        }
+        GroupSettings.Judge d = GroupSettings.Judge.defaults(j.text("route"));
+        return new GroupSettings.Judge(d.route(), j.optText("prompt", d.prompt()),
+                j.number("sampling_rate", d.samplingRate()), j.integer("message_countback", d.messageCountback()),
+                j.bool("ignore_system_prompts", d.ignoreSystemPrompts()),
+                j.bool("ignore_assistant_prompts", d.ignoreAssistantPrompts()),
+                j.bool("ignore_tool_prompts", d.ignoreToolPrompts()), j.integer("max_tokens", d.maxTokens()),
+                j.duration("timeout", d.timeout()));
     }
 
     /** A JSON object being decoded, with its path for error messages. */

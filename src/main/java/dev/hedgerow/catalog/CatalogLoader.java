@@ -78,7 +78,14 @@ public final class CatalogLoader {
             "breaker", "retries", "max_attempts", "max_resumes", "failover_criteria", "max_retry_after_wait",
             "connect_timeout", "read_timeout", "write_timeout", "first_token_floor", "first_token_ceiling",
             "stall_floor", "hash_on_header", "latency_strategy", "tokens_count_strategy", "usage_window",
-            "embeddings_route", "distance_metric", "threshold", "slow_bar", "slo", "balancer");
+            "embeddings_route", "distance_metric", "threshold", "slow_bar", "slo", "balancer", "judge");
+    /** A group's {@code judge} (Kong's AI LLM as Judge plugin settings), for {@code tokens_count_strategy: llm_accuracy}. */
+    private static final Set<String> JUDGE_FIELDS = Set.of("route", "prompt", "sampling_rate", "message_countback",
+            "ignore_system_prompts", "ignore_assistant_prompts", "ignore_tool_prompts", "max_tokens", "timeout");
+    /** The most messages a judge is shown: beyond this a countback is a mistake (a prompt the judge cannot read). */
+    static final int MAX_MESSAGE_COUNTBACK = 1000;
+    /** The most tokens a judge may answer with: a score is a few tokens; more only buys the judge room to talk. */
+    static final int MAX_JUDGE_TOKENS = 4096;
     private static final Set<String> BREAKER_FIELDS = Set.of("max_fails", "fail_timeout");
     /**
      * Kong AI Gateway's {@code config.balancer}, accepted nested under a group's {@code balancer} as Kong writes
@@ -92,8 +99,6 @@ public final class CatalogLoader {
     /** Kong's hash-ring sizes (its {@code slots} bounds). */
     private static final int MIN_SLOTS = 10;
     private static final int MAX_SLOTS = 65_536;
-    /** Kong's {@code tokens_count_strategy} that needs a judge model (and the underscored form of it). */
-    private static final Set<String> LLM_ACCURACY = Set.of("llm-accuracy", "llm_accuracy");
     private static final Set<String> SLO_FIELDS =
             Set.of("decode_tokens_per_second", "first_token", "standard_prompt_max_tokens");
     private static final Set<String> ROUTING_FIELDS = Set.of("alias_header", "path_alias", "aliases");
@@ -673,8 +678,9 @@ public final class CatalogLoader {
                 g.error("slow_bar", "must be > 0 (got " + slowBar + ")");
                 slowBar = db.slowBar();
             }
+            GroupSettings.Judge judge = readJudge(g, kb, strategy, tokens, routes);
             Balancer balancer = new Balancer(hashOnHeader != null ? hashOnHeader : db.hashOnHeader(), latency,
-                    tokens, usageWindow, embeddingsRoute, metric, threshold, slowBar);
+                    tokens, usageWindow, embeddingsRoute, metric, threshold, slowBar, judge);
 
             Slo slo = d.slo();
             ConfigMap sm = g.map("slo", SLO_FIELDS);
@@ -843,16 +849,82 @@ public final class CatalogLoader {
             return h;
         }
 
-        /** As {@link #enumValue}, with a reason for Kong's {@code llm-accuracy} instead of "unknown". */
         private TokensCountStrategy tokensCountStrategy(ConfigMap m) {
-            String s = m.string("tokens_count_strategy");
-            if (s != null && LLM_ACCURACY.contains(s)) {
-                m.error("tokens_count_strategy", "\"" + s + "\" is not supported: Kong balances it by the scores a "
-                        + "judge model gives each answer (its AI LLM as Judge plugin), and Hedgerow calls no judge "
-                        + "(allowed: " + WireNames.allowed(TokensCountStrategy.class) + ")");
+            return enumValue(m, "tokens_count_strategy", "tokens_count_strategy", TokensCountStrategy.class, null);
+        }
+
+        /**
+         * The group's {@code judge}: required by {@code tokens_count_strategy: llm_accuracy} under strategy
+         * {@code lowest_usage}, refused anywhere else (a judge nobody's ranking reads would only cost calls). Its
+         * {@code route} is a chat route of this org, called directly; {@code timeout} is read as Kong's timeouts are
+         * (a bare number is milliseconds). Null when the group has none (or it has errors, recorded).
+         */
+        private GroupSettings.Judge readJudge(ConfigMap g, ConfigMap kb, Strategy strategy,
+                                              TokensCountStrategy tokens, List<Route> routes) {
+            boolean accuracy = tokens == TokensCountStrategy.LLM_ACCURACY;
+            if (accuracy && strategy != Strategy.LOWEST_USAGE) {
+                ConfigMap at = kb != null && kb.has("tokens_count_strategy") ? kb : g;
+                at.error("tokens_count_strategy", "llm_accuracy ranks members by a judge's "
+                        + "scores under strategy lowest_usage only (this group's strategy is "
+                        + strategy.wireName() + ")");
+            }
+            if (!g.has("judge")) {
+                if (accuracy && strategy == Strategy.LOWEST_USAGE) {
+                    g.error("judge", "required by tokens_count_strategy llm_accuracy: a mapping with at least "
+                            + "route (the id of a chat route of this org that scores answers)");
+                }
                 return null;
             }
-            return enumValue(m, "tokens_count_strategy", "tokens_count_strategy", TokensCountStrategy.class, null);
+            if (!accuracy || strategy != Strategy.LOWEST_USAGE) {
+                g.error("judge", "only for strategy lowest_usage with tokens_count_strategy llm_accuracy (this "
+                        + "group's: " + strategy.wireName() + ", " + tokens.wireName() + ")");
+                return null;
+            }
+            ConfigMap j = g.map("judge", JUDGE_FIELDS);
+            if (j == null) {
+                return null;
+            }
+            int before = errors.size();
+            String route = j.requiredString("route");
+            if (route != null) {
+                Route jr = routes.stream().filter(r -> r.id().equals(route)).findFirst().orElse(null);
+                if (jr == null) {
+                    j.error("route", "unknown route \"" + route + "\" (not a route of this org)");
+                } else if (jr.embeddings()) {
+                    j.error("route", "route \"" + route + "\" is an embeddings route; a judge must be a chat route");
+                }
+            }
+            GroupSettings.Judge d = GroupSettings.Judge.defaults(route);
+            String prompt = d.prompt();
+            if (j.has("prompt")) {
+                String p = j.string("prompt");
+                if (p == null || p.isBlank()) {
+                    j.error("prompt", "must be a non-empty text (leave it out for Kong's default)");
+                } else {
+                    prompt = p;
+                }
+            }
+            double rate = j.number("sampling_rate", d.samplingRate());
+            if (!(rate >= 0 && rate <= 1)) {
+                j.error("sampling_rate", "must be between 0 and 1 (the share of answers judged), got " + rate);
+            }
+            int countback = j.integer("message_countback", d.messageCountback(), 1);
+            if (countback > MAX_MESSAGE_COUNTBACK) {
+                j.error("message_countback", "must be ≤ " + MAX_MESSAGE_COUNTBACK + " (got " + countback + ")");
+            }
+            boolean ignoreSystem = j.bool("ignore_system_prompts", d.ignoreSystemPrompts());
+            boolean ignoreAssistant = j.bool("ignore_assistant_prompts", d.ignoreAssistantPrompts());
+            boolean ignoreTool = j.bool("ignore_tool_prompts", d.ignoreToolPrompts());
+            int maxTokens = j.integer("max_tokens", d.maxTokens(), 1);
+            if (maxTokens > MAX_JUDGE_TOKENS) {
+                j.error("max_tokens", "must be ≤ " + MAX_JUDGE_TOKENS + " (got " + maxTokens + ")");
+            }
+            Duration timeout = j.timeout("timeout", d.timeout());
+            if (errors.size() > before) {
+                return null;
+            }
+            return new GroupSettings.Judge(route, prompt, rate, countback, ignoreSystem, ignoreAssistant, ignoreTool,
+                    maxTokens, timeout);
         }
 
         private <E extends Enum<E>> E enumValue(ConfigMap m, String key, String noun, Class<E> type, E def) {

@@ -101,17 +101,53 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
      * Strategy-specific knobs (Kong's {@code config.balancer}). {@code hashOnHeader} defaults to Kong's
      * {@value #KONG_HASH_HEADER}, so clients moving from Kong keep their sticky sessions without a setting.
      * The semantic strategy compares embeddings by {@code distanceMetric}; {@code threshold} is read in its terms
-     * (see {@link DistanceMetric}).
+     * (see {@link DistanceMetric}). {@code judge} is set exactly when the group is {@code lowest_usage} with
+     * {@code tokens_count_strategy: llm_accuracy} (the loader refuses it anywhere else), else null.
      */
     public record Balancer(String hashOnHeader, LatencyStrategy latencyStrategy,
                            TokensCountStrategy tokensCountStrategy, Duration usageWindow, String embeddingsRoute,
-                           DistanceMetric distanceMetric, double threshold, double slowBar) {
+                           DistanceMetric distanceMetric, double threshold, double slowBar, Judge judge) {
         public static final String KONG_HASH_HEADER = "X-Kong-LLM-Request-ID";
 
         public static Balancer defaults() {
             return new Balancer(KONG_HASH_HEADER, LatencyStrategy.TPOT, TokensCountStrategy.TOTAL_TOKENS,
                     Duration.ofMinutes(10), null, DistanceMetric.COSINE, DistanceMetric.COSINE.defaultThreshold(),
-                    2.0);
+                    2.0, null);
+        }
+    }
+
+    /**
+     * The judge of {@code tokens_count_strategy: llm_accuracy} (Kong's AI LLM as Judge plugin): after a chat answer of
+     * the group, with probability {@code samplingRate}, the route {@code route} (a chat route of the same org, called
+     * directly, not through an alias) is asked to score it 1..100.
+     *
+     * @param prompt            the judge's system prompt
+     * @param messageCountback  how many of the request's last messages (after the ignored roles are dropped) the
+     *                          judge is shown
+     * @param maxTokens         the judge's answer budget: a score is at most 3 digits
+     * @param timeout           how long a judge call may take before it counts as failed
+     */
+    public record Judge(String route, String prompt, double samplingRate, int messageCountback,
+                        boolean ignoreSystemPrompts, boolean ignoreAssistantPrompts, boolean ignoreToolPrompts,
+                        int maxTokens, Duration timeout) {
+        /** Kong's default judge prompt, word for word. */
+        public static final String DEFAULT_PROMPT = "You are a strict evaluator. You will be given a request and a "
+                + "response. Your task is to judge whether the response is correct or incorrect. You must assign a "
+                + "score between 1 and 100, where: 100 represents a completely correct and ideal response, 1 "
+                + "represents a completely incorrect or irrelevant response. Your score must be a single number only "
+                + "\u2014 no text, labels, or explanations. Use the full range of values (e.g., 13, 47, 86), not just "
+                + "round numbers like 10, 50, or 100. Be accurate and consistent, as this score will be used by "
+                + "another model for learning and evaluation.";
+        public static final double DEFAULT_SAMPLING_RATE = 1;
+        public static final int DEFAULT_MESSAGE_COUNTBACK = 3;
+        /** Room for a score ("87", "100") and a stray newline or space, which some models add. */
+        public static final int DEFAULT_MAX_TOKENS = 8;
+        public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
+
+        /** Every setting at its default, judged by {@code route}. */
+        public static Judge defaults(String route) {
+            return new Judge(route, DEFAULT_PROMPT, DEFAULT_SAMPLING_RATE, DEFAULT_MESSAGE_COUNTBACK, true, true, true,
+                    DEFAULT_MAX_TOKENS, DEFAULT_TIMEOUT);
         }
     }
 
@@ -149,9 +185,13 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
         TPOT, E2E
     }
 
-    /** Kong's {@code tokens_count_strategy}; Kong's hyphenated spellings ({@code total-tokens}) are accepted. */
+    /**
+     * Kong's {@code tokens_count_strategy}; Kong's hyphenated spellings ({@code total-tokens}) are accepted.
+     * {@link #LLM_ACCURACY} is no usage at all: members are ranked by the scores a judge model gave their answers.
+     */
     public enum TokensCountStrategy implements Spelled {
-        PROMPT_TOKENS("prompt-tokens"), COMPLETION_TOKENS("completion-tokens"), TOTAL_TOKENS("total-tokens"), COST;
+        PROMPT_TOKENS("prompt-tokens"), COMPLETION_TOKENS("completion-tokens"), TOTAL_TOKENS("total-tokens"), COST,
+        LLM_ACCURACY("llm-accuracy");
 
         private final List<String> synonyms;
 

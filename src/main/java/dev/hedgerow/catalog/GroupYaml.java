@@ -76,9 +76,27 @@ public final class GroupYaml {
         n.put("distance_metric", b.distanceMetric().wireName());
         n.put("threshold", b.threshold());
         n.put("slow_bar", b.slowBar());
+        if (b.judge() != null) {
+            n.set("judge", judge(b.judge()));
+        }
         n.putObject("slo").put("decode_tokens_per_second", g.slo().decodeTokensPerSecond())
                 .put("first_token", duration(g.slo().firstToken()))
                 .put("standard_prompt_max_tokens", g.slo().standardPromptMaxTokens());
+        return n;
+    }
+
+    /** A group's {@code judge} as the file writes it (its timeout as a duration with its unit). */
+    private static ObjectNode judge(GroupSettings.Judge j) {
+        ObjectNode n = JsonNodeFactory.instance.objectNode();
+        n.put("route", j.route());
+        n.put("prompt", j.prompt());
+        n.put("sampling_rate", j.samplingRate());
+        n.put("message_countback", j.messageCountback());
+        n.put("ignore_system_prompts", j.ignoreSystemPrompts());
+        n.put("ignore_assistant_prompts", j.ignoreAssistantPrompts());
+        n.put("ignore_tool_prompts", j.ignoreToolPrompts());
+        n.put("max_tokens", j.maxTokens());
+        n.put("timeout", duration(j.timeout()));
         return n;
     }
 

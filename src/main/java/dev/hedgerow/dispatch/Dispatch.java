@@ -845,6 +845,7 @@ final class Dispatch {
         learnWaitedPerToken(billed.completionTokens());
         deps.observer().decoded(a.cand, (int) billed.completionTokens(), e2e, e2e);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
+        answered(a, msg.path("content"));
     }
 
     /**
@@ -1186,6 +1187,19 @@ final class Dispatch {
         learnWaitedPerToken(billed.completionTokens());
         deps.observer().decoded(a.cand, tokens, decodeMs, e2eMs);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
+        if (settings.balancer().judge() != null && transcript.content.length() > 0) {
+            deps.observer().answered(req, a.cand, transcript.content.toString());
+        }
+    }
+
+    /**
+     * A whole answer of a judged group ({@code llm_accuracy}) reached its client: its text, if it has any (a tool
+     * call has none to judge), goes to the judge through the observer, after the client's answer ended.
+     */
+    private void answered(Attempt a, JsonNode content) {
+        if (settings.balancer().judge() != null && content.isTextual() && !content.asText().isEmpty()) {
+            deps.observer().answered(req, a.cand, content.asText());
+        }
     }
 
     // ---- bookkeeping -----------------------------------------------------------------------------------------

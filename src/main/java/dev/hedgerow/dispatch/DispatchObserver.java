@@ -1,5 +1,6 @@
 package dev.hedgerow.dispatch;
 
+import dev.hedgerow.routing.AccuracyJudge;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.state.UsageSample;
 
@@ -50,6 +51,18 @@ public interface DispatchObserver {
      * finished request.
      */
     default void refused(DispatchRequest request, int status, String reason, String message) {
+    }
+
+    /**
+     * A chat request of a group judged by an LLM ({@code tokens_count_strategy: llm_accuracy}) was answered with 200
+     * by {@code route} (the one that finished it), after the client's answer ended: {@code content} is the text the
+     * client got. Called only for such groups, and only when the answer has text.
+     */
+    default void answered(DispatchRequest request, Candidate route, String content) {
+    }
+
+    /** A sampled answer of {@code orgId} was judged (or failed, or skipped): {@link AccuracyJudge.Outcome}. */
+    default void judged(String orgId, AccuracyJudge.Outcome outcome) {
     }
 
     /** A hedge was fired; {@code wastedTokens} counted when the loser is cancelled. */

@@ -1,15 +1,18 @@
 package dev.hedgerow.function;
 
+import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.audit.RequestRecorder;
 import dev.hedgerow.catalog.CatalogCodec;
 import dev.hedgerow.catalog.CatalogService;
+import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.dispatch.AttemptRecord;
 import dev.hedgerow.dispatch.DispatchObserver;
 import dev.hedgerow.dispatch.DispatchRequest;
 import dev.hedgerow.dispatch.Dispatcher;
+import dev.hedgerow.routing.AccuracyJudge;
 import dev.hedgerow.routing.Balancers;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.LearnedModels;
@@ -28,6 +31,7 @@ import dev.hedgerow.upstream.UpstreamClient;
 import java.time.Duration;
 import java.time.InstantSource;
 import java.util.List;
+import java.util.SplittableRandom;
 
 /**
  * Assembles one gateway instance's core from its ports. The one place where the parts meet; used by the Quarkus
@@ -57,8 +61,11 @@ public final class CoreFactory {
         Router router = new Router(store, clock, settings -> Balancers.forSettings(settings, models), models,
                 new SemanticEmbeddings(upstream, store));
         AuditLog audit = new AuditLog(store, clock);
-        DispatchObserver observers = chain(new PrefixAffinity(store),
+        DispatchObserver accounting = chain(new PrefixAffinity(store),
                 new RequestRecorder(store, audit, clock), extra);
+        AccuracyJudge judge = new AccuracyJudge(upstream, store, models, scheduler, new SplittableRandom(),
+                AccuracyJudge.DEFAULT_MAX_IN_FLIGHT, accounting::judged);
+        DispatchObserver observers = chain(accounting, new JudgeAnswers(judge));
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
                 tokens::countText, observers, models, clock));
         return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream);
@@ -78,6 +85,20 @@ public final class CoreFactory {
                     && !request.facts().prefixHashes().isEmpty()) {
                 store.putAffinity(request.org().id(), request.facts().prefixHashes(), winner.key(), TTL)
                         .subscribe().with(v -> { }, t -> { });
+            }
+        }
+    }
+
+    /**
+     * The judge of {@code llm_accuracy} groups: each answer such a group gave its client is handed to it (which
+     * samples, and judges in the background).
+     */
+    private record JudgeAnswers(AccuracyJudge judge) implements DispatchObserver {
+        @Override
+        public void answered(DispatchRequest request, Candidate route, String content) {
+            GroupSettings.Judge j = request.settings().balancer().judge();
+            if (j != null && request.request() instanceof ChatRequest chat) {
+                judge.answered(request.org(), j, route.key(), chat.messages(), content);
             }
         }
     }
@@ -114,6 +135,16 @@ public final class CoreFactory {
             @Override
             public void refused(DispatchRequest request, int status, String reason, String message) {
                 list.forEach(o -> o.refused(request, status, reason, message));
+            }
+
+            @Override
+            public void answered(DispatchRequest request, Candidate route, String content) {
+                list.forEach(o -> o.answered(request, route, content));
+            }
+
+            @Override
+            public void judged(String orgId, AccuracyJudge.Outcome outcome) {
+                list.forEach(o -> o.judged(orgId, outcome));
             }
 
             @Override

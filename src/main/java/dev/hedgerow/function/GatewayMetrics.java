@@ -3,6 +3,7 @@ package dev.hedgerow.function;
 import dev.hedgerow.dispatch.AttemptRecord;
 import dev.hedgerow.dispatch.DispatchObserver;
 import dev.hedgerow.dispatch.DispatchRequest;
+import dev.hedgerow.routing.AccuracyJudge;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.state.UsageSample;
 import io.micrometer.core.instrument.Counter;
@@ -19,7 +20,8 @@ import java.util.stream.Stream;
 /**
  * Prometheus metrics of dispatch, exposed at {@code /q/metrics}: requests by status, attempts by outcome, hedges
  * fired and refused by the budget, upstream tokens wasted on hedge losers, resumes by cause, malformed upstream
- * frames, streams whose head went out before their content (head_hold), and time to first token per route.
+ * frames, streams whose head went out before their content (head_hold), judged answers by result ({@code llm_accuracy})
+ * and time to first token per route.
  * Thread-safe (Micrometer meters are).
  *
  * <p>{@code hedgerow_requests_total{org,alias,status}} counts every request the gateway answers on its paths once:
@@ -112,6 +114,15 @@ public final class GatewayMetrics implements DispatchObserver {
      */
     public long finishedRequests() {
         return dispatched.sum();
+    }
+
+    /**
+     * {@code hedgerow_judge_total{org,result}}: answers of {@code llm_accuracy} groups sampled for judging, by what
+     * became of each ({@code scored}, {@code unparsable}, {@code failed}, {@code skipped}).
+     */
+    @Override
+    public void judged(String orgId, AccuracyJudge.Outcome outcome) {
+        counter("hedgerow_judge", "org", orgId, "result", outcome.wireName()).increment();
     }
 
     @Override

@@ -37,16 +37,25 @@ public record Explanation(String alias, String strategy, int promptTokens, long 
      * @param slo       {@code meets}, {@code below} or {@code unknown} (not yet measured)
      * @param capacity  the operator's fresh capacity report, or null when none
      * @param affinity  this route recently served the prompt's longest shared prefix
+     * @param accuracy  the judge's scores of its answers, or null when it was never scored
      */
     public record RouteView(String routeId, String provider, String model, int rank, List<Check> checks,
                             TtftEstimate predicted, String slo, double decodeTokensPerSecond,
-                            CapacityReport capacity, boolean affinity, String placement) {
+                            CapacityReport capacity, boolean affinity, String placement, Accuracy accuracy) {
         public RouteView {
             checks = List.copyOf(checks);
         }
 
         public boolean eligible() {
             return rank > 0;
+        }
+    }
+
+    /** A route's judged accuracy: the decayed mean score (1..100) of {@code samples} judged answers. */
+    public record Accuracy(double score, long samples) {
+        public ObjectNode toNode() {
+            return JsonNodeFactory.instance.objectNode().put("score", Math.round(score * 10) / 10.0)
+                    .put("samples", samples);
         }
     }
 
@@ -94,6 +103,11 @@ public record Explanation(String alias, String strategy, int promptTokens, long 
                 o.putNull("placement");
             } else {
                 o.put("placement", r.placement());
+            }
+            if (r.accuracy() == null) {
+                o.putNull("accuracy");
+            } else {
+                o.set("accuracy", r.accuracy().toNode());
             }
         }
         return n;

@@ -37,6 +37,8 @@ public final class LearnedModels implements RouteModels {
     public static final String CAPACITY = "capacity";
     public static final String THINK = "think";
     public static final String SLO = "slo";
+    /** The judged accuracy of {@code tokens_count_strategy: llm_accuracy}: an {@link Ewma} of judge scores. */
+    public static final String ACCURACY = "accuracy";
     /** The measured (prompt, TTFT) points the console plots ({@link TtftSampleLog}). */
     public static final String TTFT_SAMPLES = "ttft_samples";
     /**
@@ -60,6 +62,12 @@ public final class LearnedModels implements RouteModels {
 
     private static final Duration MODEL_TTL = Duration.ofDays(7);
     private static final double EMA_ALPHA = 0.3;
+    /**
+     * Weight of a new judge score: the accuracy is a mean over about the last 10 scores (a score 10 samples old
+     * weighs 0.9^10 ≈ 35% of the newest), so a route whose answers got worse is seen within a few judgements while
+     * one odd score moves it by a tenth.
+     */
+    static final double ACCURACY_ALPHA = 0.1;
     private static final long PEWMA_TAU_MS = 10_000;
 
     private final StateStore store;
@@ -150,6 +158,33 @@ public final class LearnedModels implements RouteModels {
             }
         }
         return t.status();
+    }
+
+    /**
+     * The route's judged accuracy ({@code llm_accuracy}): the decayed mean of its judge scores (1..100) and how many
+     * there were; {@link Ewma#isMeasured()} false when it was never scored.
+     */
+    @Override
+    public Ewma accuracyScores(RouteSnapshot state) {
+        return Ewma.decode(blob(state, ACCURACY), ACCURACY_ALPHA);
+    }
+
+    /** The route's judged accuracy (the decayed mean score, 1..100); NaN when it was never scored. */
+    public double accuracy(RouteSnapshot state) {
+        Ewma e = accuracyScores(state);
+        return e.isMeasured() ? e.value() : Double.NaN;
+    }
+
+    /**
+     * Learns one judge score (1..100) of an answer the route gave. {@code base} should be a fresh snapshot of the
+     * route: a score arrives long after the request's own snapshot was read (the judge answers after the client
+     * got its answer).
+     */
+    public void learnAccuracy(RouteSnapshot base, int score) {
+        List<StateStore.RouteBlob> writes = new ArrayList<>(1);
+        update(base, ACCURACY, MODEL_TTL, enc -> (enc == null ? Ewma.fresh(ACCURACY_ALPHA)
+                : Ewma.decode(enc, ACCURACY_ALPHA)).observe(score).encode(), writes);
+        write(base, writes);
     }
 
     /** Trifrost's EMA latency (first-token latency for streams); NaN when never measured. */

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.function.Function;
+import java.util.function.ToDoubleFunction;
 import java.util.function.ToIntFunction;
 
 /**
@@ -15,7 +16,11 @@ import java.util.function.ToIntFunction;
  * member before it stops coming first. What counts as usage is the {@code tokens_count_strategy}: prompt tokens,
  * completion tokens, total tokens, or cost. Ties (for instance every member at zero after a quiet window) break by
  * a rotating cursor as in {@link LeastConnections}, so a burst of requests before any usage is recorded spreads
- * out. Members with weight ≤ 0 come last. Stateless; thread-safe.
+ * out. Members with weight ≤ 0 come last.
+ *
+ * <p>Under {@code llm_accuracy} ({@link #orderByAccuracy}) nothing is counted: members are ordered by the decayed mean
+ * of the scores a judge model gave their answers, best first, and a member not yet scored comes before every scored
+ * one, so each gets answers to judge. Stateless; thread-safe.
  */
 public final class LowestUsage {
     private LowestUsage() {
@@ -31,6 +36,7 @@ public final class LowestUsage {
             case COMPLETION_TOKENS -> usage.completionTokens();
             case TOTAL_TOKENS -> usage.totalTokens();
             case COST -> usage.cost();
+            case LLM_ACCURACY -> 0; // no usage: ranked by orderByAccuracy
         };
     }
 
@@ -47,6 +53,32 @@ public final class LowestUsage {
             int w = weight.applyAsInt(m);
             double score = w <= 0 ? Double.POSITIVE_INFINITY
                     : Math.max(0, measure(usage.apply(m), strategy)) / w;
+            entries.add(new Entry(m, score, (int) Math.floorMod(i - cursor, (long) n)));
+        }
+        entries.sort(Comparator.comparingDouble(Entry::score).thenComparingInt(Entry::rotation));
+        List<String> out = new ArrayList<>(n);
+        for (Entry e : entries) {
+            out.add(e.member());
+        }
+        return List.copyOf(out);
+    }
+
+    /**
+     * Members by their judged accuracy, highest first: unscored members (NaN) first of all, then scored ones by
+     * score descending, then weight ≤ 0 last; ties (unscored members among themselves, equal scores) by the rotating
+     * cursor.
+     *
+     * @param accuracy each member's decayed mean score (1..100), NaN when it has none yet
+     */
+    public static List<String> orderByAccuracy(List<String> members, ToDoubleFunction<String> accuracy,
+                                               ToIntFunction<String> weight, long cursor) {
+        int n = members.size();
+        List<Entry> entries = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            String m = members.get(i);
+            double a = accuracy.applyAsDouble(m);
+            double score = weight.applyAsInt(m) <= 0 ? Double.POSITIVE_INFINITY
+                    : Double.isNaN(a) ? Double.NEGATIVE_INFINITY : -a;
             entries.add(new Entry(m, score, (int) Math.floorMod(i - cursor, (long) n)));
         }
         entries.sort(Comparator.comparingDouble(Entry::score).thenComparingInt(Entry::rotation));

@@ -33,4 +33,12 @@ public interface RouteModels {
     default boolean meetsSlo(RouteSnapshot state, GroupSettings.Slo slo) {
         return sloStatus(state, slo) != SloTracker.Status.BELOW;
     }
+
+    /**
+     * The route's judged accuracy ({@code llm_accuracy}): the decayed mean of its judge scores and their count;
+     * unmeasured when it was never scored.
+     */
+    default Ewma accuracyScores(RouteSnapshot state) {
+        return Ewma.decode(state.blob(LearnedModels.ACCURACY).orElse(null), LearnedModels.ACCURACY_ALPHA);
+    }
 }

@@ -9,9 +9,11 @@ import java.util.List;
  *
  * @param promptTokens the messages' BPE tokens with chat framing ({@link SimText#estimateTokens})
  * @param prefill      null for an ordinary request; else the continuation asked for
+ * @param lastUserMessage the text of the last user message ("" when none): what a judge script scores
  */
 record ChatRequest(String model, boolean stream, boolean includeUsage, Integer maxTokens, String firstUserMessage,
-                   int promptTokens, Tools tools, boolean jsonMode, boolean hasImages, Prefill prefill) {
+                   int promptTokens, Tools tools, boolean jsonMode, boolean hasImages, Prefill prefill,
+                   String lastUserMessage) {
 
     static final String CONTINUE_INSTRUCTION = "Continue exactly where";
 
@@ -63,6 +65,7 @@ record ChatRequest(String model, boolean stream, boolean includeUsage, Integer m
             throw new Invalid("'messages' must be a non-empty array");
         }
         String first = null;
+        String last = "";
         boolean images = false;
         boolean toolResult = false;
         List<String> texts = new ArrayList<>();
@@ -75,6 +78,9 @@ record ChatRequest(String model, boolean stream, boolean includeUsage, Integer m
             if (first == null && role.equals("user")) {
                 first = text;
             }
+            if (role.equals("user")) {
+                last = text;
+            }
         }
         Integer max = body.hasNonNull("max_completion_tokens") ? Integer.valueOf(body.get("max_completion_tokens").asInt())
                 : body.hasNonNull("max_tokens") ? Integer.valueOf(body.get("max_tokens").asInt()) : null;
@@ -82,7 +88,7 @@ record ChatRequest(String model, boolean stream, boolean includeUsage, Integer m
         return new ChatRequest(body.path("model").asText(null), body.path("stream").asBoolean(false),
                 body.path("stream_options").path("include_usage").asBoolean(false), max,
                 first == null ? "" : first, SimText.estimateTokens(texts), tools(body, toolResult),
-                format.equals("json_object") || format.equals("json_schema"), images, prefill(body, messages));
+                format.equals("json_object") || format.equals("json_schema"), images, prefill(body, messages), last);
     }
 
     private static Tools tools(JsonNode body, boolean toolResult) {

@@ -1,7 +1,9 @@
 package dev.hedgerow.sim;
 
 import java.util.EnumSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -18,9 +20,14 @@ import java.util.Set;
  * @param faults       probabilistic faults, rolled in order for each request that has no queued one-shot fault
  * @param servedAs     the {@code model} its answers name, or null for the name the request asked for (the real
  *                     OpenAI API answers {@code gpt-4o-mini-2024-07-18} to a request for {@code gpt-4o-mini})
+ * @param reply        the content it writes (its words are the tokens) in place of the seeded text, or null: two
+ *                     routes with different replies answer one prompt differently
+ * @param scores       a judge model's scoring (keyword → score): the answer is the score of the first keyword, in
+ *                     the map's order, that the request's last user message contains; when none is there, the model
+ *                     writes its reply (or seeded text) instead. Empty = not a judge
  */
 public record ModelScript(int length, long seed, Latency latency, Capabilities capabilities, Reasoning reasoning,
-                          List<FaultChance> faults, String servedAs) {
+                          List<FaultChance> faults, String servedAs, String reply, Map<String, Integer> scores) {
 
     public static final int DEFAULT_LENGTH = 64;
 
@@ -30,40 +37,68 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
         capabilities = capabilities == null ? Capabilities.DEFAULT : capabilities;
         reasoning = reasoning == null ? Reasoning.NONE : reasoning;
         faults = faults == null ? List.of() : List.copyOf(faults);
+        scores = scores == null ? Map.of() : java.util.Collections.unmodifiableMap(new LinkedHashMap<>(scores));
     }
 
     /** A model that answers at once, writes {@value #DEFAULT_LENGTH} tokens and never fails. */
     public static ModelScript defaults() {
-        return new ModelScript(DEFAULT_LENGTH, 1, null, null, null, null, null);
+        return new ModelScript(DEFAULT_LENGTH, 1, null, null, null, null, null, null, null);
     }
 
     public ModelScript withLength(int tokens) {
-        return new ModelScript(tokens, seed, latency, capabilities, reasoning, faults, servedAs);
+        return new ModelScript(tokens, seed, latency, capabilities, reasoning, faults, servedAs, reply, scores);
     }
 
     public ModelScript withSeed(long s) {
-        return new ModelScript(length, s, latency, capabilities, reasoning, faults, servedAs);
+        return new ModelScript(length, s, latency, capabilities, reasoning, faults, servedAs, reply, scores);
     }
 
     public ModelScript withLatency(Latency l) {
-        return new ModelScript(length, seed, l, capabilities, reasoning, faults, servedAs);
+        return new ModelScript(length, seed, l, capabilities, reasoning, faults, servedAs, reply, scores);
     }
 
     public ModelScript withCapabilities(Capabilities c) {
-        return new ModelScript(length, seed, latency, c, reasoning, faults, servedAs);
+        return new ModelScript(length, seed, latency, c, reasoning, faults, servedAs, reply, scores);
     }
 
     public ModelScript withReasoning(Reasoning r) {
-        return new ModelScript(length, seed, latency, capabilities, r, faults, servedAs);
+        return new ModelScript(length, seed, latency, capabilities, r, faults, servedAs, reply, scores);
     }
 
     /** Answers naming {@code model} (a dated snapshot, another model) whatever name the request asked for. */
     public ModelScript withServedAs(String model) {
-        return new ModelScript(length, seed, latency, capabilities, reasoning, faults, model);
+        return new ModelScript(length, seed, latency, capabilities, reasoning, faults, model, reply, scores);
     }
 
     public ModelScript withFaults(List<FaultChance> f) {
-        return new ModelScript(length, seed, latency, capabilities, reasoning, f, servedAs);
+        return new ModelScript(length, seed, latency, capabilities, reasoning, f, servedAs, reply, scores);
+    }
+
+    /** Writes {@code text} (its words as tokens, at most {@link #length}) in place of the seeded text. */
+    public ModelScript withReply(String text) {
+        return new ModelScript(length, seed, latency, capabilities, reasoning, faults, servedAs, text, scores);
+    }
+
+    /**
+     * A judge: answers the score of the first of {@code keywordScores}' keywords (in its order) found in the
+     * request's last user message.
+     */
+    public ModelScript withScores(Map<String, Integer> keywordScores) {
+        return new ModelScript(length, seed, latency, capabilities, reasoning, faults, servedAs, reply,
+                keywordScores);
+    }
+
+    /**
+     * The scripted content for a request whose last user message is {@code lastUserMessage}: the score of the first
+     * keyword found, else the reply; null when the model writes the seeded text.
+     */
+    String scriptedContent(String lastUserMessage) {
+        for (Map.Entry<String, Integer> e : scores.entrySet()) {
+            if (lastUserMessage != null && lastUserMessage.contains(e.getKey())) {
+                return String.valueOf(e.getValue());
+            }
+        }
+        return reply;
     }
 
     /**

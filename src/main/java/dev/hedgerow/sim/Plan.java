@@ -49,7 +49,7 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
         }
         int limit = budget == null ? script.length() : Math.min(script.length(), budget);
         String finish = thoughtCut || limit < script.length() ? "length" : "stop";
-        List<String> tokens = SimText.tokens(textSeed, req.firstUserMessage(), limit);
+        List<String> tokens = contentTokens(req, script, textSeed, limit);
         ToolCall call = null;
         if (req.tools().call()) {
             String first = String.join("", tokens.subList(0, Math.min(4, tokens.size())));
@@ -67,6 +67,23 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
             tokens.forEach(t -> units.add(new Unit(Kind.CONTENT, t)));
         }
         return new Plan(units, finish, req.promptTokens(), units.size(), reasoning, call, false, false);
+    }
+
+    /**
+     * The first {@code count} content tokens: the script's own content ({@link ModelScript#scriptedContent}: a judge's
+     * score, a scripted reply), its words as tokens, else the seeded text.
+     */
+    private static List<String> contentTokens(ChatRequest req, ModelScript script, long textSeed, int count) {
+        String scripted = script.scriptedContent(req.lastUserMessage());
+        if (scripted == null) {
+            return SimText.tokens(textSeed, req.firstUserMessage(), count);
+        }
+        String[] words = scripted.strip().split("\\s+");
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < words.length && i < count; i++) {
+            out.add(i == 0 ? words[i] : " " + words[i]);
+        }
+        return out;
     }
 
     /**
@@ -102,7 +119,7 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
                 }
             }
         }
-        List<String> full = SimText.tokens(textSeed, req.firstUserMessage(), script.length());
+        List<String> full = contentTokens(req, script, textSeed, script.length());
         if (req.jsonMode()) {
             // the same JSON object as a first answer's, continued after the partial like any text
             full = jsonPieces(full);

@@ -8,7 +8,7 @@ const STRATEGIES = ['auto', 'rr_health', 'weighted', 'least_latency', 'lowest_la
 // have a fixed set of values, and the hint of those that take a duration
 const SETTING_CHOICES = {
   resume_mid_stream: ['true', 'false'], hedging: ['true', 'false'], latency_strategy: ['tpot', 'e2e'],
-  tokens_count_strategy: ['prompt_tokens', 'completion_tokens', 'total_tokens', 'cost'],
+  tokens_count_strategy: ['prompt_tokens', 'completion_tokens', 'total_tokens', 'cost', 'llm_accuracy'],
   distance_metric: ['cosine', 'euclidean'],
 };
 const POLL_MS = 2000;

@@ -42,7 +42,7 @@ class CatalogCodecTest {
                 new GroupSettings.Breaker(7, Duration.ofNanos(1_500)), retry, GroupSettings.Timeouts.defaults(),
                 new GroupSettings.Balancer("X-Session", GroupSettings.LatencyStrategy.TPOT,
                         GroupSettings.TokensCountStrategy.PROMPT_TOKENS, Duration.ofDays(1), null,
-                        GroupSettings.DistanceMetric.EUCLIDEAN, 7.25, 1e-9),
+                        GroupSettings.DistanceMetric.EUCLIDEAN, 7.25, 1e-9, null),
                 new GroupSettings.Slo(12.75, Duration.ofMillis(1), 1), Duration.ofNanos(2_500));
         Org org = new Org("o", List.of(), List.of(new ApiKey("ops", Keys.sha256Hex("x"))),
                 List.of(new Provider("p", "http://h:1", null, Dialect.ANTHROPIC, null, null)),
@@ -64,6 +64,19 @@ class CatalogCodecTest {
         assertTrue(json.contains("\"context_window\":262144"), json);
         assertTrue(json.contains("\"breaker\":{\"max_fails\":3,\"fail_timeout\":\"PT10S\"}"), json);
         assertTrue(json.contains("\"capabilities\":[\"json_mode:nonstream\",\"prefill\",\"tools\"]"), json);
+    }
+
+    @Test
+    void aJudgeIsStoredWithEverySettingAndAGroupWithoutOneHasNone() {
+        Org globex = fullOrgs().get(1);
+        GroupSettings.Judge judge = globex.group("judged").balancer().judge();
+        assertEquals(new GroupSettings.Judge("grader", "Score the response from 1 to 100. Answer with the number only.",
+                0.25, 5, false, true, false, 6, Duration.ofSeconds(15)), judge);
+        String json = CatalogCodec.toJson(globex);
+        assertTrue(json.contains("\"tokens_count_strategy\":\"llm_accuracy\""), json);
+        assertTrue(json.contains("\"judge\":{\"route\":\"grader\""), json);
+        assertEquals(judge, CatalogCodec.fromJson(json).group("judged").balancer().judge());
+        assertEquals(null, CatalogCodec.fromJson(json).group("kimi3").balancer().judge());
     }
 
     @Test

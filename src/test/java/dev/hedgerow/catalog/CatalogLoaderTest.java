@@ -101,7 +101,7 @@ class CatalogLoaderTest {
                 Duration.ofMillis(250), Duration.ofSeconds(90), Duration.ofSeconds(3)), g.timeouts());
         assertEquals(new GroupSettings.Balancer("X-User-Id", GroupSettings.LatencyStrategy.E2E,
                 GroupSettings.TokensCountStrategy.COST, Duration.ofHours(1), null, GroupSettings.DistanceMetric.COSINE,
-                0.8, 1.5), g.balancer());
+                0.8, 1.5, null), g.balancer());
         assertEquals(new GroupSettings.Slo(80, Duration.ofSeconds(1), 4096), g.slo());
 
         GroupSettings expert = acme.group("expert");

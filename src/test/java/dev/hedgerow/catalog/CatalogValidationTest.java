@@ -278,7 +278,8 @@ class CatalogValidationTest {
         assertEquals("unknown latency_strategy \"p99\" (allowed: tpot, e2e)",
                 errorAt(errors, "orgs[0].groups.kimi3.latency_strategy").message());
         assertEquals("unknown tokens_count_strategy \"money\" (allowed: prompt_tokens, completion_tokens, "
-                + "total_tokens, cost; Kong's spellings: prompt-tokens, completion-tokens, total-tokens)",
+                + "total_tokens, cost, llm_accuracy; Kong's spellings: prompt-tokens, completion-tokens, total-tokens, "
+                + "llm-accuracy)",
                 errorAt(errors, "orgs[0].groups.kimi3.tokens_count_strategy").message());
     }
 
@@ -367,17 +368,103 @@ class CatalogValidationTest {
         assertOnlyError(withGroup("{ retries: 2147483647 }"), "orgs[0].groups.kimi3.retries: at most 10 attempts");
     }
 
+    /** The base org with a judge route ({@code judge-r}) and an embeddings route ({@code emb}), and kimi3's group. */
+    private static String withJudgedGroup(String settings) {
+        return ORG + "      - { id: judge-r, alias: judge, provider: fireworks, model: j }\n"
+                + "      - { id: emb, alias: emb, provider: fireworks, model: e, embeddings: true }\n"
+                + "    groups:\n      kimi3: " + settings + "\n";
+    }
+
+    private static GroupSettings judgedGroup(String settings) {
+        return new CatalogLoader(k -> null).parse(withJudgedGroup(settings)).orgs().get(0).group("kimi3");
+    }
+
     @Test
-    void kongsLlmAccuracyIsRefusedAsUnsupportedWithItsReason() {
-        String why = " is not supported: Kong balances it by the scores a judge model gives each answer (its AI LLM "
-                + "as Judge plugin), and Hedgerow calls no judge (allowed: prompt_tokens, completion_tokens, "
-                + "total_tokens, cost; Kong's spellings: prompt-tokens, completion-tokens, total-tokens)";
-        assertOnlyError(withGroup("{ algorithm: lowest-usage, tokens_count_strategy: llm-accuracy }"),
-                "orgs[0].groups.kimi3.tokens_count_strategy: \"llm-accuracy\"" + why);
-        assertOnlyError(withGroup("{ balancer: { algorithm: lowest-usage, tokens_count_strategy: llm-accuracy } }"),
-                "orgs[0].groups.kimi3.balancer.tokens_count_strategy: \"llm-accuracy\"" + why);
-        assertOnlyError(withGroup("{ tokens_count_strategy: llm_accuracy }"),
-                "orgs[0].groups.kimi3.tokens_count_strategy: \"llm_accuracy\"" + why);
+    void llmAccuracyLoadsWithAJudgeInEitherSpellingAndKongsDefaults() {
+        GroupSettings.Judge expected = new GroupSettings.Judge("judge-r", GroupSettings.Judge.DEFAULT_PROMPT, 1, 3,
+                true, true, true, 8, Duration.ofSeconds(60));
+        for (String group : List.of(
+                "{ algorithm: lowest-usage, tokens_count_strategy: llm-accuracy, judge: { route: judge-r } }",
+                "{ strategy: lowest_usage, tokens_count_strategy: llm_accuracy, judge: { route: judge-r } }",
+                "{ balancer: { algorithm: lowest-usage, tokens_count_strategy: llm-accuracy }, judge: { route: judge-r } }")) {
+            GroupSettings g = judgedGroup(group);
+            assertEquals(GroupSettings.TokensCountStrategy.LLM_ACCURACY, g.balancer().tokensCountStrategy(), group);
+            assertEquals(expected, g.balancer().judge(), group);
+        }
+        assertTrue(GroupSettings.Judge.DEFAULT_PROMPT.startsWith("You are a strict evaluator."));
+        assertTrue(GroupSettings.Judge.DEFAULT_PROMPT.contains("a single number only \u2014 no text"));
+    }
+
+    @Test
+    void everyJudgeSettingIsRead() {
+        GroupSettings g = judgedGroup("{ strategy: lowest_usage, tokens_count_strategy: llm_accuracy, judge: { "
+                + "route: judge-r, prompt: \"Grade it.\", sampling_rate: 0.25, message_countback: 5, "
+                + "ignore_system_prompts: false, ignore_assistant_prompts: false, ignore_tool_prompts: false, "
+                + "max_tokens: 4, timeout: 1500 } }");
+        assertEquals(new GroupSettings.Judge("judge-r", "Grade it.", 0.25, 5, false, false, false, 4,
+                Duration.ofMillis(1500)), g.balancer().judge(), "a bare timeout is milliseconds, as Kong's");
+        assertEquals(Duration.ofSeconds(2), judgedGroup("{ strategy: lowest_usage, tokens_count_strategy: "
+                + "llm_accuracy, judge: { route: judge-r, timeout: 2s } }").balancer().judge().timeout());
+        assertEquals(null, judgedGroup("{ strategy: lowest_usage }").balancer().judge(), "no judge elsewhere");
+    }
+
+    @Test
+    void llmAccuracyWithoutAJudgeIsAnErrorAtJudge() {
+        assertOnlyError(withJudgedGroup("{ strategy: lowest_usage, tokens_count_strategy: llm_accuracy }"),
+                "orgs[0].groups.kimi3.judge: required by tokens_count_strategy llm_accuracy: a mapping with at least "
+                        + "route (the id of a chat route of this org that scores answers)");
+        assertOnlyError(withJudgedGroup("{ strategy: lowest_usage, tokens_count_strategy: llm_accuracy, judge: {} }"),
+                "orgs[0].groups.kimi3.judge.route: required");
+    }
+
+    @Test
+    void aJudgeRouteMustBeAChatRouteOfTheOrg() {
+        assertOnlyError(withJudgedGroup("{ strategy: lowest_usage, tokens_count_strategy: llm_accuracy, "
+                + "judge: { route: nope } }"),
+                "orgs[0].groups.kimi3.judge.route: unknown route \"nope\" (not a route of this org)");
+        assertOnlyError(withJudgedGroup("{ strategy: lowest_usage, tokens_count_strategy: llm_accuracy, "
+                + "judge: { route: emb } }"),
+                "orgs[0].groups.kimi3.judge.route: route \"emb\" is an embeddings route; a judge must be a chat route");
+    }
+
+    @Test
+    void aJudgeOrLlmAccuracyOnAnyOtherStrategyIsRefused() {
+        assertOnlyError(withJudgedGroup("{ strategy: lowest_usage, judge: { route: judge-r } }"),
+                "orgs[0].groups.kimi3.judge: only for strategy lowest_usage with tokens_count_strategy llm_accuracy "
+                        + "(this group's: lowest_usage, total_tokens)");
+        List<CatalogError> errors = errors(withJudgedGroup("{ strategy: weighted, tokens_count_strategy: "
+                + "llm-accuracy, judge: { route: judge-r } }"));
+        assertEquals("llm_accuracy ranks members by a judge's scores under strategy lowest_usage only (this group's "
+                + "strategy is weighted)", errorAt(errors, "orgs[0].groups.kimi3.tokens_count_strategy").message());
+        errorAt(errors, "orgs[0].groups.kimi3.judge");
+        assertEquals(2, errors.size(), errors.toString());
+        assertOnlyError(withJudgedGroup("{ balancer: { algorithm: round-robin, tokens_count_strategy: llm-accuracy } }"),
+                "orgs[0].groups.kimi3.balancer.tokens_count_strategy: llm_accuracy ranks members by a judge's scores "
+                        + "under strategy lowest_usage only (this group's strategy is weighted)");
+    }
+
+    @Test
+    void badJudgeSettingsAreErrorsAtTheirPaths() {
+        List<CatalogError> errors = errors(withJudgedGroup("{ strategy: lowest_usage, tokens_count_strategy: "
+                + "llm_accuracy, judge: { route: judge-r, prompt: \" \", sampling_rate: 1.5, message_countback: 0, "
+                + "max_tokens: 0, timeout: soon, ignore_tool_prompts: maybe, rate: 1 } }"));
+        String at = "orgs[0].groups.kimi3.judge.";
+        assertEquals("must be between 0 and 1 (the share of answers judged), got 1.5",
+                errorAt(errors, at + "sampling_rate").message());
+        assertEquals("must be a non-empty text (leave it out for Kong's default)", errorAt(errors, at + "prompt").message());
+        errorAt(errors, at + "message_countback");
+        errorAt(errors, at + "max_tokens");
+        assertTrue(errorAt(errors, at + "timeout").message().startsWith("bad timeout \"soon\""));
+        errorAt(errors, at + "ignore_tool_prompts");
+        errorAt(errors, at + "rate");
+        assertEquals(7, errors.size(), errors.toString());
+        assertOnlyError(withJudgedGroup("{ strategy: lowest_usage, tokens_count_strategy: llm_accuracy, "
+                + "judge: { route: judge-r, sampling_rate: -0.1 } }"),
+                "orgs[0].groups.kimi3.judge.sampling_rate: must be between 0 and 1 (the share of answers judged), "
+                        + "got -0.1");
+        assertOnlyError(withJudgedGroup("{ strategy: lowest_usage, tokens_count_strategy: llm_accuracy, "
+                + "judge: { route: judge-r, message_countback: 1001 } }"),
+                "orgs[0].groups.kimi3.judge.message_countback: must be ≤ 1000 (got 1001)");
     }
 
     @Test

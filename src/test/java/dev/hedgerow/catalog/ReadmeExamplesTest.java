@@ -51,7 +51,7 @@ class ReadmeExamplesTest {
         GroupSettings expected = new GroupSettings(d.strategy(), d.resumeMidStream(), d.hedging(), d.breaker(),
                 d.retry(), d.timeouts(), new GroupSettings.Balancer(db.hashOnHeader(), db.latencyStrategy(),
                 db.tokensCountStrategy(), db.usageWindow(), "embed", db.distanceMetric(), db.threshold(),
-                db.slowBar()), d.slo(), d.headHold());
+                db.slowBar(), null), d.slo(), d.headHold());
         assertEquals(expected, acme.group("kimi3"));
         assertEquals(HedgeBudget.defaults(), acme.hedgeBudget());
         Route chat = acme.routes().get(0);

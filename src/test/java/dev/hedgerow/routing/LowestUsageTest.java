@@ -66,4 +66,39 @@ class LowestUsageTest {
         assertEquals("c", LowestUsage.order(MEMBERS, m -> UsageSample.ZERO, weight::get,
                 TokensCountStrategy.TOTAL_TOKENS, 2).get(2));
     }
+
+    // ---- llm_accuracy: the judge's scores, best first ----
+
+    private static List<String> byAccuracy(Map<String, Double> scores, Map<String, Integer> weights, long cursor) {
+        return LowestUsage.orderByAccuracy(MEMBERS, m -> scores.getOrDefault(m, Double.NaN),
+                m -> weights.getOrDefault(m, 1), cursor);
+    }
+
+    @Test
+    void accuracyOrdersTheBestScoredMemberFirst() {
+        assertEquals(List.of("b", "c", "a"), byAccuracy(Map.of("a", 40.0, "b", 90.0, "c", 70.5), Map.of(), 0));
+        assertEquals(List.of("b", "c", "a"), byAccuracy(Map.of("a", 40.0, "b", 90.0, "c", 70.5), Map.of(), 7),
+                "the cursor only breaks ties");
+    }
+
+    @Test
+    void accuracyPutsUnscoredMembersFirstSoEveryMemberGetsJudged() {
+        assertEquals(List.of("a", "c", "b"), byAccuracy(Map.of("b", 99.0), Map.of(), 0));
+        assertEquals(List.of("c", "a", "b"), byAccuracy(Map.of("b", 99.0), Map.of(), 1),
+                "unscored members rotate among themselves");
+    }
+
+    @Test
+    void accuracyTiesRotateWithTheCursor() {
+        Map<String, Double> tied = Map.of("a", 80.0, "b", 80.0, "c", 20.0);
+        assertEquals(List.of("a", "b", "c"), byAccuracy(tied, Map.of(), 0));
+        assertEquals(List.of("b", "a", "c"), byAccuracy(tied, Map.of(), 1));
+    }
+
+    @Test
+    void accuracyPutsWeightZeroLastWhateverItsScore() {
+        assertEquals(List.of("c", "a", "b"), byAccuracy(Map.of("a", 10.0, "b", 100.0, "c", 50.0), Map.of("b", 0), 0));
+        assertEquals(List.of("b", "c", "a"), byAccuracy(Map.of("b", 30.0, "c", 20.0), Map.of("a", 0), 0),
+                "even unscored");
+    }
 }
