@@ -72,4 +72,18 @@ class ReadmeExamplesTest {
         assertEquals(Duration.ofMinutes(1), g.timeouts().connect());
         assertEquals("X-Session", g.balancer().hashOnHeader());
     }
+
+    @Test
+    void theJudgedAccuracyExampleLoadsWithKongsDefaults() throws IOException {
+        String example = yamlBlocks().stream().filter(b -> b.contains("tokens_count_strategy: llm-accuracy"))
+                .findFirst().orElseThrow();
+        GroupSettings g = load(example).group("kimi3");
+        assertEquals(Strategy.LOWEST_USAGE, g.strategy());
+        assertEquals(GroupSettings.TokensCountStrategy.LLM_ACCURACY, g.balancer().tokensCountStrategy());
+        GroupSettings.Judge j = g.balancer().judge();
+        GroupSettings.Judge d = GroupSettings.Judge.defaults("grader");
+        assertEquals(new GroupSettings.Judge("grader", j.prompt(), d.samplingRate(), d.messageCountback(),
+                d.ignoreSystemPrompts(), d.ignoreAssistantPrompts(), d.ignoreToolPrompts(), d.maxTokens(),
+                d.timeout()), j, "every other value the example gives is the default");
+    }
 }
