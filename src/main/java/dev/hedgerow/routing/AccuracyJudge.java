@@ -136,10 +136,10 @@ public final class AccuracyJudge {
         byte[] body = Json.bytes(request(route.get().model(), judge, messages, response));
         call(provider.get(), body, judge.timeout(), (outcome, score) -> {
             inFlight.decrementAndGet();
+            listener.judged(org.id(), outcome);
             if (outcome == Outcome.SCORED) {
                 learn(routeKey, score);
             }
-            listener.judged(org.id(), outcome);
         });
     }
 

@@ -176,9 +176,9 @@ class AccuracyJudgeTest {
     @Test
     void aScoredAnswerIsLearnedIntoTheRoutesAccuracy() {
         judge(1, 16).answered(org(), settings(1), ROUTE, ASK, "a GOOD answer");
+        eventually(() -> count(AccuracyJudge.Outcome.SCORED) == 1, "scored");
         eventually(() -> models.accuracyScores(route()).isMeasured(), "the score is stored");
         assertEquals(87, models.accuracy(route()), 1e-9);
-        assertEquals(1, count(AccuracyJudge.Outcome.SCORED));
         judge(1, 16).answered(org(), settings(1), ROUTE, ASK, "a BAD answer");
         eventually(() -> models.accuracyScores(route()).count() == 2, "the second score is stored");
         assertEquals(87 + LearnedModels.ACCURACY_ALPHA * (12 - 87), models.accuracy(route()), 1e-9,

@@ -226,7 +226,7 @@ class LlmAccuracyTest {
                 && member("judged", "bad").path("accuracy").path("samples").asLong() >= 1, "both scored");
         assertEquals(87.0, member("judged", "good").path("accuracy").path("score").asDouble());
         assertEquals(12.0, member("judged", "bad").path("accuracy").path("score").asDouble());
-        assertTrue(judged("scored") - scoredBefore >= 2, "counted: " + judged("scored"));
+        eventually(() -> judged("scored") - scoredBefore >= 2, "counted in hedgerow_judge_total");
 
         admin().body("{\"model\":\"judged\",\"messages\":[{\"role\":\"user\",\"content\":\"why\"}]}")
                 .post("/admin/explain").then().statusCode(200)
