@@ -79,7 +79,7 @@ public final class CatalogLoader {
             "connect_timeout", "read_timeout", "write_timeout", "first_token_floor", "first_token_ceiling",
             "stall_floor", "hash_on_header", "latency_strategy", "tokens_count_strategy", "usage_window",
             "embeddings_route", "distance_metric", "threshold", "slow_bar", "slo", "balancer", "judge");
-    /** A group's {@code judge} (Kong's AI LLM as Judge plugin settings), for {@code tokens_count_strategy: llm_accuracy}. */
+    /** A group's {@code judge}: Kong's AI LLM as Judge settings, for {@code tokens_count_strategy: llm_accuracy}. */
     private static final Set<String> JUDGE_FIELDS = Set.of("route", "prompt", "sampling_rate", "message_countback",
             "ignore_system_prompts", "ignore_assistant_prompts", "ignore_tool_prompts", "max_tokens", "timeout");
     /** The most messages a judge is shown: beyond this a countback is a mistake (a prompt the judge cannot read). */

@@ -28,7 +28,8 @@ public final class Balancers {
             case CONSISTENT_HASHING -> Balancers::consistentHashing;
             case LEAST_CONNECTIONS -> (cs, ctx) -> byIds(cs, LeastConnections.order(ids(cs),
                     id -> find(cs, id).state().inflight(), id -> find(cs, id).route().weight(), ctx.cursor()));
-            case LOWEST_USAGE -> settings.balancer().tokensCountStrategy() == GroupSettings.TokensCountStrategy.LLM_ACCURACY
+            case LOWEST_USAGE -> settings.balancer().tokensCountStrategy()
+                    == GroupSettings.TokensCountStrategy.LLM_ACCURACY
                     ? (cs, ctx) -> byIds(cs, LowestUsage.orderByAccuracy(ids(cs),
                     id -> models.accuracy(find(cs, id).state()), id -> find(cs, id).route().weight(), ctx.cursor()))
                     : (cs, ctx) -> byIds(cs, LowestUsage.order(ids(cs), id -> find(cs, id).state().usage(),

@@ -48,8 +48,11 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
             budget = budget - reasoning;
         }
         int limit = budget == null ? script.length() : Math.min(script.length(), budget);
-        String finish = thoughtCut || limit < script.length() ? "length" : "stop";
         List<String> tokens = contentTokens(req, script, textSeed, limit);
+        // scripted content is as long as its words: cut only when the limit left some out
+        boolean cut = script.scriptedContent(req.lastUserMessage()) == null ? limit < script.length()
+                : tokens.size() < contentTokens(req, script, textSeed, Integer.MAX_VALUE).size();
+        String finish = thoughtCut || cut ? "length" : "stop";
         ToolCall call = null;
         if (req.tools().call()) {
             String first = String.join("", tokens.subList(0, Math.min(4, tokens.size())));

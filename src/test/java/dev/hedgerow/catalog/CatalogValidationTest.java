@@ -386,7 +386,8 @@ class CatalogValidationTest {
         for (String group : List.of(
                 "{ algorithm: lowest-usage, tokens_count_strategy: llm-accuracy, judge: { route: judge-r } }",
                 "{ strategy: lowest_usage, tokens_count_strategy: llm_accuracy, judge: { route: judge-r } }",
-                "{ balancer: { algorithm: lowest-usage, tokens_count_strategy: llm-accuracy }, judge: { route: judge-r } }")) {
+                "{ balancer: { algorithm: lowest-usage, tokens_count_strategy: llm-accuracy }, "
+                        + "judge: { route: judge-r } }")) {
             GroupSettings g = judgedGroup(group);
             assertEquals(GroupSettings.TokensCountStrategy.LLM_ACCURACY, g.balancer().tokensCountStrategy(), group);
             assertEquals(expected, g.balancer().judge(), group);
@@ -438,7 +439,8 @@ class CatalogValidationTest {
                 + "strategy is weighted)", errorAt(errors, "orgs[0].groups.kimi3.tokens_count_strategy").message());
         errorAt(errors, "orgs[0].groups.kimi3.judge");
         assertEquals(2, errors.size(), errors.toString());
-        assertOnlyError(withJudgedGroup("{ balancer: { algorithm: round-robin, tokens_count_strategy: llm-accuracy } }"),
+        assertOnlyError(withJudgedGroup("{ balancer: { algorithm: round-robin, "
+                        + "tokens_count_strategy: llm-accuracy } }"),
                 "orgs[0].groups.kimi3.balancer.tokens_count_strategy: llm_accuracy ranks members by a judge's scores "
                         + "under strategy lowest_usage only (this group's strategy is weighted)");
     }
@@ -451,7 +453,8 @@ class CatalogValidationTest {
         String at = "orgs[0].groups.kimi3.judge.";
         assertEquals("must be between 0 and 1 (the share of answers judged), got 1.5",
                 errorAt(errors, at + "sampling_rate").message());
-        assertEquals("must be a non-empty text (leave it out for Kong's default)", errorAt(errors, at + "prompt").message());
+        assertEquals("must be a non-empty text (leave it out for Kong's default)",
+                errorAt(errors, at + "prompt").message());
         errorAt(errors, at + "message_countback");
         errorAt(errors, at + "max_tokens");
         assertTrue(errorAt(errors, at + "timeout").message().startsWith("bad timeout \"soon\""));

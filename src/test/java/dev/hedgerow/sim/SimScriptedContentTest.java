@@ -38,6 +38,11 @@ class SimScriptedContentTest extends SimFixture {
                 .body());
         assertEquals(REPLY, whole.path("choices").path(0).path("message").path("content").asText());
         assertEquals(4, whole.path("usage").path("completion_tokens").asInt(), "its words are its tokens");
+        assertEquals("stop", whole.path("choices").path(0).path("finish_reason").asText());
+        JsonNode cut = SimHttp.tree(http.post("/v1/chat/completions", "{\"model\":\"scripted\",\"max_tokens\":2,"
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}").body());
+        assertEquals("GOOD hedgerows", cut.path("choices").path(0).path("message").path("content").asText());
+        assertEquals("length", cut.path("choices").path(0).path("finish_reason").asText());
     }
 
     @Test

@@ -129,7 +129,7 @@ public class AdminResource {
             description = "Body: any setting of the group, named and written as in hedgerow.yaml under"
             + " groups.<alias> (the settings of GET /admin/groups/{alias}; also the file's other names: algorithm,"
             + " max_attempts, Kong's nested balancer {...}), and members [{route, weight, priority}]. A field left"
-            + " out keeps its value, a nested mapping (breaker, slo) is merged field by field, and null gives a"
+            + " out keeps its value, a nested mapping (breaker, slo, judge) is merged field by field, and null gives a"
             + " setting its default, as a key missing from the file does. The catalog file's loader judges the"
             + " result: a refusal is 400 with every problem in error.errors[] ({path, param, route, message}) and"
             + " error.param naming the first one's field (breaker.max_fails); a field the file does not know is"
