@@ -46,21 +46,10 @@ public final class LowestUsage {
      */
     public static List<String> order(List<String> members, Function<String, UsageSample> usage,
                                      ToIntFunction<String> weight, TokensCountStrategy strategy, long cursor) {
-        int n = members.size();
-        List<Entry> entries = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            String m = members.get(i);
+        return ranked(members, m -> {
             int w = weight.applyAsInt(m);
-            double score = w <= 0 ? Double.POSITIVE_INFINITY
-                    : Math.max(0, measure(usage.apply(m), strategy)) / w;
-            entries.add(new Entry(m, score, (int) Math.floorMod(i - cursor, (long) n)));
-        }
-        entries.sort(Comparator.comparingDouble(Entry::score).thenComparingInt(Entry::rotation));
-        List<String> out = new ArrayList<>(n);
-        for (Entry e : entries) {
-            out.add(e.member());
-        }
-        return List.copyOf(out);
+            return w <= 0 ? Double.POSITIVE_INFINITY : Math.max(0, measure(usage.apply(m), strategy)) / w;
+        }, cursor);
     }
 
     /**
@@ -72,14 +61,20 @@ public final class LowestUsage {
      */
     public static List<String> orderByAccuracy(List<String> members, ToDoubleFunction<String> accuracy,
                                                ToIntFunction<String> weight, long cursor) {
+        return ranked(members, m -> {
+            double a = accuracy.applyAsDouble(m);
+            return weight.applyAsInt(m) <= 0 ? Double.POSITIVE_INFINITY : Double.isNaN(a) ? Double.NEGATIVE_INFINITY
+                    : -a;
+        }, cursor);
+    }
+
+    /** Members by {@code score}, lowest first, ties by their rotation from {@code cursor}. */
+    private static List<String> ranked(List<String> members, ToDoubleFunction<String> score, long cursor) {
         int n = members.size();
         List<Entry> entries = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             String m = members.get(i);
-            double a = accuracy.applyAsDouble(m);
-            double score = weight.applyAsInt(m) <= 0 ? Double.POSITIVE_INFINITY
-                    : Double.isNaN(a) ? Double.NEGATIVE_INFINITY : -a;
-            entries.add(new Entry(m, score, (int) Math.floorMod(i - cursor, (long) n)));
+            entries.add(new Entry(m, score.applyAsDouble(m), (int) Math.floorMod(i - cursor, (long) n)));
         }
         entries.sort(Comparator.comparingDouble(Entry::score).thenComparingInt(Entry::rotation));
         List<String> out = new ArrayList<>(n);
