@@ -718,11 +718,13 @@ public final class AdminService {
     /**
      * Refuses (400 naming {@code key}) a key filter that can only ever answer nothing: a name that is none of the
      * org's client keys and billed nothing in the range. A removed or renamed key's past usage stays queryable, and
-     * {@link LedgerLine#NO_KEY} (usage billed before keys were recorded) always is.
+     * {@link LedgerLine#NO_KEY} (usage billed before keys were recorded) and {@link LedgerLine#JUDGE} (the gateway's
+     * judge calls) always are.
      */
     private static void requireKnownKey(Org org, String key, Map<LocalDate, Map<String, Map<String, LedgerEntry>>> days,
                                         LocalDate start, LocalDate end) {
-        boolean known = LedgerLine.NO_KEY.equals(key) || org.keys().stream().anyMatch(k -> k.name().equals(key))
+        boolean known = LedgerLine.NO_KEY.equals(key) || LedgerLine.JUDGE.equals(key)
+                || org.keys().stream().anyMatch(k -> k.name().equals(key))
                 || days.values().stream().anyMatch(day -> day.values().stream().anyMatch(ks -> ks.containsKey(key)));
         if (!known) {
             throw new RequestException(ApiError.invalidRequest("No client key of this organization is named \"" + key

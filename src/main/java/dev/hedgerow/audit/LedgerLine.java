@@ -14,6 +14,11 @@ public record LedgerLine(String alias, String key) {
     public static final char SEPARATOR = '|';
     /** The key of usage billed before the ledger recorded keys (or without a key to name). */
     public static final String NO_KEY = "-";
+    /**
+     * The key of the gateway's own judge calls ({@code tokens_count_strategy: llm_accuracy}), billed under the judge
+     * route's alias; the catalog refuses it as a client key's name.
+     */
+    public static final String JUDGE = "@judge";
 
     public LedgerLine {
         key = key == null ? NO_KEY : key;

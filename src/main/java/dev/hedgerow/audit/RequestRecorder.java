@@ -4,7 +4,10 @@ import dev.hedgerow.api.Json;
 import dev.hedgerow.dispatch.AttemptRecord;
 import dev.hedgerow.dispatch.DispatchObserver;
 import dev.hedgerow.dispatch.DispatchRequest;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
 import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.Router;
 import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.state.UsageSample;
@@ -59,6 +62,20 @@ public final class RequestRecorder implements DispatchObserver {
             String key = r.keyName();
             RequestLog.shared().add(() -> line(requestId, org, key, alias, status, route, trail));
         }
+    }
+
+    /**
+     * A judge call ({@code llm_accuracy}) answered: billed as one request of the judge route, in the org's ledger
+     * under the judge route's alias and the key {@link LedgerLine#JUDGE}, and in the route's usage window (its own
+     * group's {@code lowest_usage} counts it).
+     */
+    @Override
+    public void judgeBilled(Org org, Route judge, UsageSample usage) {
+        store.addUsage(Router.key(org, judge), usage, org.group(judge.alias()).balancer().usageWindow())
+                .subscribe().with(v -> { }, t -> { });
+        LocalDate day = LocalDate.ofInstant(clock.instant(), ZoneOffset.UTC);
+        store.addLedger(org.id(), day, new LedgerLine(judge.alias(), LedgerLine.JUDGE).encode(), LedgerEntry.of(usage))
+                .subscribe().with(v -> { }, t -> { });
     }
 
     /** A request refused in dispatch, before any upstream call: one blocked event, as a refusal by the router. */

@@ -110,6 +110,8 @@ public final class CatalogLoader {
     private static final Pattern ALIAS = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}");
     /** The key the usage ledger shows for usage billed before it recorded keys (audit.LedgerLine.NO_KEY). */
     private static final String NO_KEY_NAME = "-";
+    /** The key the usage ledger bills the gateway's own judge calls under (audit.LedgerLine.JUDGE). */
+    private static final String JUDGE_KEY_NAME = "@judge";
     private static final Pattern ROUTE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,191}");
     private static final Pattern PARAMETER = Pattern.compile("[a-z][a-z0-9_]{0,63}");
     /** A file revision: digits only, at most 18 (any such number ≥ 1 fits a long). */
@@ -384,6 +386,9 @@ public final class CatalogLoader {
                 if (billed && NO_KEY_NAME.equals(name)) {
                     k.error("name", "the key name \"-\" is reserved: usage billed before keys were recorded shows "
                             + "under it");
+                } else if (billed && JUDGE_KEY_NAME.equals(name)) {
+                    k.error("name", "the key name \"" + JUDGE_KEY_NAME + "\" is reserved: the gateway's own judge calls "
+                            + "(tokens_count_strategy llm_accuracy) are billed under it");
                 } else if (!names.add(name)) {
                     k.error("name", "duplicate key name \"" + name + "\"");
                 }

@@ -1,5 +1,7 @@
 package dev.hedgerow.dispatch;
 
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
 import dev.hedgerow.routing.AccuracyJudge;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.state.UsageSample;
@@ -63,6 +65,10 @@ public interface DispatchObserver {
 
     /** A sampled answer of {@code orgId} was judged (or failed, or skipped): {@link AccuracyJudge.Outcome}. */
     default void judged(String orgId, AccuracyJudge.Outcome outcome) {
+    }
+
+    /** A judge call of {@code org}'s judge route {@code judge} was answered, using {@code usage}: bill it. */
+    default void judgeBilled(Org org, Route judge, UsageSample usage) {
     }
 
     /** A hedge was fired; {@code wastedTokens} counted when the loser is cancelled. */

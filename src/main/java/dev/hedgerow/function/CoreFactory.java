@@ -6,6 +6,8 @@ import dev.hedgerow.audit.RequestRecorder;
 import dev.hedgerow.catalog.CatalogCodec;
 import dev.hedgerow.catalog.CatalogService;
 import dev.hedgerow.catalog.GroupSettings;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
 import dev.hedgerow.catalog.Strategy;
 import dev.hedgerow.catalog.SecretBox;
 import dev.hedgerow.dispatch.AttemptRecord;
@@ -63,8 +65,18 @@ public final class CoreFactory {
         AuditLog audit = new AuditLog(store, clock);
         DispatchObserver accounting = chain(new PrefixAffinity(store),
                 new RequestRecorder(store, audit, clock), extra);
-        AccuracyJudge judge = new AccuracyJudge(upstream, store, models, scheduler, new SplittableRandom(),
-                AccuracyJudge.DEFAULT_MAX_IN_FLIGHT, accounting::judged);
+        AccuracyJudge judge = new AccuracyJudge(upstream, store, models, scheduler, tokens, new SplittableRandom(),
+                AccuracyJudge.DEFAULT_MAX_IN_FLIGHT, new AccuracyJudge.Listener() {
+                    @Override
+                    public void judged(String orgId, AccuracyJudge.Outcome outcome) {
+                        accounting.judged(orgId, outcome);
+                    }
+
+                    @Override
+                    public void billed(Org org, Route route, UsageSample usage) {
+                        accounting.judgeBilled(org, route, usage);
+                    }
+                });
         DispatchObserver observers = chain(accounting, new JudgeAnswers(judge));
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
                 tokens::countText, observers, models, clock));
@@ -145,6 +157,11 @@ public final class CoreFactory {
             @Override
             public void judged(String orgId, AccuracyJudge.Outcome outcome) {
                 list.forEach(o -> o.judged(orgId, outcome));
+            }
+
+            @Override
+            public void judgeBilled(Org org, Route judge, UsageSample usage) {
+                list.forEach(o -> o.judgeBilled(org, judge, usage));
             }
 
             @Override

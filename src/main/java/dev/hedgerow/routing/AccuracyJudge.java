@@ -11,6 +11,7 @@ import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
+import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.upstream.TransportFailure;
@@ -72,27 +73,34 @@ public final class AccuracyJudge {
         }
     }
 
-    /** Told of every sampled answer's outcome; must not block. */
-    @FunctionalInterface
+    /** Told of every sampled answer's outcome, and of what each judge call that was answered costs; must not block. */
     public interface Listener {
         void judged(String orgId, Outcome outcome);
+
+        /**
+         * The judge route {@code judge} of {@code org} answered a judge call (200, scored or not), which used
+         * {@code usage}: the provider's count, else the gateway's (the request it was sent and the text it answered).
+         */
+        void billed(Org org, Route judge, UsageSample usage);
     }
 
     private final UpstreamClient upstream;
     private final StateStore store;
     private final LearnedModels models;
     private final Scheduler scheduler;
+    private final TokenCounter tokens;
     private final RandomGenerator random;
     private final int maxInFlight;
     private final Listener listener;
     private final AtomicInteger inFlight = new AtomicInteger();
 
     /**
+     * @param tokens      counts a judge call's usage when its provider reports none
      * @param random      draws which answers are sampled (seed it in tests)
      * @param maxInFlight judge calls at once on this instance, at least 1
      */
     public AccuracyJudge(UpstreamClient upstream, StateStore store, LearnedModels models, Scheduler scheduler,
-                         RandomGenerator random, int maxInFlight, Listener listener) {
+                         TokenCounter tokens, RandomGenerator random, int maxInFlight, Listener listener) {
         if (maxInFlight < 1) {
             throw new IllegalArgumentException("maxInFlight must be ≥ 1");
         }
@@ -100,6 +108,7 @@ public final class AccuracyJudge {
         this.store = store;
         this.models = models;
         this.scheduler = scheduler;
+        this.tokens = tokens;
         this.random = random;
         this.maxInFlight = maxInFlight;
         this.listener = listener;
@@ -133,9 +142,12 @@ public final class AccuracyJudge {
             listener.judged(org.id(), Outcome.SKIPPED);
             return;
         }
-        byte[] body = Json.bytes(request(route.get().model(), judge, messages, response));
-        call(provider.get(), body, judge.timeout(), (outcome, score) -> {
+        ObjectNode request = request(route.get().model(), judge, messages, response);
+        call(provider.get(), Json.bytes(request), judge.timeout(), (outcome, score, answer) -> {
             inFlight.decrementAndGet();
+            if (answer != null) {
+                listener.billed(org, route.get(), usage(route.get(), request, answer));
+            }
             listener.judged(org.id(), outcome);
             if (outcome == Outcome.SCORED) {
                 learn(routeKey, score);
@@ -157,21 +169,35 @@ public final class AccuracyJudge {
                 t -> models.learnAccuracy(RouteSnapshot.empty(routeKey), score));
     }
 
+    /** How a judge call ended: its outcome, the score (0 for none), and its 200 answer (null for none). */
     private interface Verdict {
-        void settle(Outcome outcome, int score);
+        void settle(Outcome outcome, int score, JsonNode answer);
+    }
+
+    /**
+     * What a judge call used: its answer's {@code usage} as the provider counted it, else the gateway's count of the
+     * request it was sent and of the text it answered; priced at the judge route's {@code price}.
+     */
+    private UsageSample usage(Route judge, ObjectNode request, JsonNode answer) {
+        JsonNode u = answer.path("usage");
+        long prompt = u.path("prompt_tokens").canConvertToLong() ? u.path("prompt_tokens").asLong()
+                : tokens.countRequest(request);
+        long completion = u.path("completion_tokens").canConvertToLong() ? u.path("completion_tokens").asLong()
+                : tokens.countText(text(answer.path("choices").path(0).path("message").path("content")));
+        return new UsageSample(prompt, completion, judge.price().cost(prompt, completion));
     }
 
     private void call(Provider provider, byte[] body, Duration timeout, Verdict verdict) {
         AtomicBoolean settled = new AtomicBoolean();
         Cancellable[] timer = new Cancellable[1];
         UpstreamClient.Exchange[] exchange = new UpstreamClient.Exchange[1];
-        Verdict once = (outcome, score) -> {
+        Verdict once = (outcome, score, answer) -> {
             if (settled.compareAndSet(false, true)) {
                 Cancellable t = timer[0];
                 if (t != null) {
                     t.cancel();
                 }
-                verdict.settle(outcome, score);
+                verdict.settle(outcome, score, answer);
             }
         };
         UpstreamRequest req = UpstreamRequest.post(provider.baseUrl(), "/chat/completions", provider.apiKey(), false,
@@ -195,25 +221,26 @@ public final class AccuracyJudge {
                 @Override
                 public void onEnd() {
                     if (status[0] != 200) {
-                        once.settle(Outcome.FAILED, 0);
+                        once.settle(Outcome.FAILED, 0, null);
                         return;
                     }
-                    String text = answerText(buf.toByteArray());
-                    if (text == null) {
-                        once.settle(Outcome.FAILED, 0);
+                    JsonNode answer = answer(buf.toByteArray());
+                    if (answer == null) {
+                        once.settle(Outcome.FAILED, 0, null);
                         return;
                     }
-                    OptionalInt score = score(text);
-                    once.settle(score.isPresent() ? Outcome.SCORED : Outcome.UNPARSABLE, score.orElse(0));
+                    OptionalInt score = score(answer.path("choices").path(0).path("message").path("content")
+                            .asText());
+                    once.settle(score.isPresent() ? Outcome.SCORED : Outcome.UNPARSABLE, score.orElse(0), answer);
                 }
 
                 @Override
                 public void onError(TransportFailure failure) {
-                    once.settle(Outcome.FAILED, 0);
+                    once.settle(Outcome.FAILED, 0, null);
                 }
             });
         } catch (RuntimeException e) {
-            once.settle(Outcome.FAILED, 0);
+            once.settle(Outcome.FAILED, 0, null);
             return;
         }
         timer[0] = scheduler.schedule(timeout, () -> {
@@ -222,7 +249,7 @@ public final class AccuracyJudge {
                 if (ex != null) {
                     ex.cancel();
                 }
-                once.settle(Outcome.FAILED, 0);
+                once.settle(Outcome.FAILED, 0, null);
             }
         });
         if (settled.get()) { // it settled before the timer was set: the timer has nothing left to do
@@ -232,9 +259,15 @@ public final class AccuracyJudge {
 
     /** The message content of a chat completion, or null when the body is no chat completion. */
     static String answerText(byte[] body) {
+        JsonNode answer = answer(body);
+        return answer == null ? null : answer.path("choices").path(0).path("message").path("content").asText();
+    }
+
+    /** A chat completion whose message content is text, or null when the body is none. */
+    private static JsonNode answer(byte[] body) {
         try {
-            JsonNode content = Json.parse(body).path("choices").path(0).path("message").path("content");
-            return content.isTextual() ? content.asText() : null;
+            JsonNode answer = Json.parse(body);
+            return answer.path("choices").path(0).path("message").path("content").isTextual() ? answer : null;
         } catch (IOException | RuntimeException e) {
             return null;
         }

@@ -197,10 +197,13 @@ class CatalogValidationTest {
     }
 
     @Test
-    void aClientKeyNameIsFreeTextButTheLedgersNoKeyMark() {
+    void aClientKeyNameIsFreeTextButTheLedgersNoKeyAndJudgeMarks() {
         assertOnlyError(ORG.replace("[{ name: app, key: k1 }]", "[{ name: app, key: k1 }, { name: \"-\", key: k2 }]"),
                 "orgs[0].keys[1].name: the key name \"-\" is reserved: usage billed before keys were recorded shows"
                         + " under it");
+        assertOnlyError(ORG.replace("[{ name: app, key: k1 }]", "[{ name: app, key: k1 }, { name: \"@judge\", key: k2 }]"),
+                "orgs[0].keys[1].name: the key name \"@judge\" is reserved: the gateway's own judge calls "
+                        + "(tokens_count_strategy llm_accuracy) are billed under it");
         for (String name : List.of("app", "my app", "ops team | 100%", "_app", "--", "x".repeat(200))) {
             assertEquals(name, new CatalogLoader(k -> null).parse(ORG.replace("name: app", "name: \"" + name + "\""))
                     .orgs().get(0).keys().get(0).name());

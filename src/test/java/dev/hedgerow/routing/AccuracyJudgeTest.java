@@ -12,6 +12,7 @@ import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.FakeScheduler;
 import dev.hedgerow.time.FakeTicker;
 import dev.hedgerow.upstream.VertxUpstreamClient;
@@ -85,10 +86,22 @@ class AccuracyJudgeTest {
     }
 
     AccuracyJudge judge(long seed, int maxInFlight) {
-        return new AccuracyJudge(upstream, store, models, scheduler, new SplittableRandom(seed),
-                maxInFlight, (org, outcome) -> outcomes.computeIfAbsent(outcome, o -> new AtomicInteger())
-                .incrementAndGet());
+        return new AccuracyJudge(upstream, store, models, scheduler, TokenCounter.shared(),
+                new SplittableRandom(seed), maxInFlight, new AccuracyJudge.Listener() {
+                    @Override
+                    public void judged(String org, AccuracyJudge.Outcome outcome) {
+                        outcomes.computeIfAbsent(outcome, o -> new AtomicInteger()).incrementAndGet();
+                    }
+
+                    @Override
+                    public void billed(Org org, dev.hedgerow.catalog.Route judge, UsageSample usage) {
+                        bills.add(judge.id() + " " + usage);
+                    }
+                });
     }
+
+    /** Each judge call answered, as "route usage". */
+    final java.util.List<String> bills = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     int count(AccuracyJudge.Outcome o) {
         AtomicInteger n = outcomes.get(o);
@@ -183,6 +196,10 @@ class AccuracyJudgeTest {
         eventually(() -> models.accuracyScores(route()).count() == 2, "the second score is stored");
         assertEquals(87 + LearnedModels.ACCURACY_ALPHA * (12 - 87), models.accuracy(route()), 1e-9,
                 "a decayed mean");
+        eventually(() -> count(AccuracyJudge.Outcome.SCORED) == 2, "both counted");
+        assertEquals(2, bills.size(), "each judge call answered is billed: " + bills);
+        assertTrue(bills.get(0).matches("grader UsageSample\\[promptTokens=[1-9]\\d*, completionTokens=[1-9]\\d*, .*"),
+                bills.get(0));
     }
 
     @Test
@@ -190,6 +207,7 @@ class AccuracyJudgeTest {
         judge(1, 16).answered(org(), settings(1), ROUTE, ASK, "neither keyword here");
         eventually(() -> count(AccuracyJudge.Outcome.UNPARSABLE) == 1, "the seeded text is no score");
         assertFalse(models.accuracyScores(route()).isMeasured());
+        assertEquals(1, bills.size(), "an answer with no score was still a paid call: " + bills);
     }
 
     @Test
@@ -198,6 +216,7 @@ class AccuracyJudgeTest {
         judge(1, 16).answered(org(), settings(1), ROUTE, ASK, "a GOOD answer");
         eventually(() -> count(AccuracyJudge.Outcome.FAILED) == 1, "a 500 is a failure");
         assertFalse(models.accuracyScores(route()).isMeasured());
+        assertTrue(bills.isEmpty(), "a refused call bills nothing: " + bills);
     }
 
     @Test

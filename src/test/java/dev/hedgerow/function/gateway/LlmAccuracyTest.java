@@ -227,6 +227,12 @@ class LlmAccuracyTest {
         assertEquals(87.0, member("judged", "good").path("accuracy").path("score").asDouble());
         assertEquals(12.0, member("judged", "bad").path("accuracy").path("score").asDouble());
         eventually(() -> judged("scored") - scoredBefore >= 2, "counted in hedgerow_judge_total");
+        // each judge call is billed: under the judge route's alias and the key @judge, which no client key can be
+        eventually(() -> admin().queryParam("alias", "grader").queryParam("key", "@judge").get("/admin/usage")
+                .then().statusCode(200).extract().<Integer>path("total.requests") >= 2, "judge calls in the ledger");
+        admin().queryParam("alias", "grader").queryParam("key", "@judge").get("/admin/usage").then()
+                .body("total.prompt_tokens", org.hamcrest.Matchers.greaterThan(0))
+                .body("total.completion_tokens", org.hamcrest.Matchers.greaterThan(0));
 
         admin().body("{\"model\":\"judged\",\"messages\":[{\"role\":\"user\",\"content\":\"why\"}]}")
                 .post("/admin/explain").then().statusCode(200)
