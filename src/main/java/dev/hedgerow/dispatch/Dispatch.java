@@ -850,9 +850,9 @@ final class Dispatch {
 
     /**
      * A whole embeddings answer with status 200, scanned as it arrived: relayed as the provider sent it
-     * ({@link EmbeddingsReply}: model and
-     * provider set), billed once (the provider's prompt tokens, else the gateway's count of the inputs; no completion),
-     * its latency learned as a whole answer's. A 200 that is no embeddings list fails the attempt over.
+     * ({@link EmbeddingsReply}: model and provider set), billed once (the provider's prompt tokens, else the gateway's
+     * count of the inputs; no completion), its latency learned for the size of its inputs. A 200 that is no embeddings
+     * list fails the attempt over.
      */
     private void embeddingsEnded(Attempt a, byte[] bytes) {
         EmbeddingsReply.Relayed r = a.embeddingsScan.finish(bytes, a.cand.route().model(),
