@@ -22,7 +22,7 @@ async function chat(alias, extra = {}, key = 'k-acme') {
     body: JSON.stringify({ model: alias, messages: [{ role: 'user', content: 'browser ' + Math.random() }], ...extra }),
   });
   const body = await resp.json();
-  return { status: resp.status, provider: body.provider };
+  return { status: resp.status, provider: body.provider, error: body.error };
 }
 
 async function adminPut(path, body) {
@@ -720,6 +720,54 @@ try {
     null, { timeout: 8000 });
   check(!(await usageView.getAttribute('class')) && !(await summary.textContent()).includes('as of')
     && await page.locator('#usage-error').textContent() === '', 'usage is live again, unmarked');
+
+  // judged accuracy: the judged group (lowest_usage by llm_accuracy; its judge route grader scores judged-good's
+  // answers 87 and judged-bad's 12; only this test sends to it) shows each member's judge scores in words once the
+  // health poll reads them, "not judged yet" before the first; a group without a judge shows none
+  const judgedForm = page.locator('form[data-alias="judged"]');
+  const accuracyOf = route => judgedForm.locator(`[data-cell="accuracy"][data-route="${route}"]`);
+  const judgedMember = async route => (await adminGet('/admin/health?alias=judged')).groups[0].members
+    .find(m => m.route === route);
+  check((await judgedMember('judged-good')).accuracy === null && (await judgedMember('judged-bad')).accuracy === null,
+    'the judged group has no scores yet');
+  await accuracyOf('judged-good').filter({ hasText: 'not judged yet' }).waitFor({ timeout: 8000 });
+  check(await accuracyOf('judged-bad').textContent() === 'accuracy: not judged yet'
+    && await judgedForm.locator('thead th').nth(7).textContent() === 'Usage (tokens), judged accuracy',
+    'a judged group\'s member without a score says it is not judged yet');
+  const otherAccuracy = await page.locator('form[data-alias="panel"] [data-cell="accuracy"], '
+    + 'form[data-alias="grader"] [data-cell="accuracy"]').allTextContents();
+  check(otherAccuracy.length === 3 && otherAccuracy.every(t => t === '')
+    && await panel.locator('thead th').nth(7).textContent() === 'Usage (tokens)',
+    'a group without a judge shows no accuracy: ' + JSON.stringify(otherAccuracy));
+  // the members' scripted answers fail the prober's known-answer check (its rounds above checked them): an operator
+  // vouches for them, as for a model known to be sound, until the end of this part
+  for (const route of ['judged-good', 'judged-bad']) {
+    await adminPut('/admin/routes/verification', { route, verification: 'pass' });
+  }
+  // unscored members come first, in rotation: four requests give each answers to judge
+  for (let i = 0; i < 4; i++) {
+    const r = await chat('judged');
+    check(r.status === 200, 'a request to judged is served' + (r.error ? ': ' + r.status + ' ' + r.error.message : ''));
+  }
+  const scored = async route => (await judgedMember(route)).accuracy?.samples >= 1;
+  check(await until(async () => await scored('judged-good') && await scored('judged-bad'), 15000),
+    'the judge scored both members');
+  const wording = a => 'accuracy ' + Math.round(a.score) + '/100 (' + a.samples + (a.samples === 1 ? ' score)'
+    : ' scores)');
+  for (const [route, score] of [['judged-good', 87], ['judged-bad', 12]]) {
+    let want = null;
+    const shown = await until(async () => {
+      const a = (await judgedMember(route)).accuracy;
+      want = wording(a);
+      return a.score === score && await accuracyOf(route).textContent() === want;
+    });
+    check(shown, route + '\'s cell shows its judged accuracy as the API gives it: "'
+      + await accuracyOf(route).textContent() + '" (the API: ' + want + ')');
+  }
+  await judgedForm.screenshot({ path: join(shots, '06e-judged-accuracy.png') });
+  for (const route of ['judged-good', 'judged-bad']) {
+    await adminPut('/admin/routes/verification', { route, verification: null });
+  }
 
   // the admin key stops being accepted (rotated or removed: here the tab holds one the server does not know): the
   // next poll's 401 signs the dashboard out, says why, and leaves none of the org's data on the page

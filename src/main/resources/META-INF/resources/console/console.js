@@ -379,6 +379,7 @@ function render(ed) {
   for (const s of STRATEGIES) select.append(el('option', { value: s, selected: s === g.strategy, text: s }));
   ed.cells = new Map();
   ed.rows = new Map();
+  ed.usageHead = el('th', { scope: 'col', text: usageHeading(g) });
   const tbody = el('tbody');
   for (const m of g.members) tbody.append(memberRow(ed, m));
   const form = el('form', { class: 'group', 'data-alias': alias, 'aria-label': 'Group ' + alias },
@@ -396,7 +397,8 @@ function render(ed) {
     el('table', {},
       el('caption', { class: 'visually-hidden', text: 'Members of ' + alias }),
       el('thead', {}, el('tr', {}, ...['Route', 'Provider / model', 'Weight', 'Priority', 'State', 'Breaker',
-        'In flight', 'Usage (tokens)', 'Actions'].map(h => el('th', { scope: 'col', text: h })))),
+        'In flight'].map(h => el('th', { scope: 'col', text: h })), ed.usageHead,
+        el('th', { scope: 'col', text: 'Actions' }))),
       tbody),
     settingsBlock(ed));
   form.addEventListener('submit', ev => { ev.preventDefault(); saveGroup(ed); });
@@ -474,6 +476,8 @@ function memberRow(ed, m) {
   const breaker = el('span', { 'data-cell': 'breaker' });
   const inflight = el('span', { 'data-cell': 'inflight' });
   const usage = el('span', { 'data-cell': 'usage' });
+  // a judged group's member: the judge's scores of its answers, in words (filled by the health poll)
+  const accuracy = el('span', { class: 'accuracy', 'data-cell': 'accuracy', 'data-route': m.route });
   // pin and drain act on the member as the server last showed it, not as it was when this row was built
   const now = () => member(ed.current, m.route) || m;
   const pin = el('button', { type: 'button', onclick: () => {
@@ -492,7 +496,7 @@ function memberRow(ed, m) {
       after => 'Reset the health of ' + m.route + ': it was ' + stateWords(after.previous_state) + ', it is '
         + stateWords(after.state) + ' now.', 'Not reset: ') });
   const name = el('th', { scope: 'row' });
-  ed.cells.set(m.route, { state, words, breaker, inflight, usage, reset });
+  ed.cells.set(m.route, { state, words, breaker, inflight, usage, accuracy, reset });
   ed.rows.set(m.route, { name, pin, drain });
   return el('tr', { 'data-route': m.route }, name,
     el('td', { text: m.provider + ' / ' + m.model }),
@@ -500,7 +504,7 @@ function memberRow(ed, m) {
       effect(weight)),
     el('td', {}, el('label', { for: priority.id, class: 'visually-hidden', text: 'Priority of ' + m.route }), priority,
       effect(priority)),
-    el('td', {}, state), el('td', {}, breaker), el('td', {}, inflight), el('td', {}, usage),
+    el('td', {}, state), el('td', {}, breaker), el('td', {}, inflight), el('td', {}, usage, accuracy),
     el('td', {}, pin, ' ', drain, ' ', reset));
 }
 
@@ -589,6 +593,28 @@ async function saveGroup(ed) {
   }
 }
 
+/** Whether a group ranks its members by a judge's scores (lowest_usage by llm_accuracy: only such a group has one). */
+function judged(g) {
+  return Boolean(g.settings && g.settings.judge);
+}
+
+/** The members table's usage column: a judged group's also shows each member's judged accuracy. */
+function usageHeading(g) {
+  return judged(g) ? 'Usage (tokens), judged accuracy' : 'Usage (tokens)';
+}
+
+/**
+ * A member's judged accuracy in words, from its health (`accuracy: {score, samples}`, null before the first score):
+ * "accuracy 87/100 (3 scores)", the decayed mean rounded to a whole number; nothing for a group without a judge.
+ */
+function accuracyText(g, m) {
+  if (!judged(g)) return '';
+  if (!m.accuracy) return 'accuracy: not judged yet';
+  const n = m.accuracy.samples;
+  return 'accuracy ' + Math.round(m.accuracy.score) + '/100 (' + n.toLocaleString()
+    + (n === 1 ? ' score)' : ' scores)');
+}
+
 /** A member's state in words; `left` is what remains of a state that counts down, in whole seconds. */
 function stateText(m, left) {
   switch (m.state) {
@@ -667,8 +693,11 @@ async function refresh() {
   charts.replaceChildren();
   charts.className = 'charts';
   for (const g of data.groups) {
+    const ed = editors.get(g.alias);
+    // the group as the poll's groups read last showed it (a judge added or removed through the API shows here)
+    if (ed) ed.usageHead.textContent = usageHeading(ed.current);
     for (const m of g.members) {
-      const c = editors.get(g.alias)?.cells.get(m.route);
+      const c = ed?.cells.get(m.route);
       if (c) {
         const ms = countdownMs(m);
         c.m = m;
@@ -682,6 +711,7 @@ async function refresh() {
         c.reset.hidden = !(m.cooling_down || m.half_open || m.retry_after_ms > 0);
         c.inflight.textContent = String(m.inflight);
         c.usage.textContent = (m.usage.prompt_tokens + m.usage.completion_tokens).toLocaleString();
+        c.accuracy.textContent = accuracyText(ed.current, m);
       }
       if (m.embeddings) continue;
       slo.append(el('tr', { 'data-route': m.route },

@@ -31,7 +31,10 @@ import java.util.Map;
  * the per-key usage test sends to it), and {@code sdk} and {@code sdk-out} (priority: alpha's {@code sdk-a}, then
  * beta's {@code sdk-b}, models no other alias uses; 1 s cooldown; {@code sdk-out} does not resume mid-stream; only the
  * OpenAI Node SDK test sends to them and scripts their faults), and {@code vectors} (embeddings, on alpha's
- * {@code embed-a}; 1 s cooldown, so the prober's half-open recovery of it is seen in real time); org {@code other} (keys
+ * {@code embed-a}; 1 s cooldown, so the prober's half-open recovery of it is seen in real time), and {@code judged}
+ * ({@code lowest_usage} by {@code llm_accuracy}, no hedging: alpha's {@code judged-good} and {@code judged-bad}, whose
+ * answers the judge route {@code grader}, alias {@code grader}, scores 87 and 12; only the dashboard's browser test
+ * sends to it); org {@code other} (keys
  * {@code k-other} / {@code a-other}, and {@code k-other-ops}, named {@code ops team | 100%}, used only by the
  * per-key usage test) with alias {@code secret} and its own alias {@code duo}, whose route id
  * {@code duo-alpha} collides with acme's on purpose (isolation tests) and which it also names {@code pair}, and the
@@ -53,6 +56,11 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
     public static final String PROBER_TOKEN = "prober-test-token";
     /** The bearer token a scrape of {@code /q/metrics} sends ({@code hedgerow.metrics.token}). */
     public static final String METRICS_TOKEN = "metrics-test-token";
+    /** What {@code judged-good} answers; the {@code grader} scores an answer with {@code GOOD} in it 87. */
+    public static final String JUDGED_GOOD = "GOOD hedgerows shelter birds";
+    /** What {@code judged-bad} answers; the {@code grader} scores an answer with {@code BAD} in it 12. */
+    public static final String JUDGED_BAD = "BAD the moon is cheese";
+    private static final Map<String, Integer> JUDGE_SCORES = Map.of("GOOD", 87, "BAD", 12);
     public static final String YAML = """
             revision: 1
             orgs:
@@ -83,6 +91,9 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                   - { alias: sdk, provider: beta, model: sdk-b, priority: 2, capabilities: [tools, json_mode] }
                   - { alias: sdk-out, provider: alpha, model: sdk-a, priority: 1 }
                   - { alias: sdk-out, provider: beta, model: sdk-b, priority: 2 }
+                  - { id: judged-good, alias: judged, provider: alpha, model: judged-good }
+                  - { id: judged-bad, alias: judged, provider: alpha, model: judged-bad }
+                  - { id: grader, alias: grader, provider: alpha, model: grader }
                 groups:
                   kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
                   duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s }, head_hold: 45s }
@@ -90,6 +101,8 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                   sdk: { strategy: priority, breaker: { max_fails: 1, fail_timeout: 1s } }
                   sdk-out: { strategy: priority, breaker: { max_fails: 1, fail_timeout: 1s }, resume_mid_stream: false }
                   vectors: { breaker: { max_fails: 1, fail_timeout: 1s } }
+                  judged: { strategy: lowest_usage, tokens_count_strategy: llm_accuracy, hedging: false,
+                            judge: { route: grader } }
               - id: other
                 keys: [{ name: app, key: "k-other" }, { name: "ops team | 100%", key: "k-other-ops" }]
                 admin_keys: [{ name: ops, key: "a-other" }]
@@ -135,7 +148,9 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
         ModelScript fast = ModelScript.defaults().withLength(24).withLatency(ModelScript.Latency.of(10, 400));
         SIMS.put("alpha", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-alpha")
                 .withModel("kimi-a", fast).withModel("solo-a", fast).withModel("sdk-a", fast)
-                .withModel("embed-a", fast)));
+                .withModel("embed-a", fast).withModel("judged-good", fast.withReply(JUDGED_GOOD))
+                .withModel("judged-bad", fast.withReply(JUDGED_BAD))
+                .withModel("grader", fast.withScores(JUDGE_SCORES))));
         SIMS.put("beta", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-beta")
                 .withModel("kimi-b", fast).withModel("sdk-b", fast)));
         Map<String, String> env = new HashMap<>();

@@ -32,7 +32,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * prober's, or an operator's set through the API, with a Clear button that puts the prober's back at once, the
  * clearing in the audit log), explains a request body (and refuses invalid JSON), reads the usage panel (the totals, per alias and
  * per day exactly as {@code GET /admin/usage} bills them after requests to {@code metered}, narrowed by the alias filter,
- * a from-after-to range refused with the API's message, marked as not live while usage cannot be read), and is
+ * a from-after-to range refused with the API's message, marked as not live while usage cannot be read), shows each
+ * member of the judged group ({@code llm_accuracy}) as not judged yet and then, once requests to it were scored, its
+ * judged accuracy as {@code GET /admin/health} gives it ("accuracy 87/100 (2 scores)"; nothing for a group without a
+ * judge), and is
  * signed out with nothing of the org left on the page when its admin key is refused (401) or its key is not an admin
  * key (403). Screenshots go to {@code target/screenshots/}.
  * Skipped, with a message, only when node is absent.
