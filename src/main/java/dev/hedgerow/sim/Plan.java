@@ -74,10 +74,14 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
 
     /**
      * The first {@code count} content tokens: the script's own content ({@link ModelScript#scriptedContent}: a judge's
-     * score, a scripted reply), its words as tokens, else the seeded text.
+     * score, a scripted reply), its words as tokens, else the seeded text. The one instruction the simulator obeys
+     * ({@link SimText#REPLY_EXACTLY}, a prober's known-answer check) comes before a scripted reply, as a real model
+     * whose answers are all alike still answers it.
      */
     private static List<String> contentTokens(ChatRequest req, ModelScript script, long textSeed, int count) {
-        String scripted = script.scriptedContent(req.lastUserMessage());
+        String first = req.firstUserMessage();
+        String scripted = first != null && first.startsWith(SimText.REPLY_EXACTLY) ? null
+                : script.scriptedContent(req.lastUserMessage());
         if (scripted == null) {
             return SimText.tokens(textSeed, req.firstUserMessage(), count);
         }

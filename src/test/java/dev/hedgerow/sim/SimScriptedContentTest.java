@@ -45,6 +45,16 @@ class SimScriptedContentTest extends SimFixture {
         assertEquals("length", cut.path("choices").path(0).path("finish_reason").asText());
     }
 
+    /** A prober's known-answer check is answered by a model whose answers are scripted, as by any other. */
+    @Test
+    void theKnownAnswerInstructionComesBeforeAScriptedReply() {
+        String check = dev.hedgerow.sim.SimText.REPLY_EXACTLY + "hr-1234abcd";
+        assertEquals("hr-1234abcd", http.stream(SimHttp.chat("scripted", check, true)).content());
+        assertEquals("hr-1234abcd", SimHttp.tree(http.post("/v1/chat/completions",
+                SimHttp.chat("scripted", check, false)).body()).path("choices").path(0).path("message")
+                .path("content").asText());
+    }
+
     @Test
     void aJudgeAnswersTheScoreOfTheFirstKeywordInTheLastUserMessage() {
         String judged = "{\"model\":\"judge\",\"messages\":[{\"role\":\"system\",\"content\":\"GOOD\"},"
