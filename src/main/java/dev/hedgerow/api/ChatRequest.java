@@ -67,6 +67,10 @@ public final class ChatRequest implements ApiRequest {
         return new ChatRequest(RequestJson.object(bytes), modelOverride, alias);
     }
 
+    /** The roles whose messages OpenAI refuses without {@code content} (an assistant's may hold tool calls alone). */
+    private static final java.util.Set<String> CONTENT_REQUIRED = java.util.Set.of("system", "developer", "user",
+            "tool");
+
     private static void validateMessages(JsonNode messages) {
         if (messages == null || messages.isNull()) {
             throw new RequestException(ApiError.invalidRequest("'messages' is required.", "messages"));
@@ -86,6 +90,11 @@ public final class ChatRequest implements ApiRequest {
                         p + ".role"));
             }
             JsonNode content = msg.get("content");
+            if ((content == null || content.isNull()) && CONTENT_REQUIRED.contains(role.asText())) {
+                // only an assistant message may go without (its tool calls are what it said)
+                throw new RequestException(ApiError.invalidRequest("'" + p + ".content' is required for a "
+                        + role.asText() + " message.", p + ".content"));
+            }
             if (content != null && !content.isNull() && !content.isTextual() && !content.isArray()) {
                 throw new RequestException(ApiError.invalidRequest(
                         "'" + p + ".content' must be a string or an array of content parts.", p + ".content"));

@@ -358,7 +358,24 @@ class GatewayFoundationTest {
                 .body(body("chat", "x", true).replace("{\"model\"", "{\"n\":2,\"model\""))
                 .post("/v1/chat/completions").then().statusCode(400)
                 .body("error.code", equalTo("unsupported_parameter")).body("error.param", equalTo("n"));
+        // a message that says nothing: refused as OpenAI refuses it, but for an assistant's (its tool calls alone)
+        for (String msg : List.of("{\"role\":\"user\"}", "{\"role\":\"system\",\"content\":null}",
+                "{\"role\":\"tool\",\"tool_call_id\":\"c1\"}")) {
+            String role = msg.substring(9, msg.indexOf('"', 9));
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}," + msg + "]}")
+                    .post("/v1/chat/completions").then().statusCode(400)
+                    .body("error.type", equalTo("invalid_request_error"))
+                    .body("error.param", equalTo("messages[1].content"))
+                    .body("error.message", equalTo("'messages[1].content' is required for a " + role + " message."));
+        }
         assertEquals(before, gw.sim("alpha").stats("alpha-model").received(), "no refused request went upstream");
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
+                        + "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
+                        + "\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},"
+                        + "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"42\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200);
 
         // valid values, null for "not set", n > 1 without streaming, and edge values all pass through as sent
         String fine = "{\"temperature\":2,\"top_p\":0,\"n\":2,\"presence_penalty\":-2,\"seed\":-9007199254740993,"
