@@ -576,12 +576,7 @@ public final class AdminService {
                         .put("memory_pressure", c.memoryPressure()).put("tokens_per_second", c.tokensPerSecond())
                         .put("healthy", c.healthy()).put("headroom", c.hasHeadroom()), () -> m.putNull("capacity"));
         // the judge's scores of its answers (llm_accuracy), when it has any
-        dev.hedgerow.routing.Ewma accuracy = models.accuracyScores(s);
-        if (accuracy.isMeasured()) {
-            m.set("accuracy", new Explanation.Accuracy(accuracy.value(), accuracy.count()).toNode());
-        } else {
-            m.putNull("accuracy");
-        }
+        m.set("accuracy", Explanation.Accuracy.toNode(Explanation.Accuracy.of(models.accuracyScores(s))));
         return m;
     }
 

@@ -183,7 +183,7 @@ public final class AccuracyJudge {
         long prompt = u.path("prompt_tokens").canConvertToLong() ? u.path("prompt_tokens").asLong()
                 : tokens.countRequest(request);
         long completion = u.path("completion_tokens").canConvertToLong() ? u.path("completion_tokens").asLong()
-                : tokens.countText(text(answer.path("choices").path(0).path("message").path("content")));
+                : tokens.countText(answerText(answer));
         return new UsageSample(prompt, completion, judge.price().cost(prompt, completion));
     }
 
@@ -229,8 +229,7 @@ public final class AccuracyJudge {
                         once.settle(Outcome.FAILED, 0, null);
                         return;
                     }
-                    OptionalInt score = score(answer.path("choices").path(0).path("message").path("content")
-                            .asText());
+                    OptionalInt score = score(answerText(answer));
                     once.settle(score.isPresent() ? Outcome.SCORED : Outcome.UNPARSABLE, score.orElse(0), answer);
                 }
 
@@ -257,20 +256,23 @@ public final class AccuracyJudge {
         }
     }
 
-    /** The message content of a chat completion, or null when the body is no chat completion. */
-    static String answerText(byte[] body) {
-        JsonNode answer = answer(body);
-        return answer == null ? null : answer.path("choices").path(0).path("message").path("content").asText();
-    }
-
-    /** A chat completion whose message content is text, or null when the body is none. */
-    private static JsonNode answer(byte[] body) {
+    /** A chat completion whose message content is text ({@link #answerText}), or null when the body is none. */
+    static JsonNode answer(byte[] body) {
         try {
             JsonNode answer = Json.parse(body);
-            return answer.path("choices").path(0).path("message").path("content").isTextual() ? answer : null;
+            return content(answer).isTextual() ? answer : null;
         } catch (IOException | RuntimeException e) {
             return null;
         }
+    }
+
+    /** A chat completion {@link #answer}'s message text. */
+    static String answerText(JsonNode answer) {
+        return content(answer).asText();
+    }
+
+    private static JsonNode content(JsonNode answer) {
+        return answer.path("choices").path(0).path("message").path("content");
     }
 
     /**

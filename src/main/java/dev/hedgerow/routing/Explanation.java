@@ -1,7 +1,9 @@
 package dev.hedgerow.routing;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.util.List;
@@ -53,9 +55,15 @@ public record Explanation(String alias, String strategy, int promptTokens, long 
 
     /** A route's judged accuracy: the decayed mean score (1..100) of {@code samples} judged answers. */
     public record Accuracy(double score, long samples) {
-        public ObjectNode toNode() {
-            return JsonNodeFactory.instance.objectNode().put("score", Math.round(score * 10) / 10.0)
-                    .put("samples", samples);
+        /** The accuracy a route's judge scores give, or null when it was never scored. */
+        public static Accuracy of(Ewma scores) {
+            return scores.isMeasured() ? new Accuracy(scores.value(), scores.count()) : null;
+        }
+
+        /** {@code accuracy} as the admin API shows it: {@code {score, samples}}, or JSON null for none. */
+        public static JsonNode toNode(Accuracy accuracy) {
+            return accuracy == null ? NullNode.getInstance() : JsonNodeFactory.instance.objectNode()
+                    .put("score", Math.round(accuracy.score * 10) / 10.0).put("samples", accuracy.samples);
         }
     }
 
@@ -104,11 +112,7 @@ public record Explanation(String alias, String strategy, int promptTokens, long 
             } else {
                 o.put("placement", r.placement());
             }
-            if (r.accuracy() == null) {
-                o.putNull("accuracy");
-            } else {
-                o.set("accuracy", r.accuracy().toNode());
-            }
+            o.set("accuracy", Accuracy.toNode(r.accuracy()));
         }
         return n;
     }

@@ -242,17 +242,12 @@ public final class Router {
             views.add(new Explanation.RouteView(r.id(), r.provider(), r.model(), rank, checks, models.ttft(s, facts),
                     models.sloStatus(s, settings.slo()).name().toLowerCase(Locale.ROOT), models.decodeSpeed(s),
                     cap.orElse(null), key.equals(affinityKey), rank > 0 ? placements.get(r.id()) : null,
-                    accuracy(models.accuracyScores(s))));
+                    Explanation.Accuracy.of(models.accuracyScores(s))));
         }
         String outcome = plan instanceof RoutePlan.Blocked b ? b.error().code() : "ready";
         String error = plan instanceof RoutePlan.Blocked b ? b.error().message() : null;
         return new Explanation(alias, settings.strategy().wireName(), facts.promptTokens(), facts.contextNeeded(),
                 facts.stream(), facts.needs(), outcome, error, EXPLAIN_CURSOR, views);
-    }
-
-    /** A route's judged accuracy as explain shows it, or null when it was never scored. */
-    private static Explanation.Accuracy accuracy(Ewma scores) {
-        return scores.isMeasured() ? new Explanation.Accuracy(scores.value(), scores.count()) : null;
     }
 
     /** The plan ranked the route, then left it out as a fallback the request does not allow. */

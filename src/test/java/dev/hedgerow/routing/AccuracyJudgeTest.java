@@ -145,10 +145,10 @@ class AccuracyJudgeTest {
 
     @Test
     void aBodyThatIsNoChatCompletionHasNoText() {
-        assertEquals("42", AccuracyJudge.answerText(
-                "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"42\"}}]}".getBytes()));
-        assertEquals(null, AccuracyJudge.answerText("<html>".getBytes()));
-        assertEquals(null, AccuracyJudge.answerText("{\"choices\":[]}".getBytes()));
+        assertEquals("42", AccuracyJudge.answerText(AccuracyJudge.answer(
+                "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"42\"}}]}".getBytes())));
+        assertEquals(null, AccuracyJudge.answer("<html>".getBytes()));
+        assertEquals(null, AccuracyJudge.answer("{\"choices\":[]}".getBytes()));
     }
 
     // ---- what the judge is shown ----
