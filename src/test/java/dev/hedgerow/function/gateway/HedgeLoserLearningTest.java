@@ -51,15 +51,15 @@ class HedgeLoserLearningTest {
                   - { id: t-beta, alias: tail, provider: beta, model: m-tail }
                   - { id: q-alpha, alias: strict, provider: alpha, model: m-strict }
                   - { id: q-beta, alias: strict, provider: beta, model: m-strict }
-                  - { id: l-alpha, alias: lshift, provider: alpha, model: m-shift }
-                  - { id: l-beta, alias: lshift, provider: beta, model: m-shift }
+                  - { id: l-alpha, alias: lshift, provider: alpha, model: m-lshift }
+                  - { id: l-beta, alias: lshift, provider: beta, model: m-lshift }
                   - { id: w-alpha, alias: lwhole, provider: alpha, model: m-shift }
                   - { id: w-beta, alias: lwhole, provider: beta, model: m-shift }
                 groups:
                   shift: { first_token_floor: 200ms }
                   tail: { first_token_floor: 200ms }
                   strict: { first_token_floor: 1200ms, slo: { first_token: 1s } }
-                  lshift: { strategy: least_latency, first_token_floor: 200ms }
+                  lshift: { strategy: least_latency, first_token_floor: 500ms }
                   lwhole: { strategy: least_latency, first_token_floor: 200ms }
             """;
 
@@ -75,10 +75,11 @@ class HedgeLoserLearningTest {
                 // shift: alpha learnt at 30 ms now takes 1.5 s; beta learnt at 200 ms still takes 200 ms.
                 // tail: alpha answers in 10 ms but for the requests a test slows; beta takes 1 s.
                 // strict: alpha learnt at 30 ms now takes 5 s; beta takes 100 ms, far under the 1 s target
+                // lshift: alpha learnt at 30 ms now takes 1.5 s; beta learnt at 120 ms takes 60 ms
                 "alpha", SimConfig.of(9).withModel("m-shift", ttft(1500)).withModel("m-tail", ttft(10))
-                        .withModel("m-strict", ttft(5000)),
+                        .withModel("m-strict", ttft(5000)).withModel("m-lshift", ttft(1500)),
                 "beta", SimConfig.of(9).withModel("m-shift", ttft(200)).withModel("m-tail", ttft(1000))
-                        .withModel("m-strict", ttft(100))));
+                        .withModel("m-strict", ttft(100)).withModel("m-lshift", ttft(60))));
         RestAssured.baseURI = gw.baseUrl();
         learnt("acme/s-alpha", 30);
         learnt("acme/s-beta", 200);
@@ -87,9 +88,9 @@ class HedgeLoserLearningTest {
         learnt("acme/q-alpha", 30);
         learnt("acme/q-beta", 100);
         learnt("acme/l-alpha", 30);
-        learnt("acme/l-beta", 200);
+        learnt("acme/l-beta", 120);
         emaLearnt("acme/l-alpha", 30);
-        emaLearnt("acme/l-beta", 200);
+        emaLearnt("acme/l-beta", 120);
         learnt("acme/w-alpha", 30);
         learnt("acme/w-beta", 200);
         emaLearnt("acme/w-alpha", 30);
@@ -203,7 +204,10 @@ class HedgeLoserLearningTest {
     /**
      * The same slowdown under {@code least_latency}, which ranks by Trifrost's EMA latency: every attempt on the slowed
      * route loses to a hedge, and before the losers taught that EMA anything it stayed first for every request (8 of
-     * 8 primaries on l-alpha). Its losers' waits, each a lower bound above its 30 ms, move it past beta's 200 ms.
+     * 8 primaries on l-alpha). Its losers' waits, each a lower bound above its 30 ms, move it past beta's 120 ms.
+     * The margins are wide on purpose, so that a loaded machine cannot reorder the two: a loser waits the 500 ms floor
+     * and beta's 60 ms, so one loser takes alpha's EMA (alpha 0.3) from 30 to at least 189 ms, while beta, learnt at
+     * 120 ms and answering in 60, would have to be measured above 350 ms to climb past that.
      */
     @Test
     void leastLatencyLearnsFromLosersToo() {
