@@ -302,7 +302,8 @@ async function errorsMapToTheSdksClasses() {
   const auth = await rejection(stranger.chat.completions.create({ model: 'sdk', messages: user('x') }),
     OpenAI.AuthenticationError);
   assert.equal(auth.status, 401);
-  assert.equal(auth.type, 'authentication_error');
+  assert.equal(auth.type, 'invalid_request_error');
+  assert.equal(auth.code, 'invalid_api_key');
   await rejection(stranger.models.list(), OpenAI.AuthenticationError);
   ok(`bad key: AuthenticationError 401 (${auth.code})`);
 }

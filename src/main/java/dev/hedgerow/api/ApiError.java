@@ -31,7 +31,7 @@ public record ApiError(int status, String type, String code, String message, Str
 
     /** 401 for a bearer credential that is not {@code what} (e.g. the prober's token). */
     public static ApiError unauthorized(String what) {
-        return new ApiError(401, "authentication_error", "invalid_api_key",
+        return new ApiError(401, "invalid_request_error", "invalid_api_key",
                 "Incorrect API key provided. Send 'Authorization: Bearer <key>' with " + what + ".", null, null);
     }
 

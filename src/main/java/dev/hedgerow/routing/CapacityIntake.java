@@ -199,7 +199,7 @@ public final class CapacityIntake {
     }
 
     private static ApiError unauthorized() {
-        return new ApiError(401, "authentication_error", "invalid_capacity_key",
+        return new ApiError(401, "invalid_request_error", "invalid_capacity_key",
                 "Send 'Authorization: Bearer <capacity_key>' with the capacity key of the provider serving the route.",
                 null, null);
     }

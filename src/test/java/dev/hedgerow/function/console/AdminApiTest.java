@@ -137,7 +137,7 @@ class AdminApiTest {
     @Test
     void aMissingKeyIs401InTheOpenAiEnvelope() {
         given().get("/admin/groups").then().statusCode(401)
-                .body("error.type", equalTo("authentication_error"))
+                .body("error.type", equalTo("invalid_request_error"))
                 .body("error.code", equalTo("invalid_api_key"));
     }
 
@@ -157,7 +157,7 @@ class AdminApiTest {
             anyone.contentType("text/plain").body("x").put("/admin/groups/duo").then().statusCode(status);
             anyone.delete("/admin/groups/duo").then().statusCode(status);
             anyone.get("/admin/nonexistent").then().statusCode(status)
-                    .body("error.type", equalTo(key == null ? "authentication_error" : "permission_error"));
+                    .body("error.type", equalTo(key == null ? "invalid_request_error" : "permission_error"));
         }
     }
 
@@ -959,7 +959,7 @@ class AdminApiTest {
     void theProbersFullReportNeedsItsOwnTokenWhenOneIsSet() {
         for (String key : new String[] {"wrong-token", "k-acme", "a-acme", AppTestResource.PROBER_TOKEN + "x"}) {
             given().auth().oauth2(key).post("/prober/run").then().statusCode(401)
-                    .body("error.type", equalTo("authentication_error"))
+                    .body("error.type", equalTo("invalid_request_error"))
                     .body("error.code", equalTo("invalid_api_key"));
         }
         given().auth().oauth2(AppTestResource.PROBER_TOKEN).post("/prober/run").then().statusCode(200)

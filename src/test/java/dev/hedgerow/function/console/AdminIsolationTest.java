@@ -176,8 +176,8 @@ class AdminIsolationTest {
     @Test
     void noKeyOrAnUnknownKeyIsUnauthorizedOnEveryAdminEndpoint() {
         for (String[] e : ENDPOINTS) {
-            call(null, e).then().statusCode(401).body("error.type", equalTo("authentication_error"));
-            call("a-nobody", e).then().statusCode(401).body("error.type", equalTo("authentication_error"));
+            call(null, e).then().statusCode(401).body("error.type", equalTo("invalid_request_error"));
+            call("a-nobody", e).then().statusCode(401).body("error.type", equalTo("invalid_request_error"));
         }
     }
 

@@ -59,7 +59,7 @@ class ProberReportAccessTest {
             Response r = given().header("Authorization", authorization).post("/prober/run");
             assertEquals(401, r.statusCode(), authorization + ": " + r.asString());
             JsonNode error = JSON.readTree(r.asString()).path("error");
-            assertEquals("authentication_error", error.path("type").asText(), r.asString());
+            assertEquals("invalid_request_error", error.path("type").asText(), r.asString());
             assertEquals("invalid_api_key", error.path("code").asText(), r.asString());
             assertTrue(error.path("message").asText().contains("the prober token (HEDGEROW_PROBER_TOKEN)"),
                     r.asString());
