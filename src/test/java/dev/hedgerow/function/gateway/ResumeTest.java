@@ -1,6 +1,7 @@
 package dev.hedgerow.function.gateway;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.api.Json;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
@@ -46,6 +47,8 @@ class ResumeTest {
                   - { id: b, base_url: "${SIM_B_URL}", dialect: vllm }
                   - { id: plain, base_url: "${SIM_PLAIN_URL}", dialect: openai }
                   - { id: refuser, base_url: "${SIM_REFUSER_URL}", dialect: vllm }
+                  - { id: pfx, base_url: "${SIM_PFX_URL}", dialect: prefix }
+                  - { id: anth, base_url: "${SIM_ANTH_URL}", dialect: anthropic }
                 routes:
                   - { alias: resume, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
                   - { alias: resume, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
@@ -65,6 +68,10 @@ class ResumeTest {
                   - { alias: norestools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
                   - { alias: json, provider: a, model: m-text, priority: 1, capabilities: [prefill, json_mode] }
                   - { alias: json, provider: b, model: m-text, priority: 2, capabilities: [prefill, json_mode] }
+                  - { alias: prefixed, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: prefixed, provider: pfx, model: m-text, priority: 2, capabilities: [prefill] }
+                  - { alias: trailing, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: trailing, provider: anth, model: m-text, priority: 2, capabilities: [prefill] }
                 groups:
                   resume: { strategy: priority }
                   think: { strategy: priority }
@@ -75,6 +82,8 @@ class ResumeTest {
                   tools: { strategy: priority }
                   norestools: { strategy: priority, resume_mid_stream: false }
                   json: { strategy: priority }
+                  prefixed: { strategy: priority }
+                  trailing: { strategy: priority }
             """;
 
     static GatewayHarness gw;
@@ -88,16 +97,24 @@ class ResumeTest {
                 "a", SimConfig.of(SEED).withModel("m-text", text).withModel("m-think", think),
                 "b", SimConfig.of(SEED).withModel("m-text", text).withModel("m-think", think),
                 "plain", SimConfig.of(SEED).withModel("m-text", noPrefill),
-                "refuser", SimConfig.of(SEED).withModel("m-text", noPrefill)));
+                "refuser", SimConfig.of(SEED).withModel("m-text", noPrefill),
+                // each takes its own dialect's prefill only, and refuses any other with a 400
+                "pfx", SimConfig.of(SEED).withModel("m-text", only(text, ModelScript.Continuation.PREFIX)),
+                "anth", SimConfig.of(SEED).withModel("m-text",
+                        only(text, ModelScript.Continuation.TRAILING_ASSISTANT))));
         RestAssured.baseURI = gw.baseUrl();
+    }
+
+    static ModelScript only(ModelScript script, ModelScript.Continuation dialect) {
+        return script.withCapabilities(ModelScript.Capabilities.DEFAULT.withContinuation(Set.of(dialect)));
     }
 
     /** Each test breaks route a on purpose: let it start every test healthy (the breaker is not under test). */
     @BeforeEach
     void healthy() {
         for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill", "tools", "norestools",
-                "json")) {
-            for (String p : List.of("a", "b", "plain", "refuser")) {
+                "json", "prefixed", "trailing")) {
+            for (String p : List.of("a", "b", "plain", "refuser", "pfx", "anth")) {
                 gw.core().store().resetHealth("acme/" + alias + "-" + p).await().atMost(Duration.ofSeconds(5));
             }
         }
@@ -164,6 +181,49 @@ class ResumeTest {
         assertTrue(cont.contains("\"continue_final_message\":true"), cont);
         assertTrue(cont.contains("\"add_generation_prompt\":false"), cont);
         assertEquals(resumes + 1, gw.metric("hedgerow_resumes"));
+    }
+
+    /**
+     * A provider of dialect {@code prefix} (DeepSeek, Mistral) is asked to continue with {@code "prefix": true} on the
+     * trailing assistant message, and nothing else: its simulator refuses any other prefill with a 400, so the resume
+     * succeeding at its first try, byte-exact, shows the dialect's own form was sent.
+     */
+    @Test
+    void aPrefixDialectRouteResumesWithThePrefixFlag() throws Exception {
+        String prompt = "continue with the prefix flag";
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
+        String out = stream("prefixed", prompt, "");
+        assertEquals(expected(prompt), Sse.content(out));
+        assertOneResponse(out);
+        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
+        assertEquals(0, gw.sim("pfx").stats("m-text").rejected());
+        JsonNode cont = Json.parse(lastBody("pfx", "m-text"));
+        JsonNode last = cont.path("messages").get(cont.path("messages").size() - 1);
+        assertEquals("assistant", last.path("role").asText(), cont.toString());
+        assertTrue(last.path("prefix").asBoolean(), cont.toString());
+        assertFalse(cont.has("continue_final_message"), cont.toString());
+    }
+
+    /**
+     * A provider of dialect {@code anthropic} continues a trailing assistant message as it stands: the resume sends
+     * the partial answer as the last message with no flag and no instruction, and its simulator, which takes only that
+     * form, continues it byte-exact at the first try.
+     */
+    @Test
+    void anAnthropicDialectRouteResumesFromATrailingAssistantMessage() throws Exception {
+        String prompt = "continue the trailing assistant";
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
+        String out = stream("trailing", prompt, "");
+        assertEquals(expected(prompt), Sse.content(out));
+        assertOneResponse(out);
+        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
+        assertEquals(0, gw.sim("anth").stats("m-text").rejected());
+        JsonNode cont = Json.parse(lastBody("anth", "m-text"));
+        JsonNode last = cont.path("messages").get(cont.path("messages").size() - 1);
+        assertEquals("assistant", last.path("role").asText(), cont.toString());
+        assertFalse(last.has("prefix"), cont.toString());
+        assertFalse(cont.has("continue_final_message"), cont.toString());
+        assertFalse(cont.toString().contains("Continue exactly where"), cont.toString());
     }
 
     @Test
