@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -38,7 +39,9 @@ import java.util.Map;
  * {@code k-other} / {@code a-other}, and {@code k-other-ops}, named {@code ops team | 100%}, used only by the
  * per-key usage test) with alias {@code secret} and its own alias {@code duo}, whose route id
  * {@code duo-alpha} collides with acme's on purpose (isolation tests) and which it also names {@code pair}, and the
- * alias header {@code X-Model-Alias}. Provider keys are sealed at rest
+ * alias header {@code X-Model-Alias}. Acme's provider {@code alpha} has a {@code metrics_url} (its simulator's
+ * {@code /metrics}), so every prober round scrapes it into capacity reports for alpha's routes; only
+ * {@code MetricsScrapeRoutingTest} raises its memory pressure, and puts it back. Provider keys are sealed at rest
  * ({@code hedgerow.secret-key} = {@link #SECRET_KEY}). The prober's timer is off
  * ({@code hedgerow.prober.interval=0s}): tests run rounds through {@code POST /prober/run} when they want one, with
  * the bearer token {@link #PROBER_TOKEN} ({@code hedgerow.prober.token}), as a scheduler would, and back to back
@@ -68,7 +71,8 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                 keys: [{ name: app, key: "k-acme" }, { name: batch, key: "k-acme-batch" }]
                 admin_keys: [{ name: ops, key: "a-acme" }]
                 providers:
-                  - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha", capacity_key: "cap-alpha" }
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha", capacity_key: "cap-alpha",
+                      metrics_url: "${SIM_ALPHA_METRICS_URL}" }
                   - { id: beta, base_url: "${SIM_BETA_URL}", api_key: "sk-beta", capacity_key: "cap-beta" }
                 routes:
                   - { alias: kimi3, provider: alpha, model: kimi-a, weight: 100 }
@@ -154,7 +158,10 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
         SIMS.put("beta", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-beta")
                 .withModel("kimi-b", fast).withModel("sdk-b", fast)));
         Map<String, String> env = new HashMap<>();
-        SIMS.forEach((id, s) -> env.put("SIM_" + id.toUpperCase() + "_URL", s.baseUrl()));
+        SIMS.forEach((id, s) -> {
+            env.put("SIM_" + id.toUpperCase(Locale.ROOT) + "_URL", s.baseUrl());
+            env.put("SIM_" + id.toUpperCase(Locale.ROOT) + "_METRICS_URL", s.rootUrl() + "/metrics");
+        });
         String yaml = YAML;
         for (Map.Entry<String, String> e : env.entrySet()) {
             yaml = yaml.replace("${" + e.getKey() + "}", e.getValue());

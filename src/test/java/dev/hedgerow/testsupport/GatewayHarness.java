@@ -41,7 +41,7 @@ import java.util.function.Supplier;
  * One real gateway instance for end-to-end tests: the production core and the production HTTP routes on a real
  * Vert.x server on a free port, in front of real simulators (one per provider), over a given state store (memory,
  * or a real Redis shared by several harnesses = several gateway instances). The catalog YAML refers to each
- * simulator as {@code ${SIM_<PROVIDER>_URL}}.
+ * simulator as {@code ${SIM_<PROVIDER>_URL}}, and its Prometheus metrics as {@code ${SIM_<PROVIDER>_METRICS_URL}}.
  */
 public final class GatewayHarness implements AutoCloseable {
     private final Vertx vertx;
@@ -171,8 +171,11 @@ public final class GatewayHarness implements AutoCloseable {
                                         Function<String, String> blockedPeer, int bodyLimit, SecretBox secrets,
                                         InstantSource clock, Ticker ticker) {
         Map<String, String> env = new HashMap<>();
-        sims.forEach((id, s) -> env.put("SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_') + "_URL",
-                s.baseUrl()));
+        sims.forEach((id, s) -> {
+            String name = "SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_');
+            env.put(name + "_URL", s.baseUrl());
+            env.put(name + "_METRICS_URL", s.rootUrl() + "/metrics");
+        });
         LoadedCatalog loaded = new CatalogLoader(env::get).parse(yaml);
         VertxUpstreamClient upstream = new VertxUpstreamClient(vertx, 64, blockedPeer);
         MeterRegistry meters = new SimpleMeterRegistry();
