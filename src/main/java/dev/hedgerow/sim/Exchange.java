@@ -57,6 +57,10 @@ final class Exchange {
     private record Hang(double at) implements Step {
     }
 
+    /** From {@code at} the timeline waits at the gate {@code gate} ({@link Fault.Gate}), then goes on. */
+    private record Wait(double at, Fault.Gate gate) implements Step {
+    }
+
     private final Vertx vertx;
     private final HttpServerRequest request;
     private final HttpServerResponse response;
@@ -66,6 +70,7 @@ final class Exchange {
     private final Fault fault;
     private final long ttftMs;
     private final Admission admission;
+    private final Gates gates;
     private final String id;
     private final long created = System.currentTimeMillis() / 1000;
     private final long receivedNanos = System.nanoTime();
@@ -78,9 +83,13 @@ final class Exchange {
     private boolean over;
     private int contentWritten;
     private long firstContentNanos, lastContentNanos;
+    private io.vertx.core.Context context;
+    /** The gate the timeline waits at and the callback it waits with, or null. */
+    private Wait waitingAt;
+    private Runnable waiter;
 
     Exchange(Vertx vertx, HttpServerRequest request, ModelState model, ChatRequest chat, Plan plan, Fault fault,
-             long ttftMs, Admission admission, String id) {
+             long ttftMs, Admission admission, Gates gates, String id) {
         this.vertx = vertx;
         this.request = request;
         this.response = request.response();
@@ -90,6 +99,7 @@ final class Exchange {
         this.fault = fault;
         this.ttftMs = ttftMs;
         this.admission = admission;
+        this.gates = gates;
         this.id = id;
         response.closeHandler(v -> {
             if (!over) {
@@ -114,6 +124,7 @@ final class Exchange {
         model.waiting(-1);
         model.running(1);
         started = true;
+        context = vertx.getOrCreateContext();
         startNanos = System.nanoTime();
         steps = chat.stream() ? streamSteps() : answerSteps();
         if (chat.stream() && !(fault instanceof Fault.HttpError) && !(fault instanceof Fault.Html200)
@@ -148,6 +159,13 @@ final class Exchange {
                 });
                 return;
             }
+            if (s instanceof Wait w && due < 1) {
+                next++;
+                if (!arrive(w)) {
+                    return;
+                }
+                continue;
+            }
             if (due >= 1) {
                 timer = vertx.setTimer((long) Math.ceil(due), t -> pump());
                 return;
@@ -155,6 +173,39 @@ final class Exchange {
             next++;
             play(s);
         }
+    }
+
+    /** The timeline reached a gate: true when it is open (go on now), else it waits for it or its time limit. */
+    private boolean arrive(Wait w) {
+        Runnable onOpen = () -> context.runOnContext(v -> goOn(w));
+        if (gates.arrive(w.gate().name(), onOpen)) {
+            startNanos = System.nanoTime() - (long) (w.at() * 1e6);
+            return true;
+        }
+        waitingAt = w;
+        waiter = onOpen;
+        if (w.gate().timeoutMs() >= 0) {
+            timer = vertx.setTimer(Math.max(1, w.gate().timeoutMs()), t -> {
+                if (gates.leave(w.gate().name(), onOpen, true)) {
+                    goOn(w);
+                }
+            });
+        }
+        return false;
+    }
+
+    /** Past the gate: the rest of the timeline is played from now, its offsets shifted by the wait. */
+    private void goOn(Wait w) {
+        if (over || waitingAt != w) {
+            return;
+        }
+        waitingAt = null;
+        waiter = null;
+        if (timer >= 0) {
+            vertx.cancelTimer(timer);
+        }
+        startNanos = System.nanoTime() - (long) (w.at() * 1e6);
+        pump();
     }
 
     private void play(Step s) {
@@ -209,6 +260,9 @@ final class Exchange {
         over = true;
         if (timer >= 0) {
             vertx.cancelTimer(timer);
+        }
+        if (waitingAt != null) {
+            gates.leave(waitingAt.gate().name(), waiter, false);
         }
         model.ended(how);
         if (started) {
@@ -402,6 +456,9 @@ final class Exchange {
                     false));
             s.add(new Repeat(t + d.everyMs(), d.everyMs(), () -> Buffer.buffer("a")));
             return Double.NaN;
+        } else if (fault instanceof Fault.Gate g) {
+            s.add(new Wait(t, g));
+            return t;
         }
         return t;
     }
@@ -441,6 +498,8 @@ final class Exchange {
             return e.afterTokens();
         } else if (f instanceof Fault.SlowDrip d) {
             return d.afterTokens();
+        } else if (f instanceof Fault.Gate g) {
+            return g.afterTokens();
         }
         return -1;
     }
@@ -468,6 +527,9 @@ final class Exchange {
             s.add(new Hang(faultAt));
         } else if (fault instanceof Fault.Stall st) {
             s.add(new Respond(end + st.ms(), 200, completion(false)));
+        } else if (fault instanceof Fault.Gate g) {
+            s.add(new Wait(faultAt, g));
+            s.add(new Respond(end, 200, completion(false)));
         } else if (fault instanceof Fault.MalformedFrame) {
             s.add(new Respond(end, 200, "{\"id\":\"" + id + "\",\"object\":\"chat.completion\",\"choices\":[{"));
         } else if (fault instanceof Fault.ErrorEvent e) {

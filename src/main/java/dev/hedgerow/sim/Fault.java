@@ -41,6 +41,7 @@ import java.util.Map;
         @JsonSubTypes.Type(value = Fault.GiantLine.class, name = "giant_line"),
         @JsonSubTypes.Type(value = Fault.Endless.class, name = "endless"),
         @JsonSubTypes.Type(value = Fault.SlowDrip.class, name = "slow_drip"),
+        @JsonSubTypes.Type(value = Fault.Gate.class, name = "gate"),
 })
 public sealed interface Fault {
 
@@ -136,6 +137,16 @@ public sealed interface Fault {
     /** As {@link #stallKeptAlive}, but the heartbeat is a chunk with an empty delta. */
     static Fault stallKeptAliveByEmptyChunks(int afterTokens, long everyMs) {
         return new StallKeptAlive(afterTokens, everyMs, true);
+    }
+
+    /** After {@code afterTokens} tokens the stream waits at the gate {@code name} until it is opened. */
+    static Fault gate(int afterTokens, String name) {
+        return new Gate(afterTokens, name, -1);
+    }
+
+    /** As {@link #gate(int, String)}, but the stream goes on by itself after {@code timeoutMs} at the latest. */
+    static Fault gate(int afterTokens, String name, long timeoutMs) {
+        return new Gate(afterTokens, name, timeoutMs);
     }
 
     static Fault hangAfterFinish() {
@@ -260,5 +271,21 @@ public sealed interface Fault {
      * bytes keep arriving but no event ever completes. Non-streaming: the body drips the same way.
      */
     record SlowDrip(int afterTokens, long everyMs) implements Fault {
+    }
+
+    /**
+     * A latch a test holds the stream at: after {@code afterTokens} tokens nothing is sent until the gate
+     * {@code name} is opened ({@link SimServer#openGate}, {@code POST /sim/gates/{name}}; at once if it already is),
+     * or, with {@code timeoutMs} at 0 or more, until that time passed; then the stream goes on where it stopped, at
+     * its pace. {@link SimServer#gate} tells who waits at a gate and who went past it, so a test can see where the
+     * upstream is without timing it. Non-streaming: the whole answer waits the same way. An embeddings answer comes
+     * as usual.
+     */
+    record Gate(int afterTokens, String name, long timeoutMs) implements Fault {
+        public Gate {
+            if (name == null || name.isBlank()) {
+                throw new IllegalArgumentException("a gate needs a name");
+            }
+        }
     }
 }

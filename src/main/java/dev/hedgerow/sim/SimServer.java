@@ -36,6 +36,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@code GET /sim/stats} ({@code {"models":{name:stats}}}), {@code GET /sim/stats/{model}},
  *       {@code DELETE /sim/stats}: see {@link SimStats}</li>
  *   <li>{@code GET /sim/capacity}, {@code PUT /sim/capacity} with {@code {"memory_pressure":0.7}}</li>
+ *   <li>{@code POST /sim/gates/{name}} opens a gate ({@link Fault.Gate}); {@code GET /sim/gates/{name}} says who
+ *       waits at it ({@code {"waiting":1,"passed":0,"timed_out":0,"opened":false}}); {@code DELETE /sim/gates}
+ *       forgets every gate nobody waits at</li>
  * </ul>
  *
  * <p>Thread-safe: the Java control methods may be called from any thread while requests are served.
@@ -48,6 +51,7 @@ public final class SimServer implements AutoCloseable {
     private final SimConfig config;
     private final Map<String, ModelState> models = new ConcurrentSkipListMap<>();
     private final Admission admission;
+    private final Gates gates = new Gates();
     private final AtomicLong ids = new AtomicLong();
     private volatile double memoryPressure;
     private HttpServer server;
@@ -182,6 +186,16 @@ public final class SimServer implements AutoCloseable {
         models.values().forEach(ModelState::resetStats);
     }
 
+    /** Opens the gate {@code name}: streams waiting at it go on, later ones pass it at once ({@link Fault.Gate}). */
+    public void openGate(String name) {
+        gates.open(name);
+    }
+
+    /** Who waits at the gate {@code name} now and who went past it. */
+    public Gates.State gate(String name) {
+        return gates.state(name);
+    }
+
     /** Sets the reported KV-cache usage / memory pressure, 0..1. */
     public void memoryPressure(double value) {
         memoryPressure = Math.max(0, Math.min(1, value));
@@ -300,7 +314,7 @@ public final class SimServer implements AutoCloseable {
         Fault fault = ms.drawFault();
         long ttft = ms.drawTtftMs(chat.promptTokens());
         Plan plan = Plan.of(chat, script, config.textSeed());
-        Exchange ex = new Exchange(vertx, req, ms, chat, plan, fault, ttft, admission,
+        Exchange ex = new Exchange(vertx, req, ms, chat, plan, fault, ttft, admission, gates,
                 "chatcmpl-sim-" + ids.incrementAndGet());
         admission.submit(ex, vertx.getOrCreateContext());
     }
@@ -550,6 +564,17 @@ public final class SimServer implements AutoCloseable {
             }
         } else if (rest.equals("stats") && m == HttpMethod.DELETE) {
             resetStats();
+            req.response().setStatusCode(204).end();
+        } else if (rest.startsWith("gates/") && (m == HttpMethod.POST || m == HttpMethod.GET)) {
+            String name = decode(rest.substring("gates/".length()));
+            if (m == HttpMethod.POST) {
+                openGate(name);
+            }
+            Gates.State g = gate(name);
+            json(req, 200, SimJson.MAPPER.createObjectNode().put("waiting", g.waiting()).put("passed", g.passed())
+                    .put("timed_out", g.timedOut()).put("opened", g.opened()).toString());
+        } else if (rest.equals("gates") && m == HttpMethod.DELETE) {
+            gates.clear();
             req.response().setStatusCode(204).end();
         } else if (rest.equals("capacity") && m == HttpMethod.GET) {
             json(req, 200, capacity().toString());

@@ -323,6 +323,78 @@ class SimFaultTest extends SimFixture {
                 + "\"after_tokens\":3,\"every_ms\":50,\"empty_chunks\":true}", Fault.class));
     }
 
+    /**
+     * A gate holds the stream after its tokens until the test opens it: while it waits, the client has exactly those
+     * tokens (the stream is read on another thread, its bytes collected as they come), then the rest follows.
+     */
+    @Test
+    void aGateHoldsTheStreamUntilItIsOpenedThenTheRestFollows() throws Exception {
+        sim.enqueue("m", Fault.gate(4, "g"));
+        java.util.concurrent.CompletableFuture<SimHttp.Raw> r = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> stream(Duration.ofSeconds(30)));
+        eventually(() -> sim.gate("g").waiting() == 1, "the stream waits at the gate");
+        assertEquals(new Gates.State(1, 0, 0, false), sim.gate("g"));
+        assertFalse(r.isDone());
+        assertEquals(0, sim.stats("m").completed());
+        sim.openGate("g");
+        SimHttp.Raw out = r.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertNull(out.error());
+        assertEquals(expected(LENGTH), out.content());
+        assertTrue(out.endsWithDone());
+        assertEquals(new Gates.State(0, 1, 0, true), sim.gate("g"));
+    }
+
+    /** A gate that is never opened: the stream has the tokens before it, and hanging up there leaves the gate. */
+    @Test
+    void aStreamWaitingAtAClosedGateHasOnlyTheTokensBeforeIt() {
+        sim.enqueue("m", Fault.gate(4, "shut"));
+        SimHttp.Raw r = stream(Duration.ofMillis(400));
+        assertNotNull(r.error(), "still waiting when the caller gave up");
+        assertEquals(expected(4), r.content());
+        eventually(() -> sim.stats("m").cancelled() == 1, "cancelled");
+        assertEquals(new Gates.State(0, 0, 0, false), sim.gate("shut"));
+    }
+
+    @Test
+    void aGateWithATimeLimitLetsTheStreamGoOnByItself() {
+        sim.enqueue("m", Fault.gate(4, "limited", 50));
+        SimHttp.Raw r = stream();
+        assertNull(r.error());
+        assertEquals(expected(LENGTH), r.content());
+        assertEquals(new Gates.State(0, 1, 1, false), sim.gate("limited"));
+    }
+
+    @Test
+    void aGateOpenedOverTheControlApiLetsEveryLaterStreamPass() {
+        HttpResponse<String> opened = http.post("/sim/gates/open%20early", "");
+        assertEquals(200, opened.statusCode());
+        assertTrue(SimHttp.tree(opened.body()).path("opened").asBoolean(), opened.body());
+        assertEquals(200, http.post("/sim/models/m/faults", "{\"kind\":\"gate\",\"after_tokens\":3,"
+                + "\"name\":\"open early\",\"timeout_ms\":-1}").statusCode());
+        SimHttp.Raw r = stream();
+        assertEquals(expected(LENGTH), r.content());
+        JsonNode state = SimHttp.tree(http.get("/sim/gates/open%20early").body());
+        assertEquals(1, state.path("passed").asInt(), state.toString());
+        assertEquals(0, state.path("waiting").asInt(), state.toString());
+        assertEquals(Fault.gate(3, "g"), SimJson.read("{\"kind\":\"gate\",\"after_tokens\":3,\"name\":\"g\","
+                + "\"timeout_ms\":-1}", Fault.class));
+    }
+
+    /** A non-streamed answer waits at the gate whole. */
+    @Test
+    void aNonStreamedAnswerWaitsAtTheGate() throws Exception {
+        sim.enqueue("m", Fault.gate(4, "whole"));
+        java.util.concurrent.CompletableFuture<HttpResponse<String>> r = java.util.concurrent.CompletableFuture
+                .supplyAsync(() -> http.post("/v1/chat/completions", SimHttp.chat("m", PROMPT, false)));
+        eventually(() -> sim.gate("whole").waiting() == 1, "the answer waits at the gate");
+        assertFalse(r.isDone());
+        sim.openGate("whole");
+        HttpResponse<String> out = r.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(200, out.statusCode());
+        assertEquals(expected(LENGTH), SimHttp.tree(out.body()).path("choices").path(0).path("message")
+                .path("content").asText());
+    }
+
     @Test
     void clientHangUpMidStreamIsCountedAsCancelledAndStopsGeneration() throws Exception {
         sim.script("m", ModelScript.defaults().withLength(200).withLatency(ModelScript.Latency.of(0, 100)));
