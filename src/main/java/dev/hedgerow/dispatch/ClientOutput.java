@@ -117,13 +117,35 @@ final class ClientOutput {
         a.pending.clear();
     }
 
+    /** What {@link #emitChunk} does with a chunk's tool-call deltas. */
+    enum ToolDeltas {
+        /** The chunk carries none. */
+        NONE,
+        /**
+         * Held by the attempt until text or its finish follows (then sent, in the order they came): while nothing of
+         * a call reached the client, a stream that breaks mid-call can still be resumed from the text before it, or
+         * asked afresh, as a call's arguments cannot be continued by another model.
+         */
+        HOLD,
+        /**
+         * Sent at once, as a provider streams them: nothing could resume the stream if it broke now (resume off,
+         * the resumes spent, or a call already out), so holding them would only keep the client waiting.
+         */
+        SEND
+    }
+
     /** The winner's chunk, as delivered: trimmed if it resumes inexactly, recorded in the transcript, then sent. */
-    void emitChunk(Attempt a, ObjectNode node, String content, String reasoning, boolean hasTools, String finish) {
+    void emitChunk(Attempt a, ObjectNode node, String content, String reasoning, ToolDeltas tools, String finish) {
         ObjectNode choice = (ObjectNode) node.get("choices").get(0);
         ObjectNode delta = choice.has("delta") && choice.get("delta").isObject() ? (ObjectNode) choice.get("delta")
                 : choice.putObject("delta");
-        if (hasTools) {
+        boolean hasTools = tools != ToolDeltas.NONE;
+        if (tools == ToolDeltas.HOLD) {
             holdTools(a, node, delta);
+        } else if (tools == ToolDeltas.SEND) {
+            // any call held before goes out first; this chunk's call reaches the client now
+            releaseTools(a);
+            transcript.toolCallStarted = true;
         }
         String outContent = content;
         String outReasoning = reasoning;
@@ -168,7 +190,7 @@ final class ClientOutput {
             transcript.finishReason = finish;
             holdFinish(a, choice);
         }
-        if (!text && delta.size() <= 1 && !delta.has("role")) {
+        if (!text && tools != ToolDeltas.SEND && delta.size() <= 1 && !delta.has("role")) {
             return;
         }
         writeChunk(a, node);

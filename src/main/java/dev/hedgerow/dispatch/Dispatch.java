@@ -575,7 +575,9 @@ final class Dispatch {
             a.learnRhythm(!d.reasoning().isEmpty(), !d.content().isEmpty() || d.hasTools());
         }
         long writes = output.writes();
-        output.emitChunk(a, (ObjectNode) node, d.content(), d.reasoning(), d.hasTools(), finish);
+        ClientOutput.ToolDeltas tools = !d.hasTools() ? ClientOutput.ToolDeltas.NONE
+                : toolCallsResumable() ? ClientOutput.ToolDeltas.HOLD : ClientOutput.ToolDeltas.SEND;
+        output.emitChunk(a, (ObjectNode) node, d.content(), d.reasoning(), tools, finish);
         long now = deps.ticker().nanos();
         if (output.writes() == writes && now - lastClientWriteNanos >= HELD_KEEP_ALIVE_NANOS) {
             output.keepAlive();   // the chunk was held back: the client still hears from the stream
@@ -781,6 +783,17 @@ final class Dispatch {
     }
 
     /**
+     * Whether a stream that broke inside a tool call now could still be resumed, or asked afresh, on another route,
+     * provided nothing of the call reached the client: only then are its deltas held ({@link ClientOutput.ToolDeltas}).
+     * Under {@code resume_mid_stream: false} the first tool-call delta commits the attempt as a content frame does
+     * (Trifrost's rule), with {@code max_resumes} spent nothing is resumed, and once a call went out (text followed
+     * it) a break ends the stream anyway ({@link #unresumable}): in each case the deltas go out as they come.
+     */
+    private boolean toolCallsResumable() {
+        return settings.resumeMidStream() && resumes < settings.retry().maxResumes() && !transcript.toolCallStarted;
+    }
+
+    /**
      * Why a failure of the stream now would end it rather than be resumed (the client's error message, naming
      * {@code cause}), or null when it would be resumed.
      */
@@ -789,8 +802,9 @@ final class Dispatch {
             return "A tool call was interrupted mid-stream (" + cause + ") and cannot be continued exactly.";
         }
         if (!settings.resumeMidStream() && !transcript.isEmpty()) {
-            // Trifrost's rule: committed once a content frame reached the client. A held tool call reached nobody,
-            // so with nothing delivered the request is still asked afresh (UpstreamCall sends it whole)
+            // Trifrost's rule: committed once a content frame reached the client (a tool call's deltas, which are not
+            // held then, included); with nothing delivered the request is still asked afresh (UpstreamCall sends it
+            // whole)
             return "The upstream stream failed after content was sent (" + cause + ").";
         }
         if (resumes >= settings.retry().maxResumes()) {

@@ -612,6 +612,87 @@ class DispatchTimingTest {
         assertEquals(2, sink.text().split(": keep-alive", -1).length - 1);
     }
 
+    /** How many chunks the client got that carry a tool call. */
+    private int toolChunks() {
+        return sink.text().split("\"tool_calls\":\\[", -1).length - 1;
+    }
+
+    private GroupSettings chatWith(String settingsYaml) {
+        return new CatalogLoader(k -> null).parse(YAML.replace("head_hold: off", "head_hold: off, " + settingsYaml))
+                .orgs().get(0).group("chat");
+    }
+
+    /**
+     * With {@code resume_mid_stream: false} nothing could resume a stream broken mid-call, so a tool call's deltas
+     * go out as they come: the first one commits its attempt as a content frame does, and the hedge racing it is
+     * cancelled.
+     */
+    @Test
+    void withResumeOffAToolCallsDeltasReachTheClientAsTheyComeAndCommitTheirAttempt() {
+        settings = chatWith("resume_mid_stream: false");
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head();
+        advance(300);
+        assertEquals(2, upstream.calls.size(), "a hedge races the silent route");
+        Call b = upstream.last().head();
+        b.data(toolDelta("{\"id\":\"call_1\",\"type\":\"function\","
+                + "\"function\":{\"name\":\"write\",\"arguments\":\"\"}}"));
+        assertTrue(a.cancelled, "the first tool-call delta commits the hedge: its rival is cancelled");
+        assertEquals(200, sink.status);
+        assertEquals(1, toolChunks(), "the call's head at once: " + sink.text());
+        advance(500);
+        b.data(toolDelta("{\"function\":{\"arguments\":\"{\\\"path\"}}"));
+        assertEquals(2, toolChunks(), "its first argument piece at once: " + sink.text());
+        assertTrue(sink.text().contains("\"arguments\":\"{\\\"path\""), sink.text());
+        b.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":"
+                + "{\"arguments\":\"\\\":\\\"a\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n")
+                .data("data: [DONE]\n\n");
+        b.handler.onEnd();
+        assertEquals(3, toolChunks(), sink.text());
+        assertTrue(sink.ended);
+        assertEquals("tool_calls", Sse.events(sink.text()).get(Sse.events(sink.text()).size() - 1)
+                .path("choices").path(0).path("finish_reason").asText(), sink.text());
+        assertEquals(0, keepAlives(), "nothing was held: " + sink.text());
+    }
+
+    /**
+     * Once the last resume the group allows is streaming, nothing could resume it again: a tool call it begins goes
+     * out as it comes, where the first attempt's call would have been held.
+     */
+    @Test
+    void aToolCallOfTheLastResumeAllowedIsSentAsItComes() {
+        settings = chatWith("max_resumes: 1");
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head().content("Let me look. ");
+        a.handler.onError(new dev.hedgerow.upstream.TransportFailure(
+                dev.hedgerow.upstream.TransportFailure.Kind.RESET, "reset"));
+        assertEquals(2, upstream.calls.size(), "resumed on chat-b");
+        Call b = upstream.last().head();
+        b.data(toolDelta("{\"id\":\"call_1\",\"type\":\"function\","
+                + "\"function\":{\"name\":\"write\",\"arguments\":\"\"}}"));
+        assertEquals(1, toolChunks(), "the call's head at once: " + sink.text());
+        b.data(toolDelta("{\"function\":{\"arguments\":\"{}\"}}"));
+        assertEquals(2, toolChunks(), sink.text());
+        assertEquals("Let me look. ", Sse.content(sink.text()));
+    }
+
+    /** With resumes left, the same call is held: a break inside it would still be resumed from the text before it. */
+    @Test
+    void aToolCallIsHeldWhileAResumeIsStillAllowed() {
+        settings = chatWith("max_resumes: 2");
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        Call a = upstream.last().head().content("Let me look. ");
+        a.handler.onError(new dev.hedgerow.upstream.TransportFailure(
+                dev.hedgerow.upstream.TransportFailure.Kind.RESET, "reset"));
+        Call b = upstream.last().head();
+        b.data(toolDelta("{\"id\":\"call_1\",\"type\":\"function\","
+                + "\"function\":{\"name\":\"write\",\"arguments\":\"\"}}"));
+        b.data(toolDelta("{\"function\":{\"arguments\":\"{}\"}}"));
+        assertEquals(0, toolChunks(), "held: " + sink.text());
+        b.data("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n");
+        assertEquals(2, toolChunks(), "released at the finish: " + sink.text());
+    }
+
     static String toolDelta(String call) {
         return "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":["
                 + call.replaceFirst("\\{", "{\"index\":0,") + "]}}]}\n\n";

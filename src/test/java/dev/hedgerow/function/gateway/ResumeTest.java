@@ -3,6 +3,7 @@ package dev.hedgerow.function.gateway;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.sim.Fault;
+import dev.hedgerow.sim.Gates;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimStats;
@@ -10,11 +11,14 @@ import dev.hedgerow.sim.SimText;
 import dev.hedgerow.state.LedgerEntry;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.Sse;
+import dev.hedgerow.testsupport.SseReader;
 import io.restassured.RestAssured;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.time.Duration;
 import java.util.HashSet;
@@ -26,6 +30,7 @@ import static dev.hedgerow.testsupport.Eventually.eventually;
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -66,6 +71,10 @@ class ResumeTest {
                   - { alias: tools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
                   - { alias: norestools, provider: a, model: m-text, priority: 1, capabilities: [prefill, tools] }
                   - { alias: norestools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
+                  - { alias: noresumetools, provider: a, model: m-text, priority: 1, capabilities: [prefill, tools] }
+                  - { alias: noresumetools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
+                  - { alias: heldtools, provider: a, model: m-text, priority: 1, capabilities: [prefill, tools] }
+                  - { alias: heldtools, provider: b, model: m-text, priority: 2, capabilities: [prefill, tools] }
                   - { alias: json, provider: a, model: m-text, priority: 1, capabilities: [prefill, json_mode] }
                   - { alias: json, provider: b, model: m-text, priority: 2, capabilities: [prefill, json_mode] }
                   - { alias: prefixed, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
@@ -81,6 +90,8 @@ class ResumeTest {
                   bill: { strategy: priority }
                   tools: { strategy: priority }
                   norestools: { strategy: priority, resume_mid_stream: false }
+                  noresumetools: { strategy: priority, max_resumes: 0 }
+                  heldtools: { strategy: priority, stall_floor: 30s }
                   json: { strategy: priority }
                   prefixed: { strategy: priority }
                   trailing: { strategy: priority }
@@ -113,7 +124,7 @@ class ResumeTest {
     @BeforeEach
     void healthy() {
         for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill", "tools", "norestools",
-                "json", "prefixed", "trailing")) {
+                "noresumetools", "heldtools", "json", "prefixed", "trailing")) {
             for (String p : List.of("a", "b", "plain", "refuser", "pfx", "anth")) {
                 gw.core().store().resetHealth("acme/" + alias + "-" + p).await().atMost(Duration.ofSeconds(5));
             }
@@ -374,17 +385,97 @@ class ResumeTest {
     }
 
     /**
-     * With resume off (Trifrost: committed once a content frame reached the client), a break inside a held tool
-     * call delivered nothing, so the request is still answered whole by another route, not ended with an error.
+     * With resume off (Trifrost: committed once a content frame reached the client) a tool call's deltas are not held
+     * but sent as they come, and its first delta commits the stream as text does: a break inside the call ends the
+     * stream with an error event after the pieces the client already has, and no other route is asked.
      */
     @Test
-    void withResumeOffABreakInsideAHeldToolCallIsStillAnsweredWholeElsewhere() {
+    void withResumeOffABreakInsideAToolCallEndsTheStreamWithAnErrorEvent() {
         String prompt = "weather without resume";
-        List<String> expected = toolCall(stream("norestools", prompt, TOOLS));
-        gw.sim("a").enqueue("m-text", Fault.dropAfter(2));
+        List<String> whole = toolCall(stream("norestools", prompt, TOOLS));
+        long before = gw.sim("b").stats("m-text").received();
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(2));   // the call's head and one piece of its arguments
         String out = stream("norestools", prompt, TOOLS);
-        assertOneResponse(out);
-        assertEquals(expected, toolCall(out));
+        List<String> got = toolCall(out);
+        assertEquals("2", got.get(1), "the head and the piece that came: " + out);
+        assertTrue(whole.get(0).startsWith(got.get(0)) && !whole.get(0).equals(got.get(0)), got + " of " + whole);
+        List<JsonNode> ev = Sse.events(out);
+        assertEquals("stream_interrupted", ev.get(ev.size() - 1).path("error").path("code").asText(), out);
+        assertTrue(Sse.endsWithDone(out));
+        assertEquals(before, gw.sim("b").stats("m-text").received());
+    }
+
+    /** The chunk carries a piece of a tool call's arguments (not just the call's head, whose arguments are empty). */
+    static boolean argumentPiece(JsonNode event) {
+        JsonNode calls = event.path("choices").path(0).path("delta").path("tool_calls");
+        return calls.isArray() && !calls.isEmpty()
+                && !calls.get(0).path("function").path("arguments").asText("").isEmpty();
+    }
+
+    static SseReader open(String alias, String prompt) {
+        SseReader in = SseReader.post(gw.baseUrl() + "/v1/chat/completions", "k-acme", "{\"model\":\"" + alias
+                + "\",\"stream\":true" + TOOLS + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt
+                + "\"}]}", Duration.ofSeconds(90));
+        assertEquals(200, in.status());
+        return in;
+    }
+
+    /**
+     * Where nothing could resume a stream broken mid-call (resume off; no resumes allowed), a tool call's arguments
+     * reach the client as the provider streams them, as OpenAI's do, not all at once when the answer ends. The
+     * simulator holds the call's last argument piece at a gate until the client has seen an argument piece: a
+     * gateway that held the call would show the client none (and the stream would stall instead).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"norestools", "noresumetools"})
+    void whereNothingCouldResumeAToolCallsArgumentsReachTheClientAsTheyAreStreamed(String alias) {
+        String prompt = "weather piece by piece";
+        List<String> whole = toolCall(stream(alias, prompt, TOOLS));
+        int chunks = Integer.parseInt(whole.get(1));
+        assertTrue(chunks >= 3, "the call's head and at least two argument pieces: " + whole);
+        long before = gw.sim("b").stats("m-text").received();
+        String gate = alias + "-last-piece";
+        gw.sim("a").enqueue("m-text", Fault.gate(chunks - 1, gate));   // the call's last piece waits at the gate
+        try (SseReader in = open(alias, prompt)) {
+            JsonNode piece = in.until(ResumeTest::argumentPiece);
+            assertNotNull(piece, "no argument piece before the stream ended: " + in.text());
+            assertEquals(new Gates.State(1, 0, 0, false), gw.sim("a").gate(gate),
+                    "the piece came while the last one waited at the simulator");
+            gw.sim("a").openGate(gate);
+            String out = in.rest();
+            assertOneResponse(out);
+            assertEquals(whole, toolCall(out), out);
+            assertTrue(out.contains("\"finish_reason\":\"tool_calls\""), out);
+            JsonNode trail = Sse.trail(out);
+            assertEquals(1, trail.size(), trail.toString());
+            assertEquals("success", trail.get(0).path("outcome").asText(), trail.toString());
+        }
+        assertEquals(before, gw.sim("b").stats("m-text").received());
+    }
+
+    /**
+     * Where a stream broken mid-call could still be resumed, the call's deltas stay held (see
+     * {@link #aStreamBrokenInsideAToolCallsArgumentsIsAnsweredWholeByAnotherRoute}): the simulator waits at a gate
+     * before the call's last piece and goes on by itself, and the client's first tool-call delta comes only after
+     * the simulator went past it, with the rest of the call.
+     */
+    @Test
+    void whereAResumeIsPossibleAToolCallIsHeldUntilTheAnswerFinishes() {
+        String prompt = "weather held whole";
+        List<String> whole = toolCall(stream("heldtools", prompt, TOOLS));
+        int chunks = Integer.parseInt(whole.get(1));
+        String gate = "held-last-piece";
+        gw.sim("a").enqueue("m-text", Fault.gate(chunks - 1, gate, 1000));
+        try (SseReader in = open("heldtools", prompt)) {
+            JsonNode first = in.until(e -> e.path("choices").path(0).path("delta").has("tool_calls"));
+            assertNotNull(first, in.text());
+            assertEquals(new Gates.State(0, 1, 1, false), gw.sim("a").gate(gate),
+                    "no tool-call delta reached the client while the simulator waited before the last piece");
+            String out = in.rest();
+            assertOneResponse(out);
+            assertEquals(whole, toolCall(out), out);
+            assertEquals(1, Sse.trail(out).size(), Sse.trail(out).toString());
+        }
     }
 
     /** A JSON-mode stream broken mid-object is resumed into the same valid JSON an unbroken stream gives. */
