@@ -693,6 +693,24 @@ class DispatchTimingTest {
         assertEquals(2, toolChunks(), "released at the finish: " + sink.text());
     }
 
+    /**
+     * Once a call went out (text followed it), a break would end the stream whatever is held, so a second call's
+     * deltas go out as they come.
+     */
+    @Test
+    void aToolCallAfterOneThatWentOutIsSentAsItComes() {
+        start(false, candidate("chat-a", 300, Map.of()));
+        Call a = upstream.last().head();
+        a.data(toolDelta("{\"id\":\"call_1\",\"type\":\"function\","
+                + "\"function\":{\"name\":\"write\",\"arguments\":\"{}\"}}"));
+        assertEquals(0, toolChunks(), "the first call is held: " + sink.text());
+        a.content("Now the second. ");
+        assertEquals(1, toolChunks(), "text after it sends it: " + sink.text());
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_2\","
+                + "\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"\"}}]}}]}\n\n");
+        assertEquals(2, toolChunks(), "the second call's head at once: " + sink.text());
+    }
+
     static String toolDelta(String call) {
         return "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":["
                 + call.replaceFirst("\\{", "{\"index\":0,") + "]}}]}\n\n";
