@@ -179,7 +179,8 @@ public final class CatalogCodec {
                 .put("write", t.write().toString())
                 .put("first_token_floor", t.firstTokenFloor().toString())
                 .put("first_token_ceiling", t.firstTokenCeiling().toString())
-                .put("stall_floor", t.stallFloor().toString());
+                .put("stall_floor", t.stallFloor().toString())
+                .put("request", t.request().toString());
         Balancer b = g.balancer();
         ObjectNode bal = n.putObject("balancer")
                 .put("hash_on_header", b.hashOnHeader())
@@ -289,7 +290,7 @@ public final class CatalogCodec {
                 t.duration("read", dt.read()), t.duration("write", dt.write()),
                 t.duration("first_token_floor", dt.firstTokenFloor()),
                 t.duration("first_token_ceiling", dt.firstTokenCeiling()),
-                t.duration("stall_floor", dt.stallFloor()));
+                t.duration("stall_floor", dt.stallFloor()), t.duration("request", dt.request()));
         Doc bal = n.obj("balancer");
         Balancer db = d.balancer();
         Balancer balancer = bal == null ? db : new Balancer(bal.optText("hash_on_header", db.hashOnHeader()),

@@ -77,7 +77,8 @@ public final class CatalogLoader {
             "head_hold",
             "breaker", "retries", "max_attempts", "max_resumes", "failover_criteria", "max_retry_after_wait",
             "connect_timeout", "read_timeout", "write_timeout", "first_token_floor", "first_token_ceiling",
-            "stall_floor", "hash_on_header", "latency_strategy", "tokens_count_strategy", "usage_window",
+            "stall_floor", "request_timeout", "hash_on_header", "latency_strategy", "tokens_count_strategy",
+            "usage_window",
             "embeddings_route", "distance_metric", "threshold", "slow_bar", "slo", "balancer", "judge");
     /** A group's {@code judge}: Kong's AI LLM as Judge settings, for {@code tokens_count_strategy: llm_accuracy}. */
     private static final Set<String> JUDGE_FIELDS = Set.of("route", "prompt", "sampling_rate", "message_countback",
@@ -627,7 +628,8 @@ public final class CatalogLoader {
                     read != null ? read : dt.read(), write != null ? write : dt.write(),
                     g.duration("first_token_floor", dt.firstTokenFloor(), false),
                     g.duration("first_token_ceiling", dt.firstTokenCeiling(), false),
-                    g.duration("stall_floor", dt.stallFloor(), false));
+                    g.duration("stall_floor", dt.stallFloor(), false),
+                    g.durationWithUnitOrOff("request_timeout", dt.request()));
             if (timeouts.firstTokenFloor().compareTo(timeouts.firstTokenCeiling()) > 0) {
                 g.error(g.has("first_token_floor") ? "first_token_floor" : "first_token_ceiling",
                         "first_token_floor must not exceed first_token_ceiling");

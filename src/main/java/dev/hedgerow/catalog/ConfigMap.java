@@ -219,6 +219,35 @@ final class ConfigMap {
     }
 
     /**
+     * A duration that must carry its unit ({@code 3s}, {@code 3000ms}), or {@code off} (or {@code false}, or
+     * {@code 0}) for {@link Duration#ZERO}. A bare number is refused: it sits beside Kong's timeouts, whose bare
+     * numbers are milliseconds, while Hedgerow's other durations read one as seconds, so {@code 3000} could mean
+     * either 3 s or 50 min.
+     */
+    Duration durationWithUnitOrOff(String key, Duration def) {
+        Scalar sc = scalar(key);
+        if (sc == null || sc.text().isBlank()) {
+            return def;
+        }
+        String s = sc.text().strip();
+        if (sc.kind() == Scalar.Kind.FALSE || s.equalsIgnoreCase("off") || s.equalsIgnoreCase("false")
+                || s.equals("0")) {
+            return Duration.ZERO;
+        }
+        if (SECONDS.matcher(s).matches()) {
+            error(key, "give a unit (e.g. 3s or 3000ms): a bare number would be seconds here but milliseconds in "
+                    + "Kong's timeouts; or off");
+            return def;
+        }
+        Duration d = parseDuration(s);
+        if (d == null || d.isZero()) {
+            error(key, "bad duration \"" + s + "\"; write e.g. 500ms, 3s, 2m, or off");
+            return def;
+        }
+        return d;
+    }
+
+    /**
      * One of Kong's timeouts ({@code connect_timeout}, {@code read_timeout}, {@code write_timeout},
      * {@code fail_timeout}): a bare whole number is milliseconds, as Kong's schema has them ({@code 60000} is a
      * minute), so a Kong configuration ports unchanged; anything else is a duration with its unit.

@@ -88,12 +88,22 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
      * @param write   time to send the request body
      * @param firstTokenFloor the smallest first-token (hedge) window; {@code firstTokenCeiling} the wait after
      *                which a silent attempt is abandoned (scaled up with prompt size)
+     * @param request the longest a client waits for its answer to progress ({@code request_timeout}): a non-streamed
+     *                answer whole, a stream's first content and each next one, across every attempt; while it is set,
+     *                {@code read} also bounds every silence of each attempt as Kong's proxy read timeout does (a
+     *                non-streamed answer's whole wait, a stream's first token and its gaps). {@link Duration#ZERO} =
+     *                off (the default): no request deadline, and an attempt's silences are judged as described above
      */
     public record Timeouts(Duration connect, Duration read, Duration write, Duration firstTokenFloor,
-                           Duration firstTokenCeiling, Duration stallFloor) {
+                           Duration firstTokenCeiling, Duration stallFloor, Duration request) {
         public static Timeouts defaults() {
             return new Timeouts(Duration.ofSeconds(5), Duration.ofSeconds(60), Duration.ofSeconds(10),
-                    Duration.ofMillis(500), Duration.ofSeconds(30), Duration.ofSeconds(5));
+                    Duration.ofMillis(500), Duration.ofSeconds(30), Duration.ofSeconds(5), Duration.ZERO);
+        }
+
+        /** Whether the group set {@code request_timeout}: a request deadline, and read_timeout as Kong reads it. */
+        public boolean bounded() {
+            return !request.isZero();
         }
     }
 

@@ -67,6 +67,7 @@ public final class GroupYaml {
         n.put("first_token_floor", duration(t.firstTokenFloor()));
         n.put("first_token_ceiling", duration(t.firstTokenCeiling()));
         n.put("stall_floor", duration(t.stallFloor()));
+        n.put("request_timeout", t.bounded() ? duration(t.request()) : "off");
         GroupSettings.Balancer b = g.balancer();
         n.put("hash_on_header", b.hashOnHeader());
         n.put("latency_strategy", b.latencyStrategy().wireName());

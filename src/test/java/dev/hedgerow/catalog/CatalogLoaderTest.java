@@ -98,7 +98,7 @@ class CatalogLoaderTest {
                 EnumSet.of(FailoverCriterion.ERROR, FailoverCriterion.TIMEOUT, FailoverCriterion.HTTP_429),
                 Duration.ofMillis(1500)), g.retry());
         assertEquals(new GroupSettings.Timeouts(Duration.ofSeconds(2), Duration.ofMinutes(2), Duration.ofMillis(500),
-                Duration.ofMillis(250), Duration.ofSeconds(90), Duration.ofSeconds(3)), g.timeouts());
+                Duration.ofMillis(250), Duration.ofSeconds(90), Duration.ofSeconds(3), Duration.ZERO), g.timeouts());
         assertEquals(new GroupSettings.Balancer("X-User-Id", GroupSettings.LatencyStrategy.E2E,
                 GroupSettings.TokensCountStrategy.COST, Duration.ofHours(1), null, GroupSettings.DistanceMetric.COSINE,
                 0.8, 1.5, null), g.balancer());
@@ -208,6 +208,18 @@ class CatalogLoaderTest {
         assertEquals(Duration.ofMillis(2500), g.timeouts().stallFloor());
         // with a unit, a Kong timeout reads as any duration
         assertEquals(Duration.ofSeconds(90), group("{ read_timeout: 1m30s }").timeouts().read());
+    }
+
+    @Test
+    void requestTimeoutIsOffUnlessAGroupSetsItWithAUnit() {
+        assertEquals(Duration.ZERO, group("{ read_timeout: 3000 }").timeouts().request());
+        assertFalse(group("{ read_timeout: 3000 }").timeouts().bounded());
+        GroupSettings g = group("{ read_timeout: 1000, request_timeout: 3s }");
+        assertEquals(Duration.ofSeconds(3), g.timeouts().request());
+        assertTrue(g.timeouts().bounded());
+        assertEquals(Duration.ofMillis(2500), group("{ request_timeout: 2500ms }").timeouts().request());
+        assertFalse(group("{ request_timeout: off }").timeouts().bounded());
+        assertFalse(group("{ request_timeout: 0 }").timeouts().bounded());
     }
 
     @Test

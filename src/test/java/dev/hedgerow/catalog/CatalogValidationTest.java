@@ -545,6 +545,28 @@ class CatalogValidationTest {
         assertOnlyError(withGroup("{ read_timeout: 0s }"), "orgs[0].groups.kimi3.read_timeout: must be longer than 0");
     }
 
+    /** request_timeout sits beside Kong's millisecond timeouts, so a bare number is refused, not read as seconds. */
+    @Test
+    void aBareRequestTimeoutIsAnErrorAtItsPath() {
+        assertOnlyError(withGroup("{ request_timeout: 3000 }"), "orgs[0].groups.kimi3.request_timeout: give a unit "
+                + "(e.g. 3s or 3000ms): a bare number would be seconds here but milliseconds in Kong's timeouts; or off");
+    }
+
+    @Test
+    void aRequestTimeoutThatIsNoDurationIsAnErrorAtItsPath() {
+        assertOnlyError(withGroup("{ request_timeout: soon }"),
+                "orgs[0].groups.kimi3.request_timeout: bad duration \"soon\"; write e.g. 500ms, 3s, 2m, or off");
+    }
+
+    /** Kong's balancer block takes Kong's keys only: request_timeout is Hedgerow's, on the group. */
+    @Test
+    void requestTimeoutInKongsBalancerBlockIsAnUnknownField() {
+        List<CatalogError> errors = errors(withGroup("{ balancer: { read_timeout: 3000, request_timeout: 3s } }"));
+        assertEquals(1, errors.size(), errors.toString());
+        assertTrue(errorAt(errors, "orgs[0].groups.kimi3.balancer.request_timeout").message()
+                .startsWith("unknown field"), errors.toString());
+    }
+
     @Test
     void firstTokenFloorAboveCeilingIsAnError() {
         assertOnlyError(withGroup("{ first_token_floor: 10s, first_token_ceiling: 5s }"),

@@ -111,7 +111,7 @@ public class AdminResource {
             + " setting of the group named and written as hedgerow.yaml writes it under groups.<alias> (strategy,"
             + " resume_mid_stream, hedging, head_hold, breaker {max_fails, fail_timeout}, retries, max_resumes,"
             + " failover_criteria, max_retry_after_wait, connect_timeout, read_timeout, write_timeout,"
-            + " first_token_floor, first_token_ceiling, stall_floor, hash_on_header, latency_strategy,"
+            + " first_token_floor, first_token_ceiling, stall_floor, request_timeout, hash_on_header, latency_strategy,"
             + " tokens_count_strategy, usage_window, embeddings_route, distance_metric, threshold, slow_bar, judge"
             + " {route, prompt, sampling_rate, message_countback, ignore_system_prompts, ignore_assistant_prompts,"
             + " ignore_tool_prompts, max_tokens, timeout} (only when tokens_count_strategy is llm_accuracy), slo"

@@ -97,7 +97,8 @@ class AdminApiTest {
              "resume_mid_stream": null, "hedging": null, "retries": null, "max_resumes": null,
              "failover_criteria": null, "max_retry_after_wait": null, "connect_timeout": null, "read_timeout": null,
              "write_timeout": null, "first_token_floor": null, "first_token_ceiling": null, "stall_floor": null,
-             "hash_on_header": null, "latency_strategy": null, "tokens_count_strategy": null, "usage_window": null,
+             "request_timeout": null, "hash_on_header": null, "latency_strategy": null, "tokens_count_strategy": null,
+             "usage_window": null,
              "embeddings_route": null, "distance_metric": null, "threshold": null, "slow_bar": null, "slo": null,
              "members": [{"route": "duo-alpha", "weight": 100}, {"route": "duo-beta", "weight": 100}]}""";
 
@@ -109,7 +110,7 @@ class AdminApiTest {
                                    "http_503", "http_504", "http_529"],
              "max_retry_after_wait": "3s", "connect_timeout": "5s", "read_timeout": "1m", "write_timeout": "10s",
              "first_token_floor": "500ms", "first_token_ceiling": "30s", "stall_floor": "5s",
-             "hash_on_header": "X-Kong-LLM-Request-ID", "latency_strategy": "tpot",
+             "request_timeout": "off", "hash_on_header": "X-Kong-LLM-Request-ID", "latency_strategy": "tpot",
              "tokens_count_strategy": "total_tokens", "usage_window": "10m", "embeddings_route": null,
              "distance_metric": "cosine", "threshold": 0.5, "slow_bar": 2.0,
              "slo": {"decode_tokens_per_second": 50.0, "first_token": "5s", "standard_prompt_max_tokens": 8192}}""");
@@ -288,7 +289,8 @@ class AdminApiTest {
                  "failover_criteria": ["error", "timeout", "http_429"], "max_retry_after_wait": "1.5s",
                  "connect_timeout": 2000, "read_timeout": "90s", "write_timeout": "15s",
                  "first_token_floor": "250ms", "first_token_ceiling": "20s", "stall_floor": "3s",
-                 "hash_on_header": "X-Session", "latency_strategy": "e2e", "tokens_count_strategy": "cost",
+                 "request_timeout": "45s", "hash_on_header": "X-Session", "latency_strategy": "e2e",
+                 "tokens_count_strategy": "cost",
                  "usage_window": "5m", "distance_metric": "euclidean", "threshold": 0.8, "slow_bar": 1.5,
                  "slo": {"decode_tokens_per_second": 30, "first_token": "2s", "standard_prompt_max_tokens": 4096}}""";
         Map<String, Object> expected = settings("""
@@ -297,7 +299,8 @@ class AdminApiTest {
                  "failover_criteria": ["error", "timeout", "http_429"], "max_retry_after_wait": "1500ms",
                  "connect_timeout": "2s", "read_timeout": "90s", "write_timeout": "15s",
                  "first_token_floor": "250ms", "first_token_ceiling": "20s", "stall_floor": "3s",
-                 "hash_on_header": "X-Session", "latency_strategy": "e2e", "tokens_count_strategy": "cost",
+                 "request_timeout": "45s", "hash_on_header": "X-Session", "latency_strategy": "e2e",
+                 "tokens_count_strategy": "cost",
                  "usage_window": "5m", "embeddings_route": null, "distance_metric": "euclidean", "threshold": 0.8,
                  "slow_bar": 1.5,
                  "slo": {"decode_tokens_per_second": 30.0, "first_token": "2s", "standard_prompt_max_tokens": 4096}}""");
