@@ -104,6 +104,14 @@ public record ApiError(int status, String type, String code, String message, Str
         return new ApiError(503, "server_error", "server_shutting_down", message, null, RetryAdvice.after(1000));
     }
 
+    /**
+     * 504 {@code request_timeout}: the request's answer made no progress within its group's {@code request_timeout}
+     * (every attempt still running was stopped); the message says how long and what was tried.
+     */
+    public static ApiError requestTimeout(String message, RetryAdvice.After retry) {
+        return new ApiError(504, "server_error", "request_timeout", message, null, retry);
+    }
+
     public static ApiError upstreamExhausted(int status, String message, RetryAdvice.After retry) {
         String code = switch (status) {
             case 503 -> "no_healthy_provider";

@@ -102,6 +102,13 @@ final class Dispatch {
     private Cancellable stallTimer = Cancellable.NONE;
     private Cancellable leaseTimer = Cancellable.NONE;
     private Cancellable priorityWait = Cancellable.NONE;
+    /** The group's request_timeout: ends the request when its answer made no progress for that long. */
+    private Cancellable deadlineTimer = Cancellable.NONE;
+    /**
+     * When the client's answer last progressed: the request's start, then (a stream) each text, reasoning or tool
+     * call delta the winner streamed (its first content included). The request_timeout deadline runs from here.
+     */
+    private long progressNanos;
     /**
      * What the client would otherwise hear nothing from: the head hold, then the keep-alive comments of a head that went
      * out early until the first content, or of a resume until its first content.
@@ -119,6 +126,7 @@ final class Dispatch {
         this.settings = req.settings();
         this.stream = req.request().stream();
         this.startNanos = deps.ticker().nanos();
+        this.progressNanos = startNanos;
         // the plan's candidates are the routes this request may use, best first (allow_fallbacks: false already
         // left only its order's providers, or its first choice): failover, hedges and resumes stay among them
         this.routes = new RouteChoice(req.candidates(), settings.strategy());
@@ -152,6 +160,9 @@ final class Dispatch {
         if (first == null) {
             finalError();
             return;
+        }
+        if (settings.timeouts().bounded()) {
+            deadlineTimer = deps.scheduler().schedule(settings.timeouts().request(), this::deadlineCheck);
         }
         launch(first, Kind.PRIMARY, null);
         leaseTimer = deps.scheduler().schedule(LEASE_RENEW_EVERY, this::renewLeases);
@@ -333,7 +344,10 @@ final class Dispatch {
         // no hedge for embeddings: one short whole answer, where failover on a failed or silent attempt does what a
         // hedge would, without paying for every batch twice when a route is merely slow
         if (kind != Kind.RESUME && settings.hedging() && !req.embeddings()) {
-            a.windowTimer = deps.scheduler().schedule(windows.firstTokenWindow(c), () -> windowPassed(a));
+            Duration window = windows.firstTokenWindow(c);
+            if (beforeDeadline(window)) {
+                a.windowTimer = deps.scheduler().schedule(window, () -> windowPassed(a));
+            }
         }
         if (probe != null) {
             Duration ttl = probeTtl(c);
@@ -381,6 +395,75 @@ final class Dispatch {
                 + " ms after the head"));
     }
 
+    /**
+     * Whether a timer of {@code delay} from now would fire before the request_timeout deadline (always, without one):
+     * a hedge whose window ends at or after the deadline is never scheduled, as it could only start an attempt the
+     * deadline stops at once, spending the org's hedge budget on nothing.
+     */
+    private boolean beforeDeadline(Duration delay) {
+        if (!settings.timeouts().bounded()) {
+            return true;
+        }
+        long deadline = progressNanos + settings.timeouts().request().toNanos();
+        return deps.ticker().nanos() + delay.toNanos() < deadline;
+    }
+
+    /**
+     * The request_timeout deadline timer: armed for the whole timeout, it re-arms for what is left when the answer
+     * progressed meanwhile (a stream's content moves {@link #progressNanos} without touching the timer), and ends the
+     * request when nothing came for the whole timeout.
+     */
+    private synchronized void deadlineCheck() {
+        if (finished) {
+            return;
+        }
+        long left = progressNanos + settings.timeouts().request().toNanos() - deps.ticker().nanos();
+        if (left > 0) {
+            deadlineTimer = deps.scheduler().schedule(Duration.ofNanos(left), this::deadlineCheck);
+            return;
+        }
+        requestTimedOut();
+    }
+
+    /**
+     * The client's answer made no progress for the group's request_timeout: every attempt still running is stopped
+     * as timed out ({@code timeout_request}; it counts against its route as any timeout does, and a silent one's wait
+     * is learnt as a lower bound, as an abandoned one's), and the client gets 504 {@code request_timeout}: as its
+     * answer before any content (a stream whose head went out early: as its error event), or as the last event of a
+     * stream already under way. Its retry advice is an exhausted request's, from what this request knows.
+     */
+    private void requestTimedOut() {
+        long limitMs = settings.timeouts().request().toMillis();
+        Failure f = Failure.timeout("timeout_request", "no progress within request_timeout " + limitMs + " ms");
+        for (Attempt a : List.copyOf(attempts)) {
+            if (a.live) {
+                learnWaited(a);
+                health.failure(a, f);
+                endAttempt(a, "failed", f.errorClass(), true);
+            }
+        }
+        finished = true;
+        stopTimers();
+        // answered at once, not after the health writes as an exhausted request is: the deadline is a promise to the
+        // client, which a slow store must not stretch; the retry advice counts what this request's failures set
+        RetryAdvice.After retry = retryAfterExhausted();
+        int n = trail.failures();
+        String msg = (committed ? "The stream of '" + req.alias() + "' made no progress"
+                : "No answer from '" + req.alias() + "' came")
+                + " within this group's request_timeout of " + limitMs + " ms (" + n
+                + (n == 1 ? " attempt" : " attempts") + " failed; the attempt trail says why). Retry after "
+                + retry.seconds() + " s.";
+        ApiError err = ApiError.requestTimeout(msg, retry);
+        if (committed) {
+            output.endWithError(err.toNode(), trail.toNode());
+            deps.observer().finished(req, err.status(), trail.snapshot(), deliveredBill(),
+                    served == null ? null : served.cand);
+            return;
+        }
+        output.exhausted(err, trail.toNode());
+        deps.observer().finished(req, err.status(), trail.snapshot(), null, null);
+    }
+
     private synchronized void windowPassed(Attempt a) {
         if (finished || committed || !a.live || a.hasContent) {
             return;
@@ -411,7 +494,9 @@ final class Dispatch {
             // first: for the p99, a rescue at the first window counts more than a late one.
             a.hedgeRefused = true;
             long waitedMs = Math.max(windows.firstTokenWindow(a.cand).toMillis(), elapsedMs(a.startNanos));
-            a.windowTimer = deps.scheduler().schedule(Duration.ofMillis(waitedMs), () -> windowPassed(a));
+            if (beforeDeadline(Duration.ofMillis(waitedMs))) {
+                a.windowTimer = deps.scheduler().schedule(Duration.ofMillis(waitedMs), () -> windowPassed(a));
+            }
             return;
         }
         Candidate next = routes.hedgeTarget(a);
@@ -573,6 +658,7 @@ final class Dispatch {
         }
         if (d.substantive()) {
             a.learnRhythm(!d.reasoning().isEmpty(), !d.content().isEmpty() || d.hasTools());
+            progressNanos = deps.ticker().nanos();
         }
         long writes = output.writes();
         ClientOutput.ToolDeltas tools = !d.hasTools() ? ClientOutput.ToolDeltas.NONE
@@ -1270,6 +1356,7 @@ final class Dispatch {
         leaseTimer.cancel();
         priorityWait.cancel();
         silenceTimer.cancel();
+        deadlineTimer.cancel();
         for (Attempt a : attempts) {
             a.cancelTimers();
         }

@@ -55,7 +55,9 @@ final class TimingWindows {
      * request allows at the group's SLO decode speed (connect and write timeouts, this wait itself, and read_timeout
      * between reads of a body whose head came still bound a dead upstream); an embeddings answer writes no tokens, so
      * its wait is a stream's first-token wait. A model that may think
-     * ({@link #mayThink}) gets its usual thinking on top, and at least twice the wait.
+     * ({@link #mayThink}) gets its usual thinking on top, and at least twice the wait. In a group with
+     * {@code request_timeout} ({@link GroupSettings.Timeouts#bounded}), a stream's is never longer than read_timeout:
+     * it asked for bounded waits, so a silent attempt fails over once it has been silent for Kong's read limit.
      */
     Duration abandonAfter(Candidate c) {
         long window = firstTokenWindow(c).toMillis();
@@ -69,7 +71,8 @@ final class TimingWindows {
             // a thinking model may be silent before its first token for as long as it usually thinks
             ms = Math.max(ms * 2, window + thinkingPause(c));
         }
-        return Duration.ofMillis(ms);
+        // a whole answer's silence is bounded by its head wait ({@link #headWait}), which is read_timeout then
+        return Duration.ofMillis(stream ? withinRead(ms) : ms);
     }
 
     /**
@@ -79,11 +82,14 @@ final class TimingWindows {
      * dispatch's abandonment, which retries elsewhere, decides, not a fixed read limit that would fail every answer
      * longer than it and count it against the route. At most {@link #MAX_WHOLE_ANSWER_WAIT} (unless read_timeout is
      * longer): without max_tokens the answer's wait covers 32 k tokens at the SLO speed, half an hour, which a
-     * provider that took the request and went silent would hold a request without a hedge for.
+     * provider that took the request and went silent would hold a request without a hedge for. In a group with
+     * {@code request_timeout}, read_timeout is Kong's proxy read timeout for the non-streamed head too, as Kong and
+     * nginx read it: such a group asked that a slow answer fail over rather than be waited for, and an answer too long
+     * for its bound would be cut by the request deadline anyway.
      */
     Duration headWait(Candidate c) {
         Duration read = settings.timeouts().read();
-        if (stream) {
+        if (stream || settings.timeouts().bounded()) {
             return read;
         }
         long whole = Math.min(abandonAfter(c).toMillis(), MAX_WHOLE_ANSWER_WAIT.toMillis());
@@ -119,14 +125,15 @@ final class TimingWindows {
     /**
      * The allowed silence after the first content: adapts to the route's measured inter-token time (its learned
      * gaps plus this stream's). While the model is still reasoning, a pause as long as its usual thinking is life,
-     * and on a route whose thinking is not measured yet, a pause as long as a silent first token may last.
+     * and on a route whose thinking is not measured yet, a pause as long as a silent first token may last. In a group
+     * with {@code request_timeout}, never longer than read_timeout (Kong's limit between two reads).
      *
      * @param winner the committed attempt, or null while a resume is starting
      */
     Duration stallGap(Attempt winner, Transcript transcript) {
         long floor = settings.timeouts().stallFloor().toMillis();
         if (winner == null) {
-            return Duration.ofMillis(floor);
+            return Duration.ofMillis(withinRead(floor));
         }
         long allowed = winner.gaps.stallGapMillis(floor);
         if (transcript.inReasoning()) {
@@ -136,7 +143,12 @@ final class TimingWindows {
             allowed = Math.max(allowed, usual.isMeasured() ? usual.allowedPauseMillis(floor, THINK_K)
                     : abandonAfter(winner.cand).toMillis());
         }
-        return Duration.ofMillis(allowed);
+        return Duration.ofMillis(withinRead(allowed));
+    }
+
+    /** A silence limit, at most read_timeout in a group with {@code request_timeout}, as it is otherwise. */
+    private long withinRead(long ms) {
+        return settings.timeouts().bounded() ? Math.min(ms, settings.timeouts().read().toMillis()) : ms;
     }
 
     /**
