@@ -74,6 +74,18 @@ class ReadmeExamplesTest {
     }
 
     @Test
+    void theRequestTimeoutExampleLoadsInPlaceOfTheFullExamplesGroups() throws IOException {
+        String full = yamlBlocks().get(0);
+        String example = yamlBlocks().stream().filter(b -> b.contains("request_timeout: 3s")).findFirst()
+                .orElseThrow();
+        GroupSettings g = load(full.substring(0, full.indexOf("    groups:\n")) + "    groups:\n" + example)
+                .group("kimi3");
+        assertEquals(Duration.ofSeconds(3), g.timeouts().request());
+        assertEquals(List.of(Duration.ofSeconds(1), Duration.ofSeconds(1), Duration.ofSeconds(1)),
+                List.of(g.timeouts().connect(), g.timeouts().read(), g.timeouts().write()));
+    }
+
+    @Test
     void theJudgedAccuracyExampleLoadsWithKongsDefaults() throws IOException {
         String example = yamlBlocks().stream().filter(b -> b.contains("tokens_count_strategy: llm-accuracy"))
                 .findFirst().orElseThrow();
