@@ -433,6 +433,12 @@ final class Dispatch {
      * stream already under way. Its retry advice is an exhausted request's, from what this request knows.
      */
     private void requestTimedOut() {
+        if (winner != null && winner.finishReason != null) {
+            // the answer is whole (its finish came) and only the upstream's close is missing: it ends cleanly, as the
+            // stall watchdog would end it
+            complete(winner, true);
+            return;
+        }
         long limitMs = settings.timeouts().request().toMillis();
         Failure f = Failure.timeout("timeout_request", "no progress within request_timeout " + limitMs + " ms");
         for (Attempt a : List.copyOf(attempts)) {

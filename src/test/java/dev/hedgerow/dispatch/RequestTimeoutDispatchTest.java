@@ -143,4 +143,24 @@ class RequestTimeoutDispatchTest {
         assertTrue(sink.text().contains("\"error\":\"timeout_request\""), sink.text());
         assertTrue(sink.text().contains(" three"), "the content delivered before: " + sink.text());
     }
+
+    /**
+     * The answer's finish came but the upstream never closed the stream: at the deadline the answer is whole, so it
+     * ends as a success, not with the timeout error.
+     */
+    @Test
+    void aFinishedStreamWhoseUpstreamNeverClosesEndsCleanlyAtTheDeadline() {
+        start("gap", true, null, "e");
+        UpstreamHandler e = upstream.handlers.get(0);
+        e.onSent();
+        e.onHead(200, Map.of("content-type", "text/event-stream"));
+        scheduler.advance(Duration.ofMillis(500));
+        e.onData(chunk("all"));
+        e.onData("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                .getBytes(StandardCharsets.UTF_8));
+        scheduler.advance(Duration.ofMillis(2_000));
+        assertTrue(sink.ended, sink.text());
+        assertTrue(!sink.text().contains("request_timeout"), sink.text());
+        assertTrue(sink.text().contains("\"outcome\":\"success\""), sink.text());
+    }
 }
