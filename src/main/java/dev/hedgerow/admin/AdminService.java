@@ -206,6 +206,130 @@ public final class AdminService {
     }
 
     /**
+     * Gives a route (a model row: one model on one provider) another alias: it leaves its group and joins
+     * {@code alias}'s, as editing the row's {@code alias:} in {@code hedgerow.yaml} would. Two or more routes under
+     * one alias are a load-balancing group; a route alone under its alias is a pinned route. The route keeps its id,
+     * so its health, latency models, standing and verification go with it; its weight and priority too unless
+     * {@code weight} / {@code priority} are given; a pin is dropped (it pinned the alias it leaves), a drain kept.
+     * Neither group's rotation or any other member's health is touched.
+     *
+     * <p>{@code alias} must be one of the org's aliases, unless {@code newAlias}: then it must not be one, and the route
+     * becomes a new alias's only member (with the default group settings). An alias its last member leaves is
+     * removed with its group settings (its clients then get {@code model_not_found}); the answer says so in
+     * {@code removed_alias}. Refused when the catalog file's names (routing.aliases) still stand for that alias. The
+     * org validator judges the result as it judges the file (chat and embeddings routes never share an alias, a
+     * semantic group's chat members have descriptions, ...): a refusal is {@link InvalidEdit} with every error's
+     * param {@code alias}.
+     *
+     * @param ifMatch the target group's revision the move was based on (If-Match), null = unconditional; an alias
+     *                that does not exist yet matches only {@code *}
+     * @return {@code {route, alias, previous_alias, removed_alias, group, previous_group}}: the group joined and the
+     *         one left (null when removed), each as {@link #group} shows it
+     */
+    public Uni<ObjectNode> moveRoute(Org org, String routeId, String alias, boolean newAlias, Integer weight,
+                                     Integer priority, String ifMatch, String by) {
+        requireRoute(org, routeId, "route");
+        AtomicReference<Route> before = new AtomicReference<>();
+        AtomicReference<Boolean> removed = new AtomicReference<>(false);
+        return core.catalog().update(org.id(), stored -> {
+            Route r = requireRoute(stored, routeId, "route");
+            before.set(r);
+            boolean exists = !stored.routesOf(alias).isEmpty();
+            if (!exists && !newAlias) {
+                throw new RequestException(new ApiError(404, "invalid_request_error", "not_found", "No alias '"
+                        + alias + "' in this organization (GET /admin/groups lists them). To give " + routeId
+                        + " an alias of its own, send \"new_alias\": true.", "alias", null));
+            }
+            if (exists && newAlias) {
+                throw new RequestException(ApiError.invalidRequest("alias_exists", "Alias '" + alias + "' already"
+                        + " exists; send \"new_alias\": false (or leave it out) to make " + routeId
+                        + " a member of its group.", "new_alias"));
+            }
+            if (exists) {
+                requireRevision(stored, alias, ifMatch);
+            } else if (ifMatch != null && !ifMatch.isBlank() && !ifMatch.trim().equals("*")) {
+                throw new RequestException(new ApiError(412, "invalid_request_error", "group_changed", "Alias '"
+                        + alias + "' has no group to match If-Match against: nothing was saved.", "If-Match", null));
+            }
+            String from = r.alias();
+            boolean leavesEmpty = !from.equals(alias) && stored.routesOf(from).size() == 1;
+            List<String> names = stored.routing().namesByAlias().getOrDefault(from, List.of());
+            if (leavesEmpty && !names.isEmpty()) {
+                throw new RequestException(ApiError.invalidRequest("alias_has_names", routeId + " is the only member"
+                        + " of alias '" + from + "', and the catalog file's routing.aliases still names it ("
+                        + String.join(", ", names) + "): moving it would leave those names standing for nothing."
+                        + " Attach another route to '" + from + "' first. Nothing was saved.", "route"));
+            }
+            removed.set(leavesEmpty);
+            List<String> tags = r.tags().stream().filter(t -> from.equals(alias) || !t.equals(Route.PINNED))
+                    .toList();
+            Route moved = new Route(r.id(), alias, r.provider(), r.model(), weight == null ? r.weight() : weight,
+                    priority == null ? r.priority() : priority, r.contextWindow(), r.capabilities(), r.parameters(),
+                    r.price(), r.description(), tags, r.embeddings());
+            // the moved route goes after the last member of the group it joins (a new alias: where it was)
+            List<Route> routes = new ArrayList<>(stored.routes());
+            int at = routes.indexOf(r);
+            routes.remove(at);
+            for (int i = 0; i < routes.size(); i++) {
+                if (routes.get(i).alias().equals(alias)) {
+                    at = i + 1;
+                }
+            }
+            routes.add(at, moved);
+            Map<String, GroupSettings> groups = new java.util.LinkedHashMap<>(stored.groups());
+            if (leavesEmpty) {
+                groups.remove(from); // the group's settings go with the alias: the file would refuse them alone
+            }
+            Org next = stored.withRoutesAndGroups(routes, groups);
+            List<CatalogError> errors = OrgValidator.validate(next);
+            if (!errors.isEmpty()) {
+                throw InvalidEdit.about("alias", errors, routes.stream().map(Route::id).toList());
+            }
+            return next;
+        }).map(saved -> {
+            ObjectNode n = JsonNodeFactory.instance.objectNode();
+            n.put("route", routeId);
+            n.put("alias", alias);
+            n.put("previous_alias", before.get().alias());
+            if (removed.get()) {
+                n.put("removed_alias", before.get().alias());
+            } else {
+                n.putNull("removed_alias");
+            }
+            n.set("group", group(saved, alias));
+            if (removed.get() || before.get().alias().equals(alias)) {
+                n.putNull("previous_group");
+            } else {
+                n.set("previous_group", group(saved, before.get().alias()));
+            }
+            return n;
+        }).call(answer -> audit(org, AuditLog.MOVE, alias, routeId, by, before.get().alias(),
+                moveMessage(before.get(), answer, by)));
+    }
+
+    /** What a move did, in words: from where to where, the group it joined, and what the group it left became. */
+    private static String moveMessage(Route r, ObjectNode answer, String by) {
+        String alias = answer.path("alias").asText();
+        List<String> members = new ArrayList<>();
+        answer.path("group").path("members").forEach(m -> members.add(m.path("route").asText() + " (weight "
+                + m.path("weight").asInt() + ")"));
+        StringBuilder b = new StringBuilder("Route ").append(r.id()).append(" moved from alias ").append(r.alias())
+                .append(" to ").append(alias).append(" by ").append(keyWords(by)).append(": ").append(alias)
+                .append(members.size() == 1 ? " is a pinned route of " : " is a group of ").append(String.join(", ",
+                        members)).append('.');
+        if (r.alias().equals(alias)) {
+            b.append(" It was already a member.");
+        } else if (!answer.path("removed_alias").isNull()) {
+            b.append(" It was the only member of ").append(r.alias())
+                    .append(": that alias and its group settings were removed.");
+        }
+        if (r.pinned() && !r.alias().equals(alias)) {
+            b.append(" Its pin on ").append(r.alias()).append(" was dropped.");
+        }
+        return b.toString();
+    }
+
+    /**
      * Pins a member: only it takes its alias's traffic until unpinned (pinning also undrains it). Every admin action
      * here writes one {@code admin} audit event naming the admin key {@code by} and what the action changed from.
      */
@@ -466,7 +590,8 @@ public final class AdminService {
         }
     }
 
-    private static Integer integer(JsonNode m, String field) {
+    /** An optional integer field of an admin body (null when absent or null), else 400 naming it. */
+    public static Integer integer(JsonNode m, String field) {
         JsonNode v = m.get(field);
         if (v == null || v.isNull()) {
             return null;

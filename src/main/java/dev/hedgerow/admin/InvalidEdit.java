@@ -34,6 +34,15 @@ public final class InvalidEdit extends RuntimeException {
                 errors.stream().map(e -> paramOf(e.path(), groupPath)).toList());
     }
 
+    /**
+     * An edit whose body has one field the whole result hangs on (a route's new {@code alias}): every error, wherever
+     * in the org the rules found it, is about that field.
+     */
+    public static InvalidEdit about(String param, List<CatalogError> errors, List<String> routeIds) {
+        return new InvalidEdit(List.copyOf(errors), errors.stream().map(e -> routeOf(e.path(), routeIds)).toList(),
+                errors.stream().map(e -> Optional.of(param)).toList());
+    }
+
     private InvalidEdit(List<CatalogError> errors, List<Optional<String>> routes, List<Optional<String>> params) {
         super(message(errors, routes), null, false, false);
         this.errors = errors;

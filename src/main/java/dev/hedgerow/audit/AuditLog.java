@@ -39,9 +39,11 @@ public final class AuditLog {
     /** Admin actions on a route's operator flags ({@code PUT /admin/routes/standing}, {@code .../verification}). */
     public static final String STANDING = "standing";
     public static final String VERIFICATION = "verification";
+    /** The admin action that gave a route another alias ({@code PUT /admin/routes/alias}): it joined that group. */
+    public static final String MOVE = "move";
     /** Every admin action an {@link #ADMIN} event names. */
     public static final java.util.List<String> ADMIN_ACTIONS = java.util.List.of(EDIT_GROUP, PIN, UNPIN, DRAIN,
-            UNDRAIN, STANDING, VERIFICATION, RESET_HEALTH);
+            UNDRAIN, STANDING, VERIFICATION, RESET_HEALTH, MOVE);
     /** Every event type the log writes. */
     public static final java.util.List<String> TYPES = java.util.List.of(BLOCKED, REQUEST, ADMIN);
 

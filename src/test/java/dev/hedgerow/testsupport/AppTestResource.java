@@ -35,7 +35,10 @@ import java.util.Map;
  * {@code embed-a}; 1 s cooldown, so the prober's half-open recovery of it is seen in real time), and {@code judged}
  * ({@code lowest_usage} by {@code llm_accuracy}, no hedging: alpha's {@code judged-good} and {@code judged-bad}, whose
  * answers the judge route {@code grader}, alias {@code grader}, scores 87 and 12; only the dashboard's browser test
- * sends to it); org {@code other} (keys
+ * sends to it), and {@code crew} (alpha's {@code crew-alpha} alone) with {@code recruit} (beta's
+ * {@code recruit-beta} alone, no hedging), whose route only the route-alias tests move between aliases, and
+ * {@code deck} (alpha's {@code deck-alpha}) with {@code spare} (beta's {@code spare-beta}), whose route only the
+ * dashboard's browser test moves; org {@code other} (keys
  * {@code k-other} / {@code a-other}, and {@code k-other-ops}, named {@code ops team | 100%}, used only by the
  * per-key usage test) with alias {@code secret} and its own alias {@code duo}, whose route id
  * {@code duo-alpha} collides with acme's on purpose (isolation tests) and which it also names {@code pair}, and the
@@ -98,6 +101,10 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                   - { id: judged-good, alias: judged, provider: alpha, model: judged-good }
                   - { id: judged-bad, alias: judged, provider: alpha, model: judged-bad }
                   - { id: grader, alias: grader, provider: alpha, model: grader }
+                  - { id: crew-alpha, alias: crew, provider: alpha, model: kimi-a }
+                  - { id: recruit-beta, alias: recruit, provider: beta, model: kimi-b }
+                  - { id: deck-alpha, alias: deck, provider: alpha, model: kimi-a }
+                  - { id: spare-beta, alias: spare, provider: beta, model: kimi-b }
                 groups:
                   kimi3: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
                   duo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s }, head_hold: 45s }
@@ -107,6 +114,9 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
                   vectors: { breaker: { max_fails: 1, fail_timeout: 1s } }
                   judged: { strategy: lowest_usage, tokens_count_strategy: llm_accuracy, hedging: false,
                             judge: { route: grader } }
+                  crew: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
+                  recruit: { hedging: false }
+                  deck: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
               - id: other
                 keys: [{ name: app, key: "k-other" }, { name: "ops team | 100%", key: "k-other-ops" }]
                 admin_keys: [{ name: ops, key: "a-other" }]

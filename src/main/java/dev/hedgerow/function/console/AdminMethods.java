@@ -36,6 +36,7 @@ final class AdminMethods {
         m.put("/members/drain", List.of("POST"));
         m.put("/routes/standing", List.of("PUT"));
         m.put("/routes/verification", List.of("PUT"));
+        m.put("/routes/alias", List.of("PUT"));
         m.put("/routes/reset", List.of("POST"));
         m.put("/health", List.of("GET"));
         m.put("/audit", List.of("GET"));

@@ -217,6 +217,39 @@ public class AdminResource {
                 adminKeyName(org, headers));
     }
 
+    @PUT
+    @Path("/routes/alias")
+    @Consumes(MediaType.APPLICATION_JSON)
+    @Operation(summary = "Give a route another alias: it joins that alias's group. Body {\"route\": id, \"alias\":"
+            + " alias, \"new_alias\": false, \"weight\": n, \"priority\": n}", description = "Attaches a model row"
+            + " (one model on one provider) to an alias, or moves it from one alias to another, as editing its alias in"
+            + " hedgerow.yaml would: two or more routes under an alias are a load-balancing group, one alone is a pinned"
+            + " route. The alias must exist unless new_alias is true (then it must not: the route becomes a new alias's"
+            + " only member). weight and priority, optional, are its values in the group it joins (else it keeps its"
+            + " own). The route keeps its id, health and learnt models; a pin it had is dropped, a drain kept. An alias"
+            + " left with no member is removed with its group settings (removed_alias in the answer). The catalog"
+            + " rules judge the result (400 invalid_catalog, every error's param alias). With If-Match: \"<revision>\""
+            + " of the group joined, refused with 412 group_changed when it changed since. Answers {route, alias,"
+            + " previous_alias, removed_alias, group, previous_group}; the ETag is the joined group's revision."
+            + " Writes an admin audit event (action move, previous_state: the alias it had).")
+    @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
+    public Uni<Response> moveRoute(HttpHeaders headers, @HeaderParam("If-Match") String ifMatch, byte[] bytes) {
+        JsonNode body = json(bytes, "route", "alias", "new_alias", "weight", "priority");
+        String route = text(body, "route");
+        String alias = text(body, "alias");
+        JsonNode fresh = body.get("new_alias");
+        if (fresh != null && !fresh.isBoolean()) {
+            throw new RequestException(ApiError.invalidRequest("'new_alias' must be true or false (or left out: "
+                    + "false).", "new_alias"));
+        }
+        Org org = org(headers);
+        return service().moveRoute(org, route, alias, fresh != null && fresh.booleanValue(),
+                        AdminService.integer(body, "weight"), AdminService.integer(body, "priority"), ifMatch,
+                        adminKeyName(org, headers))
+                .map(answer -> Response.ok(answer, MediaType.APPLICATION_JSON).header(HttpHeaders.ETAG, "\""
+                        + answer.path("group").path("revision").asText() + "\"").build());
+    }
+
     @POST
     @Path("/routes/reset")
     @Consumes(MediaType.APPLICATION_JSON)
