@@ -137,6 +137,15 @@ class RouteAliasTest {
     }
 
     @Test
+    void aPinnedRouteLeavesItsPinBehind() {
+        admin().body("{\"route\": \"recruit-beta\"}").post("/admin/members/pin").then().statusCode(200)
+                .body("members[0].pinned", equalTo(true));
+        move("{\"route\": \"recruit-beta\", \"alias\": \"crew\"}").then().statusCode(200)
+                .body("group.members.pinned", equalTo(List.of(false, false)));
+        assertEquals(Set.of("alpha", "beta"), providersServing("crew", 4), "no member of crew is pinned");
+    }
+
+    @Test
     void everyMoveIsAnAdminAuditEventNamingTheAliasItLeft() {
         move("{\"route\": \"recruit-beta\", \"alias\": \"crew\"}").then().statusCode(200);
         JsonPath e = admin().get("/admin/audit?type=admin&alias=crew&limit=1").then().statusCode(200).extract()
@@ -181,6 +190,12 @@ class RouteAliasTest {
         move("{\"route\": \"recruit-beta\", \"alais\": \"crew\"}").then().statusCode(400)
                 .body("error.code", equalTo("unknown_field")).body("error.param", equalTo("alais"));
         move("{\"route\": \"recruit-beta\"}").then().statusCode(400).body("error.param", equalTo("alias"));
+        // the other org's duo is also named pair (routing.aliases): moving its only route would orphan that name
+        given().auth().oauth2("a-other").contentType("application/json")
+                .body("{\"route\": \"duo-alpha\", \"alias\": \"secret\"}").put("/admin/routes/alias").then()
+                .statusCode(400).body("error.code", equalTo("alias_has_names")).body("error.message",
+                        containsString("pair"));
+        given().auth().oauth2("a-other").get("/admin/groups/duo").then().statusCode(200);
         admin().header("If-Match", "\"0000000000000000\"").body("{\"route\": \"recruit-beta\", \"alias\": \"crew\"}")
                 .put("/admin/routes/alias").then().statusCode(412).body("error.code", equalTo("group_changed"));
 
