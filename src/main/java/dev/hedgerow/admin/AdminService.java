@@ -266,11 +266,11 @@ public final class AdminService {
             Route moved = new Route(r.id(), alias, r.provider(), r.model(), weight == null ? r.weight() : weight,
                     priority == null ? r.priority() : priority, r.contextWindow(), r.capabilities(), r.parameters(),
                     r.price(), r.description(), tags, r.embeddings());
-            // the moved route goes after the last member of the group it joins (a new alias: where it was)
+            // the moved route goes after the last member of the group it joins (a new alias, or its own: where it was)
             List<Route> routes = new ArrayList<>(stored.routes());
             int at = routes.indexOf(r);
             routes.remove(at);
-            for (int i = 0; i < routes.size(); i++) {
+            for (int i = 0; i < routes.size() && !from.equals(alias); i++) {
                 if (routes.get(i).alias().equals(alias)) {
                     at = i + 1;
                 }

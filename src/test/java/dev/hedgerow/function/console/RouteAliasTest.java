@@ -134,6 +134,11 @@ class RouteAliasTest {
         move("{\"route\": \"recruit-beta\", \"alias\": \"crew\", \"weight\": 7, \"priority\": 2}").then()
                 .statusCode(200).body("group.members.find { it.route == 'recruit-beta' }.weight", equalTo(7))
                 .body("group.members.find { it.route == 'recruit-beta' }.priority", equalTo(2));
+        // a route "moved" to the alias it has stays where it is among the members, with the weight given
+        move("{\"route\": \"crew-alpha\", \"alias\": \"crew\", \"weight\": 3}").then().statusCode(200)
+                .body("group.members.route", equalTo(List.of("crew-alpha", "recruit-beta")))
+                .body("group.members.weight", equalTo(List.of(3, 7)))
+                .body("removed_alias", nullValue()).body("previous_group", nullValue());
     }
 
     @Test
