@@ -761,6 +761,42 @@ try {
   }
   await judgedForm.screenshot({ path: join(shots, '06e-judged-accuracy.png') });
 
+  // a route of another alias is added to a group from the dashboard: deck (alpha's deck-alpha alone, a pinned route)
+  // takes spare's only route, spare-beta; spare goes away, and deck's requests are then served by both providers
+  const deck = page.locator('form[data-alias="deck"]');
+  const addToDeck = deck.getByLabel('Add a route to deck');
+  const spareOption = addToDeck.locator('option[value="spare-beta"]');
+  check(await addToDeck.locator('option[value="deck-alpha"]').count() === 0
+    && await addToDeck.locator('option[value="vectors-alpha"]').count() === 0,
+    'the add-a-route list offers neither the group\'s own members nor an embeddings route');
+  const spareText = await spareOption.textContent();
+  check(spareText.includes('in spare') && spareText.includes('spare will be removed'),
+    'the list says where the route is and that its alias goes with it: "' + spareText + '"');
+  const deckAlone = [];
+  for (let i = 0; i < 2; i++) deckAlone.push((await chat('deck')).provider);
+  check(deckAlone.every(p => p === 'alpha'), 'deck is served by alpha alone before: ' + deckAlone.join(','));
+  await addToDeck.selectOption('spare-beta');
+  await deck.getByRole('button', { name: 'Add the chosen route to deck' }).click();
+  await page.locator('#status').filter({ hasText: 'Added spare-beta to deck' }).waitFor({ timeout: 5000 });
+  const added = await page.locator('#status').textContent();
+  check(added.includes('deck-alpha, spare-beta') && added.includes('spare had no other route and was removed'),
+    'the status line says what the group is now and that spare was removed: ' + added);
+  await deck.locator('tr[data-route="spare-beta"]').waitFor({ timeout: 5000 });
+  check(await page.locator('form[data-alias="spare"]').count() === 0, 'the spare group is gone from the page');
+  check((await adminGet('/admin/groups/deck')).members.map(m => m.route).join(',') === 'deck-alpha,spare-beta',
+    'the API shows spare-beta in deck');
+  const deckServed = new Set();
+  for (let i = 0; i < 4; i++) deckServed.add((await chat('deck')).provider);
+  check(deckServed.has('alpha') && deckServed.has('beta'), 'deck now serves with both: ' + [...deckServed].join(','));
+  const moveEvent = (await adminGet('/admin/audit?type=admin&alias=deck&limit=1')).events[0];
+  check(moveEvent.action === 'move' && moveEvent.route === 'spare-beta' && moveEvent.previous_state === 'spare',
+    'the move is in the audit log: ' + moveEvent.message);
+  await deck.screenshot({ path: join(shots, '06f-route-added.png') });
+  await adminPut('/admin/routes/alias', { route: 'spare-beta', alias: 'spare', new_alias: true });
+  await page.locator('form[data-alias="spare"]').waitFor({ timeout: 8000 });
+  await deck.locator('tr[data-route="spare-beta"]').waitFor({ state: 'detached', timeout: 8000 });
+  ok('a move made through the API shows on the next poll: spare is back, deck alone again');
+
   // the admin key stops being accepted (rotated or removed: here the tab holds one the server does not know): the
   // next poll's 401 signs the dashboard out, says why, and leaves none of the org's data on the page
   await page.getByLabel('Weight of panel-beta').fill('42');

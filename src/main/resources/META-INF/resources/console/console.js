@@ -247,6 +247,7 @@ function syncGroups(groups) {
   for (const [alias, ed] of editors) {
     if (!seen.has(alias)) { ed.form.remove(); editors.delete(alias); }
   }
+  for (const ed of editors.values()) updateAddMember(ed);
   // the alias filters' suggestions, rebuilt only when the aliases change (not under an open list on every poll)
   const list = document.getElementById('aliases');
   if ([...list.options].map(o => o.value).join('\u0000') !== [...editors.keys()].join('\u0000')) {
@@ -400,6 +401,7 @@ function render(ed) {
         'In flight'].map(h => el('th', { scope: 'col', text: h })), ed.usageHead,
         el('th', { scope: 'col', text: 'Actions' }))),
       tbody),
+    addMemberBlock(ed),
     settingsBlock(ed));
   form.addEventListener('submit', ev => { ev.preventDefault(); saveGroup(ed); });
   form.addEventListener('input', () => {
@@ -411,6 +413,57 @@ function render(ed) {
   ed.form = form;
   updateFlags(ed);
   updateMarks(ed);
+  updateAddMember(ed);
+}
+
+/**
+ * "Add a route": attaches one of the org's routes that is not in this group to its alias (PUT /admin/routes/alias),
+ * moving it from the alias it has; its options are filled by updateAddMember from the groups the last poll read.
+ */
+function addMemberBlock(ed) {
+  const alias = ed.base.alias;
+  const id = 'add-' + alias.replace(/[^A-Za-z0-9_-]/g, '_');
+  const select = el('select', { id, class: 'add-member', 'data-alias': alias });
+  ed.addSelect = select;
+  const add = el('button', { type: 'button', class: 'add-member', 'aria-label': 'Add the chosen route to ' + alias,
+    text: 'Add to ' + alias, onclick: () => {
+      const route = select.value;
+      if (!route) return;
+      act('PUT', '/admin/routes/alias', { route, alias }, after => 'Added ' + route + ' to ' + alias + ' (it was in '
+        + after.previous_alias + '): ' + alias + ' is now a group of ' + after.group.members.map(m => m.route)
+          .join(', ') + '.' + (after.removed_alias ? ' ' + after.removed_alias + ' had no other route and was removed.'
+          : ''), 'Not added: ');
+    } });
+  return el('p', { class: 'add-member' }, el('label', { for: id, text: 'Add a route to ' + alias }), ' ', select, ' ',
+    add);
+}
+
+/**
+ * The add-a-route choices of a group: every route of the org in another alias, of the same kind (chat or embeddings:
+ * an alias never mixes them), named with the alias it leaves and, when it is that alias's only route, that the alias
+ * goes with it. Rebuilt only when they change, so an open list is not redrawn under the user on every poll.
+ */
+function updateAddMember(ed) {
+  if (!ed.addSelect) return;
+  const kind = ed.current.members.length ? ed.current.members[0].embeddings : false;
+  const options = [];
+  for (const other of editors.values()) {
+    if (other === ed) continue;
+    const g = other.current;
+    for (const m of g.members) {
+      if (Boolean(m.embeddings) !== Boolean(kind)) continue;
+      options.push({ value: m.route, text: m.route + ' (' + m.provider + ' / ' + m.model + ', in ' + g.alias
+        + (g.members.length === 1 ? '; its only route: ' + g.alias + ' will be removed' : '') + ')' });
+    }
+  }
+  options.sort((a, b) => a.value.localeCompare(b.value));
+  const select = ed.addSelect;
+  const want = options.map(o => o.value + '\u0001' + o.text).join('\u0000');
+  if (select.dataset.options === want) return;
+  const chosen = select.value;
+  select.replaceChildren(el('option', { value: '', text: options.length ? 'choose a route…' : 'no other route' }),
+    ...options.map(o => el('option', { value: o.value, text: o.text, selected: o.value === chosen })));
+  select.dataset.options = want;
 }
 
 /**
