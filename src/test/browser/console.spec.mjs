@@ -766,9 +766,10 @@ try {
   const deck = page.locator('form[data-alias="deck"]');
   const addToDeck = deck.getByLabel('Add a route to deck');
   const spareOption = addToDeck.locator('option[value="spare-beta"]');
-  check(await addToDeck.locator('option[value="deck-alpha"]').count() === 0
+  check(await addToDeck.count() === 1 && await addToDeck.locator('option[value="spare-beta"]').count() === 1
+    && await addToDeck.locator('option[value="deck-alpha"]').count() === 0
     && await addToDeck.locator('option[value="vectors-alpha"]').count() === 0,
-    'the add-a-route list offers neither the group\'s own members nor an embeddings route');
+    'the add-a-route list offers spare-beta, and neither the group\'s own members nor an embeddings route');
   const spareText = await spareOption.textContent();
   check(spareText.includes('in spare') && spareText.includes('spare will be removed'),
     'the list says where the route is and that its alias goes with it: "' + spareText + '"');
