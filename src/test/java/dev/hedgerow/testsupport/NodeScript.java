@@ -15,6 +15,13 @@ import java.util.concurrent.TimeUnit;
  * (stdout and stderr) captured for the test's assertion message.
  */
 public final class NodeScript {
+    /**
+     * How long a Node spec (the dashboard's browser test, the SDK test) may run before it is stopped as hung: its own
+     * waits bound each step, this only catches a spec that never ends. Far above a quiet run's time, as the specs
+     * took over 180 s on a loaded host, under the Quarkus test hang detector's 10 minutes.
+     */
+    public static final int PATIENCE_SECONDS = 480;
+
     private NodeScript() {
     }
 

@@ -59,7 +59,7 @@ class ConsoleBrowserTest {
         String beta = AppTestResource.sims().get("beta").rootUrl();
         NodeScript.Result r = NodeScript.run(List.of("node", "console.spec.mjs", baseUrl, beta,
                 Path.of("target/screenshots").toAbsolutePath().toString(), AppTestResource.PROBER_TOKEN), dir,
-                Map.of(), 300);
+                Map.of(), NodeScript.PATIENCE_SECONDS);
         System.out.println(r.output());
         assertEquals(0, r.exit(), r.output());
         assertTrue(r.output().contains("console: all checks passed"), r.output());

@@ -51,7 +51,7 @@ class OpenAiNodeSdkTest {
         String expect = new ObjectMapper().writeValueAsString(expectations());
         NodeScript.Result r = NodeScript.run(List.of("node", "sdk.spec.mjs", base.toString().replaceAll("/$", ""),
                         AppTestResource.sims().get("alpha").rootUrl(), AppTestResource.sims().get("beta").rootUrl()),
-                dir, Map.of("HEDGEROW_SDK_EXPECT", expect), 180);
+                dir, Map.of("HEDGEROW_SDK_EXPECT", expect), NodeScript.PATIENCE_SECONDS);
         System.out.println(r.output());
         assertEquals(0, r.exit(), r.output());
         assertTrue(r.output().contains("sdk: all checks passed"), r.output());
