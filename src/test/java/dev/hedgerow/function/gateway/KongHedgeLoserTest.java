@@ -36,8 +36,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * Kong's {@code lowest_latency} (peak EWMA) with hedging on: an attempt that loses the race with no first token, or is
  * abandoned for its silence, still says its answer would have taken at least as long as it waited. The gateway's wall
  * clock (what the peak EWMAs stamp samples with and decay by, τ = 10 s) stands still unless a test moves it, so a
- * seeded cost stays put; latencies are the simulator's scripted first tokens, far apart (1.5 s against 200 ms), and
- * compared, never timed. The org's hedge budget is generous, so that every window that passes fires its hedge.
+ * seeded cost stays put; latencies are the simulator's scripted first tokens, far apart (5 s against 200 ms), and
+ * compared, never timed. Every group's hedge window is 1 s, so that a loser's wait (the window and the winner's
+ * answer) stays a second above anything the winning route measures, however slow a loaded host makes one of its
+ * answers. The org's hedge budget is generous, so that every window that passes fires its hedge.
  */
 class KongHedgeLoserTest {
     static final String YAML = """
@@ -56,9 +58,9 @@ class KongHedgeLoserTest {
                   - { id: h-alpha, alias: tail, provider: alpha, model: m-tail }
                   - { id: h-beta, alias: tail, provider: beta, model: m-tail }
                 groups:
-                  eshift: { strategy: lowest_latency, latency_strategy: e2e, first_token_floor: 200ms }
+                  eshift: { strategy: lowest_latency, latency_strategy: e2e, first_token_floor: 1s }
                   tshift: { strategy: lowest_latency, latency_strategy: tpot, first_token_floor: 1s }
-                  tail: { strategy: lowest_latency, latency_strategy: e2e, first_token_floor: 200ms }
+                  tail: { strategy: lowest_latency, latency_strategy: e2e, first_token_floor: 1s }
             """;
 
     Vertx vertx;
@@ -70,18 +72,18 @@ class KongHedgeLoserTest {
     @BeforeEach
     void start() {
         vertx = Vertx.vertx();
-        // m-shift: alpha, learnt fast (first token 30 ms, 100 ms in all, 2 ms a token), now takes 1.5 s to its first
+        // m-shift: alpha, learnt fast (first token 30 ms, 100 ms in all, 2 ms a token), now takes 5 s to its first
         // token; beta answers in 200 ms and then 20 ms a token, as learnt. m-tpot: alpha now takes 5 s to its first
         // token; beta answers all 4 tokens after 200 ms. m-tail: alpha answers in 10 ms but for the request a test
-        // stalls; beta takes 1 s
+        // stalls; beta takes 300 ms
         ModelScript four = ModelScript.defaults().withLength(4);
         sims = GatewayHarness.startSims(vertx, Map.of(
-                "alpha", SimConfig.of(9).withModel("m-shift", four.withLatency(ModelScript.Latency.of(1500, 500)))
+                "alpha", SimConfig.of(9).withModel("m-shift", four.withLatency(ModelScript.Latency.of(5000, 500)))
                         .withModel("m-tpot", four.withLatency(ModelScript.Latency.of(5000, 0)))
                         .withModel("m-tail", four.withLatency(ModelScript.Latency.of(10, 0))),
                 "beta", SimConfig.of(9).withModel("m-shift", four.withLatency(ModelScript.Latency.of(200, 50)))
                         .withModel("m-tpot", four.withLatency(ModelScript.Latency.of(200, 0)))
-                        .withModel("m-tail", four.withLatency(ModelScript.Latency.of(1000, 0)))));
+                        .withModel("m-tail", four.withLatency(ModelScript.Latency.of(300, 0)))));
         Instant base = Instant.now();
         clock = () -> base.plusNanos(wall.nanos());
         gw = GatewayHarness.start(vertx, YAML, sims, new MemoryStateStore(Ticker.system()), clock);
@@ -90,7 +92,7 @@ class KongHedgeLoserTest {
             learnt(group + "-beta", 200, 300, 20);
         }
         learnt("h-alpha", 10, 50, 2);
-        learnt("h-beta", 1000, 1000, 2);
+        learnt("h-beta", 300, 300, 2);
     }
 
     @AfterEach
@@ -142,8 +144,10 @@ class KongHedgeLoserTest {
     /**
      * Ranked by end-to-end latency: every attempt on the slowed route is cancelled by a hedge that wins, so it never
      * answers. Before its losers taught the peak EWMA anything it stayed first for every request (8 of 8 primaries
-     * on e-alpha, each paying the hedge window). Its loser's wait (the 200 ms window and beta's 200 ms first token)
-     * is a lower bound of its end-to-end time far above its 100 ms: the peak takes it at once, above beta's 300 ms.
+     * on e-alpha, each paying the hedge window). Its loser's wait (the 1 s window and beta's 200 ms first token) is
+     * a lower bound of its end-to-end time far above its 100 ms: the peak takes it at once, a second above beta's
+     * ~260 ms answers. (With a 200 ms window the wait was ~400 ms: one of beta's answers 150 ms late on a loaded host
+     * would have put e-alpha first again.)
      */
     @Test
     void byEndToEndLatencyARouteThatTurnsSlowLosesThePickThoughHedgesWinEveryRace() {
@@ -199,9 +203,10 @@ class KongHedgeLoserTest {
 
     /**
      * A fast route's one slow first token that loses to a hedge counts as the slow answer it is a lower bound of, no
-     * more: the peak takes its wait (~1.2 s, the window and beta's 1 s) at once, as Kong's peak EWMA takes any sample
-     * above the average, so the route is avoided, and only until that wait decayed with idle time below the others'
-     * cost: 30 idle seconds later it is tried again, measured at its 10 ms, and takes the traffic back.
+     * more: the peak takes its wait (~1.3 s, the 1 s window and beta's 300 ms) at once, as Kong's peak EWMA takes any
+     * sample above the average, so the route is avoided (a second above beta's 300 ms answers), and only until that
+     * wait decayed with idle time below the others' cost: 30 idle seconds later it is tried again, measured at its
+     * 10 ms, and takes the traffic back.
      */
     @Test
     void aFastRoutesSlowLoserCountsAsTheSlowAnswerItBoundsAndDecaysLikeOne() {
@@ -212,7 +217,7 @@ class KongHedgeLoserTest {
         assertEquals("lost_race", GroupKit.outcome(slow, "h-alpha"), slow.toString());
         eventually(() -> pewma("h-alpha", LearnedModels.PEWMA_E2E).cost() > 1000, "the loser's wait learnt");
         double cost = pewma("h-alpha", LearnedModels.PEWMA_E2E).cost();
-        assertTrue(cost < 5_000, "the wait itself (~1.2 s), no failure's penalty (read_timeout, 60 s): " + cost);
+        assertTrue(cost < 5_000, "the wait itself (~1.3 s), no failure's penalty (read_timeout, 60 s): " + cost);
         assertEquals(List.of("h-beta", "h-beta", "h-beta"), List.of(GroupKit.primary(trail("tail", "t2")),
                 GroupKit.primary(trail("tail", "t3")), GroupKit.primary(trail("tail", "t4"))));
 
