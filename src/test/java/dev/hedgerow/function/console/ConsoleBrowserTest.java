@@ -40,8 +40,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * poll), and is
  * signed out with nothing of the org left on the page when its admin key is refused (401) or its key is not an admin
  * key (403). Screenshots go to {@code target/screenshots/}.
- * Skipped, with a message, only when node is absent. The script's 300 s limit only stops a hung browser: on a loaded
- * two-core machine a full pass takes over 180 s.
+ * Skipped, with a message, only when node is absent. The script's limit ({@link NodeScript#PATIENCE_SECONDS}) only
+ * stops a hung browser: on a loaded two-core machine a full pass takes over 180 s.
  */
 @QuarkusTest
 @QuarkusTestResource(value = AppTestResource.class, restrictToAnnotatedClass = false)
