@@ -128,6 +128,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     long outputTokens;
     /** The completion limit this attempt asked its provider for (a resume asks for what is left), or null. */
     Integer askedTokens;
+    /** The gateway added {@code stream_options} to this attempt's stream; the client sent none. */
+    boolean addedStreamOptions;
 
     Attempt(Dispatch dispatch, Dispatcher.Deps deps, GroupSettings.Timeouts timeouts, int index, String leaseId,
             Candidate cand, Kind kind, ContinuationMethod method, ProbeSlots.Slot probe) {

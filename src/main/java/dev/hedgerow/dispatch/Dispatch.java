@@ -85,6 +85,9 @@ final class Dispatch {
     private final RouteHealth health;
     private final ProbeSlots probes;
     private final TimingWindows windows;
+    private final StreamOptionsRefusals streamOptionsRefusals;
+    /** The routes that refused {@code stream_options} in this request: never sent it again, whatever else is known. */
+    private final java.util.Set<String> refusedStreamOptions = new java.util.HashSet<>();
 
     private int preCommitAttempts;
     /** The number of the last attempt launched or skipped: each trail record's place in the request. */
@@ -120,8 +123,9 @@ final class Dispatch {
     /** The failure that started the current resume episode: what the client is told if resuming fails. */
     private String resumeCause;
 
-    Dispatch(Dispatcher.Deps deps, DispatchRequest req, ClientSink sink) {
+    Dispatch(Dispatcher.Deps deps, StreamOptionsRefusals streamOptionsRefusals, DispatchRequest req, ClientSink sink) {
         this.deps = deps;
+        this.streamOptionsRefusals = streamOptionsRefusals;
         this.req = req;
         this.settings = req.settings();
         this.stream = req.request().stream();
@@ -336,7 +340,8 @@ final class Dispatch {
         Attempt a = new Attempt(this, deps, settings.timeouts(), index, req.requestId() + "-" + index, c, kind, method,
                 probe);
         attempts.add(a);
-        UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript);
+        UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript,
+                refusedStreamOptions.contains(c.id()) || streamOptionsRefusals.refuses(c));
         a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
         a.exchange = deps.upstream().send(ur, a);
         a.armIoTimer();
@@ -1000,6 +1005,10 @@ final class Dispatch {
 
     private void httpError(Attempt a, byte[] bytes) {
         int status = a.status;
+        if (streamOptionsRefused(a, status, bytes)) {
+            sendWithoutStreamOptions(a);
+            return;
+        }
         String code = UpstreamReplies.errorCode(bytes);
         long retryAfter = UpstreamReplies.retryAfterMillis(a.headers.get("retry-after-ms"),
                 a.headers.get("retry-after"), deps.clock().instant());
@@ -1040,6 +1049,36 @@ final class Dispatch {
             return;
         }
         attemptFailed(a, f);
+    }
+
+    /**
+     * The provider refused the {@code stream_options} the gateway added (the client sent none): a 400 or 422 whose
+     * error names that field ({@link UpstreamReplies#refusedField}, the prober's rule). Once per route and request:
+     * a refusal of the body sent again without it is the provider's answer.
+     */
+    private boolean streamOptionsRefused(Attempt a, int status, byte[] bytes) {
+        return a.addedStreamOptions && !refusedStreamOptions.contains(a.cand.id()) && (status == 400 || status == 422)
+                && UpstreamReplies.STREAM_OPTIONS.equals(UpstreamReplies.refusedField(bytes));
+    }
+
+    /**
+     * The attempt's provider refused the gateway's own {@code stream_options}: the route is remembered as refusing it
+     * and the same attempt is sent again at once without the field (the gateway then counts the usage itself). The
+     * refusal is the gateway's request, not the route failing: nothing counts against the route's breaker or learnt
+     * models, and the attempt limit does not count it. Its trail record says {@code refused}
+     * ({@code stream_options_refused}).
+     */
+    private void sendWithoutStreamOptions(Attempt a) {
+        streamOptionsRefusals.learn(a.cand);
+        refusedStreamOptions.add(a.cand.id());
+        endAttempt(a, "refused", "stream_options_refused", false);
+        if (finished || committed && a.kind != Kind.RESUME) {
+            return;   // another attempt already serves the client
+        }
+        if (a.kind != Kind.RESUME) {
+            preCommitAttempts--;   // launch counts it again
+        }
+        launch(a.cand, a.kind, a.method);
     }
 
     /**

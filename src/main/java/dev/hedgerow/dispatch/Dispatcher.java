@@ -40,6 +40,8 @@ public final class Dispatcher {
     }
 
     private final Deps deps;
+    /** The routes whose provider refused {@code stream_options}, for every request of this instance. */
+    private final StreamOptionsRefusals streamOptionsRefusals = new StreamOptionsRefusals();
     /** Every request started and not yet ended (its answer ended, or its client gone): what a shutdown must end. */
     private final Set<Dispatch> live = ConcurrentHashMap.newKeySet();
     /** Set once by {@link #shutDown}: from then on a request is ended as it starts. */
@@ -79,7 +81,7 @@ public final class Dispatcher {
 
     public Handle start(DispatchRequest request, ClientSink sink) {
         Dispatch[] self = new Dispatch[1];
-        Dispatch d = new Dispatch(deps, request, new Ending(sink, () -> live.remove(self[0])));
+        Dispatch d = new Dispatch(deps, streamOptionsRefusals, request, new Ending(sink, () -> live.remove(self[0])));
         self[0] = d;
         live.add(d);
         ApiError stop = stopped;

@@ -24,16 +24,25 @@ final class UpstreamCall {
 
     /**
      * Builds the attempt's request. For an inexact resume it also gives the attempt the {@link OverlapTrimmer} that
-     * cuts what the route repeats of the transcript.
+     * cuts what the route repeats of the transcript. A stream asks for usage ({@code stream_options.include_usage})
+     * unless the client sent no {@code stream_options} and {@code withoutStreamOptions} (the route's provider refuses
+     * the field): then it has none, and the gateway counts the usage itself; {@link Attempt#addedStreamOptions} says
+     * whether the gateway added the field the client did not send.
      */
-    static UpstreamRequest build(DispatchRequest req, boolean stream, Attempt a, Transcript transcript) {
+    static UpstreamRequest build(DispatchRequest req, boolean stream, Attempt a, Transcript transcript,
+                                 boolean withoutStreamOptions) {
         Candidate c = a.cand;
         ObjectNode body = req.request().upstreamBody(c.route().model());
         if (stream) {
             body.put("stream", true);
-            ObjectNode so = body.has("stream_options") && body.get("stream_options").isObject()
-                    ? (ObjectNode) body.get("stream_options") : body.putObject("stream_options");
-            so.put("include_usage", true);
+            boolean clientSent = body.has(UpstreamReplies.STREAM_OPTIONS);
+            if (clientSent || !withoutStreamOptions) {
+                ObjectNode so = clientSent && body.get(UpstreamReplies.STREAM_OPTIONS).isObject()
+                        ? (ObjectNode) body.get(UpstreamReplies.STREAM_OPTIONS)
+                        : body.putObject(UpstreamReplies.STREAM_OPTIONS);
+                so.put("include_usage", true);
+                a.addedStreamOptions = !clientSent;
+            }
         }
         a.askedTokens = req.request().maxTokens();
         if (a.kind == Kind.RESUME && !transcript.isEmpty()) {

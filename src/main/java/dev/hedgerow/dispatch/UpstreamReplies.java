@@ -108,6 +108,40 @@ public final class UpstreamReplies {
         }
     }
 
+    /** The field the gateway adds to every streamed call ({@code include_usage}) that some servers refuse. */
+    public static final String STREAM_OPTIONS = "stream_options";
+
+    /**
+     * The request field a provider's error body says it refuses: its {@code param}, else {@code max_tokens},
+     * {@code temperature} or {@code stream_options} when its message names one (a server that words it without a
+     * param); null for none. The error is read from OpenAI's envelope ({@code {"error": {...}}}) or, as vLLM answers
+     * a request its schema refuses, from the body itself ({@code {"object": "error", "message": "[{'type':
+     * 'extra_forbidden', 'loc': ('body', 'stream_options'), ...}]", "param": null, "code": 400}}); Azure OpenAI's
+     * older API versions say {@code Unrecognized request argument supplied: stream_options}. The prober's rule (which
+     * probe field to adapt) and the dispatcher's (whether to send a stream again without {@code stream_options}).
+     */
+    public static String refusedField(byte[] body) {
+        JsonNode root;
+        try {
+            root = Json.parse(body);
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+        JsonNode err = root.path("error").isObject() ? root.get("error") : root;
+        if (err.hasNonNull("param") && err.get("param").isTextual() && !err.get("param").asText().isBlank()) {
+            return err.get("param").asText();
+        }
+        // "Use 'max_completion_tokens' instead" names the field that would be taken, not the one refused
+        String message = err.path("message").asText("").replace("max_completion_tokens", "");
+        if (message.contains("max_tokens")) {
+            return "max_tokens";
+        }
+        if (message.contains("temperature")) {
+            return "temperature";
+        }
+        return message.contains(STREAM_OPTIONS) ? STREAM_OPTIONS : null;
+    }
+
     /** An error body's {@code error.code}, or null. */
     static String errorCode(byte[] bytes) {
         try {

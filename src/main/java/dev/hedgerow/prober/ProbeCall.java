@@ -247,7 +247,7 @@ final class ProbeCall implements UpstreamHandler {
     public synchronized void onEnd() {
         long now = ticker.nanos();
         if (status != 200) {
-            finish(failed(status, "http " + status, refusedField(raw.toByteArray())));
+            finish(failed(status, "http " + status, UpstreamReplies.refusedField(raw.toByteArray())));
             return;
         }
         if (!stream) {
@@ -297,28 +297,6 @@ final class ProbeCall implements UpstreamHandler {
         }
         return new ProbeOutcome.Embedded(e2eMs, n.hasNonNull("model") ? n.get("model").asText() : null,
                 n.path("data").path(0).path("embedding"));
-    }
-
-    /**
-     * The request field an error body says it refuses: its {@code error.param}, else {@code max_tokens} or
-     * {@code temperature} when its message names one (a server that words it without a param); null for none.
-     */
-    static String refusedField(byte[] body) {
-        JsonNode err;
-        try {
-            err = Json.parse(body).path("error");
-        } catch (IOException | RuntimeException e) {
-            return null;
-        }
-        if (err.hasNonNull("param") && err.get("param").isTextual() && !err.get("param").asText().isBlank()) {
-            return err.get("param").asText();
-        }
-        // "Use 'max_completion_tokens' instead" names the field that would be taken, not the one refused
-        String message = err.path("message").asText("").replace("max_completion_tokens", "");
-        if (message.contains("max_tokens")) {
-            return "max_tokens";
-        }
-        return message.contains("temperature") ? "temperature" : null;
     }
 
     /** The streamed answer, whole, as it stood at {@code endNanos}. */

@@ -203,48 +203,66 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
      *                     {@code unsupported_parameter} (param {@code max_tokens}) to {@code max_tokens}, which they
      *                     take as {@code max_completion_tokens}, and 400 {@code unsupported_value} (param
      *                     {@code temperature}) to a {@code temperature} other than 1
+     * @param unknownFields request fields the server does not know and refuses, as vLLM did before it took
+     *                     {@code stream_options} (its request schema forbade extra fields): a request with one of them
+     *                     gets vLLM's 400 naming it, in vLLM's own error form (no {@code error} envelope, {@code param}
+     *                     null, the field in the message)
      */
     public record Capabilities(boolean tools, boolean jsonMode, boolean images, UsageMode usage,
-                               Set<Continuation> continuation, Integer overlapChars, boolean reasoningParameters) {
+                               Set<Continuation> continuation, Integer overlapChars, boolean reasoningParameters,
+                               Set<String> unknownFields) {
 
         public static final int DEFAULT_OVERLAP = 12;
         public static final Capabilities DEFAULT = new Capabilities(true, true, false, UsageMode.STANDARD,
-                EnumSet.allOf(Continuation.class), null, false);
+                EnumSet.allOf(Continuation.class), null, false, null);
 
         public Capabilities {
             usage = usage == null ? UsageMode.STANDARD : usage;
             continuation = continuation == null || continuation.isEmpty()
                     ? Set.of() : Set.copyOf(EnumSet.copyOf(continuation));
             overlapChars = overlapChars == null ? DEFAULT_OVERLAP : overlapChars;
+            unknownFields = unknownFields == null ? Set.of() : Set.copyOf(unknownFields);
+        }
+
+        /** Refusing requests that carry any of {@code fields}, as an older vLLM refuses a field it does not know. */
+        public Capabilities withUnknownFields(Set<String> fields) {
+            return new Capabilities(tools, jsonMode, images, usage, continuation, overlapChars, reasoningParameters,
+                    fields);
         }
 
         public Capabilities withTools(boolean b) {
-            return new Capabilities(b, jsonMode, images, usage, continuation, overlapChars, reasoningParameters);
+            return new Capabilities(b, jsonMode, images, usage, continuation, overlapChars, reasoningParameters,
+                    unknownFields);
         }
 
         public Capabilities withJsonMode(boolean b) {
-            return new Capabilities(tools, b, images, usage, continuation, overlapChars, reasoningParameters);
+            return new Capabilities(tools, b, images, usage, continuation, overlapChars, reasoningParameters,
+                    unknownFields);
         }
 
         public Capabilities withImages(boolean b) {
-            return new Capabilities(tools, jsonMode, b, usage, continuation, overlapChars, reasoningParameters);
+            return new Capabilities(tools, jsonMode, b, usage, continuation, overlapChars, reasoningParameters,
+                    unknownFields);
         }
 
         public Capabilities withUsage(UsageMode u) {
-            return new Capabilities(tools, jsonMode, images, u, continuation, overlapChars, reasoningParameters);
+            return new Capabilities(tools, jsonMode, images, u, continuation, overlapChars, reasoningParameters,
+                    unknownFields);
         }
 
         public Capabilities withContinuation(Set<Continuation> c) {
-            return new Capabilities(tools, jsonMode, images, usage, c, overlapChars, reasoningParameters);
+            return new Capabilities(tools, jsonMode, images, usage, c, overlapChars, reasoningParameters,
+                    unknownFields);
         }
 
         /** Refusing {@code max_tokens} and a non-default {@code temperature} as OpenAI's reasoning models do. */
         public Capabilities withReasoningParameters(boolean b) {
-            return new Capabilities(tools, jsonMode, images, usage, continuation, overlapChars, b);
+            return new Capabilities(tools, jsonMode, images, usage, continuation, overlapChars, b, unknownFields);
         }
 
         public Capabilities withOverlapChars(int n) {
-            return new Capabilities(tools, jsonMode, images, usage, continuation, n, reasoningParameters);
+            return new Capabilities(tools, jsonMode, images, usage, continuation, n, reasoningParameters,
+                    unknownFields);
         }
     }
 

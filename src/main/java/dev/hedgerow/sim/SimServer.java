@@ -288,6 +288,18 @@ public final class SimServer implements AutoCloseable {
             reject(req, ms, e.getMessage(), "invalid_request_error");
             return;
         }
+        for (String field : script.capabilities().unknownFields()) {
+            if (body.has(field)) {
+                // vLLM's words and form (its request schema forbids extra fields): no envelope, param null
+                ms.rejected();
+                ObjectNode err = SimJson.MAPPER.createObjectNode().put("object", "error")
+                        .put("message", "[{'type': 'extra_forbidden', 'loc': ('body', '" + field + "'), 'msg': "
+                                + "'Extra inputs are not permitted', 'input': " + body.get(field) + "}]")
+                        .put("type", "BadRequestError").putNull("param").put("code", 400);
+                json(req, 400, err.toString());
+                return;
+            }
+        }
         if (script.capabilities().reasoningParameters()) {
             // OpenAI's reasoning models: the words and codes api.openai.com answers
             if (body.has("max_tokens")) {
