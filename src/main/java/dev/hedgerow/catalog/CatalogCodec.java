@@ -15,9 +15,7 @@ import dev.hedgerow.catalog.GroupSettings.Timeouts;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collection;
-import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -169,8 +167,8 @@ public final class CatalogCodec {
         ObjectNode retry = n.putObject("retry");
         retry.put("max_attempts", g.retry().maxAttempts());
         retry.put("max_resumes", g.retry().maxResumes());
-        strings(retry.putArray("failover_criteria"), Arrays.stream(FailoverCriterion.values())
-                .filter(g.retry().failoverCriteria()::contains).map(FailoverCriterion::wireName).toList());
+        strings(retry.putArray("failover_criteria"), FailoverCriterion.ordered(g.retry().failoverCriteria()).stream()
+                .map(FailoverCriterion::wireName).toList());
         retry.put("max_retry_after_wait", g.retry().maxRetryAfterWait().toString());
         Timeouts t = g.timeouts();
         n.putObject("timeouts")
@@ -276,7 +274,7 @@ public final class CatalogCodec {
         Retry retry = d.retry();
         if (r != null) {
             Set<FailoverCriterion> criteria = r.node.has("failover_criteria")
-                    ? EnumSet.noneOf(FailoverCriterion.class) : retry.failoverCriteria();
+                    ? new java.util.HashSet<>() : retry.failoverCriteria();
             if (r.node.has("failover_criteria")) {
                 r.strings("failover_criteria").forEach(c -> criteria.add(FailoverCriterion.parse(c)));
             }

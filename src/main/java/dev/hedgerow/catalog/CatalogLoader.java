@@ -21,7 +21,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -832,14 +831,14 @@ public final class CatalogLoader {
         }
 
         private Set<FailoverCriterion> failoverCriteria(ConfigMap m) {
-            Set<FailoverCriterion> criteria = EnumSet.noneOf(FailoverCriterion.class);
+            Set<FailoverCriterion> criteria = new java.util.HashSet<>();
             List<String> names = m.strings("failover_criteria");
             for (int i = 0; i < names.size(); i++) {
-                FailoverCriterion c = WireNames.find(FailoverCriterion.class, names.get(i));
+                FailoverCriterion c = FailoverCriterion.find(names.get(i));
                 if (c == null) {
                     errors.add(new CatalogError(YamlTree.index(m.path("failover_criteria"), i),
                             "unknown failover criterion \"" + names.get(i) + "\" (allowed: "
-                                    + WireNames.allowed(FailoverCriterion.class) + ")", m.line("failover_criteria")));
+                                    + FailoverCriterion.allowed() + ")", m.line("failover_criteria")));
                 } else {
                     criteria.add(c);
                 }

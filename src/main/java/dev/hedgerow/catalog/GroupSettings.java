@@ -76,8 +76,12 @@ public record GroupSettings(Strategy strategy, boolean resumeMidStream, boolean 
          */
         public boolean routeFault(int status) {
             FailoverCriterion criterion = FailoverCriterion.forStatus(status);
-            return status == 401 || status == 429 || status >= 500
-                    || criterion != null && failoverCriteria.contains(criterion);
+            return status == 401 || status == 429 || status >= 500 || criterion != null && allows(criterion);
+        }
+
+        /** Whether the failover criteria let a failure of {@code criterion} fail over ({@code http_5xx}: any 5xx). */
+        public boolean allows(FailoverCriterion criterion) {
+            return FailoverCriterion.listed(failoverCriteria, criterion);
         }
     }
 

@@ -7,7 +7,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.math.BigDecimal;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -57,8 +56,7 @@ public final class GroupYaml {
         n.put("retries", g.retry().maxAttempts() - 1);
         n.put("max_resumes", g.retry().maxResumes());
         ArrayNode fc = n.putArray("failover_criteria");
-        Arrays.stream(FailoverCriterion.values()).filter(g.retry().failoverCriteria()::contains)
-                .forEach(c -> fc.add(c.wireName()));
+        FailoverCriterion.ordered(g.retry().failoverCriteria()).forEach(c -> fc.add(c.wireName()));
         n.put("max_retry_after_wait", duration(g.retry().maxRetryAfterWait()));
         GroupSettings.Timeouts t = g.timeouts();
         n.put("connect_timeout", duration(t.connect()));

@@ -576,7 +576,7 @@ final class Dispatch {
 
     /** The group's failover_criteria list it (a failure no criterion names, e.g. a refused connection, always may). */
     private boolean criterionAllows(FailoverCriterion criterion) {
-        return criterion == null || settings.retry().failoverCriteria().contains(criterion);
+        return criterion == null || settings.retry().allows(criterion);
     }
 
     /** The untried route a failure of this criterion would fail over to now, or null. Asks, changes nothing. */
@@ -1020,7 +1020,7 @@ final class Dispatch {
         // A 401 is the provider refusing Hedgerow's own key for it (revoked, mistyped): never the client's doing,
         // so it is never passed through ("Incorrect API key" would blame the client's key); the route is failing
         boolean failsOver = credentialsRefused(status) || criterion != null
-                && settings.retry().failoverCriteria().contains(criterion);
+                && settings.retry().allows(criterion);
         if (status == 400 && "context_length_exceeded".equals(code)) {
             routes.contextExceeded(a.cand.route().contextWindow());
             contextError = a;
@@ -1157,7 +1157,7 @@ final class Dispatch {
             launch(next, Kind.FAILOVER, null);
             return;
         }
-        timedOutUnretried = f.criterion() == FailoverCriterion.TIMEOUT && !criterionAllows(FailoverCriterion.TIMEOUT);
+        timedOutUnretried = FailoverCriterion.TIMEOUT.equals(f.criterion()) && !criterionAllows(FailoverCriterion.TIMEOUT);
         exhausted();
     }
 

@@ -3,7 +3,6 @@ package dev.hedgerow.catalog;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -36,7 +35,7 @@ class CatalogCodecTest {
 
     @Test
     void handBuiltOrgWithNullsAndOddValuesRoundTrips() {
-        GroupSettings.Retry retry = new GroupSettings.Retry(1, 0, EnumSet.noneOf(FailoverCriterion.class),
+        GroupSettings.Retry retry = new GroupSettings.Retry(1, 0, java.util.Set.of(),
                 Duration.ZERO);
         GroupSettings g = new GroupSettings(Strategy.CONSISTENT_HASHING, false, true,
                 new GroupSettings.Breaker(7, Duration.ofNanos(1_500)), retry, GroupSettings.Timeouts.defaults(),

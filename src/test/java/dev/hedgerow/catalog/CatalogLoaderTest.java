@@ -6,7 +6,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -95,7 +94,7 @@ class CatalogLoaderTest {
         assertEquals(Duration.ofSeconds(45), g.headHold());
         assertEquals(new GroupSettings.Breaker(3, Duration.ofSeconds(10)), g.breaker());
         assertEquals(new GroupSettings.Retry(5, 1,
-                EnumSet.of(FailoverCriterion.ERROR, FailoverCriterion.TIMEOUT, FailoverCriterion.HTTP_429),
+                java.util.Set.of(FailoverCriterion.ERROR, FailoverCriterion.TIMEOUT, FailoverCriterion.HTTP_429),
                 Duration.ofMillis(1500)), g.retry());
         assertEquals(new GroupSettings.Timeouts(Duration.ofSeconds(2), Duration.ofMinutes(2), Duration.ofMillis(500),
                 Duration.ofMillis(250), Duration.ofSeconds(90), Duration.ofSeconds(3), Duration.ZERO), g.timeouts());

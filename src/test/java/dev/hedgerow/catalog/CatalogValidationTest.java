@@ -269,10 +269,31 @@ class CatalogValidationTest {
 
     @Test
     void unknownFailoverCriterionIsReportedAtItsIndex() {
-        CatalogError e = errorAt(errors(withGroup("{ failover_criteria: [error, http_418] }")),
-                "orgs[0].groups.kimi3.failover_criteria[1]");
-        assertTrue(e.message().startsWith("unknown failover criterion \"http_418\" (allowed: error, timeout, "),
+        CatalogError e = errorAt(errors(withGroup("{ failover_criteria: [error, http_418, http_abc] }")),
+                "orgs[0].groups.kimi3.failover_criteria[2]");
+        assertTrue(e.message().startsWith("unknown failover criterion \"http_abc\" (allowed: error, timeout, "),
                 e.message());
+    }
+
+    /**
+     * Any provider's error status may be listed as {@code http_NNN} (Cloudflare's 520 to 524, a 501), and
+     * {@code http_5xx} names them all; a status that is no 4xx or 5xx, or no status, is refused where it is written.
+     */
+    @Test
+    void anyErrorStatusIsAFailoverCriterionAndNothingElse() {
+        GroupSettings g = new CatalogLoader(k -> null).parse(withGroup(
+                "{ failover_criteria: [error, http_520, http_501, http_5xx, http_418] }")).orgs().get(0).group("kimi3");
+        assertEquals(java.util.Set.of(FailoverCriterion.ERROR, FailoverCriterion.http(520),
+                FailoverCriterion.http(501), FailoverCriterion.HTTP_5XX, FailoverCriterion.http(418)),
+                g.retry().failoverCriteria());
+        List<CatalogError> errors = errors(withGroup("{ failover_criteria: [http_520, http_abc, http_99, http_200, "
+                + "http_5200] }"));
+        for (int i = 1; i <= 4; i++) {
+            CatalogError e = errorAt(errors, "orgs[0].groups.kimi3.failover_criteria[" + i + "]");
+            assertTrue(e.message().startsWith("unknown failover criterion \"http_")
+                    && e.message().contains("http_NNN for a status 400 to 599"), e.message());
+        }
+        assertEquals(4, errors.size(), errors.toString());
     }
 
     @Test
@@ -341,12 +362,12 @@ class CatalogValidationTest {
     @Test
     void badValuesUnderBalancerAreReportedAtTheirNestedPath() {
         List<CatalogError> errors = errors(withGroup("{ balancer: { latency_strategy: p99, retries: -1, "
-                + "failover_criteria: [error, http_418], hash_on_header: \"bad header\", slots: 5 } }"));
+                + "failover_criteria: [error, http_99], hash_on_header: \"bad header\", slots: 5 } }"));
         assertEquals("unknown latency_strategy \"p99\" (allowed: tpot, e2e)",
                 errorAt(errors, "orgs[0].groups.kimi3.balancer.latency_strategy").message());
         assertEquals("must be ≥ 0 (got -1)", errorAt(errors, "orgs[0].groups.kimi3.balancer.retries").message());
         assertTrue(errorAt(errors, "orgs[0].groups.kimi3.balancer.failover_criteria[1]").message()
-                .startsWith("unknown failover criterion \"http_418\""));
+                .startsWith("unknown failover criterion \"http_99\""));
         assertEquals("invalid header name \"bad header\"",
                 errorAt(errors, "orgs[0].groups.kimi3.balancer.hash_on_header").message());
         assertEquals("must be ≥ 10 (got 5)", errorAt(errors, "orgs[0].groups.kimi3.balancer.slots").message());

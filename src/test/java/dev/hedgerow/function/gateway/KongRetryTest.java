@@ -78,6 +78,14 @@ class KongRetryTest {
                       - { id: topm, alias: tiersm, provider: sim, model: m-topm, priority: 1 }
                       - { id: lowm, alias: tiersm, provider: sim, model: m-lowm, priority: 2 }
                       - { id: pt-a, alias: passed, provider: sim, model: m-pt-a }
+                      - { id: cf-a, alias: cf, provider: sim, model: m-cf-a, weight: 100 }
+                      - { id: cf-b, alias: cf, provider: sim, model: m-cf-b, weight: 0 }
+                      - { id: cg-a, alias: cg, provider: sim, model: m-cg-a, weight: 100 }
+                      - { id: cg-b, alias: cg, provider: sim, model: m-cg-b, weight: 0 }
+                      - { id: kc-a, alias: kongcf, provider: sim, model: m-kc-a, weight: 100 }
+                      - { id: kc-b, alias: kongcf, provider: sim, model: m-kc-b, weight: 0 }
+                      - { id: kl-a, alias: kongcflisted, provider: sim, model: m-kl-a, weight: 100 }
+                      - { id: kl-b, alias: kongcflisted, provider: sim, model: m-kl-b, weight: 0 }
                     groups:
                       c500: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
                       c503: { strategy: weighted, hedging: false, failover_criteria: [error, timeout, http_500] }
@@ -101,6 +109,11 @@ class KongRetryTest {
                       tiersl: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
                       tiersm: { strategy: priority, hedging: false, breaker: { max_fails: 3, fail_timeout: 30s } }
                       passed: { strategy: weighted, hedging: false, failover_criteria: [error, timeout] }
+                      cf: { strategy: weighted, hedging: false }
+                      cg: { strategy: weighted, hedging: false }
+                      kongcf: { strategy: weighted, hedging: false,
+                                balancer: { failover_criteria: [error, timeout, http_500, http_502, http_503] } }
+                      kongcflisted: { strategy: weighted, hedging: false, failover_criteria: [error, http_520] }
                 """.formatted(deadPort);
     }
 
@@ -117,7 +130,7 @@ class KongRetryTest {
         for (String m : List.of("m-c5-a", "m-c5-b", "m-c3-a", "m-c3-b", "m-c4-a", "m-c4-b", "m-d4-a", "m-d4-b", "m-ni-a", "m-np-a",
                 "m-np-b", "m-kr-a", "m-kr-b", "m-kb-a", "m-kb-b", "m-ki-a", "m-ki-b", "m-rt-a", "m-rt-b", "m-rt-c",
                 "m-rd-a", "m-rd-b", "m-rn-a", "m-rn-b", "m-top", "m-low", "m-top1", "m-low1",
-                "m-topw", "m-loww", "m-topl", "m-lowl", "m-topm", "m-lowm", "m-pt-a", "m-lone", "m-lone2")) {
+                "m-topw", "m-loww", "m-topl", "m-lowl", "m-topm", "m-lowm", "m-pt-a", "m-lone", "m-lone2", "m-cf-a", "m-cf-b", "m-cg-a", "m-cg-b", "m-kc-a", "m-kc-b", "m-kl-a", "m-kl-b")) {
             sim = sim.withModel(m, instant);
         }
         gw = GatewayHarness.start(yaml(deadPort), Map.of("sim", sim));
@@ -194,6 +207,39 @@ class KongRetryTest {
         Response r = send("c503");
         assertEquals(503, r.statusCode());
         assertEquals(spare, received("m-c3-b"));
+    }
+
+    /**
+     * Any 5xx fails over under the default criteria ({@code http_5xx}, Trifrost's "5xx sits out"): Cloudflare's 520
+     * in front of a provider, a 501 from its server, as a 500 does.
+     */
+    @Test
+    void anyServerErrorFailsOverUnderTheDefaultCriteria() {
+        // one group each: the first route's breaker is open after its failure
+        for (String[] c : new String[][] {{"cf", "520"}, {"cg", "501"}}) {
+            gw.sim("sim").enqueue("m-" + c[0] + "-a", Fault.status(Integer.parseInt(c[1])));
+            Response r = send(c[0]);
+            assertEquals(200, r.statusCode(), r.asString());
+            assertEquals(List.of(c[0] + "-a:failed:http_" + c[1], c[0] + "-b:success"), trail(r));
+        }
+    }
+
+    /**
+     * A Kong group's list decides: a 520 it does not list reaches the client after one attempt, as Kong passes an
+     * unlisted status on; one listing {@code http_520} fails over.
+     */
+    @Test
+    void a520FailsOverInAKongGroupOnlyWhenListed() {
+        gw.sim("sim").enqueue("m-kc-a", Fault.status(520));
+        long spare = received("m-kc-b");
+        Response unlisted = send("kongcf");
+        assertEquals(520, unlisted.statusCode(), unlisted.asString());
+        assertEquals(spare, received("m-kc-b"));
+
+        gw.sim("sim").enqueue("m-kl-a", Fault.status(520));
+        Response listed = send("kongcflisted");
+        assertEquals(200, listed.statusCode(), listed.asString());
+        assertEquals(List.of("kl-a:failed:http_520", "kl-b:success"), trail(listed));
     }
 
     @Test
