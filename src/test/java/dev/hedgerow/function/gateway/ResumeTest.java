@@ -195,22 +195,32 @@ class ResumeTest {
     }
 
     /**
+     * Breaks route a of {@code alias} after five tokens and checks the stream was resumed byte-exact on {@code sim}
+     * at its first try (its simulator refused nothing); returns the continuation request it got, whose last message
+     * is the partial answer.
+     */
+    static JsonNode resumedAtTheFirstTry(String alias, String sim, String prompt) throws Exception {
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
+        String out = stream(alias, prompt, "");
+        assertEquals(expected(prompt), Sse.content(out));
+        assertOneResponse(out);
+        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
+        assertEquals(0, gw.sim(sim).stats("m-text").rejected());
+        JsonNode cont = Json.parse(lastBody(sim, "m-text"));
+        JsonNode last = cont.path("messages").get(cont.path("messages").size() - 1);
+        assertEquals("assistant", last.path("role").asText(), cont.toString());
+        return cont;
+    }
+
+    /**
      * A provider of dialect {@code prefix} (DeepSeek, Mistral) is asked to continue with {@code "prefix": true} on the
      * trailing assistant message, and nothing else: its simulator refuses any other prefill with a 400, so the resume
      * succeeding at its first try, byte-exact, shows the dialect's own form was sent.
      */
     @Test
     void aPrefixDialectRouteResumesWithThePrefixFlag() throws Exception {
-        String prompt = "continue with the prefix flag";
-        gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
-        String out = stream("prefixed", prompt, "");
-        assertEquals(expected(prompt), Sse.content(out));
-        assertOneResponse(out);
-        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
-        assertEquals(0, gw.sim("pfx").stats("m-text").rejected());
-        JsonNode cont = Json.parse(lastBody("pfx", "m-text"));
+        JsonNode cont = resumedAtTheFirstTry("prefixed", "pfx", "continue with the prefix flag");
         JsonNode last = cont.path("messages").get(cont.path("messages").size() - 1);
-        assertEquals("assistant", last.path("role").asText(), cont.toString());
         assertTrue(last.path("prefix").asBoolean(), cont.toString());
         assertFalse(cont.has("continue_final_message"), cont.toString());
     }
@@ -222,16 +232,8 @@ class ResumeTest {
      */
     @Test
     void anAnthropicDialectRouteResumesFromATrailingAssistantMessage() throws Exception {
-        String prompt = "continue the trailing assistant";
-        gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
-        String out = stream("trailing", prompt, "");
-        assertEquals(expected(prompt), Sse.content(out));
-        assertOneResponse(out);
-        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
-        assertEquals(0, gw.sim("anth").stats("m-text").rejected());
-        JsonNode cont = Json.parse(lastBody("anth", "m-text"));
+        JsonNode cont = resumedAtTheFirstTry("trailing", "anth", "continue the trailing assistant");
         JsonNode last = cont.path("messages").get(cont.path("messages").size() - 1);
-        assertEquals("assistant", last.path("role").asText(), cont.toString());
         assertFalse(last.has("prefix"), cont.toString());
         assertFalse(cont.has("continue_final_message"), cont.toString());
         assertFalse(cont.toString().contains("Continue exactly where"), cont.toString());
