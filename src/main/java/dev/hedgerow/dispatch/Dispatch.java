@@ -23,7 +23,9 @@ import java.io.ByteArrayOutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 
 /**
@@ -87,7 +89,7 @@ final class Dispatch {
     private final TimingWindows windows;
     private final StreamOptionsRefusals streamOptionsRefusals;
     /** The routes that refused {@code stream_options} in this request: never sent it again, whatever else is known. */
-    private final java.util.Set<String> refusedStreamOptions = new java.util.HashSet<>();
+    private final Set<String> refusedStreamOptions = new HashSet<>();
 
     private int preCommitAttempts;
     /** The number of the last attempt launched or skipped: each trail record's place in the request. */
