@@ -114,9 +114,9 @@ class HealthCooldownTest {
         failDigitalocean();
         time.advance(Duration.ofSeconds(30));
         gw.sim("digitalocean").resetStats();
-        // the probe takes a while, so the next requests arrive while it is in flight
-        gw.sim("digitalocean").script("kimi-k2", ModelScript.defaults().withLength(6)
-                .withLatency(ModelScript.Latency.of(2000, 0)));
+        // the probe's answer waits at a gate the test opens once the next requests were served, so they arrive
+        // while it is in flight however slow the machine (the 20 s limit only frees it should the test fail first)
+        gw.sim("digitalocean").enqueue("kimi-k2", Fault.gate(0, "half-open probe", 20_000));
         CompletableFuture<HttpResponse<String>> probe = send("probe");
         eventually(() -> received(gw, "digitalocean", "kimi-k2") == 1, "the probe reached the route");
         assertTrue(health(store, "kimi3-digitalocean").probeTaken());
@@ -126,6 +126,7 @@ class HealthCooldownTest {
             assertFalse(trailRoutes(GroupKit.trail(r)).contains("kimi3-digitalocean"), "only one probe");
         }
         assertFalse(probe.isDone(), "precondition: the probe was still in flight");
+        gw.sim("digitalocean").openGate("half-open probe");
         HttpResponse<String> p = probe.get(10, TimeUnit.SECONDS);
         assertEquals(200, p.statusCode());
         assertEquals("kimi3-digitalocean", p.headers().firstValue("x-hedgerow-route").orElseThrow());

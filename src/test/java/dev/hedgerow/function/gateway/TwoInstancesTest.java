@@ -80,7 +80,6 @@ class TwoInstancesTest {
     @BeforeEach
     void reset() {
         GroupKit.reset(gw1);
-        gw1.sim("digitalocean").script("kimi-k2", QUICK);
     }
 
     @Test
@@ -126,13 +125,18 @@ class TwoInstancesTest {
             return !s.coolingDown() && s.fails() == 1;
         }, "the 1 s cooldown ends");
         gw1.sim("digitalocean").resetStats();
-        // the probe takes a while, so every other request arrives while it is in flight
-        gw1.sim("digitalocean").script("kimi-k2", GroupKit.quick(6).withLatency(ModelScript.Latency.of(1500, 0)));
+        // the probe's answer waits at a gate opened once every other request was served, so they all arrive while it
+        // is in flight however slow the machine (the 20 s limit only frees it should the test fail first)
+        gw1.sim("digitalocean").enqueue("kimi-k2", Fault.gate(0, "fleet probe", 20_000));
         List<CompletableFuture<HttpResponse<String>>> all = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             all.add(send(gw1, "probe race a" + i));
             all.add(send(gw2, "probe race b" + i));
         }
+        eventually(() -> all.stream().filter(CompletableFuture::isDone).count() == all.size() - 1,
+                "every request but the probe is served while the probe waits");
+        assertEquals(1, gw1.sim("digitalocean").gate("fleet probe").waiting(), "the probe waits at the gate");
+        gw1.sim("digitalocean").openGate("fleet probe");
         int servedByProbe = 0;
         for (CompletableFuture<HttpResponse<String>> f : all) {
             HttpResponse<String> r = f.get(20, TimeUnit.SECONDS);
@@ -144,7 +148,6 @@ class TwoInstancesTest {
         assertEquals(1, received(gw1, "digitalocean", "kimi-k2"), "one probe for the whole fleet");
         assertEquals(1, servedByProbe);
         eventually(() -> health(store1, "brief-digitalocean").fails() == 0, "the probe's success closes the breaker");
-        gw1.sim("digitalocean").script("kimi-k2", QUICK);
         assertEquals("brief-digitalocean", route(chat(gw2, "brief", "back", false, DO_FIRST)));
     }
 
