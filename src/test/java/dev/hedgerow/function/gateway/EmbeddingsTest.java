@@ -51,6 +51,12 @@ class EmbeddingsTest {
     static final ObjectMapper M = new ObjectMapper();
     static final String GROUP = "strategy: rr_health, connect_timeout: 1s, read_timeout: 1s, "
             + "first_token_floor: 100ms, first_token_ceiling: 400ms";
+    /**
+     * The latency-learning groups: limits far above their slow route's 1.5 s, so that it can be measured, and that
+     * slow, so that a loaded host stretching the fast route's 5 ms answers cannot put the two in the other order.
+     */
+    static final String LAT_GROUP = "strategy: rr_health, connect_timeout: 1s, read_timeout: 10s, "
+            + "first_token_floor: 100ms, first_token_ceiling: 30s";
     static final String FIRST_DO = "{\"order\":[\"digitalocean\"]}";
 
     static RedisServer redis;
@@ -97,7 +103,8 @@ class EmbeddingsTest {
                     routes:
                       - { alias: emb, provider: openrouter, model: m-embed, embeddings: true }
                     routing: { path_alias: false }
-                """.formatted(GROUP, GROUP.replace("rr_health", "auto"), GROUP.replace("rr_health", "lowest_latency")));
+                """.formatted(GROUP, LAT_GROUP.replace("rr_health", "auto"),
+                LAT_GROUP.replace("rr_health", "lowest_latency")));
         store = RedisStores.standalone(vertx, redis.url());
         gw = GatewayHarness.start(vertx, yaml, sims, store);
         sims.get("together").script("m-embed-nu", GroupKit.quick(8).withCapabilities(
@@ -131,7 +138,7 @@ class EmbeddingsTest {
     void autoAndLowestLatencyLearnAnEmbeddingsRoutesLatencyFromItsAnswers() {
         for (String provider : List.of("openrouter", "digitalocean")) {
             gw.sim(provider).script("m-lat", GroupKit.quick(8).withLatency(
-                    ModelScript.Latency.of(provider.equals("openrouter") ? 150 : 5, 0)));
+                    ModelScript.Latency.of(provider.equals("openrouter") ? 1500 : 5, 0)));
         }
         for (String alias : List.of("lat-auto", "lat-kong")) {
             for (String first : List.of("openrouter", "digitalocean")) {   // each measured once
