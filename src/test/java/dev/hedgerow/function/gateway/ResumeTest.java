@@ -441,6 +441,9 @@ class ResumeTest {
         try (SseReader in = open(alias, prompt)) {
             JsonNode piece = in.until(ResumeTest::argumentPiece);
             assertNotNull(piece, "no argument piece before the stream ended: " + in.text());
+            // the simulator writes the pieces before the gate, then takes its place there: the client may read them
+            // first. The last piece must still be held (waiting, never passed), not abandoned as a stalled stream is
+            eventually(() -> gw.sim("a").gate(gate).waiting() == 1, "the last piece waits at the simulator");
             assertEquals(new Gates.State(1, 0, 0, false), gw.sim("a").gate(gate),
                     "the piece came while the last one waited at the simulator");
             gw.sim("a").openGate(gate);
