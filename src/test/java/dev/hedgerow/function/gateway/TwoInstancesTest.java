@@ -135,7 +135,7 @@ class TwoInstancesTest {
         }
         eventually(() -> all.stream().filter(CompletableFuture::isDone).count() == all.size() - 1,
                 "every request but the probe is served while the probe waits");
-        assertEquals(1, gw1.sim("digitalocean").gate("fleet probe").waiting(), "the probe waits at the gate");
+        eventually(() -> gw1.sim("digitalocean").gate("fleet probe").waiting() == 1, "the probe waits at the gate");
         gw1.sim("digitalocean").openGate("fleet probe");
         int servedByProbe = 0;
         for (CompletableFuture<HttpResponse<String>> f : all) {
