@@ -394,14 +394,16 @@ public class AdminResource {
     }
 
     /**
-     * {@link #json}, refusing a field other than {@code fields} (400 {@code unknown_field}), as a group edit does: a
+     * The body as a JSON object (null when empty; anything but an object is a 400 {@code invalid_json}, as on the
+     * gateway's paths), refusing a field other than {@code fields} (400 {@code unknown_field}), as a group edit does: a
      * misspelt {@code "drianed": false} was ignored, and the drain it then defaulted to took the route out.
      */
     private static JsonNode json(byte[] body, String... fields) {
-        JsonNode n = json(body);
-        if (n != null && n.isObject()) {
-            AdminService.onlyFields(n, "", Set.of(fields));
+        if (body == null || body.length == 0) {
+            return null;
         }
+        JsonNode n = RequestJson.object(body);
+        AdminService.onlyFields(n, "", Set.of(fields));
         return n;
     }
 

@@ -166,6 +166,9 @@ class AdminApiTest {
         List<Map.Entry<String, io.restassured.response.Response>> answers = new ArrayList<>();
         answers.add(Map.entry("400 invalid_json", admin().body("{").put("/admin/groups/duo")));
         answers.add(Map.entry("400 invalid_json", admin().body("{\"route\": x}").post("/admin/members/pin")));
+        // well-formed, but not an object: said so, not "'route' is required."
+        answers.add(Map.entry("400 invalid_json", admin().body("[\"duo-alpha\"]").post("/admin/members/pin")));
+        answers.add(Map.entry("400 invalid_json", admin().body("\"duo-alpha\"").put("/admin/routes/alias")));
         answers.add(Map.entry("415 unsupported_media_type",
                 admin().contentType("text/plain").body("x").put("/admin/groups/duo")));
         answers.add(Map.entry("405 method_not_allowed", admin().delete("/admin/groups/duo")));
