@@ -291,7 +291,7 @@ class AdminResetTest {
                 "{}", new String[] {"invalid_request", "route"},
                 "{\"route\": 5}", new String[] {"invalid_request", "route"},
                 "{\"route\": null}", new String[] {"invalid_request", "route"},
-                "[\"duo-alpha\"]", new String[] {"invalid_request", "route"},
+                "[\"duo-alpha\"]", new String[] {"invalid_json", null},
                 "{\"route\": \"duo-alpha\", \"alias\": \"duo\"}", new String[] {"unknown_field", "alias"},
                 "{\"route\": \"duo-alpha\"", new String[] {null, null},
                 "{\"route\": \"duo-alpha\"} {}", new String[] {null, null});
