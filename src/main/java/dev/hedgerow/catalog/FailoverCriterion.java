@@ -87,9 +87,13 @@ public record FailoverCriterion(String wireName) {
                 + " (Kong's: http_429, http_500, http_502, http_503, http_504, http_403, http_404)";
     }
 
-    /** The criterion an HTTP error status falls under ({@code http_NNN}), or null when it is no 4xx or 5xx. */
+    /**
+     * The criterion an HTTP error status falls under ({@code http_NNN}), or null when none does: no 4xx or 5xx, or a
+     * 401, the provider refusing Hedgerow's own key, which fails over whatever a group lists (as a refused connection
+     * does), so that no list can keep it from failing over.
+     */
     public static FailoverCriterion forStatus(int status) {
-        return status >= 400 && status <= 599 ? http(status) : null;
+        return status >= 400 && status <= 599 && status != 401 ? http(status) : null;
     }
 
     /** Whether {@code criteria} let a failure of {@code c} fail over: listed, or a 5xx under {@code http_5xx}. */

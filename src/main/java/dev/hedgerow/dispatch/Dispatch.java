@@ -1020,8 +1020,8 @@ final class Dispatch {
         }
         // A 401 is the provider refusing Hedgerow's own key for it (revoked, mistyped): never the client's doing,
         // so it is never passed through ("Incorrect API key" would blame the client's key); the route is failing,
-        // and no criterion names it, so whatever the group's list it fails over (as a refused connection does)
-        FailoverCriterion criterion = credentialsRefused(status) ? null : FailoverCriterion.forStatus(status);
+        // and no criterion names it (forStatus), so whatever the group's list it fails over
+        FailoverCriterion criterion = FailoverCriterion.forStatus(status);
         boolean failsOver = credentialsRefused(status) || criterion != null
                 && settings.retry().allows(criterion);
         if (status == 400 && "context_length_exceeded".equals(code)) {
