@@ -68,8 +68,7 @@ public final class ChatRequest implements ApiRequest {
     }
 
     /** The roles whose messages OpenAI refuses without {@code content} (an assistant's may hold tool calls alone). */
-    private static final java.util.Set<String> CONTENT_REQUIRED = java.util.Set.of("system", "developer", "user",
-            "tool");
+    private static final Set<String> CONTENT_REQUIRED = Set.of("system", "developer", "user", "tool");
 
     private static void validateMessages(JsonNode messages) {
         if (messages == null || messages.isNull()) {
