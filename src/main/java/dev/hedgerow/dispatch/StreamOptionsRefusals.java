@@ -19,7 +19,9 @@ final class StreamOptionsRefusals {
 
     /** Whether the candidate's provider refused {@code stream_options} for this route as it is now. */
     boolean refuses(Candidate c) {
-        return fingerprint(c).equals(refused.get(c.id()));
+        String learnt = refused.get(c.id());
+        // a route that never refused (nearly all) costs one lookup, no string built
+        return learnt != null && learnt.equals(fingerprint(c));
     }
 
     /** The candidate's provider refused {@code stream_options}. */
