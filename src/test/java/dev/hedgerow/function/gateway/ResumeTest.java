@@ -81,6 +81,9 @@ class ResumeTest {
                   - { alias: prefixed, provider: pfx, model: m-text, priority: 2, capabilities: [prefill] }
                   - { alias: trailing, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
                   - { alias: trailing, provider: anth, model: m-text, priority: 2, capabilities: [prefill] }
+                  - { alias: capped, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: capped, provider: plain, model: m-text, priority: 2 }
+                  - { alias: capped, provider: b, model: m-text, priority: 3, capabilities: [prefill] }
                 groups:
                   resume: { strategy: priority }
                   think: { strategy: priority }
@@ -95,6 +98,7 @@ class ResumeTest {
                   json: { strategy: priority }
                   prefixed: { strategy: priority }
                   trailing: { strategy: priority }
+                  capped: { strategy: priority }
             """;
 
     static GatewayHarness gw;
@@ -124,7 +128,7 @@ class ResumeTest {
     @BeforeEach
     void healthy() {
         for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill", "tools", "norestools",
-                "noresumetools", "heldtools", "json", "prefixed", "trailing")) {
+                "noresumetools", "heldtools", "json", "prefixed", "trailing", "capped")) {
             for (String p : List.of("a", "b", "plain", "refuser", "pfx", "anth")) {
                 gw.core().store().resetHealth("acme/" + alias + "-" + p).await().atMost(Duration.ofSeconds(5));
             }
@@ -512,5 +516,56 @@ class ResumeTest {
         assertEquals(1, ledger.requests());
         assertEquals(usage.path("prompt_tokens").asLong(), ledger.usage().promptTokens());
         assertEquals(usage.path("completion_tokens").asLong(), ledger.usage().completionTokens());
+    }
+
+    /**
+     * A second resume after an instruction resume still ends the answer at the client's max_tokens. Fails today: the
+     * overlap trimmer releases its held text as one delta, so the transcript undercounts the tokens delivered and the
+     * next resume asks for (and relays) more than was left.
+     */
+    @Test
+    void maxTokensHoldsAcrossASecondResumeAfterAnInstructionResume() {
+        String prompt = "cap the answer twice";
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(3));
+        gw.sim("plain").enqueue("m-text", new Fault.ErrorEvent(14, "boom", "server_error"));
+        String out = stream("capped", prompt, ",\"max_tokens\":20");
+        assertOneResponse(out);
+        assertEquals(2, Sse.trail(out).size() - 1, "two resumes: " + Sse.trail(out));
+        assertEquals(SimText.expected(SEED, prompt, 20), Sse.content(out));
+    }
+
+    /**
+     * A request that ends with the client's own assistant prefill is resumed as that same message continued, so the
+     * client sees the same text as an unbroken stream. Fails today: the resume appends a second assistant message.
+     */
+    @Test
+    void aClientsOwnPrefillIsContinuedAcrossAResumeWithoutASeam() {
+        String prompt = "prefilled by the client";
+        String first = expected(prompt).split(" ")[0];
+        String body = "{\"model\":\"resume\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\""
+                + prompt + "\"},{\"role\":\"assistant\",\"content\":\"" + first + "\"}]}";
+        String clean = given().auth().oauth2("k-acme").contentType("application/json").body(body)
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(4));
+        String out = given().auth().oauth2("k-acme").contentType("application/json").body(body)
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        assertOneResponse(out);
+        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
+        assertEquals(Sse.content(clean), Sse.content(out));
+    }
+
+    /**
+     * A resumed stream that ends in a tool call bills the call's tokens. Fails today: after a resume the bill counts
+     * only the transcript's text, and a tool call's arguments are not in it, so the client and the ledger see 0.
+     */
+    @Test
+    void aResumedToolCallIsBilledItsCompletionTokens() {
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(2));
+        String out = stream("tools", "bill the call", TOOLS + ",\"stream_options\":{\"include_usage\":true}");
+        assertOneResponse(out);
+        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
+        List<JsonNode> ev = Sse.events(out);
+        JsonNode usage = ev.get(ev.size() - 1).path("usage");
+        assertTrue(usage.path("completion_tokens").asInt() > 0, usage.toString());
     }
 }
