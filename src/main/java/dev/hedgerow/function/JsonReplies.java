@@ -86,7 +86,9 @@ public final class JsonReplies {
             boolean[] drained = {false};
             long timer = ctx.vertx().setTimer(DRAIN_MILLIS, id -> req.connection().close());
             long[] read = {0};
-            resp.endHandler(v -> {
+            // addEndHandler, not resp.endHandler: that would replace the one Vert.x Web runs every route's end
+            // handlers from (the request tally, the shutdown gate's in-flight count)
+            ctx.addEndHandler(v -> {
                 written[0] = true;
                 if (drained[0]) {
                     req.connection().close();

@@ -3,6 +3,7 @@ package dev.hedgerow.function;
 import dev.hedgerow.testsupport.AppTestResource;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
+import jakarta.inject.Inject;
 import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
@@ -22,6 +23,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 @QuarkusTest
 @QuarkusTestResource(value = AppTestResource.class, restrictToAnnotatedClass = false)
 class RequestMetricsOversizeTest {
+    @Inject
+    ShutdownGate gate;
+
     private static double count(int status) {
         Map<String, Double> all = RequestMetricsTest.requests();
         return all.getOrDefault("alias=\"_none\",org=\"_none\",status=\"" + status + "\"", 0.0);
@@ -35,6 +39,7 @@ class RequestMetricsOversizeTest {
         assertEquals(413, given().auth().oauth2("k-acme").contentType("application/json").body(big)
                 .post("/v1/chat/completions").statusCode());
         assertEquals(before + 1, count(413), "the 413 is counted: " + RequestMetricsTest.requests());
+        assertEquals(0, gate.inFlight(), "the refused request is no longer in flight");
     }
 
     @Test
@@ -43,5 +48,6 @@ class RequestMetricsOversizeTest {
         assertEquals(414, given().auth().oauth2("k-acme").contentType("application/json").body("{}")
                 .post("/v1/chat/completions?x=" + "a".repeat(9000)).statusCode());
         assertEquals(before + 1, count(414), "the 414 is counted: " + RequestMetricsTest.requests());
+        assertEquals(0, gate.inFlight(), "the refused request is no longer in flight");
     }
 }
