@@ -149,6 +149,7 @@ final class ClientOutput {
         }
         String outContent = content;
         String outReasoning = reasoning;
+        boolean deciding = a.kind == Kind.RESUME && a.trimmer != null && !a.trimmer.decided();
         if (a.kind == Kind.RESUME) {
             delta.remove("role");
             if (a.trimmer != null && !a.trimmer.decided()) {
@@ -183,7 +184,16 @@ final class ClientOutput {
         }
         transcript.content.append(outContent);
         transcript.reasoning.append(outReasoning);
-        if (text) {
+        if (deciding) {
+            // the trimmer's held pieces went out as one: each that reached the client is a token delivered; a
+            // piece of the field it does not trim is this chunk's own
+            transcript.deltas += a.trimmer.decided() ? a.trimmer.releasedPieces() : 0;
+            String trimmed = a.trimReasoning ? reasoning : content;
+            String other = a.trimReasoning ? content : reasoning;
+            if (trimmed.isEmpty() && !other.isEmpty()) {
+                transcript.deltas++;
+            }
+        } else if (text) {
             transcript.deltas++;
         }
         if (finish != null) {

@@ -11,6 +11,10 @@ final class OverlapTrimmer {
     private final int window;
     private final int minOverlap;
     private final StringBuilder held = new StringBuilder();
+    /** Where each piece fed while deciding ends in {@link #held}: a piece is one delta, one token of the stream. */
+    private int[] pieceEnds = new int[16];
+    private int pieces;
+    private int releasedPieces;
     private boolean decided;
 
     OverlapTrimmer(CharSequence delivered, int window, int minOverlap) {
@@ -25,7 +29,13 @@ final class OverlapTrimmer {
         if (decided) {
             return text;
         }
-        held.append(text);
+        if (!text.isEmpty()) {
+            held.append(text);
+            if (pieces == pieceEnds.length) {
+                pieceEnds = java.util.Arrays.copyOf(pieceEnds, pieces * 2);
+            }
+            pieceEnds[pieces++] = held.length();
+        }
         if (held.length() < window) {
             return "";
         }
@@ -41,6 +51,14 @@ final class OverlapTrimmer {
         return decided;
     }
 
+    /**
+     * Once decided: how many of the pieces fed while deciding reached the client (had text past the dropped overlap).
+     * The tokens a resumed stream delivered are counted by them, as the held text goes out in one piece.
+     */
+    int releasedPieces() {
+        return releasedPieces;
+    }
+
     private String decide() {
         decided = true;
         String h = held.toString();
@@ -50,6 +68,11 @@ final class OverlapTrimmer {
             if (delivered.endsWith(h.substring(0, k))) {
                 best = k;
                 break;
+            }
+        }
+        for (int i = 0; i < pieces; i++) {
+            if (pieceEnds[i] > best) {
+                releasedPieces++;
             }
         }
         // delivered ends with a whole code point, so a match never ends between the halves of a surrogate pair

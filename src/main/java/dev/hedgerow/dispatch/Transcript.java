@@ -10,7 +10,10 @@ final class Transcript {
     boolean toolCallStarted;
     boolean roleSent;
     String finishReason;
-    /** Content and reasoning deltas delivered: the tokens generated so far (a stream sends one token a delta). */
+    /**
+     * Content and reasoning deltas delivered: the tokens generated so far (a stream sends one token a delta; the
+     * pieces an inexact resume held while trimming its overlap count one each, though they go out as one).
+     */
     int deltas;
 
     boolean isEmpty() {

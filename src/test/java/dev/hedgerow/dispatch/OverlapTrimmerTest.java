@@ -22,6 +22,17 @@ class OverlapTrimmerTest {
     }
 
     @Test
+    void countsThePiecesThatReachedTheClient() {
+        // five deltas held; the first two only repeat delivered text, the third straddles the cut
+        OverlapTrimmer t = new OverlapTrimmer("the river runs", 20, 4);
+        for (String piece : new String[] {"river", " ru", "ns fa", "st and", ""}) {
+            assertEquals("", t.feed(piece));
+        }
+        assertEquals(" fast and far", t.feed(" far"));
+        assertEquals(3, t.releasedPieces(), "' fa' of the third, the fourth, the last; the empty one is none");
+    }
+
+    @Test
     void keepsACoincidentalShortMatch() {
         OverlapTrimmer t = new OverlapTrimmer("ends with a", 8, 4);
         assertEquals("a new sentence", t.feed("a new sentence"));
