@@ -1,11 +1,13 @@
 package dev.hedgerow.dispatch;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.catalog.Dialect;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.StreamSupport;
 
 /**
  * How a resumed attempt asks a route to continue the text already delivered. Prefill methods continue exactly;
@@ -43,14 +45,26 @@ public enum ContinuationMethod {
         return this != INSTRUCTION;
     }
 
-    /** Adds the continuation to an upstream body that already holds the original messages. */
+    /**
+     * Adds the continuation to an upstream body that already holds the original messages. When those end with the
+     * client's own assistant prefill (text, no tool calls), the delivered text continues that message, as an unbroken
+     * stream continued it: a second assistant message after it would be read as another turn.
+     */
     void apply(ObjectNode body, Transcript t) {
         ArrayNode messages = (ArrayNode) body.get("messages");
-        ObjectNode assistant = messages.addObject();
-        assistant.put("role", "assistant");
-        assistant.put("content", t.content.toString());
-        if (t.reasoning.length() > 0) {
-            assistant.put("reasoning_content", t.reasoning.toString());
+        ObjectNode assistant = clientPrefill(messages);
+        if (assistant == null) {
+            assistant = messages.addObject();
+            assistant.put("role", "assistant");
+            assistant.put("content", t.content.toString());
+            if (t.reasoning.length() > 0) {
+                assistant.put("reasoning_content", t.reasoning.toString());
+            }
+        } else {
+            assistant.put("content", text(assistant.get("content")) + t.content);
+            if (t.reasoning.length() > 0) {
+                assistant.put("reasoning_content", text(assistant.get("reasoning_content")) + t.reasoning);
+            }
         }
         switch (this) {
             case CONTINUE_FINAL_MESSAGE -> {
@@ -67,5 +81,29 @@ public enum ContinuationMethod {
                 user.put("content", INSTRUCTION_TEXT);
             }
         }
+    }
+
+    /** The trailing assistant message a continuation extends, or null when the messages end otherwise. */
+    private static ObjectNode clientPrefill(ArrayNode messages) {
+        JsonNode last = messages.isEmpty() ? null : messages.get(messages.size() - 1);
+        if (last == null || !last.isObject() || !"assistant".equals(last.path("role").asText())
+                || last.hasNonNull("tool_calls") || last.hasNonNull("function_call")) {
+            return null;
+        }
+        JsonNode content = last.get("content");
+        boolean textOnly = content == null || content.isNull() || content.isTextual()
+                || content.isArray() && StreamSupport.stream(content.spliterator(), false)
+                        .allMatch(p -> "text".equals(p.path("type").asText()) && p.path("text").isTextual());
+        return textOnly ? (ObjectNode) last : null;
+    }
+
+    /** A message field's text: a string, the text parts of a content array joined, or "" for none. */
+    private static String text(JsonNode field) {
+        if (field == null || !field.isArray()) {
+            return field == null || field.isNull() ? "" : field.asText();
+        }
+        StringBuilder out = new StringBuilder();
+        field.forEach(p -> out.append(p.path("text").asText()));
+        return out.toString();
     }
 }
