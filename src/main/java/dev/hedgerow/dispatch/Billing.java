@@ -29,7 +29,7 @@ final class Billing {
     /**
      * What the request is billed: once, however many attempts ran. Without a resume the winner's own usage (or
      * a count with the tokenizer when it sent none); after a resume the original prompt once plus every
-     * completion token the client received.
+     * completion token the client received, its tool calls' names and arguments included.
      *
      * @param resumed          the stream was resumed at least once
      * @param nonStreamMessage the whole answer's message, or null for a stream
@@ -49,7 +49,8 @@ final class Billing {
             }
             completion = tokens.applyAsInt(sb.toString());
         } else {
-            completion = tokens.applyAsInt(transcript.content.toString() + transcript.reasoning);
+            completion = tokens.applyAsInt(transcript.content.toString() + transcript.reasoning
+                    + transcript.toolCalls);
         }
         double cost = a.cand.route().price().cost(prompt, completion);
         return new UsageSample(prompt, completion, cost);

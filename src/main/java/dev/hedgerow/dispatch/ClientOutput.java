@@ -146,6 +146,7 @@ final class ClientOutput {
             // any call held before goes out first; this chunk's call reaches the client now
             releaseTools(a);
             transcript.toolCallStarted = true;
+            transcript.addToolCalls(delta.get("tool_calls"));
         }
         String outContent = content;
         String outReasoning = reasoning;
@@ -220,6 +221,7 @@ final class ClientOutput {
     private void releaseTools(Attempt a) {
         for (ObjectNode held : a.heldTools) {
             transcript.toolCallStarted = true;
+            transcript.addToolCalls(held.path("choices").path(0).path("delta").get("tool_calls"));
             writeChunk(a, held);
         }
         a.heldTools.clear();

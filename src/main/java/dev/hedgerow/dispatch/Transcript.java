@@ -1,5 +1,7 @@
 package dev.hedgerow.dispatch;
 
+import com.fasterxml.jackson.databind.JsonNode;
+
 /**
  * What the client has received so far: the exact content and reasoning text, whether a tool call is in
  * progress, and the finish reason. Resume continues from exactly this. Confined to its dispatch (guarded by it).
@@ -7,6 +9,8 @@ package dev.hedgerow.dispatch;
 final class Transcript {
     final StringBuilder content = new StringBuilder();
     final StringBuilder reasoning = new StringBuilder();
+    /** The tool calls' names and argument text the client received: billed with the text when no usage is relayed. */
+    final StringBuilder toolCalls = new StringBuilder();
     boolean toolCallStarted;
     boolean roleSent;
     String finishReason;
@@ -15,6 +19,21 @@ final class Transcript {
      * pieces an inexact resume held while trimming its overlap count one each, though they go out as one).
      */
     int deltas;
+
+    /** Records the tool-call deltas of a chunk sent to the client ({@code null} or not an array: none). */
+    void addToolCalls(JsonNode calls) {
+        if (calls != null && calls.isArray()) {
+            for (JsonNode call : calls) {
+                JsonNode f = call.path("function");
+                if (f.path("name").isTextual()) {
+                    toolCalls.append(f.get("name").asText());
+                }
+                if (f.path("arguments").isTextual()) {
+                    toolCalls.append(f.get("arguments").asText());
+                }
+            }
+        }
+    }
 
     boolean isEmpty() {
         return content.length() == 0 && reasoning.length() == 0 && !toolCallStarted;
