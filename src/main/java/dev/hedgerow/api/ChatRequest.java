@@ -67,6 +67,9 @@ public final class ChatRequest implements ApiRequest {
         return new ChatRequest(RequestJson.object(bytes), modelOverride, alias);
     }
 
+    /** The roles OpenAI takes; any other is refused, as a lax provider would read it as something else. */
+    private static final Set<String> ROLES = Set.of("system", "developer", "user", "assistant", "tool", "function");
+
     /** The roles whose messages OpenAI refuses without {@code content} (an assistant's may hold tool calls alone). */
     private static final Set<String> CONTENT_REQUIRED = Set.of("system", "developer", "user", "tool");
 
@@ -84,9 +87,9 @@ public final class ChatRequest implements ApiRequest {
                 throw new RequestException(ApiError.invalidRequest("'" + p + "' must be an object.", p));
             }
             JsonNode role = msg.get("role");
-            if (role == null || !role.isTextual() || role.asText().isBlank()) {
-                throw new RequestException(ApiError.invalidRequest("'" + p + ".role' must be a non-empty string.",
-                        p + ".role"));
+            if (role == null || !role.isTextual() || !ROLES.contains(role.asText())) {
+                throw new RequestException(ApiError.invalidRequest("'" + p + ".role' must be one of 'system', "
+                        + "'developer', 'user', 'assistant', 'tool' or 'function'.", p + ".role"));
             }
             JsonNode content = msg.get("content");
             if ((content == null || content.isNull()) && CONTENT_REQUIRED.contains(role.asText())) {
@@ -97,6 +100,10 @@ public final class ChatRequest implements ApiRequest {
             if (content != null && !content.isNull() && !content.isTextual() && !content.isArray()) {
                 throw new RequestException(ApiError.invalidRequest(
                         "'" + p + ".content' must be a string or an array of content parts.", p + ".content"));
+            }
+            if (content != null && content.isArray() && content.isEmpty() && CONTENT_REQUIRED.contains(role.asText())) {
+                throw new RequestException(ApiError.invalidRequest("'" + p + ".content' must not be an empty array "
+                        + "for a " + role.asText() + " message.", p + ".content"));
             }
             i++;
         }

@@ -97,13 +97,11 @@ final class RequestParameters {
         logitBias(body);
         arrayOfObjects(body, "tools");
         arrayOfObjects(body, "functions");
-        JsonNode tc = present(body, "tool_choice");
-        if (tc != null && !tc.isTextual() && !tc.isObject()) {
-            throw wrong("tool_choice", "a string or an object");
-        }
-        JsonNode rf = present(body, "response_format");
-        if (rf != null && (!rf.isObject() || !rf.path("type").isTextual())) {
-            throw wrong("response_format", "an object with a string 'type'");
+        toolChoice(body);
+        responseFormat(body);
+        JsonNode md = present(body, "metadata");
+        if (md != null && (!md.isObject() || !allText(md))) {
+            throw wrong("metadata", "an object of string values");
         }
         JsonNode so = present(body, "stream_options");
         if (so != null && so.isObject()) {
@@ -166,16 +164,75 @@ final class RequestParameters {
         if (v == null || v.isTextual()) {
             return;
         }
-        if (v.isArray()) {
-            boolean allText = true;
-            for (JsonNode s : v) {
-                allText &= s.isTextual();
-            }
-            if (allText) {
-                return;
-            }
+        if (v.isArray() && allText(v)) {
+            return;
         }
         throw wrong("stop", "a string or an array of strings");
+    }
+
+    /**
+     * {@code tool_choice}: {@code none}, {@code auto} or {@code required}, or an object with a string {@code type}.
+     * What no answer could honour is refused, as OpenAI refuses it and a lax provider would answer without a call:
+     * {@code required} or a named function with no {@code tools}, or naming a function {@code tools} does not hold.
+     * {@code none} and {@code auto} without tools ask for nothing and pass.
+     */
+    private static void toolChoice(ObjectNode body) {
+        JsonNode tc = present(body, "tool_choice");
+        if (tc == null) {
+            return;
+        }
+        if (!tc.isTextual() && !(tc.isObject() && tc.path("type").isTextual())) {
+            throw wrong("tool_choice", "'none', 'auto', 'required' or an object with a string 'type'");
+        }
+        if (tc.isTextual() && !Set.of("none", "auto", "required").contains(tc.asText())) {
+            throw wrong("tool_choice", "'none', 'auto', 'required' or an object with a string 'type'");
+        }
+        JsonNode tools = present(body, "tools");
+        boolean noTools = tools == null || tools.isEmpty();
+        if (tc.isTextual() && tc.asText().equals("required") && noTools) {
+            throw new RequestException(ApiError.invalidRequest("'tool_choice' is 'required' but the request has no "
+                    + "'tools' to call.", "tool_choice"));
+        }
+        if (tc.isObject() && tc.get("type").asText().equals("function")) {
+            JsonNode name = tc.path("function").path("name");
+            if (!name.isTextual()) {
+                throw wrong("tool_choice.function.name", "a string");
+            }
+            boolean declared = false;
+            for (JsonNode t : noTools ? List.<JsonNode>of() : tools) {
+                declared |= name.asText().equals(t.path("function").path("name").asText(null));
+            }
+            if (!declared) {
+                throw new RequestException(ApiError.invalidRequest("'tool_choice' names the function '"
+                        + name.asText() + "', which 'tools' does not declare.", "tool_choice"));
+            }
+        }
+    }
+
+    /** {@code response_format}: {@code text}, {@code json_object}, or {@code json_schema} with its schema object. */
+    private static void responseFormat(ObjectNode body) {
+        JsonNode rf = present(body, "response_format");
+        if (rf == null) {
+            return;
+        }
+        String type = rf.isObject() ? rf.path("type").asText(null) : null;
+        if (type == null || !rf.get("type").isTextual()
+                || !Set.of("text", "json_object", "json_schema").contains(type)) {
+            throw wrong("response_format", "an object whose 'type' is 'text', 'json_object' or 'json_schema'");
+        }
+        if (type.equals("json_schema") && !(rf.path("json_schema").isObject()
+                && rf.path("json_schema").path("name").isTextual())) {
+            throw wrong("response_format.json_schema", "an object with a string 'name'");
+        }
+    }
+
+    private static boolean allText(JsonNode node) {
+        for (JsonNode v : node) {
+            if (!v.isTextual()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static void logitBias(ObjectNode body) {

@@ -615,4 +615,55 @@ class GatewayFoundationTest {
                     "one line per request");
         }
     }
+
+    /**
+     * Values outside the sets OpenAI defines, and tool choices no answer could honour, are refused before any provider
+     * is called (a lax one would answer them as something else); what OpenAI takes still passes.
+     */
+    @Test
+    void valuesOutsideOpenAisSetsAreRefusedAndReachNoProvider() {
+        long before = gw.sim("alpha").stats("alpha-model").received();
+        String tools = "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_w\",\"parameters\":"
+                + "{\"type\":\"object\"}}}],";
+        Map<String, String> bad = Map.of(
+                "\"tool_choice\":\"sometimes\",", "tool_choice",
+                "\"tool_choice\":\"required\",", "tool_choice",
+                "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_w\"}},", "tool_choice",
+                tools + "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"other\"}},", "tool_choice",
+                tools + "\"tool_choice\":{\"type\":\"function\",\"function\":{}},", "tool_choice.function.name",
+                "\"response_format\":{\"type\":\"yaml\"},", "response_format",
+                "\"response_format\":{\"type\":\"json_schema\"},", "response_format.json_schema",
+                "\"metadata\":\"x\",", "metadata",
+                "\"metadata\":{\"a\":1},", "metadata");
+        bad.forEach((fields, param) -> given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "x", false).replace("{\"model\"", "{" + fields + "\"model\""))
+                .post("/v1/chat/completions").then().statusCode(400)
+                .body("error.type", equalTo("invalid_request_error")).body("error.param", equalTo(param)));
+        for (String msg : List.of("{\"role\":\"wizard\",\"content\":\"hi\"}", "{\"role\":\"user\",\"content\":[]}")) {
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"chat\",\"messages\":[" + msg + "]}")
+                    .post("/v1/chat/completions").then().statusCode(400)
+                    .body("error.param", org.hamcrest.Matchers.startsWith("messages[0]."));
+        }
+        assertEquals(before, gw.sim("alpha").stats("alpha-model").received(), "no refused request went upstream");
+
+        String fine = tools + "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_w\"}},"
+                + "\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"s\",\"schema\":"
+                + "{\"type\":\"object\"}}},\"metadata\":{\"team\":\"a\"},";
+        // chat's route declares no tools or structured outputs: the valid request passes the checks and is then
+        // refused by routing, for what it needs
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "x", false).replace("{\"model\"", "{" + fine + "\"model\""))
+                .post("/v1/chat/completions").then().statusCode(400).body("error.code", equalTo("no_capable_provider"));
+        for (String ok : List.of("\"tool_choice\":\"none\",", "\"tool_choice\":\"auto\",",
+                "\"metadata\":{\"team\":\"a\"},\"response_format\":{\"type\":\"text\"},")) {
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body(body("chat", "x", false).replace("{\"model\"", "{" + ok + "\"model\""))
+                    .post("/v1/chat/completions").then().statusCode(200);
+        }
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"developer\",\"content\":\"be brief\"},"
+                        + "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}]}]}")
+                .post("/v1/chat/completions").then().statusCode(200);
+    }
 }
