@@ -23,7 +23,6 @@ import jakarta.inject.Inject;
 import jakarta.ws.rs.Consumes;
 import jakarta.ws.rs.DefaultValue;
 import jakarta.ws.rs.GET;
-import jakarta.ws.rs.HeaderParam;
 import jakarta.ws.rs.POST;
 import jakarta.ws.rs.PUT;
 import jakarta.ws.rs.Path;
@@ -36,9 +35,11 @@ import jakarta.ws.rs.core.Response;
 import jakarta.ws.rs.core.UriInfo;
 import org.eclipse.microprofile.config.inject.ConfigProperty;
 import org.eclipse.microprofile.openapi.annotations.Operation;
+import org.eclipse.microprofile.openapi.annotations.enums.ParameterIn;
 import org.eclipse.microprofile.openapi.annotations.enums.SchemaType;
 import org.eclipse.microprofile.openapi.annotations.media.Content;
 import org.eclipse.microprofile.openapi.annotations.media.Schema;
+import org.eclipse.microprofile.openapi.annotations.parameters.Parameter;
 import org.eclipse.microprofile.openapi.annotations.parameters.RequestBody;
 import org.eclipse.microprofile.openapi.annotations.tags.Tag;
 import org.jboss.resteasy.reactive.server.ServerExceptionMapper;
@@ -136,10 +137,11 @@ public class AdminResource {
             + " unknown_field, another refusal invalid_catalog. The edit reaches every instance within"
             + " hedgerow.catalog.poll and survives restarts; the balancer keeps its position and health memory.")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
-    public Uni<Response> editGroup(HttpHeaders headers, @PathParam("alias") String alias,
-                                   @HeaderParam("If-Match") String ifMatch, byte[] body) {
+    @Parameter(name = "If-Match", in = ParameterIn.HEADER, description = "The group revision(s) the edit is based on",
+            schema = @Schema(type = SchemaType.STRING))
+    public Uni<Response> editGroup(HttpHeaders headers, @PathParam("alias") String alias, byte[] body) {
         Org org = org(headers);
-        return service().editGroup(org, alias, json(body), ifMatch, adminKeyName(org, headers))
+        return service().editGroup(org, alias, json(body), ifMatch(headers), adminKeyName(org, headers))
                 .map(AdminResource::withRevision);
     }
 
@@ -233,7 +235,10 @@ public class AdminResource {
             + " previous_alias, removed_alias, group, previous_group}; the ETag is the joined group's revision."
             + " Writes an admin audit event (action move, previous_state: the alias it had).")
     @RequestBody(content = @Content(mediaType = MediaType.APPLICATION_JSON, schema = @Schema(type = SchemaType.OBJECT)))
-    public Uni<Response> moveRoute(HttpHeaders headers, @HeaderParam("If-Match") String ifMatch, byte[] bytes) {
+    @Parameter(name = "If-Match", in = ParameterIn.HEADER, description = "The group revision(s) the edit is based on",
+            schema = @Schema(type = SchemaType.STRING))
+    public Uni<Response> moveRoute(HttpHeaders headers, byte[] bytes) {
+        String ifMatch = ifMatch(headers);
         JsonNode body = json(bytes, "route", "alias", "new_alias", "weight", "priority");
         String route = text(body, "route");
         String alias = text(body, "alias");
@@ -411,9 +416,21 @@ public class AdminResource {
         return s == null || s.isBlank() ? null : s;
     }
 
+    /**
+     * The whole {@code If-Match} value, every tag of a list (RFC 9110: it matches when any tag does), however many
+     * header lines carried it; a {@code @HeaderParam} String would hold only the first tag.
+     */
+    private static String ifMatch(HttpHeaders headers) {
+        List<String> values = headers.getRequestHeader("If-Match");
+        return values == null || values.isEmpty() ? null : String.join(",", values);
+    }
+
     private static String text(JsonNode body, String field) {
-        if (body == null || !body.hasNonNull(field) || !body.get(field).isTextual()) {
+        if (body == null || !body.hasNonNull(field)) {
             throw new RequestException(ApiError.invalidRequest("'" + field + "' is required.", field));
+        }
+        if (!body.get(field).isTextual()) {
+            throw new RequestException(ApiError.invalidRequest("'" + field + "' must be a string.", field));
         }
         return body.get(field).asText();
     }

@@ -169,6 +169,10 @@ class AdminApiTest {
         // well-formed, but not an object: said so, not "'route' is required."
         answers.add(Map.entry("400 invalid_json", admin().body("[\"duo-alpha\"]").post("/admin/members/pin")));
         answers.add(Map.entry("400 invalid_json", admin().body("\"duo-alpha\"").put("/admin/routes/alias")));
+        // a field of the wrong type is said to be one, not to be missing
+        admin().body("{\"route\": \"duo-alpha\", \"verification\": 5}").put("/admin/routes/verification").then()
+                .statusCode(400).body("error.param", equalTo("verification"))
+                .body("error.message", equalTo("'verification' must be a string."));
         answers.add(Map.entry("415 unsupported_media_type",
                 admin().contentType("text/plain").body("x").put("/admin/groups/duo")));
         answers.add(Map.entry("405 method_not_allowed", admin().delete("/admin/groups/duo")));
@@ -268,6 +272,14 @@ class AdminApiTest {
                 .put("/admin/groups/duo").then().statusCode(200).header("ETag", not(equalTo("\"" + other + "\"")))
                 .body("members.weight", equalTo(List.of(7, 50))).extract().path("revision");
         admin().header("If-Match", "*").body("{\"members\":[{\"route\":\"duo-beta\",\"weight\":60}]}")
+                .put("/admin/groups/duo").then().statusCode(200);
+        // a list matches when any of its tags does (RFC 9110), in one header line or several
+        String listed = admin().get("/admin/groups/duo").then().extract().path("revision");
+        listed = admin().header("If-Match", "\"" + next + "\", \"" + listed + "\"")
+                .body("{\"members\":[{\"route\":\"duo-beta\",\"weight\":61}]}")
+                .put("/admin/groups/duo").then().statusCode(200).extract().path("revision");
+        admin().header("If-Match", "\"" + next + "\"").header("If-Match", "\"" + listed + "\"")
+                .body("{\"members\":[{\"route\":\"duo-beta\",\"weight\":60}]}")
                 .put("/admin/groups/duo").then().statusCode(200);
         admin().header("If-Match", "\"" + next + "\"").body("{\"members\":[{\"route\":\"duo-beta\",\"weight\":1}]}")
                 .put("/admin/groups/duo").then().statusCode(412);
