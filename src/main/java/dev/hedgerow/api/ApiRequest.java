@@ -25,6 +25,11 @@ public sealed interface ApiRequest permits ChatRequest, EmbeddingsRequest {
         return false;
     }
 
+    /** The number of choices the answer is to hold ({@code n}); 1 for embeddings. */
+    default int choices() {
+        return 1;
+    }
+
     /**
      * A fresh copy of the body for one upstream attempt: Hedgerow-only fields removed and {@code model} set to the
      * route's upstream model name.

@@ -29,6 +29,7 @@ public final class ChatRequest implements ApiRequest {
     private final boolean includeUsage;
     private final ProviderPrefs prefs;
     private final Integer maxTokens;
+    private final int choices;
 
     private ChatRequest(ObjectNode body, String modelOverride, UnaryOperator<String> alias) {
         this.body = body;
@@ -46,7 +47,7 @@ public final class ChatRequest implements ApiRequest {
             }
             this.includeUsage = so != null && so.path("include_usage").asBoolean(false);
             validateMessages(body.get("messages"));
-            RequestParameters.validate(body, stream);
+            this.choices = RequestParameters.validate(body);
             this.maxTokens = readMaxTokens();
             this.prefs = ProviderPrefs.parse(body.get("provider"));
         } catch (RequestException e) {
@@ -150,6 +151,12 @@ public final class ChatRequest implements ApiRequest {
     @Override
     public Integer maxTokens() {
         return maxTokens;
+    }
+
+    /** The number of choices asked for ({@code n}), 1 when unset. */
+    @Override
+    public int choices() {
+        return choices;
     }
 
     public ArrayNode messages() {

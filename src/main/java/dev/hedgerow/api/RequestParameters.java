@@ -70,7 +70,11 @@ final class RequestParameters {
         return out;
     }
 
-    static void validate(ObjectNode body, boolean stream) {
+    /**
+     * Checks every parameter this class knows; returns the number of choices asked for ({@code n}, 1 when unset). A
+     * stream of several choices is served as OpenAI serves it (their chunks interleave, each carrying its index).
+     */
+    static int validate(ObjectNode body) {
         number(body, "temperature", 0, 2);
         number(body, "top_p", 0, 1);
         number(body, "presence_penalty", -2, 2);
@@ -81,12 +85,6 @@ final class RequestParameters {
         integer(body, "top_k", -1, Integer.MAX_VALUE);
         integer(body, "top_logprobs", 0, 20);
         Long n = integer(body, "n", 1, MAX_CHOICES);
-        if (stream && n != null && n > 1) {
-            // a stream is followed, resumed and hedged as one text; n > 1 interleaves several under one id
-            throw new RequestException(ApiError.invalidRequest("unsupported_parameter", "Hedgerow streams one "
-                    + "choice per request: 'n' must be 1 when 'stream' is true (ask for several choices without "
-                    + "streaming, or make n requests).", "n"));
-        }
         bool(body, "logprobs");
         bool(body, "parallel_tool_calls");
         bool(body, "store");
@@ -107,6 +105,7 @@ final class RequestParameters {
         if (so != null && so.isObject()) {
             bool((ObjectNode) so, "include_usage", "stream_options.include_usage");
         }
+        return n == null ? 1 : n.intValue();
     }
 
     private static JsonNode present(ObjectNode body, String field) {

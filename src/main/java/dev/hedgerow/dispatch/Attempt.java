@@ -107,6 +107,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
      * mid-call is resumed (or restarted) elsewhere instead of failing. Bounded by the output guard.
      */
     final List<ObjectNode> heldTools = new ArrayList<>();
+    /** A stream of several choices' finishes and delivered text ({@code n > 1}); null for one choice. */
+    Choices choices;
     JsonNode usage;
     OverlapTrimmer trimmer;
     boolean trimReasoning;
@@ -157,12 +159,13 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     /**
      * Folds the gap since the previous chunk into the attempt's copy of the route's rhythm. The pause between the
      * last reasoning and the first visible chunk is thinking, not decode rhythm: it is learned at once (it happens
-     * once per stream, {@link LearnedModels#learnThinking}) and kept out of the gap statistics.
+     * once per stream, {@link LearnedModels#learnThinking}) and kept out of the gap statistics. So are the gaps of a
+     * stream of several choices: its chunks interleave them, and their gaps are no one text's rhythm.
      */
     void learnRhythm(boolean reasoning, boolean visible) {
         long now = deps.ticker().nanos();
         boolean thinkingEnds = visible && !visibleStarted && firstReasoningNanos >= 0;
-        if (contentChunks > 0 && !thinkingEnds) {
+        if (contentChunks > 0 && !thinkingEnds && choices == null) {
             long gapMs = (now - lastContentNanos) / 1_000_000L;
             gaps = gaps.observe(gapMs);
             recentGaps[gapsObserved % recentGaps.length] = gapMs;

@@ -28,26 +28,32 @@ final class Billing {
 
     /**
      * What the request is billed: once, however many attempts ran. Without a resume the winner's own usage (or
-     * a count with the tokenizer when it sent none); after a resume the original prompt once plus every
-     * completion token the client received, its tool calls' names and arguments included.
+     * a count with the tokenizer when it sent none, of each choice's text, summed); after a resume the original prompt
+     * once plus every completion token the client received, its tool calls' names and arguments included.
      *
      * @param resumed          the stream was resumed at least once
-     * @param nonStreamMessage the whole answer's message, or null for a stream
+     * @param nonStreamChoices the whole answer's choices, or null for a stream
      */
-    UsageSample usageOf(Attempt a, boolean resumed, JsonNode nonStreamMessage) {
+    UsageSample usageOf(Attempt a, boolean resumed, JsonNode nonStreamChoices) {
         long prompt = promptTokens;
         long completion;
         JsonNode upstream = upstreamBill(a, resumed);
         if (upstream != null) {
             prompt = upstream.path("prompt_tokens").asLong(prompt);
             completion = upstream.path("completion_tokens").asLong(0);
-        } else if (nonStreamMessage != null) {
-            StringBuilder sb = new StringBuilder(UpstreamReplies.text(nonStreamMessage.get("content")));
-            sb.append(UpstreamReplies.text(nonStreamMessage.get("reasoning_content")));
-            if (nonStreamMessage.has("tool_calls")) {
-                sb.append(nonStreamMessage.get("tool_calls").toString());
+        } else if (nonStreamChoices != null) {
+            completion = 0;
+            for (JsonNode choice : nonStreamChoices) {
+                JsonNode message = choice.path("message");
+                StringBuilder sb = new StringBuilder(UpstreamReplies.text(message.get("content")));
+                sb.append(UpstreamReplies.text(message.get("reasoning_content")));
+                if (message.has("tool_calls")) {
+                    sb.append(message.get("tool_calls").toString());
+                }
+                completion += tokens.applyAsInt(sb.toString());
             }
-            completion = tokens.applyAsInt(sb.toString());
+        } else if (a.choices != null) {
+            completion = a.choices.completionTokens(tokens);
         } else {
             completion = tokens.applyAsInt(transcript.content.toString() + transcript.reasoning
                     + transcript.toolCalls);

@@ -38,6 +38,8 @@ final class ClientOutput {
     private final ClientSink sink;
     private final boolean stream;
     private final Transcript transcript;
+    /** The choices the answer holds ({@code n}): the output guard's limits are per choice. */
+    private final int choices;
     private boolean headSent;
     /** Writes to the client since the head (chunks and comments): a count, so the dispatch can tell a quiet spell. */
     private long writes;
@@ -47,6 +49,7 @@ final class ClientOutput {
         this.sink = sink;
         this.stream = stream;
         this.transcript = transcript;
+        this.choices = req.request().choices();
     }
 
     /** How many times a chunk or comment was written to the client so far. */
@@ -59,20 +62,24 @@ final class ClientOutput {
         return headSent;
     }
 
-    /** The output guard's cap on the text one attempt may deliver, in chars. */
+    /**
+     * The output guard's cap on the text one attempt may deliver, in chars: per choice asked for, at most
+     * {@link #MAX_OUTPUT_CHARS} in all.
+     */
     long outputLimit() {
         Integer max = req.request().maxTokens();
         return max == null ? MAX_OUTPUT_CHARS
-                : Math.min(MAX_OUTPUT_CHARS, (long) max * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS);
+                : Math.min(MAX_OUTPUT_CHARS, ((long) max * OUTPUT_CHARS_PER_TOKEN + OUTPUT_SLACK_CHARS) * choices);
     }
 
     /**
      * The output guard's cap on the tokens one attempt may stream: what it asked for plus a quarter and
-     * {@link #OUTPUT_TOKEN_SLACK} (a provider may split a token over two deltas now and then), or none without
-     * max_tokens. A provider that ignores max_tokens is cut here long before the char cap.
+     * {@link #OUTPUT_TOKEN_SLACK} (a provider may split a token over two deltas now and then), for each choice asked
+     * for, or none without max_tokens. A provider that ignores max_tokens is cut here long before the char cap.
      */
-    static long tokenLimit(Attempt a) {
-        return a.askedTokens == null ? Long.MAX_VALUE : a.askedTokens + a.askedTokens / 4 + OUTPUT_TOKEN_SLACK;
+    long tokenLimit(Attempt a) {
+        return a.askedTokens == null ? Long.MAX_VALUE
+                : (a.askedTokens + a.askedTokens / 4 + OUTPUT_TOKEN_SLACK) * (long) choices;
     }
 
     /**
@@ -207,6 +214,48 @@ final class ClientOutput {
         writeChunk(a, node);
     }
 
+    /**
+     * A chunk of a stream of several choices ({@code n > 1}), as delivered: sent as the provider wrote it, each choice
+     * with its index, role, text, tool calls, logprobs and finish, its identity rewritten; its text recorded per
+     * choice ({@link Choices}) and in the transcript (what the stream as a whole delivered). Nothing is held back, as
+     * nothing could resume such a stream, but for the finishes of the chunk that completes the last choice
+     * ({@code completes}): those wait for the closing chunk, as a single choice's finish does.
+     */
+    void emitChoices(Attempt a, ObjectNode node, boolean completes) {
+        boolean send = false;
+        for (JsonNode c : node.path("choices")) {
+            if (!(c instanceof ObjectNode choice)) {
+                continue;
+            }
+            UpstreamReplies.Delta d = UpstreamReplies.choice(choice);
+            a.choices.delivered(choice.path("index").asInt(-1), d.content(), d.reasoning());
+            transcript.content.append(d.content());
+            transcript.reasoning.append(d.reasoning());
+            if (d.carriesText()) {
+                transcript.deltas++;
+            }
+            if (d.hasTools()) {
+                transcript.toolCallStarted = true;
+            }
+            boolean finishSent = d.finish() != null;
+            if (completes && finishSent) {
+                ObjectNode held = choice.deepCopy();
+                held.putObject("delta");
+                held.remove("logprobs");
+                a.choices.heldFinishes.add(held);
+                choice.putNull("finish_reason");
+                choice.remove("stop_reason");
+                finishSent = false;
+            }
+            JsonNode delta = choice.path("delta");
+            send |= d.substantive() || finishSent || delta.has("role") || delta.size() > 1
+                    || choice.hasNonNull("logprobs");
+        }
+        if (send) {
+            writeChunk(a, node);
+        }
+    }
+
     /** Moves the delta's tool calls into a chunk of their own that the attempt holds until it finishes. */
     private static void holdTools(Attempt a, ObjectNode node, ObjectNode delta) {
         ObjectNode held = node.deepCopy();
@@ -264,13 +313,17 @@ final class ClientOutput {
     void endStream(Attempt a, UsageSample billed, JsonNode usageDetails, ArrayNode trail) {
         releaseTools(a);
         ObjectNode finish = a.heldFinish;
-        if (finish == null) {
+        if (finish == null && (a.choices == null || a.choices.heldFinishes.isEmpty())) {
             finish = JsonNodeFactory.instance.objectNode().put("index", 0);
             finish.putObject("delta");
             finish.put("finish_reason", a.finishReason);
         }
         ObjectNode chunk = baseChunk(a);
-        chunk.putArray("choices").add(finish);
+        if (finish != null) {
+            chunk.putArray("choices").add(finish);
+        } else {
+            chunk.putArray("choices").addAll(a.choices.heldFinishes);
+        }
         if (billed != null) {
             write(Sse.data(chunk));
             chunk = baseChunk(a);

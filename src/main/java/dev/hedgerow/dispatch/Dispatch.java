@@ -39,6 +39,11 @@ import java.util.UUID;
  * group's {@code head_hold} gets its head early, then keep-alive comments: still no content reached the client, so
  * failover and hedging go on unseen, but a final error can then only be the stream's error event.
  *
+ * <p>A stream of several choices ({@code n > 1}, {@link Choices}) commits, fails over and hedges as one choice's
+ * does (the first content of any choice commits), and is whole once every choice has finished. After the commit it
+ * is never resumed (a resume continues one text): a break, a truncation or a stall ends it with the error event a
+ * stream under {@code resume_mid_stream: false} ends with, and its tool calls go out as they come.
+ *
  * <p>This class owns the decisions (race, failover, resume, finish), the timers and the lock; its collaborators,
  * all called under that lock, do the rest: {@link Attempt} (one upstream exchange), {@link RouteChoice},
  * {@link RouteHealth}, {@link ProbeSlots}, {@link TimingWindows}, {@link UpstreamCall}, {@link UpstreamReplies},
@@ -341,6 +346,9 @@ final class Dispatch {
         // the upstream's x-request-id doubles as the lease id: unique (the request id is 143 random bits), no draw
         Attempt a = new Attempt(this, deps, settings.timeouts(), index, req.requestId() + "-" + index, c, kind, method,
                 probe);
+        if (stream && req.request().choices() > 1) {
+            a.choices = new Choices(req.request().choices());
+        }
         attempts.add(a);
         UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript,
                 refusedStreamOptions.contains(c.id()) || streamOptionsRefusals.refuses(c));
@@ -642,7 +650,7 @@ final class Dispatch {
         if (usage != null && usage.isObject()) {
             a.usage = usage;
         }
-        UpstreamReplies.Delta d = UpstreamReplies.firstChoice(node);
+        UpstreamReplies.Delta d = a.choices == null ? UpstreamReplies.firstChoice(node) : a.choices.read(node);
         if (d == null) {
             return;
         }
@@ -674,9 +682,13 @@ final class Dispatch {
             progressNanos = deps.ticker().nanos();
         }
         long writes = output.writes();
-        ClientOutput.ToolDeltas tools = !d.hasTools() ? ClientOutput.ToolDeltas.NONE
-                : toolCallsResumable() ? ClientOutput.ToolDeltas.HOLD : ClientOutput.ToolDeltas.SEND;
-        output.emitChunk(a, (ObjectNode) node, d.content(), d.reasoning(), tools, finish);
+        if (a.choices != null) {
+            output.emitChoices(a, (ObjectNode) node, finish != null);
+        } else {
+            ClientOutput.ToolDeltas tools = !d.hasTools() ? ClientOutput.ToolDeltas.NONE
+                    : toolCallsResumable() ? ClientOutput.ToolDeltas.HOLD : ClientOutput.ToolDeltas.SEND;
+            output.emitChunk(a, (ObjectNode) node, d.content(), d.reasoning(), tools, finish);
+        }
         long now = deps.ticker().nanos();
         if (output.writes() == writes && now - lastClientWriteNanos >= HELD_KEEP_ALIVE_NANOS) {
             output.keepAlive();   // the chunk was held back: the client still hears from the stream
@@ -688,8 +700,8 @@ final class Dispatch {
 
     /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
     private void outputLimitExceeded(Attempt a) {
-        boolean tokens = a.outputTokens > ClientOutput.tokenLimit(a);
-        String limit = tokens ? ClientOutput.tokenLimit(a) + " tokens (max_tokens " + a.askedTokens + ")"
+        boolean tokens = a.outputTokens > output.tokenLimit(a);
+        String limit = tokens ? output.tokenLimit(a) + " tokens (max_tokens " + a.askedTokens + ")"
                 : output.outputLimit() + " characters";
         health.failure(a, Failure.transport("output_limit", "over " + limit));
         endAttempt(a, "failed", "output_limit", true);
@@ -900,10 +912,10 @@ final class Dispatch {
         if (transcript.toolCallStarted) {
             return "A tool call was interrupted mid-stream (" + cause + ") and cannot be continued exactly.";
         }
-        if (!settings.resumeMidStream() && !transcript.isEmpty()) {
+        if ((!settings.resumeMidStream() || req.request().choices() > 1) && !transcript.isEmpty()) {
             // Trifrost's rule: committed once a content frame reached the client (a tool call's deltas, which are not
             // held then, included); with nothing delivered the request is still asked afresh (UpstreamCall sends it
-            // whole)
+            // whole). Several choices are never resumed: a resume continues one text
             return "The upstream stream failed after content was sent (" + cause + ").";
         }
         if (resumes >= settings.retry().maxResumes()) {
@@ -943,7 +955,7 @@ final class Dispatch {
         }
         ObjectNode out = (ObjectNode) node;
         output.rewriteIdentity(a, out);
-        UsageSample billed = billing.usageOf(a, resumes > 0, msg);
+        UsageSample billed = billing.usageOf(a, resumes > 0, node.path("choices"));
         Billing.putUsage(out, billed, Billing.upstreamBill(a, resumes > 0));
         finished = true;
         health.success(a);
@@ -953,10 +965,11 @@ final class Dispatch {
         long e2e = elapsedMs(a.startNanos);
         // arrived whole: its decode time is its whole time (as before), and its latency over its completion tokens is
         // Kong's time per output token for non-streamed answers as for streams
-        deps.models().learnDecode(a.cand.state(), Generation.whole((int) billed.completionTokens(), e2e, e2e),
-                settings.slo(), a.recentGaps, a.gapsObserved);
-        learnWaitedPerToken(billed.completionTokens());
-        deps.observer().decoded(a.cand, (int) billed.completionTokens(), e2e, e2e);
+        int tokens = perChoice(billed.completionTokens());
+        deps.models().learnDecode(a.cand.state(), Generation.whole(tokens, e2e, e2e), settings.slo(), a.recentGaps,
+                a.gapsObserved);
+        learnWaitedPerToken(tokens);
+        deps.observer().decoded(a.cand, tokens, e2e, e2e);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
         answered(a, msg.path("content"));
     }
@@ -1326,18 +1339,28 @@ final class Dispatch {
         // per output token its own latency over them, and its time no end-to-end latency (the answer began on another
         // route)
         boolean resumed = a.kind == Kind.RESUME;
-        int tokens = (int) (resumed ? a.outputTokens : billed.completionTokens());
+        int tokens = resumed ? (int) a.outputTokens : perChoice(billed.completionTokens());
         long latencyMs = elapsedMs(a.startNanos);
         long e2eMs = resumed ? -1 : latencyMs;
         // one store call for the decode models and this stream's gaps (Attempt.end left them to this)
         deps.models().learnDecode(a.cand.state(), resumed ? Generation.part(tokens, decodeMs, latencyMs)
                 : Generation.whole(tokens, decodeMs, latencyMs), settings.slo(), a.recentGaps, a.gapsObserved);
-        learnWaitedPerToken(billed.completionTokens());
+        learnWaitedPerToken(perChoice(billed.completionTokens()));
         deps.observer().decoded(a.cand, tokens, decodeMs, e2eMs);
         deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
         if (settings.balancer().judge() != null && transcript.content.length() > 0) {
-            deps.observer().answered(req, a.cand, transcript.content.toString());
+            // several choices: the first is judged (the transcript interleaves them all)
+            deps.observer().answered(req, a.cand, a.choices == null ? transcript.content.toString()
+                    : a.choices.content(0));
         }
+    }
+
+    /**
+     * One choice's share of an answer's completion tokens: the choices of {@code n > 1} are generated side by side,
+     * so the route's decode speed and time per output token are each one's tokens over the answer's time.
+     */
+    private int perChoice(long completionTokens) {
+        return (int) (completionTokens / req.request().choices());
     }
 
     /**

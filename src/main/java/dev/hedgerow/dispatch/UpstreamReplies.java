@@ -54,7 +54,11 @@ public final class UpstreamReplies {
         if (choices == null || !choices.isArray() || choices.isEmpty()) {
             return null;
         }
-        JsonNode choice = choices.get(0);
+        return choice(choices.get(0));
+    }
+
+    /** One choice of a streamed chunk. */
+    static Delta choice(JsonNode choice) {
         JsonNode delta = choice.path("delta");
         String content = text(delta.get("content"));
         String reasoning = delta.hasNonNull("reasoning_content") ? text(delta.get("reasoning_content"))
