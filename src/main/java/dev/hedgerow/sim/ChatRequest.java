@@ -10,10 +10,14 @@ import java.util.List;
  * @param promptTokens the messages' BPE tokens with chat framing ({@link SimText#estimateTokens})
  * @param prefill      null for an ordinary request; else the continuation asked for
  * @param lastUserMessage the text of the last user message ("" when none): what a judge script scores
+ * @param choices      the choices asked for ({@code n}, 1 to {@link #MAX_CHOICES}; 1 when unset)
  */
 record ChatRequest(String model, boolean stream, boolean includeUsage, Integer maxTokens, String firstUserMessage,
                    int promptTokens, Tools tools, boolean jsonMode, boolean hasImages, Prefill prefill,
-                   String lastUserMessage) {
+                   String lastUserMessage, int choices) {
+
+    /** OpenAI's limit on {@code n}: more is answered 400, as OpenAI does. */
+    static final int MAX_CHOICES = 128;
 
     static final String CONTINUE_INSTRUCTION = "Continue exactly where";
 
@@ -85,10 +89,16 @@ record ChatRequest(String model, boolean stream, boolean includeUsage, Integer m
         Integer max = body.hasNonNull("max_completion_tokens") ? Integer.valueOf(body.get("max_completion_tokens").asInt())
                 : body.hasNonNull("max_tokens") ? Integer.valueOf(body.get("max_tokens").asInt()) : null;
         String format = body.path("response_format").path("type").asText("");
+        JsonNode n = body.path("n");
+        int choices = n.isNull() || n.isMissingNode() ? 1 : n.asInt(0);
+        if (!n.isNull() && !n.isMissingNode() && (!n.isIntegralNumber() || choices < 1 || choices > MAX_CHOICES)) {
+            throw new Invalid("'n' must be an integer from 1 to " + MAX_CHOICES);
+        }
         return new ChatRequest(body.path("model").asText(null), body.path("stream").asBoolean(false),
                 body.path("stream_options").path("include_usage").asBoolean(false), max,
                 first == null ? "" : first, SimText.estimateTokens(texts), tools(body, toolResult),
-                format.equals("json_object") || format.equals("json_schema"), images, prefill(body, messages), last);
+                format.equals("json_object") || format.equals("json_schema"), images, prefill(body, messages), last,
+                choices);
     }
 
     private static Tools tools(JsonNode body, boolean toolResult) {

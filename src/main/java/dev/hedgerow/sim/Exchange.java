@@ -16,7 +16,10 @@ import java.util.List;
 /**
  * One chat completion in flight: turns the {@link Plan}, the drawn fault and the drawn latency into a timeline of
  * steps (writes at offsets from the start, a reset, a clean end, or nothing ever), then plays it with Vert.x
- * timers. Confined to the connection's event loop; only the {@link ModelState} counters are shared.
+ * timers. A request for several choices ({@code n}) gets them all, each choice its own {@link Plan}: in a stream
+ * their deltas interleave round-robin (each chunk one choice, with its index), each choice's finish follows its last
+ * delta, and the faults count the stream's content chunks whatever their choice; a whole answer holds every choice.
+ * Confined to the connection's event loop; only the {@link ModelState} counters are shared.
  */
 final class Exchange {
 
@@ -66,7 +69,10 @@ final class Exchange {
     private final HttpServerResponse response;
     private final ModelState model;
     private final ChatRequest chat;
+    /** The first choice's plan (the only one unless the request asked for several). */
     private final Plan plan;
+    /** Every choice's plan, by index. */
+    private final List<Plan> plans;
     private final Fault fault;
     private final long ttftMs;
     private final Admission admission;
@@ -88,14 +94,15 @@ final class Exchange {
     private Wait waitingAt;
     private Runnable waiter;
 
-    Exchange(Vertx vertx, HttpServerRequest request, ModelState model, ChatRequest chat, Plan plan, Fault fault,
+    Exchange(Vertx vertx, HttpServerRequest request, ModelState model, ChatRequest chat, List<Plan> plans, Fault fault,
              long ttftMs, Admission admission, Gates gates, String id) {
         this.vertx = vertx;
         this.request = request;
         this.response = request.response();
         this.model = model;
         this.chat = chat;
-        this.plan = plan;
+        this.plan = plans.get(0);
+        this.plans = plans;
         this.fault = fault;
         this.ttftMs = ttftMs;
         this.admission = admission;
@@ -310,7 +317,7 @@ final class Exchange {
         }
         if (fault instanceof Fault.EmptyStream e) {
             if (e.roleChunk()) {
-                s.add(new Write(0, frame(roleDelta(), null), false));
+                roles(s);
             } else {
                 // Headers only: an empty write sends the head of a chunked response.
                 s.add(new Write(0, Buffer.buffer(), false));
@@ -318,16 +325,23 @@ final class Exchange {
             s.add(new Finish(ttftMs));
             return s;
         }
-        s.add(new Write(0, frame(roleDelta(), null), false));
+        roles(s);
         double t = ttftMs;
         double step = interval();
         int c = 0;
         int rc = 0;
         // a continuation of visible content has finished thinking: no second pause
         boolean paused = plan.thought();
-        for (Plan.Unit u : plan.units()) {
+        for (Slot slot : interleaved()) {
+            Plan.Unit u = slot.unit();
+            if (u == null) {
+                // a choice that ends before the last one does
+                s.add(new Write(t, frame(slot.index(), mapper().createObjectNode(),
+                        plans.get(slot.index()).finishReason()), false));
+                continue;
+            }
             if (fault instanceof Fault.DropDuringReasoning d && c == 0
-                    && rc == Math.min(d.afterReasoningTokens(), plan.reasoningTokens())) {
+                    && rc == Math.min(d.afterReasoningTokens(), reasoningUnits())) {
                 s.add(new Reset(t + RESET_GRACE_MS));
                 return s;
             }
@@ -339,13 +353,13 @@ final class Exchange {
                     paused = true;
                     t = pause(s, t, reasoning);
                 }
-                t = positionalFault(s, c, t, u);
+                t = positionalFault(s, c, t, slot);
                 if (Double.isNaN(t)) {
                     return s;
                 }
                 c++;
             }
-            s.add(new Write(t, frame(delta(u), null), u.content()));
+            s.add(new Write(t, frame(slot.index(), delta(plans.get(slot.index()), u), null), u.content()));
             t += step;
         }
         if (!paused) {
@@ -355,7 +369,8 @@ final class Exchange {
         if (Double.isNaN(t)) {
             return s;
         }
-        s.add(new Write(t, frame(mapper().createObjectNode(), plan.finishReason()), false));
+        int last = lastToFinish();
+        s.add(new Write(t, frame(last, mapper().createObjectNode(), plans.get(last).finishReason()), false));
         if (streamUsage()) {
             ObjectNode u = chunk();
             u.putArray("choices");
@@ -390,8 +405,9 @@ final class Exchange {
      * Applies a fault that fires after {@code c} content tokens (capped at the answer's length). Returns the time
      * to go on from, or NaN when the timeline ends here.
      */
-    private double positionalFault(List<Step> s, int c, double t, Plan.Unit unit) {
-        int total = plan.contentUnits();
+    private double positionalFault(List<Step> s, int c, double t, Slot slot) {
+        Plan.Unit unit = slot == null ? null : slot.unit();
+        int total = contentUnits();
         if (fault instanceof Fault.Drop d && d.midCodePoint()) {
             if (c < Math.min(d.afterTokens(), total)) {
                 return t;
@@ -400,7 +416,7 @@ final class Exchange {
                 return t;
             }
             if (unit != null) {
-                String f = frameText(delta(unit), null);
+                String f = frameText(slot.index(), delta(plans.get(slot.index()), unit), null);
                 int from = f.indexOf("\"delta\"");
                 int i = from;
                 while (f.charAt(i) <= 127) {
@@ -443,10 +459,11 @@ final class Exchange {
             return t + st.ms();
         } else if (fault instanceof Fault.StallKeptAlive k) {
             s.add(new Repeat(t + k.everyMs(), k.everyMs(), () -> k.emptyChunks()
-                    ? frame(mapper().createObjectNode(), null) : Buffer.buffer(KEEP_ALIVE)));
+                    ? frame(0, mapper().createObjectNode(), null) : Buffer.buffer(KEEP_ALIVE)));
             return Double.NaN;
         } else if (fault instanceof Fault.GiantLine g) {
-            s.add(new Write(t, frame(mapper().createObjectNode().put("content", "x".repeat(g.bytes())), null), true));
+            s.add(new Write(t, frame(0, mapper().createObjectNode().put("content", "x".repeat(g.bytes())), null),
+                    true));
             return t;
         } else if (fault instanceof Fault.Endless) {
             s.add(new Repeat(t, Math.max(1, (long) interval()), endlessFrames()));
@@ -473,7 +490,8 @@ final class Exchange {
             Buffer b = Buffer.buffer();
             for (int k = 0; k < batch; k++) {
                 Plan.Unit u = content.isEmpty() ? null : content.get(i[0]++ % content.size());
-                b.appendBuffer(frame(u == null ? mapper().createObjectNode().put("content", "more ") : delta(u), null));
+                b.appendBuffer(frame(0, u == null ? mapper().createObjectNode().put("content", "more ")
+                        : delta(plan, u), null));
             }
             return b;
         };
@@ -509,10 +527,10 @@ final class Exchange {
         List<Step> s = new ArrayList<>();
         double step = interval();
         ModelScript.Reasoning r = model.script().reasoning();
-        double contentStart = ttftMs + step * plan.reasoningTokens() + (plan.thought() ? 0 : Math.max(0, r.pauseMs()));
-        double end = contentStart + step * plan.contentUnits();
+        double contentStart = ttftMs + step * reasoningUnits() + (plan.thought() ? 0 : Math.max(0, r.pauseMs()));
+        double end = contentStart + step * contentUnits();
         int after = afterTokens(fault);
-        double faultAt = contentStart + step * Math.min(Math.max(after, 0), plan.contentUnits());
+        double faultAt = contentStart + step * Math.min(Math.max(after, 0), contentUnits());
         if (fault instanceof Fault.HttpError e) {
             s.add(new Respond(e.delayMs(), e.status(), SimJson.errorEnvelope(e.message(), e.type(), e.code())));
         } else if (fault instanceof Fault.ResetBeforeHeaders) {
@@ -522,7 +540,7 @@ final class Exchange {
         } else if (fault instanceof Fault.Drop || fault instanceof Fault.EofBeforeFinish) {
             s.add(new Reset(faultAt));
         } else if (fault instanceof Fault.DropDuringReasoning d) {
-            s.add(new Reset(ttftMs + step * Math.min(d.afterReasoningTokens(), plan.reasoningTokens())));
+            s.add(new Reset(ttftMs + step * Math.min(d.afterReasoningTokens(), reasoningUnits())));
         } else if (fault instanceof Fault.Stall st && st.ms() < 0 || fault instanceof Fault.StallKeptAlive) {
             s.add(new Hang(faultAt));
         } else if (fault instanceof Fault.Stall st) {
@@ -580,14 +598,14 @@ final class Exchange {
         return served == null ? chat.model() : served;
     }
 
-    private Buffer frame(ObjectNode delta, String finishReason) {
-        return Buffer.buffer(frameText(delta, finishReason));
+    private Buffer frame(int index, ObjectNode delta, String finishReason) {
+        return Buffer.buffer(frameText(index, delta, finishReason));
     }
 
-    private String frameText(ObjectNode delta, String finishReason) {
+    private String frameText(int index, ObjectNode delta, String finishReason) {
         ObjectNode c = chunk();
         ObjectNode choice = c.putArray("choices").addObject();
-        choice.put("index", 0);
+        choice.put("index", index);
         choice.set("delta", delta);
         if (finishReason == null) {
             choice.putNull("finish_reason");
@@ -605,7 +623,70 @@ final class Exchange {
         return mapper().createObjectNode().put("role", "assistant").put("content", "");
     }
 
-    private ObjectNode delta(Plan.Unit u) {
+    /** Every choice's role chunk, first thing in a stream. */
+    private void roles(List<Step> s) {
+        for (int i = 0; i < plans.size(); i++) {
+            s.add(new Write(0, frame(i, roleDelta(), null), false));
+        }
+    }
+
+    /** One step of a stream: choice {@code index}'s next delta, or (unit null) that choice's finish. */
+    private record Slot(int index, Plan.Unit unit) {
+    }
+
+    /**
+     * Every choice's deltas in the order the stream writes them: round-robin, one delta of each choice in turn (the
+     * only choice's, in order, for one), a choice's finish right after its last delta, but for the choice that ends
+     * last, whose finish ends the stream.
+     */
+    private List<Slot> interleaved() {
+        List<Slot> out = new ArrayList<>();
+        int longest = 0;
+        for (Plan p : plans) {
+            longest = Math.max(longest, p.units().size());
+        }
+        int last = lastToFinish();
+        for (int i = 0; i < plans.size(); i++) {
+            if (plans.get(i).units().isEmpty() && i != last) {
+                out.add(new Slot(i, null));
+            }
+        }
+        for (int k = 0; k < longest; k++) {
+            for (int i = 0; i < plans.size(); i++) {
+                List<Plan.Unit> units = plans.get(i).units();
+                if (k < units.size()) {
+                    out.add(new Slot(i, units.get(k)));
+                    if (k == units.size() - 1 && i != last) {
+                        out.add(new Slot(i, null));
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The choice whose last delta the stream writes last: the last of the longest. */
+    private int lastToFinish() {
+        int last = 0;
+        for (int i = 0; i < plans.size(); i++) {
+            if (plans.get(i).units().size() >= plans.get(last).units().size()) {
+                last = i;
+            }
+        }
+        return last;
+    }
+
+    /** The content deltas of every choice. */
+    private int contentUnits() {
+        return plans.stream().mapToInt(Plan::contentUnits).sum();
+    }
+
+    /** The reasoning deltas of every choice. */
+    private int reasoningUnits() {
+        return plans.stream().mapToInt(Plan::reasoningTokens).sum();
+    }
+
+    private ObjectNode delta(Plan plan, Plan.Unit u) {
         ObjectNode d = mapper().createObjectNode();
         switch (u.kind()) {
             case REASONING -> d.put(model.script().reasoning().field(), u.text());
@@ -633,13 +714,15 @@ final class Exchange {
         };
     }
 
+    /** The usage of the whole answer: the prompt once, the completion tokens of every choice. */
     private ObjectNode usage() {
         ObjectNode u = mapper().createObjectNode();
+        int completion = plans.stream().mapToInt(Plan::completionTokens).sum();
         u.put("prompt_tokens", plan.promptTokens());
-        u.put("completion_tokens", plan.completionTokens());
-        u.put("total_tokens", plan.promptTokens() + plan.completionTokens());
-        if (plan.reasoningTokens() > 0) {
-            u.putObject("completion_tokens_details").put("reasoning_tokens", plan.reasoningTokens());
+        u.put("completion_tokens", completion);
+        u.put("total_tokens", plan.promptTokens() + completion);
+        if (reasoningUnits() > 0) {
+            u.putObject("completion_tokens_details").put("reasoning_tokens", reasoningUnits());
         }
         return u;
     }
@@ -651,23 +734,26 @@ final class Exchange {
         c.put("created", created);
         c.put("model", servedModel());
         ArrayNode choices = c.putArray("choices");
-        ObjectNode choice = choices.addObject();
-        choice.put("index", 0);
-        ObjectNode msg = choice.putObject("message");
-        msg.put("role", "assistant");
-        if (!empty && plan.toolCall() != null) {
-            msg.putNull("content");
-            ObjectNode call = msg.putArray("tool_calls").addObject();
-            call.put("id", plan.toolCall().id()).put("type", "function");
-            call.putObject("function").put("name", plan.toolCall().name())
-                    .put("arguments", plan.toolCall().arguments());
-        } else {
-            msg.put("content", empty ? "" : plan.content());
+        for (int i = 0; i < plans.size(); i++) {
+            Plan plan = plans.get(i);
+            ObjectNode choice = choices.addObject();
+            choice.put("index", i);
+            ObjectNode msg = choice.putObject("message");
+            msg.put("role", "assistant");
+            if (!empty && plan.toolCall() != null) {
+                msg.putNull("content");
+                ObjectNode call = msg.putArray("tool_calls").addObject();
+                call.put("id", plan.toolCall().id()).put("type", "function");
+                call.putObject("function").put("name", plan.toolCall().name())
+                        .put("arguments", plan.toolCall().arguments());
+            } else {
+                msg.put("content", empty ? "" : plan.content());
+            }
+            if (!empty && plan.reasoningTokens() > 0) {
+                msg.put(model.script().reasoning().field(), plan.reasoningText());
+            }
+            choice.put("finish_reason", empty ? "stop" : plan.finishReason());
         }
-        if (!empty && plan.reasoningTokens() > 0) {
-            msg.put(model.script().reasoning().field(), plan.reasoningText());
-        }
-        choice.put("finish_reason", empty ? "stop" : plan.finishReason());
         if (usageMode() != ModelScript.UsageMode.NONE) {
             c.set("usage", usage());
         }

@@ -325,8 +325,12 @@ public final class SimServer implements AutoCloseable {
         }
         Fault fault = ms.drawFault();
         long ttft = ms.drawTtftMs(chat.promptTokens());
-        Plan plan = Plan.of(chat, script, config.textSeed());
-        Exchange ex = new Exchange(vertx, req, ms, chat, plan, fault, ttft, admission, gates,
+        // choice i is the text of seed + i: the first choice is the answer a request for one gets
+        List<Plan> plans = new ArrayList<>(chat.choices());
+        for (int i = 0; i < chat.choices(); i++) {
+            plans.add(Plan.of(chat, script, config.textSeed() + i));
+        }
+        Exchange ex = new Exchange(vertx, req, ms, chat, plans, fault, ttft, admission, gates,
                 "chatcmpl-sim-" + ids.incrementAndGet());
         admission.submit(ex, vertx.getOrCreateContext());
     }

@@ -2,6 +2,7 @@ package dev.hedgerow.sim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -75,6 +76,65 @@ class SimChatTest extends SimFixture {
         String nonStream = body.replace("\"stream\":true", "\"stream\":false").replace("\"max_tokens\"", "\"max_completion_tokens\"");
         JsonNode ns = SimHttp.tree(http.post("/v1/chat/completions", nonStream).body());
         assertEquals(SimText.expected(SEED, PROMPT, 5), ns.path("choices").path(0).path("message").path("content").asText());
+    }
+
+    static final String SEVERAL = "{\"model\":\"m1\",\"stream\":true,\"n\":3,\"stream_options\":"
+            + "{\"include_usage\":true},\"messages\":[{\"role\":\"user\",\"content\":\"" + PROMPT + "\"}]}";
+
+    /**
+     * Several choices ({@code n}) in one stream, as OpenAI streams them: each choice its own deterministic text
+     * (choice i is the text of seed + i, so the first is the answer to a request for one), their chunks interleaved
+     * (each carrying its index), each choice finished once, and the usage chunk counting every choice.
+     */
+    @Test
+    void severalChoicesStreamInterleavedEachItsOwnTextAndFinish() {
+        SimHttp.Raw r = http.stream(SEVERAL);
+        assertEquals(200, r.status());
+        assertNull(r.error());
+        assertTrue(r.endsWithDone());
+        StringBuilder[] texts = {new StringBuilder(), new StringBuilder(), new StringBuilder()};
+        int[] finishes = new int[3];
+        List<Integer> order = new java.util.ArrayList<>();
+        JsonNode usage = null;
+        for (JsonNode c : r.chunks()) {
+            if (c.has("usage")) {
+                usage = c.get("usage");
+            }
+            for (JsonNode choice : c.path("choices")) {
+                int i = choice.path("index").asInt();
+                String content = choice.path("delta").path("content").asText("");
+                texts[i].append(content);
+                if (!content.isEmpty()) {
+                    order.add(i);
+                }
+                if (choice.hasNonNull("finish_reason")) {
+                    assertEquals("stop", choice.get("finish_reason").asText());
+                    finishes[i]++;
+                }
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            assertEquals(SimText.expected(SEED + i, PROMPT, 20), texts[i].toString(), "choice " + i);
+            assertEquals(1, finishes[i], "choice " + i + " finishes once");
+        }
+        assertEquals(List.of(0, 1, 2, 0, 1, 2), order.subList(0, 6), "the choices interleave");
+        assertNotNull(usage);
+        assertEquals(60, usage.path("completion_tokens").asInt(), usage.toString());
+    }
+
+    /** A whole answer to {@code n} holds every choice, with its index and text, and usage counting them all. */
+    @Test
+    void severalChoicesInAWholeAnswer() {
+        JsonNode r = SimHttp.tree(http.post("/v1/chat/completions", SEVERAL.replace("\"stream\":true",
+                "\"stream\":false")).body());
+        assertEquals(3, r.path("choices").size(), r.toString());
+        for (int i = 0; i < 3; i++) {
+            JsonNode choice = r.path("choices").get(i);
+            assertEquals(i, choice.path("index").asInt());
+            assertEquals(SimText.expected(SEED + i, PROMPT, 20), choice.path("message").path("content").asText());
+            assertEquals("stop", choice.path("finish_reason").asText());
+        }
+        assertEquals(60, r.path("usage").path("completion_tokens").asInt());
     }
 
     @Test

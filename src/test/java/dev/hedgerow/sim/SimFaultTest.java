@@ -158,6 +158,29 @@ class SimFaultTest extends SimFixture {
         assertEquals(0, sim.stats("m").cancelled());
     }
 
+    /**
+     * A fault counts the content chunks of the whole stream, whatever their choice: a stream of two choices dropped
+     * after five has three of the first choice's tokens and two of the second's, and neither finished.
+     */
+    @Test
+    void aFaultActsOnAStreamOfSeveralChoicesAsOnOne() {
+        sim.enqueue("m", Fault.dropAfter(5));
+        SimHttp.Raw r = http.stream(SimHttp.chat("m", PROMPT, true).replace("\"stream\":true",
+                "\"stream\":true,\"n\":2"));
+        assertEquals(200, r.status());
+        assertNotNull(r.error(), "a reset must surface as an I/O error");
+        StringBuilder[] texts = {new StringBuilder(), new StringBuilder()};
+        for (JsonNode c : r.chunks()) {
+            for (JsonNode choice : c.path("choices")) {
+                texts[choice.path("index").asInt()].append(choice.path("delta").path("content").asText(""));
+                assertTrue(choice.path("finish_reason").isNull(), c.toString());
+            }
+        }
+        assertEquals(expected(3), texts[0].toString());
+        assertEquals(SimText.expected(SEED + 1, PROMPT, 2), texts[1].toString());
+        eventually(() -> sim.stats("m").dropped() == 1, "dropped");
+    }
+
     @Test
     void dropInTheMiddleOfAMultiByteCharacter() {
         sim.enqueue("m", Fault.dropMidCodePoint(3));
