@@ -4,6 +4,7 @@ import com.openai.client.OpenAIClient;
 import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.core.http.StreamResponse;
 import com.openai.errors.NotFoundException;
+import com.openai.helpers.ChatCompletionAccumulator;
 import com.openai.errors.UnauthorizedException;
 import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionChunk;
@@ -83,6 +84,29 @@ class OpenAiSdkCompatibilityTest {
         assertEquals(SimText.expected(SEED, "stream via sdk", 30), text.toString());
         assertEquals(1, ids.size());
         assertTrue(usage.get() > 0);
+    }
+
+    /**
+     * Several choices in one stream ({@code n: 2}), put together by the SDK's own accumulator: every choice whole with
+     * its index and finish, the usage counting both (the simulator's choice i is the text of its seed + i).
+     */
+    @Test
+    void aStreamOfSeveralChoicesAccumulatesIntoEveryChoice() {
+        ChatCompletionCreateParams p = params("chat", "two via sdk").toBuilder().n(2)
+                .streamOptions(ChatCompletionStreamOptions.builder().includeUsage(true).build()).build();
+        ChatCompletionAccumulator acc = ChatCompletionAccumulator.create();
+        try (StreamResponse<ChatCompletionChunk> s = client.chat().completions().createStreaming(p)) {
+            s.stream().forEach(acc::accumulate);
+        }
+        ChatCompletion c = acc.chatCompletion();
+        assertEquals(2, c.choices().size());
+        for (int i = 0; i < 2; i++) {
+            ChatCompletion.Choice choice = c.choices().get(i);
+            assertEquals(i, choice.index());
+            assertEquals(SimText.expected(SEED + i, "two via sdk", 30), choice.message().content().orElseThrow());
+            assertEquals(ChatCompletion.Choice.FinishReason.STOP, choice.finishReason());
+        }
+        assertEquals(60, c.usage().orElseThrow().completionTokens());
     }
 
     @Test

@@ -66,6 +66,8 @@ class SeveralChoicesTest {
                   - { alias: wholecounted, provider: quiet, model: m-counted }
                   - { alias: stalled, provider: a, model: m-stalled, priority: 1, capabilities: [prefill] }
                   - { alias: stalled, provider: b, model: m-stalled, priority: 2, capabilities: [prefill] }
+                  - { alias: tools, provider: a, model: m-tools, priority: 1, capabilities: [prefill, tools] }
+                  - { alias: tools, provider: b, model: m-tools, priority: 2, capabilities: [prefill, tools] }
                   - { alias: race, provider: a, model: m-race, priority: 1 }
                   - { alias: race, provider: other, model: m-race, priority: 2 }
                 groups:
@@ -74,6 +76,7 @@ class SeveralChoicesTest {
                   counted: { strategy: priority, hedging: false }
                   wholecounted: { strategy: priority, hedging: false }
                   stalled: { strategy: priority, hedging: false, read_timeout: 1s, stall_floor: 100ms }
+                  tools: { strategy: priority, hedging: false, stall_floor: 30s }
                   race: { strategy: priority, first_token_floor: 200ms }
             """;
 
@@ -91,7 +94,7 @@ class SeveralChoicesTest {
         ModelScript noUsage = text.withCapabilities(ModelScript.Capabilities.DEFAULT
                 .withUsage(ModelScript.UsageMode.NONE));
         SimConfig ab = SimConfig.of(SEED);
-        for (String m : List.of("m-multi", "m-usage", "m-stalled", "m-race")) {
+        for (String m : List.of("m-multi", "m-usage", "m-stalled", "m-race", "m-tools")) {
             ab = ab.withModel(m, text);
         }
         sims = GatewayHarness.startSims(vertx, Map.of("a", ab, "b", ab,
@@ -111,7 +114,8 @@ class SeveralChoicesTest {
     /** Tests break route a on purpose: each starts with every route healthy (the breaker is not under test). */
     @BeforeEach
     void healthy() {
-        for (String route : List.of("multi-a", "multi-b", "stalled-a", "stalled-b", "race-a", "race-other")) {
+        for (String route : List.of("multi-a", "multi-b", "stalled-a", "stalled-b", "race-a", "race-other", "tools-a",
+                "tools-b")) {
             gw.core().store().resetHealth("acme/" + route).await().atMost(Duration.ofSeconds(5));
         }
     }
@@ -345,6 +349,54 @@ class SeveralChoicesTest {
             assertEquals(Set.of("other"), field(out, "provider"), out);
             assertEquals(1, field(out, "id").size(), out);
             assertEquals(List.of("race-a:lost_race", "race-other:success"), trail(out));
+        }
+    }
+
+    static final String TOOLS = ",\"n\":2,\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+            + "\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\"}}}}}]";
+
+    /** Each choice's tool call as a client assembles it ("id name arguments"), by index. */
+    static Map<Integer, String> toolCalls(String out) {
+        Map<Integer, String> calls = new TreeMap<>();
+        for (JsonNode e : Sse.events(out)) {
+            for (JsonNode c : e.path("choices")) {
+                for (JsonNode call : c.path("delta").path("tool_calls")) {
+                    calls.merge(c.path("index").asInt(), call.path("id").asText("") + "|"
+                            + call.path("function").path("name").asText("") + "|"
+                            + call.path("function").path("arguments").asText(""), String::concat);
+                }
+            }
+        }
+        return calls;
+    }
+
+    /**
+     * A stream of several choices is never resumed, so its tool calls are not held (a single choice's are, where a
+     * resume could follow): the simulator waits at a gate after both calls' heads and the first argument piece, and
+     * the client has a call's delta while it waits. The calls reach the client whole, each under its choice.
+     */
+    @Test
+    void toolCallsOfSeveralChoicesReachTheClientAsTheyAreStreamed() {
+        String prompt = "weather twice";
+        String whole = stream("tools", prompt, TOOLS);
+        Map<Integer, String> calls = toolCalls(whole);
+        assertEquals(Set.of(0, 1), calls.keySet(), whole);
+        assertEquals(Map.of(0, List.of("tool_calls"), 1, List.of("tool_calls")), finishes(whole), whole);
+        String gate = "tools-after-three";
+        gw.sim("a").enqueue("m-tools", Fault.gate(3, gate, 5000));
+        try (SseReader in = SseReader.post(gw.baseUrl() + "/v1/chat/completions", "k-acme",
+                body("tools", prompt, true, TOOLS), Duration.ofSeconds(30))) {
+            assertEquals(200, in.status());
+            JsonNode first = in.until(e -> e.path("choices").path(0).path("delta").has("tool_calls"));
+            assertNotNull(first, in.text());
+            eventually(() -> gw.sim("a").gate(gate).waiting() == 1 || gw.sim("a").gate(gate).passed() > 0,
+                    "the simulator reached the gate");
+            assertEquals(0, gw.sim("a").gate(gate).passed(), "a call's delta came while the simulator waited");
+            gw.sim("a").openGate(gate);
+            String out = in.rest();
+            assertEquals(calls, toolCalls(out), out);
+            assertEquals(Map.of(0, List.of("tool_calls"), 1, List.of("tool_calls")), finishes(out), out);
+            assertEquals(List.of("tools-a:success"), trail(out));
         }
     }
 
