@@ -206,6 +206,20 @@ async function streamHelper() {
   ok('chat.completions.stream(): finalChatCompletion() accumulates the same text and usage');
 }
 
+async function severalChoicesStream() {
+  const final = await client.chat.completions.stream({
+    model: 'sdk', n: 2, stream_options: { include_usage: true }, messages: user(E.two.prompt),
+  }).finalChatCompletion();
+  assert.equal(final.choices.length, 2);
+  final.choices.forEach((c, i) => {
+    assert.equal(c.index, i);
+    assert.equal(c.message.content, E.two.texts[i]);
+    assert.equal(c.finish_reason, 'stop');
+  });
+  assert.equal(final.usage.completion_tokens, 2 * E.plain.completion_tokens);
+  ok('a stream of n: 2: finalChatCompletion() has both choices whole, the usage counts both');
+}
+
 const weatherTool = {
   type: 'function',
   function: {
@@ -293,7 +307,7 @@ async function errorsMapToTheSdksClasses() {
   ok(`bad parameter: BadRequestError 400, param ${bad.param}: ${bad.message}`);
 
   const badStream = await rejection(client.chat.completions.create({
-    model: 'sdk', stream: true, n: 2, messages: user('x'),
+    model: 'sdk', stream: true, n: 0, messages: user('x'),
   }), OpenAI.BadRequestError);
   assert.equal(badStream.param, 'n');
   ok('bad parameter on a stream: BadRequestError before any chunk, param n');
@@ -544,7 +558,7 @@ async function embeddings() {
 
 // Each check runs even when one before it failed (each starts from cleared fault queues), so one run shows every
 // failure; the exit code is 1 when any failed.
-const checks = [listsTheAliases, nonStreaming, streamingWithUsage, streamHelper, streamedToolCall, structuredOutputs,
+const checks = [listsTheAliases, nonStreaming, streamingWithUsage, streamHelper, severalChoicesStream, streamedToolCall, structuredOutputs,
   errorsMapToTheSdksClasses, allRoutesOut, retriesWaitForTheHoldTheRouterNames, noRetryWhenOnlyAnOperatorCanHelp,
   invisibleResume, toolCallBrokenMidArguments, cutWithoutResume,
   abortMidStream, embeddings];

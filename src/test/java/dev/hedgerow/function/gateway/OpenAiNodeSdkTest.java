@@ -62,6 +62,10 @@ class OpenAiNodeSdkTest {
         Map<String, Object> e = new LinkedHashMap<>();
         String plain = "sdk: hello from the Node SDK";
         e.put("plain", Map.of("prompt", plain, "text", text(plain), "completion_tokens", LENGTH));
+        String two = "sdk: two choices, one stream";
+        // the simulator's choice i is the text of its seed + i
+        e.put("two", Map.of("prompt", two, "texts", List.of(text(two),
+                SimText.expected(AppTestResource.SEED + 1, two, LENGTH))));
         String tools = "sdk: the weather, please";
         e.put("tools", Map.of("prompt", tools, "text", text(tools),
                 // the simulator's tool call: the first tool's first property, set to the answer's first 4 tokens
