@@ -53,7 +53,8 @@ final class Billing {
                 completion += tokens.applyAsInt(sb.toString());
             }
         } else if (a.choices != null) {
-            completion = a.choices.completionTokens(tokens);
+            completion = a.choices.completionTokens(tokens)
+                    + (transcript.toolCalls.isEmpty() ? 0 : tokens.applyAsInt(transcript.toolCalls.toString()));
         } else {
             completion = tokens.applyAsInt(transcript.content.toString() + transcript.reasoning
                     + transcript.toolCalls);

@@ -236,6 +236,7 @@ final class ClientOutput {
             }
             if (d.hasTools()) {
                 transcript.toolCallStarted = true;
+                transcript.addToolCalls(d.toolCalls());
             }
             boolean finishSent = d.finish() != null;
             if (completes && finishSent) {
