@@ -1,0 +1,316 @@
+package dev.hedgerow.dispatch;
+
+import dev.hedgerow.api.ChatRequest;
+import dev.hedgerow.api.ProviderPrefs;
+import dev.hedgerow.catalog.CatalogLoader;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.dispatch.DispatchTimingTest.Call;
+import dev.hedgerow.dispatch.DispatchTimingTest.RecordingSink;
+import dev.hedgerow.dispatch.DispatchTimingTest.ScriptedUpstream;
+import dev.hedgerow.function.GatewayMetrics;
+import dev.hedgerow.routing.Candidate;
+import dev.hedgerow.routing.RequestFacts;
+import dev.hedgerow.routing.RoutePlan;
+import dev.hedgerow.routing.TtftEstimate;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.state.UsageSample;
+import dev.hedgerow.testsupport.DispatchFixture;
+import dev.hedgerow.testsupport.Sse;
+import dev.hedgerow.time.FakeScheduler;
+import dev.hedgerow.time.FakeTicker;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.smallrye.mutiny.Uni;
+import org.junit.jupiter.api.Disabled;
+import org.junit.jupiter.api.Test;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Bugs found by a review of the request path, each shown on fake time with a scripted upstream and the memory store
+ * (behind a proxy that can hold a store reply, the only way to order it exactly against an upstream event). Each
+ * test states the behaviour the README promises; those that fail on the current code are {@code @Disabled} with the
+ * bug they show.
+ */
+class CoreReviewFindingsTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k" }]
+                providers:
+                  - { id: a, base_url: "http://a.invalid/v1", dialect: vllm }
+                  - { id: b, base_url: "http://b.invalid/v1", dialect: vllm }
+                  - { id: c, base_url: "http://c.invalid/v1", dialect: vllm }
+                routes:
+                  - { alias: chat, provider: a, model: ma, capabilities: [prefill] }
+                  - { alias: chat, provider: b, model: mb, capabilities: [prefill] }
+                  - { alias: chat, provider: c, model: mc, capabilities: [prefill] }
+                groups:
+                  chat: { first_token_floor: 200ms, first_token_ceiling: 5s, stall_floor: 1s, head_hold: off,
+                          breaker: { max_fails: 1, fail_timeout: 30s } }
+            """;
+    static final String B = "acme/chat-b";
+
+    final FakeTicker ticker = new FakeTicker();
+    final FakeScheduler scheduler = new FakeScheduler(ticker);
+    final MemoryStateStore memory = new MemoryStateStore(ticker);
+    final ScriptedUpstream upstream = new ScriptedUpstream();
+    final RecordingSink sink = new RecordingSink();
+    final HeldStore store = new HeldStore();
+    final Org org = new CatalogLoader(k -> null).parse(YAML).orgs().get(0);
+    final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    final GatewayMetrics metrics = new GatewayMetrics(meters);
+    /** What each finished request was billed (null: nothing). */
+    final List<UsageSample> bills = new ArrayList<>();
+
+    final DispatchObserver observer = new DispatchObserver() {
+        @Override
+        public void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
+                             Candidate served) {
+            bills.add(billed);
+            metrics.finished(request, status, trail, billed, served);
+        }
+
+        @Override
+        public void hedge(DispatchRequest request, boolean fired) {
+            metrics.hedge(request, fired);
+        }
+    };
+
+    double metric(String name, String... tags) {
+        return meters.find(name).tags(tags).counters().stream().mapToDouble(c -> c.count()).sum();
+    }
+
+    Candidate healthy(String routeId) {
+        return DispatchFixture.candidate(org, routeId, RouteSnapshot.empty("acme/" + routeId), false,
+                new TtftEstimate(150, 300, true));
+    }
+
+    /** Route b, half-open: one failure at max_fails 1, its cooldown over. */
+    Candidate halfOpenB() {
+        memory.recordFailure(B, 1, Duration.ofSeconds(30)).await().indefinitely();
+        ticker.advance(Duration.ofSeconds(30));
+        return DispatchFixture.candidate(org, "chat-b",
+                new RouteSnapshot(B, false, 0, 1, false, 0, 0, UsageSample.ZERO, Map.of()), true,
+                new TtftEstimate(150, 300, true));
+    }
+
+    Dispatcher.Handle start(boolean stream, String extra, Candidate... cands) {
+        String body = "{\"model\":\"chat\",\"stream\":" + stream
+                + ",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" + extra + "}";
+        ChatRequest chat = ChatRequest.parse(body.getBytes(StandardCharsets.UTF_8), null);
+        RequestFacts facts = new RequestFacts(10, null, stream, false, Set.of(), Set.of(), ProviderPrefs.NONE,
+                List.of(), Map.of(), "hi");
+        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "app", "chat", org.group("chat"), chat, facts,
+                List.of(cands), RoutePlan.NEVER);
+        Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store.proxy, scheduler, ticker,
+                s -> s.length() / 4, observer));
+        return d.start(dr, sink);
+    }
+
+    Dispatcher.Handle start(Candidate... cands) {
+        return start(true, "", cands);
+    }
+
+    // ---- 1. a hedge whose half-open slot is granted after the race was decided ------------------------------
+
+    /**
+     * The primary streams its first content while the hedge's half-open probe slot is being taken (one Redis round
+     * trip): the request is committed, so the hedge must not start. Today probeDecided launches it anyway (it checks
+     * only {@code finished}); its first content then "wins" a race that was over, cancels the committed winner as
+     * lost_race and splices a second answer into the client's stream.
+     */
+    @Test
+    @Disabled("bug: Dispatch.probeDecided launches a hedge granted after the request committed (Dispatch.java:311-318)")
+    void aHedgeWhoseProbeSlotIsGrantedAfterTheCommitIsNotStarted() {
+        Candidate b = halfOpenB();
+        store.holdProbes = true;
+        start(healthy("chat-a"), b);
+        Call a = upstream.last().head();
+        scheduler.advance(Duration.ofMillis(300));   // the first-token window: a hedge to b, its slot asked for
+        assertEquals(1, store.held.size(), "precondition: the hedge's slot acquisition is in flight");
+        a.content("Hello");                          // a commits while the acquisition is in flight
+        store.grant(0);                              // the slot arrives after the commit
+        if (upstream.calls.size() > 1) {
+            upstream.last().head().content("Something else");
+        }
+        a.content(" world").finish();
+        assertEquals(1, upstream.calls.size(), "no hedge may start after the commit");
+        assertEquals("Hello world", Sse.content(sink.text()));
+        assertFalse(memory.snapshot(List.of(B), Duration.ofMinutes(1)).await().indefinitely().get(B).probeTaken(),
+                "the late slot is given back");
+    }
+
+    /**
+     * The same race when the slot is refused (another instance probes b): probeDecided then falls through to the next
+     * untried route and launches it as a hedge, with no check of the commit, so c also streams into a committed answer.
+     */
+    @Test
+    @Disabled("bug: Dispatch.probeDecided falls through to the next route as a hedge after the commit (Dispatch.java:325-336)")
+    void aHedgeWhoseProbeSlotIsRefusedAfterTheCommitDoesNotFallThroughToAnotherRoute() {
+        Candidate b = halfOpenB();
+        store.holdProbes = true;
+        start(healthy("chat-a"), b, healthy("chat-c"));
+        Call a = upstream.last().head();
+        scheduler.advance(Duration.ofMillis(300));
+        assertEquals(1, store.held.size(), "precondition: the hedge's slot acquisition is in flight");
+        a.content("Hello");
+        assertTrue(memory.tryAcquireProbe(B, 1, Duration.ofSeconds(30), "another-instance").await().indefinitely());
+        store.grant(0);                              // refused: the other instance holds it
+        if (upstream.calls.size() > 1) {
+            upstream.last().head().content("Something else");
+        }
+        a.content(" world").finish();
+        assertEquals(1, upstream.calls.size(), "no hedge may start after the commit");
+        assertEquals("Hello world", Sse.content(sink.text()));
+    }
+
+    // ---- 2. an error event after the finish ----------------------------------------------------------------
+
+    /**
+     * The winner sent its finish_reason, then an error event (instead of [DONE]). The answer is whole: a transport
+     * error or a stall after the finish completes it (Dispatch.streamEnded, stallCheck), so an error event should too.
+     * Today streamEvent treats it as a mid-stream failure: b is asked to continue a finished answer, a's route is
+     * counted a failure, and the client gets extra text after the finish (or an error event).
+     */
+    @Test
+    @Disabled("bug: an error event after the finish resumes a finished answer (Dispatch.java:634-635)")
+    void anErrorEventAfterTheFinishCompletesTheAnswer() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head().content("Hello");
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+        a.data("data: {\"error\":{\"message\":\"internal error after finish\"}}\n\n");
+        if (upstream.calls.size() > 1) {
+            upstream.last().head().content(" and more").finish();
+        }
+        assertEquals(1, upstream.calls.size(), "a finished answer is not resumed");
+        assertEquals("Hello", Sse.content(sink.text()));
+        assertEquals("success", Sse.trail(sink.text()).get(0).path("outcome").asText());
+    }
+
+    // ---- 3. a hostile chunk throws out of the upstream callback ----------------------------------------------
+
+    /**
+     * A committed winner sends a chunk whose first choice is not an object ({@code "choices":[null]}, or a number).
+     * Before the commit such a chunk is held and relayed harmlessly; after it ClientOutput.emitChunk casts the choice
+     * to ObjectNode and throws ClassCastException out of Attempt.onData into Vert.x, which drops it: the rest of the
+     * read (here " world") is never decoded, so the client silently loses text and the transcript a resume would
+     * continue from has a hole.
+     */
+    @Test
+    @Disabled("bug: ClientOutput.emitChunk casts choices[0] to ObjectNode (ClientOutput.java:139); the exception escapes Attempt.onData")
+    void aChunkWhoseChoiceIsNotAnObjectDoesNotThrowOrLoseTheRestOfTheRead() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head().content("Hello");
+        assertDoesNotThrow(() -> a.data("data: {\"choices\":[null]}\n\n"
+                + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" world\"}}]}\n\n"));
+        a.finish();
+        assertEquals("Hello world", Sse.content(sink.text()));
+    }
+
+    // ---- 4. billing a streamed tool call without the provider's usage ---------------------------------------
+
+    /**
+     * A stream that answers with a tool call and no usage chunk (a provider that ignores include_usage, or refused
+     * stream_options; and every resumed stream, which is always counted by the gateway): Billing.usageOf counts only
+     * the transcript's content and reasoning, so the call's arguments are billed 0 completion tokens. The non-streamed
+     * path counts the tool_calls (Billing.java:217).
+     */
+    @Test
+    @Disabled("bug: a streamed tool call without upstream usage bills 0 completion tokens (Billing.java:222)")
+    void aStreamedToolCallWithoutUsageIsBilledItsTokens() {
+        start(true, ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}]",
+                healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,"
+                + "\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"\"}}]}}]}\n\n");
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":"
+                + "\"{\\\"city\\\": \\\"Paris, France\\\", \\\"unit\\\": \\\"celsius\\\"}\"}}]}}]}\n\n");
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n");
+        a.data("data: [DONE]\n\n");
+        a.handler.onEnd();
+        assertTrue(sink.text().contains("get_weather"), sink.text());
+        assertEquals(1, bills.size());
+        assertTrue(bills.get(0).completionTokens() > 0, "the tool call's tokens are billed: " + bills.get(0));
+    }
+
+    // ---- 5. a hedge counted as fired when none was ---------------------------------------------------------
+
+    /**
+     * The hedge budget's answer comes after the primary's first content: no hedge starts, yet the budget token is spent
+     * and hedgerow_hedges_total{result="fired"} counts one (hedgeDecided reports before it checks the race is still on).
+     */
+    @Test
+    @Disabled("bug: Dispatch.hedgeDecided counts a hedge as fired before checking it still may fire (Dispatch.java:499)")
+    void aHedgeBudgetAnswerAfterTheCommitFiresAndCountsNothing() {
+        store.holdHedgeBudget = true;
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        scheduler.advance(Duration.ofMillis(300));
+        assertEquals(1, store.heldBudget.size(), "precondition: the budget is being asked");
+        a.content("Hello");
+        store.grantBudget(0);
+        a.finish();
+        assertEquals(1, upstream.calls.size());
+        assertEquals(0, metric("hedgerow_hedges", "result", "fired"), "no hedge fired");
+    }
+
+    /**
+     * The memory store behind a proxy: with {@link #holdProbes} a probe-slot acquisition, and with
+     * {@link #holdHedgeBudget} a hedge-budget call, waits until the test answers it from the memory store.
+     */
+    final class HeldStore {
+        final List<Supplier<Object>> held = new ArrayList<>();
+        final List<CompletableFuture<Object>> replies = new ArrayList<>();
+        final List<Supplier<Object>> heldBudget = new ArrayList<>();
+        final List<CompletableFuture<Object>> budgetReplies = new ArrayList<>();
+        boolean holdProbes;
+        boolean holdHedgeBudget;
+        final StateStore proxy = (StateStore) Proxy.newProxyInstance(StateStore.class.getClassLoader(),
+                new Class<?>[] {StateStore.class}, (p, method, a) -> {
+                    boolean probe = method.getName().equals("tryAcquireProbe") && holdProbes;
+                    boolean budget = method.getName().equals("hedgeBudget") && holdHedgeBudget;
+                    if (probe || budget) {
+                        CompletableFuture<Object> reply = new CompletableFuture<>();
+                        Supplier<Object> later = () -> {
+                            try {
+                                return ((Uni<?>) method.invoke(memory, a)).await().indefinitely();
+                            } catch (ReflectiveOperationException e) {
+                                throw new IllegalStateException(e);
+                            }
+                        };
+                        (probe ? held : heldBudget).add(later);
+                        (probe ? replies : budgetReplies).add(reply);
+                        return Uni.createFrom().completionStage(reply);
+                    }
+                    try {
+                        return method.invoke(memory, a);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+
+        void grant(int i) {
+            replies.get(i).complete(held.get(i).get());
+        }
+
+        void grantBudget(int i) {
+            budgetReplies.get(i).complete(heldBudget.get(i).get());
+        }
+    }
+}
