@@ -358,6 +358,39 @@ class CoreReviewFindingsTest {
         assertEquals(0, metric("hedgerow_hedges", "result", "fired"), "no hedge fired");
     }
 
+    // ---- 7. onSent after onHead cancels the body's read timer ----------------------------------------------
+
+    /**
+     * A provider may answer before the request body is fully written (an early 200 head of a long prompt, or an early
+     * error), so the Vert.x client's "sent" can come after the head. Attempt.onSent then calls armIoTimer, whose first
+     * step cancels {@code ioTimer}, which by then is the body's read_timeout timer armed by onHead; armIoTimer returns
+     * (status > 0) without re-arming it. A body that then stops arriving is no longer failed over at read_timeout
+     * (5 s here), only at the whole answer's wait, up to 10 minutes for a non-streamed answer.
+     */
+    @Test
+    @Disabled("bug: Attempt.onSent after onHead cancels the body read timer (Attempt.onSent:286 calls armIoTimer, which cancels ioTimer at Attempt.java:213 and returns at 214)")
+    void aBodyThatStopsAfterAnEarlyHeadFailsOverAtReadTimeoutEvenWhenSentIsReportedLate() {
+        KongTimeoutsDispatchTest.HandUpstream hand = new KongTimeoutsDispatchTest.HandUpstream();
+        Org kt = new CatalogLoader(n -> null).parse(KongTimeoutsDispatchTest.YAML).orgs().get(0);
+        Dispatcher dispatcher = new Dispatcher(DispatchFixture.deps(hand, memory, scheduler, ticker, String::length,
+                new DispatchObserver() { }));
+        ChatRequest chat = ChatRequest.parse("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+                .getBytes(StandardCharsets.UTF_8), null);
+        RequestFacts facts = new RequestFacts(1, null, false, false, Set.of(), Set.of(), ProviderPrefs.NONE,
+                List.of(), Map.of(), "hi");
+        List<Candidate> cands = List.of(
+                DispatchFixture.candidate(kt, "a", RouteSnapshot.empty("acme/a"), false, TtftEstimate.UNKNOWN),
+                DispatchFixture.candidate(kt, "b", RouteSnapshot.empty("acme/b"), false, TtftEstimate.UNKNOWN));
+        dispatcher.start(new DispatchRequest("req-1", 0, kt, "app", "kt", kt.group("kt"), chat, facts, cands,
+                RoutePlan.NEVER), sink);
+        var h = hand.handlers.get(0);
+        h.onHead(200, Map.of("content-type", "application/json"));   // the head before the body was all written
+        h.onData("{\"id\":\"x\",".getBytes(StandardCharsets.UTF_8));
+        h.onSent();                                                  // the write completes after the first read
+        scheduler.advance(Duration.ofSeconds(6));                    // read_timeout is 5 s
+        assertEquals(2, hand.requests.size(), "the silent body failed over at read_timeout");
+    }
+
     /**
      * The memory store behind a proxy: with {@link #holdProbes} a probe-slot acquisition, and with
      * {@link #holdHedgeBudget} a hedge-budget call, waits until the test answers it from the memory store.
