@@ -391,6 +391,41 @@ class CoreReviewFindingsTest {
         assertEquals(2, hand.requests.size(), "the silent body failed over at read_timeout");
     }
 
+    // ---- 8. an empty chunk is life before the first content, but does not hold off the abandon timer -----------
+
+    /**
+     * Dispatch.alive says a chunk with an empty delta is life before the first content, as a keep-alive comment is, and
+     * keeps the attempt's watchdogs off. A comment does (Dispatch.life re-arms the abandon timer); an empty chunk only
+     * moves lastActivityNanos (Dispatch.streamEvent), so a route that keeps its stream alive with empty chunks during
+     * a long prefill is abandoned at first_token_ceiling (5 s here) while one that sends comments is not.
+     */
+    @Test
+    @Disabled("bug: empty-delta chunks before the first content do not re-arm the abandon timer, comments do (Dispatch.java:629-631 vs 596-599)")
+    void emptyChunksBeforeTheFirstContentKeepTheAttemptAsCommentsDo() {
+        for (boolean comments : new boolean[] {true, false}) {
+            upstream.calls.clear();
+            Org o = new CatalogLoader(k -> null).parse(YAML.replace("head_hold: off,", "head_hold: off, hedging: false,"))
+                    .orgs().get(0);
+            ChatRequest chat = ChatRequest.parse("{\"model\":\"chat\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+                    .getBytes(StandardCharsets.UTF_8), null);
+            RequestFacts facts = new RequestFacts(10, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE,
+                    List.of(), Map.of(), "hi");
+            List<Candidate> cands = List.of(
+                    DispatchFixture.candidate(o, "chat-a", RouteSnapshot.empty("acme/chat-a"), false, new TtftEstimate(150, 300, true)),
+                    DispatchFixture.candidate(o, "chat-b", RouteSnapshot.empty("acme/chat-b"), false, new TtftEstimate(150, 300, true)));
+            new Dispatcher(DispatchFixture.deps(upstream, memory, scheduler, ticker, t -> t.length() / 4, observer))
+                    .start(new DispatchRequest("chatcmpl-" + comments, 1, o, "app", "chat", o.group("chat"), chat, facts,
+                            cands, RoutePlan.NEVER), new RecordingSink());
+            Call a = upstream.last().head();
+            for (int i = 0; i < 8; i++) {
+                scheduler.advance(Duration.ofSeconds(1));
+                a.data(comments ? ": keep-alive\n\n" : "data: {\"choices\":[{\"index\":0,\"delta\":{}}]}\n\n");
+            }
+            assertFalse(a.cancelled, (comments ? "comments" : "empty chunks") + " every second keep the attempt");
+            assertEquals(1, upstream.calls.size(), comments ? "comments" : "empty chunks");
+        }
+    }
+
     /**
      * The memory store behind a proxy: with {@link #holdProbes} a probe-slot acquisition, and with
      * {@link #holdHedgeBudget} a hedge-budget call, waits until the test answers it from the memory store.
