@@ -413,8 +413,8 @@ class CoreReviewFindingsTest {
             List<Candidate> cands = List.of(
                     DispatchFixture.candidate(o, "chat-a", RouteSnapshot.empty("acme/chat-a"), false, new TtftEstimate(150, 300, true)),
                     DispatchFixture.candidate(o, "chat-b", RouteSnapshot.empty("acme/chat-b"), false, new TtftEstimate(150, 300, true)));
-            new Dispatcher(DispatchFixture.deps(upstream, memory, scheduler, ticker, t -> t.length() / 4, observer))
-                    .start(new DispatchRequest("chatcmpl-" + comments, 1, o, "app", "chat", o.group("chat"), chat, facts,
+            Dispatcher.Handle h = new Dispatcher(DispatchFixture.deps(upstream, memory, scheduler, ticker,
+                    t -> t.length() / 4, observer)).start(new DispatchRequest("chatcmpl-" + comments, 1, o, "app", "chat", o.group("chat"), chat, facts,
                             cands, RoutePlan.NEVER), new RecordingSink());
             Call a = upstream.last().head();
             for (int i = 0; i < 8; i++) {
@@ -423,6 +423,7 @@ class CoreReviewFindingsTest {
             }
             assertFalse(a.cancelled, (comments ? "comments" : "empty chunks") + " every second keep the attempt");
             assertEquals(1, upstream.calls.size(), comments ? "comments" : "empty chunks");
+            h.clientGone();   // this request ends here: its timers must not act on the next one's count
         }
     }
 
