@@ -1321,7 +1321,11 @@ final class Dispatch {
         deps.observer().finished(req, 502, trail.snapshot(), deliveredBill(), served == null ? null : served.cand);
     }
 
-    /** The winner's answer is whole; {@code hangUp} closes its upstream stream, which is still open. */
+    /**
+     * The winner's answer is whole; {@code hangUp} closes its upstream stream, which is still open. Any other attempt
+     * still live (none should be: the first content ends the race) is ended as cancelled, so no upstream call or lease
+     * outlives the request.
+     */
     private void complete(Attempt a, boolean hangUp) {
         if (finished) {
             return;
@@ -1330,6 +1334,7 @@ final class Dispatch {
         finished = true;
         health.success(a);
         endAttempt(a, "success", null, hangUp);
+        endLive("cancelled");
         UsageSample billed = billing.usageOf(a, resumes > 0, null);
         output.endStream(a, req.request().includeUsage() ? billed : null, Billing.upstreamBill(a, resumes > 0),
                 trail.toNode());

@@ -189,7 +189,6 @@ class CoreReviewFindingsTest {
      * route whose answer nobody read.
      */
     @Test
-    @Disabled("bug: a hedge started after the commit outlives the request: not cancelled, lease kept, a failure counted on b (Dispatch.complete does not end it)")
     void aHedgeStartedAfterTheCommitIsNotLeftRunningNorChargedWhenTheAnswerCompletes() {
         Candidate b = halfOpenB();
         store.holdProbes = true;
