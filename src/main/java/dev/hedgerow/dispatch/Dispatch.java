@@ -313,8 +313,9 @@ final class Dispatch {
         if (!acquired) {
             slot.held = false;
         }
-        if (finished) {
-            // the request ended (client gone, answered elsewhere) while the slot was being taken
+        if (finished || committed && kind != Kind.RESUME) {
+            // the request ended (client gone, answered elsewhere) or, for all but a resume, committed while the slot
+            // was being taken: neither this route nor the next untried one may start racing a stream the client reads
             slot.release();
             return;
         }

@@ -137,7 +137,6 @@ class CoreReviewFindingsTest {
      * lost_race and splices a second answer into the client's stream.
      */
     @Test
-    @Disabled("bug: Dispatch.probeDecided launches a hedge granted after the request committed (Dispatch.java:311-318)")
     void aHedgeWhoseProbeSlotIsGrantedAfterTheCommitIsNotStarted() {
         Candidate b = halfOpenB();
         store.holdProbes = true;
@@ -162,7 +161,6 @@ class CoreReviewFindingsTest {
      * untried route and launches it as a hedge, with no check of the commit, so c also streams into a committed answer.
      */
     @Test
-    @Disabled("bug: Dispatch.probeDecided falls through to the next route as a hedge after the commit (Dispatch.java:325-336)")
     void aHedgeWhoseProbeSlotIsRefusedAfterTheCommitDoesNotFallThroughToAnotherRoute() {
         Candidate b = halfOpenB();
         store.holdProbes = true;
