@@ -639,6 +639,12 @@ final class Dispatch {
             lastActivityNanos = deps.ticker().nanos();
         }
         if (node.hasNonNull("error")) {
+            if (a == winner && a.finishReason != null) {
+                // the answer is whole (its finish came): an error in place of the upstream's close ends it cleanly,
+                // as a transport error or a stall after the finish does
+                complete(a, true);
+                return;
+            }
             String msg = UpstreamReplies.errorMessage(node.get("error"));
             if (a.hasContent || a.finishReason != null) {
                 midStreamFailure(a, "upstream_error_event", msg);

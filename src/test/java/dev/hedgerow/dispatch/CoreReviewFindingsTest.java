@@ -228,7 +228,6 @@ class CoreReviewFindingsTest {
      * counted a failure, and the client gets extra text after the finish (or an error event).
      */
     @Test
-    @Disabled("bug: an error event after the finish resumes a finished answer (Dispatch.java:634-635)")
     void anErrorEventAfterTheFinishCompletesTheAnswer() {
         start(healthy("chat-a"), healthy("chat-b"));
         Call a = upstream.last().head().content("Hello");
