@@ -246,8 +246,47 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         ioTimer.cancel();
     }
 
+    // The upstream callbacks: whatever one throws (a reply no check foresaw, or a bug) fails this attempt
+    // (Dispatch.callbackFailed) rather than vanishing into the HTTP client, which would drop the rest of the read and
+    // leave the client waiting on an attempt nothing drives any more.
+
     @Override
     public void onHead(int status, Map<String, String> headers) {
+        try {
+            readHead(status, headers);
+        } catch (RuntimeException e) {
+            dispatch.callbackFailed(this, e);
+        }
+    }
+
+    @Override
+    public void onData(byte[] bytes) {
+        try {
+            readData(bytes);
+        } catch (RuntimeException e) {
+            dispatch.callbackFailed(this, e);
+        }
+    }
+
+    @Override
+    public void onEnd() {
+        try {
+            readEnd();
+        } catch (RuntimeException e) {
+            dispatch.callbackFailed(this, e);
+        }
+    }
+
+    @Override
+    public void onError(TransportFailure failure) {
+        try {
+            readError(failure);
+        } catch (RuntimeException e) {
+            dispatch.callbackFailed(this, e);
+        }
+    }
+
+    private void readHead(int status, Map<String, String> headers) {
         synchronized (dispatch) {
             if (!live) {
                 return;
@@ -291,8 +330,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         }
     }
 
-    @Override
-    public void onData(byte[] bytes) {
+    private void readData(byte[] bytes) {
         synchronized (dispatch) {
             if (!live) {
                 return;
@@ -327,8 +365,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         }
     }
 
-    @Override
-    public void onEnd() {
+    private void readEnd() {
         synchronized (dispatch) {
             if (!live) {
                 return;
@@ -342,8 +379,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         }
     }
 
-    @Override
-    public void onError(TransportFailure failure) {
+    private void readError(TransportFailure failure) {
         synchronized (dispatch) {
             if (!live) {
                 return;

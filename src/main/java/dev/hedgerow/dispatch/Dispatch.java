@@ -630,7 +630,7 @@ final class Dispatch {
             return;
         }
         JsonNode node = UpstreamReplies.parse(event.data());
-        if (node == null || !node.isObject()) {
+        if (node == null || !node.isObject() || UpstreamReplies.malformedChoice(node)) {
             // skipped and counted; garbage is no sign of life for the stall watchdog
             deps.observer().malformedFrame(a.cand);
             return;
@@ -702,6 +702,27 @@ final class Dispatch {
         }
         if (output.writes() != writes) {
             lastClientWriteNanos = now;
+        }
+    }
+
+    /**
+     * An upstream callback of the attempt threw (a reply no check foresaw, or a bug): the attempt fails, as a stream
+     * that broke (resumed elsewhere once it is the winner, else failed over), so the exception neither vanishes into
+     * the HTTP client, losing the rest of the read, nor leaves the client waiting on an attempt nothing drives.
+     */
+    synchronized void callbackFailed(Attempt a, RuntimeException e) {
+        if (!a.live) {
+            return;
+        }
+        if (finished) {
+            endAttempt(a, "cancelled", null, true);
+            return;
+        }
+        String detail = "the upstream's reply could not be handled: " + e;
+        if (a == winner) {
+            midStreamFailure(a, "malformed_frame", detail);
+        } else {
+            attemptFailed(a, Failure.transport("malformed_frame", detail));
         }
     }
 

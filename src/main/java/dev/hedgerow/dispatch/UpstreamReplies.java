@@ -69,6 +69,20 @@ public final class UpstreamReplies {
         return new Delta(content, reasoning, toolCalls, hasTools, finish);
     }
 
+    /**
+     * Whether a streamed chunk's first choice cannot be read as one: not an object ({@code "choices":[null]}), or its
+     * {@code delta} present but not an object (null counts as absent). Such a chunk is a malformed frame.
+     */
+    static boolean malformedChoice(JsonNode chunk) {
+        JsonNode choices = chunk.get("choices");
+        if (choices == null || !choices.isArray() || choices.isEmpty()) {
+            return false;
+        }
+        JsonNode choice = choices.get(0);
+        JsonNode delta = choice.get("delta");
+        return !choice.isObject() || delta != null && !delta.isNull() && !delta.isObject();
+    }
+
     /** The SSE event's data as JSON, or null when it does not parse. */
     static JsonNode parse(String data) {
         try {

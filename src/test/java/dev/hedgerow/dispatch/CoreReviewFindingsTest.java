@@ -72,6 +72,28 @@ class CoreReviewFindingsTest {
     final MemoryStateStore memory = new MemoryStateStore(ticker);
     final ScriptedUpstream upstream = new ScriptedUpstream();
     final RecordingSink sink = new RecordingSink();
+    /** A write of a chunk that contains this text throws, once (null: none does). */
+    String throwOnce;
+    final ClientSink client = new ClientSink() {
+        @Override
+        public void head(int status, Map<String, String> headers) {
+            sink.head(status, headers);
+        }
+
+        @Override
+        public void write(byte[] bytes) {
+            if (throwOnce != null && new String(bytes, StandardCharsets.UTF_8).contains(throwOnce)) {
+                throwOnce = null;
+                throw new IllegalStateException("a bug under the upstream callback");
+            }
+            sink.write(bytes);
+        }
+
+        @Override
+        public void end() {
+            sink.end();
+        }
+    };
     final HeldStore store = new HeldStore();
     final Org org = new CatalogLoader(k -> null).parse(YAML).orgs().get(0);
     final SimpleMeterRegistry meters = new SimpleMeterRegistry();
@@ -121,7 +143,7 @@ class CoreReviewFindingsTest {
                 List.of(cands), RoutePlan.NEVER);
         Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store.proxy, scheduler, ticker,
                 s -> s.length() / 4, observer));
-        return d.start(dr, sink);
+        return d.start(dr, client);
     }
 
     Dispatcher.Handle start(Candidate... cands) {
@@ -251,7 +273,6 @@ class CoreReviewFindingsTest {
      * continue from has a hole.
      */
     @Test
-    @Disabled("bug: ClientOutput.emitChunk casts choices[0] to ObjectNode (ClientOutput.java:139); the exception escapes Attempt.onData")
     void aChunkWhoseChoiceIsNotAnObjectDoesNotThrowOrLoseTheRestOfTheRead() {
         start(healthy("chat-a"), healthy("chat-b"));
         Call a = upstream.last().head().content("Hello");
@@ -259,6 +280,26 @@ class CoreReviewFindingsTest {
                 + "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" world\"}}]}\n\n"));
         a.finish();
         assertEquals("Hello world", Sse.content(sink.text()));
+    }
+
+    /**
+     * Whatever throws under an upstream callback (here the client's sink, once, standing for any bug on that path)
+     * fails the attempt as a broken stream instead of escaping into the HTTP client, which drops it: the committed
+     * winner is hung up on and the stream resumes elsewhere, so the client is not left waiting on an attempt that
+     * nothing drives any more.
+     */
+    @Test
+    void anExceptionUnderAnUpstreamCallbackFailsTheAttemptInsteadOfVanishing() {
+        throwOnce = "boom";
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head().content("Hello");
+        assertDoesNotThrow(() -> a.content(" boom"));
+        assertTrue(a.cancelled, "the attempt whose callback threw is hung up on");
+        assertEquals(2, upstream.calls.size(), "the stream resumes on another route");
+        upstream.last().head().content(" again").finish();
+        String out = sink.text();
+        assertTrue(Sse.endsWithDone(out), out);
+        assertEquals("malformed_frame", Sse.trail(out).get(0).path("error").asText(), out);
     }
 
     // ---- 4. billing a streamed tool call without the provider's usage ---------------------------------------
