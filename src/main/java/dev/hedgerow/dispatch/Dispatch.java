@@ -334,7 +334,11 @@ final class Dispatch {
         }
         Candidate next = routes.next(kind == Kind.RESUME, null);
         if (next == null || (kind == Kind.RESUME && next.id().equals(c.id()))) {
-            if (liveCount() == 0) {
+            if (liveCount() == 0 && kind == Kind.RESUME) {
+                // the stream is under way: it ends as resumeOrEnd ends one no route can resume, never with a
+                // pre-commit refusal (exhausted() would pass an old context_length_exceeded through)
+                endWithErrorEvent("The stream failed (" + resumeCause + ") and no other route can resume it.");
+            } else if (liveCount() == 0) {
                 exhausted();
             }
             return;

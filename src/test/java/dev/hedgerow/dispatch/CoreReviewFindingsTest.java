@@ -338,7 +338,6 @@ class CoreReviewFindingsTest {
      * stream_interrupted, the request is logged as a 400, and the delivered text is billed nothing.
      */
     @Test
-    @Disabled("bug: exhausted() after the commit passes a pre-commit context_length_exceeded through and bills nothing (Dispatch.java:331-333, 1206-1211)")
     void aResumeWithNoRouteLeftEndsWithItsOwnCauseNotAnOldClientErrorAndBillsWhatWasDelivered() {
         Org o = new CatalogLoader(k -> null).parse(YAML.replace("model: ma, capabilities: [prefill]",
                 "model: ma, context_window: 4000, capabilities: [prefill]")).orgs().get(0);
