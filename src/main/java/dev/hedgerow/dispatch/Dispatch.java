@@ -509,11 +509,13 @@ final class Dispatch {
     }
 
     private synchronized void hedgeDecided(Attempt a, boolean allowed) {
-        deps.observer().hedge(req, allowed);
         if (finished || committed || !a.live || a.hasContent || preCommitAttempts >= settings.retry().maxAttempts()) {
+            // the race was decided while the budget was asked: nothing is counted (a token the store took stays
+            // spent, as it has no refund)
             return;
         }
         if (!allowed) {
+            deps.observer().hedge(req, false);
             // Refused (or the budget could not be read): ask again each time the wait doubles (2, 4, 8 … windows),
             // until content or the abandon timer, within REASK_SHARE of the budget. Budget freed by later requests
             // then rescues a request stuck for seconds, while a request reaching its first window still comes
@@ -527,6 +529,7 @@ final class Dispatch {
         }
         Candidate next = routes.hedgeTarget(a);
         if (next != null) {
+            deps.observer().hedge(req, true);
             launch(next, Kind.HEDGE, null);
         }
     }

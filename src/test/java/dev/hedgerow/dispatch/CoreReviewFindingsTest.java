@@ -380,7 +380,6 @@ class CoreReviewFindingsTest {
      * and hedgerow_hedges_total{result="fired"} counts one (hedgeDecided reports before it checks the race is still on).
      */
     @Test
-    @Disabled("bug: Dispatch.hedgeDecided counts a hedge as fired before checking it still may fire (Dispatch.java:499)")
     void aHedgeBudgetAnswerAfterTheCommitFiresAndCountsNothing() {
         store.holdHedgeBudget = true;
         start(healthy("chat-a"), healthy("chat-b"));
