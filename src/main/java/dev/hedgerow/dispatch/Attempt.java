@@ -325,7 +325,10 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         synchronized (dispatch) {
             if (live && !sent) {
                 sent = true;
-                armIoTimer();
+                if (status == 0) {
+                    // a head that came first (an early answer to a long body) armed the body's read timer instead
+                    armIoTimer();
+                }
             }
         }
     }

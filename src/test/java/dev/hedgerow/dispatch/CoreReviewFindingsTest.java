@@ -403,7 +403,6 @@ class CoreReviewFindingsTest {
      * (5 s here), only at the whole answer's wait, up to 10 minutes for a non-streamed answer.
      */
     @Test
-    @Disabled("bug: Attempt.onSent after onHead cancels the body read timer (Attempt.onSent:286 calls armIoTimer, which cancels ioTimer at Attempt.java:213 and returns at 214)")
     void aBodyThatStopsAfterAnEarlyHeadFailsOverAtReadTimeoutEvenWhenSentIsReportedLate() {
         KongTimeoutsDispatchTest.HandUpstream hand = new KongTimeoutsDispatchTest.HandUpstream();
         Org kt = new CatalogLoader(n -> null).parse(KongTimeoutsDispatchTest.YAML).orgs().get(0);
