@@ -605,14 +605,26 @@ final class Dispatch {
     /** A keep-alive comment: life before the visible answer, no progress after it ({@link #alive}). */
     void life(Attempt a) {
         synchronized (this) {
-            if (!a.live || !alive(a)) {
+            if (!a.live) {
                 return;
             }
-            lastActivityNanos = deps.ticker().nanos();
-            if (!a.hasContent) {
-                a.abandonTimer.cancel();
-                a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(a.cand), () -> abandon(a));
-            }
+            lifeSeen(a);
+        }
+    }
+
+    /**
+     * A sign of life that carries no text (a keep-alive comment, any frame that parses): while it keeps the attempt's
+     * watchdogs off ({@link #alive}) it moves the stall watchdog's last activity and, before the first content,
+     * re-arms the abandon timer.
+     */
+    private void lifeSeen(Attempt a) {
+        if (!alive(a)) {
+            return;
+        }
+        lastActivityNanos = deps.ticker().nanos();
+        if (!a.hasContent) {
+            a.abandonTimer.cancel();
+            a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(a.cand), () -> abandon(a));
         }
     }
 
@@ -642,9 +654,7 @@ final class Dispatch {
             deps.observer().malformedFrame(a.cand);
             return;
         }
-        if (alive(a)) {
-            lastActivityNanos = deps.ticker().nanos();
-        }
+        lifeSeen(a);
         if (node.hasNonNull("error")) {
             if (a == winner && a.finishReason != null) {
                 // the answer is whole (its finish came): an error in place of the upstream's close ends it cleanly,

@@ -434,7 +434,6 @@ class CoreReviewFindingsTest {
      * a long prefill is abandoned at first_token_ceiling (5 s here) while one that sends comments is not.
      */
     @Test
-    @Disabled("bug: empty-delta chunks before the first content do not re-arm the abandon timer, comments do (Dispatch.java:629-631 vs 596-599)")
     void emptyChunksBeforeTheFirstContentKeepTheAttemptAsCommentsDo() {
         for (boolean comments : new boolean[] {true, false}) {
             upstream.calls.clear();
