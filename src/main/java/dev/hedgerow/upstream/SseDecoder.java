@@ -6,8 +6,9 @@ import java.nio.charset.StandardCharsets;
 /**
  * Incremental server-sent-events decoder (WHATWG event-stream parsing): bytes in, events out. Handles frames split
  * across reads, multi-line {@code data:}, CRLF / LF / CR line ends, comments (reported as keep-alives),
- * {@code event:} and {@code id:} lines, and UTF-8 characters split across reads (lines are decoded only once
- * complete; a LF byte never occurs inside a multi-byte UTF-8 sequence). One instance per stream; not thread-safe.
+ * {@code event:} and {@code id:} lines, a leading byte order mark, and UTF-8 characters split across reads (lines are
+ * decoded only once complete; a LF byte never occurs inside a multi-byte UTF-8 sequence). One instance per stream; not
+ * thread-safe.
  */
 public final class SseDecoder {
 
@@ -36,6 +37,8 @@ public final class SseDecoder {
     private String lastId;
     private boolean skipLf;
     private int eventBytes;
+    /** The stream's first line is still to come: a byte order mark at its start is skipped, once per stream. */
+    private boolean firstLine = true;
 
     public SseDecoder(Listener listener, int maxEventBytes) {
         this.listener = listener;
@@ -88,6 +91,12 @@ public final class SseDecoder {
     private void processLine() {
         String l = line.toString(StandardCharsets.UTF_8);
         line.reset();
+        if (firstLine) {
+            firstLine = false;
+            if (l.startsWith("\uFEFF")) {
+                l = l.substring(1);
+            }
+        }
         if (l.isEmpty()) {
             dispatch();
             return;

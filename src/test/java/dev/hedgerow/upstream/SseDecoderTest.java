@@ -1,6 +1,5 @@
 package dev.hedgerow.upstream;
 
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -119,11 +118,17 @@ class SseDecoderTest {
      * name ("\uFEFFdata"), an unknown field, so the stream's first event is silently dropped.
      */
     @Test
-    @Disabled("bug: SseDecoder does not skip a leading byte order mark; the first event is lost (SseDecoder.java:99-118)")
     void skipsALeadingByteOrderMark() {
         decoder.feed(new byte[] {(byte) 0xEF, (byte) 0xBB});
         decoder.feed(new byte[] {(byte) 0xBF});
         feed("data: first\n\ndata: second\n\n");
         assertEquals(List.of("first", "second"), events.stream().map(SseEvent::data).toList());
+    }
+
+    /** Only the stream's leading byte order mark is skipped: one later in the stream stays in its line (spec). */
+    @Test
+    void skipsTheByteOrderMarkOnlyAtTheStart() {
+        feed("\uFEFFdata: first\n\n\uFEFFdata: lost\n\ndata: third\n\n");
+        assertEquals(List.of("first", "third"), events.stream().map(SseEvent::data).toList());
     }
 }
