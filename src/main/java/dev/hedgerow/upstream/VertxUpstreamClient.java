@@ -119,6 +119,11 @@ public final class VertxUpstreamClient implements UpstreamClient {
             synchronized (holder) {
                 holder[0] = request;
             }
+            if (done.get()) {
+                // cancelled (on another thread) since the check above, when cancel found no request to reset
+                request.reset();
+                return;
+            }
             request.exceptionHandler(t -> {
                 if (done.compareAndSet(false, true)) {
                     handler.onError(TransportFailure.classify(t));

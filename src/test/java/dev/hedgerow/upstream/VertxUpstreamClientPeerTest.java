@@ -13,6 +13,8 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -84,6 +86,54 @@ class VertxUpstreamClientPeerTest {
             assertTrue(o.failure().detail().contains("localhost (127.0.0.1): a test's blocked address"),
                     o.failure().detail());
             assertEquals(before, sim.stats("m").received(), "nothing reached the upstream");
+        } finally {
+            client.close();
+        }
+    }
+
+    /**
+     * A cancel that lands after the request's connection came but before the request is held for {@code cancel} to
+     * reset (the peer check runs in that window: its rule cancels here, standing for another thread's cancel) still
+     * keeps the request from being sent. A second request on the one-connection pool is served after it: the first,
+     * had it been sent, would have reached the simulator before it.
+     */
+    @Test
+    void aCancelRacingTheConnectionsArrivalSendsNothing() throws Exception {
+        AtomicReference<UpstreamClient.Exchange> first = new AtomicReference<>();
+        AtomicBoolean checked = new AtomicBoolean();
+        VertxUpstreamClient client = new VertxUpstreamClient(vertx, 1, ip -> {
+            if (checked.compareAndSet(false, true)) {
+                while (first.get() == null) {
+                    Thread.onSpinWait();   // send() is returning on the test thread
+                }
+                first.get().cancel();
+            }
+            return null;
+        });
+        try {
+            long before = sim.stats("m").received();
+            byte[] body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+                    .getBytes(StandardCharsets.UTF_8);
+            first.set(client.send(UpstreamRequest.post("http://localhost:" + sim.port() + "/v1", "/chat/completions",
+                    null, false, body, Duration.ofSeconds(5)), new UpstreamHandler() {
+                        @Override
+                        public void onHead(int s, Map<String, String> headers) {
+                        }
+
+                        @Override
+                        public void onData(byte[] bytes) {
+                        }
+
+                        @Override
+                        public void onEnd() {
+                        }
+
+                        @Override
+                        public void onError(TransportFailure failure) {
+                        }
+                    }));
+            assertEquals(new Outcome(200, null), send(client));
+            assertEquals(before + 1, sim.stats("m").received(), "only the second request reached the upstream");
         } finally {
             client.close();
         }
