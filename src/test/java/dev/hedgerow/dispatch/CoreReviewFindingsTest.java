@@ -45,8 +45,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * Bugs found by a review of the request path, each shown on fake time with a scripted upstream and the memory store
  * (behind a proxy that can hold a store reply, the only way to order it exactly against an upstream event). Each
- * test states the behaviour the README promises; those that fail on the current code are {@code @Disabled} with the
- * bug they show.
+ * test states the behaviour the README promises, and each failed before its fix.
  */
 class CoreReviewFindingsTest {
     static final String YAML = """
@@ -311,7 +310,6 @@ class CoreReviewFindingsTest {
      * path counts the tool_calls (Billing.java:217).
      */
     @Test
-    @Disabled("bug: a streamed tool call without upstream usage bills 0 completion tokens (Billing.java:222)")
     void aStreamedToolCallWithoutUsageIsBilledItsTokens() {
         start(true, ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}]",
                 healthy("chat-a"), healthy("chat-b"));
