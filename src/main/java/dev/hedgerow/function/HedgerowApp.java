@@ -35,6 +35,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -367,6 +368,9 @@ public class HedgerowApp {
      * Writes out what waits in the write batch, then waits for every call still on its way to the shared store (each
      * for at most {@link #WRITES_MAX}).
      */
+    /** Whether the lost ledger lines were logged: {@link #flushWrites} runs at the shutdown signal and at the stop. */
+    private volatile boolean ledgerLossLogged;
+
     private void flushWrites() {
         BatchingStateStore b = batching;
         if (b != null) { // what waits in a batch is written out before the process goes
@@ -382,9 +386,12 @@ public class HedgerowApp {
                 LOG.log(System.Logger.Level.WARNING, "{0} state call(s) still unanswered at shutdown",
                         s.callsInFlight());
             }
-            if (s.pendingLedger() > 0) {
+            List<String> lost = s.pendingLedgerLines();
+            if (!lost.isEmpty() && !ledgerLossLogged) {
+                // said once: the pre-shutdown phase and the stop both flush
+                ledgerLossLogged = true;
                 LOG.log(System.Logger.Level.WARNING, "{0} usage ledger line(s) not confirmed by Redis at shutdown "
-                        + "are lost", s.pendingLedger());
+                        + "are lost: {1}", lost.size(), String.join("; ", lost));
             }
         }
     }

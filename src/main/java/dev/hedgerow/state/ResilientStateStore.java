@@ -572,11 +572,26 @@ public final class ResilientStateStore implements StateStore {
         synchronized boolean held() {
             return held;
         }
+
+        /** The line and what of it the shared store has not confirmed, for an operator's log. */
+        synchronized String describe() {
+            LedgerEntry e = numbered == null ? unsent : unsent == null ? numbered : numbered.plus(unsent);
+            if (e == null) {
+                e = LedgerEntry.ZERO;
+            }
+            return key.orgId() + " " + key.day() + " " + key.alias() + ": " + e.requests() + " request(s), "
+                    + e.usage().promptTokens() + " prompt and " + e.usage().completionTokens() + " completion tokens";
+        }
     }
 
     /** Billed usage the shared store has not confirmed yet: the (org, day, alias) lines waiting for it. */
     public int pendingLedger() {
         return heldLedgerLines.get();
+    }
+
+    /** Each held ledger line, described (org, day, line, what it bills): what a shutdown now would lose. */
+    public List<String> pendingLedgerLines() {
+        return ledgerLines.values().stream().filter(LedgerLine::held).map(LedgerLine::describe).sorted().toList();
     }
 
     /** Sends every held ledger write again (each send runs on its own; nothing waits for it). */

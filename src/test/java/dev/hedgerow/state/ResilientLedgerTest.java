@@ -7,6 +7,7 @@ import org.junit.jupiter.api.Test;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.LocalDate;
+import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
 
@@ -82,6 +83,8 @@ class ResilientLedgerTest {
         add(10);
         add(100);
         assertEquals(1, store.pendingLedger(), "one line per org, day and alias");
+        assertEquals(List.of("acme " + DAY + " chat: 2 request(s), 110 prompt and 2 completion tokens"),
+                store.pendingLedgerLines(), "what a shutdown now would lose, named");
         assertEquals(billed(1, 1), sharedLedger().get("chat"));
         assertEquals(billed(3, 111), store.ledger("acme", DAY, DAY).await().atMost(Duration.ofSeconds(5))
                 .get(DAY).get("chat"), "read during the outage: what this instance billed");
