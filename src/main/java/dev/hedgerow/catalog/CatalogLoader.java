@@ -113,10 +113,28 @@ public final class CatalogLoader {
     /** The key the usage ledger bills the gateway's own judge calls under (audit.LedgerLine.JUDGE). */
     private static final String JUDGE_KEY_NAME = "@judge";
     private static final Pattern ROUTE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,191}");
+    /**
+     * What an alias or route id may not hold though its characters pass: a {@code .} or {@code ..} path segment, an
+     * empty one, a trailing {@code /}. Such a name sits in admin paths ({@code /admin/groups/{alias}}), where a
+     * client or browser that writes its {@code /} as is would have the segments resolved away to another endpoint.
+     */
+    private static final Pattern BAD_SEGMENT = Pattern.compile("(^|/)\\.{1,2}(/|$)|//|/$");
+    private static final String NAME_RULE = "letters, digits and . _ : / @ + -, starting with a letter or digit, "
+            + "no . or .. or empty segment between slashes, no trailing /";
     private static final Pattern PARAMETER = Pattern.compile("[a-z][a-z0-9_]{0,63}");
     /** A file revision: digits only, at most 18 (any such number ≥ 1 fits a long). */
     private static final Pattern REVISION = Pattern.compile("[0-9]{1,18}");
     private static final Pattern HEADER_TOKEN = Pattern.compile("[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}");
+
+    /** An alias (or a routing rule's other name for one): {@link #ALIAS}, without a {@link #BAD_SEGMENT}. */
+    static boolean validAlias(String name) {
+        return ALIAS.matcher(name).matches() && !BAD_SEGMENT.matcher(name).find();
+    }
+
+    /** A route id: {@link #ROUTE_ID}, without a {@link #BAD_SEGMENT}. */
+    static boolean validRouteId(String id) {
+        return ROUTE_ID.matcher(id).matches() && !BAD_SEGMENT.matcher(id).find();
+    }
 
     private final Function<String, String> env;
 
@@ -473,9 +491,8 @@ public final class CatalogLoader {
 
         private Route readRoute(ConfigMap r, Map<String, Provider> providers, Set<String> declaredProviders) {
             String alias = r.requiredString("alias");
-            if (alias != null && !ALIAS.matcher(alias).matches()) {
-                r.error("alias", "invalid alias \"" + alias + "\": letters, digits and . _ : / @ + -, "
-                        + "starting with a letter or digit, at most 128");
+            if (alias != null && !validAlias(alias)) {
+                r.error("alias", "invalid alias \"" + alias + "\": " + NAME_RULE + ", at most 128");
                 alias = null;
             }
             String provider = r.requiredString("provider");
@@ -488,9 +505,8 @@ public final class CatalogLoader {
             }
             String model = r.requiredString("model");
             String id = r.string("id");
-            if (id != null && !ROUTE_ID.matcher(id).matches()) {
-                r.error("id", "invalid route id \"" + id + "\": letters, digits and . _ : / @ + -, "
-                        + "starting with a letter or digit, at most 192");
+            if (id != null && !validRouteId(id)) {
+                r.error("id", "invalid route id \"" + id + "\": " + NAME_RULE + ", at most 192");
             }
             int weight = r.integer("weight", DEFAULT_WEIGHT, 0);
             int priority = r.integer("priority", DEFAULT_PRIORITY, 0);
@@ -527,7 +543,7 @@ public final class CatalogLoader {
             String description = r.string("description");
             List<String> tags = r.strings("tags");
             boolean embeddings = r.bool("embeddings", false);
-            if (alias == null || provider == null || model == null || (id != null && !ROUTE_ID.matcher(id).matches())) {
+            if (alias == null || provider == null || model == null || (id != null && !validRouteId(id))) {
                 return null;
             }
             return new Route(id != null ? id : alias + "-" + provider, alias, provider, model, weight, priority,
@@ -746,8 +762,7 @@ public final class CatalogLoader {
                     String name = item instanceof YamlTree.Scalar sc && !sc.isNull() && !sc.text().isBlank()
                             ? sc.text().strip() : null;
                     String problem = name == null ? "must be a name, or a list of names"
-                            : !ALIAS.matcher(name).matches() ? "invalid name \"" + name + "\": letters, digits and . _ : / @ + -, "
-                            + "starting with a letter or digit, at most 128"
+                            : !validAlias(name) ? "invalid name \"" + name + "\": " + NAME_RULE + ", at most 128"
                             : aliases.contains(name) ? "\"" + name + "\" is an alias of routes itself; a name may "
                             + "only stand for another alias"
                             : names.containsKey(name) ? "\"" + name + "\" already stands for alias \""

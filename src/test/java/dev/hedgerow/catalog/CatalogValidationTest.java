@@ -783,10 +783,32 @@ class CatalogValidationTest {
                 "orgs[0].routing.aliases.glm: \"k2\" already stands for alias \"kimi3\"");
         assertOnlyError(ORG + "    routing: { aliases: { kimi3: [\"bad name\"] } }\n",
                 "orgs[0].routing.aliases.kimi3[0]: invalid name \"bad name\": letters, digits and . _ : / @ + -, "
-                        + "starting with a letter or digit, at most 128");
+                        + "starting with a letter or digit, no . or .. or empty segment between slashes, no trailing "
+                        + "/, at most 128");
+        assertOnlyError(ORG + "    routing: { aliases: { kimi3: [\"k/../k2\"] } }\n",
+                "orgs[0].routing.aliases.kimi3[0]: invalid name \"k/../k2\": letters, digits and . _ : / @ + -, "
+                        + "starting with a letter or digit, no . or .. or empty segment between slashes, no trailing "
+                        + "/, at most 128");
         assertOnlyError(ORG + "    routing: { aliases: { kimi3: [{ name: k2 }] } }\n",
                 "orgs[0].routing.aliases.kimi3[0]: must be a name, or a list of names");
         assertOnlyError(ORG + "    routing: { aliases: [k2] }\n", "orgs[0].routing.aliases: must be a mapping");
+    }
+
+    /**
+     * An alias or route id sits in admin paths ({@code /admin/groups/{alias}}): a dot segment, an empty one or a
+     * trailing slash, which a browser or client writing the slash as is would resolve to another endpoint, is refused;
+     * a dot inside a segment ({@code kimi-2.5}, {@code vendor/model.v2}) is not.
+     */
+    @Test
+    void aNameWithADotOrEmptyPathSegmentIsRefused() {
+        for (String bad : List.of("a/../../whoami", "a/./b", "a/..", "a//b", "a/")) {
+            assertFalse(CatalogLoader.validAlias(bad), bad);
+            assertFalse(CatalogLoader.validRouteId(bad), bad);
+        }
+        for (String good : List.of("kimi-2.5", "vendor/model.v2:free", "a/b..c", "a/...", "x.")) {
+            assertTrue(CatalogLoader.validAlias(good), good);
+            assertTrue(CatalogLoader.validRouteId(good), good);
+        }
     }
 
     @Test

@@ -186,6 +186,10 @@ class RouteAliasTest {
                 .body("error.code", equalTo("invalid_catalog")).body("error.param", equalTo("alias"))
                 .body("error.errors[0].route", equalTo("recruit-beta"))
                 .body("error.message", containsString("invalid alias"));
+        // a name whose dot segments a client writing its slash as is would resolve to /admin/whoami
+        move("{\"route\": \"recruit-beta\", \"alias\": \"a/../../whoami\", \"new_alias\": true}").then()
+                .statusCode(400).body("error.code", equalTo("invalid_catalog")).body("error.param", equalTo("alias"))
+                .body("error.message", containsString("no . or .. or empty segment"));
         // the file's rule: chat and embeddings routes never share an alias
         move("{\"route\": \"recruit-beta\", \"alias\": \"vectors\"}").then().statusCode(400)
                 .body("error.code", equalTo("invalid_catalog")).body("error.param", equalTo("alias"))
