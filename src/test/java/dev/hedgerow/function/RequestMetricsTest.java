@@ -163,4 +163,19 @@ class RequestMetricsTest {
         assertTrue(!scrape.contains(made), "no series names the client's text");
         assertEquals(0, count("acme", "secret", 404), "acme's series never name another org's alias");
     }
+
+    /**
+     * Quarkus' own HTTP server metrics take no label from a client: a made-up method (sent without any key) is
+     * tagged OTHER, so no one can add series to the scrape by inventing methods.
+     */
+    @Test
+    void aMadeUpMethodAddsNoSeriesOfItsOwn() {
+        for (String method : new String[] {"BREW12345", "WHEN67890"}) {
+            given().request(method, "/nothing-here");
+        }
+        String scrape = MetricsScrape.text();
+        assertTrue(!scrape.contains("BREW12345") && !scrape.contains("WHEN67890"), "no series names the method");
+        assertTrue(scrape.lines().anyMatch(l -> l.startsWith("http_server_requests_seconds_count")
+                && l.contains("method=\"OTHER\"")), "counted under OTHER");
+    }
 }
