@@ -15,6 +15,7 @@ import java.util.Map;
 
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Keln's "predicted TTFT for your prompt size", learnt from live traffic, over real HTTP: a route measured only on
@@ -86,7 +87,14 @@ class PromptSizeLearningTest {
         String out = stream(prompt);
         assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out));
         JsonNode trail = Sse.trail(out);
-        assertEquals(1, trail.size(), "the window fits a long prompt now, no hedge: " + trail);
         assertEquals("success", trail.get(0).path("outcome").asText(), trail.toString());
+        // the window fits a long prompt now: no hedge, or (on a loaded machine, the second long prompt measured a few
+        // ms slower than the first) one only near the long prompt's own TTFT, never at a short prompt's window (tens
+        // of ms), where a route that had not learnt the first long prompt's cost would hedge
+        long primaryTtft = trail.get(0).path("ttft_ms").asLong();
+        for (int i = 1; i < trail.size(); i++) {
+            assertTrue(trail.get(i).path("start_ms").asLong() >= primaryTtft * 8 / 10,
+                    "a hedge only near the long prompt's TTFT: " + trail);
+        }
     }
 }
