@@ -152,15 +152,14 @@ final class ClientOutput {
         } else if (tools == ToolDeltas.SEND) {
             // any call held before goes out first; this chunk's call reaches the client now
             releaseTools(a);
-            transcript.toolCallStarted = true;
-            transcript.addToolCalls(delta.get("tool_calls"));
+            transcript.toolCallsSent(delta.get("tool_calls"));
         }
         String outContent = content;
         String outReasoning = reasoning;
         boolean deciding = a.kind == Kind.RESUME && a.trimmer != null && !a.trimmer.decided();
         if (a.kind == Kind.RESUME) {
             delta.remove("role");
-            if (a.trimmer != null && !a.trimmer.decided()) {
+            if (deciding) {
                 if (a.trimReasoning) {
                     outReasoning = a.trimmer.feed(reasoning);
                     if (!content.isEmpty() || finish != null || hasTools) {
@@ -235,8 +234,7 @@ final class ClientOutput {
                 transcript.deltas++;
             }
             if (d.hasTools()) {
-                transcript.toolCallStarted = true;
-                transcript.addToolCalls(d.toolCalls());
+                transcript.toolCallsSent(d.toolCalls());
             }
             boolean finishSent = d.finish() != null;
             if (completes && finishSent) {
@@ -270,8 +268,7 @@ final class ClientOutput {
     /** Sends the tool calls the attempt holds: from now on the client has (part of) a call. */
     private void releaseTools(Attempt a) {
         for (ObjectNode held : a.heldTools) {
-            transcript.toolCallStarted = true;
-            transcript.addToolCalls(held.path("choices").path(0).path("delta").get("tool_calls"));
+            transcript.toolCallsSent(held.path("choices").path(0).path("delta").get("tool_calls"));
             writeChunk(a, held);
         }
         a.heldTools.clear();

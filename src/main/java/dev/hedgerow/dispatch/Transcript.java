@@ -20,8 +20,12 @@ final class Transcript {
      */
     int deltas;
 
-    /** Records the tool-call deltas of a chunk sent to the client ({@code null} or not an array: none). */
-    void addToolCalls(JsonNode calls) {
+    /**
+     * A chunk's tool-call deltas reached the client: a call is under way, and its names and arguments are recorded
+     * ({@code null} or not an array: nothing to record).
+     */
+    void toolCallsSent(JsonNode calls) {
+        toolCallStarted = true;
         if (calls != null && calls.isArray()) {
             for (JsonNode call : calls) {
                 JsonNode f = call.path("function");
