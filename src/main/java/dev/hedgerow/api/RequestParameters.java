@@ -20,6 +20,8 @@ import java.util.function.UnaryOperator;
 final class RequestParameters {
     /** OpenAI's limit on {@code n}. */
     static final int MAX_CHOICES = 128;
+    private static final Set<String> TOOL_CHOICES = Set.of("none", "auto", "required");
+    private static final Set<String> RESPONSE_FORMATS = Set.of("text", "json_object", "json_schema");
 
     private RequestParameters() {
     }
@@ -180,10 +182,7 @@ final class RequestParameters {
         if (tc == null) {
             return;
         }
-        if (!tc.isTextual() && !(tc.isObject() && tc.path("type").isTextual())) {
-            throw wrong("tool_choice", "'none', 'auto', 'required' or an object with a string 'type'");
-        }
-        if (tc.isTextual() && !Set.of("none", "auto", "required").contains(tc.asText())) {
+        if (tc.isTextual() ? !TOOL_CHOICES.contains(tc.asText()) : !tc.path("type").isTextual()) {
             throw wrong("tool_choice", "'none', 'auto', 'required' or an object with a string 'type'");
         }
         JsonNode tools = present(body, "tools");
@@ -214,12 +213,11 @@ final class RequestParameters {
         if (rf == null) {
             return;
         }
-        String type = rf.isObject() ? rf.path("type").asText(null) : null;
-        if (type == null || !rf.get("type").isTextual()
-                || !Set.of("text", "json_object", "json_schema").contains(type)) {
+        JsonNode type = rf.path("type");
+        if (!type.isTextual() || !RESPONSE_FORMATS.contains(type.asText())) {
             throw wrong("response_format", "an object whose 'type' is 'text', 'json_object' or 'json_schema'");
         }
-        if (type.equals("json_schema") && !(rf.path("json_schema").isObject()
+        if (type.asText().equals("json_schema") && !(rf.path("json_schema").isObject()
                 && rf.path("json_schema").path("name").isTextual())) {
             throw wrong("response_format.json_schema", "an object with a string 'name'");
         }
