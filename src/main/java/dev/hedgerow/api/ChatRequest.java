@@ -253,20 +253,32 @@ public final class ChatRequest implements ApiRequest {
         return RequestParameters.present(body, KNOWN_PARAMETERS);
     }
 
+    /**
+     * A message's content as text: a string as is, an array of content parts their {@code text} joined, "" for
+     * absent or null.
+     */
+    public static String contentText(JsonNode content) {
+        if (content == null || content.isNull()) {
+            return "";
+        }
+        if (!content.isArray()) {
+            return content.asText();
+        }
+        StringBuilder sb = new StringBuilder();
+        for (JsonNode part : content) {
+            sb.append(part.path("text").asText(""));
+        }
+        return sb.toString();
+    }
+
     /** The last user message's text (semantic routing embeds this). */
     public String lastUserText() {
         String last = "";
         for (JsonNode msg : messages()) {
             if ("user".equals(msg.path("role").asText())) {
                 JsonNode c = msg.get("content");
-                if (c != null && c.isTextual()) {
-                    last = c.asText();
-                } else if (c != null && c.isArray()) {
-                    StringBuilder sb = new StringBuilder();
-                    for (JsonNode part : c) {
-                        sb.append(part.path("text").asText(""));
-                    }
-                    last = sb.toString();
+                if (c != null && (c.isTextual() || c.isArray())) {
+                    last = contentText(c);
                 }
             }
         }

@@ -3,6 +3,7 @@ package dev.hedgerow.dispatch;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.catalog.Dialect;
 
 import java.util.ArrayList;
@@ -61,9 +62,9 @@ public enum ContinuationMethod {
                 assistant.put("reasoning_content", t.reasoning.toString());
             }
         } else {
-            assistant.put("content", text(assistant.get("content")) + t.content);
+            assistant.put("content", ChatRequest.contentText(assistant.get("content")) + t.content);
             if (t.reasoning.length() > 0) {
-                assistant.put("reasoning_content", text(assistant.get("reasoning_content")) + t.reasoning);
+                assistant.put("reasoning_content", ChatRequest.contentText(assistant.get("reasoning_content")) + t.reasoning);
             }
         }
         switch (this) {
@@ -95,15 +96,5 @@ public enum ContinuationMethod {
                 || content.isArray() && StreamSupport.stream(content.spliterator(), false)
                         .allMatch(p -> "text".equals(p.path("type").asText()) && p.path("text").isTextual());
         return textOnly ? (ObjectNode) last : null;
-    }
-
-    /** A message field's text: a string, the text parts of a content array joined, or "" for none. */
-    private static String text(JsonNode field) {
-        if (field == null || !field.isArray()) {
-            return field == null || field.isNull() ? "" : field.asText();
-        }
-        StringBuilder out = new StringBuilder();
-        field.forEach(p -> out.append(p.path("text").asText()));
-        return out.toString();
     }
 }
