@@ -91,6 +91,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     /** A 200 embeddings answer's scan, fed as its body arrives (null for any other answer). */
     EmbeddingsReply.Scan embeddingsScan;
     final List<ObjectNode> pending = new ArrayList<>();
+    /**
+     * The prompt this attempt sends, in tokens: the request's, and for a resume also the text delivered so far, which
+     * the continuation sends with it (what its time to first token is learnt at).
+     */
+    int promptTokens;
     boolean hasContent;
     long firstContentNanos = -1;
     long lastContentNanos;

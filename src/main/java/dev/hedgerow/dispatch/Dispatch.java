@@ -57,6 +57,7 @@ import java.util.UUID;
  * provider wrote it ({@link EmbeddingsReply}).
  */
 final class Dispatch {
+    private static final System.Logger LOG = System.getLogger("dev.hedgerow.dispatch");
     private static final Duration LEASE_TTL = Duration.ofSeconds(90);
     /** Leases are renewed three times per TTL (a constant: {@code Duration.dividedBy} goes through BigDecimal). */
     private static final Duration LEASE_RENEW_EVERY = LEASE_TTL.dividedBy(3);
@@ -99,6 +100,11 @@ final class Dispatch {
     private int preCommitAttempts;
     /** The number of the last attempt launched or skipped: each trail record's place in the request. */
     private int numbered;
+    /**
+     * Half-open probe slots asked for and not yet answered: each is an attempt about to start, so the request waits for
+     * it as for a live attempt (a failure of the other one must not answer an error while it may still be served).
+     */
+    private int pendingProbes;
     private int resumes;
     private boolean committed;
     private Attempt winner;
@@ -245,6 +251,20 @@ final class Dispatch {
     }
 
     /**
+     * Starting the request threw (a bug; the caller answers 500): every attempt it launched ends as cancelled (its
+     * upstream hung up on, its lease released), its timers stop, and it is logged as 500. Nothing learns or cools down.
+     */
+    synchronized void abort() {
+        if (finished) {
+            return;
+        }
+        finished = true;
+        stopTimers();
+        endLive("cancelled");
+        deps.observer().finished(req, 500, trail.snapshot(), deliveredBill(), served == null ? null : served.cand);
+    }
+
+    /**
      * This instance is shutting down and its grace period for requests in flight is over: the request ends now, as
      * {@code err} (503, retry advice). A stream the client already reads (content delivered, or a head sent early)
      * gets it as its last event, with how much of the answer it received (a client may ask again for the rest); one
@@ -292,6 +312,7 @@ final class Dispatch {
             // a half-open route serves only as the fleet's single probe: take the slot first
             Duration ttl = probeTtl(c);
             ProbeSlots.Slot slot = probes.slot(c.id(), req.requestId() + "/" + UUID.randomUUID());
+            pendingProbes++;
             probes.acquire(slot, settings.breaker().threshold(), ttl).subscribe().with(
                     ok -> probeDecided(c, kind, method, slot, ok), t -> probeUnknown(c, kind, method, slot));
             return;
@@ -310,6 +331,7 @@ final class Dispatch {
 
     private synchronized void probeDecided(Candidate c, Kind kind, ContinuationMethod method, ProbeSlots.Slot slot,
                                            boolean acquired) {
+        pendingProbes--;
         if (!acquired) {
             slot.held = false;
         }
@@ -351,6 +373,7 @@ final class Dispatch {
         // the upstream's x-request-id doubles as the lease id: unique (the request id is 143 random bits), no draw
         Attempt a = new Attempt(this, deps, settings.timeouts(), index, req.requestId() + "-" + index, c, kind, method,
                 probe);
+        a.promptTokens = req.facts().promptTokens() + (kind == Kind.RESUME ? transcript.deltas : 0);
         if (stream && req.request().choices() > 1) {
             a.choices = new Choices(req.request().choices());
         }
@@ -725,21 +748,26 @@ final class Dispatch {
     /**
      * An upstream callback of the attempt threw (a reply no check foresaw, or a bug): the attempt fails, as a stream
      * that broke (resumed elsewhere once it is the winner, else failed over), so the exception neither vanishes into
-     * the HTTP client, losing the rest of the read, nor leaves the client waiting on an attempt nothing drives.
+     * the HTTP client, losing the rest of the read, nor leaves the client waiting on an attempt nothing drives. It is
+     * logged with its stack trace and classed {@code internal_error}, and its route is not charged: a bug of the
+     * gateway's must not cool down a provider for every request.
      */
     synchronized void callbackFailed(Attempt a, RuntimeException e) {
         if (!a.live) {
             return;
         }
+        LOG.log(System.Logger.Level.ERROR, "request " + req.requestId() + ": handling the reply of route "
+                + a.cand.id() + " threw; the attempt ends as internal_error (its route is not charged)", e);
         if (finished) {
             endAttempt(a, "cancelled", null, true);
             return;
         }
-        String detail = "the upstream's reply could not be handled: " + e;
+        Failure f = new Failure("internal_error", "the upstream's reply could not be handled: " + e, a.status,
+                FailoverCriterion.ERROR, false, 0);
         if (a == winner) {
-            midStreamFailure(a, "malformed_frame", detail);
+            midStreamFailure(a, f);
         } else {
-            attemptFailed(a, Failure.transport("malformed_frame", detail));
+            attemptFailed(a, f);
         }
     }
 
@@ -762,8 +790,8 @@ final class Dispatch {
         a.abandonTimer.cancel();
         long latencyMs = (a.firstContentNanos - a.startNanos) / 1_000_000L;
         if (stream) {
-            deps.models().learnFirstToken(a.cand.state(), req.facts().promptTokens(), latencyMs, settings.slo());
-            deps.observer().firstToken(a.cand, req.facts().promptTokens(), latencyMs, reasoningFirst);
+            deps.models().learnFirstToken(a.cand.state(), a.promptTokens, latencyMs, settings.slo());
+            deps.observer().firstToken(a.cand, a.promptTokens, latencyMs, reasoningFirst);
         } else if (req.embeddings()) {
             // no tokens out: its latency is its first token's and its whole answer's, for the size of its input
             deps.models().learnEmbeddings(a.cand.state(), req.facts().inputTokens(), latencyMs, settings.slo());
@@ -816,7 +844,7 @@ final class Dispatch {
             a.waitedNoContentMs = waitedMs;
         }
         if (stream) {
-            deps.models().learnFirstTokenAtLeast(a.cand.state(), req.facts().promptTokens(), waitedMs, settings.slo(),
+            deps.models().learnFirstTokenAtLeast(a.cand.state(), a.promptTokens, waitedMs, settings.slo(),
                     wholeAnswer);
         } else if (req.embeddings()) {
             deps.models().learnFirstTokenAtLeast(a.cand.state(), req.facts().inputTokens(), waitedMs, settings.slo(),
@@ -905,10 +933,15 @@ final class Dispatch {
     }
 
     void midStreamFailure(Attempt a, String cls, String detail) {
-        resumeCause = cls;
-        health.failure(a, new Failure(cls, detail, a.status, FailoverCriterion.ERROR, true, 0));
-        endAttempt(a, "failed", cls, true);
-        resumeOrEnd(a.cand, cls, detail);
+        midStreamFailure(a, new Failure(cls, detail, a.status, FailoverCriterion.ERROR, true, 0));
+    }
+
+    /** The committed stream broke: its route is charged as {@code f} says, and the stream resumes or ends. */
+    private void midStreamFailure(Attempt a, Failure f) {
+        resumeCause = f.errorClass();
+        health.failure(a, f);
+        endAttempt(a, "failed", f.errorClass(), true);
+        resumeOrEnd(a.cand, f.errorClass(), f.detail());
     }
 
     private void resumeOrEnd(Candidate failed, String cls, String detail) {
@@ -1448,8 +1481,9 @@ final class Dispatch {
         }
     }
 
+    /** Attempts live, and those about to start (their probe slot on its way). */
     private int liveCount() {
-        int n = 0;
+        int n = pendingProbes;
         for (Attempt a : attempts) {
             if (a.live) {
                 n++;

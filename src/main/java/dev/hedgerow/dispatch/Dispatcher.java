@@ -89,7 +89,15 @@ public final class Dispatcher {
             d.shutDown(stop);
             return () -> { };
         }
-        d.start();
+        try {
+            d.start();
+        } catch (RuntimeException e) {
+            // a bug: the edge answers 500, and nothing of this request may outlive it (attempts, leases, timers, its
+            // place among the live requests, which a shutdown would wait its whole grace period for)
+            live.remove(d);
+            d.abort();
+            throw e;
+        }
         if (stopped != null) { // shut down while it started: the loop above may have missed it
             d.shutDown(stopped);
         }

@@ -50,14 +50,15 @@ final class RouteChoice {
             if (tried.contains(c.id())) {
                 continue;
             }
-            if (contextLimit >= 0 && c.route().contextWindow() <= contextLimit) {
-                continue;
+            if (fits(c)) {
+                return c;
             }
-            return c;
         }
         if (resume) {
+            // a tried route may continue the answer, except one that refused the prompt as too long: a resume sends
+            // that prompt and the text so far, longer still (the failed route served it, so it stays the last resort)
             for (Candidate c : candidates) {
-                if (failed == null || !c.id().equals(failed.id())) {
+                if ((failed == null || !c.id().equals(failed.id())) && fits(c)) {
                     return c;
                 }
             }
@@ -73,7 +74,7 @@ final class RouteChoice {
      */
     Candidate retryTarget(Predicate<Candidate> again) {
         for (Candidate c : candidates) {
-            if ((contextLimit < 0 || c.route().contextWindow() > contextLimit) && again.test(c)) {
+            if (fits(c) && again.test(c)) {
                 return c;
             }
         }
@@ -87,12 +88,16 @@ final class RouteChoice {
     Candidate hedgeTarget(Attempt racing) {
         if (strategy == Strategy.PRIORITY) {
             for (Candidate c : candidates) {
-                if (!tried.contains(c.id()) && c.route().priority() > racing.cand.route().priority()
-                        && (contextLimit < 0 || c.route().contextWindow() > contextLimit)) {
+                if (!tried.contains(c.id()) && c.route().priority() > racing.cand.route().priority() && fits(c)) {
                     return c;
                 }
             }
         }
         return next(false, null);
+    }
+
+    /** Whether the route's context window is larger than any a route refused the prompt at. */
+    private boolean fits(Candidate c) {
+        return contextLimit < 0 || c.route().contextWindow() > contextLimit;
     }
 }

@@ -20,6 +20,7 @@ import dev.hedgerow.testsupport.DispatchFixture;
 import dev.hedgerow.testsupport.Sse;
 import dev.hedgerow.time.FakeScheduler;
 import dev.hedgerow.time.FakeTicker;
+import dev.hedgerow.upstream.UpstreamClient;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.smallrye.mutiny.Uni;
 import org.junit.jupiter.api.Disabled;
@@ -40,6 +41,7 @@ import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -112,7 +114,14 @@ class CoreReviewFindingsTest {
         public void hedge(DispatchRequest request, boolean fired) {
             metrics.hedge(request, fired);
         }
+
+        @Override
+        public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
+            firstTokens.add(route.route().id() + "@" + promptTokens);
+        }
     };
+    /** Each first token's route and the prompt size it was learnt at ("chat-a@10"). */
+    final List<String> firstTokens = new ArrayList<>();
 
     double metric(String name, String... tags) {
         return meters.find(name).tags(tags).counters().stream().mapToDouble(c -> c.count()).sum();
@@ -133,16 +142,19 @@ class CoreReviewFindingsTest {
     }
 
     Dispatcher.Handle start(boolean stream, String extra, Candidate... cands) {
+        Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store.proxy, scheduler, ticker,
+                s -> s.length() / 4, observer));
+        return d.start(request(stream, extra, cands), client);
+    }
+
+    DispatchRequest request(boolean stream, String extra, Candidate... cands) {
         String body = "{\"model\":\"chat\",\"stream\":" + stream
                 + ",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" + extra + "}";
         ChatRequest chat = ChatRequest.parse(body.getBytes(StandardCharsets.UTF_8), null);
         RequestFacts facts = new RequestFacts(10, null, stream, false, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
-        DispatchRequest dr = new DispatchRequest("chatcmpl-test", 1, org, "app", "chat", org.group("chat"), chat, facts,
+        return new DispatchRequest("chatcmpl-test", 1, org, "app", "chat", org.group("chat"), chat, facts,
                 List.of(cands), RoutePlan.NEVER);
-        Dispatcher d = new Dispatcher(DispatchFixture.deps(upstream, store.proxy, scheduler, ticker,
-                s -> s.length() / 4, observer));
-        return d.start(dr, client);
     }
 
     Dispatcher.Handle start(Candidate... cands) {
@@ -285,7 +297,7 @@ class CoreReviewFindingsTest {
      * Whatever throws under an upstream callback (here the client's sink, once, standing for any bug on that path)
      * fails the attempt as a broken stream instead of escaping into the HTTP client, which drops it: the committed
      * winner is hung up on and the stream resumes elsewhere, so the client is not left waiting on an attempt that
-     * nothing drives any more.
+     * nothing drives any more. The exception is the gateway's, not the route's: the route is not charged.
      */
     @Test
     void anExceptionUnderAnUpstreamCallbackFailsTheAttemptInsteadOfVanishing() {
@@ -298,7 +310,9 @@ class CoreReviewFindingsTest {
         upstream.last().head().content(" again").finish();
         String out = sink.text();
         assertTrue(Sse.endsWithDone(out), out);
-        assertEquals("malformed_frame", Sse.trail(out).get(0).path("error").asText(), out);
+        assertEquals("internal_error", Sse.trail(out).get(0).path("error").asText(), out);
+        assertEquals(0, memory.snapshot(List.of("acme/chat-a"), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/chat-a").fails(), "a bug of the gateway's is not charged to the route");
     }
 
     // ---- 4. billing a streamed tool call without the provider's usage ---------------------------------------
@@ -369,6 +383,119 @@ class CoreReviewFindingsTest {
         assertEquals(1, bills.size());
         assertTrue(bills.get(0) != null && bills.get(0).completionTokens() > 0,
                 "the text the client received is billed: " + bills.get(0));
+    }
+
+    /**
+     * a (a 4000-token window) refused the prompt as too long, b took it and stalled after "Hello". No untried route is
+     * left, and the resume fallback took the first tried route other than b: a, which is sent the same prompt plus the
+     * text so far and can only refuse it again. It now skips a route under the refused size and continues on b.
+     */
+    @Test
+    void aResumeIsNotSentToARouteThatRefusedThePromptAsTooLong() {
+        Org o = new CatalogLoader(k -> null).parse(YAML.replace("model: ma, capabilities: [prefill]",
+                "model: ma, context_window: 4000, capabilities: [prefill]")).orgs().get(0);
+        Candidate a = DispatchFixture.candidate(o, "chat-a", RouteSnapshot.empty("acme/chat-a"), false,
+                new TtftEstimate(150, 300, true));
+        Candidate b = DispatchFixture.candidate(o, "chat-b", RouteSnapshot.empty("acme/chat-b"), false,
+                new TtftEstimate(150, 300, true));
+        start(a, b);
+        Call ca = upstream.last();
+        ca.handler.onHead(400, Map.of("content-type", "application/json"));
+        ca.data("{\"error\":{\"message\":\"This model's maximum context length is 4000 tokens\","
+                + "\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}");
+        ca.handler.onEnd();
+        assertEquals(2, upstream.calls.size(), "precondition: b (a larger window) is tried next");
+        upstream.last().head().content("Hello");
+        scheduler.advance(Duration.ofSeconds(2));   // b stalls past the 1 s stall floor: a resume
+        assertEquals(3, upstream.calls.size(), "precondition: the stream is resumed");
+        assertTrue(upstream.last().request.url().startsWith("http://b.invalid/"),
+                "the resume goes to b, not to a, which refused the prompt: " + upstream.last().request.url());
+        upstream.last().head().content(" world").finish();
+        assertEquals("Hello world", Sse.content(sink.text()));
+    }
+
+    /**
+     * The primary fails while its hedge's half-open probe slot is still on its way from the store. Nothing was live
+     * to wait for, so the request answered 502 at once, and the granted slot then found the request finished: a
+     * route that may well have served it (its probe was granted) was never tried. The request now waits for it.
+     */
+    @Test
+    void aPrimaryThatFailsWhileItsHedgesProbeSlotIsOnItsWayWaitsForTheHedge() {
+        Candidate b = halfOpenB();
+        store.holdProbes = true;
+        start(healthy("chat-a"), b);
+        Call a = upstream.last();
+        scheduler.advance(Duration.ofMillis(300));   // the first-token window: a hedge to b, its slot asked for
+        assertEquals(1, store.held.size(), "precondition: the hedge's slot acquisition is in flight");
+        a.handler.onHead(500, Map.of("content-type", "application/json"));
+        a.data("{\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}");
+        a.handler.onEnd();
+        assertEquals(0, sink.status, "no answer while a route is about to start: " + sink.text());
+        store.grant(0);
+        assertEquals(2, upstream.calls.size(), "the hedge starts once its slot is granted");
+        upstream.last().head().content("Hello").finish();
+        assertEquals(200, sink.status);
+        assertEquals("Hello", Sse.content(sink.text()));
+    }
+
+    /** The same race when the slot is refused: the request then ends with the primary's failure, without hanging. */
+    @Test
+    void aPrimaryThatFailsWhileItsHedgesProbeSlotIsOnItsWayEndsWhenTheSlotIsRefused() {
+        Candidate b = halfOpenB();
+        store.holdProbes = true;
+        start(healthy("chat-a"), b);
+        Call a = upstream.last();
+        scheduler.advance(Duration.ofMillis(300));
+        a.handler.onHead(500, Map.of("content-type", "application/json"));
+        a.data("{\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}");
+        a.handler.onEnd();
+        assertTrue(memory.tryAcquireProbe(B, 1, Duration.ofSeconds(30), "another-instance").await().indefinitely());
+        store.grant(0);                              // refused: another instance probes b
+        assertEquals(1, upstream.calls.size());
+        assertEquals(502, sink.status, sink.text());
+        assertTrue(sink.ended);
+    }
+
+    /**
+     * A resume sends the prompt and the text delivered so far, so its first token comes at that larger prompt's
+     * speed; it was learnt (and reported) at the original prompt's size, teaching the resuming route a slower first
+     * token than it has for prompts of that size.
+     */
+    @Test
+    void aResumesFirstTokenIsLearntAtThePromptItSentWithTheDeliveredText() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        for (String piece : List.of("One", " two", " three", " four", " five")) {
+            a.content(piece);
+        }
+        scheduler.advance(Duration.ofSeconds(2));   // a stalls: resumed on b
+        assertEquals(2, upstream.calls.size(), "precondition: the stream is resumed");
+        upstream.last().head().content(" six").finish();
+        assertEquals("One two three four five six", Sse.content(sink.text()));
+        assertEquals(List.of("chat-a@10", "chat-b@15"), firstTokens,
+                "the resume's first token is learnt at the 10-token prompt plus the 5 tokens delivered");
+    }
+
+    /**
+     * Starting a request threw (a bug, here in the upstream client's send): the edge answers 500, but the dispatch
+     * stayed among the live requests, so every shutdown of the instance waited its whole grace period for it, and its
+     * attempt kept its lease (least-connections counted it until the lease's TTL).
+     */
+    @Test
+    void aBugWhileARequestStartsLeavesNothingOfItBehind() {
+        UpstreamClient throwing = (r, h) -> {
+            throw new IllegalStateException("a bug in send");
+        };
+        Dispatcher d = new Dispatcher(DispatchFixture.deps(throwing, store.proxy, scheduler, ticker,
+                s -> s.length() / 4, observer));
+        assertThrows(IllegalStateException.class, () -> d.start(request(true, "", healthy("chat-a")), client));
+        RouteSnapshot a = memory.snapshot(List.of("acme/chat-a"), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/chat-a");
+        assertAll(
+                () -> assertEquals(0, d.live(), "the request is not left live"),
+                () -> assertEquals(0, a.inflight(), "its attempt's lease is released"),
+                () -> assertEquals(1, bills.size(), "it is logged once"),
+                () -> assertEquals(0, d.shutDown(dev.hedgerow.api.ApiError.internal()), "a shutdown has nothing to end"));
     }
 
     // ---- 5. a hedge counted as fired when none was ---------------------------------------------------------
