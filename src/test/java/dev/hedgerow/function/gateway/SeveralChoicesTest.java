@@ -64,6 +64,7 @@ class SeveralChoicesTest {
                   - { alias: usage, provider: a, model: m-usage, priority: 1 }
                   - { alias: counted, provider: quiet, model: m-counted }
                   - { alias: wholecounted, provider: quiet, model: m-counted }
+                  - { alias: countedtools, provider: quiet, model: m-counted, capabilities: [tools] }
                   - { alias: stalled, provider: a, model: m-stalled, priority: 1, capabilities: [prefill] }
                   - { alias: stalled, provider: b, model: m-stalled, priority: 2, capabilities: [prefill] }
                   - { alias: tools, provider: a, model: m-tools, priority: 1, capabilities: [prefill, tools] }
@@ -75,6 +76,7 @@ class SeveralChoicesTest {
                   usage: { strategy: priority, hedging: false }
                   counted: { strategy: priority, hedging: false }
                   wholecounted: { strategy: priority, hedging: false }
+                  countedtools: { strategy: priority, hedging: false }
                   stalled: { strategy: priority, hedging: false, read_timeout: 1s, stall_floor: 100ms }
                   tools: { strategy: priority, hedging: false, stall_floor: 30s }
                   race: { strategy: priority, first_token_floor: 200ms }
@@ -368,6 +370,34 @@ class SeveralChoicesTest {
             }
         }
         return calls;
+    }
+
+    /**
+     * Tool calls of several choices from a provider that sends no usage: the gateway counts each choice's text and
+     * every call's name and arguments the client received (as it does for one choice), and bills that once.
+     */
+    @Test
+    void withoutTheProvidersUsageSeveralChoicesToolCallsAreCountedAndBilled() {
+        String out = stream("countedtools", "weather, counted", TOOLS + ",\"stream_options\":{\"include_usage\":true}");
+        assertEquals(Set.of(0, 1), toolCalls(out).keySet(), out);
+        TokenCounter tokens = TokenCounter.shared();
+        StringBuilder calls = new StringBuilder();
+        for (JsonNode e : Sse.events(out)) {
+            for (JsonNode c : e.path("choices")) {
+                for (JsonNode call : c.path("delta").path("tool_calls")) {
+                    calls.append(call.path("function").path("name").asText(""))
+                            .append(call.path("function").path("arguments").asText(""));
+                }
+            }
+        }
+        int expected = tokens.countText(calls.toString());
+        for (String text : texts(out).values()) {
+            expected += text.isEmpty() ? 0 : tokens.countText(text);
+        }
+        assertTrue(tokens.countText(calls.toString()) > 0, out);
+        assertEquals(expected, last(out).path("usage").path("completion_tokens").asInt(), last(out).toString());
+        eventually(() -> gw.ledger("acme").containsKey("countedtools"), "the stream is in the ledger");
+        assertEquals(expected, gw.ledger("acme").get("countedtools").usage().completionTokens());
     }
 
     /**
