@@ -364,13 +364,13 @@ public class HedgerowApp {
         flushWrites();
     }
 
+    /** Whether the lost ledger lines were logged: {@link #flushWrites} runs at the shutdown signal and at the stop. */
+    private volatile boolean ledgerLossLogged;
+
     /**
      * Writes out what waits in the write batch, then waits for every call still on its way to the shared store (each
      * for at most {@link #WRITES_MAX}).
      */
-    /** Whether the lost ledger lines were logged: {@link #flushWrites} runs at the shutdown signal and at the stop. */
-    private volatile boolean ledgerLossLogged;
-
     private void flushWrites() {
         BatchingStateStore b = batching;
         if (b != null) { // what waits in a batch is written out before the process goes
