@@ -105,6 +105,23 @@ final class Choices {
         return sum;
     }
 
+    /**
+     * What each choice delivered, for a stream ended early ({@code delivered.choices} of its last event):
+     * {@code [{"index", "content_chars", "reasoning_chars"}]}, every index, in order.
+     */
+    ArrayNode deliveredChars() {
+        ArrayNode out = JsonNodeFactory.instance.arrayNode();
+        for (int i = 0; i < content.length; i++) {
+            out.addObject().put("index", i).put("content_chars", chars(content[i]))
+                    .put("reasoning_chars", chars(reasoning[i]));
+        }
+        return out;
+    }
+
+    private static int chars(StringBuilder sb) {
+        return sb == null ? 0 : sb.codePointCount(0, sb.length());
+    }
+
     /** The visible text choice {@code index} delivered ("" for none). */
     String content(int index) {
         return text(content[index]);

@@ -284,6 +284,10 @@ final class Dispatch {
             ObjectNode delivered = event.putObject("delivered");
             delivered.put("content_chars", transcript.content.codePointCount(0, transcript.content.length()));
             delivered.put("reasoning_chars", transcript.reasoning.codePointCount(0, transcript.reasoning.length()));
+            if (served != null && served.choices != null) {
+                // several choices: the sums above cannot say where each stopped, each choice's counts can
+                delivered.set("choices", served.choices.deliveredChars());
+            }
             output.endWithError(event, trail.toNode());
         } else {
             output.exhausted(err, trail.toNode());

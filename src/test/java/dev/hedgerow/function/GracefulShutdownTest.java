@@ -117,10 +117,12 @@ class GracefulShutdownTest {
 
             Stream longer = Stream.open(http, chat, "long");
             Stream shorter = Stream.open(http, chat, "short");
+            Stream twoChoices = Stream.open(http, chat, "long", "k-acme", ",\"n\":2");
             assertTrue(longer.firstContent.await(30, TimeUnit.SECONDS), () -> "the long stream began: "
                     + (longer.body.isDone() ? longer.body.handle((b, t) -> t != null ? t.toString() : b).join()
                     : "no answer yet"));
             assertTrue(shorter.firstContent.await(30, TimeUnit.SECONDS), "the short stream began");
+            assertTrue(twoChoices.firstContent.await(30, TimeUnit.SECONDS), "the stream of two choices began");
 
             app.destroy(); // SIGTERM
             awaitLog(app, log, "Hedgerow is shutting down", Duration.ofSeconds(20));
@@ -149,6 +151,30 @@ class GracefulShutdownTest {
             assertEquals(delivered.codePointCount(0, delivered.length()),
                     last.path("delivered").path("content_chars").asInt(), last.toString());
             assertEquals("shutdown", last.path("attempt_trail").path(0).path("outcome").asText(), last.toString());
+
+            // a stream of two choices says what each choice received, so each can be asked for again
+            String twoBody = twoChoices.body.get(60, TimeUnit.SECONDS);
+            List<JsonNode> twoEvents = Sse.events(twoBody);
+            JsonNode twoLast = twoEvents.get(twoEvents.size() - 1);
+            assertEquals("server_shutting_down", twoLast.path("error").path("code").asText(), twoBody);
+            int sum = 0;
+            for (int i = 0; i < 2; i++) {
+                StringBuilder text = new StringBuilder();
+                for (JsonNode e : twoEvents) {
+                    for (JsonNode c : e.path("choices")) {
+                        if (c.path("index").asInt() == i) {
+                            text.append(c.path("delta").path("content").asText(""));
+                        }
+                    }
+                }
+                JsonNode choice = twoLast.path("delivered").path("choices").path(i);
+                assertEquals(i, choice.path("index").asInt(-1), twoLast.toString());
+                assertEquals(text.codePointCount(0, text.length()), choice.path("content_chars").asInt(-1),
+                        twoLast.toString());
+                sum += text.codePointCount(0, text.length());
+            }
+            assertTrue(sum > 0, twoBody);
+            assertEquals(sum, twoLast.path("delivered").path("content_chars").asInt(), twoLast.toString());
 
             assertTrue(app.waitFor(30, TimeUnit.SECONDS), "the process exits after the grace period");
             String out = Files.readString(log);
@@ -268,8 +294,12 @@ class GracefulShutdownTest {
         }
 
         static Stream open(HttpClient http, URI chat, String alias, String key) {
+            return open(http, chat, alias, key, "");
+        }
+
+        static Stream open(HttpClient http, URI chat, String alias, String key, String extra) {
             Stream s = new Stream();
-            http.sendAsync(request(chat, alias, key), HttpResponse.BodyHandlers.ofInputStream()).whenComplete((r, t) -> {
+            http.sendAsync(request(chat, alias, key, extra), HttpResponse.BodyHandlers.ofInputStream()).whenComplete((r, t) -> {
                 if (t != null) {
                     s.body.completeExceptionally(t);
                     return;
@@ -303,10 +333,15 @@ class GracefulShutdownTest {
     }
 
     static HttpRequest request(URI chat, String alias, String key) {
+        return request(chat, alias, key, "");
+    }
+
+    /** A streamed chat request for {@code alias}; {@code extra} is added to its body's fields (",\"n\":2"). */
+    static HttpRequest request(URI chat, String alias, String key, String extra) {
         return HttpRequest.newBuilder(chat).header("Authorization", "Bearer " + key)
                 .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"" + alias + "\",\"stream\":true,"
-                        + "\"messages\":[{\"role\":\"user\",\"content\":\"" + PROMPT + "\"}]}"))
+                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"" + alias + "\",\"stream\":true" + extra
+                        + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + PROMPT + "\"}]}"))
                 .build();
     }
 
