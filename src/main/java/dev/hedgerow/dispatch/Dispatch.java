@@ -343,6 +343,9 @@ final class Dispatch {
             // the request ended (client gone, answered elsewhere) or, for all but a resume, committed while the slot
             // was being taken: neither this route nor the next untried one may start racing a stream the client reads
             slot.release();
+            if (kind == Kind.HEDGE) {
+                refundHedge();
+            }
             return;
         }
         if (acquired) {
@@ -359,6 +362,9 @@ final class Dispatch {
             preCommitAttempts--;
         }
         Candidate next = routes.next(kind == Kind.RESUME, null);
+        if (next == null && kind == Kind.HEDGE) {
+            refundHedge();   // the hedge's route is probed elsewhere and no other is left: no hedge starts
+        }
         if (next == null || (kind == Kind.RESUME && next.id().equals(c.id()))) {
             if (liveCount() == 0 && kind == Kind.RESUME) {
                 // the stream is under way: it ends as resumeOrEnd ends one no route can resume, never with a
@@ -537,8 +543,10 @@ final class Dispatch {
 
     private synchronized void hedgeDecided(Attempt a, boolean allowed) {
         if (finished || committed || !a.live || a.hasContent || preCommitAttempts >= settings.retry().maxAttempts()) {
-            // the race was decided while the budget was asked: nothing is counted (a token the store took stays
-            // spent, as it has no refund)
+            // the race was decided while the budget was asked: nothing is counted, and a token taken goes back
+            if (allowed) {
+                refundHedge();
+            }
             return;
         }
         if (!allowed) {
@@ -555,10 +563,18 @@ final class Dispatch {
             return;
         }
         Candidate next = routes.hedgeTarget(a);
-        if (next != null) {
-            deps.observer().hedge(req, true);
-            launch(next, Kind.HEDGE, null);
+        if (next == null) {
+            refundHedge();
+            return;
         }
+        deps.observer().hedge(req, true);
+        launch(next, Kind.HEDGE, null);
+    }
+
+    /** A hedge the org's budget paid for does not start: its token goes back (the store's current bucket). */
+    private void refundHedge() {
+        deps.store().refundHedge(req.org().id(), req.org().hedgeBudget().window()).subscribe().with(v -> { },
+                t -> { });
     }
 
     private synchronized void abandon(Attempt a) {

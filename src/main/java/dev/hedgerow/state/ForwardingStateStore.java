@@ -123,6 +123,11 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Void> refundHedge(String orgId, Duration window) {
+        return inner.refundHedge(orgId, window);
+    }
+
+    @Override
     public Uni<Void> countRequests(String orgId, long n, Duration window) {
         return inner.countRequests(orgId, n, window);
     }

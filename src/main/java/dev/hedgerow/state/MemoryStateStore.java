@@ -490,6 +490,15 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Void> refundHedge(String orgId, Duration window) {
+        HedgeSlot at = hedgeSlot(orgId, window);
+        while (!at.add(at.cell(), 0, -1)) {
+            // another call changed the cell meanwhile: take from its value
+        }
+        return done();
+    }
+
+    @Override
     public Uni<Void> countRequests(String orgId, long n, Duration window) {
         HedgeSlot at = hedgeSlot(orgId, window);
         long add = Math.max(1, n);

@@ -208,10 +208,13 @@ final class RedisScripts {
             return v
             """);
 
-    /** Counts n requests in the current hedge bucket. KEYS: hedge prefix. ARGV: bucketMs, ttlMs, n. */
+    /**
+     * Adds n to a count of the current hedge bucket: requests ('r', n &gt; 0) or hedges ('h', -1: a refund).
+     * KEYS: hedge prefix. ARGV: bucketMs, ttlMs, n, field.
+     */
     static final LuaScript HEDGE_COUNT = LuaScript.of("countRequest", NOW + """
             local k = KEYS[1] .. ':' .. string.format('%d', math.floor(now / tonumber(ARGV[1])))
-            redis.call('HINCRBY', k, 'r', tonumber(ARGV[3]))
+            redis.call('HINCRBY', k, ARGV[4], tonumber(ARGV[3]))
             redis.call('PEXPIRE', k, ARGV[2])
             return 1
             """);

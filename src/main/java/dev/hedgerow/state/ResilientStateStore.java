@@ -420,6 +420,11 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
+    public Uni<Void> refundHedge(String orgId, Duration window) {
+        return call(() -> shared.refundHedge(orgId, window), () -> local.refundHedge(orgId, window));
+    }
+
+    @Override
     public Uni<Void> countRequests(String orgId, long n, Duration window) {
         return call(() -> shared.countRequests(orgId, n, window), () -> local.countRequests(orgId, n, window));
     }

@@ -170,6 +170,14 @@ public interface StateStore {
      */
     Uni<Boolean> hedgeBudget(String orgId, boolean spend, double ratio, int minPerWindow, Duration window);
 
+    /**
+     * Gives back one hedge {@link #hedgeBudget} spent that never started (the race was decided while the budget
+     * answered): the current bucket's hedge count drops by one, so the window's sum is right again while the spend's
+     * bucket is in it (a refund in a later bucket than its spend may count one hedge short for up to a tenth of the
+     * window once the spend's bucket has left it).
+     */
+    Uni<Void> refundHedge(String orgId, Duration window);
+
     /** Counts one request toward the hedge budget's denominator. */
     default Uni<Void> countRequest(String orgId, Duration window) {
         return countRequests(orgId, 1, window);

@@ -503,6 +503,7 @@ class CoreReviewFindingsTest {
     /**
      * The hedge budget's answer comes after the primary's first content: no hedge starts, yet the budget token is spent
      * and hedgerow_hedges_total{result="fired"} counts one (hedgeDecided reports before it checks the race is still on).
+     * The token taken goes back to the org's budget.
      */
     @Test
     void aHedgeBudgetAnswerAfterTheCommitFiresAndCountsNothing() {
@@ -516,6 +517,30 @@ class CoreReviewFindingsTest {
         a.finish();
         assertEquals(1, upstream.calls.size());
         assertEquals(0, metric("hedgerow_hedges", "result", "fired"), "no hedge fired");
+        assertEquals(0, hedgesSpent(), "the token is given back");
+    }
+
+    /** The hedges the org spent in its budget's window: 0 or at least 1 (asks the memory store, spending nothing). */
+    int hedgesSpent() {
+        boolean none = memory.hedgeBudget("acme", false, 0, 1, org.hedgeBudget().window()).await().indefinitely();
+        return none ? 0 : 1;
+    }
+
+    /**
+     * A hedge to a half-open route whose probe slot another instance holds, with no other route left: the budget paid
+     * for a hedge that never starts, so its token goes back.
+     */
+    @Test
+    void aHedgeThatCannotStartBecauseItsRouteIsProbedElsewhereGivesItsTokenBack() {
+        Candidate b = halfOpenB();
+        assertTrue(memory.tryAcquireProbe(B, 1, Duration.ofSeconds(30), "another-instance").await().indefinitely());
+        start(healthy("chat-a"), b);
+        Call a = upstream.last().head();
+        scheduler.advance(Duration.ofMillis(300));   // the first-token window: the budget pays for a hedge to b
+        assertEquals(1, upstream.calls.size(), "precondition: b is probed elsewhere, so no hedge starts");
+        assertEquals(0, hedgesSpent(), "the token is given back");
+        a.content("Hello").finish();
+        assertEquals("Hello", Sse.content(sink.text()));
     }
 
     // ---- 7. onSent after onHead cancels the body's read timer ----------------------------------------------

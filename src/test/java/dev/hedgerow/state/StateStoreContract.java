@@ -436,6 +436,21 @@ abstract class StateStoreContract {
     }
 
     @Test
+    void aRefundedHedgeCanBeSpentAgainAndTheRequestsStayCounted() {
+        String org = id("org");
+        assertTrue(await(store().hedgeBudget(org, true, 0.1, 2, LONG)));
+        assertTrue(await(store().hedgeBudget(org, true, 0.1, 2, LONG)));
+        assertFalse(await(store().hedgeBudget(org, false, 0.1, 2, LONG)), "precondition: the minimum is spent");
+        await(store().refundHedge(org, LONG));
+        assertTrue(await(store().hedgeBudget(org, true, 0.1, 2, LONG)), "the refunded hedge is spent again");
+        assertFalse(await(store().hedgeBudget(org, false, 0.1, 2, LONG)));
+        for (int i = 0; i < 40; i++) {
+            await(store().countRequest(org, LONG));
+        }
+        assertTrue(await(store().hedgeBudget(org, false, 0.1, 2, LONG)), "40 requests at 0.1 allow 4 hedges");
+    }
+
+    @Test
     void hedgeBudgetGrowsWithTheRatioOfRequests() {
         String org = id("org");
         for (int i = 0; i < 100; i++) {
