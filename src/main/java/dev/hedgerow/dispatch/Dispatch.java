@@ -388,6 +388,9 @@ final class Dispatch {
             a.choices = new Choices(req.request().choices());
         }
         attempts.add(a);
+        if (kind == Kind.HEDGE) {
+            deps.observer().hedge(req, true);
+        }
         UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript,
                 refusedStreamOptions.contains(c.id()) || streamOptionsRefusals.refuses(c));
         a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
@@ -567,8 +570,7 @@ final class Dispatch {
             refundHedge();
             return;
         }
-        deps.observer().hedge(req, true);
-        launch(next, Kind.HEDGE, null);
+        launch(next, Kind.HEDGE, null);   // counted as fired once it starts (doLaunch)
     }
 
     /** A hedge the org's budget paid for does not start: its token goes back (the store's current bucket). */

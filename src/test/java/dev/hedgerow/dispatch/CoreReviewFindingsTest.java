@@ -539,6 +539,7 @@ class CoreReviewFindingsTest {
         scheduler.advance(Duration.ofMillis(300));   // the first-token window: the budget pays for a hedge to b
         assertEquals(1, upstream.calls.size(), "precondition: b is probed elsewhere, so no hedge starts");
         assertEquals(0, hedgesSpent(), "the token is given back");
+        assertEquals(0, metric("hedgerow_hedges", "result", "fired"), "no hedge fired");
         a.content("Hello").finish();
         assertEquals("Hello", Sse.content(sink.text()));
     }
