@@ -51,6 +51,12 @@ import java.util.function.Supplier;
  * edit reached the store meanwhile, that one wins: the pending edit is dropped, logged, and counted in
  * {@link #lostEdits()}, as two conflicting edits cannot both hold.
  *
+ * <p>An operator's route flags (blobs without a TTL: a route's standing, the operator's verification verdict) are
+ * admin edits too: one set or cleared only locally during an outage is kept as pending and written to the shared store
+ * with the pending catalog edits, the last one made winning (a flag has no version to compare), and its local copy is
+ * dropped then, so it is not back in force at the next outage. A later write of the same flag that reaches the shared
+ * store supersedes it.
+ *
  * <p>Thread-safe: the guard is thread-safe, the mirror is a concurrent map, counters are atomic.
  */
 public final class ResilientStateStore implements StateStore {
@@ -92,6 +98,8 @@ public final class ResilientStateStore implements StateStore {
     /** Admin edits written only to the mirror (the shared store was unreachable), by org; see the class comment. */
     private final Map<String, PendingEdit> pendingEdits = new ConcurrentHashMap<>();
     private final AtomicLong lostEdits = new AtomicLong();
+    /** Operator flags set (value) or cleared (null) only locally during an outage, by route and name. */
+    private final Map<FlagKey, PendingFlag> pendingFlags = new ConcurrentHashMap<>();
     /** Each (org, day, alias) line's writes to the shared ledger not confirmed yet; see {@link #addLedger}. */
     private final Map<LedgerKey, LedgerLine> ledgerLines = new ConcurrentHashMap<>();
     /** Routes whose health the local store took a write for since the shared store last answered (see the class). */
@@ -137,9 +145,9 @@ public final class ResilientStateStore implements StateStore {
         return fallbacks.get();
     }
 
-    /** Admin edits made during an outage and not yet written to the shared store. */
+    /** Admin edits (catalogs, route flags) made during an outage and not yet written to the shared store. */
     public int pendingEdits() {
-        return pendingEdits.size();
+        return pendingEdits.size() + pendingFlags.size();
     }
 
     /** Admin edits made during an outage that lost to another edit stored meanwhile (see the class comment). */
@@ -209,7 +217,8 @@ public final class ResilientStateStore implements StateStore {
     @Override
     public Uni<Map<String, Long>> catalogVersions() {
         resendHeldLedger();
-        return call(() -> writePendingEdits().flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing),
+        return call(() -> writePendingEdits().flatMap(v -> writePendingFlags()).flatMap(v -> shared.catalogVersions())
+                        .flatMap(this::reseedMissing),
                 this::mirrorVersions);
     }
 
@@ -374,7 +383,52 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
-        return call(() -> shared.putRouteBlobs(routeId, blobs), () -> local.putRouteBlobs(routeId, blobs));
+        return call(() -> shared.putRouteBlobs(routeId, blobs).invoke(() -> {
+            for (RouteBlob b : blobs) {
+                if (b.ttl() == null) {
+                    pendingFlags.remove(new FlagKey(routeId, b.name()));   // superseded where it counts
+                }
+            }
+        }), () -> {
+            for (RouteBlob b : blobs) {
+                if (b.ttl() == null) {
+                    pendingFlags.put(new FlagKey(routeId, b.name()), new PendingFlag(b.value()));
+                }
+            }
+            return local.putRouteBlobs(routeId, blobs);
+        });
+    }
+
+    /** An operator flag of a route: a blob without a TTL. */
+    private record FlagKey(String routeId, String name) {
+    }
+
+    /** A flag's value set during an outage, null when it was cleared (compared by identity when written). */
+    private static final class PendingFlag {
+        final String value;
+
+        PendingFlag(String value) {
+            this.value = value;
+        }
+    }
+
+    /**
+     * Writes every operator flag set or cleared during an outage to the shared store, then drops its local copy
+     * (fails, and keeps the rest, if the store does not answer).
+     */
+    private Uni<Void> writePendingFlags() {
+        if (pendingFlags.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        List<Uni<Void>> writes = pendingFlags.entrySet().stream().map(e -> {
+            FlagKey k = e.getKey();
+            PendingFlag flag = e.getValue();
+            Uni<Void> write = flag.value == null ? shared.deleteRouteBlob(k.routeId(), k.name())
+                    : shared.putRouteBlobs(k.routeId(), List.of(new RouteBlob(k.name(), flag.value, null)));
+            return write.invoke(() -> pendingFlags.remove(k, flag))
+                    .call(() -> local.deleteRouteBlob(k.routeId(), k.name()));
+        }).toList();
+        return Uni.join().all(writes).andFailFast().replaceWithVoid();
     }
 
     /**
@@ -384,8 +438,11 @@ public final class ResilientStateStore implements StateStore {
      */
     @Override
     public Uni<Void> deleteRouteBlob(String routeId, String name) {
-        return call(() -> shared.deleteRouteBlob(routeId, name), () -> local.deleteRouteBlob(routeId, name))
-                .call(() -> local.deleteRouteBlob(routeId, name));
+        FlagKey key = new FlagKey(routeId, name);
+        return call(() -> shared.deleteRouteBlob(routeId, name).invoke(() -> pendingFlags.remove(key)), () -> {
+            pendingFlags.put(key, new PendingFlag(null));   // only a flag (an operator's verdict) is ever deleted
+            return local.deleteRouteBlob(routeId, name);
+        }).call(() -> local.deleteRouteBlob(routeId, name));
     }
 
     @Override

@@ -31,23 +31,34 @@ class ResilientLocalHealthTest {
             super(inner);
         }
 
-        private <T> Uni<T> or(Uni<T> call) {
-            return up ? call : Uni.createFrom().failure(new IOException("connection refused"));
+        /** The call, made only while up (the memory store applies a write when called, not when subscribed). */
+        private <T> Uni<T> or(java.util.function.Supplier<Uni<T>> call) {
+            return up ? call.get() : Uni.createFrom().failure(new IOException("connection refused"));
         }
 
         @Override
         public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
-            return or(super.recordFailure(routeId, maxFails, failTimeout, hold));
+            return or(() -> super.recordFailure(routeId, maxFails, failTimeout, hold));
         }
 
         @Override
         public Uni<Long> cooldownRemainingMillis(String routeId) {
-            return or(super.cooldownRemainingMillis(routeId));
+            return or(() -> super.cooldownRemainingMillis(routeId));
         }
 
         @Override
         public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
-            return or(super.snapshot(routeIds, usageWindow));
+            return or(() -> super.snapshot(routeIds, usageWindow));
+        }
+
+        @Override
+        public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+            return or(() -> super.putRouteBlobs(routeId, blobs));
+        }
+
+        @Override
+        public Uni<Void> deleteRouteBlob(String routeId, String name) {
+            return or(() -> super.deleteRouteBlob(routeId, name));
         }
 
         /** Pings that reached this store (the guard let them through). */
@@ -122,5 +133,67 @@ class ResilientLocalHealthTest {
         shared.up = true;
         assertTrue(await(store.ping()));
         assertFalse(localSnapshot("acme/alpha").coolingDown());
+    }
+
+    // ---- operator flags set during an outage -----------------------------------------------------------------
+
+    String sharedFlag(String route, String name) {
+        return await(shared.snapshot(List.of(route), MINUTE)).get(route).blob(name).orElse(null);
+    }
+
+    /**
+     * README: an admin edit made while Redis is unreachable takes effect on the instance at once and is written to
+     * Redis when it answers again. A route suspended by its operator during an outage (a blob without a TTL) was
+     * written only locally and lost once Redis answered: the route was back in service, on this instance too.
+     */
+    @Test
+    void anOperatorFlagSetDuringAnOutageIsWrittenToTheSharedStoreWhenItAnswers() {
+        shared.up = false;
+        await(store.putRouteBlob("acme/alpha", "standing", "suspended", null));
+        assertEquals("suspended", await(store.snapshot(List.of("acme/alpha"), MINUTE)).get("acme/alpha")
+                .blob("standing").orElse(null), "precondition: in force locally during the outage");
+        assertEquals(1, store.pendingEdits(), "pending, as a catalog edit made during an outage is");
+
+        shared.up = true;
+        await(store.catalogVersions());   // the poll that writes pending edits
+        assertEquals("suspended", sharedFlag("acme/alpha", "standing"), "written to the shared store");
+        assertEquals(0, store.pendingEdits());
+        assertTrue(localSnapshot("acme/alpha").blob("standing").isEmpty(),
+                "its local copy is dropped, not back in force at the next outage");
+    }
+
+    /** A verdict cleared during an outage is cleared on the shared store when it answers. */
+    @Test
+    void anOperatorFlagClearedDuringAnOutageIsClearedOnTheSharedStoreWhenItAnswers() {
+        await(store.putRouteBlob("acme/alpha", "verification_operator", "fail", null));
+        shared.up = false;
+        await(store.deleteRouteBlob("acme/alpha", "verification_operator"));
+        shared.up = true;
+        assertEquals("fail", sharedFlag("acme/alpha", "verification_operator"), "precondition: still set there");
+        await(store.catalogVersions());
+        assertEquals(null, sharedFlag("acme/alpha", "verification_operator"));
+    }
+
+    /** A flag written to the shared store after the outage supersedes the one set during it. */
+    @Test
+    void aLaterWriteOfTheSameFlagSupersedesThePendingOne() {
+        shared.up = false;
+        await(store.putRouteBlob("acme/alpha", "standing", "suspended", null));
+        shared.up = true;
+        await(store.putRouteBlob("acme/alpha", "standing", "active", null));
+        await(store.catalogVersions());
+        assertEquals("active", sharedFlag("acme/alpha", "standing"));
+        assertEquals(0, store.pendingEdits());
+    }
+
+    /** Learned models (blobs with a TTL) written locally during an outage are traffic's, rebuilt: not pending. */
+    @Test
+    void aLearnedModelWrittenDuringAnOutageIsNotPending() {
+        shared.up = false;
+        await(store.putRouteBlob("acme/alpha", "ttft", "model", Duration.ofDays(7)));
+        assertEquals(0, store.pendingEdits());
+        shared.up = true;
+        await(store.catalogVersions());
+        assertEquals(null, sharedFlag("acme/alpha", "ttft"));
     }
 }

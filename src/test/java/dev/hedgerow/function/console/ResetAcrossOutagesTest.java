@@ -121,6 +121,41 @@ class ResetAcrossOutagesTest {
     }
 
     /**
+     * An operator suspends duo-alpha while Redis is down: in force on this instance at once (its local store), and,
+     * as README says of every admin edit made during an outage, written to Redis when it answers again, so the route
+     * stays out of service then (before, it was back in service as soon as the instance read Redis again).
+     */
+    @Test
+    void aRouteSuspendedWhileRedisIsDownStaysSuspendedOnceRedisAnswers() {
+        redisDown();
+        try {
+            admin("a-acme").body("{\"route\":\"duo-alpha\",\"standing\":\"suspended\"}")
+                    .put("/admin/routes/standing").then().statusCode(200);
+            pause(Duration.ofMillis(120));   // past the snapshot copy's max age
+            assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "suspended in the outage")),
+                    "precondition: in force during the outage");
+            redisUp();
+            // written to Redis at the instance's next catalog poll (hedgerow.catalog.poll-interval)
+            long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+            List<String> t = tried(alphaFirst(null, "after the outage"));
+            for (int i = 0; !t.equals(List.of("duo-beta")); i++) {
+                assertTrue(System.nanoTime() < deadline, "duo-alpha is back in service after the outage: " + t);
+                pause(Duration.ofMillis(200));
+                t = tried(alphaFirst(null, "after the outage " + i));
+            }
+            pause(Duration.ofMillis(120));   // past any copy read before the write
+            for (int i = 0; i < 5; i++) {
+                assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "still suspended " + i)));
+            }
+        } finally {
+            AppTestResource.redis().restart();
+            driveUntilState("shared");
+            admin("a-acme").body("{\"route\":\"duo-alpha\",\"standing\":\"good\"}")
+                    .put("/admin/routes/standing").then().statusCode(200);
+        }
+    }
+
+    /**
      * A reset while Redis answers clears the breaker the local store kept from an earlier outage too: at the next
      * outage the route serves. (Before c12ff51 the reset reached Redis only, and the local breaker was back, cooling
      * down for the rest of its 10 min, as soon as Redis went away again.)
