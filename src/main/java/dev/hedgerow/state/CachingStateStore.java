@@ -67,7 +67,11 @@ public final class CachingStateStore extends ForwardingStateStore {
         this.refreshAfterNanos = maxAgeNanos / 2;
     }
 
-    /** What this instance had done to a route when a read of it started: the read includes it, later effects not. */
+    /**
+     * What of this instance's own effects on a route the shared store had when a read of it started (its writes
+     * answered by the store below; one still waiting in a write batch is not there yet): the read includes those, and
+     * {@link #adjusted} adds the rest.
+     */
     private record Ticket(long windowMillis, long readNanos, long generation, long leases, UsageSample usage) {
     }
 
@@ -75,13 +79,22 @@ public final class CachingStateStore extends ForwardingStateStore {
     private record Entry(RouteSnapshot snap, Ticket at) {
     }
 
-    /** This instance's own effects on one route since start: health-write generation, live leases, usage added. */
+    /**
+     * This instance's own effects on one route since start: health-write generation, live leases, usage added, and of
+     * the usage and blob writes those the store below has not answered yet (held in a write batch, or on their way),
+     * which a read that starts meanwhile does not include. A lease acquire is answered at once by the write batch
+     * (its release must not wait), so leases are counted from when they are taken, as before.
+     */
     private static final class Local {
         final AtomicLong generation = new AtomicLong();
         final AtomicLong leases = new AtomicLong();
         /** When a background refresh of the route's copy started ({@link #NO_REFRESH}: none under way). */
         final AtomicLong refreshStarted = new AtomicLong(NO_REFRESH);
+        /** Blob writes (a value) and deletes (null) made here that the store below has not answered yet, by name. */
+        final Map<String, UnstoredBlob> blobsUnstored = new ConcurrentHashMap<>();
         private UsageSample usage = UsageSample.ZERO;
+        private UsageSample usageUnstored = UsageSample.ZERO;
+        private int usageWrites;
 
         synchronized UsageSample usage() {
             return usage;
@@ -89,6 +102,26 @@ public final class CachingStateStore extends ForwardingStateStore {
 
         synchronized void addUsage(UsageSample s) {
             usage = usage.plus(s);
+            usageUnstored = usageUnstored.plus(s);
+            usageWrites++;
+        }
+
+        synchronized void usageStored(UsageSample s) {
+            usageUnstored = --usageWrites == 0 ? UsageSample.ZERO : usageUnstored.minus(s);
+        }
+
+        /** The usage the store below has been told of (the same object as {@link #usage()} when nothing waits). */
+        synchronized UsageSample usageStored() {
+            return usageWrites == 0 ? usage : usage.minus(usageUnstored);
+        }
+    }
+
+    /** A blob write not yet answered below: its value (null: a delete); compared by identity. */
+    private static final class UnstoredBlob {
+        final String value;
+
+        UnstoredBlob(String value) {
+            this.value = value;
         }
     }
 
@@ -167,8 +200,8 @@ public final class CachingStateStore extends ForwardingStateStore {
             for (String id : routeIds) {
                 RouteSnapshot snap = out.get(id);
                 if (snap == null) {
-                    snap = read.getOrDefault(id, RouteSnapshot.empty(id));
-                    keep(id, snap, started.get(id));
+                    Entry read1 = keep(id, read.getOrDefault(id, RouteSnapshot.empty(id)), started.get(id));
+                    snap = adjusted(read1, local(id));
                 }
                 merged.put(id, snap);
             }
@@ -181,7 +214,7 @@ public final class CachingStateStore extends ForwardingStateStore {
         Map<String, Ticket> started = new HashMap<>();
         for (String id : ids) {
             Local l = local(id);
-            started.put(id, new Ticket(window, now, l.generation.get(), l.leases.get(), l.usage()));
+            started.put(id, new Ticket(window, now, l.generation.get(), l.leases.get(), l.usageStored()));
         }
         return started;
     }
@@ -218,13 +251,32 @@ public final class CachingStateStore extends ForwardingStateStore {
     }
 
     /**
-     * Keeps a read unless a health write of the route completed meanwhile (then it could never be served) or a
-     * read that started later is already kept.
+     * Keeps a read, with this instance's blob writes the store below has not answered yet laid over it, unless a
+     * health write of the route completed meanwhile (then it could never be served) or a read that started later is
+     * already kept. Returns the read as kept (or as it would have been).
      */
-    private void keep(String id, RouteSnapshot snap, Ticket at) {
+    private Entry keep(String id, RouteSnapshot snap, Ticket at) {
         Local l = local(id);
+        Entry read = new Entry(withUnstoredBlobs(snap, l), at);
         entries.compute(id, (k, kept) -> l.generation.get() == at.generation
-                && (kept == null || kept.at.readNanos <= at.readNanos) ? new Entry(snap, at) : kept);
+                && (kept == null || kept.at.readNanos <= at.readNanos) ? read : kept);
+        return read;
+    }
+
+    private static RouteSnapshot withUnstoredBlobs(RouteSnapshot snap, Local l) {
+        if (l.blobsUnstored.isEmpty()) {
+            return snap;
+        }
+        Map<String, String> written = new HashMap<>();
+        RouteSnapshot out = snap;
+        for (Map.Entry<String, UnstoredBlob> b : l.blobsUnstored.entrySet()) {
+            if (b.getValue().value == null) {
+                out = out.withoutBlob(b.getKey());
+            } else {
+                written.put(b.getKey(), b.getValue().value);
+            }
+        }
+        return written.isEmpty() ? out : out.withBlobs(written);
     }
 
     /** The cached snapshot plus this instance's leases and usage since it was read. */
@@ -280,9 +332,19 @@ public final class CachingStateStore extends ForwardingStateStore {
     @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
         return Uni.createFrom().deferred(() -> {
+            Local l = local(routeId);
+            Map<String, UnstoredBlob> unstored = new HashMap<>();
+            for (RouteBlob b : blobs) {
+                UnstoredBlob u = new UnstoredBlob(b.value());
+                unstored.put(b.name(), u);
+                l.blobsUnstored.put(b.name(), u);   // laid over every read until the store below answers
+            }
             patch(routeId, blobs); // ranked on at once, even while the write waits in a batch
             // and again once stored: a read that started before it landed is not kept over it
-            return inner.putRouteBlobs(routeId, blobs).onTermination().invoke(() -> patch(routeId, blobs));
+            return inner.putRouteBlobs(routeId, blobs).onTermination().invoke(() -> {
+                unstored.forEach(l.blobsUnstored::remove);
+                patch(routeId, blobs);
+            });
         });
     }
 
@@ -290,9 +352,14 @@ public final class CachingStateStore extends ForwardingStateStore {
     @Override
     public Uni<Void> deleteRouteBlob(String routeId, String name) {
         return Uni.createFrom().deferred(() -> {
+            Local l = local(routeId);
+            UnstoredBlob u = new UnstoredBlob(null);
+            l.blobsUnstored.put(name, u);
             patch(routeId, s -> s.withoutBlob(name));
-            return inner.deleteRouteBlob(routeId, name).onTermination()
-                    .invoke(() -> patch(routeId, s -> s.withoutBlob(name)));
+            return inner.deleteRouteBlob(routeId, name).onTermination().invoke(() -> {
+                l.blobsUnstored.remove(name, u);
+                patch(routeId, s -> s.withoutBlob(name));
+            });
         });
     }
 
@@ -338,8 +405,9 @@ public final class CachingStateStore extends ForwardingStateStore {
     @Override
     public Uni<Void> addUsage(String routeId, UsageSample sample, Duration window) {
         return Uni.createFrom().deferred(() -> {
-            local(routeId).addUsage(sample);
-            return inner.addUsage(routeId, sample, window);
+            Local l = local(routeId);
+            l.addUsage(sample);
+            return inner.addUsage(routeId, sample, window).onTermination().invoke(() -> l.usageStored(sample));
         });
     }
 
