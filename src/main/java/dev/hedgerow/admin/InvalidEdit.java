@@ -45,17 +45,24 @@ public final class InvalidEdit extends RuntimeException {
 
     private InvalidEdit(List<CatalogError> errors, List<Optional<String>> routes, List<Optional<String>> params) {
         super(message(errors, routes), null, false, false);
-        this.errors = errors;
-        this.routes = routes;
-        this.params = params;
+        int shown = Math.min(errors.size(), MAX_LISTED);
+        this.errors = errors.subList(0, shown);
+        this.routes = routes.subList(0, shown);
+        this.params = params.subList(0, shown);
     }
+
+    /** The problems an answer lists (and its message names): an edit of thousands of unknown fields is told of these. */
+    static final int MAX_LISTED = 20;
 
     private static String message(List<CatalogError> errors, List<Optional<String>> routes) {
         StringBuilder b = new StringBuilder("The edit was not saved: ");
-        for (int i = 0; i < errors.size(); i++) {
+        for (int i = 0; i < Math.min(errors.size(), MAX_LISTED); i++) {
             CatalogError e = errors.get(i);
             b.append(i == 0 ? "" : "; ").append(routes.get(i).map(r -> e.path() + " (route " + r + "): "
                     + e.message()).orElseGet(e::toString));
+        }
+        if (errors.size() > MAX_LISTED) {
+            b.append("; and ").append(errors.size() - MAX_LISTED).append(" more problems");
         }
         return b.toString();
     }

@@ -5,6 +5,7 @@ import dev.hedgerow.state.VersionedDoc;
 import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.time.Scheduler;
 import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -355,7 +356,9 @@ public final class CatalogService {
      * stored org (not this instance's possibly older copy).
      */
     public Uni<Org> update(String orgId, UnaryOperator<Org> edit) {
-        return store.orgCatalog(orgId).flatMap(stored -> {
+        // decoding, the edit (an admin group edit is judged by the file loader's YAML parse) and encoding run on a
+        // worker thread: the store answers on an event loop, which serves the gateway's requests too
+        return store.orgCatalog(orgId).emitOn(Infrastructure.getDefaultWorkerPool()).flatMap(stored -> {
             if (stored.isEmpty() || removed(stored.get())) {
                 return Uni.createFrom().failure(new UnknownOrg(orgId));
             }

@@ -395,7 +395,21 @@ public class AdminResource {
      * it; null when there is none.
      */
     private static JsonNode json(byte[] body) {
-        return body == null || body.length == 0 ? null : RequestJson.parse(body);
+        return body == null || body.length == 0 ? null : RequestJson.parse(withinLimit(body));
+    }
+
+    /**
+     * The largest body of an admin edit: 1 MiB, far more than any edit needs (a group of a thousand members is under
+     * 100 KiB). A group edit is judged by the file loader on the event loop, whose YAML parse of a multi-megabyte value
+     * held the loop (and the gateway's requests on it) for seconds.
+     */
+    static final int ADMIN_BODY_LIMIT = 1024 * 1024;
+
+    private static byte[] withinLimit(byte[] body) {
+        if (body.length > ADMIN_BODY_LIMIT) {
+            throw new RequestException(ApiError.tooLarge(ADMIN_BODY_LIMIT));
+        }
+        return body;
     }
 
     /**
@@ -407,7 +421,7 @@ public class AdminResource {
         if (body == null || body.length == 0) {
             return null;
         }
-        JsonNode n = RequestJson.object(body);
+        JsonNode n = RequestJson.object(withinLimit(body));
         AdminService.onlyFields(n, "", Set.of(fields));
         return n;
     }

@@ -21,6 +21,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -460,6 +461,28 @@ class AdminApiTest {
         admin().body("{\"balancer\": {\"strategy\": \"weighted\"}}").put("/admin/groups/duo").then().statusCode(400)
                 .body("error.code", equalTo("unknown_field")).body("error.param", equalTo("balancer.strategy"));
         admin().get("/admin/groups/duo").then().body("revision", equalTo(revision));
+    }
+
+    /**
+     * An edit of many unknown fields lists the first 20 problems and counts the rest, instead of an answer megabytes
+     * long; a body over the admin API's 1 MiB limit is refused before it is parsed (a group edit of many megabytes
+     * held the event loop for seconds).
+     */
+    @Test
+    void aHugeEditIsRefusedShortlyAndAnEditOfManyUnknownFieldsListsTwentyOfThem() {
+        StringBuilder many = new StringBuilder("{");
+        for (int i = 0; i < 30; i++) {
+            many.append(i == 0 ? "" : ",").append("\"nope").append(i).append("\": 1");
+        }
+        var r = admin().body(many.append("}").toString()).put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("unknown_field")).extract();
+        assertEquals(20, r.jsonPath().getList("error.errors").size(), r.asString());
+        assertTrue(r.jsonPath().getString("error.message").endsWith("; and 10 more problems"), r.asString());
+
+        byte[] big = ("{\"description\": \"" + "a".repeat(1024 * 1024) + "\"}").getBytes(StandardCharsets.UTF_8);
+        admin().body(big).put("/admin/groups/duo").then().statusCode(413)
+                .body("error.code", equalTo("request_too_large"))
+                .body("error.message", containsString("1048576"));
     }
 
     /**
