@@ -399,6 +399,12 @@ public final class AdminService {
      * drain is refused (the catalog rule behind it, {@link OrgValidator}, would name the alias's first member).
      */
     private static Org lastServing(Org o, String alias, String routeId, boolean draining) {
+        if (draining && o.routesOf(alias).stream().anyMatch(r -> r.id().equals(routeId) && r.pinned())) {
+            // a pinned member is the only one taking traffic (the catalog rule would answer invalid_catalog)
+            throw new RequestException(ApiError.invalidRequest("last_member_serving", "Draining " + routeId
+                    + " would leave alias '" + alias + "' with no member taking traffic (it is pinned, so the others"
+                    + " take none); unpin it first. The drain was not saved.", "route"));
+        }
         List<String> others = o.routesOf(alias).stream().map(Route::id).filter(id -> !id.equals(routeId)).toList();
         if (draining && o.routesOf(alias).stream().allMatch(r -> r.id().equals(routeId) || r.drained())) {
             throw new RequestException(ApiError.invalidRequest("last_member_serving", "Draining " + routeId

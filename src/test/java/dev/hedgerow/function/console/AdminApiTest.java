@@ -648,6 +648,12 @@ class AdminApiTest {
                 .header("Retry-After", nullValue())
                 .header("x-should-retry", equalTo("false"));
 
+        // the pinned member is the only one taking traffic: draining it is refused as draining the last one is
+        admin().body("{\"route\":\"duo-beta\",\"drained\":true}").post("/admin/members/drain").then()
+                .statusCode(400).body("error.code", equalTo("last_member_serving"))
+                .body("error.param", equalTo("route"))
+                .body("error.message", containsString("it is pinned"));
+
         admin().body("{\"alias\":\"duo\"}").post("/admin/members/unpin").then().statusCode(200);
         assertTrue(providersServing("duo", 4).containsAll(List.of("alpha", "beta")));
     }
