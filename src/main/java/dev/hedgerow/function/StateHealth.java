@@ -54,6 +54,8 @@ public class StateHealth implements AsyncHealthCheck {
                     .withData("fallbacks", r.fallbacks())
                     .withData("pending_edits", r.pendingEdits())
                     .withData("pending_usage", r.pendingLedger())
+                    .withData("pending_audit", r.pendingAudit())
+                    .withData("dropped_audit", r.droppedAudit())
                     .withData("lost_edits", r.lostEdits());
             if (r.degraded()) {
                 b.withData("last_failure", r.lastFailure());

@@ -2,6 +2,7 @@ package dev.hedgerow.state;
 
 import io.smallrye.faulttolerance.api.CircuitBreakerState;
 import io.smallrye.faulttolerance.api.Guard;
+import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.subscription.UniEmitter;
 import jakarta.enterprise.util.TypeLiteral;
@@ -12,7 +13,9 @@ import java.time.LocalDate;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Deque;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -20,6 +23,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.SortedMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
@@ -98,6 +103,12 @@ public final class ResilientStateStore implements StateStore {
     /** Admin edits written only to the mirror (the shared store was unreachable), by org; see the class comment. */
     private final Map<String, PendingEdit> pendingEdits = new ConcurrentHashMap<>();
     private final AtomicLong lostEdits = new AtomicLong();
+    /** Audit events the shared stream did not take, oldest first; see {@link #pendAudit}. */
+    private final Deque<PendingAudit> pendingAudit = new ConcurrentLinkedDeque<>();
+    private final AtomicInteger pendingAuditCount = new AtomicInteger();
+    private final AtomicBoolean auditReplaying = new AtomicBoolean();
+    private final AtomicLong droppedAudit = new AtomicLong();
+    static final int MAX_PENDING_AUDIT = 10_000;
     /** Operator flags set (value) or cleared (null) only locally during an outage, by route and name. */
     private final Map<FlagKey, PendingFlag> pendingFlags = new ConcurrentHashMap<>();
     /** Each (org, day, alias) line's writes to the shared ledger not confirmed yet; see {@link #addLedger}. */
@@ -217,8 +228,8 @@ public final class ResilientStateStore implements StateStore {
     @Override
     public Uni<Map<String, Long>> catalogVersions() {
         resendHeldLedger();
-        return call(() -> writePendingEdits().flatMap(v -> writePendingFlags()).flatMap(v -> shared.catalogVersions())
-                        .flatMap(this::reseedMissing),
+        return call(() -> writePendingEdits().flatMap(v -> writePendingFlags()).invoke(this::replayAudit)
+                        .flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing),
                 this::mirrorVersions);
     }
 
@@ -488,7 +499,65 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
-        return call(() -> shared.appendAudit(orgId, event, maxLen), () -> local.appendAudit(orgId, event, maxLen));
+        return call(() -> shared.appendAudit(orgId, event, maxLen), () -> {
+            pendAudit(new PendingAudit(orgId, event, maxLen));
+            return local.appendAudit(orgId, event, maxLen);
+        });
+    }
+
+    /** An audit event the shared stream did not take, to be written there when it answers. */
+    private record PendingAudit(String orgId, Map<String, String> event, int maxLen) {
+        boolean admin() {
+            return "admin".equals(event.get("type"));
+        }
+    }
+
+    /**
+     * Keeps an event for the shared stream: an operator's action always (the admin API's record of who changed what),
+     * any other up to {@link #MAX_PENDING_AUDIT} events in all, the oldest of those dropped first.
+     */
+    private void pendAudit(PendingAudit p) {
+        pendingAudit.addLast(p);
+        if (pendingAuditCount.incrementAndGet() > MAX_PENDING_AUDIT) {
+            for (Iterator<PendingAudit> it = pendingAudit.iterator(); it.hasNext(); ) {
+                if (!it.next().admin()) {
+                    it.remove();
+                    pendingAuditCount.decrementAndGet();
+                    droppedAudit.incrementAndGet();
+                    break;
+                }
+            }
+        }
+    }
+
+    /**
+     * Writes the audit events kept during an outage to the shared stream, oldest first, one at a time (each keeps its
+     * own {@code time}); one replay at a time, stopping at the first the store does not take (the rest wait for the
+     * next poll).
+     */
+    private void replayAudit() {
+        if (pendingAudit.isEmpty() || !auditReplaying.compareAndSet(false, true)) {
+            return;
+        }
+        Multi.createFrom().iterable(List.copyOf(pendingAudit))
+                .onItem().transformToUniAndConcatenate(p -> guarded(() -> shared.appendAudit(p.orgId(), p.event(),
+                        p.maxLen()), e -> Uni.createFrom().<String>failure(e)).invoke(() -> {
+                            if (pendingAudit.remove(p)) {
+                                pendingAuditCount.decrementAndGet();
+                            }
+                        }))
+                .collect().last()
+                .subscribe().with(v -> auditReplaying.set(false), t -> auditReplaying.set(false));
+    }
+
+    /** Audit events kept during an outage and not yet in the shared stream. */
+    public int pendingAudit() {
+        return pendingAuditCount.get();
+    }
+
+    /** Audit events other than an operator's dropped because more than {@link #MAX_PENDING_AUDIT} were kept. */
+    public long droppedAudit() {
+        return droppedAudit.get();
     }
 
     @Override

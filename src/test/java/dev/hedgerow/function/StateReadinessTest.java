@@ -116,6 +116,7 @@ class StateReadinessTest {
             setOtherDuoWeight(weight + 7);     // answered on local state, and kept for Redis
             assertEquals(1, stateCheck().get("pending_edits"));
             assertTrue((Integer) stateCheck().get("pending_usage") > 0, "usage billed during the outage waits");
+            assertTrue((Integer) stateCheck().get("pending_audit") > 0, "the weight edit's audit event waits");
         } finally {
             redis.restart();
         }
@@ -129,6 +130,12 @@ class StateReadinessTest {
             assertEquals(0, stateCheck().get("lost_edits"));
             eventually(() -> Integer.valueOf(0).equals(stateCheck().get("pending_usage")),
                     "usage billed during the outage is added to Redis once it answers");
+            eventually(() -> Integer.valueOf(0).equals(stateCheck().get("pending_audit")),
+                    "the audit events kept during the outage are written to Redis once it answers");
+            // the test's Redis restarts empty: the edit's admin event in its audit stream came from the replay
+            String audit = given().auth().oauth2("a-other").get("/admin/audit?type=admin&alias=duo").then()
+                    .statusCode(200).extract().asString();
+            assertTrue(audit.contains("\"previous_state\"") && audit.contains("edit_group"), audit);
             int served = servedCount - servedBefore;
             // the test's Redis restarts empty: its ledger holds what was served since it stopped, each request once
             // (a write that timed out as Redis went away included)

@@ -52,6 +52,11 @@ class ResilientLocalHealthTest {
         }
 
         @Override
+        public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
+            return or(() -> super.appendAudit(orgId, event, maxLen));
+        }
+
+        @Override
         public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
             return or(() -> super.putRouteBlobs(routeId, blobs));
         }
@@ -195,5 +200,27 @@ class ResilientLocalHealthTest {
         shared.up = true;
         await(store.catalogVersions());
         assertEquals(null, sharedFlag("acme/alpha", "ttft"));
+    }
+
+    // ---- audit events written during an outage ------------------------------------------------------------
+
+    /**
+     * README: every change an operator makes through the admin API is one admin audit event. One made during an
+     * outage was written only to the instance's local stream and never reached the shared one, so no instance could
+     * say who made it once Redis answered. Kept events are written there, oldest first, with their own time.
+     */
+    @Test
+    void auditEventsWrittenDuringAnOutageReachTheSharedStreamWhenItAnswers() {
+        shared.up = false;
+        await(store.appendAudit("acme", Map.of("type", "admin", "action", "drain", "time", "t1"), 100));
+        await(store.appendAudit("acme", Map.of("type", "request", "status", "200", "time", "t2"), 100));
+        assertEquals(2, store.pendingAudit());
+        shared.up = true;
+        await(store.catalogVersions());
+        List<AuditRecord> out = await(shared.readAudit("acme", 10));
+        assertEquals(List.of("t1", "t2"), out.stream().map(r -> r.fields().get("time")).sorted().toList(), out.toString());
+        assertEquals(0, store.pendingAudit());
+        await(store.catalogVersions());
+        assertEquals(2, await(shared.readAudit("acme", 10)).size(), "each is written once");
     }
 }
