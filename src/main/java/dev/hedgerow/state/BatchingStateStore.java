@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BinaryOperator;
 import java.util.function.Function;
@@ -42,6 +43,8 @@ public final class BatchingStateStore extends ForwardingStateStore {
     private final Scheduler scheduler;
     private final Duration window;
     private final Map<Object, Batch> pending = new ConcurrentHashMap<>();
+    /** By route: lease acquires accepted and not written yet ({@link #unwrittenLeases}). */
+    private final Map<String, AtomicLong> unwritten = new ConcurrentHashMap<>();
     private final AtomicBoolean flushScheduled = new AtomicBoolean();
 
     /** @param window how long a write may wait to be merged with later ones; must be positive */
@@ -279,10 +282,19 @@ public final class BatchingStateStore extends ForwardingStateStore {
     @Override
     public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
         return Uni.createFrom().item(() -> {
+            AtomicLong waiting = unwritten.computeIfAbsent(routeId, k -> new AtomicLong());
+            waiting.incrementAndGet();
             enqueue(new LeaseKey(routeId, leaseId), ttl, (older, newer) -> newer,
-                    t -> inner.acquireLease(routeId, leaseId, t), null);
+                    t -> inner.acquireLease(routeId, leaseId, t).onTermination().invoke(waiting::decrementAndGet), null);
             return null;
         });
+    }
+
+    /** Acquires of the route's leases accepted here and not written yet (waiting in a batch, or being written). */
+    @Override
+    public long unwrittenLeases(String routeId) {
+        AtomicLong waiting = unwritten.get(routeId);
+        return waiting == null ? 0 : waiting.get();
     }
 
     /**
@@ -314,6 +326,7 @@ public final class BatchingStateStore extends ForwardingStateStore {
             }
             if (b.close(Phase.CANCELLED) != null) {
                 pending.remove(key, b);
+                unwritten.get(routeId).decrementAndGet();   // never written: its acquire made it
                 return Uni.createFrom().voidItem();
             }
             return afterLanding(b, () -> inner.releaseLease(routeId, leaseId));

@@ -82,8 +82,8 @@ public final class CachingStateStore extends ForwardingStateStore {
     /**
      * This instance's own effects on one route since start: health-write generation, live leases, usage added, and of
      * the usage and blob writes those the store below has not answered yet (held in a write batch, or on their way),
-     * which a read that starts meanwhile does not include. A lease acquire is answered at once by the write batch
-     * (its release must not wait), so leases are counted from when they are taken, as before.
+     * which a read that starts meanwhile does not include (a lease acquire, answered at once by the write batch, is
+     * asked of the store below: {@link StateStore#unwrittenLeases}).
      */
     private static final class Local {
         final AtomicLong generation = new AtomicLong();
@@ -214,7 +214,9 @@ public final class CachingStateStore extends ForwardingStateStore {
         Map<String, Ticket> started = new HashMap<>();
         for (String id : ids) {
             Local l = local(id);
-            started.put(id, new Ticket(window, now, l.generation.get(), l.leases.get(), l.usageStored()));
+            // leases taken here but still in the write batch are not in the read: the copy adds them
+            started.put(id, new Ticket(window, now, l.generation.get(), l.leases.get() - inner.unwrittenLeases(id),
+                    l.usageStored()));
         }
         return started;
     }

@@ -123,6 +123,11 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
+    public long unwrittenLeases(String routeId) {
+        return inner.unwrittenLeases(routeId);
+    }
+
+    @Override
     public Uni<Void> refundHedge(String orgId, Duration window) {
         return inner.refundHedge(orgId, window);
     }

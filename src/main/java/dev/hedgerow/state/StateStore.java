@@ -186,6 +186,14 @@ public interface StateStore {
     /** Counts {@code n} (at least 1) requests toward the hedge budget's denominator, in one store call. */
     Uni<Void> countRequests(String orgId, long n, Duration window);
 
+    /**
+     * Lease acquires of the route this store accepted and has not written yet (a write-behind batch holds them), which
+     * a snapshot read made now does not count: 0 for a store that writes as it is called.
+     */
+    default long unwrittenLeases(String routeId) {
+        return 0;
+    }
+
     /** Appends an event (a flat string map) to the org's audit stream, trimmed to about {@code maxLen}. */
     Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen);
 

@@ -14,11 +14,53 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * instance's own writes still waiting in the batch when a snapshot read starts are not in what the read returns, so
  * the cache adds them to the copy it keeps (README: "Its own writes are seen at once (... leases, usage and blob
  * writes are added to it)"). Before, the read's ticket counted them as already in the read, and a refreshed copy showed
- * the route without the usage billed here, or without an operator's standing, until the next refresh.
+ * the route idle while this instance had requests in flight on it, without the usage billed here, or without an operator's standing, until the next refresh.
  */
 class CachingOverBatchingTest {
     static final StateTuning TUNING = new StateTuning(Duration.ofMillis(100), Duration.ofHours(1));
     static final Duration WINDOW = Duration.ofSeconds(10);
+
+    /** A snapshot read that starts after this instance took a lease, before the batch wrote it. */
+    @Test
+    void aLeaseTakenHereJustBeforeARefreshIsCountedByTheRefreshedCopy() {
+        FakeTicker ticker = new FakeTicker();
+        FakeScheduler scheduler = new FakeScheduler(ticker);
+        MemoryStateStore shared = new MemoryStateStore(ticker, TUNING);
+        StateStore store = new CachingStateStore(new BatchingStateStore(shared, scheduler, Duration.ofMillis(20)),
+                Duration.ofMillis(50), ticker);
+        String r = "org/route";
+        assertEquals(0, snap(store, r).inflight());          // copy read at t=0
+        scheduler.advance(Duration.ofMillis(30));              // copy is 30 ms old: past half its max-age
+        store.acquireLease(r, "lease-1", Duration.ofSeconds(90)).await().indefinitely(); // batched until t=50
+        // this read serves the old copy (+1 local lease) and refreshes it in the background
+        assertEquals(1, snap(store, r).inflight());
+        // the refreshed copy: the shared store did not have the lease yet
+        assertEquals(1, snap(store, r).inflight(), "the lease this instance holds is not counted");
+        scheduler.advance(Duration.ofMillis(60));             // written, and the copy expired: counted once
+        assertEquals(1, snap(store, r).inflight());
+        store.releaseLease(r, "lease-1").await().indefinitely();
+        scheduler.advance(Duration.ofMillis(60));
+        assertEquals(0, snap(store, r).inflight());
+    }
+
+    /** A miss read (no copy yet) right after a lease taken here, still in the batch, counts it; one released unwritten too. */
+    @Test
+    void aMissReadCountsALeaseStillInTheBatch() {
+        FakeTicker ticker = new FakeTicker();
+        FakeScheduler scheduler = new FakeScheduler(ticker);
+        MemoryStateStore shared = new MemoryStateStore(ticker, TUNING);
+        StateStore store = new CachingStateStore(new BatchingStateStore(shared, scheduler, Duration.ofMillis(20)),
+                Duration.ofMillis(50), ticker);
+        String r = "org/route";
+        store.acquireLease(r, "lease-1", Duration.ofSeconds(90)).await().indefinitely();
+        assertEquals(1, snap(store, r).inflight());
+        store.releaseLease(r, "lease-1").await().indefinitely();   // cancelled in the batch: never written
+        scheduler.advance(Duration.ofMillis(60));
+        assertEquals(0, snap(store, r).inflight());
+        store.acquireLease(r, "lease-2", Duration.ofSeconds(90)).await().indefinitely();
+        scheduler.advance(Duration.ofMillis(60));
+        assertEquals(1, snap(store, r).inflight());
+    }
 
     /** The same for usage: usage billed here just before a refresh stays in lowest_usage's view. */
     @Test
