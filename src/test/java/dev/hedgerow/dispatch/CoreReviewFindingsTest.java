@@ -367,10 +367,7 @@ class CoreReviewFindingsTest {
         start(halfOpenC, a, b);
         assertEquals(1, upstream.calls.size(), "precondition: c's slot is taken elsewhere, a is tried");
         Call ca = upstream.last();
-        ca.handler.onHead(400, Map.of("content-type", "application/json"));
-        ca.data("{\"error\":{\"message\":\"This model's maximum context length is 4000 tokens\","
-                + "\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}");
-        ca.handler.onEnd();
+        refuseAsTooLong(ca);
         assertEquals(2, upstream.calls.size(), "precondition: b (a larger window) is tried next");
         upstream.last().head().content("Hello");
         scheduler.advance(Duration.ofSeconds(2));   // b stalls past the 1 s stall floor
@@ -400,10 +397,7 @@ class CoreReviewFindingsTest {
                 new TtftEstimate(150, 300, true));
         start(a, b);
         Call ca = upstream.last();
-        ca.handler.onHead(400, Map.of("content-type", "application/json"));
-        ca.data("{\"error\":{\"message\":\"This model's maximum context length is 4000 tokens\","
-                + "\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}");
-        ca.handler.onEnd();
+        refuseAsTooLong(ca);
         assertEquals(2, upstream.calls.size(), "precondition: b (a larger window) is tried next");
         upstream.last().head().content("Hello");
         scheduler.advance(Duration.ofSeconds(2));   // b stalls past the 1 s stall floor: a resume
@@ -427,15 +421,28 @@ class CoreReviewFindingsTest {
         Call a = upstream.last();
         scheduler.advance(Duration.ofMillis(300));   // the first-token window: a hedge to b, its slot asked for
         assertEquals(1, store.held.size(), "precondition: the hedge's slot acquisition is in flight");
-        a.handler.onHead(500, Map.of("content-type", "application/json"));
-        a.data("{\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}");
-        a.handler.onEnd();
+        fail500(a);
         assertEquals(0, sink.status, "no answer while a route is about to start: " + sink.text());
         store.grant(0);
         assertEquals(2, upstream.calls.size(), "the hedge starts once its slot is granted");
         upstream.last().head().content("Hello").finish();
         assertEquals(200, sink.status);
         assertEquals("Hello", Sse.content(sink.text()));
+    }
+
+    /** The upstream refuses the prompt as longer than its 4000-token window (400 context_length_exceeded). */
+    static void refuseAsTooLong(Call c) {
+        c.handler.onHead(400, Map.of("content-type", "application/json"));
+        c.data("{\"error\":{\"message\":\"This model's maximum context length is 4000 tokens\","
+                + "\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}");
+        c.handler.onEnd();
+    }
+
+    /** The upstream answers 500 with an error body. */
+    static void fail500(Call c) {
+        c.handler.onHead(500, Map.of("content-type", "application/json"));
+        c.data("{\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}");
+        c.handler.onEnd();
     }
 
     /** The same race when the slot is refused: the request then ends with the primary's failure, without hanging. */
@@ -446,9 +453,7 @@ class CoreReviewFindingsTest {
         start(healthy("chat-a"), b);
         Call a = upstream.last();
         scheduler.advance(Duration.ofMillis(300));
-        a.handler.onHead(500, Map.of("content-type", "application/json"));
-        a.data("{\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}");
-        a.handler.onEnd();
+        fail500(a);
         assertTrue(memory.tryAcquireProbe(B, 1, Duration.ofSeconds(30), "another-instance").await().indefinitely());
         store.grant(0);                              // refused: another instance probes b
         assertEquals(1, upstream.calls.size());

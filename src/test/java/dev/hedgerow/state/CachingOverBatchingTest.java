@@ -20,15 +20,17 @@ class CachingOverBatchingTest {
     static final StateTuning TUNING = new StateTuning(Duration.ofMillis(100), Duration.ofHours(1));
     static final Duration WINDOW = Duration.ofSeconds(10);
 
+    final FakeTicker ticker = new FakeTicker();
+    final FakeScheduler scheduler = new FakeScheduler(ticker);
+    final MemoryStateStore shared = new MemoryStateStore(ticker, TUNING);
+    /** The production stack's order and defaults: a 50 ms snapshot cache over a 20 ms write batch. */
+    final StateStore store = new CachingStateStore(new BatchingStateStore(shared, scheduler, Duration.ofMillis(20)),
+            Duration.ofMillis(50), ticker);
+    final String r = "org/route";
+
     /** A snapshot read that starts after this instance took a lease, before the batch wrote it. */
     @Test
     void aLeaseTakenHereJustBeforeARefreshIsCountedByTheRefreshedCopy() {
-        FakeTicker ticker = new FakeTicker();
-        FakeScheduler scheduler = new FakeScheduler(ticker);
-        MemoryStateStore shared = new MemoryStateStore(ticker, TUNING);
-        StateStore store = new CachingStateStore(new BatchingStateStore(shared, scheduler, Duration.ofMillis(20)),
-                Duration.ofMillis(50), ticker);
-        String r = "org/route";
         assertEquals(0, snap(store, r).inflight());          // copy read at t=0
         scheduler.advance(Duration.ofMillis(30));              // copy is 30 ms old: past half its max-age
         store.acquireLease(r, "lease-1", Duration.ofSeconds(90)).await().indefinitely(); // batched until t=50
@@ -46,12 +48,6 @@ class CachingOverBatchingTest {
     /** A miss read (no copy yet) right after a lease taken here, still in the batch, counts it; one released unwritten too. */
     @Test
     void aMissReadCountsALeaseStillInTheBatch() {
-        FakeTicker ticker = new FakeTicker();
-        FakeScheduler scheduler = new FakeScheduler(ticker);
-        MemoryStateStore shared = new MemoryStateStore(ticker, TUNING);
-        StateStore store = new CachingStateStore(new BatchingStateStore(shared, scheduler, Duration.ofMillis(20)),
-                Duration.ofMillis(50), ticker);
-        String r = "org/route";
         store.acquireLease(r, "lease-1", Duration.ofSeconds(90)).await().indefinitely();
         assertEquals(1, snap(store, r).inflight());
         store.releaseLease(r, "lease-1").await().indefinitely();   // cancelled in the batch: never written
@@ -65,12 +61,6 @@ class CachingOverBatchingTest {
     /** The same for usage: usage billed here just before a refresh stays in lowest_usage's view. */
     @Test
     void usageAddedHereJustBeforeARefreshIsCountedByTheRefreshedCopy() {
-        FakeTicker ticker = new FakeTicker();
-        FakeScheduler scheduler = new FakeScheduler(ticker);
-        MemoryStateStore shared = new MemoryStateStore(ticker, TUNING);
-        StateStore store = new CachingStateStore(new BatchingStateStore(shared, scheduler, Duration.ofMillis(20)),
-                Duration.ofMillis(50), ticker);
-        String r = "org/route";
         snap(store, r);
         scheduler.advance(Duration.ofMillis(30));
         store.addUsage(r, new UsageSample(1000, 500, 0.5), WINDOW).subscribe().with(v -> { }); // lands at the flush
@@ -81,12 +71,6 @@ class CachingOverBatchingTest {
     /** The same for a blob (an operator's standing): the refreshed copy keeps this instance's own write. */
     @Test
     void aBlobWrittenHereJustBeforeARefreshStaysInTheRefreshedCopy() {
-        FakeTicker ticker = new FakeTicker();
-        FakeScheduler scheduler = new FakeScheduler(ticker);
-        MemoryStateStore shared = new MemoryStateStore(ticker, TUNING);
-        StateStore store = new CachingStateStore(new BatchingStateStore(shared, scheduler, Duration.ofMillis(20)),
-                Duration.ofMillis(50), ticker);
-        String r = "org/route";
         snap(store, r);
         scheduler.advance(Duration.ofMillis(30));
         store.putRouteBlob(r, "standing", "suspended", null).subscribe().with(v -> { }); // lands at the flush
@@ -94,7 +78,7 @@ class CachingOverBatchingTest {
         assertEquals("suspended", snap(store, r).blob("standing").orElse(null), "own blob write vanished");
     }
 
-    private static RouteSnapshot snap(StateStore s, String r) {
-        return s.snapshot(List.of(r), WINDOW).await().indefinitely().get(r);
+    private static RouteSnapshot snap(StateStore s, String route) {
+        return s.snapshot(List.of(route), WINDOW).await().indefinitely().get(route);
     }
 }
