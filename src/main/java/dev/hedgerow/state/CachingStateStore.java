@@ -200,8 +200,8 @@ public final class CachingStateStore extends ForwardingStateStore {
             for (String id : routeIds) {
                 RouteSnapshot snap = out.get(id);
                 if (snap == null) {
-                    Entry read1 = keep(id, read.getOrDefault(id, RouteSnapshot.empty(id)), started.get(id));
-                    snap = adjusted(read1, local(id));
+                    Entry kept = keep(id, read.getOrDefault(id, RouteSnapshot.empty(id)), started.get(id));
+                    snap = adjusted(kept, local(id));
                 }
                 merged.put(id, snap);
             }

@@ -62,6 +62,10 @@ import java.util.function.Supplier;
  * dropped then, so it is not back in force at the next outage. A later write of the same flag that reaches the shared
  * store supersedes it.
  *
+ * <p>Audit events the shared stream could not take are kept too (every operator action; up to
+ * {@value #MAX_PENDING_AUDIT} others, the oldest dropped first) and written there, oldest first and each with its own
+ * {@code time}, after the pending edits and flags at the next catalog poll the store answers.
+ *
  * <p>Thread-safe: the guard is thread-safe, the mirror is a concurrent map, counters are atomic.
  */
 public final class ResilientStateStore implements StateStore {
@@ -396,8 +400,9 @@ public final class ResilientStateStore implements StateStore {
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
         return call(() -> shared.putRouteBlobs(routeId, blobs).invoke(() -> {
             for (RouteBlob b : blobs) {
-                if (b.ttl() == null) {
-                    pendingFlags.remove(new FlagKey(routeId, b.name()));   // superseded where it counts
+                if (b.ttl() == null && pendingFlags.remove(new FlagKey(routeId, b.name())) != null) {
+                    // superseded where it counts; its local copy would be back in force at the next outage
+                    local.deleteRouteBlob(routeId, b.name()).subscribe().with(v -> { }, t -> { });
                 }
             }
         }), () -> {

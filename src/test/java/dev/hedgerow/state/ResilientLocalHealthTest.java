@@ -189,6 +189,8 @@ class ResilientLocalHealthTest {
         await(store.catalogVersions());
         assertEquals("active", sharedFlag("acme/alpha", "standing"));
         assertEquals(0, store.pendingEdits());
+        assertTrue(localSnapshot("acme/alpha").blob("standing").isEmpty(),
+                "the outage's local copy is dropped, not back in force at the next outage");
     }
 
     /** Learned models (blobs with a TTL) written locally during an outage are traffic's, rebuilt: not pending. */
