@@ -9,6 +9,8 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.Iterator;
 import java.util.Map;
 
@@ -38,7 +40,7 @@ public final class RequestJson {
         if (node == null) {
             return MissingNode.getInstance(); // nothing but whitespace
         }
-        String lone = loneSurrogateAt(node, "");
+        String lone = loneSurrogateAt(node);
         if (lone != null) {
             // an escaped lone surrogate ("\ud800") is valid JSON but cannot be written out as UTF-8
             throw new RequestException(ApiError.invalidRequest("invalid_unicode",
@@ -75,33 +77,53 @@ public final class RequestJson {
         }
     }
 
-    /** The path of the first field name or string holding an unpaired surrogate, or null (depth is bounded by Json). */
-    private static String loneSurrogateAt(JsonNode n, String path) {
+    /**
+     * The path of the first field name or string holding an unpaired surrogate, or null (depth is bounded by Json).
+     * The path is built only once one is found: building it for every node on the way cost the path's length per
+     * node, so a few hundred KB of elements under one long key held the event loop for seconds.
+     */
+    private static String loneSurrogateAt(JsonNode n) {
+        Deque<Object> at = new ArrayDeque<>();
+        if (!findLoneSurrogate(n, at)) {
+            return null;
+        }
+        StringBuilder path = new StringBuilder();
+        for (Object step : at) {
+            if (step instanceof Integer i) {
+                path.append('[').append(i).append(']');
+            } else {
+                path.append(path.length() == 0 ? "" : ".").append(step);
+            }
+        }
+        return path.toString();
+    }
+
+    /** Whether {@code n} holds one; if so, the steps to it (an index or a field name) are pushed on the way back. */
+    private static boolean findLoneSurrogate(JsonNode n, Deque<Object> at) {
         if (n.isTextual()) {
-            return hasLoneSurrogate(n.textValue()) ? path : null;
+            return hasLoneSurrogate(n.textValue());
         }
         if (n.isArray()) {
             for (int i = 0; i < n.size(); i++) {
-                String p = loneSurrogateAt(n.get(i), path + "[" + i + "]");
-                if (p != null) {
-                    return p;
+                if (findLoneSurrogate(n.get(i), at)) {
+                    at.push(i);
+                    return true;
                 }
             }
         } else if (n.isObject()) {
             Iterator<Map.Entry<String, JsonNode>> it = n.fields();
             while (it.hasNext()) {
                 Map.Entry<String, JsonNode> e = it.next();
-                String p = path.isEmpty() ? e.getKey() : path + "." + e.getKey();
                 if (hasLoneSurrogate(e.getKey())) {
-                    return path;
+                    return true; // a field name: the path is the object's
                 }
-                String inner = loneSurrogateAt(e.getValue(), p);
-                if (inner != null) {
-                    return inner;
+                if (findLoneSurrogate(e.getValue(), at)) {
+                    at.push(e.getKey());
+                    return true;
                 }
             }
         }
-        return null;
+        return false;
     }
 
     private static boolean hasLoneSurrogate(String s) {
