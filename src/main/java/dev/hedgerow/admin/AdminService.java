@@ -337,6 +337,7 @@ public final class AdminService {
         Route target = requireRoute(org, routeId, "route");
         AtomicReference<String> before = new AtomicReference<>();
         return edit(org, target.alias(), o -> {
+            stillMember(o, routeId, target.alias());
             before.set(pinned(o, target.alias()));
             return retag(o, target.alias(), r -> {
                 Set<String> tags = new LinkedHashSet<>(r.tags());
@@ -376,7 +377,8 @@ public final class AdminService {
     public Uni<ObjectNode> drain(Org org, String routeId, boolean drained, String by) {
         Route target = requireRoute(org, routeId, "route");
         AtomicReference<String> before = new AtomicReference<>();
-        return edit(org, target.alias(), o -> retag(lastServing(o, target.alias(), routeId, drained),
+        return edit(org, target.alias(), o -> retag(lastServing(stillMember(o, routeId, target.alias()), target.alias(),
+                routeId, drained),
                 target.alias(), r -> {
                     if (!r.id().equals(routeId)) {
                         return r.tags();
@@ -956,6 +958,21 @@ public final class AdminService {
         return org.route(routeId == null ? "" : routeId).orElseThrow(() -> new RequestException(new ApiError(404,
                 "invalid_request_error", "not_found", "No route '" + routeId + "' in this organization.", param,
                 null)));
+    }
+
+    /**
+     * {@code stored} itself, if the route is still a member of {@code alias} there. The action was asked of the route
+     * as this instance knew it; moved meanwhile (another admin's move, perhaps on another instance), it is refused
+     * (409 {@code route_moved}) rather than applied to a group the route has left.
+     */
+    private static Org stillMember(Org stored, String routeId, String alias) {
+        Route now = requireRoute(stored, routeId, "route");
+        if (!now.alias().equals(alias)) {
+            throw new RequestException(new ApiError(409, "invalid_request_error", "route_moved", "Route '" + routeId
+                    + "' was moved to alias '" + now.alias() + "' meanwhile; nothing was saved. Retry the action.",
+                    "route", null));
+        }
+        return stored;
     }
 
     /**
