@@ -129,10 +129,17 @@ public final class GatewayRoutes {
             Tally t = new Tally();
             ctx.put(Tally.KEY, t);
             ctx.addEndHandler(ended -> {
-                if (!t.dispatched) {
-                    metrics.get().answered(t.orgLabel(), t.aliasLabel(),
-                            ended.succeeded() ? ctx.response().getStatusCode() : 499);
+                if (t.dispatched) {
+                    return;
                 }
+                if (t.pending) {
+                    // gone while its prompt was counted or its routes planned: where that ends decides who counts it
+                    // (dispatch's log, or settle), so a hang-up there is counted once
+                    t.goneWhilePending = true;
+                    return;
+                }
+                metrics.get().answered(t.orgLabel(), t.aliasLabel(),
+                        ended.succeeded() ? ctx.response().getStatusCode() : 499);
             });
         }
         ctx.next();
@@ -148,6 +155,10 @@ public final class GatewayRoutes {
         Org org;
         String alias;
         boolean dispatched;
+        /** Its prompt is being counted on a worker, or its routes planned: the answer comes when that ends. */
+        boolean pending;
+        /** The connection closed while {@link #pending}: counted as 499 where the pending work ends. */
+        boolean goneWhilePending;
 
         static Tally of(RoutingContext ctx) {
             Tally t = ctx.get(KEY);
@@ -318,16 +329,21 @@ public final class GatewayRoutes {
             }
             Map<String, String> headers = routingHeaders(httpReq);
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
-                route(h, org, keyName, request, facts(h, org, request, headers), requestId, tally, resp);
+                RequestFacts facts = facts(h, org, request, headers);
+                tally.pending = true;
+                route(h, org, keyName, request, facts, requestId, tally, resp);
             } else {
+                tally.pending = true;
                 // a long prompt's BPE costs ~0.5 µs per character: megabytes of it would hold this event loop, and
                 // every other request on it, for seconds; a worker counts it and the loop carries on from there
                 ctx.vertx().executeBlocking(() -> facts(h, org, request, headers), false).onComplete(counted -> {
                     if (counted.succeeded()) {
                         route(h, org, keyName, request, counted.result(), requestId, tally, resp);
                     } else if (counted.cause() instanceof RequestException e) {
+                        settle(tally);
                         refuse(h, org, request.model(), requestId, resp, e);
                     } else {
+                        settle(tally);
                         internalError(resp, counted.cause());
                     }
                 });
@@ -380,13 +396,27 @@ public final class GatewayRoutes {
                         onPlan(h, org, keyName, request.model(), request, facts, plan, requestId, tally, resp);
                     } catch (RuntimeException t) {
                         // thrown inside a Mutiny callback it would be dropped and the client left waiting
+                        settle(tally);
                         internalError(resp, t);
                     }
                 },
                 t -> {
                     System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.ERROR, "routing failed", t);
+                    settle(tally);
                     routingUnavailable(h, org, request.model(), requestId, resp);
                 });
+    }
+
+    /**
+     * The counting or planning ended without a dispatch: the answer is the edge's to count again, and a client that
+     * left meanwhile (its end handler, which ran then, counted nothing) is counted here, once, as 499.
+     */
+    private void settle(Tally t) {
+        t.pending = false;
+        if (t.goneWhilePending && !t.dispatched) {
+            t.goneWhilePending = false;
+            metrics.get().answered(t.orgLabel(), t.aliasLabel(), 499);
+        }
     }
 
     /**
@@ -412,6 +442,7 @@ public final class GatewayRoutes {
     private void onPlan(Hedgerow h, Org org, String keyName, String alias, ApiRequest request, RequestFacts facts,
                         RoutePlan plan, String requestId, Tally tally, HttpServerResponse resp) {
         if (plan instanceof RoutePlan.Blocked b) {
+            settle(tally);
             h.audit().blocked(org.id(), alias, b.reason(), b.error().message(), requestId).subscribe()
                     .with(v -> { }, t -> { });
             JsonReplies.error(resp, b.error());
@@ -421,6 +452,7 @@ public final class GatewayRoutes {
         DispatchRequest dr = new DispatchRequest(requestId, h.clock().instant().getEpochSecond(), org, keyName,
                 alias, org.group(alias), request, facts, ready.candidates(), ready.othersBackInMillis());
         tally.dispatched = true; // from here dispatch counts it (finished, or refused), whatever happens
+        tally.pending = false;
         if (resp.closed()) {
             // the client hung up while its request was counted or planned: nothing goes upstream, but it is logged
             h.dispatcher().clientGoneBeforeStart(dr);
