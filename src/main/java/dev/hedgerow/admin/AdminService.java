@@ -156,6 +156,7 @@ public final class AdminService {
             throw new RequestException(ApiError.invalidRequest("The body must be a JSON object.", null));
         }
         // the group's settings: every field but members, in the file's terms, for the loader to judge
+        noLongNames(edit, "");
         ObjectNode settings = ((ObjectNode) edit).deepCopy();
         settings.remove("members");
         JsonNode memberEdits = edit.path("members");
@@ -958,6 +959,32 @@ public final class AdminService {
         return org.route(routeId == null ? "" : routeId).orElseThrow(() -> new RequestException(new ApiError(404,
                 "invalid_request_error", "not_found", "No route '" + routeId + "' in this organization.", param,
                 null)));
+    }
+
+    /** The longest field name a group edit may hold: no setting's name is near it. */
+    static final int MAX_FIELD_NAME = 128;
+
+    /**
+     * Refuses (400 {@code unknown_field}) a field name longer than {@link #MAX_FIELD_NAME} anywhere in a group edit,
+     * naming its first characters: the file loader reads the edit as YAML, whose parser takes a key of at most 1,024
+     * characters and answered a longer one with a parse error quoting the loader's own document.
+     */
+    private static void noLongNames(JsonNode n, String path) {
+        if (n.isArray()) {
+            for (JsonNode item : n) {
+                noLongNames(item, path + "[]");
+            }
+            return;
+        }
+        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> e = it.next();
+            if (e.getKey().length() > MAX_FIELD_NAME) {
+                String shown = path + e.getKey().substring(0, 40) + "…";
+                throw new RequestException(ApiError.invalidRequest("unknown_field", "'" + shown + "' is not a group "
+                        + "setting (a field name of " + e.getKey().length() + " characters).", shown));
+            }
+            noLongNames(e.getValue(), path + e.getKey() + ".");
+        }
     }
 
     /**

@@ -39,6 +39,7 @@ import static org.hamcrest.Matchers.hasItems;
 import static org.hamcrest.Matchers.hasKey;
 import static org.hamcrest.Matchers.not;
 import static org.hamcrest.Matchers.nullValue;
+import static org.hamcrest.Matchers.startsWith;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -478,6 +479,12 @@ class AdminApiTest {
                 .body("error.code", equalTo("unknown_field")).extract();
         assertEquals(20, r.jsonPath().getList("error.errors").size(), r.asString());
         assertTrue(r.jsonPath().getString("error.message").endsWith("; and 10 more problems"), r.asString());
+
+        // a field name longer than YAML takes: unknown_field, not the loader's parse error quoting its own document
+        admin().body("{\"breaker\": {\"" + "k".repeat(1100) + "\": 1}}").put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("unknown_field"))
+                .body("error.param", startsWith("breaker.kkkk"))
+                .body("error.message", not(containsString("YAML")));
 
         byte[] big = ("{\"description\": \"" + "a".repeat(1024 * 1024) + "\"}").getBytes(StandardCharsets.UTF_8);
         admin().body(big).put("/admin/groups/duo").then().statusCode(413)
