@@ -22,7 +22,9 @@ import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.runtime.Hedgerow;
+import io.vertx.core.Context;
 import io.vertx.core.Handler;
+import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
@@ -458,7 +460,9 @@ public final class GatewayRoutes {
             h.dispatcher().clientGoneBeforeStart(dr);
             return;
         }
-        Dispatcher.Handle handle = h.dispatcher().start(dr, new ResponseSink(resp));
+        ResponseSink sink = new ResponseSink(resp);
+        Dispatcher.Handle handle = h.dispatcher().start(dr, sink);
+        sink.gone = handle::clientGone;
         resp.closeHandler(v -> handle.clientGone());
         if (resp.closed()) {
             handle.clientGone();
@@ -513,10 +517,22 @@ public final class GatewayRoutes {
      * error) goes out with a content-length, head and body in one write.
      */
     private static final class ResponseSink implements ClientSink {
+        /**
+         * The most of an answer a client may leave unread before it is taken for gone: the gateway reads its upstream
+         * as the provider writes (nothing holds a provider back), so a client that stopped reading had the whole answer
+         * buffered for it, hundreds of MB. A client reading at any network speed has a few KB waiting at most; one this
+         * far behind has not read for minutes of generation.
+         */
+        static final int MAX_UNREAD_BYTES = 8 * 1024 * 1024;
+
         private final HttpServerResponse resp;
+        /** The request's hang-up, set once it is dispatched. */
+        volatile Runnable gone = () -> { };
+        private boolean cut;
 
         ResponseSink(HttpServerResponse resp) {
             this.resp = resp;
+            resp.setWriteQueueMaxSize(MAX_UNREAD_BYTES);
         }
 
         private boolean open() {
@@ -539,6 +555,26 @@ public final class GatewayRoutes {
                     resp.setChunked(true);
                 }
                 resp.write(Buffer.buffer(bytes));
+                if (resp.writeQueueFull() && !cut) {
+                    cutOff();
+                }
+            }
+        }
+
+        /**
+         * The client left {@link #MAX_UNREAD_BYTES} unread: its connection is reset and the request ends as its hang-up
+         * (499, the upstream hung up on), once the dispatch call writing now has returned.
+         */
+        private void cutOff() {
+            cut = true;
+            System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.WARNING, "a client left over "
+                    + MAX_UNREAD_BYTES + " bytes of its answer unread: it is taken for gone and its connection reset");
+            resp.reset();
+            Context ctx = Vertx.currentContext();
+            if (ctx != null) {
+                ctx.runOnContext(v -> gone.run());
+            } else {
+                gone.run();
             }
         }
 
