@@ -156,7 +156,7 @@ public final class AdminService {
             throw new RequestException(ApiError.invalidRequest("The body must be a JSON object.", null));
         }
         // the group's settings: every field but members, in the file's terms, for the loader to judge
-        noLongNames(edit, "");
+        noLongNames(edit);
         ObjectNode settings = ((ObjectNode) edit).deepCopy();
         settings.remove("members");
         JsonNode memberEdits = edit.path("members");
@@ -966,24 +966,14 @@ public final class AdminService {
 
     /**
      * Refuses (400 {@code unknown_field}) a field name longer than {@link #MAX_FIELD_NAME} anywhere in a group edit,
-     * naming its first characters: the file loader reads the edit as YAML, whose parser takes a key of at most 1,024
+     * naming where it is: the file loader reads the edit as YAML, whose parser takes a key of at most 1,024
      * characters and answered a longer one with a parse error quoting the loader's own document.
      */
-    private static void noLongNames(JsonNode n, String path) {
-        if (n.isArray()) {
-            for (JsonNode item : n) {
-                noLongNames(item, path + "[]");
-            }
-            return;
-        }
-        for (Iterator<Map.Entry<String, JsonNode>> it = n.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
-            if (e.getKey().length() > MAX_FIELD_NAME) {
-                String shown = path + e.getKey().substring(0, 40) + "…";
-                throw new RequestException(ApiError.invalidRequest("unknown_field", "'" + shown + "' is not a group "
-                        + "setting (a field name of " + e.getKey().length() + " characters).", shown));
-            }
-            noLongNames(e.getValue(), path + e.getKey() + ".");
+    private static void noLongNames(JsonNode edit) {
+        String at = RequestJson.firstPath(edit, name -> name.length() > MAX_FIELD_NAME, text -> false);
+        if (at != null) {
+            throw new RequestException(ApiError.invalidRequest("unknown_field", "'" + at + "' is not a group setting"
+                    + " (a field name over " + MAX_FIELD_NAME + " characters).", at));
         }
     }
 

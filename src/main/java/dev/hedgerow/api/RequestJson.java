@@ -13,6 +13,7 @@ import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Iterator;
 import java.util.Map;
+import java.util.function.Predicate;
 
 /**
  * Reads a JSON request body as strictly as every edge reads one (the gateway's chat requests and the admin API's
@@ -77,14 +78,20 @@ public final class RequestJson {
         }
     }
 
-    /**
-     * The path of the first field name or string holding an unpaired surrogate, or null (depth is bounded by Json).
-     * The path is built only once one is found: building it for every node on the way cost the path's length per
-     * node, so a few hundred KB of elements under one long key held the event loop for seconds.
-     */
+    /** The path of the first field name or string holding an unpaired surrogate, or null. */
     private static String loneSurrogateAt(JsonNode n) {
+        return firstPath(n, RequestJson::hasLoneSurrogate, RequestJson::hasLoneSurrogate);
+    }
+
+    /**
+     * The path ({@code a[1].b}) of the first field name {@code badName} holds for, or of the first string
+     * {@code badText} holds for, or null (depth is bounded by Json). A field name in the path is shown to its first
+     * 40 characters. The path is built only once one is found: built for every node on the way, it cost the path's
+     * length per node, and a few hundred KB of elements under one long key held the event loop for seconds.
+     */
+    public static String firstPath(JsonNode n, Predicate<String> badName, Predicate<String> badText) {
         Deque<Object> at = new ArrayDeque<>();
-        if (!findLoneSurrogate(n, at)) {
+        if (!find(n, badName, badText, at)) {
             return null;
         }
         StringBuilder path = new StringBuilder();
@@ -92,20 +99,22 @@ public final class RequestJson {
             if (step instanceof Integer i) {
                 path.append('[').append(i).append(']');
             } else {
-                path.append(path.length() == 0 ? "" : ".").append(step);
+                String name = (String) step;
+                path.append(path.length() == 0 ? "" : ".")
+                        .append(name.length() > 40 ? name.substring(0, 40) + "\u2026" : name);
             }
         }
         return path.toString();
     }
 
     /** Whether {@code n} holds one; if so, the steps to it (an index or a field name) are pushed on the way back. */
-    private static boolean findLoneSurrogate(JsonNode n, Deque<Object> at) {
+    private static boolean find(JsonNode n, Predicate<String> badName, Predicate<String> badText, Deque<Object> at) {
         if (n.isTextual()) {
-            return hasLoneSurrogate(n.textValue());
+            return badText.test(n.textValue());
         }
         if (n.isArray()) {
             for (int i = 0; i < n.size(); i++) {
-                if (findLoneSurrogate(n.get(i), at)) {
+                if (find(n.get(i), badName, badText, at)) {
                     at.push(i);
                     return true;
                 }
@@ -114,10 +123,7 @@ public final class RequestJson {
             Iterator<Map.Entry<String, JsonNode>> it = n.fields();
             while (it.hasNext()) {
                 Map.Entry<String, JsonNode> e = it.next();
-                if (hasLoneSurrogate(e.getKey())) {
-                    return true; // a field name: the path is the object's
-                }
-                if (findLoneSurrogate(e.getValue(), at)) {
+                if (badName.test(e.getKey()) || find(e.getValue(), badName, badText, at)) {
                     at.push(e.getKey());
                     return true;
                 }

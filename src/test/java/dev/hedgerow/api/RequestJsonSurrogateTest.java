@@ -26,4 +26,14 @@ class RequestJsonSurrogateTest {
         assertEquals("[0]", paramOf("[\"\\udc00\"]"));
         assertEquals("x.y[0][2]", paramOf("{\"x\":{\"y\":[[0,1,\"\\ud83d\"]]}}"));
     }
+
+    /** The same walk finds a field name by a rule (an admin edit's over-long names), showing its first 40 characters. */
+    @Test
+    void aFieldNameFoundByARuleIsNamedWithItsPath() throws Exception {
+        String name = "k".repeat(200);
+        com.fasterxml.jackson.databind.JsonNode n = Json.MAPPER.readTree("{\"members\":[{\"route\":\"a\"},{\"" + name
+                + "\":1}]}");
+        assertEquals("members[1]." + "k".repeat(40) + "\u2026", RequestJson.firstPath(n, k -> k.length() > 128, t -> false));
+        assertEquals(null, RequestJson.firstPath(n, k -> false, t -> false));
+    }
 }
