@@ -91,7 +91,7 @@ public final class CachingStateStore extends ForwardingStateStore {
         /** When a background refresh of the route's copy started ({@link #NO_REFRESH}: none under way). */
         final AtomicLong refreshStarted = new AtomicLong(NO_REFRESH);
         /** Blob writes (a value) and deletes (null) made here that the store below has not answered yet, by name. */
-        final Map<String, UnstoredBlob> blobsUnstored = new ConcurrentHashMap<>();
+        final Map<String, BlobWrite> blobsUnstored = new ConcurrentHashMap<>();
         private UsageSample usage = UsageSample.ZERO;
         private UsageSample usageUnstored = UsageSample.ZERO;
         private int usageWrites;
@@ -113,15 +113,6 @@ public final class CachingStateStore extends ForwardingStateStore {
         /** The usage the store below has been told of (the same object as {@link #usage()} when nothing waits). */
         synchronized UsageSample usageStored() {
             return usageWrites == 0 ? usage : usage.minus(usageUnstored);
-        }
-    }
-
-    /** A blob write not yet answered below: its value (null: a delete); compared by identity. */
-    private static final class UnstoredBlob {
-        final String value;
-
-        UnstoredBlob(String value) {
-            this.value = value;
         }
     }
 
@@ -271,7 +262,7 @@ public final class CachingStateStore extends ForwardingStateStore {
         }
         Map<String, String> written = new HashMap<>();
         RouteSnapshot out = snap;
-        for (Map.Entry<String, UnstoredBlob> b : l.blobsUnstored.entrySet()) {
+        for (Map.Entry<String, BlobWrite> b : l.blobsUnstored.entrySet()) {
             if (b.getValue().value == null) {
                 out = out.withoutBlob(b.getKey());
             } else {
@@ -335,9 +326,9 @@ public final class CachingStateStore extends ForwardingStateStore {
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
         return Uni.createFrom().deferred(() -> {
             Local l = local(routeId);
-            Map<String, UnstoredBlob> unstored = new HashMap<>();
+            Map<String, BlobWrite> unstored = new HashMap<>();
             for (RouteBlob b : blobs) {
-                UnstoredBlob u = new UnstoredBlob(b.value());
+                BlobWrite u = new BlobWrite(b.value());
                 unstored.put(b.name(), u);
                 l.blobsUnstored.put(b.name(), u);   // laid over every read until the store below answers
             }
@@ -355,7 +346,7 @@ public final class CachingStateStore extends ForwardingStateStore {
     public Uni<Void> deleteRouteBlob(String routeId, String name) {
         return Uni.createFrom().deferred(() -> {
             Local l = local(routeId);
-            UnstoredBlob u = new UnstoredBlob(null);
+            BlobWrite u = new BlobWrite(null);
             l.blobsUnstored.put(name, u);
             patch(routeId, s -> s.withoutBlob(name));
             return inner.deleteRouteBlob(routeId, name).onTermination().invoke(() -> {

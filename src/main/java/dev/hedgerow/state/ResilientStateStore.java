@@ -114,7 +114,7 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicLong droppedAudit = new AtomicLong();
     static final int MAX_PENDING_AUDIT = 10_000;
     /** Operator flags set (value) or cleared (null) only locally during an outage, by route and name. */
-    private final Map<FlagKey, PendingFlag> pendingFlags = new ConcurrentHashMap<>();
+    private final Map<FlagKey, BlobWrite> pendingFlags = new ConcurrentHashMap<>();
     /** Each (org, day, alias) line's writes to the shared ledger not confirmed yet; see {@link #addLedger}. */
     private final Map<LedgerKey, LedgerLine> ledgerLines = new ConcurrentHashMap<>();
     /** Routes whose health the local store took a write for since the shared store last answered (see the class). */
@@ -408,7 +408,7 @@ public final class ResilientStateStore implements StateStore {
         }), () -> {
             for (RouteBlob b : blobs) {
                 if (b.ttl() == null) {
-                    pendingFlags.put(new FlagKey(routeId, b.name()), new PendingFlag(b.value()));
+                    pendingFlags.put(new FlagKey(routeId, b.name()), new BlobWrite(b.value()));
                 }
             }
             return local.putRouteBlobs(routeId, blobs);
@@ -417,15 +417,6 @@ public final class ResilientStateStore implements StateStore {
 
     /** An operator flag of a route: a blob without a TTL. */
     private record FlagKey(String routeId, String name) {
-    }
-
-    /** A flag's value set during an outage, null when it was cleared (compared by identity when written). */
-    private static final class PendingFlag {
-        final String value;
-
-        PendingFlag(String value) {
-            this.value = value;
-        }
     }
 
     /**
@@ -438,7 +429,7 @@ public final class ResilientStateStore implements StateStore {
         }
         List<Uni<Void>> writes = pendingFlags.entrySet().stream().map(e -> {
             FlagKey k = e.getKey();
-            PendingFlag flag = e.getValue();
+            BlobWrite flag = e.getValue();
             Uni<Void> write = flag.value == null ? shared.deleteRouteBlob(k.routeId(), k.name())
                     : shared.putRouteBlobs(k.routeId(), List.of(new RouteBlob(k.name(), flag.value, null)));
             return write.invoke(() -> pendingFlags.remove(k, flag))
@@ -456,7 +447,7 @@ public final class ResilientStateStore implements StateStore {
     public Uni<Void> deleteRouteBlob(String routeId, String name) {
         FlagKey key = new FlagKey(routeId, name);
         return call(() -> shared.deleteRouteBlob(routeId, name).invoke(() -> pendingFlags.remove(key)), () -> {
-            pendingFlags.put(key, new PendingFlag(null));   // only a flag (an operator's verdict) is ever deleted
+            pendingFlags.put(key, new BlobWrite(null));   // only a flag (an operator's verdict) is ever deleted
             return local.deleteRouteBlob(routeId, name);
         }).call(() -> local.deleteRouteBlob(routeId, name));
     }
