@@ -1,10 +1,13 @@
 package dev.hedgerow.catalog;
 
 import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
+import org.yaml.snakeyaml.error.Mark;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -76,14 +79,30 @@ final class YamlTree {
             }
             return root;
         } catch (IOException | RuntimeException e) {
-            // SnakeYAML reports syntax errors as runtime exceptions wrapped or not by Jackson.
-            String msg = e instanceof com.fasterxml.jackson.core.JsonProcessingException jpe
-                    ? jpe.getOriginalMessage() : String.valueOf(e.getMessage());
-            int line = e instanceof com.fasterxml.jackson.core.JsonProcessingException jpe
-                    && jpe.getLocation() != null ? jpe.getLocation().getLineNr() : 0;
-            errors.add(new CatalogError("", "not valid YAML: " + msg.strip(), Math.max(line, 0)));
+            errors.add(syntaxError(e));
             return null;
         }
+    }
+
+    /**
+     * A syntax error in words that never quote the file: SnakeYAML's own message (which Jackson passes on) ends with
+     * the offending line's text, a provider's key perhaps, so only its context, problem and position are kept.
+     */
+    private static CatalogError syntaxError(Exception e) {
+        for (Throwable c = e; c != null; c = c.getCause()) {
+            if (c instanceof MarkedYAMLException m) {
+                String what = m.getContext() != null ? m.getContext() + ": " + m.getProblem() : m.getProblem();
+                Mark at = m.getProblemMark() != null ? m.getProblemMark() : m.getContextMark();
+                return new CatalogError("", "not valid YAML: " + String.valueOf(what).strip()
+                        + (at != null ? " (line " + (at.getLine() + 1) + ", column " + (at.getColumn() + 1) + ")" : ""),
+                        at != null ? at.getLine() + 1 : 0);
+            }
+        }
+        int line = e instanceof JsonProcessingException jpe && jpe.getLocation() != null
+                ? Math.max(jpe.getLocation().getLineNr(), 0) : 0;
+        // Jackson's own messages carry no source (INCLUDE_SOURCE_IN_LOCATION is off), nor SnakeYAML's unmarked ones
+        String msg = e instanceof JsonProcessingException jpe ? jpe.getOriginalMessage() : e.getMessage();
+        return new CatalogError("", "not valid YAML: " + String.valueOf(msg).strip(), line);
     }
 
     private static Node read(JsonParser p, JsonToken t, String path, Function<String, String> env,

@@ -890,6 +890,23 @@ class CatalogValidationTest {
     }
 
     @Test
+    void yamlSyntaxErrorNamesItsPlaceButNeverQuotesTheLine() {
+        // SnakeYAML's own message ends with the offending line: here a provider's key
+        List<CatalogError> broken = errors("orgs:\n  - id: acme\n    providers:\n      - id: fireworks\n"
+                + "        api_key: sk-SUPERSECRET-123\" oops: [\n");
+        assertEquals(1, broken.size(), broken.toString());
+        assertEquals("not valid YAML: mapping values are not allowed here (line 5, column 42)",
+                broken.get(0).message());
+        assertEquals(5, broken.get(0).line());
+        List<CatalogError> tabbed = errors("orgs:\n  - id: acme\n    providers:\n      - id: fireworks\n"
+                + "\tapi_key: sk-SUPERSECRET-123\n");
+        assertEquals(1, tabbed.size(), tabbed.toString());
+        assertFalse(tabbed.get(0).message().contains("SUPERSECRET"), tabbed.get(0).message());
+        assertTrue(tabbed.get(0).message().matches("not valid YAML: .+ \\(line 5, column \\d+\\)"),
+                tabbed.get(0).message());
+    }
+
+    @Test
     void yamlAliasesAreRejected() {
         String yaml = ORG.replace("model: m }", "model: &m m }")
                 + "      - { id: r2, alias: kimi3, provider: fireworks, model: *m }\n";
