@@ -502,7 +502,7 @@ public final class AdminService {
     private static final int EDIT_WORDS = 600;
 
     private static String clip(String s, int max) {
-        return s.length() <= max ? s : s.substring(0, max) + "...";
+        return dev.hedgerow.api.Text.clip(s, max, "...");
     }
 
     /**

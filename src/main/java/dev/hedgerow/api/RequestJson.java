@@ -101,7 +101,7 @@ public final class RequestJson {
             } else {
                 String name = (String) step;
                 path.append(path.length() == 0 ? "" : ".")
-                        .append(name.length() > 40 ? name.substring(0, 40) + "\u2026" : name);
+                        .append(Text.clip(name, 40, "\u2026"));
             }
         }
         return path.toString();
@@ -155,6 +155,6 @@ public final class RequestJson {
         }
         int nl = s.indexOf('\n');
         String first = nl > 0 ? s.substring(0, nl) : s;
-        return first.length() > 200 ? first.substring(0, 200) : first;
+        return Text.clip(first, 200);
     }
 }

@@ -2,6 +2,7 @@ package dev.hedgerow.audit;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import dev.hedgerow.api.Json;
+import dev.hedgerow.api.Text;
 import dev.hedgerow.state.StateStore;
 import io.smallrye.mutiny.Uni;
 
@@ -17,6 +18,10 @@ import java.util.Map;
  */
 public final class AuditLog {
     public static final int MAX_EVENTS = 10_000;
+    /** The most of a refused request's alias (the model its client named) an event keeps. */
+    static final int MAX_ALIAS = 200;
+    /** The most of a refusal's message an event keeps. */
+    static final int MAX_MESSAGE = 2000;
 
     private final StateStore store;
     private final InstantSource clock;
@@ -52,13 +57,19 @@ public final class AuditLog {
         this.clock = clock;
     }
 
+    /**
+     * A refused request. Its alias is whatever the client named (a model that does not exist, megabytes of it, line
+     * breaks in it), and the refusal's message may quote it: the event keeps {@value #MAX_ALIAS} and
+     * {@value #MAX_MESSAGE} characters of them, and the log line shows the alias quoted when it is not a plain name.
+     */
     public Uni<String> blocked(String orgId, String alias, String reason, String message, String requestId) {
-        Map<String, String> e = event(BLOCKED, orgId, alias);
+        String named = Text.clip(alias, MAX_ALIAS, "\u2026");
+        Map<String, String> e = event(BLOCKED, orgId, named);
         e.put("reason", reason);
-        e.put("message", message == null ? "" : message);
+        e.put("message", message == null ? "" : Text.clip(message, MAX_MESSAGE, "\u2026"));
         e.put("request_id", requestId == null ? "" : requestId);
-        log.log(System.Logger.Level.INFO, "blocked org={0} alias={1} reason={2} request={3}", orgId, alias, reason,
-                requestId);
+        log.log(System.Logger.Level.INFO, "blocked org={0} alias={1} reason={2} request={3}", orgId,
+                Text.logged(named), reason, requestId);
         return append(orgId, e);
     }
 

@@ -1,6 +1,7 @@
 package dev.hedgerow.audit;
 
 import dev.hedgerow.api.Json;
+import dev.hedgerow.api.Text;
 import dev.hedgerow.dispatch.AttemptRecord;
 import dev.hedgerow.dispatch.DispatchObserver;
 import dev.hedgerow.dispatch.DispatchRequest;
@@ -16,7 +17,6 @@ import java.time.InstantSource;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.util.List;
-import java.util.regex.Pattern;
 
 /**
  * The accounting side of a finished request: bills usage once into the route's usage window and the org's
@@ -25,8 +25,6 @@ import java.util.regex.Pattern;
  * Thread-safe.
  */
 public final class RequestRecorder implements DispatchObserver {
-    /** A key name written as is in the log line (an alias's characters); any other is quoted. */
-    private static final Pattern PLAIN = Pattern.compile("[A-Za-z0-9._:/@+-]+");
 
     private final StateStore store;
     private final AuditLog audit;
@@ -90,8 +88,7 @@ public final class RequestRecorder implements DispatchObserver {
      */
     private static String line(String requestId, String org, String key, String alias, int status, String route,
                                List<AttemptRecord> trail) {
-        String k = key == null ? "-" : PLAIN.matcher(key).matches() ? key : Json.write(key);
-        return "request " + requestId + " org=" + org + " key=" + k + " alias=" + alias + " status=" + status
+        return "request " + requestId + " org=" + org + " key=" + Text.logged(key) + " alias=" + alias + " status=" + status
                 + " route=" + (route == null ? "-" : route) + " attempts=" + Json.write(AttemptRecord.toArray(trail));
     }
 }

@@ -254,7 +254,7 @@ public final class UpstreamReplies {
     }
 
     static String shorten(String s) {
-        return s.length() > 300 ? s.substring(0, 300) : s;
+        return dev.hedgerow.api.Text.clip(s, 300);
     }
 
     /** A JSON text field as a string: empty when absent or null. */

@@ -2,6 +2,7 @@ package dev.hedgerow.hardening;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.LogCapture;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
 import io.restassured.RestAssured;
@@ -129,6 +130,42 @@ class AppHostileInputTest {
             adminSends("PUT", "/admin/routes/standing", utf8("{\"route\":\"duo-alpha\",\"standing\":\"good\"}"));
             adminSends("PUT", "/admin/routes/verification", utf8("{\"route\":\"duo-alpha\",\"verification\":\"pass\"}"));
         }
+    }
+
+    /**
+     * The model a client names is its own text, and a refusal's audit event and log line carry it: the event keeps
+     * 200 characters of it (and of the message quoting it), the log line quotes it, so neither a line break in it can
+     * forge a log line nor megabytes of it fill the shared audit stream (found by review4).
+     */
+    @Test
+    void aMadeUpModelNeitherForgesALogLineNorFillsTheAuditStream() throws Exception {
+        String forged = "nope-" + java.util.UUID.randomUUID() + "\n2026-12-03 04:20:00,000 INFO  [dev.hed.request] "
+                + "request forged org=acme status=200 ";
+        String model = forged + "x".repeat(200_000);
+        try (LogCapture capture = new LogCapture()) {
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body(java.util.Map.of("model", model, "messages",
+                            java.util.List.of(java.util.Map.of("role", "user", "content", "hi"))))
+                    .post("/v1/chat/completions").then().statusCode(404)
+                    .body("error.code", equalTo("model_not_found"));
+            java.util.List<String> blocked = capture.lines().stream()
+                    .filter(l -> l.contains("blocked org=acme") && l.contains("nope-")).toList();
+            assertEquals(1, blocked.size(), capture.lines().toString());
+            assertTrue(!blocked.get(0).contains("\n") && blocked.get(0).contains("alias=\"nope-")
+                    && blocked.get(0).length() < 1000, blocked.get(0));
+        }
+        // the event is written after the answer (an audit write never delays a request)
+        JsonNode event = null;
+        for (int i = 0; i < 50 && event == null; i++, Thread.sleep(i == 1 ? 0 : 100)) {
+            JsonNode events = dev.hedgerow.api.Json.parse(given().auth().oauth2("a-acme")
+                    .get("/admin/audit?type=blocked&reason=model_not_found&limit=20").then().statusCode(200)
+                    .extract().asString()).path("events");
+            event = java.util.stream.StreamSupport.stream(events.spliterator(), false)
+                    .filter(e -> e.path("alias").asText().startsWith(forged)).findFirst().orElse(null);
+        }
+        assertTrue(event != null, "the blocked event is stored");
+        assertEquals(forged + "x".repeat(200 - forged.length()) + "\u2026", event.path("alias").asText());
+        assertTrue(event.path("message").asText().length() <= 2001, event.path("message").asText().length() + " chars");
     }
 
     static byte[] utf8(String s) {
