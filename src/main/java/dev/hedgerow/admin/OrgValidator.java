@@ -19,7 +19,6 @@ import dev.hedgerow.catalog.Route;
 
 import java.util.ArrayList;
 import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -28,7 +27,7 @@ import java.util.Map;
  * one-org configuration document (JSON is YAML) and read by {@link CatalogLoader}, so an admin edit can never
  * store what the file loader would refuse, and every error carries the same path ({@code routes[2].weight}).
  * Keys are held only as hashes, so each is written as a distinct stand-in secret (keys are not editable here).
- * Adds the rules of operator pins and drains, which only admin edits create. Stateless; thread-safe.
+ * The loader's rules include those of pins and drains (the tags the admin API sets). Stateless; thread-safe.
  */
 public final class OrgValidator {
     // the file's one environment switch that changes a rule: the metadata-URL opt-in (without it, an org loaded
@@ -47,7 +46,6 @@ public final class OrgValidator {
         } catch (CatalogException e) {
             out.addAll(relative(e));
         }
-        operatorRules(org, out);
         return out;
     }
 
@@ -79,29 +77,6 @@ public final class OrgValidator {
             out.add(new CatalogError(path, err.message()));
         }
         return out;
-    }
-
-    private static void operatorRules(Org org, List<CatalogError> out) {
-        Map<String, List<Integer>> byAlias = new LinkedHashMap<>();
-        for (int i = 0; i < org.routes().size(); i++) {
-            byAlias.computeIfAbsent(org.routes().get(i).alias(), a -> new ArrayList<>()).add(i);
-        }
-        byAlias.forEach((alias, idx) -> {
-            List<Integer> pinned = idx.stream().filter(i -> org.routes().get(i).pinned()).toList();
-            if (pinned.size() > 1) {
-                out.add(new CatalogError("routes[" + pinned.get(1) + "].tags", "alias \"" + alias
-                        + "\" has more than one pinned member; pin exactly one"));
-            }
-            for (int i : pinned) {
-                if (org.routes().get(i).drained()) {
-                    out.add(new CatalogError("routes[" + i + "].tags", "a pinned member cannot be drained"));
-                }
-            }
-            if (idx.stream().allMatch(i -> org.routes().get(i).drained())) {
-                out.add(new CatalogError("routes[" + idx.get(0) + "].tags", "every member of alias \"" + alias
-                        + "\" is drained; at least one must take traffic"));
-            }
-        });
     }
 
     /** The org as a configuration document with one org. */

@@ -572,7 +572,28 @@ public final class CatalogLoader {
                 rs.stream().filter(r -> r.embeddings() != embeddings).findFirst().ifPresent(r ->
                         maps.get(r).error("embeddings", "alias \"" + alias
                                 + "\" mixes embeddings and chat routes; give the embeddings model its own alias"));
+                pinsAndDrains(alias, rs, maps);
             });
+        }
+
+        /**
+         * The rules of the tags pin and drain set ({@link Route#PINNED}, {@link Route#DRAINED}), whether the admin API
+         * set them or the file wrote them: at most one pinned member, not drained, and at least one member not
+         * drained. A file breaking them left its alias refusing every request, and every admin edit of the org refused
+         * for the file's problems, the undrain that would mend it included.
+         */
+        private void pinsAndDrains(String alias, List<Route> rs, Map<Route, ConfigMap> maps) {
+            List<Route> pinned = rs.stream().filter(Route::pinned).toList();
+            if (pinned.size() > 1) {
+                maps.get(pinned.get(1)).error("tags", "alias \"" + alias
+                        + "\" has more than one pinned member; pin exactly one");
+            }
+            pinned.stream().filter(Route::drained).forEach(r ->
+                    maps.get(r).error("tags", "a pinned member cannot be drained"));
+            if (rs.stream().allMatch(Route::drained)) {
+                maps.get(rs.get(0)).error("tags", "every member of alias \"" + alias
+                        + "\" is drained; at least one must take traffic");
+            }
         }
 
         private GroupSettings readGroup(ConfigMap groups, String alias, List<Route> routes,

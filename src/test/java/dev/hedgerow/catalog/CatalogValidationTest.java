@@ -906,6 +906,28 @@ class CatalogValidationTest {
                 tabbed.get(0).message());
     }
 
+    /**
+     * The file may write the tags pin and drain set, under the same rules as the admin API: a file with every member
+     * drained left its alias refusing every request, and every admin edit of its org refused, the mending undrain too
+     * (found by audit5).
+     */
+    @Test
+    void theFilesPinAndDrainTagsFollowTheAdminApisRules() {
+        String two = ORG.replace("      - { alias: kimi3, provider: fireworks, model: m }\n",
+                "      - { id: a, alias: kimi3, provider: fireworks, model: m, tags: [TA] }\n"
+                        + "      - { id: b, alias: kimi3, provider: fireworks, model: n, tags: [TB] }\n");
+        assertOnlyError(two.replace("TA", "hedgerow:drained").replace("TB", "hedgerow:drained"),
+                "orgs[0].routes[0].tags: every member of alias \"kimi3\" is drained; at least one must take traffic");
+        assertOnlyError(two.replace("TA", "hedgerow:pinned").replace("TB", "hedgerow:pinned"),
+                "orgs[0].routes[1].tags: alias \"kimi3\" has more than one pinned member; pin exactly one");
+        assertOnlyError(two.replace("TA", "hedgerow:pinned, hedgerow:drained").replace("TB", "gpu"),
+                "orgs[0].routes[0].tags: a pinned member cannot be drained");
+        // one drained and one pinned member: what drain and pin leave behind
+        assertEquals(List.of(true, false), new CatalogLoader(Map.<String, String>of()::get)
+                .parse(two.replace("TA", "hedgerow:drained").replace("TB", "hedgerow:pinned")).orgs().get(0)
+                .routes().stream().map(r -> r.drained()).toList());
+    }
+
     @Test
     void yamlAliasesAreRejected() {
         String yaml = ORG.replace("model: m }", "model: &m m }")
