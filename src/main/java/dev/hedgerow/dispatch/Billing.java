@@ -46,11 +46,9 @@ final class Billing {
             for (JsonNode choice : nonStreamChoices) {
                 JsonNode message = choice.path("message");
                 StringBuilder sb = new StringBuilder(UpstreamReplies.text(message.get("content")));
-                sb.append(UpstreamReplies.text(message.get("reasoning_content")));
-                if (message.has("tool_calls")) {
-                    sb.append(message.get("tool_calls").toString());
-                }
-                completion += tokens.applyAsInt(sb.toString());
+                sb.append(UpstreamReplies.reasoning(message));
+                completion += tokens.applyAsInt(UpstreamReplies.toolCallText(message.get("tool_calls"), sb)
+                        .toString());
             }
         } else if (a.choices != null) {
             completion = a.choices.completionTokens(tokens)
@@ -88,6 +86,22 @@ final class Billing {
      * null: {@link #usageOf} bills it, and {@link #putUsage} passes its breakdowns on only then.
      */
     static JsonNode upstreamBill(Attempt a, boolean resumed) {
-        return !resumed && a.usage != null && a.usage.has("prompt_tokens") ? a.usage : null;
+        return !resumed && a.usage != null && count(a.usage.get("prompt_tokens"))
+                && (!a.usage.has("completion_tokens") || count(a.usage.get("completion_tokens"))) ? a.usage : null;
+    }
+
+    /**
+     * The most tokens one request's usage may report: a provider's figure beyond it (or negative, or not a whole
+     * number) is not believed, and the request is counted as one that reported none.
+     */
+    static final long MAX_TOKENS = 1_000_000_000L;
+
+    /** Whether a provider's token count is one: a whole number (12.0 too) from 0 to {@link #MAX_TOKENS}. */
+    static boolean count(JsonNode n) {
+        if (n == null || !n.isNumber()) {
+            return false;
+        }
+        double v = n.asDouble();
+        return v >= 0 && v <= MAX_TOKENS && v == Math.rint(v);
     }
 }

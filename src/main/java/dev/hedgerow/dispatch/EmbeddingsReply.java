@@ -229,10 +229,13 @@ final class EmbeddingsReply {
             int[] from = new int[kept.size()];
             int[] to = new int[kept.size()];
             int size = 1;
+            // the parser skips a UTF-8 byte order mark before the root and counts its offsets after it
+            int bom = bytes.length >= 3 && (bytes[0] & 0xff) == 0xef && (bytes[1] & 0xff) == 0xbb
+                    && (bytes[2] & 0xff) == 0xbf ? 3 : 0;
             for (int i = 0; i < kept.size(); i++) {
                 long[] range = kept.get(i);
-                from[i] = nameStart(bytes, (int) range[0]);
-                to[i] = range[2] == 1 ? nameStart(bytes, (int) range[1]) : (int) range[1];
+                from[i] = nameStart(bytes, bom + (int) range[0]);
+                to[i] = range[2] == 1 ? nameStart(bytes, bom + (int) range[1]) : bom + (int) range[1];
                 while (to[i] > from[i] && isSpaceOrComma(bytes[to[i] - 1])) {
                     to[i]--;
                 }
@@ -245,10 +248,11 @@ final class EmbeddingsReply {
             string(tail, provider);
             field(tail, false, "usage");
             long prompt;
-            if (usage != null) {
+            // the provider's usage is relayed when its prompt count is one (a negative or absurd figure is not
+            // billed, nor shown to the client as its bill)
+            if (usage != null && Billing.count(usage.get("prompt_tokens"))) {
                 tail.writeBytes(Json.bytes(usage));
-                JsonNode given = usage.path("prompt_tokens");
-                prompt = given.canConvertToLong() ? given.asLong() : counted.getAsLong();
+                prompt = usage.get("prompt_tokens").asLong();
             } else {
                 prompt = counted.getAsLong();
                 tail.writeBytes(("{\"prompt_tokens\":" + prompt + ",\"total_tokens\":" + prompt + "}")

@@ -26,17 +26,7 @@ final class Transcript {
      */
     void toolCallsSent(JsonNode calls) {
         toolCallStarted = true;
-        if (calls != null && calls.isArray()) {
-            for (JsonNode call : calls) {
-                JsonNode f = call.path("function");
-                if (f.path("name").isTextual()) {
-                    toolCalls.append(f.get("name").asText());
-                }
-                if (f.path("arguments").isTextual()) {
-                    toolCalls.append(f.get("arguments").asText());
-                }
-            }
-        }
+        UpstreamReplies.toolCallText(calls, toolCalls);
     }
 
     boolean isEmpty() {

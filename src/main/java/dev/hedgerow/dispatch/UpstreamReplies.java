@@ -61,8 +61,7 @@ public final class UpstreamReplies {
     static Delta choice(JsonNode choice) {
         JsonNode delta = choice.path("delta");
         String content = text(delta.get("content"));
-        String reasoning = delta.hasNonNull("reasoning_content") ? text(delta.get("reasoning_content"))
-                : text(delta.get("reasoning"));
+        String reasoning = reasoning(delta);
         JsonNode toolCalls = delta.get("tool_calls");
         boolean hasTools = toolCalls != null && toolCalls.isArray() && !toolCalls.isEmpty();
         String finish = choice.hasNonNull("finish_reason") ? choice.get("finish_reason").asText() : null;
@@ -110,7 +109,7 @@ public final class UpstreamReplies {
         }
         JsonNode msg = node.path("choices").path(0).path("message");
         boolean empty = text(msg.get("content")).isEmpty() && !msg.path("tool_calls").isArray()
-                && text(msg.get("reasoning_content")).isEmpty();
+                && reasoning(msg).isEmpty();
         if (empty && node.path("choices").path(0).path("finish_reason").isNull()) {
             return Failure.invalid("zero_content", "200 with no content");
         }
@@ -255,6 +254,34 @@ public final class UpstreamReplies {
 
     static String shorten(String s) {
         return dev.hedgerow.api.Text.clip(s, 300);
+    }
+
+    /**
+     * A message's or delta's reasoning text: {@code reasoning_content} (DeepSeek, vLLM, Fireworks) or, without it,
+     * {@code reasoning} (OpenRouter, NanoGPT); empty when neither.
+     */
+    static String reasoning(JsonNode messageOrDelta) {
+        return messageOrDelta.hasNonNull("reasoning_content") ? text(messageOrDelta.get("reasoning_content"))
+                : text(messageOrDelta.get("reasoning"));
+    }
+
+    /**
+     * What tool calls bill: each call's function name and arguments, as the text a model generated (ids, types and
+     * JSON punctuation are not its output); appended to {@code out}. Nothing for {@code null} or a non-array.
+     */
+    static StringBuilder toolCallText(JsonNode calls, StringBuilder out) {
+        if (calls != null && calls.isArray()) {
+            for (JsonNode call : calls) {
+                JsonNode f = call.path("function");
+                if (f.path("name").isTextual()) {
+                    out.append(f.get("name").asText());
+                }
+                if (f.path("arguments").isTextual()) {
+                    out.append(f.get("arguments").asText());
+                }
+            }
+        }
+        return out;
     }
 
     /** A JSON text field as a string: empty when absent or null. */

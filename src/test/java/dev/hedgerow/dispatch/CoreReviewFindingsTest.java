@@ -340,6 +340,68 @@ class CoreReviewFindingsTest {
         assertTrue(bills.get(0).completionTokens() > 0, "the tool call's tokens are billed: " + bills.get(0));
     }
 
+    // ---- review4: what a whole (non-streamed) answer bills --------------------------------------------------
+
+    /** A whole answer from route a: its JSON body as the provider sent it. */
+    void answerWhole(String body) {
+        Call a = upstream.last();
+        a.handler.onHead(200, Map.of("content-type", "application/json"));
+        a.data(body);
+        a.handler.onEnd();
+    }
+
+    /**
+     * Reasoning a provider writes as {@code message.reasoning} (OpenRouter, NanoGPT) is billed as the streamed path
+     * bills it; a whole answer read only {@code reasoning_content}, so 400 characters of thinking billed nothing.
+     */
+    @Test
+    void aWholeAnswersReasoningUnderEitherNameIsBilled() {
+        String thought = "x".repeat(400);
+        start(false, "", healthy("chat-a"));
+        answerWhole("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hi\","
+                + "\"reasoning\":\"" + thought + "\"},\"finish_reason\":\"stop\"}]}");
+        assertEquals(List.of(new UsageSample(10, ("Hi" + thought).length() / 4, 0)), bills);
+    }
+
+    /**
+     * A whole answer's tool calls bill their names and arguments, as a streamed one's do; the whole JSON of the calls
+     * (ids, types, punctuation) was counted, so the same call billed more unstreamed.
+     */
+    @Test
+    void aWholeAnswersToolCallsBillTheirNamesAndArgumentsAsAStreamsDo() {
+        String args = "{\\\"city\\\": \\\"Paris\\\"}";
+        start(false, "", healthy("chat-a"));
+        answerWhole("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":null,"
+                + "\"tool_calls\":[{\"id\":\"call_0123456789\",\"type\":\"function\",\"function\":{\"name\":"
+                + "\"get_weather\",\"arguments\":\"" + args + "\"}}]},\"finish_reason\":\"tool_calls\"}]}");
+        assertEquals(List.of(new UsageSample(10, ("get_weather" + "{\"city\": \"Paris\"}").length() / 4, 0)), bills);
+    }
+
+    /**
+     * A provider's usage that is not a count (negative, fractional, beyond 10^9) is not believed: the request is
+     * counted as one that reported none, and the client is shown that count; -10^9 prompt tokens were billed as is,
+     * a negative cost in the ledger (found by review4).
+     */
+    @Test
+    void aProvidersUsageThatIsNotACountIsNeitherBilledNorShown() {
+        for (String given : new String[]{"-1000000000", "2.5", "1e30"}) {
+            bills.clear();
+            sink.body.reset();
+            start(false, "", healthy("chat-a"));
+            answerWhole("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":"
+                    + "\"Hello world!\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":" + given
+                    + ",\"completion_tokens\":5,\"total_tokens\":5}}");
+            assertEquals(List.of(new UsageSample(10, 3, 0)), bills, given);
+            assertTrue(sink.text().contains("\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3,"
+                    + "\"total_tokens\":13}"), given + ": " + sink.text());
+        }
+        bills.clear();
+        start(false, "", healthy("chat-a"));
+        answerWhole("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},"
+                + "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":2}}");
+        assertEquals(List.of(new UsageSample(12, 2, 0)), bills, "a count is billed as the provider gave it");
+    }
+
     // ---- 6. an exhausted resume answers an old pre-commit client error --------------------------------------
 
     /**

@@ -51,6 +51,32 @@ class EmbeddingsReplyTest {
         assertEquals(3, relay(body).promptTokens(), "the provider's count is billed");
     }
 
+    /**
+     * An answer led by a UTF-8 byte order mark: the parser skips it and counts its offsets after it, so every field
+     * was copied three bytes off and the client got a 200 that was not JSON (found by review4).
+     */
+    @Test
+    void anAnswerLedByAByteOrderMarkIsRelayedAsTheSameJson() {
+        assertEquals("{\"object\":\"list\",\"data\":[{\"embedding\":[0.1]}],\"model\":\"nomic-embed\","
+                + "\"provider\":\"fire\\\"works\",\"usage\":{\"prompt_tokens\":7,\"total_tokens\":7}}",
+                text(relay("\uFEFF{\"object\":\"list\",\"data\":[{\"embedding\":[0.1]}],\"model\":\"x\"}")));
+    }
+
+    /**
+     * A provider's prompt count that is not one (negative, fractional, absurd) is neither billed nor relayed as the
+     * bill: the gateway's own count is (found by review4: -4 was billed, a ledger of negative cost).
+     */
+    @Test
+    void aProvidersUsageThatIsNotACountIsReplacedByTheGatewaysOwn() {
+        for (String given : new String[]{"-4", "2.5", "1e30", "\"12\"", "null"}) {
+            EmbeddingsReply.Relayed r = relay("{\"data\":[1],\"usage\":{\"prompt_tokens\":" + given
+                    + ",\"total_tokens\":" + given + "}}");
+            assertEquals(7, r.promptTokens(), given);
+            assertTrue(text(r).endsWith("\"usage\":{\"prompt_tokens\":7,\"total_tokens\":7}}"), given + ": " + text(r));
+        }
+        assertEquals(12, relay("{\"data\":[1],\"usage\":{\"prompt_tokens\":12.0}}").promptTokens());
+    }
+
     @Test
     void aPrettyPrintedAnswerKeepsEachFieldsOwnBytesWithoutItsSeparators() {
         String body = "{\n  \"object\" : \"list\" ,\n  \"data\" : [ \"QUJD\" ,\n \"REVG\" ]\n ,\"model\":\"m\"\n}\n";
@@ -109,7 +135,7 @@ class EmbeddingsReplyTest {
                 "{\"data\":[]}", "{\"error\":{\"message\":\"overloaded\"},\"data\":[]}",
                 "{\"data\":[],\"error\":null}", "[1,2]", "\"list\"", "{\"object\":\"list\"}",
                 "{\"data\":{\"a\":1}}", "{\"data\":[1,2]} {}", "{\"data\":[1,2]", "{\"data\":[1,,2]}", "",
-                "{\"data\":[1.5e]}");
+                "{\"data\":[1.5e]}", "\uFEFF{\"object\":\"list\",\"data\":[{\"embedding\":[0.1]}],\"model\":\"x\"}");
         for (String body : bodies) {
             byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
             EmbeddingsReply.Relayed whole = EmbeddingsReply.relay(bytes, "nomic-embed", "fw", () -> 7);
