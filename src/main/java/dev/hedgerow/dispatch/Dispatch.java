@@ -396,7 +396,7 @@ final class Dispatch {
         a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
         a.exchange = deps.upstream().send(ur, a);
         a.armIoTimer();
-        a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(c), () -> abandon(a));
+        a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(c, kind == Kind.RESUME), () -> abandon(a));
         // no hedge for embeddings: one short whole answer, where failover on a failed or silent attempt does what a
         // hedge would, without paying for every batch twice when a route is merely slow
         if (kind != Kind.RESUME && settings.hedging() && !req.embeddings()) {
@@ -590,7 +590,7 @@ final class Dispatch {
             // dead (without a head, the head timer ends it)
             long silentMs = (deps.ticker().nanos() - Math.max(lastActivityNanos, a.startNanos)) / 1_000_000L;
             long readMs = settings.timeouts().read().toMillis();
-            long waitMs = windows.abandonAfter(a.cand).toMillis();
+            long waitMs = windows.abandonAfter(a.cand, a.kind == Kind.RESUME).toMillis();
             if (a.status == 0 || silentMs < readMs) {
                 long next = a.status == 0 ? waitMs : Math.min(waitMs, readMs - silentMs);
                 a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(next), () -> abandon(a));
@@ -607,14 +607,14 @@ final class Dispatch {
                     + elapsedMs(a.startNanos) + " ms"));
             return;
         }
-        long left = windows.abandonAfter(a.cand).toMillis() - elapsedMs(a.startNanos);
+        long limitMs = windows.abandonAfter(a.cand, a.kind == Kind.RESUME).toMillis();
+        long left = limitMs - elapsedMs(a.startNanos);
         if (left > 0) {
             // the head came within the read limit: the first-token limit runs on
             a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(left), () -> abandon(a));
         } else {
             learnWaited(a);
-            attemptFailed(a, Failure.timeout("timeout_first_token", "no first token within "
-                    + windows.abandonAfter(a.cand).toMillis() + " ms"));
+            attemptFailed(a, Failure.timeout("timeout_first_token", "no first token within " + limitMs + " ms"));
         }
     }
 
@@ -659,18 +659,16 @@ final class Dispatch {
 
     /**
      * A sign of life that carries no text (a keep-alive comment, any frame that parses): while it keeps the attempt's
-     * watchdogs off ({@link #alive}) it moves the stall watchdog's last activity and, before the first content,
-     * re-arms the abandon timer.
+     * watchdogs off ({@link #alive}) it moves the stall watchdog's last activity, which is also what keeps the
+     * request's last hope waited for ({@link #abandon}). It does not put off the first-token limit of an attempt
+     * another route could replace: an upstream that heartbeats and never answers held the request for ever, however
+     * many routes stood idle (found by hunt4).
      */
     private void lifeSeen(Attempt a) {
         if (!alive(a)) {
             return;
         }
         lastActivityNanos = deps.ticker().nanos();
-        if (!a.hasContent) {
-            a.abandonTimer.cancel();
-            a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(a.cand), () -> abandon(a));
-        }
     }
 
     /**

@@ -49,8 +49,9 @@ final class TimingWindows {
     }
 
     /**
-     * How long a silent attempt may run before it is abandoned and retried elsewhere: scales with prompt size
-     * (through the prediction) and is reset by signs of life (keep-alive comments); never an overall deadline.
+     * How long an attempt may run without its first token before it is abandoned and retried elsewhere: scales with
+     * prompt size (through the prediction), counted from the attempt's start whatever keep-alive comments came
+     * meanwhile; the request's last hope is not abandoned at it but waited for while it shows life (Dispatch.abandon).
      * A non-streamed answer is silent until it is whole, so its wait also covers writing the longest answer the
      * request allows at the group's SLO decode speed (connect and write timeouts, this wait itself, and read_timeout
      * between reads of a body whose head came still bound a dead upstream); an embeddings answer writes no tokens, so
@@ -60,12 +61,24 @@ final class TimingWindows {
      * it asked for bounded waits, so a silent attempt fails over once it has been silent for Kong's read limit.
      */
     Duration abandonAfter(Candidate c) {
+        return abandonAfter(c, false);
+    }
+
+    /**
+     * {@link #abandonAfter(Candidate)} for an attempt, a resume ({@code resume}) or not. A resume continues a stream
+     * whose client is mid-answer: on a route whose first-token times are measured, its wait is never less than the
+     * group's {@code stall_floor} (the silence it tolerates mid-stream) rather than {@code first_token_ceiling}, the
+     * floor for a prompt of unknown cost; a resume on a silent route froze a half-delivered answer for 30 s by
+     * default (found by hunt4).
+     */
+    Duration abandonAfter(Candidate c, boolean resume) {
         long window = firstTokenWindow(c).toMillis();
         if (!stream && !req.embeddings()) {
             window = Math.max(window, (long) (c.estimate().p90Ms()
                     + longestAnswer(c) * 1000.0 / Math.max(1, settings.slo().decodeTokensPerSecond())));
         }
-        long ceiling = settings.timeouts().firstTokenCeiling().toMillis();
+        long ceiling = resume && stream && c.estimate().measured() ? settings.timeouts().stallFloor().toMillis()
+                : settings.timeouts().firstTokenCeiling().toMillis();
         long ms = Math.max(ceiling, window * 3);
         if (mayThink(c)) {
             // a thinking model may be silent before its first token for as long as it usually thinks

@@ -462,7 +462,7 @@ class CoreReviewFindingsTest {
         refuseAsTooLong(ca);
         assertEquals(2, upstream.calls.size(), "precondition: b (a larger window) is tried next");
         upstream.last().head().content("Hello");
-        scheduler.advance(Duration.ofSeconds(2));   // b stalls past the 1 s stall floor: a resume
+        scheduler.advance(Duration.ofMillis(1200));   // b stalls past the 1 s stall floor: a resume
         assertEquals(3, upstream.calls.size(), "precondition: the stream is resumed");
         assertTrue(upstream.last().request.url().startsWith("http://b.invalid/"),
                 "the resume goes to b, not to a, which refused the prompt: " + upstream.last().request.url());
@@ -535,7 +535,7 @@ class CoreReviewFindingsTest {
         for (String piece : List.of("One", " two", " three", " four", " five")) {
             a.content(piece);
         }
-        scheduler.advance(Duration.ofSeconds(2));   // a stalls: resumed on b
+        scheduler.advance(Duration.ofMillis(1200));   // a stalls: resumed on b
         assertEquals(2, upstream.calls.size(), "precondition: the stream is resumed");
         upstream.last().head().content(" six").finish();
         assertEquals("One two three four five six", Sse.content(sink.text()));
@@ -643,16 +643,17 @@ class CoreReviewFindingsTest {
         assertEquals(2, hand.requests.size(), "the silent body failed over at read_timeout");
     }
 
-    // ---- 8. an empty chunk is life before the first content, but does not hold off the abandon timer -----------
+    // ---- 8. signs of life before the first content do not put off the first-token limit -----------------------
 
     /**
-     * Dispatch.alive says a chunk with an empty delta is life before the first content, as a keep-alive comment is, and
-     * keeps the attempt's watchdogs off. A comment does (Dispatch.life re-arms the abandon timer); an empty chunk only
-     * moves lastActivityNanos (Dispatch.streamEvent), so a route that keeps its stream alive with empty chunks during
-     * a long prefill is abandoned at first_token_ceiling (5 s here) while one that sends comments is not.
+     * A route that answers its head and then only keep-alive comments (or empty chunks) is abandoned at
+     * first_token_ceiling (5 s here) when another route can take the request: each sign of life re-armed the abandon
+     * timer, so an upstream that heartbeats and never answers held the request for ever while b stood idle (found
+     * by hunt4). The request's last hope is still waited for while it shows life (DispatchTimingTest's
+     * theLastRouteLeftIsNotAbandonedWhileItIsStillBeingServed).
      */
     @Test
-    void emptyChunksBeforeTheFirstContentKeepTheAttemptAsCommentsDo() {
+    void signsOfLifeBeforeTheFirstContentDoNotPutOffTheFirstTokenLimit() {
         for (boolean comments : new boolean[] {true, false}) {
             upstream.calls.clear();
             Org o = new CatalogLoader(k -> null).parse(YAML.replace("head_hold: off,", "head_hold: off, hedging: false,"))
@@ -668,14 +669,50 @@ class CoreReviewFindingsTest {
                     t -> t.length() / 4, observer)).start(new DispatchRequest("chatcmpl-" + comments, 1, o, "app", "chat", o.group("chat"), chat, facts,
                             cands, RoutePlan.NEVER), new RecordingSink());
             Call a = upstream.last().head();
-            for (int i = 0; i < 8; i++) {
+            for (int i = 0; i < 4; i++) {
                 scheduler.advance(Duration.ofSeconds(1));
                 a.data(comments ? ": keep-alive\n\n" : "data: {\"choices\":[{\"index\":0,\"delta\":{}}]}\n\n");
             }
-            assertFalse(a.cancelled, (comments ? "comments" : "empty chunks") + " every second keep the attempt");
-            assertEquals(1, upstream.calls.size(), comments ? "comments" : "empty chunks");
+            assertFalse(a.cancelled, "within first_token_ceiling");
+            for (int i = 0; i < 4; i++) {
+                scheduler.advance(Duration.ofSeconds(1));
+                a.data(comments ? ": keep-alive\n\n" : "data: {\"choices\":[{\"index\":0,\"delta\":{}}]}\n\n");
+            }
+            String what = comments ? "comments" : "empty chunks";
+            assertTrue(a.cancelled, what + " every second do not keep a at the ceiling while b is free");
+            assertEquals(2, upstream.calls.size(), what);
+            assertTrue(upstream.last().request.url().startsWith("http://b.invalid/"), what);
             h.clientGone();   // this request ends here: its timers must not act on the next one's count
         }
+    }
+
+    /**
+     * A resume whose route answers its head and then only keep-alive comments is given up at the group's stall_floor
+     * (1 s here; three first-token windows, 900 ms, are less) on a measured route, and the answer resumed on another:
+     * it waited first_token_ceiling (5 s here, 30 s by default) with the client's answer frozen mid-sentence, and,
+     * while its keep-alives re-armed the limit, for ever (found by hunt4).
+     */
+    @Test
+    void aResumeHungBehindKeepAlivesIsGivenUpAtTheStallFloor() {
+        start(healthy("chat-a"), healthy("chat-b"), healthy("chat-c"));
+        upstream.last().head().content("Hello");
+        scheduler.advance(Duration.ofMillis(1100));   // a stalls past the 1 s stall floor: a resume
+        assertEquals(2, upstream.calls.size(), "precondition: the stream is resumed");
+        Call resume = upstream.last().head();
+        for (int i = 0; i < 4; i++) {
+            scheduler.advance(Duration.ofMillis(200));
+            resume.data(": keep-alive\n\n");
+        }
+        assertFalse(resume.cancelled, "within the stall floor");
+        for (int i = 0; i < 2; i++) {
+            scheduler.advance(Duration.ofMillis(200));
+            resume.data(": keep-alive\n\n");
+        }
+        assertTrue(resume.cancelled, "given up at the stall floor despite its keep-alives");
+        assertEquals(3, upstream.calls.size(), "resumed again");
+        upstream.last().head().content(" world").finish();
+        assertEquals("Hello world", Sse.content(sink.text()));
+        assertEquals("timeout_first_token", Sse.trail(sink.text()).get(1).path("error").asText(), sink.text());
     }
 
     /**
