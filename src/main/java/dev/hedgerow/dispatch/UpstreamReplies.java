@@ -110,10 +110,27 @@ public final class UpstreamReplies {
         JsonNode msg = node.path("choices").path(0).path("message");
         boolean empty = text(msg.get("content")).isEmpty() && !msg.path("tool_calls").isArray()
                 && reasoning(msg).isEmpty();
-        if (empty && node.path("choices").path(0).path("finish_reason").isNull()) {
+        JsonNode finish = node.path("choices").path(0).path("finish_reason");
+        if (empty && (finish.isNull() || finish.isMissingNode() || lostContent(finish.asText(), node.get("usage")))) {
             return Failure.invalid("zero_content", "200 with no content");
         }
         return null;
+    }
+
+    /**
+     * Whether an answer that finished with nothing in it (no content, reasoning or tool call) lost its text on the
+     * way: it says it stopped ({@code stop}, not {@code length}, where a model that reasons in hidden can use every
+     * token thinking) and its own usage counts completion tokens beyond its reasoning. A 200 with zero content, the
+     * Trifrost failure, then fails over as a truncation would; a model that truly answered nothing (0 tokens, or no
+     * usage to tell) stays an empty but complete answer.
+     */
+    static boolean lostContent(String finishReason, JsonNode usage) {
+        if (!"stop".equals(finishReason) || usage == null || !Billing.count(usage.get("completion_tokens"))) {
+            return false;
+        }
+        JsonNode reasoning = usage.path("completion_tokens_details").get("reasoning_tokens");
+        long thought = Billing.count(reasoning) ? reasoning.asLong() : 0;
+        return usage.get("completion_tokens").asLong() > thought;
     }
 
     /** The whole body as JSON, or null when it does not parse. */

@@ -208,6 +208,24 @@ class FailoverTest {
         assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown(), "unhealthy despite its 200");
     }
 
+    /**
+     * The same failure unstreamed: a whole answer with empty content and {@code finish_reason: stop} whose own usage
+     * counts 40 completion tokens lost its text on the way. It was relayed as a complete, billed answer (found by
+     * hunt4); it now fails over as the streamed truncation does.
+     */
+    @Test
+    void aWholeAnswerWithZeroContentButCompletionTokensFailsOver() {
+        gw.sim("digitalocean").enqueue("kimi-k2", new Fault.EmptyStream(true));
+        Response r = chat(gw, "kimi3", "truncated whole", false, ORDER_DO);
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals(expected("truncated whole"), r.jsonPath().getString("choices[0].message.content"));
+        JsonNode t = trail(r);
+        assertEquals(2, t.size(), t.toString());
+        assertEquals("kimi3-digitalocean", t.get(0).path("route").asText());
+        assertEquals("zero_content", t.get(0).path("error").asText(), t.toString());
+        assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown(), "unhealthy despite its 200");
+    }
+
     @Test
     void aReadFailureBeforeAnyContentFailsOverAndMarksTheRouteUnhealthy() {
         gw.sim("digitalocean").enqueue("kimi-k2", Fault.dropAfter(0));
