@@ -45,6 +45,11 @@ public final class ChatRequest implements ApiRequest {
                 throw new RequestException(ApiError.invalidRequest("'stream_options' must be an object.",
                         "stream_options"));
             }
+            if (so != null && !so.isNull() && !stream) {
+                // OpenAI's own words; vLLM refuses it too, while other providers ignore it: one answer for every route
+                throw new RequestException(ApiError.invalidRequest("The 'stream_options' parameter is only allowed "
+                        + "when 'stream' is enabled.", "stream_options"));
+            }
             this.includeUsage = so != null && so.path("include_usage").asBoolean(false);
             validateMessages(body.get("messages"));
             this.choices = RequestParameters.validate(body);

@@ -364,7 +364,21 @@ class GatewayFoundationTest {
                     .body("error.param", equalTo("messages[1].content"))
                     .body("error.message", equalTo("'messages[1].content' is required for a " + role + " message."));
         }
+        // stream_options without a stream: OpenAI (and vLLM) refuse it, other providers ignore it; refused here for
+        // every route alike (found by hunt4)
+        for (String stream : List.of("", "\"stream\":false,")) {
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{" + stream + "\"stream_options\":{\"include_usage\":true},\"model\":\"chat\","
+                            + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(400)
+                    .body("error.type", equalTo("invalid_request_error")).body("error.param", equalTo("stream_options"))
+                    .body("error.message", equalTo("The 'stream_options' parameter is only allowed when 'stream' is "
+                            + "enabled."));
+        }
         assertEquals(before, gw.sim("alpha").stats("alpha-model").received(), "no refused request went upstream");
+        given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"stream_options\":null,\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200);
         given().auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
                         + "{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\",\"type\":"
