@@ -142,11 +142,37 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
                 keys.add(s.property());
             }
         }
+        String cluster = clusterProblem(context);
+        if (cluster != null) {
+            problems.add(cluster);
+            keys.add("redis.url");
+        }
         if (!problems.isEmpty()) {
             throw new ConfigurationException("Hedgerow stops: " + (problems.size() == 1 ? "a setting is"
                     : problems.size() + " settings are") + " invalid (an empty value means the default):\n  "
                     + String.join("\n  ", problems), keys);
         }
+    }
+
+    /**
+     * A list of Redis URLs without {@code HEDGEROW_REDIS_CLUSTER=true}: a standalone client given several nodes talks to
+     * one of them and reported shared state, so instances pointed at different nodes of what the operator took for a
+     * cluster would each keep their own. Null when there is no such problem (or either value is still an expression).
+     */
+    private static String clusterProblem(ConfigSourceInterceptorContext context) {
+        ConfigValue urls = context.proceed("redis.url");
+        if (urls == null || urls.getValue() == null || urls.getValue().contains("${")) {
+            return null;
+        }
+        long nodes = java.util.Arrays.stream(urls.getValue().split(",")).filter(u -> !u.isBlank()).count();
+        ConfigValue flag = context.proceed("hedgerow.redis.cluster");
+        String on = flag == null || flag.getValue() == null ? "" : flag.getValue().trim().toLowerCase(Locale.ROOT);
+        if (nodes < 2 || on.contains("${") || Set.of("true", "1", "yes", "y", "on").contains(on)) {
+            return null;
+        }
+        Setting url = ALL.stream().filter(s -> s.property().equals("redis.url")).findFirst().orElseThrow();
+        return describe(url, urls) + ": lists " + nodes + " nodes, a Redis Cluster's form; set HEDGEROW_REDIS_CLUSTER=true "
+                + "(hedgerow.redis.cluster) for a cluster, or give one URL for a single Redis server";
     }
 
     /** Below {@code ProfileConfigSourceInterceptor} (LIBRARY + 200), which then sees a blank value as missing. */
