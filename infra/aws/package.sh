@@ -10,5 +10,7 @@ catalog="${1:-$root/infra/aws/hedgerow.yaml}"
 rm -rf "$out"; mkdir -p "$out"
 cp -a "$root/target/quarkus-app/." "$out/"
 cp "$root/infra/aws/run.sh" "$out/run.sh"; chmod +x "$out/run.sh"
+# a custom runtime (provided.al2023, for the native build) runs ./bootstrap and no exec wrapper: the same script
+cp "$root/infra/aws/run.sh" "$out/bootstrap"; chmod +x "$out/bootstrap"
 cp "$catalog" "$out/hedgerow.yaml"
 echo "infra/aws/build ready: sam deploy --guided -t infra/aws/template.yaml"

@@ -347,6 +347,13 @@ class InfraManifestsTest {
         String path = samEnv(id).get("AWS_LWA_PASS_THROUGH_PATH").asText();
         assertTrue(trigger("prober").path("paths").toString().contains("POST " + path), path);
         assertEquals("/prober/run", path);
+        // and a Function URL for capacity reports, buffered as the trigger file says (found by audit5: none before)
+        JsonNode url = sam().path("Resources").path(id).path("Properties").path("FunctionUrlConfig");
+        assertEquals(trigger("prober").path("aws").path("function_url").path("invoke_mode").asText(),
+                url.path("InvokeMode").asText());
+        assertEquals("BUFFERED", url.path("InvokeMode").asText());
+        assertEquals("ProberFunctionUrl", sam().path("Outputs").path("ProberUrl").path("Value").path("Fn::GetAtt")
+                .path(0).asText());
     }
 
     @Test
