@@ -720,6 +720,16 @@ try {
     null, { timeout: 8000 });
   check(!(await usageView.getAttribute('class')) && !(await summary.textContent()).includes('as of')
     && await page.locator('#usage-error').textContent() === '', 'usage is live again, unmarked');
+  // a range left without dates ends today, whichever day that is: past midnight UTC the poll still reads it (the
+  // last answer's `to` is now yesterday)
+  for (const name of ['From', 'To', 'Alias', 'Key']) await usageForm.getByLabel(name, { exact: true }).fill('');
+  await usageForm.getByRole('button', { name: 'Show usage' }).click();
+  const open = await usageMatches(page, '');
+  await page.clock.setSystemTime(Date.parse(open.to) + 86400000 + 3600000);
+  const afterMidnight = await readsOverTwoPolls();
+  await page.clock.setSystemTime(Date.now());
+  check(afterMidnight >= 1, 'the poll reads a range without dates again after midnight UTC (' + afterMidnight
+    + ' reads in two polls)');
 
   // judged accuracy: the judged group (lowest_usage by llm_accuracy; its judge route grader scores judged-good's
   // answers 87 and judged-bad's 12; only this test sends to it) shows each member's judge scores in words once the

@@ -36,7 +36,7 @@ let editors = new Map();
 // panel shows of it: `to` of the answer drawn (null: none yet), when it was read, whether the reads are failing since,
 // and whether the API refused the query (a 400: not asked again until the form changes it). `seq` numbers the reads,
 // so that a poll's answer arriving after the form applied a new query is dropped, not drawn over the new one.
-const usagePanel = { query: '', seq: 0, to: null, at: null, failing: false, refused: false };
+const usagePanel = { query: '', openEnded: true, seq: 0, to: null, at: null, failing: false, refused: false };
 /** The usage form's fields, named as the API's query parameters. */
 const USAGE_FIELDS = ['from', 'to', 'alias', 'key'];
 
@@ -898,11 +898,13 @@ const money = n => n.toLocaleString(undefined, { maximumFractionDigits: 9 });
 
 /**
  * Whether a poll reads usage again: only while what it shows can change, a range that reaches today (UTC: the ledger's
- * days) or one whose read failed. A past range is read once, and a refused query not again until the form changes.
+ * days), one left without an end (the API's default ends today, whichever day that is by now) or one whose read
+ * failed. A past range is read once, and a refused query not again until the form changes.
  */
 function usageDue() {
   const today = new Date().toISOString().slice(0, 10);
-  return !usagePanel.refused && (usagePanel.failing || usagePanel.to === null || usagePanel.to >= today);
+  return !usagePanel.refused && (usagePanel.failing || usagePanel.openEnded || usagePanel.to === null
+    || usagePanel.to >= today);
 }
 
 /** Applies the form: its dates, alias and key (each empty = the API's default) become the query the panel shows. */
@@ -913,6 +915,7 @@ function applyUsage() {
     if (v) q.set(name, v);
   }
   usagePanel.query = q.toString();
+  usagePanel.openEnded = !q.has('to');
   usagePanel.to = null;
   usagePanel.refused = false;
   return loadUsage();
@@ -1051,8 +1054,8 @@ function usageChart(data) {
 /** Takes the org's usage off the page and the form back to its defaults (at sign-out, the key refused). */
 function resetUsage() {
   // a read still under way belongs to the session that ended (api() drops its answer too)
-  Object.assign(usagePanel, { query: '', seq: usagePanel.seq + 1, to: null, at: null, failing: false,
-    refused: false });
+  Object.assign(usagePanel, { query: '', openEnded: true, seq: usagePanel.seq + 1, to: null, at: null,
+    failing: false, refused: false });
   for (const name of USAGE_FIELDS) document.getElementById('usage-' + name).value = '';
   usageError('', null);
   drawUsage(null);
