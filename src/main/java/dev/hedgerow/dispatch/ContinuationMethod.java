@@ -49,9 +49,10 @@ public enum ContinuationMethod {
     /**
      * Adds the continuation to an upstream body that already holds the original messages. When those end with the
      * client's own assistant prefill (text, no tool calls), the delivered text continues that message, as an unbroken
-     * stream continued it: a second assistant message after it would be read as another turn.
+     * stream continued it: a second assistant message after it would be read as another turn. Returns that assistant
+     * message: its text is what the model continues, and what it may re-emit.
      */
-    void apply(ObjectNode body, Transcript t) {
+    ObjectNode apply(ObjectNode body, Transcript t) {
         ArrayNode messages = (ArrayNode) body.get("messages");
         ObjectNode assistant = clientPrefill(messages);
         if (assistant == null) {
@@ -82,6 +83,7 @@ public enum ContinuationMethod {
                 user.put("content", INSTRUCTION_TEXT);
             }
         }
+        return assistant;
     }
 
     /** The trailing assistant message a continuation extends, or null when the messages end otherwise. */

@@ -1,6 +1,7 @@
 package dev.hedgerow.dispatch;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.routing.Candidate;
@@ -46,11 +47,15 @@ final class UpstreamCall {
         }
         a.askedTokens = req.request().maxTokens();
         if (a.kind == Kind.RESUME && !transcript.isEmpty()) {
-            a.method.apply(body, transcript);
+            ObjectNode continued = a.method.apply(body, transcript);
             if (!a.method.exact()) {
                 boolean reasoningPhase = transcript.inReasoning();
                 a.trimReasoning = reasoningPhase;
-                a.trimmer = new OverlapTrimmer(reasoningPhase ? transcript.reasoning : transcript.content, 64, 4);
+                // the text the model is shown as its own so far, which it may re-emit: with the client's own
+                // assistant prefill, that prefill and then what was delivered (found by hunt4: trimmed against the
+                // delivered text alone, a short delivery's re-emission went to the client twice)
+                a.trimmer = new OverlapTrimmer(ChatRequest.contentText(continued.get(reasoningPhase
+                        ? "reasoning_content" : "content")), 64, 4);
             }
             Integer max = req.request().maxTokens();
             if (max != null) {

@@ -555,6 +555,31 @@ class ResumeTest {
     }
 
     /**
+     * The same by instruction (a route without prefill): the model is shown the client's prefill and the delivered
+     * text as its own, and re-emits the end of that; the overlap is trimmed against both. Trimmed against the
+     * delivered text alone, a re-emission reaching back into the client's prefill went to the client twice (found by
+     * hunt4: "bright crème the" then " ofcrème the of crème").
+     */
+    @Test
+    void aClientsOwnPrefillIsContinuedByInstructionWithoutARepeat() {
+        String prompt = "prefilled, then instructed";
+        String[] words = expected(prompt).split(" ");
+        String first = words[0] + " " + words[1] + " " + words[2];
+        String body = "{\"model\":\"plain\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\""
+                + prompt + "\"},{\"role\":\"assistant\",\"content\":\"" + first + "\"}]}";
+        String clean = given().auth().oauth2("k-acme").contentType("application/json").body(body)
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        // one break (a then cools down, and plain, which takes no prefill, refuses the client's trailing message)
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(2));
+        String out = given().auth().oauth2("k-acme").contentType("application/json").body(body)
+                .post("/v1/chat/completions").then().statusCode(200).extract().asString();
+        assertOneResponse(out);
+        assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
+        assertTrue(lastBody("plain", "m-text").contains("Continue exactly where"), "by instruction");
+        assertEquals(Sse.content(clean), Sse.content(out));
+    }
+
+    /**
      * A resumed stream that ends in a tool call bills the call's tokens. Fails today: after a resume the bill counts
      * only the transcript's text, and a tool call's arguments are not in it, so the client and the ledger see 0.
      */
