@@ -293,7 +293,12 @@ public final class CatalogService {
         return REMOVED.equals(doc.json());
     }
 
-    /** Reloads every org whose stored version differs from the one held here. */
+    /**
+     * Reloads every org whose stored version differs from the one held here. Two refreshes may overlap (the poll, and
+     * the one an admin edit runs before it answers): each applies an org's change only while the catalog still holds
+     * the version it started from, so a slower refresh that read older versions never puts back an org a faster one
+     * already moved on (which showed an admin the group as it was before the edit just confirmed, for up to a poll).
+     */
     public Uni<Void> refresh() {
         return store.catalogVersions().flatMap(versions -> {
             Catalog held = current.get();
@@ -308,47 +313,65 @@ public final class CatalogService {
                 return Uni.createFrom().voidItem();
             }
             return readAll(changed).map(docs -> {
-                Map<String, Org> orgs = new HashMap<>();
-                Map<String, Long> vers = new HashMap<>();
-                Map<String, Long> revs = new HashMap<>();
-                for (Org o : held.orgs()) {
-                    if (versions.containsKey(o.id())) {
-                        orgs.put(o.id(), o);
-                    }
-                }
-                // removed orgs keep their version here too, so that a poll does not read them again
-                held.versions().forEach((org, v) -> {
-                    if (versions.containsKey(org)) {
-                        vers.put(org, v);
-                    }
-                });
-                held.revisions().forEach((org, r) -> {
-                    if (versions.containsKey(org)) {
-                        revs.put(org, r);
-                    }
-                });
+                Map<String, Reloaded> reloaded = new HashMap<>();
                 docs.forEach((orgId, d) -> {
                     if (d.isPresent() && removed(d.get())) {
-                        orgs.remove(orgId);
-                        vers.put(orgId, d.get().version());
-                        revs.put(orgId, d.get().revision());
+                        reloaded.put(orgId, new Reloaded(null, d.get().version(), d.get().revision()));
                     } else if (d.isPresent()) {
                         try {
-                            orgs.put(orgId, decode.apply(d.get().json()));
-                            vers.put(orgId, d.get().version());
-                            revs.put(orgId, d.get().revision());
+                            reloaded.put(orgId, new Reloaded(decode.apply(d.get().json()), d.get().version(),
+                                    d.get().revision()));
                         } catch (RuntimeException e) {
                             log.log(System.Logger.Level.ERROR, "stored catalog of org " + orgId
                                     + " is unreadable; keeping the previous one", e);
                         }
                     }
                 });
-                List<Org> ordered = new ArrayList<>(orgs.values());
-                ordered.sort(java.util.Comparator.comparing(Org::id));
-                current.set(new Catalog(ordered, vers, revs));
+                current.updateAndGet(now -> merged(now, held, versions, reloaded));
                 return null;
             });
         }).replaceWithVoid();
+    }
+
+    /** An org as a refresh read it: its catalog (null: removed from the file), version and file revision. */
+    private record Reloaded(Org org, long version, long revision) {
+    }
+
+    /**
+     * {@code now} with a refresh's findings applied: the orgs it {@code reloaded}, and the orgs the store no longer
+     * lists dropped; each only where {@code now} still holds the version the refresh started from ({@code held}).
+     */
+    private static Catalog merged(Catalog now, Catalog held, Map<String, Long> versions,
+                                  Map<String, Reloaded> reloaded) {
+        Map<String, Org> orgs = new HashMap<>();
+        for (Org o : now.orgs()) {
+            orgs.put(o.id(), o);
+        }
+        Map<String, Long> vers = new HashMap<>(now.versions());
+        Map<String, Long> revs = new HashMap<>(now.revisions());
+        for (String org : held.versions().keySet()) {
+            if (!versions.containsKey(org) && java.util.Objects.equals(now.versions().get(org),
+                    held.versions().get(org))) {
+                orgs.remove(org);
+                vers.remove(org);
+                revs.remove(org);
+            }
+        }
+        reloaded.forEach((orgId, r) -> {
+            if (!java.util.Objects.equals(now.versions().get(orgId), held.versions().get(orgId))) {
+                return; // another refresh moved this org meanwhile: what it read is at least as new
+            }
+            if (r.org() == null) {
+                orgs.remove(orgId);   // removed orgs keep their version, so that a poll does not read them again
+            } else {
+                orgs.put(orgId, r.org());
+            }
+            vers.put(orgId, r.version());
+            revs.put(orgId, r.revision());
+        });
+        List<Org> ordered = new ArrayList<>(orgs.values());
+        ordered.sort(java.util.Comparator.comparing(Org::id));
+        return new Catalog(ordered, vers, revs);
     }
 
     /**
