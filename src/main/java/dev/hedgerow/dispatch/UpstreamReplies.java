@@ -1,6 +1,7 @@
 package dev.hedgerow.dispatch;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.dispatch.Attempt.Failure;
 
@@ -111,16 +112,33 @@ public final class UpstreamReplies {
         boolean empty = text(msg.get("content")).isEmpty() && !msg.path("tool_calls").isArray()
                 && reasoning(msg).isEmpty();
         JsonNode finish = node.path("choices").path(0).path("finish_reason");
-        if (empty && (finish.isNull() || finish.isMissingNode() || lostContent(finish.asText(), node.get("usage")))) {
+        if (empty && (finish.isNull() || finish.isMissingNode()
+                || nothingIn(node.path("choices")) && lostContent(finish.asText(), node.get("usage")))) {
             return Failure.invalid("zero_content", "200 with no content");
         }
         return null;
     }
 
     /**
+     * Whether no choice of a whole answer holds anything: no text (a string, or content parts), reasoning, tool or
+     * function call, refusal (OpenAI's structured-outputs refusal comes with content null) or audio.
+     */
+    private static boolean nothingIn(JsonNode choices) {
+        for (JsonNode choice : choices) {
+            JsonNode m = choice.path("message");
+            if (!ChatRequest.contentText(m.get("content")).isEmpty() || !reasoning(m).isEmpty()
+                    || m.path("tool_calls").isArray() && !m.path("tool_calls").isEmpty()
+                    || m.hasNonNull("function_call") || !text(m.get("refusal")).isEmpty() || m.hasNonNull("audio")) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
      * Whether an answer that finished with nothing in it (no content, reasoning or tool call) lost its text on the
      * way: it says it stopped ({@code stop}, not {@code length}, where a model that reasons in hidden can use every
-     * token thinking) and its own usage counts completion tokens beyond its reasoning. A 200 with zero content, the
+     * token thinking) and its own usage counts completion tokens beyond its reasoning and an end-of-sequence token. A 200 with zero content, the
      * Trifrost failure, then fails over as a truncation would; a model that truly answered nothing (0 tokens, or no
      * usage to tell) stays an empty but complete answer.
      */
@@ -130,7 +148,8 @@ public final class UpstreamReplies {
         }
         JsonNode reasoning = usage.path("completion_tokens_details").get("reasoning_tokens");
         long thought = Billing.count(reasoning) ? reasoning.asLong() : 0;
-        return usage.get("completion_tokens").asLong() > thought;
+        // one token more may be the end-of-sequence token some servers count (vLLM)
+        return usage.get("completion_tokens").asLong() > thought + 1;
     }
 
     /** The whole body as JSON, or null when it does not parse. */
