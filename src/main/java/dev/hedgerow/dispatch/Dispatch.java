@@ -396,7 +396,7 @@ final class Dispatch {
         a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
         a.exchange = deps.upstream().send(ur, a);
         a.armIoTimer();
-        a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(c, kind == Kind.RESUME), () -> abandon(a));
+        a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(c, resumePrompt(a)), () -> abandon(a));
         // no hedge for embeddings: one short whole answer, where failover on a failed or silent attempt does what a
         // hedge would, without paying for every batch twice when a route is merely slow
         if (kind != Kind.RESUME && settings.hedging() && !req.embeddings()) {
@@ -573,6 +573,11 @@ final class Dispatch {
         launch(next, Kind.HEDGE, null);   // counted as fired once it starts (doLaunch)
     }
 
+    /** The prompt a resume sends (the request's and the text delivered so far), 0 for any other attempt. */
+    private static long resumePrompt(Attempt a) {
+        return a.kind == Kind.RESUME ? Math.max(1, a.promptTokens) : 0;
+    }
+
     /** A hedge the org's budget paid for does not start: its token goes back (the store's current bucket). */
     private void refundHedge() {
         deps.store().refundHedge(req.org().id(), req.org().hedgeBudget().window()).subscribe().with(v -> { },
@@ -590,7 +595,7 @@ final class Dispatch {
             // dead (without a head, the head timer ends it)
             long silentMs = (deps.ticker().nanos() - Math.max(lastActivityNanos, a.startNanos)) / 1_000_000L;
             long readMs = settings.timeouts().read().toMillis();
-            long waitMs = windows.abandonAfter(a.cand, a.kind == Kind.RESUME).toMillis();
+            long waitMs = windows.abandonAfter(a.cand, resumePrompt(a)).toMillis();
             if (a.status == 0 || silentMs < readMs) {
                 long next = a.status == 0 ? waitMs : Math.min(waitMs, readMs - silentMs);
                 a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(next), () -> abandon(a));
@@ -607,7 +612,7 @@ final class Dispatch {
                     + elapsedMs(a.startNanos) + " ms"));
             return;
         }
-        long limitMs = windows.abandonAfter(a.cand, a.kind == Kind.RESUME).toMillis();
+        long limitMs = windows.abandonAfter(a.cand, resumePrompt(a)).toMillis();
         long left = limitMs - elapsedMs(a.startNanos);
         if (left > 0) {
             // the head came within the read limit: the first-token limit runs on

@@ -61,24 +61,29 @@ final class TimingWindows {
      * it asked for bounded waits, so a silent attempt fails over once it has been silent for Kong's read limit.
      */
     Duration abandonAfter(Candidate c) {
-        return abandonAfter(c, false);
+        return abandonAfter(c, 0);
     }
 
     /**
-     * {@link #abandonAfter(Candidate)} for an attempt, a resume ({@code resume}) or not. A resume continues a stream
-     * whose client is mid-answer: on a route whose first-token times are measured, its wait is never less than the
-     * group's {@code stall_floor} (the silence it tolerates mid-stream) rather than {@code first_token_ceiling}, the
-     * floor for a prompt of unknown cost; a resume on a silent route froze a half-delivered answer for 30 s by
-     * default (found by hunt4).
+     * {@link #abandonAfter(Candidate)} for an attempt: a resume sends {@code resumePrompt} tokens (the prompt and the
+     * text delivered so far), 0 for any other attempt. A resume continues a stream whose client is mid-answer: on a
+     * route whose first-token times are measured, its wait is three first-token windows scaled up to the prompt it
+     * sends (the window is predicted for the request's own prompt), never less than the group's {@code stall_floor}
+     * (the silence it tolerates mid-stream) and never more than {@code first_token_ceiling}, the floor of any other
+     * attempt's wait; a resume on a silent route froze a half-delivered answer for 30 s by default (found by hunt4).
      */
-    Duration abandonAfter(Candidate c, boolean resume) {
+    Duration abandonAfter(Candidate c, long resumePrompt) {
         long window = firstTokenWindow(c).toMillis();
         if (!stream && !req.embeddings()) {
             window = Math.max(window, (long) (c.estimate().p90Ms()
                     + longestAnswer(c) * 1000.0 / Math.max(1, settings.slo().decodeTokensPerSecond())));
         }
-        long ceiling = resume && stream && c.estimate().measured() ? settings.timeouts().stallFloor().toMillis()
-                : settings.timeouts().firstTokenCeiling().toMillis();
+        long ceiling = settings.timeouts().firstTokenCeiling().toMillis();
+        if (resumePrompt > 0 && stream && c.estimate().measured()) {
+            double grown = Math.max(1.0, resumePrompt / (double) Math.max(1, req.facts().promptTokens()));
+            ceiling = Math.min(ceiling, Math.max(settings.timeouts().stallFloor().toMillis(),
+                    (long) Math.min(Long.MAX_VALUE / 4.0, window * 3 * grown)));
+        }
         long ms = Math.max(ceiling, window * 3);
         if (mayThink(c)) {
             // a thinking model may be silent before its first token for as long as it usually thinks

@@ -716,6 +716,29 @@ class CoreReviewFindingsTest {
     }
 
     /**
+     * A resume sends the prompt and every token delivered so far: its wait is scaled up to that prompt, as the
+     * first-token window is predicted for the request's own (10 tokens here). After 200 delivered tokens it is 21
+     * times the prompt, so the resume waits first_token_ceiling (5 s here), not the stall floor: a healthy route
+     * reading a long transcript is not given up and charged (suspected by review5).
+     */
+    @Test
+    void aResumeOfALongAnswerWaitsAsLongAsItsPromptNeeds() {
+        start(healthy("chat-a"), healthy("chat-b"), healthy("chat-c"));
+        Call a = upstream.last().head();
+        for (int i = 0; i < 200; i++) {
+            a.content(" w" + i);
+        }
+        scheduler.advance(Duration.ofMillis(1100));   // a stalls past the 1 s stall floor: a resume
+        assertEquals(2, upstream.calls.size(), "precondition: the stream is resumed");
+        Call resume = upstream.last().head();
+        scheduler.advance(Duration.ofMillis(4800));
+        assertFalse(resume.cancelled, "within first_token_ceiling: the resume's prompt is 21 times the request's");
+        scheduler.advance(Duration.ofMillis(400));
+        assertTrue(resume.cancelled, "given up at first_token_ceiling");
+        assertEquals(3, upstream.calls.size(), "resumed again");
+    }
+
+    /**
      * The memory store behind a proxy: with {@link #holdProbes} a probe-slot acquisition, and with
      * {@link #holdHedgeBudget} a hedge-budget call, waits until the test answers it from the memory store.
      */
