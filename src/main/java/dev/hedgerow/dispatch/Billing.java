@@ -82,12 +82,13 @@ final class Billing {
     }
 
     /**
-     * The upstream's own usage when it is what the request is billed (no resume, and it counts the prompt), else
+     * The upstream's own usage when it is what the request is billed (no resume, and it counts the prompt and the
+     * completion: one without its completion count would bill a real answer 0 completion tokens), else
      * null: {@link #usageOf} bills it, and {@link #putUsage} passes its breakdowns on only then.
      */
     static JsonNode upstreamBill(Attempt a, boolean resumed) {
         return !resumed && a.usage != null && count(a.usage.get("prompt_tokens"))
-                && (!a.usage.has("completion_tokens") || count(a.usage.get("completion_tokens"))) ? a.usage : null;
+                && count(a.usage.get("completion_tokens")) ? a.usage : null;
     }
 
     /**

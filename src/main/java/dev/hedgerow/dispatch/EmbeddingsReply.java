@@ -248,13 +248,15 @@ final class EmbeddingsReply {
             string(tail, provider);
             field(tail, false, "usage");
             long prompt;
-            // the provider's usage is relayed when its prompt count is one (a negative or absurd figure is not
-            // billed, nor shown to the client as its bill)
-            if (usage != null && Billing.count(usage.get("prompt_tokens"))) {
+            // the provider's usage is relayed when its counts are counts written as integers; otherwise the client is
+            // shown the count billed (the provider's prompt count when it is one, 12.0 as 12, else the gateway's):
+            // a negative or absurd figure is neither billed nor shown as the bill
+            JsonNode given = usage == null ? null : usage.get("prompt_tokens");
+            if (wholeCount(given) && (!usage.has("total_tokens") || wholeCount(usage.get("total_tokens")))) {
                 tail.writeBytes(Json.bytes(usage));
-                prompt = usage.get("prompt_tokens").asLong();
+                prompt = given.asLong();
             } else {
-                prompt = counted.getAsLong();
+                prompt = Billing.count(given) ? given.asLong() : counted.getAsLong();
                 tail.writeBytes(("{\"prompt_tokens\":" + prompt + ",\"total_tokens\":" + prompt + "}")
                         .getBytes(StandardCharsets.US_ASCII));
             }
@@ -273,6 +275,11 @@ final class EmbeddingsReply {
             System.arraycopy(end, 0, out, at, end.length);
             return new Relayed(out, prompt, null, null);
         }
+    }
+
+    /** A count as relayed: {@link Billing#count}, and written as an integer (12, not 12.0). */
+    private static boolean wholeCount(JsonNode n) {
+        return Billing.count(n) && n.isIntegralNumber();
     }
 
     /**

@@ -400,6 +400,12 @@ class CoreReviewFindingsTest {
         answerWhole("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},"
                 + "\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":2}}");
         assertEquals(List.of(new UsageSample(12, 2, 0)), bills, "a count is billed as the provider gave it");
+        // a usage without its completion count would bill the answer 0 completion tokens: it is counted instead
+        bills.clear();
+        start(false, "", healthy("chat-a"));
+        answerWhole("{\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":"
+                + "\"Hello world!\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":12}}");
+        assertEquals(List.of(new UsageSample(10, 3, 0)), bills, "no completion count (suspected by review5)");
     }
 
     // ---- 6. an exhausted resume answers an old pre-commit client error --------------------------------------

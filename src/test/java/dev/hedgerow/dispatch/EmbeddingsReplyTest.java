@@ -74,7 +74,13 @@ class EmbeddingsReplyTest {
             assertEquals(7, r.promptTokens(), given);
             assertTrue(text(r).endsWith("\"usage\":{\"prompt_tokens\":7,\"total_tokens\":7}}"), given + ": " + text(r));
         }
-        assertEquals(12, relay("{\"data\":[1],\"usage\":{\"prompt_tokens\":12.0}}").promptTokens());
+        EmbeddingsReply.Relayed twelve = relay("{\"data\":[1],\"usage\":{\"prompt_tokens\":12.0}}");
+        assertEquals(12, twelve.promptTokens());
+        assertTrue(text(twelve).endsWith("\"usage\":{\"prompt_tokens\":12,\"total_tokens\":12}}"), text(twelve));
+        // a prompt count that is one beside a total that is not: the bill is shown, not the provider's figures
+        EmbeddingsReply.Relayed total = relay("{\"data\":[1],\"usage\":{\"prompt_tokens\":5,\"total_tokens\":-9}}");
+        assertEquals(5, total.promptTokens());
+        assertTrue(text(total).endsWith("\"usage\":{\"prompt_tokens\":5,\"total_tokens\":5}}"), text(total));
     }
 
     @Test
