@@ -1,6 +1,7 @@
 package dev.hedgerow.function.gateway;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimText;
@@ -10,6 +11,7 @@ import io.restassured.RestAssured;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.util.Map;
 
@@ -17,23 +19,39 @@ import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * Keln's "no give-up timer" over real HTTP: a silent attempt is abandoned for another route, never when nothing
- * else could be tried, since that would answer an error while the route is still serving. Scaled down: a route
- * learnt on short prompts (a first-token limit of about two seconds) gets a prompt whose prefill takes five.
+ * The first-token limit over real HTTP. Keln's "no give-up timer": a silent attempt is abandoned for another route,
+ * never when nothing else could be tried, since that would answer an error while the route is still serving (scaled
+ * down: a route learnt on short prompts, a first-token limit of about two seconds, gets a prompt whose prefill takes
+ * five). And a route that answers its head and then only keep-alive comments is abandoned at the limit when another
+ * could serve: each comment re-armed the limit, so the client's stream never ended (found by hunt4). The timeouts only
+ * stop a hang; nothing here is timed.
  */
 class NoGiveUpTimerTest {
     static final long SEED = 47;
-    static final int LENGTH = 6;
+    static final int PREFILL_LENGTH = 6;
+    static final int LENGTH = 24;
     static final String YAML = """
             orgs:
               - id: acme
                 keys: [{ name: app, key: "k-acme" }]
                 providers:
-                  - { id: a, base_url: "${SIM_A_URL}" }
+                  - { id: a, base_url: "${SIM_A_URL}", dialect: sglang }
+                  - { id: b, base_url: "${SIM_B_URL}", dialect: sglang }
+                  - { id: c, base_url: "${SIM_C_URL}", dialect: sglang }
                 routes:
                   - { alias: prefill, provider: a, model: m-prefill, context_window: 131072 }
+                  - { alias: r, provider: a, model: m, priority: 1, capabilities: [prefill] }
+                  - { alias: r, provider: b, model: m, priority: 2, capabilities: [prefill] }
+                  - { alias: r, provider: c, model: m, priority: 3, capabilities: [prefill] }
+                  - { alias: q, provider: a, model: m, priority: 1, capabilities: [prefill] }
+                  - { alias: q, provider: b, model: m, priority: 2, capabilities: [prefill] }
+                  - { alias: s, provider: a, model: m, priority: 1, capabilities: [prefill] }
+                  - { alias: s, provider: b, model: m, priority: 2, capabilities: [prefill] }
                 groups:
                   prefill: { first_token_floor: 100ms, first_token_ceiling: 300ms }
+                  r: { strategy: priority, stall_floor: 300ms, first_token_ceiling: 2s }
+                  q: { strategy: priority, hedging: false, first_token_ceiling: 2s }
+                  s: { strategy: priority, hedging: false, first_token_ceiling: 2s }
             """;
 
     static GatewayHarness gw;
@@ -41,9 +59,13 @@ class NoGiveUpTimerTest {
     @BeforeAll
     static void start() {
         // 10 ms plus 4 s per thousand prompt tokens to the first token: prefill dominates long prompts
-        ModelScript prefill = ModelScript.defaults().withLength(LENGTH)
+        ModelScript prefill = ModelScript.defaults().withLength(PREFILL_LENGTH)
                 .withLatency(ModelScript.Latency.of(10, 2000).withTtftPer1kPromptTokens(4000));
-        gw = GatewayHarness.start(YAML, Map.of("a", SimConfig.of(SEED).withModel("m-prefill", prefill)));
+        ModelScript text = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 2000));
+        gw = GatewayHarness.start(YAML, Map.of(
+                "a", SimConfig.of(SEED).withModel("m-prefill", prefill).withModel("m", text),
+                "b", SimConfig.of(SEED).withModel("m", text),
+                "c", SimConfig.of(SEED).withModel("m", text)));
         RestAssured.baseURI = gw.baseUrl();
     }
 
@@ -52,9 +74,9 @@ class NoGiveUpTimerTest {
         gw.close();
     }
 
-    static String stream(String prompt) {
+    static String stream(String alias, String prompt) {
         return given().auth().oauth2("k-acme").contentType("application/json")
-                .body("{\"model\":\"prefill\",\"stream\":true"
+                .body("{\"model\":\"" + alias + "\",\"stream\":true"
                         + ",\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}")
                 .post("/v1/chat/completions").then().statusCode(200).extract().asString();
     }
@@ -62,14 +84,44 @@ class NoGiveUpTimerTest {
     @Test
     void theOnlyRouteIsNotAbandonedWhileItIsStillPrefillingALongPrompt() {
         for (int i = 0; i < 4; i++) {
-            stream("short " + i);   // the route is learnt fast: its first-token limit falls to ~2 s
+            stream("prefill", "short " + i);   // the route is learnt fast: its first-token limit falls to ~2 s
         }
         String prompt = "word ".repeat(1200).strip();   // ~1 200 tokens: ~5 s to the first token
-        String out = stream(prompt);
-        assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out), out);
+        String out = stream("prefill", prompt);
+        assertEquals(SimText.expected(SEED, prompt, PREFILL_LENGTH), Sse.content(out), out);
         JsonNode trail = Sse.trail(out);
         assertEquals(1, trail.size(), trail.toString());
         assertEquals("success", trail.get(0).path("outcome").asText(), trail.toString());
         assertEquals(0, gw.sim("a").stats("m-prefill").cancelled());
+    }
+
+    /**
+     * README: a silent attempt is abandoned after first_token_ceiling "for another route (never the last one a
+     * request has ...)". Another route is there; the primary heartbeats (group q), or, the control, is wholly silent
+     * (group s: routes of their own, so neither case learns from the other's wait).
+     */
+    @Test
+    @Timeout(value = 30, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)   // without the fix the stream never ends
+    void aPrimaryHungBehindKeepAlivesIsAbandonedAtTheCeilingWhenAnotherRouteIsLeft() {
+        for (String alias : new String[] {"q", "s"}) {
+            String prompt = "primary of " + alias;
+            gw.sim("a").enqueue("m", alias.equals("q") ? Fault.stallKeptAlive(0, 100) : Fault.stallForever(0));
+            String out = stream(alias, prompt);
+            assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out), alias);
+            assertEquals("timeout_first_token", Sse.trail(out).get(0).path("error").asText(), out);
+        }
+    }
+
+    /** The stall that started it is cut after 300 ms; the resume's heartbeat-only route at its 2 s ceiling. */
+    @Test
+    @Timeout(value = 20, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)   // without the fix the stream never ends
+    void aResumeHungBehindKeepAlivesIsCutAndTheAnswerFinishedElsewhere() {
+        String prompt = "resume then heartbeat";
+        gw.sim("a").enqueue("m", Fault.dropAfter(5));
+        gw.sim("b").enqueue("m", Fault.stallKeptAlive(0, 100));
+        String out = stream("r", prompt);
+        assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out));
+        JsonNode trail = Sse.trail(out);
+        assertEquals("timeout_first_token", trail.get(1).path("error").asText(), trail.toString());
     }
 }
