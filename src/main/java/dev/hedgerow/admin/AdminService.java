@@ -11,6 +11,7 @@ import dev.hedgerow.api.Json;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.api.RequestException;
 import dev.hedgerow.api.RequestJson;
+import dev.hedgerow.api.Text;
 import dev.hedgerow.audit.AuditLog;
 import dev.hedgerow.audit.LedgerLine;
 import dev.hedgerow.catalog.ApiKey;
@@ -203,7 +204,7 @@ public final class AdminService {
             return next.withRoutesAndGroups(routes, groups);
         }).call(answer -> audit(org, AuditLog.EDIT_GROUP, alias, "", by, before.get(), "Group " + alias
                 + " edited by " + keyWords(by) + ": revision " + before.get() + " -> " + answer.path("revision")
-                .asText() + "; the edit: " + clip(Json.write(edit), EDIT_WORDS) + "."));
+                .asText() + "; the edit: " + Text.clip(Json.write(edit), EDIT_WORDS, "...") + "."));
     }
 
     /**
@@ -501,9 +502,6 @@ public final class AdminService {
     /** The most of an edit's body an audit message quotes. */
     private static final int EDIT_WORDS = 600;
 
-    private static String clip(String s, int max) {
-        return dev.hedgerow.api.Text.clip(s, max, "...");
-    }
 
     /**
      * Puts a route back into service, for an operator who knows its provider is fine again: clears its health in the

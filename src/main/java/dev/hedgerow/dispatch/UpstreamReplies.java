@@ -3,6 +3,7 @@ package dev.hedgerow.dispatch;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.Json;
+import dev.hedgerow.api.Text;
 import dev.hedgerow.dispatch.Attempt.Failure;
 
 import java.io.IOException;
@@ -112,8 +113,8 @@ public final class UpstreamReplies {
         boolean empty = text(msg.get("content")).isEmpty() && !msg.path("tool_calls").isArray()
                 && reasoning(msg).isEmpty();
         JsonNode finish = node.path("choices").path(0).path("finish_reason");
-        if (empty && (finish.isNull() || finish.isMissingNode()
-                || nothingIn(node.path("choices")) && lostContent(finish.asText(), node.get("usage")))) {
+        boolean unfinished = finish.isNull() || finish.isMissingNode();
+        if (unfinished ? empty : nothingIn(node.path("choices")) && lostContent(finish.asText(), node.get("usage"))) {
             return Failure.invalid("zero_content", "200 with no content");
         }
         return null;
@@ -289,7 +290,7 @@ public final class UpstreamReplies {
     }
 
     static String shorten(String s) {
-        return dev.hedgerow.api.Text.clip(s, 300);
+        return Text.clip(s, 300);
     }
 
     /**

@@ -114,7 +114,9 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
             .map(p -> new Setting(p, Kind.TEXT).variable()).toList());
 
     // SmallRye's boolean converter reads the first five as true and anything else as false (with a warning only)
-    private static final Set<String> FLAGS = Set.of("true", "1", "yes", "y", "on", "false", "0", "no", "n", "off");
+    private static final Set<String> TRUE_FLAGS = Set.of("true", "1", "yes", "y", "on");
+    private static final Set<String> FLAGS = java.util.stream.Stream.concat(TRUE_FLAGS.stream(),
+            Set.of("false", "0", "no", "n", "off").stream()).collect(java.util.stream.Collectors.toUnmodifiableSet());
 
     @Override
     public ConfigSourceInterceptor getInterceptor(ConfigSourceInterceptorContext context) {
@@ -167,7 +169,7 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
         long nodes = java.util.Arrays.stream(urls.getValue().split(",")).filter(u -> !u.isBlank()).count();
         ConfigValue flag = context.proceed("hedgerow.redis.cluster");
         String on = flag == null || flag.getValue() == null ? "" : flag.getValue().trim().toLowerCase(Locale.ROOT);
-        if (nodes < 2 || on.contains("${") || Set.of("true", "1", "yes", "y", "on").contains(on)) {
+        if (nodes < 2 || on.contains("${") || TRUE_FLAGS.contains(on)) {
             return null;
         }
         Setting url = ALL.stream().filter(s -> s.property().equals("redis.url")).findFirst().orElseThrow();
