@@ -112,6 +112,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
      * mid-call is resumed (or restarted) elsewhere instead of failing. Bounded by the output guard.
      */
     final List<ObjectNode> heldTools = new ArrayList<>();
+    /**
+     * A finish that came with nothing before it, held uncommitted until the stream's usage tells an empty answer
+     * from a lost one ({@code Dispatch.holdEmptyFinish}); null otherwise.
+     */
+    ObjectNode emptyFinish;
     /** A stream of several choices' finishes and delivered text ({@code n > 1}); null for one choice. */
     Choices choices;
     JsonNode usage;

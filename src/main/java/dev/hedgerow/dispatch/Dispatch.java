@@ -723,6 +723,12 @@ final class Dispatch {
             a.usage = usage;
         }
         UpstreamReplies.Delta d = a.choices == null ? UpstreamReplies.firstChoice(node) : a.choices.read(node);
+        if (a.emptyFinish != null) {
+            // only the usage that settles a finish with nothing before it is awaited; text after it settles it too
+            if ((d == null || !d.substantive()) && a.usage == null || !settleEmptyFinish(a)) {
+                return;
+            }
+        }
         if (d == null) {
             return;
         }
@@ -740,8 +746,64 @@ final class Dispatch {
                 }
                 return;
             }
+            if (!d.substantive() && a.choices == null && a.emptyFinish == null
+                    && UpstreamReplies.nothingIn(a.pending) && UpstreamReplies.holdsNothing(node.path("choices").path(0)
+                    .path("delta"))) {
+                holdEmptyFinish(a, (ObjectNode) node);
+                if (a.usage != null) {
+                    settleEmptyFinish(a);   // the usage came with the finish
+                }
+                return;
+            }
             contentArrived(a, d.reasoning().isEmpty() ? false : d.content().isEmpty());
         }
+        relay(a, (ObjectNode) node, d, finish);
+    }
+
+    /**
+     * A stream finished with nothing before its finish (no text, reasoning, tool call, refusal or audio): an empty
+     * answer, or one the route lost on the way (the Trifrost failure, a 200 whose text never came), which only its
+     * usage tells, and the usage chunk follows the finish. So the finish is held, the attempt neither committed nor
+     * yet charged, until the usage, the stream's end, or {@code stall_floor} (an upstream that stays open after its
+     * finish); the hedge and first-token timers stop, as the route did answer. Found by hunt4 (session 28): streams
+     * were relayed as empty answers whose usage counted the lost tokens, while a whole answer failed over.
+     */
+    private void holdEmptyFinish(Attempt a, ObjectNode finishChunk) {
+        a.emptyFinish = finishChunk;
+        a.windowTimer.cancel();
+        a.abandonTimer.cancel();
+        a.abandonTimer = deps.scheduler().schedule(settings.timeouts().stallFloor(), () -> emptyFinishWaited(a));
+    }
+
+    private synchronized void emptyFinishWaited(Attempt a) {
+        if (a.live && !finished && a.emptyFinish != null && settleEmptyFinish(a)) {
+            complete(a, true);
+        }
+    }
+
+    /**
+     * Settles a held empty finish ({@link #holdEmptyFinish}): when its usage counts completion tokens beyond
+     * reasoning and an end-of-sequence token ({@link UpstreamReplies#lostContent}), the attempt fails as zero_content
+     * and the request fails over, as a whole answer does; otherwise it is the answer, committed and its finish
+     * relayed. Returns whether the attempt goes on as the winner.
+     */
+    private boolean settleEmptyFinish(Attempt a) {
+        ObjectNode held = a.emptyFinish;
+        a.emptyFinish = null;
+        a.abandonTimer.cancel();
+        if (UpstreamReplies.lostContent(a.finishReason, a.usage)) {
+            attemptFailed(a, Failure.invalid("zero_content", "the stream finished with no content while its usage"
+                    + " counts " + a.usage.get("completion_tokens").asLong() + " completion tokens"));
+            return false;
+        }
+        contentArrived(a, false);
+        UpstreamReplies.Delta d = UpstreamReplies.firstChoice(held);
+        relay(a, held, d, d.finish());
+        return a.live && a == winner && !finished;
+    }
+
+    /** A chunk of the attempt that has its first content goes to the client when it is the winner. */
+    private void relay(Attempt a, ObjectNode node, UpstreamReplies.Delta d, String finish) {
         if (a != winner) {
             return;
         }
@@ -755,11 +817,11 @@ final class Dispatch {
         }
         long writes = output.writes();
         if (a.choices != null) {
-            output.emitChoices(a, (ObjectNode) node, finish != null);
+            output.emitChoices(a, node, finish != null);
         } else {
             ClientOutput.ToolDeltas tools = !d.hasTools() ? ClientOutput.ToolDeltas.NONE
                     : toolCallsResumable() ? ClientOutput.ToolDeltas.HOLD : ClientOutput.ToolDeltas.SEND;
-            output.emitChunk(a, (ObjectNode) node, d.content(), d.reasoning(), tools, finish);
+            output.emitChunk(a, node, d.content(), d.reasoning(), tools, finish);
         }
         long now = deps.ticker().nanos();
         if (output.writes() == writes && now - lastClientWriteNanos >= HELD_KEEP_ALIVE_NANOS) {
@@ -899,6 +961,9 @@ final class Dispatch {
 
     /** The upstream stream ended ({@code failure} null = clean EOF or [DONE]). */
     void streamEnded(Attempt a, TransportFailure failure) {
+        if (a.emptyFinish != null && !settleEmptyFinish(a)) {
+            return;
+        }
         if (a.finishReason != null && (a == winner || !a.hasContent)) {
             if (a != winner) {
                 // a finish with no content at all is an empty but complete answer

@@ -1,6 +1,7 @@
 package dev.hedgerow.dispatch;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.Text;
@@ -14,6 +15,7 @@ import java.time.Instant;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
+import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 
@@ -126,14 +128,31 @@ public final class UpstreamReplies {
      */
     private static boolean nothingIn(JsonNode choices) {
         for (JsonNode choice : choices) {
-            JsonNode m = choice.path("message");
-            if (!ChatRequest.contentText(m.get("content")).isEmpty() || !reasoning(m).isEmpty()
-                    || m.path("tool_calls").isArray() && !m.path("tool_calls").isEmpty()
-                    || m.hasNonNull("function_call") || !text(m.get("refusal")).isEmpty() || m.hasNonNull("audio")) {
+            if (!holdsNothing(choice.path("message"))) {
                 return false;
             }
         }
         return true;
+    }
+
+    /** Whether no chunk's first choice holds anything ({@link #holdsNothing}): the chunks held before a finish. */
+    static boolean nothingIn(List<ObjectNode> chunks) {
+        for (ObjectNode chunk : chunks) {
+            if (!holdsNothing(chunk.path("choices").path(0).path("delta"))) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Whether a message, or a streamed delta, holds nothing: no text (a string, or content parts), reasoning, tool or
+     * function call, refusal or audio.
+     */
+    static boolean holdsNothing(JsonNode m) {
+        return ChatRequest.contentText(m.get("content")).isEmpty() && reasoning(m).isEmpty()
+                && !(m.path("tool_calls").isArray() && !m.path("tool_calls").isEmpty())
+                && !m.hasNonNull("function_call") && text(m.get("refusal")).isEmpty() && !m.hasNonNull("audio");
     }
 
     /**

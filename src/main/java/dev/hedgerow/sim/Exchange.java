@@ -325,6 +325,10 @@ final class Exchange {
             s.add(new Finish(ttftMs));
             return s;
         }
+        if (fault instanceof Fault.LostContent) {
+            roles(s);
+            return finish(s, ttftMs);
+        }
         roles(s);
         double t = ttftMs;
         double step = interval();
@@ -369,8 +373,14 @@ final class Exchange {
         if (Double.isNaN(t)) {
             return s;
         }
+        return finish(s, t);
+    }
+
+    /** The stream's end from {@code t}: the finish, the usage when asked for, [DONE] (as its fault allows). */
+    private List<Step> finish(List<Step> s, double t) {
         int last = lastToFinish();
-        s.add(new Write(t, frame(last, mapper().createObjectNode(), plans.get(last).finishReason()), false));
+        s.add(new Write(t, frame(last, mapper().createObjectNode(), fault instanceof Fault.LostContent ? "stop"
+                : plans.get(last).finishReason()), false));
         if (streamUsage()) {
             ObjectNode u = chunk();
             u.putArray("choices");
@@ -554,7 +564,7 @@ final class Exchange {
             s.add(new Respond(faultAt, 500, SimJson.errorEnvelope(
                     e.message() == null ? "Simulated upstream error" : e.message(), "server_error",
                     e.code() == null ? "upstream_error" : e.code())));
-        } else if (fault instanceof Fault.EmptyStream) {
+        } else if (fault instanceof Fault.EmptyStream || fault instanceof Fault.LostContent) {
             s.add(new Respond(ttftMs, 200, completion(true)));
         } else if (fault instanceof Fault.Html200 h) {
             s.add(new Respond(h.delayMs(), 200, HTML_PAGE, "text/html; charset=utf-8"));

@@ -28,6 +28,7 @@ import java.util.Map;
         @JsonSubTypes.Type(value = Fault.NoResponse.class, name = "no_response"),
         @JsonSubTypes.Type(value = Fault.Drop.class, name = "drop"),
         @JsonSubTypes.Type(value = Fault.EmptyStream.class, name = "empty_stream"),
+        @JsonSubTypes.Type(value = Fault.LostContent.class, name = "lost_content"),
         @JsonSubTypes.Type(value = Fault.NoDone.class, name = "no_done"),
         @JsonSubTypes.Type(value = Fault.HangAfterFinish.class, name = "hang_after_finish"),
         @JsonSubTypes.Type(value = Fault.EofBeforeFinish.class, name = "eof_before_finish"),
@@ -191,6 +192,14 @@ public sealed interface Fault {
 
     /** 200 and SSE headers, the role-only chunk when {@code roleChunk}, then a clean end with no content. */
     record EmptyStream(boolean roleChunk) implements Fault {
+    }
+
+    /**
+     * The text lost on the way (the Trifrost failure): 200, the role-only chunk, then the {@code stop} finish and the
+     * usage (when asked for) counting every planned token, as if the answer had been sent, and [DONE]. Non-streaming:
+     * a completion whose content is empty, its usage as planned (as {@link EmptyStream}).
+     */
+    record LostContent() implements Fault {
     }
 
     /** The stream ends cleanly after the {@code finish_reason} chunk (and usage) without {@code [DONE]}. */

@@ -340,6 +340,68 @@ class CoreReviewFindingsTest {
         assertTrue(bills.get(0).completionTokens() > 0, "the tool call's tokens are billed: " + bills.get(0));
     }
 
+    // ---- a stream's finish with nothing before it, held for its usage -----------------------------------------
+
+    static final String STOP = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n";
+
+    static String usage(int completion) {
+        return "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":" + completion
+                + ",\"total_tokens\":" + (10 + completion) + "}}\n\n";
+    }
+
+    /**
+     * A streamed refusal (OpenAI's structured outputs: {@code delta.refusal}, no content) counts its tokens in its
+     * usage, as a lost answer's would: it is the answer, relayed, and its route is not charged.
+     */
+    @Test
+    void aStreamedRefusalIsNotTakenForLostContent() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"refusal\":\"\"}}]}\n\n");
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"I can't help with that.\"}}]}\n\n");
+        a.data(STOP).data(usage(7)).data("data: [DONE]\n\n");
+        a.handler.onEnd();
+        assertEquals(1, upstream.calls.size(), "no failover");
+        assertTrue(sink.text().contains("I can't help with that."), sink.text());
+        assertTrue(sink.text().contains("\"finish_reason\":\"stop\""), sink.text());
+        assertTrue(sink.ended);
+        assertEquals(0, memory.snapshot(List.of("acme/chat-a"), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/chat-a").fails(), "a is not charged");
+    }
+
+    /**
+     * An empty finish whose upstream then sends neither usage nor [DONE] and stays open is settled after
+     * {@code stall_floor} with what it has: no usage, so an empty answer, relayed and ended (it was, before the hold,
+     * by the stall watchdog's finished-but-open rule); no hedge and no failover meanwhile.
+     */
+    @Test
+    void anEmptyFinishOnAStreamThatStaysOpenIsSettledAfterTheStallFloor() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n").data(STOP);
+        scheduler.advance(Duration.ofMillis(900));
+        assertFalse(sink.ended, "held for the usage");
+        assertEquals(1, upstream.calls.size(), "the route answered: no hedge while its finish is held");
+        scheduler.advance(Duration.ofMillis(200));
+        assertTrue(sink.ended, sink.text());
+        assertTrue(sink.text().contains("\"finish_reason\":\"stop\""), sink.text());
+        assertEquals("", Sse.content(sink.text()));
+        assertTrue(a.cancelled, "the open upstream is hung up on");
+    }
+
+    /** The usage in the finish chunk itself settles at once: a lost answer fails over without waiting for [DONE]. */
+    @Test
+    void aUsageInTheFinishChunkSettlesAtOnce() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":"
+                + "{\"prompt_tokens\":10,\"completion_tokens\":30,\"total_tokens\":40}}\n\n");
+        assertTrue(a.cancelled, "lost content: the attempt ends");
+        assertEquals(2, upstream.calls.size(), "and the request fails over");
+        upstream.last().head().content("Hello").finish();
+        assertEquals("Hello", Sse.content(sink.text()));
+    }
+
     // ---- review4: what a whole (non-streamed) answer bills --------------------------------------------------
 
     /** A whole answer from route a: its JSON body as the provider sent it. */

@@ -226,6 +226,47 @@ class FailoverTest {
         assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown(), "unhealthy despite its 200");
     }
 
+    /**
+     * The streamed form: the {@code stop} finish and a usage counting every planned token, with no text before them.
+     * The finish committed the stream, and the client got an empty answer relayed as whole (found by hunt4, session
+     * 28); the finish is now held until the usage tells an empty answer from a lost one, and this one fails over.
+     */
+    @Test
+    void aStreamThatFinishesWithNoContentWhileItsUsageCountsTokensFailsOver() {
+        gw.sim("digitalocean").enqueue("kimi-k2", new Fault.LostContent());
+        JsonNode t = assertSeamlessFailover(chat(gw, "kimi3", "lost stream", true, ORDER_DO), "lost stream",
+                "kimi3-digitalocean");
+        assertEquals(200, t.get(0).path("status").asInt());
+        assertEquals("zero_content", t.get(0).path("error").asText(), t.toString());
+        assertTrue(health(gw.core().store(), "kimi3-digitalocean").coolingDown(), "unhealthy despite its 200");
+    }
+
+    /**
+     * A stream that truly answered nothing, its usage counting no more than an end-of-sequence token, is an empty
+     * answer: relayed with its finish from its own route, which is not charged.
+     */
+    @Test
+    void aStreamThatFinishesEmptyWithNoTokenToLoseIsAnEmptyAnswer() {
+        gw.sim("digitalocean").script("kimi-k2", GroupKit.quick(1));
+        try {
+            gw.sim("digitalocean").enqueue("kimi-k2", new Fault.LostContent());
+            Response r = chat(gw, "kimi3", "nothing to say", true, ORDER_DO);
+            assertEquals(200, r.statusCode());
+            String out = r.asString();
+            assertEquals("", Sse.content(out), out);
+            assertTrue(Sse.endsWithDone(out), out);
+            assertTrue(Sse.events(out).stream().anyMatch(e -> "stop".equals(e.path("choices").path(0)
+                    .path("finish_reason").asText(null))), out);
+            JsonNode t = Sse.trail(out);
+            assertEquals(1, t.size(), t.toString());
+            assertEquals("kimi3-digitalocean", t.get(0).path("route").asText());
+            assertEquals("success", t.get(0).path("outcome").asText());
+            assertFalse(health(gw.core().store(), "kimi3-digitalocean").coolingDown());
+        } finally {
+            gw.sim("digitalocean").script("kimi-k2", GroupKit.quick(TOKENS));
+        }
+    }
+
     @Test
     void aReadFailureBeforeAnyContentFailsOverAndMarksTheRouteUnhealthy() {
         gw.sim("digitalocean").enqueue("kimi-k2", Fault.dropAfter(0));
