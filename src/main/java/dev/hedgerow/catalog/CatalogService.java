@@ -226,9 +226,15 @@ public final class CatalogService {
             return Uni.createFrom().item(false);
         }
         long expected = stored.map(VersionedDoc::version).orElse(0L);
-        String doc = org == null ? REMOVED : encode.apply(org);
-        return store.putOrgCatalog(orgId, new VersionedDoc(doc, file.sourceHash(), file.revision(), expected + 1),
-                expected).flatMap(done -> {
+        String orgHash = org == null ? null : CatalogCodec.contentHash(org);
+        boolean sectionUnchanged = orgHash != null && stored.isPresent() && !removed(stored.get())
+                && orgHash.equals(stored.get().orgHash());
+        // an org whose own section the newer file left as it was keeps its stored document, admin edits included:
+        // only the file it is recorded as coming from moves on (found by audit5: any change to the file replaced
+        // every org's edits)
+        String doc = org == null ? REMOVED : sectionUnchanged ? stored.get().json() : encode.apply(org);
+        return store.putOrgCatalog(orgId, new VersionedDoc(doc, file.sourceHash(), orgHash, file.revision(),
+                expected + 1), expected).flatMap(done -> {
                     if (done.isPresent()) {
                         if (org == null) {
                             log.log(System.Logger.Level.INFO, "org " + orgId + " is not in the configuration file: "
@@ -389,7 +395,7 @@ public final class CatalogService {
             Org after = edit.apply(before);
             long v = stored.get().version();
             return store.putOrgCatalog(orgId, new VersionedDoc(encode.apply(after), stored.get().sourceHash(),
-                    stored.get().revision(), v + 1), v)
+                    stored.get().orgHash(), stored.get().revision(), v + 1), v)
                     .flatMap(res -> res.isPresent() ? refresh().replaceWith(after) : update(orgId, edit));
         });
     }

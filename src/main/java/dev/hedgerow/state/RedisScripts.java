@@ -244,7 +244,8 @@ final class RedisScripts {
 
     /**
      * Catalog compare-and-set. KEYS: catalog hash, version. ARGV: expected, json, source, hasSource (1/0), the
-     * file's revision (0: none, and no field). Returns the new version, or -1 when the stored version is not the expected one.
+     * file's revision (0: none, and no field), the org's own source hash ("": none, and no field). Returns the new
+     * version, or -1 when the stored version is not the expected one.
      */
     static final LuaScript CATALOG_CAS = LuaScript.of("putOrgCatalog", """
             local v = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -260,6 +261,11 @@ final class RedisScripts {
               redis.call('HSET', KEYS[1], 'revision', ARGV[5])
             else
               redis.call('HDEL', KEYS[1], 'revision')
+            end
+            if ARGV[6] ~= '' then
+              redis.call('HSET', KEYS[1], 'org_source', ARGV[6])
+            else
+              redis.call('HDEL', KEYS[1], 'org_source')
             end
             redis.call('SET', KEYS[2], nv)
             return nv

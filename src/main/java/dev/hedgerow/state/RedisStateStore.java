@@ -95,14 +95,16 @@ public final class RedisStateStore implements StateStore {
     @Override
     public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
         Request req = Request.cmd(Command.HMGET).arg(StateKeys.catalog(orgId)).arg("json").arg("source").arg("version")
-                .arg("revision");
+                .arg("revision").arg("org_source");
         return send(req).map(r -> {
             if (r == null || r.get(0) == null || r.get(2) == null) {
                 return Optional.empty();
             }
             String source = r.get(1) == null ? null : r.get(1).toString();
             long revision = r.get(3) == null ? 0 : r.get(3).toLong(); // none: stored before revisions, or no revision
-            return Optional.of(new VersionedDoc(r.get(0).toString(), source, revision, r.get(2).toLong()));
+            String orgSource = r.get(4) == null ? null : r.get(4).toString();
+            return Optional.of(new VersionedDoc(r.get(0).toString(), source, orgSource, revision,
+                    r.get(2).toLong()));
         });
     }
 
@@ -115,7 +117,7 @@ public final class RedisStateStore implements StateStore {
                         List.of(StateKeys.catalog(orgId), StateKeys.catalogVersion(orgId)),
                         Long.toString(expectedVersion), doc.json(),
                         doc.sourceHash() == null ? "" : doc.sourceHash(), doc.sourceHash() == null ? "0" : "1",
-                        Long.toString(doc.revision())))
+                        Long.toString(doc.revision()), doc.orgHash() == null ? "" : doc.orgHash()))
                 .map(r -> r.toLong() < 0 ? Optional.<Long>empty() : Optional.of(r.toLong()));
     }
 

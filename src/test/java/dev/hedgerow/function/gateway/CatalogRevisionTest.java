@@ -182,6 +182,41 @@ class CatalogRevisionTest {
         assertEquals(hash(REV2), acme.get().sourceHash());
     }
 
+    /**
+     * A newer file replaces only the orgs whose own section it changed: an admin edit of an org it left as it was
+     * survives (any change to the file used to replace every org's edits; found by audit5), that org is recorded as
+     * coming from the newer file, and the org the file changed takes the file's version.
+     */
+    @Test
+    void aNewerFileKeepsTheAdminEditsOfTheOrgsItLeftAsTheyWere() {
+        GatewayHarness v2 = rolledOutToRevision2()[1];
+        v2.core().catalog().update("added", o -> o.withRoutesAndGroups(
+                o.routes().stream().filter(r -> !r.alias().equals("chat")).toList(), o.groups()))
+                .await().atMost(Duration.ofSeconds(5));
+        assertEquals(404, chat(v2, "k-added"));
+
+        String rev3 = "revision: 3\norgs:\n" + ACME + ADDED;   // acme loses its alias fresh; added is as it was
+        GatewayHarness v3 = instance(rev3);
+        assertEquals(new FileStatus(3, FileStatus.PUBLISHED), v3.core().catalog().fileStatus());
+        assertEquals(404, chat(v3, "k-added"), "the edit of the org the file left as it was survives");
+        assertEquals(404, chat(v3, "k-acme", "fresh"), "the org the file changed takes its version");
+        assertEquals(200, chat(v3, "k-acme"));
+        eventually(() -> chat(v2, "k-acme", "fresh") == 404, "the fleet follows");
+        assertEquals(404, chat(v2, "k-added"));
+        VersionedDoc added = v3.core().store().orgCatalog("added").await().atMost(Duration.ofSeconds(5))
+                .orElseThrow();
+        assertEquals(3, added.revision(), "recorded as coming from the newer file");
+        assertEquals(hash(rev3), added.sourceHash());
+        assertEquals(new FileStatus(2, FileStatus.OLDER), instance(REV2).core().catalog().fileStatus(),
+                "so revision 2 is older for it too");
+
+        // a file that changes added's section replaces it, the edit with it
+        GatewayHarness v4 = instance("revision: 4\norgs:\n" + ACME + ADDED
+                + "      - { alias: more, provider: alpha, model: m }\n");
+        assertEquals(200, chat(v4, "k-added", "more"));
+        assertEquals(200, chat(v4, "k-added"), "the edit went with the section it was made over");
+    }
+
     @Test
     void aRollbackIsTheOldTextUnderAHigherRevision() {
         GatewayHarness v2 = rolledOutToRevision2()[1];
