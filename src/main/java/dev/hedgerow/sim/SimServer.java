@@ -427,7 +427,7 @@ public final class SimServer implements AutoCloseable {
         Fault fault = ms.drawFault();
         // its latency is the script's time to first token for all its inputs: an embeddings model only reads them
         long latency = ms.drawTtftMs(tokens);
-        later(req, latency, () -> answerEmbeddings(req, ms, fault, out.toString()));
+        later(req, ms, latency, () -> answerEmbeddings(req, ms, fault, out.toString()));
     }
 
     /**
@@ -443,7 +443,7 @@ public final class SimServer implements AutoCloseable {
             ms.ended(Exchange.End.COMPLETED);
             json(req, 200, answer);
         } else if (fault instanceof Fault.HttpError e) {
-            later(req, e.delayMs(), () -> {
+            later(req, ms, e.delayMs(), () -> {
                 if (e.retryAfterSeconds() != null) {
                     req.response().putHeader("Retry-After", String.valueOf(e.retryAfterSeconds()));
                 }
@@ -460,7 +460,7 @@ public final class SimServer implements AutoCloseable {
             // never answered: the caller hangs up (counted as cancelled then)
             req.connection().closeHandler(v -> ms.ended(Exchange.End.CANCELLED));
         } else if (fault instanceof Fault.Stall st) {
-            later(req, st.ms(), () -> answerEmbeddings(req, ms, null, answer));
+            later(req, ms, st.ms(), () -> answerEmbeddings(req, ms, null, answer));
         } else if (fault instanceof Fault.MalformedFrame) {
             ms.ended(Exchange.End.COMPLETED);
             json(req, 200, answer.substring(0, answer.length() / 2));
@@ -469,7 +469,7 @@ public final class SimServer implements AutoCloseable {
             json(req, 500, SimJson.errorEnvelope(e.message() == null ? "Simulated upstream error" : e.message(),
                     "server_error", e.code() == null ? "upstream_error" : e.code()));
         } else if (fault instanceof Fault.Html200 h) {
-            later(req, h.delayMs(), () -> {
+            later(req, ms, h.delayMs(), () -> {
                 ms.ended(Exchange.End.COMPLETED);
                 req.response().setStatusCode(200).putHeader("Content-Type", "text/html; charset=utf-8")
                         .end(Exchange.HTML_PAGE);
@@ -491,8 +491,12 @@ public final class SimServer implements AutoCloseable {
         }
     }
 
-    /** Runs {@code action} after {@code delayMs} (at once for 0), unless the caller has hung up by then. */
-    private void later(HttpServerRequest req, long delayMs, Runnable action) {
+    /**
+     * Runs {@code action} after {@code delayMs} (at once for 0), unless the caller has hung up by then: that call is
+     * counted cancelled (a hang-up during the model's latency was counted nowhere, and a test that waited for the
+     * cancel of a call the gateway did hang up on failed now and then).
+     */
+    private void later(HttpServerRequest req, ModelState ms, long delayMs, Runnable action) {
         if (delayMs <= 0) {
             action.run();
             return;
@@ -500,6 +504,8 @@ public final class SimServer implements AutoCloseable {
         vertx.setTimer(delayMs, t -> {
             if (!req.response().closed()) {
                 action.run();
+            } else {
+                ms.ended(Exchange.End.CANCELLED);
             }
         });
     }

@@ -370,19 +370,29 @@ class EmbeddingsTest {
         assertTrue(wait > 30 && wait <= 60, "the providers' wait: " + wait);
     }
 
+    /**
+     * The hang-up lands while the model still reads its input (its latency, 2 s here), as it did now and then under
+     * load with the usual 5 ms: the simulator counted such a cancel nowhere, and this test failed at random.
+     */
     @Test
     void aClientHangUpCancelsTheUpstreamCallAndCoolsNothingDown() throws Exception {
-        gw.sim("digitalocean").enqueue("m-embed", Fault.noResponse());
-        String body = body("\"hang up\"", "{\"only\":[\"digitalocean\"]}");
-        double cancelled = gw.metric("hedgerow_requests", "alias", "emb", "status", "499");
-        try (Socket s = GroupKit.sendAndHold(gw, "/v1/embeddings", body)) {
-            eventually(() -> gw.sim("digitalocean").stats("m-embed").received() == 1, "the upstream call began");
+        gw.sim("digitalocean").script("m-embed", GroupKit.quick(8).withLatency(ModelScript.Latency.of(2000, 0)));
+        try {
+            gw.sim("digitalocean").enqueue("m-embed", Fault.noResponse());
+            String body = body("\"hang up\"", "{\"only\":[\"digitalocean\"]}");
+            double cancelled = gw.metric("hedgerow_requests", "alias", "emb", "status", "499");
+            try (Socket s = GroupKit.sendAndHold(gw, "/v1/embeddings", body)) {
+                eventually(() -> gw.sim("digitalocean").stats("m-embed").received() == 1, "the upstream call began");
+            }
+            eventually(() -> gw.metric("hedgerow_requests", "alias", "emb", "status", "499") == cancelled + 1,
+                    "logged as 499");
+            eventually(() -> gw.sim("digitalocean").stats("m-embed").cancelled() == 1,
+                    "the upstream call was cancelled");
+            assertFalse(health(store, "emb-digitalocean").coolingDown());
+            assertEquals(0, health(store, "emb-digitalocean").fails());
+        } finally {
+            gw.sim("digitalocean").script("m-embed", GroupKit.quick(8));
         }
-        eventually(() -> gw.metric("hedgerow_requests", "alias", "emb", "status", "499") == cancelled + 1,
-                "logged as 499");
-        eventually(() -> gw.sim("digitalocean").stats("m-embed").cancelled() == 1, "the upstream call was cancelled");
-        assertFalse(health(store, "emb-digitalocean").coolingDown());
-        assertEquals(0, health(store, "emb-digitalocean").fails());
     }
 
     // ---- refusals --------------------------------------------------------------------------------------------
