@@ -11,8 +11,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
@@ -120,20 +122,56 @@ public final class CachingStateStore extends ForwardingStateStore {
         return locals.computeIfAbsent(routeId, k -> new Local());
     }
 
-    /** Positions {@code next..end} of a group's rotation, taken from the shared cursor and not yet handed out. */
+    /**
+     * Positions {@code next..end} of a group's rotation, taken from the shared cursor and not yet handed out, and the
+     * fetch of the next block while one is under way: requests that find the block spent wait for that one fetch and
+     * take its positions in turn. Each used to fetch a block of its own and take its first position, so a burst
+     * arriving on a spent block (a cold instance's first, any fan-out) all took positions 1 apart by
+     * {@value #CURSOR_BLOCK}, the same member of a rotation whose cycle divides it (found by hunt5: 40 concurrent
+     * requests on 4 members all went to one).
+     */
     private static final class CursorBlock {
         private long next = 1;
         private long end = 0;
+        private CompletableFuture<Void> fetching;
 
-        synchronized Long take() {
-            return next <= end ? next++ : null;
+        /** The next position, fetching a block through {@code fetch} (which answers its last position) when spent. */
+        Uni<Long> take(Supplier<Uni<Long>> fetch) {
+            return Uni.createFrom().deferred(() -> {
+                CompletableFuture<Void> wait;
+                boolean mine = false;
+                synchronized (this) {
+                    if (next <= end) {
+                        return Uni.createFrom().item(next++);
+                    }
+                    if (fetching == null) {
+                        fetching = new CompletableFuture<>();
+                        mine = true;
+                    }
+                    wait = fetching;
+                }
+                if (mine) {
+                    fetch.get().subscribe().with(last -> filled(wait, last), e -> failed(wait, e));
+                }
+                // a waiter that finds the new block spent already (more waiters than positions) fetches again
+                return Uni.createFrom().completionStage(wait).flatMap(v -> take(fetch));
+            });
         }
 
-        /** Starts handing out the block that ends at {@code last} and returns its first position. */
-        synchronized long refill(long last, int size) {
-            next = last - size + 2;
-            end = last;
-            return last - size + 1;
+        private void filled(CompletableFuture<Void> wait, long last) {
+            synchronized (this) {
+                next = last - CURSOR_BLOCK + 1;
+                end = last;
+                fetching = null;
+            }
+            wait.complete(null);
+        }
+
+        private void failed(CompletableFuture<Void> wait, Throwable e) {
+            synchronized (this) {
+                fetching = null;
+            }
+            wait.completeExceptionally(e);
         }
     }
 
@@ -147,10 +185,8 @@ public final class CachingStateStore extends ForwardingStateStore {
      */
     @Override
     public Uni<Long> nextCursor(String orgId, String alias) {
-        CursorBlock block = cursors.computeIfAbsent(orgId + '\n' + alias, k -> new CursorBlock());
-        Long mine = block.take();
-        return mine != null ? Uni.createFrom().item(mine)
-                : inner.nextCursors(orgId, alias, CURSOR_BLOCK).map(last -> block.refill(last, CURSOR_BLOCK));
+        return cursors.computeIfAbsent(orgId + '\n' + alias, k -> new CursorBlock())
+                .take(() -> inner.nextCursors(orgId, alias, CURSOR_BLOCK));
     }
 
     // ---- the cached read -------------------------------------------------------------------------------------------

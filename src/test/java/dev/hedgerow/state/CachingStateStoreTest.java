@@ -235,6 +235,37 @@ class CachingStateStoreTest extends FakeTimeStoreContract {
         assertEquals(3, cursorCalls.get());
     }
 
+    /**
+     * Requests that arrive while a block is being fetched (one Redis round trip: a cold instance's first burst, a
+     * fan-out) wait for that one fetch and take consecutive positions; each used to fetch a block of its own and take
+     * its first position, 1 apart by the block's size, so a burst on a rotation whose cycle divides it all went to one
+     * member (found by hunt5). More waiters than one block holds fetch one more.
+     */
+    @Test
+    void requestsArrivingDuringABlocksFetchShareItAndRotateOneByOne() {
+        String org = id("org");
+        AtomicInteger cursorCalls = new AtomicInteger();
+        CompletableFuture<Void> gate = new CompletableFuture<>();
+        StateStore slow = new ForwardingStateStore(shared) {
+            @Override
+            public Uni<Long> nextCursors(String orgId, String alias, int n) {
+                cursorCalls.incrementAndGet();
+                return Uni.createFrom().completionStage(gate).flatMap(v -> shared.nextCursors(orgId, alias, n));
+            }
+        };
+        CachingStateStore cache = new CachingStateStore(slow, MAX_AGE, ticker);
+        int burst = CachingStateStore.CURSOR_BLOCK + 8;
+        List<CompletableFuture<Long>> got = new java.util.ArrayList<>();
+        for (int i = 0; i < burst; i++) {
+            got.add(cache.nextCursor(org, "kimi3").subscribeAsCompletionStage());
+        }
+        assertEquals(1, cursorCalls.get(), "one fetch for the whole burst while it is under way");
+        gate.complete(null);
+        List<Long> positions = got.stream().map(CompletableFuture::join).sorted().toList();
+        assertEquals(java.util.stream.LongStream.rangeClosed(1, burst).boxed().toList(), positions);
+        assertEquals(2, cursorCalls.get(), "the waiters the first block could not serve fetched one more");
+    }
+
     /** {@code inner} with its calls to the shared cursor counted. */
     private static StateStore countingCursor(StateStore inner, AtomicInteger calls) {
         return new ForwardingStateStore(inner) {
