@@ -52,6 +52,7 @@ final class Choices {
         StringBuilder c = new StringBuilder();
         StringBuilder r = new StringBuilder();
         ArrayNode calls = JsonNodeFactory.instance.arrayNode();
+        boolean other = false;
         String finish = null;
         for (JsonNode choice : choices) {
             UpstreamReplies.Delta d = finishing(choice, UpstreamReplies.choice(choice));
@@ -60,10 +61,11 @@ final class Choices {
             if (d.hasTools()) {
                 calls.addAll((ArrayNode) d.toolCalls());
             }
+            other |= d.other();
             finish = finish == null ? d.finish() : finish;
         }
         return new UpstreamReplies.Delta(c.toString(), r.toString(), calls.isEmpty() ? null : calls,
-                !calls.isEmpty(), finish);
+                !calls.isEmpty(), other, finish);
     }
 
     /** {@code d} with its finish kept only when it finished the last unfinished choice. */
@@ -78,7 +80,7 @@ final class Choices {
             completes = --unfinished == 0;
         }
         return completes ? d : new UpstreamReplies.Delta(d.content(), d.reasoning(), d.toolCalls(), d.hasTools(),
-                null);
+                d.other(), null);
     }
 
     /** Records the text the client received of choice {@code index} (an index out of range is not counted). */

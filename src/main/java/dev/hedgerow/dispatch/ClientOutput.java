@@ -207,7 +207,11 @@ final class ClientOutput {
             transcript.finishReason = finish;
             holdFinish(a, choice);
         }
-        if (!text && tools != ToolDeltas.SEND && delta.size() <= 1 && !delta.has("role")) {
+        boolean other = UpstreamReplies.holdsOther(delta);
+        if (other) {
+            transcript.otherSent(delta);
+        }
+        if (!text && !other && tools != ToolDeltas.SEND && delta.size() <= 1 && !delta.has("role")) {
             return;
         }
         writeChunk(a, node);
@@ -235,6 +239,9 @@ final class ClientOutput {
             }
             if (d.hasTools()) {
                 transcript.toolCallsSent(d.toolCalls());
+            }
+            if (d.other()) {
+                transcript.otherSent(choice.path("delta"));
             }
             boolean finishSent = d.finish() != null;
             if (completes && finishSent) {

@@ -812,7 +812,7 @@ final class Dispatch {
             return;
         }
         if (d.substantive()) {
-            a.learnRhythm(!d.reasoning().isEmpty(), !d.content().isEmpty() || d.hasTools());
+            a.learnRhythm(!d.reasoning().isEmpty(), !d.content().isEmpty() || d.hasTools() || d.other());
             progressNanos = deps.ticker().nanos();
         }
         long writes = output.writes();
@@ -1079,6 +1079,10 @@ final class Dispatch {
     private String unresumable(String cause) {
         if (transcript.toolCallStarted) {
             return "A tool call was interrupted mid-stream (" + cause + ") and cannot be continued exactly.";
+        }
+        if (transcript.otherStarted) {
+            return "A refusal, function call or audio answer was interrupted mid-stream (" + cause
+                    + ") and cannot be continued exactly.";
         }
         if ((!settings.resumeMidStream() || req.request().choices() > 1) && !transcript.isEmpty()) {
             // Trifrost's rule: committed once a content frame reached the client (a tool call's deltas, which are not

@@ -9,9 +9,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 final class Transcript {
     final StringBuilder content = new StringBuilder();
     final StringBuilder reasoning = new StringBuilder();
-    /** The tool calls' names and argument text the client received: billed with the text when no usage is relayed. */
+    /**
+     * The tool calls' names and argument text the client received, and refusal and function-call text: billed with
+     * the text when no usage is relayed.
+     */
     final StringBuilder toolCalls = new StringBuilder();
     boolean toolCallStarted;
+    /**
+     * A refusal, legacy function call or audio reached the client: another route cannot continue it, so the stream
+     * is not resumed after it; its refusal and function-call text is billed with the tool calls'.
+     */
+    boolean otherStarted;
     boolean roleSent;
     String finishReason;
     /**
@@ -29,8 +37,14 @@ final class Transcript {
         UpstreamReplies.toolCallText(calls, toolCalls);
     }
 
+    /** A delta's refusal, function call or audio reached the client ({@link #otherStarted}). */
+    void otherSent(JsonNode delta) {
+        otherStarted = true;
+        toolCalls.append(UpstreamReplies.otherText(delta));
+    }
+
     boolean isEmpty() {
-        return content.length() == 0 && reasoning.length() == 0 && !toolCallStarted;
+        return content.length() == 0 && reasoning.length() == 0 && !toolCallStarted && !otherStarted;
     }
 
     /** True while the stream is still in its reasoning phase (no visible content yet). */

@@ -33,12 +33,14 @@ public final class UpstreamReplies {
      * The first choice of a streamed chunk.
      *
      * @param toolCalls the delta's {@code tool_calls}, as sent (null when absent)
+     * @param other     a refusal, a legacy {@code function_call} or audio ({@link #holdsOther})
      * @param finish    the choice's {@code finish_reason}, or null
      */
-    public record Delta(String content, String reasoning, JsonNode toolCalls, boolean hasTools, String finish) {
-        /** Content, reasoning or a tool call: text the client is waiting for. */
+    public record Delta(String content, String reasoning, JsonNode toolCalls, boolean hasTools, boolean other,
+                        String finish) {
+        /** Content, reasoning, a tool call, a refusal, a function call or audio: what the client is waiting for. */
         public boolean substantive() {
-            return !content.isEmpty() || !reasoning.isEmpty() || hasTools;
+            return !content.isEmpty() || !reasoning.isEmpty() || hasTools || other;
         }
 
         /** Content or reasoning text: one generated token (the output guard's and a continuation's count). */
@@ -69,7 +71,7 @@ public final class UpstreamReplies {
         JsonNode toolCalls = delta.get("tool_calls");
         boolean hasTools = toolCalls != null && toolCalls.isArray() && !toolCalls.isEmpty();
         String finish = choice.hasNonNull("finish_reason") ? choice.get("finish_reason").asText() : null;
-        return new Delta(content, reasoning, toolCalls, hasTools, finish);
+        return new Delta(content, reasoning, toolCalls, hasTools, holdsOther(delta), finish);
     }
 
     /**
@@ -146,13 +148,28 @@ public final class UpstreamReplies {
     }
 
     /**
+     * Whether a message or a streamed delta holds what is neither text nor a tool call: a refusal (OpenAI's structured
+     * outputs), a legacy {@code function_call} (the {@code functions} parameter) or audio. Streamed, each is the
+     * answer as much as text is (found by hunt6: they were held as content-less chunks, cut after 64, and dropped
+     * once text had begun).
+     */
+    static boolean holdsOther(JsonNode m) {
+        return !text(m.get("refusal")).isEmpty() || m.hasNonNull("function_call") || m.hasNonNull("audio");
+    }
+
+    /** The text of a delta's refusal and function call (name and arguments): what it delivers to be billed. */
+    static String otherText(JsonNode m) {
+        JsonNode f = m.path("function_call");
+        return text(m.get("refusal")) + text(f.get("name")) + text(f.get("arguments"));
+    }
+
+    /**
      * Whether a message, or a streamed delta, holds nothing: no text (a string, or content parts), reasoning, tool or
      * function call, refusal or audio.
      */
     static boolean holdsNothing(JsonNode m) {
         return ChatRequest.contentText(m.get("content")).isEmpty() && reasoning(m).isEmpty()
-                && !(m.path("tool_calls").isArray() && !m.path("tool_calls").isEmpty())
-                && !m.hasNonNull("function_call") && text(m.get("refusal")).isEmpty() && !m.hasNonNull("audio");
+                && !(m.path("tool_calls").isArray() && !m.path("tool_calls").isEmpty()) && !holdsOther(m);
     }
 
     /**

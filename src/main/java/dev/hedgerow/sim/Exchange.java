@@ -444,7 +444,7 @@ final class Exchange {
         if (after < 0 || c != Math.min(after, total)) {
             return t;
         }
-        if (fault instanceof Fault.Drop) {
+        if (fault instanceof Fault.Drop || fault instanceof Fault.Refuse) {
             // Let the frames already written reach the peer before the reset discards the socket buffer.
             s.add(new Reset(t + RESET_GRACE_MS));
             return Double.NaN;
@@ -528,6 +528,8 @@ final class Exchange {
             return d.afterTokens();
         } else if (f instanceof Fault.Gate g) {
             return g.afterTokens();
+        } else if (f instanceof Fault.Refuse r) {
+            return r.dropAfter();
         }
         return -1;
     }
@@ -700,7 +702,7 @@ final class Exchange {
         ObjectNode d = mapper().createObjectNode();
         switch (u.kind()) {
             case REASONING -> d.put(model.script().reasoning().field(), u.text());
-            case CONTENT -> d.put("content", u.text());
+            case CONTENT -> d.put(fault instanceof Fault.Refuse ? "refusal" : "content", u.text());
             case TOOL_HEADER -> {
                 ObjectNode call = d.putArray("tool_calls").addObject();
                 call.put("index", 0).put("id", plan.toolCall().id()).put("type", "function");
@@ -756,6 +758,9 @@ final class Exchange {
                 call.put("id", plan.toolCall().id()).put("type", "function");
                 call.putObject("function").put("name", plan.toolCall().name())
                         .put("arguments", plan.toolCall().arguments());
+            } else if (fault instanceof Fault.Refuse) {
+                msg.putNull("content");
+                msg.put("refusal", plan.content());
             } else {
                 msg.put("content", empty ? "" : plan.content());
             }

@@ -29,6 +29,7 @@ import java.util.Map;
         @JsonSubTypes.Type(value = Fault.Drop.class, name = "drop"),
         @JsonSubTypes.Type(value = Fault.EmptyStream.class, name = "empty_stream"),
         @JsonSubTypes.Type(value = Fault.LostContent.class, name = "lost_content"),
+        @JsonSubTypes.Type(value = Fault.Refuse.class, name = "refusal"),
         @JsonSubTypes.Type(value = Fault.NoDone.class, name = "no_done"),
         @JsonSubTypes.Type(value = Fault.HangAfterFinish.class, name = "hang_after_finish"),
         @JsonSubTypes.Type(value = Fault.EofBeforeFinish.class, name = "eof_before_finish"),
@@ -200,6 +201,14 @@ public sealed interface Fault {
      * a completion whose content is empty, its usage as planned (as {@link EmptyStream}).
      */
     record LostContent() implements Fault {
+    }
+
+    /**
+     * The model refuses, as OpenAI's structured outputs do: its planned text comes as {@code delta.refusal} pieces
+     * (streamed) or as {@code message.refusal} with {@code content: null} (whole), and it finishes {@code stop}. With
+     * {@code dropAfter} at 0 or more, the stream is reset after that many pieces (no finish).
+     */
+    record Refuse(int dropAfter) implements Fault {
     }
 
     /** The stream ends cleanly after the {@code finish_reason} chunk (and usage) without {@code [DONE]}. */

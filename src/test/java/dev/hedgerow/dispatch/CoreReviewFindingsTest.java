@@ -370,6 +370,21 @@ class CoreReviewFindingsTest {
     }
 
     /**
+     * A refusal after text has begun (a model that starts to answer, then refuses) reaches the client: a delta whose
+     * only field was the refusal was dropped as content-less once text had begun (found by hunt6).
+     */
+    @Test
+    void aRefusalAfterTextReachesTheClient() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        a.content("Sure");
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"Actually, I can't.\"}}]}\n\n");
+        a.finish();
+        assertTrue(sink.text().contains("\"refusal\":\"Actually, I can't.\""), sink.text());
+        assertEquals("Sure", Sse.content(sink.text()));
+    }
+
+    /**
      * An empty finish whose upstream then sends neither usage nor [DONE] and stays open is settled after
      * {@code stall_floor} with what it has: no usage, so an empty answer, relayed and ended (it was, before the hold,
      * by the stall watchdog's finished-but-open rule); no hedge and no failover meanwhile.
