@@ -50,12 +50,16 @@ public final class Balancers {
         return out;
     }
 
-    /** Rendezvous hashing on the configured header; without the header, plain rotation. */
+    /**
+     * Rendezvous hashing on the configured header, which shares keys by weight; a request without the header has no
+     * key to stick to and is shared by weight as under {@link #weighted} (Kong falls back to its round-robin, which
+     * is weighted). A plain rotation there would give a weight-0 standby its turn and ignore the weights.
+     */
     static List<Candidate> consistentHashing(List<Candidate> cs, Balancer.BalanceContext ctx) {
         String header = ctx.settings().balancer().hashOnHeader().toLowerCase(java.util.Locale.ROOT);
         String key = ctx.facts().headers().get(header);
         if (key == null || key.isEmpty()) {
-            return Balancer.roundRobin().order(cs, ctx);
+            return weighted(cs, ctx);
         }
         return byIds(cs, RendezvousHash.rank(key, ids(cs), id -> find(cs, id).route().weight()));
     }

@@ -1,16 +1,18 @@
 package dev.hedgerow.routing;
 
-import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.ToIntFunction;
 
 /**
  * Weighted <b>least connections</b> (Kong's {@code least_connections}): members ordered by
  * {@code (inflight + 1) / weight} ascending, so the member with the most spare capacity for one more request comes
  * first and a weight-2 member carries twice the in-flight requests of a weight-1 member before it loses.
- * Ties break by a rotating cursor (position {@code cursor mod n} of the given list first, then the members after
- * it, wrapping), so equally loaded members share new requests instead of the first one taking them all.
- * Members with weight ≤ 0 come last (in the same rotation). Scores compare as exact fractions. Stateless;
+ * Members whose scores tie (in-flight requests in proportion to their weights; equal weights with nothing in flight)
+ * follow their smooth weighted rotation at the cursor ({@link WeightedRanking}), so equally loaded members share new
+ * requests by weight instead of the first one taking them all. Members with weight ≤ 0 take no share: they hold no
+ * turn in that rotation and come last, rotated among themselves. Scores compare as exact fractions. Stateless;
  * thread-safe.
  */
 public final class LeastConnections {
@@ -23,37 +25,14 @@ public final class LeastConnections {
      */
     public static List<String> order(List<String> members, ToIntFunction<String> inflight,
                                      ToIntFunction<String> weight, long cursor) {
-        int n = members.size();
-        List<Entry> entries = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            String m = members.get(i);
-            entries.add(new Entry(m, Math.max(0, inflight.applyAsInt(m)) + 1L, weight.applyAsInt(m),
-                    (int) Math.floorMod(i - cursor, (long) n)));
+        Map<String, Long> load = new HashMap<>();
+        Map<String, Integer> weights = new HashMap<>();
+        for (String m : members) {
+            load.put(m, Math.max(0, inflight.applyAsInt(m)) + 1L);
+            weights.put(m, weight.applyAsInt(m));
         }
-        entries.sort(LeastConnections::compare);
-        List<String> out = new ArrayList<>(n);
-        for (Entry e : entries) {
-            out.add(e.member());
-        }
-        return List.copyOf(out);
-    }
-
-    private static int compare(Entry x, Entry y) {
-        boolean xOff = x.weight() <= 0;
-        boolean yOff = y.weight() <= 0;
-        if (xOff != yOff) {
-            return xOff ? 1 : -1;
-        }
-        if (!xOff) {
-            // x.load / x.weight vs y.load / y.weight, cross-multiplied (both weights positive)
-            int c = Long.compare(x.load() * y.weight(), y.load() * x.weight());
-            if (c != 0) {
-                return c;
-            }
-        }
-        return Integer.compare(x.rotation(), y.rotation());
-    }
-
-    private record Entry(String member, long load, long weight, int rotation) {
+        // x.load / x.weight vs y.load / y.weight, cross-multiplied (the ranking compares positive weights only)
+        return WeightedRanking.rank(members, weights::get,
+                (x, y) -> Long.compare(load.get(x) * weights.get(y), load.get(y) * weights.get(x)), cursor);
     }
 }

@@ -4,9 +4,11 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
 import java.util.function.ToIntFunction;
@@ -137,6 +139,26 @@ public final class SmoothWeightedSequence {
             }
         }
         return List.copyOf(out);
+    }
+
+    /**
+     * Every positive-weight member in the order the sequence reaches it from position {@code cursor} (modulo the
+     * period, wrapping): the member at the cursor, then each other member at its first turn after it. Over
+     * consecutive cursors the first member follows the weights exactly, as {@link #pick} does, and the rest is a
+     * failover order that keeps to the rotation. This is how a strategy that ranks by a measure breaks a tie among
+     * members that may take a share: a rotation over every position would give a drained member's turn to the
+     * member after it. Empty when every weight is ≤ 0.
+     */
+    public List<String> rotationFrom(long cursor) {
+        if (sequence.length == 0) {
+            return List.of();
+        }
+        int start = (int) Math.floorMod(cursor, (long) sequence.length);
+        Set<String> seen = new LinkedHashSet<>();
+        for (int i = 0; i < sequence.length && seen.size() < byWeight.size(); i++) {
+            seen.add(sequence[(start + i) % sequence.length]);
+        }
+        return List.copyOf(seen);
     }
 
     private static int[] reduce(List<Integer> weights) {

@@ -4,6 +4,7 @@ import dev.hedgerow.catalog.GroupSettings.TokensCountStrategy;
 import dev.hedgerow.state.UsageSample;
 import org.junit.jupiter.api.Test;
 
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -67,6 +68,31 @@ class LowestUsageTest {
                 TokensCountStrategy.TOTAL_TOKENS, 2).get(2));
     }
 
+    /** How often each member comes first over the cursors {@code 0 .. n-1}, nothing used yet under cost. */
+    private static Map<String, Integer> firstsAtNoCost(List<String> members, Map<String, Integer> weight, int n) {
+        Map<String, Integer> out = new HashMap<>();
+        for (long c = 0; c < n; c++) {
+            out.merge(LowestUsage.order(members, m -> new UsageSample(500, 80, 0), weight::get,
+                    TokensCountStrategy.COST, c).get(0), 1, Integer::sum);
+        }
+        return out;
+    }
+
+    @Test
+    void costWithNoPricesSharesByWeight() {
+        // no route has a price: every cost is 0 and stays 0, so the tie is the whole ranking and must follow the
+        // weights (an even rotation gave 10/10/10)
+        assertEquals(Map.of("a", 18, "b", 6, "c", 6), firstsAtNoCost(MEMBERS, Map.of("a", 300, "b", 100, "c", 100),
+                30));
+    }
+
+    @Test
+    void aWeightZeroStandbysTurnsGoToNoOneInParticular() {
+        // 100/100/0 at no cost: the standby's turn went to the member after it (20/10)
+        assertEquals(Map.of("a", 15, "b", 15), firstsAtNoCost(MEMBERS, Map.of("a", 100, "b", 100, "c", 0), 30));
+        assertEquals(Map.of("a", 15, "c", 15), firstsAtNoCost(MEMBERS, Map.of("a", 100, "b", 0, "c", 100), 30));
+    }
+
     // ---- llm_accuracy: the judge's scores, best first ----
 
     private static List<String> byAccuracy(Map<String, Double> scores, Map<String, Integer> weights, long cursor) {
@@ -100,5 +126,15 @@ class LowestUsageTest {
         assertEquals(List.of("c", "a", "b"), byAccuracy(Map.of("a", 10.0, "b", 100.0, "c", 50.0), Map.of("b", 0), 0));
         assertEquals(List.of("b", "c", "a"), byAccuracy(Map.of("b", 30.0, "c", 20.0), Map.of("a", 0), 0),
                 "even unscored");
+    }
+
+    @Test
+    void accuracyRotatesUnscoredMembersPastAWeightZeroStandby() {
+        // a, c unscored and b a standby: the judge gets each of a and c half the answers (c took 2 of 3)
+        Map<String, Integer> firsts = new HashMap<>();
+        for (long c = 0; c < 30; c++) {
+            firsts.merge(byAccuracy(Map.of(), Map.of("b", 0), c).get(0), 1, Integer::sum);
+        }
+        assertEquals(Map.of("a", 15, "c", 15), firsts);
     }
 }

@@ -119,4 +119,19 @@ class SmoothWeightedSequenceTest {
     void negativeCursorsWrapAround() {
         assertEquals(SEQ.pick(SEQ.period() - 1, m -> true), SEQ.pick(-1, m -> true));
     }
+
+    @Test
+    void rotationFromListsEveryMemberWithAShareInTheOrderTheSequenceReachesIt() {
+        // nginx's a=5, b=1, c=1 with a drained d: a a b a c a a
+        SmoothWeightedSequence s = SmoothWeightedSequence.of(weights("a", 5, "b", 1, "c", 1, "d", 0));
+        assertEquals(List.of("a", "b", "c"), s.rotationFrom(0));
+        assertEquals(List.of("b", "a", "c"), s.rotationFrom(2));
+        assertEquals(List.of("c", "a", "b"), s.rotationFrom(4));
+        assertEquals(List.of("a", "b", "c"), s.rotationFrom(6), "a then wraps to b before c");
+        assertEquals(List.of("a", "b", "c"), s.rotationFrom(-1), "negative cursors wrap as pick's do");
+        for (long c = -20; c < 20; c++) {
+            assertEquals(s.pick(c, m -> true).orElseThrow(), s.rotationFrom(c).get(0), "cursor " + c);
+        }
+        assertEquals(List.of(), SmoothWeightedSequence.of(weights("x", 0)).rotationFrom(3));
+    }
 }

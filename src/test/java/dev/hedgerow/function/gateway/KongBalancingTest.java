@@ -105,6 +105,16 @@ class KongBalancingTest {
                   - { id: hf-b, alias: stickyfall, provider: sim, model: m-hf-b }
                   - { id: hf-c, alias: stickyfall, provider: sim, model: m-hf-c }
                   - { id: hf-d, alias: stickyfall, provider: sim, model: m-hf-d }
+                  - { id: chw-1, alias: chweights, provider: sim, model: m-chw-1, weight: 300 }
+                  - { id: chw-2, alias: chweights, provider: sim, model: m-chw-2, weight: 0 }
+                  - { id: chw-3, alias: chweights, provider: sim, model: m-chw-3, weight: 100 }
+                  - { id: lc-1, alias: leastconn, provider: sim, model: m-lc-1, weight: 100 }
+                  - { id: lc-2, alias: leastconn, provider: sim, model: m-lc-2, weight: 100 }
+                  - { id: lc-3, alias: leastconn, provider: sim, model: m-lc-3, weight: 0 }
+                  - { id: free-1, alias: unpriced, provider: sim, model: m-free-1, weight: 300 }
+                  - { id: free-2, alias: unpriced, provider: sim, model: m-free-2, weight: 100 }
+                  - { id: free-3, alias: unpriced, provider: sim, model: m-free-3, weight: 100 }
+                  - { id: free-4, alias: unpriced, provider: sim, model: m-free-4, weight: 0 }
                 groups:
                   wrr: { strategy: weighted, hedging: false }
                   twinh: { strategy: weighted, hedging: false }
@@ -126,6 +136,9 @@ class KongBalancingTest {
                   usageprompt: { strategy: lowest_usage, tokens_count_strategy: prompt_tokens, hedging: false }
                   stickyfall: { strategy: consistent_hashing, hash_on_header: X-User, hedging: false,
                                 breaker: { max_fails: 0 } }
+                  chweights: { strategy: consistent_hashing, hash_on_header: X-Session, hedging: false }
+                  leastconn: { strategy: least_connections, hedging: false }
+                  unpriced: { strategy: lowest_usage, tokens_count_strategy: cost, hedging: false }
             """;
 
     static GatewayHarness gw;
@@ -139,7 +152,8 @@ class KongBalancingTest {
                 "m-chef-1", "m-chef-2", "m-cost-a", "m-cost-b", "m-embed-2", "m-loose-coder", "m-loose-poet",
                 "m-twin-h-a", "m-twin-h-b", "m-twin-h-c", "m-twin-k-a", "m-twin-k-b", "m-twin-k-c",
                 "m-embed-3", "m-near-coder", "m-near-poet", "m-embed-4", "m-fb-coder", "m-fb-chef-mid",
-                "m-fb-chef-low", "m-hf-a", "m-hf-b", "m-hf-c", "m-hf-d")) {
+                "m-fb-chef-low", "m-hf-a", "m-hf-b", "m-hf-c", "m-hf-d", "m-chw-1", "m-chw-2", "m-chw-3",
+                "m-lc-1", "m-lc-2", "m-lc-3", "m-free-1", "m-free-2", "m-free-3", "m-free-4")) {
             sim = sim.withModel(m, instant);
         }
         // a cooking specialist that answers every request with a 500
@@ -553,5 +567,42 @@ class KongBalancingTest {
             unmatched.add(served("near", "what is the weather like on mars tomorrow"));
         }
         assertEquals(Map.of("near-coder", 2, "near-poet", 6), tally(unmatched));
+    }
+
+    @Test
+    void weightZeroStandbysTakeNoShareAndWeightsSplitTiesUnderHashingLeastConnectionsAndUnpricedCost() {
+        // consistent_hashing, weights 300/0/100, requests without the hash header: no key to stick to, so they
+        // are shared by weight (a plain rotation split them 4/4/4, the standby serving a third)
+        List<String> unkeyed = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            unkeyed.add(served("chweights", "no session " + i));
+        }
+        print("consistent_hashing without the header, weights 300/0/100", tally(unkeyed), 12);
+        // tolerance: none. 12 consecutive positions of the smooth weighted sequence (period 4) are 3 cycles
+        assertEquals(Map.of("chw-1", 9, "chw-3", 3), tally(unkeyed));
+        for (int k = 0; k < 6; k++) {
+            Map<String, String> session = Map.of("X-Session", "user-" + k);
+            String home = served("chweights", "keyed", false, session);
+            assertNotEquals("chw-2", home, "a weight-0 member wins no key");
+            assertEquals(home, served("chweights", "keyed again", false, session), "a keyed request still sticks");
+        }
+
+        // least_connections, weights 100/100/0, one request at a time: nothing is in flight, every member ties
+        // (a rotation over the three positions gave the standby's turn to lc-1: 20/10)
+        List<String> sequential = new ArrayList<>();
+        for (int i = 0; i < 30; i++) {
+            sequential.add(served("leastconn", "one at a time " + i));
+        }
+        print("least_connections one at a time, weights 100/100/0", tally(sequential), 30);
+        assertEquals(Map.of("lc-1", 15, "lc-2", 15), tally(sequential));
+
+        // lowest_usage by cost with no prices: every cost is 0 for ever, so the tie is the whole ranking
+        // (it split 300/100/100 evenly and gave the standby's turns to the member after it)
+        List<String> unpriced = new ArrayList<>();
+        for (int i = 0; i < 30; i++) {
+            unpriced.add(served("unpriced", "free " + i));
+        }
+        print("lowest_usage cost without prices, weights 300/100/100/0", tally(unpriced), 30);
+        assertEquals(Map.of("free-1", 18, "free-2", 6, "free-3", 6), tally(unpriced));
     }
 }
