@@ -204,6 +204,11 @@ public final class EmbeddingsRequest implements ApiRequest {
         return out;
     }
 
+    /** True when the vectors are asked for as base64 ({@code encoding_format: base64}); else floats, the default. */
+    public boolean base64() {
+        return "base64".equals(body.path("encoding_format").asText(null));
+    }
+
     /** The body as received (read-only by convention: never mutate it). */
     public ObjectNode body() {
         return body;

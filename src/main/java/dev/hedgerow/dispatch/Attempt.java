@@ -90,6 +90,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     ByteArrayOutputStream body;
     /** A 200 embeddings answer's scan, fed as its body arrives (null for any other answer). */
     EmbeddingsReply.Scan embeddingsScan;
+    /** The form an embeddings request asked its vectors in: a vector answered in the other is rewritten. */
+    EmbeddingsReply.Vectors vectors = EmbeddingsReply.Vectors.AS_SENT;
     final List<ObjectNode> pending = new ArrayList<>();
     /**
      * The prompt this attempt sends, in tokens: the request's, and for a resume also the text delivered so far, which
@@ -314,7 +316,7 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
             }
             body = new ByteArrayOutputStream();
             if (status == 200 && dispatch.embeddings()) {
-                embeddingsScan = new EmbeddingsReply.Scan();
+                embeddingsScan = new EmbeddingsReply.Scan(vectors);
             }
             armBodyTimer();
         }

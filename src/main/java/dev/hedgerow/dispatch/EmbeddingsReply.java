@@ -10,22 +10,31 @@ import dev.hedgerow.api.Json;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Base64;
 import java.util.List;
 import java.util.function.LongSupplier;
 
 /**
- * Relays an upstream's whole embeddings answer to the client: the body as the provider sent it, byte for byte
- * (vectors as floats or base64 strings, untouched), without its own {@code model} and {@code provider} and with the
- * route's upstream model and a {@code provider} field naming its provider added (as chat's answers, OpenRouter's
- * style), and a {@code usage} counted by the gateway when the provider sent none. The answer is scanned by Jackson's
+ * Relays an upstream's whole embeddings answer to the client: the body as the provider sent it, byte for byte,
+ * without its own {@code model} and {@code provider} and with the route's upstream model and a {@code provider} field
+ * naming its provider added (as chat's answers, OpenRouter's style), and a {@code usage} counted by the gateway when
+ * the provider sent none. A vector ({@code data[i].embedding}) in the form the client asked for ({@link Vectors}) is
+ * relayed untouched; one in the other form, from a provider that ignores {@code encoding_format}, is rewritten in the
+ * form asked for, as OpenAI writes it: an array of numbers as the standard, padded base64 of its little-endian float32
+ * values, a base64 string as an array of those values (the OpenAI SDKs ask for base64 by default and decode whatever
+ * comes as base64, so a provider's floats reached them as empty vectors). The answer is scanned by Jackson's
  * non-blocking parser as its bytes arrive ({@link Scan}), which checks it is one JSON object and finds where each
  * top-level field begins and ends; once it has all come, each field kept is copied as raw bytes: no tree, and no
- * number is converted. An answer of 2048 vectors of 1536 floats is 36 MB of JSON, which a tree would take several
- * times over, and which copying number by number (each float read exactly and written again) held the event loop
- * for about half a second; scanned whole at the end it still held it for about a tenth of that, and scanned as it
- * arrives each read's share is a small fraction of a millisecond, leaving the end only the copy.
+ * number of a vector in the form asked for is converted. An answer of 2048 vectors of 1536 floats is 36 MB of JSON,
+ * which a tree would take several times over, and which copying number by number (each float read exactly and
+ * written again) held the event loop for about half a second; scanned whole at the end it still held it for about a
+ * tenth of that, and scanned as it arrives each read's share is a small fraction of a millisecond, leaving the end
+ * only the copy.
  */
 final class EmbeddingsReply {
     /**
@@ -35,6 +44,16 @@ final class EmbeddingsReply {
      * request.
      */
     static final int MAX_BODY = 64 * 1024 * 1024;
+
+    /** The vectors' form the client asked for ({@code encoding_format}), or as sent: relayed whatever they are. */
+    enum Vectors {
+        AS_SENT, FLOAT, BASE64;
+
+        /** The form asked for by {@code encoding_format} {@code base64}, else floats (OpenAI's default). */
+        static Vectors asked(boolean base64) {
+            return base64 ? BASE64 : FLOAT;
+        }
+    }
 
     /**
      * What the client gets, or why the answer is unusable.
@@ -51,12 +70,17 @@ final class EmbeddingsReply {
     }
 
     /**
-     * Relays a whole answer at once (what {@link Scan} does with the answer fed in one piece).
+     * Relays a whole answer at once (what {@link Scan} does with the answer fed in one piece), its vectors as sent.
      *
      * @param counted the prompt tokens the gateway counts, asked only when the provider's usage gives none
      */
     static Relayed relay(byte[] bytes, String model, String provider, LongSupplier counted) {
-        Scan scan = new Scan();
+        return relay(bytes, Vectors.AS_SENT, model, provider, counted);
+    }
+
+    /** Relays a whole answer at once, its vectors in the form {@code vectors}. */
+    static Relayed relay(byte[] bytes, Vectors vectors, String model, String provider, LongSupplier counted) {
+        Scan scan = new Scan(vectors);
         scan.feed(bytes);
         return scan.finish(bytes, model, provider, counted);
     }
@@ -65,11 +89,31 @@ final class EmbeddingsReply {
      * One answer's scan, fed its bytes as they arrive. It keeps no bytes of its own: {@link #finish} is given the
      * whole answer, all that was fed, in order. The first thing wrong (malformed JSON, a root that is not an object,
      * a {@code data} that is not an array, an {@code error} the provider put in its 200) ends the scan and is what
-     * {@link #finish} reports. Not thread-safe: an attempt feeds it under its dispatch's lock.
+     * {@link #finish} reports. A vector to rewrite is rewritten as it is read (an array's numbers gathered as
+     * float32 bytes, a base64 string decoded) and only its new bytes are kept, with where its field's name begins,
+     * for {@link #finish} to put in place of the old; a vector already in the form asked for costs the scan a name
+     * comparison. Not thread-safe: an attempt feeds it under its dispatch's lock.
      */
     static final class Scan {
+        /** Depth of a {@code data} item's fields (root 1, {@code data} 2, its item 3), and of a vector's numbers. */
+        private static final int ITEM = 3;
         private final JsonParser parser;
         private final ByteArrayFeeder feeder;
+        private final Vectors vectors;
+        /**
+         * The vectors rewritten so far, in order: where each one's {@code embedding} name begins, as the parser
+         * reports it, and the value that {@link #finish} puts in place of its own.
+         */
+        private final List<Rewrite> rewrites = new ArrayList<>();
+        /** The bytes {@link #rewrites} hold: bounded so that floats written out of base64 cannot fill the heap. */
+        private long rewritten;
+        /** The last token was a data item's {@code embedding} name: the next one is its vector's first. */
+        private boolean vectorNext;
+        private long vectorName;
+        /** A vector of numbers is being gathered as little-endian float32 (base64 asked for) in {@link #floats}. */
+        private boolean gathering;
+        /** The float32 bytes of the vector being gathered: one buffer, grown as needed, for every vector. */
+        private ByteBuffer floats;
         /**
          * The top-level fields kept so far, in order: where each one's name and the token after its value (the next
          * name, or the root's end) begin, as the parser reports them ({@link #nameStart}), and 1 when that token is
@@ -90,7 +134,13 @@ final class EmbeddingsReply {
         private TokenBuffer captured;
         private Relayed failed;
 
+        /** A scan relaying the vectors as sent. */
         Scan() {
+            this(Vectors.AS_SENT);
+        }
+
+        Scan(Vectors vectors) {
+            this.vectors = vectors;
             try {
                 parser = Json.MAPPER.getFactory().createNonBlockingByteArrayParser();
             } catch (IOException e) {
@@ -150,6 +200,21 @@ final class EmbeddingsReply {
             if (captured != null) {
                 captured.copyCurrentEvent(parser);
             }
+            if (gathering) {
+                vectorToken(t);
+                if (t == JsonToken.END_ARRAY) {
+                    depth--;
+                }
+                return;
+            }
+            if (vectorNext) {
+                vectorNext = false;
+                vectorValue(t);
+            } else if (data && depth == ITEM && t == JsonToken.FIELD_NAME && vectors != Vectors.AS_SENT
+                    && "data".equals(field) && parser.currentName().equals("embedding")) {
+                vectorNext = true;
+                vectorName = offset();
+            }
             if (valueNext) {
                 valueNext = false;
                 if (field.equals("data")) {
@@ -165,6 +230,76 @@ final class EmbeddingsReply {
             } else if (t == JsonToken.END_OBJECT || t == JsonToken.END_ARRAY) {
                 depth--;
             }
+        }
+
+        /** A data item's {@code embedding} value begins with {@code t}: rewritten if it is in the other form. */
+        private void vectorValue(JsonToken t) throws IOException {
+            if (t == JsonToken.START_ARRAY && vectors == Vectors.BASE64) {
+                gathering = true;
+                if (floats == null) {
+                    floats = ByteBuffer.allocate(4 * 1024).order(ByteOrder.LITTLE_ENDIAN);
+                }
+                floats.clear();
+            } else if (t == JsonToken.VALUE_STRING && vectors == Vectors.FLOAT) {
+                byte[] raw;
+                try {
+                    raw = Base64.getDecoder().decode(parser.getText());
+                } catch (IllegalArgumentException e) {
+                    failed = invalid("200 whose embedding is neither numbers nor base64");
+                    return;
+                }
+                if (raw.length % Float.BYTES != 0) {
+                    failed = invalid("200 whose base64 embedding is not whole float32 values");
+                    return;
+                }
+                ByteBuffer in = ByteBuffer.wrap(raw).order(ByteOrder.LITTLE_ENDIAN);
+                ByteArrayOutputStream out = new ByteArrayOutputStream(raw.length * 3 + 2);
+                out.write('[');
+                for (int i = 0; in.hasRemaining(); i++) {
+                    float f = in.getFloat();
+                    if (!Float.isFinite(f)) {
+                        failed = invalid("200 whose base64 embedding holds a value that is not a finite number");
+                        return;
+                    }
+                    if (i > 0) {
+                        out.write(',');
+                    }
+                    out.writeBytes(Float.toString(f).getBytes(StandardCharsets.US_ASCII));
+                }
+                out.write(']');
+                rewrite(out.toByteArray());
+            }
+        }
+
+        /** The next token of a vector of numbers being gathered for base64. */
+        private void vectorToken(JsonToken t) throws IOException {
+            if (t == JsonToken.VALUE_NUMBER_FLOAT || t == JsonToken.VALUE_NUMBER_INT) {
+                if (floats.remaining() < Float.BYTES) {
+                    floats = ByteBuffer.allocate(floats.capacity() * 2).order(ByteOrder.LITTLE_ENDIAN)
+                            .put(floats.flip());
+                }
+                floats.putFloat(parser.getFloatValue());
+            } else if (t == JsonToken.END_ARRAY) {
+                byte[] encoded = Base64.getEncoder().encode(Arrays.copyOf(floats.array(), floats.position()));
+                gathering = false;
+                byte[] out = new byte[encoded.length + 2];
+                out[0] = '"';
+                System.arraycopy(encoded, 0, out, 1, encoded.length);
+                out[out.length - 1] = '"';
+                rewrite(out);
+            } else {
+                failed = invalid("200 whose embedding is not a list of numbers");
+            }
+        }
+
+        private void rewrite(byte[] value) {
+            rewritten += value.length;
+            if (rewritten > MAX_BODY) {
+                failed = invalid("200 whose vectors, rewritten in the form asked for, exceed " + (MAX_BODY >> 20)
+                        + " MiB: ask for base64, or send fewer inputs per request");
+                return;
+            }
+            rewrites.add(new Rewrite(vectorName, value));
         }
 
         /**
@@ -241,6 +376,20 @@ final class EmbeddingsReply {
                 }
                 size += to[i] - from[i] + 1;
             }
+            // each rewritten vector's place: from its name's opening quote, past the name and the colon, to the end
+            // of its value (an array of numbers holds no ']' but its own; a base64 string no escaped quote)
+            int[] rFrom = new int[rewrites.size()];
+            int[] rTo = new int[rewrites.size()];
+            for (int i = 0; i < rFrom.length; i++) {
+                Rewrite w = rewrites.get(i);
+                int at = skipString(bytes, nameStart(bytes, bom + (int) w.name()));
+                while (bytes[at] != '[' && bytes[at] != '"') {
+                    at++; // whitespace and the colon
+                }
+                rFrom[i] = at;
+                rTo[i] = (bytes[at] == '[' ? indexOf(bytes, (byte) ']', at) : skipString(bytes, at) - 1) + 1;
+                size += w.value().length - (rTo[i] - rFrom[i]);
+            }
             ByteArrayOutputStream tail = new ByteArrayOutputStream(256);
             field(tail, kept.isEmpty(), "model");
             string(tail, model);
@@ -265,15 +414,52 @@ final class EmbeddingsReply {
             byte[] out = new byte[size - (kept.isEmpty() ? 0 : 1) + end.length];
             out[0] = '{';
             int at = 1;
+            int r = 0;
             for (int i = 0; i < from.length; i++) {
                 if (i > 0) {
                     out[at++] = ',';
                 }
-                System.arraycopy(bytes, from[i], out, at, to[i] - from[i]);
-                at += to[i] - from[i];
+                int copied = from[i];
+                // the vectors rewritten in this field (only data's): its bytes up to each, then the vector's new value
+                for (; r < rFrom.length && rFrom[r] < to[i]; r++) {
+                    System.arraycopy(bytes, copied, out, at, rFrom[r] - copied);
+                    at += rFrom[r] - copied;
+                    byte[] value = rewrites.get(r).value();
+                    System.arraycopy(value, 0, out, at, value.length);
+                    at += value.length;
+                    copied = rTo[r];
+                }
+                System.arraycopy(bytes, copied, out, at, to[i] - copied);
+                at += to[i] - copied;
             }
             System.arraycopy(end, 0, out, at, end.length);
             return new Relayed(out, prompt, null, null);
+        }
+    }
+
+    /**
+     * A vector rewritten in the form asked for: where its {@code embedding} name begins, as the parser reported it,
+     * and its new value's bytes.
+     */
+    private record Rewrite(long name, byte[] value) {
+    }
+
+    /** Where the JSON string whose opening quote is at {@code quote} ends: just past its closing quote. */
+    private static int skipString(byte[] bytes, int quote) {
+        for (int at = quote + 1; ; at++) {
+            if (bytes[at] == '\\') {
+                at++;
+            } else if (bytes[at] == '"') {
+                return at + 1;
+            }
+        }
+    }
+
+    private static int indexOf(byte[] bytes, byte b, int from) {
+        for (int at = from; ; at++) {
+            if (bytes[at] == b) {
+                return at;
+            }
         }
     }
 

@@ -2,6 +2,7 @@ package dev.hedgerow.dispatch;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ChatRequest;
+import dev.hedgerow.api.EmbeddingsRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.routing.Candidate;
@@ -28,7 +29,8 @@ final class UpstreamCall {
      * cuts what the route repeats of the transcript. A stream asks for usage ({@code stream_options.include_usage})
      * unless the client sent no {@code stream_options} and {@code withoutStreamOptions} (the route's provider refuses
      * the field): then it has none, and the gateway counts the usage itself; {@link Attempt#addedStreamOptions} says
-     * whether the gateway added the field the client did not send.
+     * whether the gateway added the field the client did not send. An embeddings attempt is told the vectors' form
+     * its request asks for ({@link Attempt#vectors}), in which its answer's vectors reach the client.
      */
     static UpstreamRequest build(DispatchRequest req, boolean stream, Attempt a, Transcript transcript,
                                  boolean withoutStreamOptions) {
@@ -46,6 +48,9 @@ final class UpstreamCall {
             }
         }
         a.askedTokens = req.request().maxTokens();
+        if (req.request() instanceof EmbeddingsRequest e) {
+            a.vectors = EmbeddingsReply.Vectors.asked(e.base64());
+        }
         if (a.kind == Kind.RESUME && !transcript.isEmpty()) {
             ObjectNode continued = a.method.apply(body, transcript);
             if (!a.method.exact()) {

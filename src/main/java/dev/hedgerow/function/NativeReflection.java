@@ -17,6 +17,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         SimConfig.class,
         ModelScript.class, ModelScript.Latency.class, ModelScript.Capabilities.class, ModelScript.Reasoning.class,
         ModelScript.FaultChance.class, ModelScript.UsageMode.class, ModelScript.Continuation.class,
+        ModelScript.EmbeddingsEncoding.class,
         Fault.class, Fault.HttpError.class, Fault.ResetBeforeHeaders.class, Fault.NoResponse.class, Fault.Drop.class,
         Fault.EmptyStream.class, Fault.NoDone.class, Fault.HangAfterFinish.class, Fault.EofBeforeFinish.class,
         Fault.MalformedFrame.class, Fault.ErrorEvent.class, Fault.Stall.class, Fault.StallKeptAlive.class,

@@ -183,6 +183,16 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
         NON_STREAM_ONLY
     }
 
+    /** The form an embeddings answer's vectors take. */
+    public enum EmbeddingsEncoding {
+        /** As the request's {@code encoding_format} asks: floats, or with {@code base64} base64 (OpenAI). */
+        AS_ASKED,
+        /** Always floats: the server ignores {@code encoding_format}. */
+        FLOAT,
+        /** Always base64 strings of little-endian float32 values, whatever {@code encoding_format} asks. */
+        BASE64
+    }
+
     /** The assistant-prefill continuation dialects a model may accept. */
     public enum Continuation {
         /** vLLM/SGLang: top-level {@code continue_final_message: true, add_generation_prompt: false}. */
@@ -207,14 +217,17 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
      *                     {@code stream_options} (its request schema forbade extra fields): a request with one of them
      *                     gets vLLM's 400 naming it, in vLLM's own error form (no {@code error} envelope, {@code param}
      *                     null, the field in the message)
+     * @param embeddingsEncoding the form an embeddings answer's vectors take: as the request's {@code encoding_format}
+     *                     asks ({@link EmbeddingsEncoding#AS_ASKED}, the default; null means it), or always floats or
+     *                     always base64 whatever it asks, as some OpenAI-compatible servers answer
      */
     public record Capabilities(boolean tools, boolean jsonMode, boolean images, UsageMode usage,
                                Set<Continuation> continuation, Integer overlapChars, boolean reasoningParameters,
-                               Set<String> unknownFields) {
+                               Set<String> unknownFields, EmbeddingsEncoding embeddingsEncoding) {
 
         public static final int DEFAULT_OVERLAP = 12;
         public static final Capabilities DEFAULT = new Capabilities(true, true, false, UsageMode.STANDARD,
-                EnumSet.allOf(Continuation.class), null, false, null);
+                EnumSet.allOf(Continuation.class), null, false, null, null);
 
         public Capabilities {
             usage = usage == null ? UsageMode.STANDARD : usage;
@@ -222,47 +235,55 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
                     ? Set.of() : Set.copyOf(EnumSet.copyOf(continuation));
             overlapChars = overlapChars == null ? DEFAULT_OVERLAP : overlapChars;
             unknownFields = unknownFields == null ? Set.of() : Set.copyOf(unknownFields);
+            embeddingsEncoding = embeddingsEncoding == null ? EmbeddingsEncoding.AS_ASKED : embeddingsEncoding;
         }
 
         /** Refusing requests that carry any of {@code fields}, as an older vLLM refuses a field it does not know. */
         public Capabilities withUnknownFields(Set<String> fields) {
             return new Capabilities(tools, jsonMode, images, usage, continuation, overlapChars, reasoningParameters,
-                    fields);
+                    fields, embeddingsEncoding);
         }
 
         public Capabilities withTools(boolean b) {
             return new Capabilities(b, jsonMode, images, usage, continuation, overlapChars, reasoningParameters,
-                    unknownFields);
+                    unknownFields, embeddingsEncoding);
         }
 
         public Capabilities withJsonMode(boolean b) {
             return new Capabilities(tools, b, images, usage, continuation, overlapChars, reasoningParameters,
-                    unknownFields);
+                    unknownFields, embeddingsEncoding);
         }
 
         public Capabilities withImages(boolean b) {
             return new Capabilities(tools, jsonMode, b, usage, continuation, overlapChars, reasoningParameters,
-                    unknownFields);
+                    unknownFields, embeddingsEncoding);
         }
 
         public Capabilities withUsage(UsageMode u) {
             return new Capabilities(tools, jsonMode, images, u, continuation, overlapChars, reasoningParameters,
-                    unknownFields);
+                    unknownFields, embeddingsEncoding);
         }
 
         public Capabilities withContinuation(Set<Continuation> c) {
             return new Capabilities(tools, jsonMode, images, usage, c, overlapChars, reasoningParameters,
-                    unknownFields);
+                    unknownFields, embeddingsEncoding);
         }
 
         /** Refusing {@code max_tokens} and a non-default {@code temperature} as OpenAI's reasoning models do. */
         public Capabilities withReasoningParameters(boolean b) {
-            return new Capabilities(tools, jsonMode, images, usage, continuation, overlapChars, b, unknownFields);
+            return new Capabilities(tools, jsonMode, images, usage, continuation, overlapChars, b, unknownFields,
+                    embeddingsEncoding);
+        }
+
+        /** Answering embeddings in the form {@code e} whatever the request's {@code encoding_format} asks. */
+        public Capabilities withEmbeddingsEncoding(EmbeddingsEncoding e) {
+            return new Capabilities(tools, jsonMode, images, usage, continuation, overlapChars, reasoningParameters,
+                    unknownFields, e);
         }
 
         public Capabilities withOverlapChars(int n) {
             return new Capabilities(tools, jsonMode, images, usage, continuation, n, reasoningParameters,
-                    unknownFields);
+                    unknownFields, embeddingsEncoding);
         }
     }
 

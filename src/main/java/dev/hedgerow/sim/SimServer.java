@@ -361,7 +361,8 @@ public final class SimServer implements AutoCloseable {
 
     /**
      * OpenAI's embeddings: a vector per input ({@link SimEmbeddings}), as floats or, with {@code encoding_format:
-     * base64}, as base64 of little-endian float32 values; usage unless the script's usage mode is {@code none}; the
+     * base64}, as base64 of little-endian float32 values (or always one of them, whatever it asks, when the script's
+     * {@code embeddings_encoding} says so); usage unless the script's usage mode is {@code none}; the
      * {@code model} named is the script's {@code servedAs} if set. It comes after the script's time to first token
      * for a prompt of every input's tokens (its base, its cost per 1k tokens, jitter and tail), as an embeddings model
      * reads its inputs and writes nothing. Faults apply as to a whole chat answer ({@link #answerEmbeddings}).
@@ -396,7 +397,10 @@ public final class SimServer implements AutoCloseable {
             counts.add(TokenCounter.shared().countText(in.asText("")));
         }
         int dim = body.path("dimensions").asInt(SimEmbeddings.DIMENSION);
-        boolean base64 = body.path("encoding_format").asText("float").equals("base64");
+        ModelScript.EmbeddingsEncoding encoding = ms.script().capabilities().embeddingsEncoding();
+        boolean base64 = encoding == ModelScript.EmbeddingsEncoding.AS_ASKED
+                ? body.path("encoding_format").asText("float").equals("base64")
+                : encoding == ModelScript.EmbeddingsEncoding.BASE64;
         ObjectNode out = SimJson.MAPPER.createObjectNode().put("object", "list");
         ArrayNode data = out.putArray("data");
         int tokens = 0;

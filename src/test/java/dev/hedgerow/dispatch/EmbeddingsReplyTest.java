@@ -3,9 +3,12 @@ package dev.hedgerow.dispatch;
 import dev.hedgerow.api.Json;
 import org.junit.jupiter.api.Test;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Base64;
 import java.util.List;
 import java.util.Random;
 
@@ -160,6 +163,125 @@ class EmbeddingsReplyTest {
         }
         assertEquals(40, EmbeddingsReply.relay(bodies.get(0).getBytes(StandardCharsets.UTF_8), "m", "p", () -> 7)
                 .promptTokens());
+    }
+
+    private static EmbeddingsReply.Relayed relay(String body, EmbeddingsReply.Vectors vectors) {
+        return EmbeddingsReply.relay(body.getBytes(StandardCharsets.UTF_8), vectors, "nomic-embed", "fw", () -> 7);
+    }
+
+    /** OpenAI's base64 form of a vector: its float32 values, little-endian, in standard padded base64. */
+    private static String base64(float... v) {
+        ByteBuffer buf = ByteBuffer.allocate(4 * v.length).order(ByteOrder.LITTLE_ENDIAN);
+        for (float f : v) {
+            buf.putFloat(f);
+        }
+        return Base64.getEncoder().encodeToString(buf.array());
+    }
+
+    private static final String USAGE = "\"model\":\"nomic-embed\",\"provider\":\"fw\","
+            + "\"usage\":{\"prompt_tokens\":7,\"total_tokens\":7}}";
+
+    /**
+     * The OpenAI SDKs ask for base64 by default and decode whatever comes as base64: a provider that ignores
+     * {@code encoding_format} and answers floats gave them empty vectors. Its vectors reach the client as OpenAI
+     * writes them, the base64 of their little-endian float32 values (each number read as the float32 nearest it),
+     * and every other byte as the provider wrote it (found by a black-box hunt).
+     */
+    @Test
+    void floatsAnsweredToARequestForBase64AreRelayedAsBase64() {
+        String body = "{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
+                + "\"embedding\":[0.10000000149011612,-1,3.4028235E38,1e-45,0]},\n {\"index\":1 , \"embedding\" :"
+                + " [ -0.0 , 2.5e-3 ] ,\"x\":[1.5]},{\"index\":2,\"embedding\":[]}]}";
+        assertEquals("{\"object\":\"list\",\"data\":[{\"object\":\"embedding\",\"index\":0,"
+                + "\"embedding\":\"" + base64(0.1f, -1f, Float.MAX_VALUE, Float.MIN_VALUE, 0f) + "\"},\n "
+                + "{\"index\":1 , \"embedding\" : \"" + base64(-0.0f, 2.5e-3f) + "\" ,\"x\":[1.5]},"
+                + "{\"index\":2,\"embedding\":\"\"}],"
+                + USAGE, text(relay(body, EmbeddingsReply.Vectors.BASE64)));
+        // as asked: relayed untouched
+        String asked = "{\"data\":[{\"embedding\":\"" + base64(0.5f) + "\"}]}";
+        assertEquals(asked.substring(0, asked.length() - 1) + "," + USAGE,
+                text(relay(asked, EmbeddingsReply.Vectors.BASE64)));
+    }
+
+    /**
+     * The reverse: base64 answered to a request for floats (or for nothing: floats are the default) reaches the client
+     * as an array of its float32 values.
+     */
+    @Test
+    void base64AnsweredToARequestForFloatsIsRelayedAsFloats() {
+        String body = "{\"data\":[{\"index\":0,\"embedding\":\"" + base64(0.1f, -1f, 1e-7f, -0.0f)
+                + "\"},{\"index\":1,\"embedding\" : \"" + base64(0.99999994f).replace("/", "\\/") + "\" }]}";
+        String out = text(relay(body, EmbeddingsReply.Vectors.FLOAT));
+        assertEquals("{\"data\":[{\"index\":0,\"embedding\":[0.1,-1.0,1.0E-7,-0.0]},{\"index\":1,\"embedding\" : "
+                + "[0.99999994] }]," + USAGE, out);
+        // as asked: relayed untouched, numbers in their own spelling
+        String asked = "{\"data\":[{\"embedding\":[1e-1, 2]}]}";
+        assertEquals(asked.substring(0, asked.length() - 1) + "," + USAGE,
+                text(relay(asked, EmbeddingsReply.Vectors.FLOAT)));
+        // a vector that cannot be written in the form asked for is no answer: the attempt fails over
+        for (String bad : new String[]{"\"not base64!\"", "\"QUJD\"", "\"" + base64(Float.NaN) + "\""}) {
+            EmbeddingsReply.Relayed r = relay("{\"data\":[{\"embedding\":" + bad + "}]}",
+                    EmbeddingsReply.Vectors.FLOAT);
+            assertTrue(r.invalid() != null && r.body() == null, bad + " -> " + r);
+        }
+        for (String bad : new String[]{"[1,null]", "[1,[2]]", "[\"a\"]"}) {
+            EmbeddingsReply.Relayed r = relay("{\"data\":[{\"embedding\":" + bad + "}]}",
+                    EmbeddingsReply.Vectors.BASE64);
+            assertTrue(r.invalid() != null && r.body() == null, bad + " -> " + r);
+        }
+    }
+
+    /** Vectors rewritten as they arrive come out as when the answer is scanned whole, however it is cut. */
+    @Test
+    void vectorsRewrittenFromPiecesOfAnySizeAreAsWhenFedWhole() {
+        Random random = new Random(11);
+        StringBuilder floats = new StringBuilder("\uFEFF{\"object\":\"list\",\"data\":[");
+        StringBuilder encoded = new StringBuilder("{\"object\":\"list\",\"data\":[");
+        List<float[]> vectors = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            float[] v = new float[i == 5 ? 3072 : 300 + i]; // one past the gathering buffer's first 1024 floats
+            for (int d = 0; d < v.length; d++) {
+                v[d] = random.nextFloat() * 2 - 1;
+            }
+            vectors.add(v);
+            floats.append(i == 0 ? "" : ",").append("{\"object\":\"embedding\",\"index\":").append(i)
+                    .append(",\"embedding\":").append(Arrays.toString(v)).append('}');
+            encoded.append(i == 0 ? "" : ",").append("{\"object\":\"embedding\",\"index\":").append(i)
+                    .append(",\"embedding\":\"").append(base64(v)).append("\"}");
+        }
+        floats.append("],\"model\":\"m\"}");
+        encoded.append("],\"model\":\"m\"}");
+        for (Object[] c : new Object[][]{{floats.toString(), EmbeddingsReply.Vectors.BASE64},
+                {encoded.toString(), EmbeddingsReply.Vectors.FLOAT}}) {
+            byte[] bytes = ((String) c[0]).getBytes(StandardCharsets.UTF_8);
+            EmbeddingsReply.Vectors asked = (EmbeddingsReply.Vectors) c[1];
+            EmbeddingsReply.Relayed whole = EmbeddingsReply.relay(bytes, asked, "nomic-embed", "fw", () -> 7);
+            com.fasterxml.jackson.databind.JsonNode data;
+            try {
+                data = Json.parse(whole.body()).path("data");
+            } catch (java.io.IOException e) {
+                throw new AssertionError(e);
+            }
+            for (int i = 0; i < vectors.size(); i++) {
+                com.fasterxml.jackson.databind.JsonNode e = data.get(i).path("embedding");
+                if (asked == EmbeddingsReply.Vectors.BASE64) {
+                    assertEquals(base64(vectors.get(i)), e.asText(), "vector " + i);
+                } else {
+                    assertEquals(vectors.get(i).length, e.size());
+                    for (int d = 0; d < e.size(); d++) {
+                        assertEquals(vectors.get(i)[d], e.get(d).floatValue(), "vector " + i + "[" + d + "]");
+                    }
+                }
+            }
+            for (int size : new int[]{1, 3, 7, 64, 8192, -1}) {
+                EmbeddingsReply.Scan scan = new EmbeddingsReply.Scan(asked);
+                for (byte[] piece : pieces(bytes, size, random)) {
+                    scan.feed(piece);
+                }
+                EmbeddingsReply.Relayed r = scan.finish(bytes, "nomic-embed", "fw", () -> 7);
+                assertArrayEquals(whole.body(), r.body(), asked + " in pieces of " + size);
+            }
+        }
     }
 
     /** {@code bytes} in pieces of {@code size}, or of random sizes up to 100 for -1. */

@@ -353,4 +353,20 @@ class SimChatTest extends SimFixture {
         assertEquals(2, two.path("data").size());
         assertEquals(3, two.path("usage").path("prompt_tokens").asInt());
     }
+
+    /** A script's embeddings_encoding answers one form whatever encoding_format asks, as some servers do. */
+    @Test
+    void aModelThatIgnoresEncodingFormatAnswersItsOwnForm() {
+        sim.script("floats", ModelScript.defaults().withCapabilities(ModelScript.Capabilities.DEFAULT
+                .withEmbeddingsEncoding(ModelScript.EmbeddingsEncoding.FLOAT)));
+        sim.script("b64", SimJson.readScript("{\"capabilities\":{\"embeddings_encoding\":\"BASE64\"}}"));
+        JsonNode floats = SimHttp.tree(http.post("/v1/embeddings",
+                "{\"model\":\"floats\",\"input\":\"fox\",\"encoding_format\":\"base64\"}").body());
+        assertTrue(floats.path("data").path(0).path("embedding").isArray(), floats.toString());
+        for (String format : new String[]{"", ",\"encoding_format\":\"float\""}) {
+            JsonNode b64 = SimHttp.tree(http.post("/v1/embeddings",
+                    "{\"model\":\"b64\",\"input\":\"fox\"" + format + "}").body());
+            assertTrue(b64.path("data").path(0).path("embedding").isTextual(), b64.toString());
+        }
+    }
 }

@@ -70,7 +70,7 @@ class EmbeddingsTest {
         redis = RedisServer.start();
         vertx = Vertx.vertx();
         sims = GatewayHarness.startSims(vertx, GroupKit.sims(GroupKit.quick(8), "kimi-k2", "m-embed", "m-embed-nu",
-                "m-lat"));
+                "m-lat", "m-embed-fl", "m-embed-b64"));
         String yaml = GroupKit.yaml("""
                       - { alias: emb, provider: openrouter, model: m-embed, embeddings: true, context_window: 8192 }
                       - { alias: emb, provider: digitalocean, model: m-embed, embeddings: true, context_window: 8192 }
@@ -78,6 +78,8 @@ class EmbeddingsTest {
                       - { alias: billed, provider: openrouter, model: m-embed, embeddings: true }
                       - { alias: billed, provider: digitalocean, model: m-embed, embeddings: true }
                       - { alias: nousage, provider: together, model: m-embed-nu, embeddings: true }
+                      - { alias: floats, provider: together, model: m-embed-fl, embeddings: true }
+                      - { alias: b64, provider: together, model: m-embed-b64, embeddings: true }
                       - { alias: tiny, provider: together, model: m-embed, embeddings: true, context_window: 8 }
                       - { alias: kimi3, provider: openrouter, model: kimi-k2 }
                       - { alias: bulk, provider: digitalocean, model: m-embed, embeddings: true }
@@ -90,6 +92,8 @@ class EmbeddingsTest {
                       emb: { %1$s }
                       billed: { %1$s }
                       nousage: { %1$s }
+                      floats: { %1$s }
+                      b64: { %1$s }
                       tiny: { %1$s }
                       kimi3: { %1$s }
                       bulk: { strategy: rr_health, connect_timeout: 1s, read_timeout: 5s, first_token_ceiling: 30s }
@@ -109,6 +113,11 @@ class EmbeddingsTest {
         gw = GatewayHarness.start(vertx, yaml, sims, store);
         sims.get("together").script("m-embed-nu", GroupKit.quick(8).withCapabilities(
                 ModelScript.Capabilities.DEFAULT.withUsage(ModelScript.UsageMode.NONE)));
+        // servers that ignore encoding_format: one always answers floats, the other always base64
+        sims.get("together").script("m-embed-fl", GroupKit.quick(8).withCapabilities(ModelScript.Capabilities.DEFAULT
+                .withEmbeddingsEncoding(ModelScript.EmbeddingsEncoding.FLOAT)));
+        sims.get("together").script("m-embed-b64", GroupKit.quick(8).withCapabilities(ModelScript.Capabilities.DEFAULT
+                .withEmbeddingsEncoding(ModelScript.EmbeddingsEncoding.BASE64)));
         // warm the client, the gateway and the simulators' error path so that cold starts meet no limit
         gw.sim("openrouter").enqueue("m-embed", Fault.status(418));
         embed("{\"model\":\"emb\",\"input\":\"warm up\",\"provider\":{\"only\":[\"openrouter\"]}}");
@@ -248,6 +257,48 @@ class EmbeddingsTest {
         assertEquals("u-1", sent.path("user").asText());
     }
 
+    /**
+     * The OpenAI SDKs ask for base64 unless told otherwise and decode whatever comes as base64: from a provider that
+     * ignores {@code encoding_format} and answers floats, {@code client.embeddings.create({model, input})} got
+     * {@code embedding: []} (found by a black-box hunt). The gateway writes the vectors as OpenAI does, the base64 of
+     * their little-endian float32 values; and floats, asked for or the default, from a provider that answers base64.
+     */
+    @Test
+    void vectorsAnsweredInTheOtherFormReachTheClientInTheFormItAskedFor() {
+        Response r = embed("{\"model\":\"floats\",\"input\":[\"alpha\",\"beta\"],\"encoding_format\":\"base64\"}");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals("base64", lastReceived("together", "m-embed-fl").path("encoding_format").asText());
+        JsonNode n = json(r);
+        for (int i = 0; i < 2; i++) {
+            String input = i == 0 ? "alpha" : "beta";
+            JsonNode e = n.path("data").get(i).path("embedding");
+            assertTrue(e.isTextual(), "base64 asked for, floats answered: " + n);
+            assertEquals(base64(SimEmbeddings.embed(input, SimEmbeddings.DIMENSION)), e.asText());
+            ByteBuffer decoded = ByteBuffer.wrap(Base64.getDecoder().decode(e.asText())).order(ByteOrder.LITTLE_ENDIAN);
+            for (float f : SimEmbeddings.embed(input, SimEmbeddings.DIMENSION)) {
+                assertEquals(f, decoded.getFloat());
+            }
+            assertFalse(decoded.hasRemaining());
+            assertEquals(i, n.path("data").get(i).path("index").asInt());
+        }
+        assertEquals("m-embed-fl", n.path("model").asText());
+        assertEquals("together", n.path("provider").asText());
+        assertEquals(TokenCounter.shared().countText("alpha") + TokenCounter.shared().countText("beta"),
+                n.path("usage").path("prompt_tokens").asInt(), n.toString());
+        // the reverse: floats asked for, or nothing (floats are the default), base64 answered
+        for (String format : new String[]{",\"encoding_format\":\"float\"", ""}) {
+            Response f = embed("{\"model\":\"b64\",\"input\":\"gamma delta\"" + format + "}");
+            assertEquals(200, f.statusCode(), f.asString());
+            JsonNode vec = json(f).path("data").get(0).path("embedding");
+            assertTrue(vec.isArray(), "floats asked for, base64 answered: " + f.asString());
+            float[] expected = SimEmbeddings.embed("gamma delta", SimEmbeddings.DIMENSION);
+            assertEquals(expected.length, vec.size());
+            for (int i = 0; i < expected.length; i++) {
+                assertEquals(expected[i], vec.get(i).floatValue(), "component " + i);
+            }
+        }
+    }
+
     @Test
     void tokenIdInputsAreEmbeddedOnePerArray() {
         Response one = embed(body("[1, 2, 3]", null));
@@ -315,19 +366,21 @@ class EmbeddingsTest {
 
     @Test
     void anAnswerOverTheBufferLimitFailsTheAttemptOverAndOneUnderItIsRelayed() {
-        // 18 MiB: over a chat answer's 16 MiB, within an embeddings answer's 64 MiB
+        // 18 MiB: over a chat answer's 16 MiB, within an embeddings answer's 64 MiB (the fault's vector is base64:
+        // asked for as base64, so that it is relayed as it came rather than written out as floats)
         gw.sim("digitalocean").enqueue("m-embed", new Fault.GiantLine(0, 18 * 1024 * 1024));
         // on bulk, whose limits (read_timeout 5 s, first_token_ceiling 30 s) a loaded host's transfer of 18 MB
         // cannot outlast: under emb's (1 s, 400 ms) the full suite on a loaded host once got a 502, most likely so
-        Response big = embed("{\"model\":\"bulk\",\"input\":\"big\",\"provider\":{\"only\":[\"digitalocean\"]}}");
+        Response big = embed("{\"model\":\"bulk\",\"input\":\"big\",\"encoding_format\":\"base64\","
+                + "\"provider\":{\"only\":[\"digitalocean\"]}}");
         assertEquals(200, big.statusCode(), big.asString());
         assertEquals(18 * 1024 * 1024, json(big).path("data").get(0).path("embedding").asText().length());
         gw.sim("digitalocean").enqueue("m-embed", new Fault.GiantLine(0, 65 * 1024 * 1024));
         // an alias whose first-token limit (first_token_ceiling 30 s, the default; emb's is 400 ms) a slow host's
         // transfer of 65 MB to the gateway cannot outlast: the answer is measured to its end, and the route's learnt
         // latency is that of tiny answers
-        JsonNode t = assertFailedOver(embed("{\"model\":\"bulk\",\"input\":\"too big\",\"provider\":"
-                + FIRST_DO + "}"), "bulk");
+        JsonNode t = assertFailedOver(embed("{\"model\":\"bulk\",\"input\":\"too big\",\"encoding_format\":\"base64\","
+                + "\"provider\":" + FIRST_DO + "}"), "bulk");
         assertEquals("oversize_body", t.get(0).path("error").asText(), t.toString());
     }
 
