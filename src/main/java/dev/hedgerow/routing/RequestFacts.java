@@ -80,7 +80,7 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
     public static RequestFacts of(EmbeddingsRequest req, TokenCounter tokens, Map<String, String> headers) {
         int longest = 0;
         long all = 0;
-        for (int n : req.inputTokens(tokens::countText)) {
+        for (int n : req.inputTokens(tokens.sharingOneBudget())) {
             longest = Math.max(longest, n);
             all += n;
         }

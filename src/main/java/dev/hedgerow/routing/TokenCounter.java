@@ -81,12 +81,60 @@ public final class TokenCounter {
         return encoding.getName();
     }
 
-    /** Tokens of plain text; {@code null} or empty text is 0. */
+    /** Chars a text is tokenized in at most at once ({@link #countText}). */
+    static final int SLICE = 8 * 1024;
+    /** How far back from a slice's end a word boundary is looked for. */
+    private static final int SLICE_SEEK = 1024;
+
+    /**
+     * Tokens of plain text; {@code null} or empty text is 0. A text longer than {@value #SLICE} chars is tokenized a
+     * slice at a time, each cut before a space that begins a word, where the tokenizer's own pre-split cuts too (the
+     * count is the same), or, in a run of that many chars without one, at the slice's end. The BPE merge of one
+     * pre-split piece grows faster than its length: a spaceless 8 MiB embeddings input held a core for 38 s and ran
+     * out of heap in jtokkit's large-piece encoder (found by review6); in slices it costs what prose of that length
+     * does.
+     */
     public int countText(String text) {
         if (text == null || text.isEmpty()) {
             return 0;
         }
-        return encoding.countTokensOrdinary(text);
+        if (text.length() <= SLICE) {
+            return encoding.countTokensOrdinary(text);
+        }
+        int tokens = 0;
+        int from = 0;
+        while (from < text.length()) {
+            int to = sliceEnd(text, from);
+            tokens += encoding.countTokensOrdinary(text.substring(from, to));
+            from = to;
+        }
+        return tokens;
+    }
+
+    /** Where the slice from {@code from} ends: before a word's leading space near {@link #SLICE}, else at it. */
+    private static int sliceEnd(String s, int from) {
+        int end = from + SLICE;
+        if (end >= s.length()) {
+            return s.length();
+        }
+        for (int i = end; i > end - SLICE_SEEK; i--) {
+            if (s.charAt(i) == ' ' && !Character.isWhitespace(s.charAt(i - 1))
+                    && i + 1 < s.length() && !Character.isWhitespace(s.charAt(i + 1))) {
+                return i;
+            }
+        }
+        return Character.isHighSurrogate(s.charAt(end - 1)) ? end - 1 : end;   // never split a surrogate pair
+    }
+
+    /**
+     * A counter for the texts of one request that share one exact budget of {@link #MAX_EXACT_CHARS} chars, as a
+     * chat request's messages do ({@link Tally}): an embeddings batch, whose inputs were each counted exactly
+     * however many there were. Each text is its exact tokens, plus its chars past the budget at the tokens per char
+     * counted so far.
+     */
+    public ToIntFunction<String> sharingOneBudget() {
+        Tally tally = new Tally();
+        return tally::textWithEstimate;
     }
 
     /** {@link #countText}, through the memory of recent counts (see the class comment). */
@@ -288,6 +336,18 @@ public final class TokenCounter {
             }
             estimatedChars += s.length() - cut;
             return cut == 0 ? 0 : exact(cut, countText(s.substring(0, cut)));
+        }
+
+        /** {@link #text}, plus the estimate of this text's chars past the budget. */
+        int textWithEstimate(String s) {
+            long before = estimatedChars;
+            int tokens = text(s);
+            long past = estimatedChars - before;
+            if (past == 0) {
+                return tokens;
+            }
+            double perChar = exactChars == 0 ? 0.25 : (double) exactTokens / exactChars;
+            return (int) Math.min(Integer.MAX_VALUE / 2, tokens + Math.ceil(past * perChar));
         }
 
         private int exact(int chars, int tokens) {

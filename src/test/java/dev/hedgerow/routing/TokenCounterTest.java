@@ -28,6 +28,45 @@ class TokenCounterTest {
         assertEquals(2, counter.countText("Hello world"));
     }
 
+    /**
+     * A long text is tokenized in slices cut where the tokenizer's own pre-split cuts (before a word's space), so
+     * the count is the whole text's: prose with numbers, punctuation, line breaks and non-Latin words.
+     */
+    @Test
+    void aLongTextCountedInSlicesCountsAsTheWholeText() {
+        StringBuilder sb = new StringBuilder();
+        java.util.Random r = new java.util.Random(7);
+        String[] words = {"the", "gateway", "routes", "42", "requests,", "résumé", "日本語の", "text.\n", "don't",
+                "(hedged)", "1234567", "—", "naïve"};
+        while (sb.length() < 5 * TokenCounter.SLICE + 123) {
+            sb.append(words[r.nextInt(words.length)]).append(r.nextInt(9) == 0 ? "  " : " ");
+        }
+        String text = sb.toString();
+        int whole = com.knuddels.jtokkit.Encodings.newLazyEncodingRegistry()
+                .getEncoding(com.knuddels.jtokkit.api.EncodingType.O200K_BASE).countTokensOrdinary(text);
+        assertEquals(whole, counter.countText(text));
+    }
+
+    /**
+     * The inputs of one embeddings request share one exact budget, as a chat request's messages do: past
+     * {@link TokenCounter#MAX_EXACT_CHARS} chars, an input is estimated at the tokens per char counted so far
+     * (found by review6: every input was counted exactly, however large the batch).
+     */
+    @Test
+    void anEmbeddingsBatchSharesOneExactBudget() {
+        String prose = "hello world ".repeat(TokenCounter.MAX_EXACT_CHARS / 12);   // 2 tokens per 12 chars
+        String digits = "7".repeat(90_000);                                         // 1 token per 3 chars exactly
+        var count = counter.sharingOneBudget();
+        assertEquals(counter.countText(prose), count.applyAsInt(prose));
+        int left = TokenCounter.MAX_EXACT_CHARS - prose.length();
+        int estimated = count.applyAsInt(digits);
+        double perChar = (counter.countText(prose) + counter.countText(digits.substring(0, left)))
+                / (double) (prose.length() + left);
+        assertEquals(counter.countText(digits.substring(0, left))
+                + (int) Math.ceil((digits.length() - left) * perChar), estimated);
+        assertTrue(estimated < counter.countText(digits), "the part past the budget is estimated, not counted");
+    }
+
     @Test
     void countsSpecialTokenMarkersAsOrdinaryText() {
         assertTrue(counter.countText("a <|endoftext|> b") > 3);

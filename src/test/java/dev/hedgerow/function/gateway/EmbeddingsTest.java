@@ -534,6 +534,24 @@ class EmbeddingsTest {
         assertEquals(200, eight.statusCode(), eight.asString());
     }
 
+    /**
+     * An input of 1,000,000 chars without a space (this harness's body limit is 1 MiB), the tokenizer's worst case, is
+     * refused as past every context window: counted in slices, it no longer holds a core for seconds, and at 8 MiB
+     * (the default limit) for 38 s or until the heap ran out (found by review6: a 500 with OutOfMemoryError when two
+     * came at once).
+     */
+    @Test
+    void aHugeInputWithoutSpacesIsRefusedAsPastEveryContextWindow() {
+        StringBuilder sb = new StringBuilder(1_000_000);
+        java.util.Random r = new java.util.Random(3);
+        while (sb.length() < 1_000_000) {
+            sb.append((char) ('a' + r.nextInt(26)));
+        }
+        Response big = embed("{\"model\":\"emb\",\"input\":\"" + sb + "\"}");
+        assertEquals(400, big.statusCode(), big.asString().substring(0, Math.min(500, big.asString().length())));
+        assertEquals("no_capable_provider", json(big).path("error").path("code").asText());
+    }
+
     @Test
     void theEdgeRefusesAsForChat() {
         Response noKey = given().baseUri(gw.baseUrl()).contentType("application/json")
