@@ -38,6 +38,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The Quarkus side of one process: reads the environment ({@code HEDGEROW_CONFIG}, {@code REDIS_URL},
@@ -296,12 +297,28 @@ public class HedgerowApp {
     }
 
     /**
+     * A Redis connection that has read nothing for this long is closed, and the pool opens a new one when it needs it.
+     * The outage guard gives up on a call after 1 s but cannot take back the pooled connection the call holds: a
+     * connection whose peer went silent with the socket left open (a network blackhole, a firewall or NAT that
+     * dropped the connection's state) would hold its pool slot until the kernel gives up on it, about 15 minutes,
+     * and once every slot is held so, no call reaches a Redis that is healthy again and the instance stays off
+     * shared state. Three times the guard's timeout: an answer that is merely slow still arrives on its connection.
+     * Hedgerow sends no blocking command and subscribes to nothing, so a healthy connection with a command out always
+     * reads within it; the cost is that a connection left idle that long is closed too and reopened on its next use
+     * (a TCP connect and the client's handshake). TCP keepalive would not do: it finds a dead peer only after
+     * minutes by default, and never when a proxy in between answers its probes while forwarding nothing.
+     */
+    static final Duration REDIS_READ_IDLE = Duration.ofSeconds(3);
+
+    /**
      * The store for {@code REDIS_URL} (one URL, or a comma-separated list of cluster nodes when {@code cluster}):
      * Redis behind a {@link ResilientStateStore}, so an outage falls back to local state instead of failing requests.
      */
     public static ResilientStateStore redisStore(Vertx vertx, String urls, boolean cluster) {
         RedisOptions options = new RedisOptions().setMaxPoolSize(64).setMaxPoolWaiting(4096)
                 .setMaxWaitingHandlers(8192);
+        options.getNetClientOptions().setReadIdleTimeout((int) REDIS_READ_IDLE.toMillis())
+                .setIdleTimeoutUnit(TimeUnit.MILLISECONDS);
         RedisClientType type = cluster ? RedisClientType.CLUSTER : RedisClientType.STANDALONE;
         options.setType(type);
         for (String url : urls.split(",")) {
