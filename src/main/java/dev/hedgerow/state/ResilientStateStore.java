@@ -13,9 +13,11 @@ import java.time.LocalDate;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.Deque;
 import java.util.HashMap;
 import java.util.Iterator;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -52,7 +54,8 @@ import java.util.function.Supplier;
  * because Redis forgot it. An admin edit made during an outage is written to the mirror and kept as pending; before the
  * next catalog read from the shared store it is written there, compare-and-set, if the stored org is still the one
  * the edit was made on (by content: a Redis that restarted empty and was re-seeded by another instance holds the same
- * org under another version), so the edit is neither lost nor reverted by this instance's next refresh. If another
+ * org under another version) or one this instance made on the way (a write the store did not answer in time may have
+ * landed all the same), so the edit is neither lost nor reverted by this instance's next refresh. If another
  * edit reached the store meanwhile, that one wins: the pending edit is dropped, logged, and counted in
  * {@link #lostEdits()}, as two conflicting edits cannot both hold.
  *
@@ -281,29 +284,56 @@ public final class ResilientStateStore implements StateStore {
 
     /**
      * The stores' compare-and-set, on the mirror; a write that holds is pending until the shared store takes it.
-     * Several edits during one outage are one pending edit: the latest document, made on the first's base. The version
-     * written is negative, one no stored org can have (stored versions count up from 1): an edit stored elsewhere
-     * meanwhile may have taken the version this one would have had, and the instance's catalog, which reloads an org
-     * when its version moved, would then never take that other edit once this one is dropped.
+     * Several edits during one outage are one pending edit: the latest document, made on the first's base, and the
+     * documents before it, which are this instance's own: the shared store may hold any of them, as a write it did not
+     * answer in time may have landed all the same (the first edit of an outage, made while it still looked up; a
+     * pending edit's own write), and an org stored as one of them was not edited elsewhere. The version written is
+     * negative, one no stored org can have (stored versions count up from 1): an edit stored elsewhere meanwhile may
+     * have taken the version this one would have had, and the instance's catalog, which reloads an org when its
+     * version moved, would then never take that other edit once this one is dropped.
+     *
+     * <p>A write the mirror refuses (made on another version) is still kept as the instance's own when an edit of the
+     * org is pending: the shared store did not answer it either, and it may have landed there.
      */
     private Optional<Long> putMirror(String orgId, VersionedDoc doc, long expectedVersion) {
         long[] written = {0};
         catalogMirror.compute(orgId, (k, held) -> {
             long current = held == null ? 0 : held.version();
             if (current != expectedVersion) {
+                pendingEdits.computeIfPresent(orgId, (o, pending) -> pending.alsoOwn(doc.json()));
                 return held;
             }
             written[0] = -(Math.abs(current) + 1);
             VersionedDoc next = doc.withVersion(written[0]);
-            pendingEdits.merge(orgId, new PendingEdit(held == null ? null : held.json(), next),
-                    (first, latest) -> new PendingEdit(first.baseJson(), latest.doc()));
+            pendingEdits.merge(orgId, new PendingEdit(held == null ? null : held.json(), Set.of(), next),
+                    (first, latest) -> first.alsoOwn(first.doc().json()).then(latest.doc()));
             return next;
         });
         return written[0] == 0 ? Optional.empty() : Optional.of(written[0]);
     }
 
-    /** An edit made on the mirror: the org's document it was made on ({@code null}: none) and the result. */
-    private record PendingEdit(String baseJson, VersionedDoc doc) {
+    /**
+     * An edit made on the mirror: the org's document it was made on ({@code null}: none), the documents this
+     * instance made of it on the way there (see {@link #putMirror}), and the result.
+     */
+    private record PendingEdit(String baseJson, Set<String> ownJson, VersionedDoc doc) {
+        PendingEdit alsoOwn(String json) {
+            if (ownJson.contains(json)) {
+                return this;
+            }
+            Set<String> own = new LinkedHashSet<>(ownJson);
+            own.add(json);
+            return new PendingEdit(baseJson, Collections.unmodifiableSet(own), doc);
+        }
+
+        PendingEdit then(VersionedDoc latest) {
+            return new PendingEdit(baseJson, ownJson, latest);
+        }
+
+        /** Whether the shared store holding {@code storedJson} holds the org this edit was made on, or on the way. */
+        boolean madeOn(String storedJson) {
+            return Objects.equals(storedJson, baseJson) || ownJson.contains(storedJson);
+        }
     }
 
     /** Writes every pending edit to the shared store (fails, and keeps them, if the store does not answer). */
@@ -324,7 +354,7 @@ public final class ResilientStateStore implements StateStore {
                 pendingEdits.remove(orgId, edit);
                 return Uni.createFrom().voidItem();
             }
-            if (storedJson != null && !storedJson.equals(edit.baseJson())) {
+            if (storedJson != null && !edit.madeOn(storedJson)) {
                 pendingEdits.remove(orgId, edit);
                 lostEdits.incrementAndGet();
                 log.log(System.Logger.Level.WARNING, "an admin edit of org " + orgId + " made while the shared "
@@ -332,7 +362,9 @@ public final class ResilientStateStore implements StateStore {
                         + "edit holds");
                 return Uni.createFrom().voidItem();
             }
-            // the store writes expected + 1 whatever version the document carries
+            // the stored org is the one this edit was made on, or one of this instance's own steps to it (a write
+            // that timed out here and landed after all): the edit is written over it. The store writes expected + 1
+            // whatever version the document carries
             VersionedDoc doc = edit.doc();
             return shared.putOrgCatalog(orgId, doc, stored.map(VersionedDoc::version).orElse(0L))
                     .invoke(v -> v.ifPresent(version -> {

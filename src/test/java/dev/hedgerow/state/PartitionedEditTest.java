@@ -1,6 +1,7 @@
 package dev.hedgerow.state;
 
 import dev.hedgerow.admin.AdminService;
+import dev.hedgerow.api.Json;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
@@ -43,7 +44,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class PartitionedEditTest {
     static final String YAML = """
             orgs:
-            %s""".formatted(String.join("", org("one"), org("two"), org("three")));
+            %s""".formatted(String.join("", org("one"), org("two"), org("three"), org("four"), org("five")));
     /** Short breaker delay so the restored link is tried again quickly; one success closes the breaker. */
     static final ResilientStateStore.Settings SETTINGS =
             new ResilientStateStore.Settings(Duration.ofMillis(500), 4, 0.5, Duration.ofMillis(200), 1);
@@ -109,6 +110,7 @@ class PartitionedEditTest {
     @AfterEach
     void linkBack() {
         link.restore();
+        link.release();
         eventually(() -> {
             served(a, "one", 1);
             return !storeA.degraded();
@@ -141,6 +143,11 @@ class PartitionedEditTest {
 
     static void drain(GatewayHarness gw, String orgId, String routeId) {
         new AdminService(gw.core()).drain(org(gw, orgId), routeId, true, "ops").await().atMost(Duration.ofSeconds(10));
+    }
+
+    static void editGroup(GatewayHarness gw, String orgId, String alias, String json) throws IOException {
+        new AdminService(gw.core()).editGroup(org(gw, orgId), alias, Json.parse(json), null, "ops")
+                .await().atMost(Duration.ofSeconds(10));
     }
 
     /** Cuts A off Redis and sends it traffic until its store answers from local state. */
@@ -199,6 +206,47 @@ class PartitionedEditTest {
         eventually(() -> Set.of("chat-beta").equals(served(a, "three", 4)), "A takes the edit Redis holds");
         assertEquals(Set.of("chat-beta"), served(b, "three", 4), "B keeps its edit");
         assertEquals(lostBefore + 1, storeA.lostEdits(), "A's conflicting edit is reported lost, not silently");
+        assertEquals(0, storeA.pendingEdits());
+    }
+
+    /**
+     * Redis stalls for A (what A sends reaches it only when the stall ends): A's first edit of an org times out, so
+     * it is kept locally, yet its write lands when the stall ends; a second edit of the org is made locally
+     * meanwhile. When Redis answers, the org it holds is A's own first edit, not another instance's: A's second edit
+     * is written over it. It was dropped as lost to an edit "made elsewhere", and the first edit stood alone (the
+     * drain was silently undone on every instance).
+     */
+    @Test
+    void anEditWhoseTimedOutWriteLandedAfterAllIsNotTakenForAnotherInstancesEdit() throws IOException {
+        long lostBefore = storeA.lostEdits();
+        link.hold();
+        editGroup(a, "four", "chat", "{\"retries\":1}");
+        drain(a, "four", "chat-beta");
+        assertEquals(Set.of("chat-alpha"), served(a, "four", 4), "in effect on A at once");
+        assertEquals(1, storeA.pendingEdits(), "precondition: both edits wait for Redis");
+
+        link.release(); // the stall ends: the first edit's write lands
+        eventually(() -> storeA.pendingEdits() == 0 && !storeA.degraded(), "A's edits are written to Redis");
+        eventually(() -> Set.of("chat-alpha").equals(served(b, "four", 4)), "B drains chat-beta too");
+        assertEquals(Set.of("chat-alpha"), served(a, "four", 4), "A kept its drain");
+        assertEquals(2, org(b, "four").groups().get("chat").retry().maxAttempts(), "and its first edit (retries: 1)");
+        assertEquals(lostBefore, storeA.lostEdits(), "no edit was lost: there was no other");
+    }
+
+    /** As above, but another instance edits the org while Redis stalls for A: that edit holds, A's are lost. */
+    @Test
+    void anotherInstancesEditStillWinsOverEditsWhoseWritesTimedOut() throws IOException {
+        link.hold();
+        editGroup(a, "five", "chat", "{\"retries\":1}");
+        drain(a, "five", "chat-beta");
+        drain(b, "five", "chat-alpha"); // stored first: A's held first write no longer matches the stored version
+        long lostBefore = storeA.lostEdits();
+
+        link.release();
+        eventually(() -> Set.of("chat-beta").equals(served(a, "five", 4)), "A takes the edit Redis holds");
+        assertEquals(Set.of("chat-beta"), served(b, "five", 4), "B keeps its edit");
+        assertEquals(3, org(a, "five").groups().get("chat").retry().maxAttempts(), "A's first edit did not land");
+        assertEquals(lostBefore + 1, storeA.lostEdits(), "A's conflicting edits are reported lost, not silently");
         assertEquals(0, storeA.pendingEdits());
     }
 }
