@@ -86,6 +86,12 @@ public final class CatalogLoader {
     static final int MAX_MESSAGE_COUNTBACK = 1000;
     /** The most tokens a judge may answer with: a score is a few tokens; more only buys the judge room to talk. */
     static final int MAX_JUDGE_TOKENS = 4096;
+    /**
+     * The longest {@code usage_window}: the state store keeps usage in one-minute buckets and a snapshot sums a
+     * window's buckets in one Redis script, so a window of a month read 43,200 of them per route and blocked the Redis
+     * every org shares for a second per snapshot, an admin key of any org enough to set it (found by review6).
+     */
+    static final Duration MAX_USAGE_WINDOW = Duration.ofHours(1);
     private static final Set<String> BREAKER_FIELDS = Set.of("max_fails", "fail_timeout");
     /**
      * Kong AI Gateway's {@code config.balancer}, accepted nested under a group's {@code balancer} as Kong writes
@@ -684,6 +690,11 @@ public final class CatalogLoader {
                 tokens = db.tokensCountStrategy();
             }
             Duration usageWindow = g.duration("usage_window", db.usageWindow(), false);
+            if (usageWindow.compareTo(MAX_USAGE_WINDOW) > 0) {
+                g.error("usage_window", "at most 1h (usage is kept per minute, and every request's routing sums the "
+                        + "window's minutes)");
+                usageWindow = db.usageWindow();
+            }
             String embeddingsRoute = g.string("embeddings_route");
             if (embeddingsRoute != null) {
                 Route er = routes.stream().filter(r -> r.id().equals(embeddingsRoute)).findFirst().orElse(null);

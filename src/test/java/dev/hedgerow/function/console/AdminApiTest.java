@@ -398,6 +398,8 @@ class AdminApiTest {
         cases.put("{\"slo\": {\"decode_tokens_per_second\": 0}}", "slo.decode_tokens_per_second");
         cases.put("{\"strategy\": \"semantic\"}", "embeddings_route");
         cases.put("{\"hash_on_header\": \"${HOME}\"}", "hash_on_header");
+        // a month's window summed every request's minutes and blocked the shared Redis (review6)
+        cases.put("{\"usage_window\": \"8760h\"}", "usage_window");
         cases.forEach((body, param) -> {
             Response r = admin().body(body).put("/admin/groups/duo");
             assertEquals(400, r.statusCode(), body + ": " + r.asString());
