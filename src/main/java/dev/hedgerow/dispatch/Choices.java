@@ -20,6 +20,9 @@ import java.util.function.ToIntFunction;
 final class Choices {
     private final String[] finishes;
     private int unfinished;
+    /** The indices the stream has carried, and the last finish it gave. */
+    private final boolean[] seen;
+    private String lastFinish;
     private final StringBuilder[] content;
     private final StringBuilder[] reasoning;
     /**
@@ -30,6 +33,7 @@ final class Choices {
 
     Choices(int n) {
         finishes = new String[n];
+        seen = new boolean[n];
         unfinished = n;
         content = new StringBuilder[n];
         reasoning = new StringBuilder[n];
@@ -70,10 +74,14 @@ final class Choices {
 
     /** {@code d} with its finish kept only when it finished the last unfinished choice. */
     private UpstreamReplies.Delta finishing(JsonNode choice, UpstreamReplies.Delta d) {
+        int i = choice.path("index").asInt(-1);
+        if (i >= 0 && i < seen.length) {
+            seen[i] = true;
+        }
         if (d.finish() == null) {
             return d;
         }
-        int i = choice.path("index").asInt(-1);
+        lastFinish = d.finish();
         boolean completes = false;
         if (i >= 0 && i < finishes.length && finishes[i] == null) {
             finishes[i] = d.finish();
@@ -81,6 +89,23 @@ final class Choices {
         }
         return completes ? d : new UpstreamReplies.Delta(d.content(), d.reasoning(), d.toolCalls(), d.hasTools(),
                 d.other(), null);
+    }
+
+    /**
+     * The finish of a stream that ended cleanly with fewer choices than asked: every index it carried finished and
+     * the others never came, as from a server that ignores {@code n} and answers one choice (its whole answer is
+     * relayed with one choice too). Null when the stream is whole, or a choice it carried did not finish.
+     */
+    String fewerChoicesFinish() {
+        if (unfinished == 0 || lastFinish == null) {
+            return null;
+        }
+        for (int i = 0; i < seen.length; i++) {
+            if (seen[i] && finishes[i] == null) {
+                return null;
+            }
+        }
+        return lastFinish;
     }
 
     /** Records the text the client received of choice {@code index} (an index out of range is not counted). */

@@ -318,7 +318,7 @@ final class ClientOutput {
     void endStream(Attempt a, UsageSample billed, JsonNode usageDetails, ArrayNode trail) {
         releaseTools(a);
         ObjectNode finish = a.heldFinish;
-        if (finish == null && (a.choices == null || a.choices.heldFinishes.isEmpty())) {
+        if (finish == null && a.choices == null) {
             finish = JsonNodeFactory.instance.objectNode().put("index", 0);
             finish.putObject("delta");
             finish.put("finish_reason", a.finishReason);
@@ -330,7 +330,9 @@ final class ClientOutput {
             chunk.putArray("choices").addAll(a.choices.heldFinishes);
         }
         if (billed != null) {
-            write(Sse.data(chunk));
+            if (!chunk.path("choices").isEmpty()) {   // a stream of fewer choices than asked has no finish held
+                write(Sse.data(chunk));
+            }
             chunk = baseChunk(a);
             chunk.putArray("choices");
             Billing.putUsage(chunk, billed, usageDetails);

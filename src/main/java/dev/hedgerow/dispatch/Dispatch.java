@@ -979,6 +979,13 @@ final class Dispatch {
                     : failure.detail()));
             return;
         }
+        if (a == winner && failure == null && a.choices != null && a.choices.fewerChoicesFinish() != null) {
+            // a provider that ignores n answered fewer choices, each whole: that is its answer, not a break (it was
+            // ended with an error event and its route charged, cooling it for every client; found by hunt6)
+            a.finishReason = a.choices.fewerChoicesFinish();
+            complete(a, false);
+            return;
+        }
         if (a == winner) {
             midStreamFailure(a, failure == null ? "eof_before_finish" : "transport_" + failure.kind().name()
                     .toLowerCase(), failure == null ? "stream ended before a finish_reason" : failure.detail());

@@ -19,7 +19,7 @@ import io.quarkus.runtime.annotations.RegisterForReflection;
         ModelScript.FaultChance.class, ModelScript.UsageMode.class, ModelScript.Continuation.class,
         ModelScript.EmbeddingsEncoding.class,
         Fault.class, Fault.HttpError.class, Fault.ResetBeforeHeaders.class, Fault.NoResponse.class, Fault.Drop.class,
-        Fault.EmptyStream.class, Fault.LostContent.class, Fault.Refuse.class, Fault.NoDone.class,
+        Fault.EmptyStream.class, Fault.LostContent.class, Fault.Refuse.class, Fault.IgnoreN.class, Fault.NoDone.class,
         Fault.HangAfterFinish.class, Fault.EofBeforeFinish.class, Fault.MalformedFrame.class, Fault.ErrorEvent.class, Fault.Stall.class, Fault.StallKeptAlive.class,
         Fault.DropDuringReasoning.class, Fault.Html200.class, Fault.HtmlError.class, Fault.GiantLine.class,
         Fault.Endless.class, Fault.SlowDrip.class, Fault.Gate.class,

@@ -30,6 +30,7 @@ import java.util.Map;
         @JsonSubTypes.Type(value = Fault.EmptyStream.class, name = "empty_stream"),
         @JsonSubTypes.Type(value = Fault.LostContent.class, name = "lost_content"),
         @JsonSubTypes.Type(value = Fault.Refuse.class, name = "refusal"),
+        @JsonSubTypes.Type(value = Fault.IgnoreN.class, name = "ignore_n"),
         @JsonSubTypes.Type(value = Fault.NoDone.class, name = "no_done"),
         @JsonSubTypes.Type(value = Fault.HangAfterFinish.class, name = "hang_after_finish"),
         @JsonSubTypes.Type(value = Fault.EofBeforeFinish.class, name = "eof_before_finish"),
@@ -209,6 +210,10 @@ public sealed interface Fault {
      * {@code dropAfter} at 0 or more, the stream is reset after that many pieces (no finish).
      */
     record Refuse(int dropAfter) implements Fault {
+    }
+
+    /** The model ignores {@code n}, as some servers do: it answers one choice, index 0, whatever was asked. */
+    record IgnoreN() implements Fault {
     }
 
     /** The stream ends cleanly after the {@code finish_reason} chunk (and usage) without {@code [DONE]}. */

@@ -326,8 +326,9 @@ public final class SimServer implements AutoCloseable {
         Fault fault = ms.drawFault();
         long ttft = ms.drawTtftMs(chat.promptTokens());
         // choice i is the text of seed + i: the first choice is the answer a request for one gets
-        List<Plan> plans = new ArrayList<>(chat.choices());
-        for (int i = 0; i < chat.choices(); i++) {
+        int choices = fault instanceof Fault.IgnoreN ? 1 : chat.choices();
+        List<Plan> plans = new ArrayList<>(choices);
+        for (int i = 0; i < choices; i++) {
             plans.add(Plan.of(chat, script, config.textSeed() + i));
         }
         Exchange ex = new Exchange(vertx, req, ms, chat, plans, fault, ttft, admission, gates,

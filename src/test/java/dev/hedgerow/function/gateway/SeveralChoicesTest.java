@@ -310,6 +310,27 @@ class SeveralChoicesTest {
         assertEquals(before, gw.sim("b").stats("m-multi").received(), "no resume was asked of route b");
     }
 
+    /**
+     * A provider that ignores {@code n} streams one choice, whole: that is its answer, relayed and ended cleanly (with
+     * the usage chunk asked for), as its whole answer of one choice is, and its route is not charged. It was ended
+     * with an error event after the complete choice and counted against the route, cooling it for every client
+     * (found by hunt6).
+     */
+    @Test
+    void aProviderThatIgnoresNStreamsOneWholeChoiceAndIsNotCharged() {
+        String prompt = "n ignored";
+        gw.sim("a").enqueue("m-multi", new Fault.IgnoreN());
+        String out = stream("multi", prompt, ",\"n\":2,\"stream_options\":{\"include_usage\":true}");
+        assertEquals(Map.of(0, expected(SEED, prompt, 0, LENGTH)), texts(out), out);
+        assertEquals(Map.of(0, List.of("stop")), finishes(out), out);
+        assertTrue(Sse.events(out).stream().noneMatch(e -> e.has("error")), out);
+        assertTrue(Sse.endsWithDone(out), out);
+        assertEquals(LENGTH, last(out).path("usage").path("completion_tokens").asInt(), out);
+        assertEquals(List.of("multi-a:success"), trail(out));
+        assertEquals(0, gw.core().store().snapshot(List.of("acme/multi-a"), Duration.ofMinutes(1))
+                .await().atMost(Duration.ofSeconds(5)).get("acme/multi-a").fails(), "route a is not charged");
+    }
+
     /** A stall after the first content is waited for as a stream nothing can resume (read_timeout), then ended. */
     @Test
     void aStallAfterTheFirstContentEndsWithTheErrorEventAndIsNotResumed() {
