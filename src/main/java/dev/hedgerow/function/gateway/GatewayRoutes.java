@@ -85,6 +85,9 @@ public final class GatewayRoutes {
     }
 
     public void mount(Router router) {
+        for (String path : new String[]{"/v1/*", "/models/*"}) {
+            router.route(path).order(TALLY_ORDER - 1).handler(GatewayRoutes::requestId);
+        }
         for (String path : new String[]{"/v1/chat/completions", "/models/:alias/v1/chat/completions",
                 "/v1/embeddings", "/models/:alias/v1/embeddings", "/v1/models", "/v1/models/:model"}) {
             router.route(path).order(TALLY_ORDER).handler(this::tally);
@@ -118,6 +121,22 @@ public final class GatewayRoutes {
         JsonReplies.methodNotAllowed(router, HttpMethod.POST, "/v1/chat/completions",
                 "/models/:alias/v1/chat/completions", "/v1/embeddings", "/models/:alias/v1/embeddings");
         JsonReplies.methodNotAllowed(router, HttpMethod.GET, "/v1/models", "/v1/models/:model");
+    }
+
+    /**
+     * Gives every answer under {@code /v1} its request id, as {@code x-hedgerow-request-id} and under OpenAI's name
+     * {@code x-request-id}, which the official SDKs expose ({@code _request_id}, {@code withResponse().request_id}, an
+     * error's {@code requestID}): the model list, a 404, 405 or 413 included, which had none (found by hunt6). A chat
+     * completion's is its {@code id} ({@code chatcmpl-hr...}), an embeddings request's {@code emb-hr...}, any other
+     * {@code req-hr...}.
+     */
+    private static void requestId(RoutingContext ctx) {
+        String path = ctx.request().path();
+        String id = newId(path.endsWith("/chat/completions") ? "chatcmpl-hr" : path.endsWith("/embeddings")
+                ? "emb-hr" : "req-hr");
+        ctx.response().putHeader("x-hedgerow-request-id", id);
+        ctx.response().putHeader("x-request-id", id);
+        ctx.next();
     }
 
     /**
@@ -286,12 +305,8 @@ public final class GatewayRoutes {
         Hedgerow h = core.get();
         HttpServerRequest httpReq = ctx.request();
         HttpServerResponse resp = ctx.response();
-        // every answer carries the id, refusals too: it is the one a blocked audit event records
-        String requestId = newId(embeddings ? "emb-hr" : "chatcmpl-hr");
-        resp.putHeader("x-hedgerow-request-id", requestId);
-        // and under OpenAI's name, which the official SDKs expose (_request_id, withResponse().request_id, an error's
-        // requestID)
-        resp.putHeader("x-request-id", requestId);
+        // every answer carries the id (requestId), refusals too: it is the one a blocked audit event records
+        String requestId = resp.headers().get("x-hedgerow-request-id");
         Tally tally = Tally.of(ctx);
         Optional<Catalog.Caller> caller = authenticate(h, httpReq);
         if (caller.isEmpty()) {

@@ -310,6 +310,23 @@ class GatewayFoundationTest {
             assertTrue(refused.header("x-request-id").startsWith("chatcmpl-hr"), refused.headers().toString());
             assertEquals(refused.header("x-hedgerow-request-id"), refused.header("x-request-id"));
         }
+        // every other answer under /v1 too: the model list, a 404, a 405, a body over the limit (found by hunt6)
+        byte[] huge = new byte[9 << 20];
+        java.util.Arrays.fill(huge, (byte) ' ');
+        List<Integer> statuses = new java.util.ArrayList<>();
+        for (Response other : List.of(given().auth().oauth2("k-acme").get("/v1/models"),
+                given().auth().oauth2("k-acme").get("/v1/models/nope"),
+                given().auth().oauth2("k-acme").get("/v1/chat/completions"),
+                given().auth().oauth2("k-acme").get("/v1/nothing"),
+                given().auth().oauth2("k-acme").contentType("application/json").body(huge)
+                        .post("/v1/chat/completions"))) {
+            String id = other.header("x-request-id");
+            assertTrue(id != null && id.matches("(req|chatcmpl)-hr[A-Za-z0-9]{24}"),
+                    other.statusCode() + " " + other.headers());
+            assertEquals(other.header("x-hedgerow-request-id"), id);
+            statuses.add(other.statusCode());
+        }
+        assertEquals(List.of(200, 404, 405, 404, 413), statuses);
     }
 
     @Test
