@@ -15,6 +15,8 @@ import java.util.regex.Pattern;
  */
 public final class InvalidEdit extends RuntimeException {
     private static final Pattern ROUTE_PATH = Pattern.compile("^routes\\[(\\d+)]");
+    /** A route's weight or priority, which an edit's body gives by name (a move) or per member (a group edit). */
+    private static final Pattern MEMBER_FIELD = Pattern.compile("^routes\\[\\d+]\\.(weight|priority)$");
 
     private final List<CatalogError> errors;
     private final List<Optional<String>> routes;
@@ -31,7 +33,8 @@ public final class InvalidEdit extends RuntimeException {
      */
     public InvalidEdit(List<CatalogError> errors, List<String> routeIds, String groupPath) {
         this(List.copyOf(errors), errors.stream().map(e -> routeOf(e.path(), routeIds)).toList(),
-                errors.stream().map(e -> paramOf(e.path(), groupPath)).toList());
+                errors.stream().map(e -> paramOf(e.path(), groupPath)
+                        .or(() -> memberField(e.path()).map(f -> "members"))).toList());
     }
 
     /**
@@ -40,7 +43,17 @@ public final class InvalidEdit extends RuntimeException {
      */
     public static InvalidEdit about(String param, List<CatalogError> errors, List<String> routeIds) {
         return new InvalidEdit(List.copyOf(errors), errors.stream().map(e -> routeOf(e.path(), routeIds)).toList(),
-                errors.stream().map(e -> Optional.of(param)).toList());
+                errors.stream().map(e -> memberField(e.path()).or(() -> Optional.of(param))).toList());
+    }
+
+    /**
+     * {@code weight} or {@code priority} when the error is about a route's (a move's {@code "weight": -1}, a group
+     * edit whose members all weigh 0): the field of the body it is about, which an answer named {@code alias}, or
+     * nothing (found by hunt5).
+     */
+    private static Optional<String> memberField(String path) {
+        Matcher m = MEMBER_FIELD.matcher(path);
+        return m.matches() ? Optional.of(m.group(1)) : Optional.empty();
     }
 
     private InvalidEdit(List<CatalogError> errors, List<Optional<String>> routes, List<Optional<String>> params) {

@@ -245,7 +245,8 @@ class AdminApiTest {
                 .put("/admin/groups/duo").then().statusCode(400)
                 .body("error.code", equalTo("invalid_catalog"))
                 .body("error.errors[0].path", containsString("routes["))
-                .body("error.errors[0].message", containsString("weight 0"));
+                .body("error.errors[0].message", containsString("weight 0"))
+                .body("error.param", equalTo("members"));   // the body's field at fault (it was null; hunt5)
         admin().get("/admin/groups/duo").then().body("members.weight", equalTo(List.of(100, 100)));
     }
 

@@ -194,8 +194,11 @@ class RouteAliasTest {
         move("{\"route\": \"recruit-beta\", \"alias\": \"vectors\"}").then().statusCode(400)
                 .body("error.code", equalTo("invalid_catalog")).body("error.param", equalTo("alias"))
                 .body("error.message", containsString("mixes embeddings and chat routes"));
+        // the field at fault, not the alias (found by hunt5)
         move("{\"route\": \"recruit-beta\", \"alias\": \"crew\", \"weight\": -1}").then().statusCode(400)
-                .body("error.code", equalTo("invalid_catalog"));
+                .body("error.code", equalTo("invalid_catalog")).body("error.param", equalTo("weight"));
+        move("{\"route\": \"recruit-beta\", \"alias\": \"crew\", \"priority\": -1}").then().statusCode(400)
+                .body("error.code", equalTo("invalid_catalog")).body("error.param", equalTo("priority"));
         move("{\"route\": \"recruit-beta\", \"alais\": \"crew\"}").then().statusCode(400)
                 .body("error.code", equalTo("unknown_field")).body("error.param", equalTo("alais"));
         move("{\"route\": \"recruit-beta\"}").then().statusCode(400).body("error.param", equalTo("alias"));
