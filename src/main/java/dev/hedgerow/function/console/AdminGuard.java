@@ -7,6 +7,7 @@ import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.function.HedgerowApp;
+import dev.hedgerow.function.gateway.GatewayRoutes;
 import io.vertx.core.http.HttpServerRequest;
 import jakarta.inject.Inject;
 import jakarta.ws.rs.WebApplicationException;
@@ -54,6 +55,9 @@ public class AdminGuard {
         }
         try {
             org(app, ctx.getHeaderString(HttpHeaders.AUTHORIZATION));
+            // a compressed edit was read as it came (a gzip body "not valid UTF-8", a plain one labelled gzip saved)
+            // where /admin/explain and the gateway refuse it: every admin body is refused so (found by hunt5)
+            GatewayRoutes.refuseEncoded(ctx.getHeaderString(HttpHeaders.CONTENT_ENCODING));
         } catch (RequestException e) {
             return AdminResource.error(e.error(), null);
         }
