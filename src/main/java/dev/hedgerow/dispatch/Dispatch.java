@@ -704,6 +704,15 @@ final class Dispatch {
         }
         lifeSeen(a);
         if (node.hasNonNull("error")) {
+            if (a.emptyFinish != null) {
+                // an error in place of the close after a finish with nothing before it: settled as its end would be
+                // (it was taken for a break of a stream that never began: a resume wrote to a client without a head;
+                // found by review7)
+                if (settleEmptyFinish(a)) {
+                    complete(a, true);
+                }
+                return;
+            }
             if (a == winner && a.finishReason != null) {
                 // the answer is whole (its finish came): an error in place of the upstream's close ends it cleanly,
                 // as a transport error or a stall after the finish does
@@ -719,13 +728,15 @@ final class Dispatch {
             return;
         }
         JsonNode usage = node.get("usage");
-        if (usage != null && usage.isObject()) {
+        boolean usageHere = usage != null && usage.isObject();
+        if (usageHere) {
             a.usage = usage;
         }
         UpstreamReplies.Delta d = a.choices == null ? UpstreamReplies.firstChoice(node) : a.choices.read(node);
         if (a.emptyFinish != null) {
-            // only the usage that settles a finish with nothing before it is awaited; text after it settles it too
-            if ((d == null || !d.substantive()) && a.usage == null || !settleEmptyFinish(a)) {
+            // only the usage that settles a finish with nothing before it is awaited (one that came before the finish,
+            // as vLLM's continuous usage stats send, counts what was generated then); text after it settles it too
+            if ((d == null || !d.substantive()) && !usageHere || !settleEmptyFinish(a)) {
                 return;
             }
         }
@@ -750,7 +761,7 @@ final class Dispatch {
                     && UpstreamReplies.nothingIn(a.pending) && UpstreamReplies.holdsNothing(node.path("choices").path(0)
                     .path("delta"))) {
                 holdEmptyFinish(a, (ObjectNode) node);
-                if (a.usage != null) {
+                if (usageHere) {
                     settleEmptyFinish(a);   // the usage came with the finish
                 }
                 return;

@@ -404,6 +404,41 @@ class CoreReviewFindingsTest {
         assertTrue(a.cancelled, "the open upstream is hung up on");
     }
 
+    /**
+     * An error event in place of the close after an empty finish settles the finish as the close would: an empty
+     * answer, relayed with its head. It was taken for a break of a committed stream: a resume wrote to a client that
+     * had no head (a 200 without its content type), and the resume's own write then threw (found by review7).
+     */
+    @Test
+    void anErrorEventAfterAnEmptyFinishSettlesItAsItsEndWould() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n")
+                .data(STOP).data("data: {\"error\":{\"message\":\"boom\"}}\n\n");
+        assertEquals(1, upstream.calls.size(), "no resume of a stream that never began");
+        assertEquals(1, sink.heads);
+        assertEquals("text/event-stream", sink.headers.get("content-type"));
+        assertTrue(sink.ended, sink.text());
+        assertTrue(sink.text().contains("\"finish_reason\":\"stop\""), sink.text());
+        assertTrue(Sse.endsWithDone(sink.text()), sink.text());
+    }
+
+    /**
+     * A usage that came before the finish (vLLM's continuous usage stats: every chunk carries the count so far) does
+     * not settle it: the usage after the finish does, and this one counts a lost answer.
+     */
+    @Test
+    void aUsageFromBeforeTheFinishDoesNotSettleIt() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}],\"usage\":"
+                + "{\"prompt_tokens\":10,\"completion_tokens\":0,\"total_tokens\":10}}\n\n").data(STOP);
+        assertFalse(a.cancelled, "held for the usage after the finish");
+        a.data(usage(30));
+        assertTrue(a.cancelled, "lost content: the attempt ends");
+        assertEquals(2, upstream.calls.size(), "and the request fails over");
+    }
+
     /** The usage in the finish chunk itself settles at once: a lost answer fails over without waiting for [DONE]. */
     @Test
     void aUsageInTheFinishChunkSettlesAtOnce() {
