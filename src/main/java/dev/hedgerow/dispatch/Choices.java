@@ -57,6 +57,7 @@ final class Choices {
         StringBuilder r = new StringBuilder();
         ArrayNode calls = JsonNodeFactory.instance.arrayNode();
         boolean other = false;
+        int otherChars = 0;
         String finish = null;
         for (JsonNode choice : choices) {
             UpstreamReplies.Delta d = finishing(choice, UpstreamReplies.choice(choice));
@@ -66,10 +67,11 @@ final class Choices {
                 calls.addAll((ArrayNode) d.toolCalls());
             }
             other |= d.other();
+            otherChars += d.otherChars();
             finish = finish == null ? d.finish() : finish;
         }
         return new UpstreamReplies.Delta(c.toString(), r.toString(), calls.isEmpty() ? null : calls,
-                !calls.isEmpty(), other, finish);
+                !calls.isEmpty(), other, otherChars, finish);
     }
 
     /** {@code d} with its finish kept only when it finished the last unfinished choice. */
@@ -88,7 +90,7 @@ final class Choices {
             completes = --unfinished == 0;
         }
         return completes ? d : new UpstreamReplies.Delta(d.content(), d.reasoning(), d.toolCalls(), d.hasTools(),
-                d.other(), null);
+                d.other(), d.otherChars(), null);
     }
 
     /**

@@ -33,24 +33,29 @@ public final class UpstreamReplies {
      * The first choice of a streamed chunk.
      *
      * @param toolCalls the delta's {@code tool_calls}, as sent (null when absent)
-     * @param other     a refusal, a legacy {@code function_call} or audio ({@link #holdsOther})
-     * @param finish    the choice's {@code finish_reason}, or null
+     * @param other      a refusal, a legacy {@code function_call} or audio ({@link #holdsOther})
+     * @param otherChars the chars of that refusal, function call or audio (its data and transcript), for the guard
+     * @param finish     the choice's {@code finish_reason}, or null
      */
     public record Delta(String content, String reasoning, JsonNode toolCalls, boolean hasTools, boolean other,
-                        String finish) {
+                        int otherChars, String finish) {
         /** Content, reasoning, a tool call, a refusal, a function call or audio: what the client is waiting for. */
         public boolean substantive() {
             return !content.isEmpty() || !reasoning.isEmpty() || hasTools || other;
         }
 
-        /** Content or reasoning text: one generated token (the output guard's and a continuation's count). */
+        /**
+         * Content, reasoning, or a refusal, function call or audio: one generated token (the output guard's and a
+         * continuation's count). Without the others an endless refusal was relayed past {@code max_tokens} and the
+         * output limit (found by review7).
+         */
         boolean carriesText() {
-            return !content.isEmpty() || !reasoning.isEmpty();
+            return !content.isEmpty() || !reasoning.isEmpty() || other;
         }
 
         /** The text this delta delivers, in chars, for the output guard. */
         int chars() {
-            return content.length() + reasoning.length() + (hasTools ? toolCalls.toString().length() : 0);
+            return content.length() + reasoning.length() + (hasTools ? toolCalls.toString().length() : 0) + otherChars;
         }
     }
 
@@ -71,7 +76,8 @@ public final class UpstreamReplies {
         JsonNode toolCalls = delta.get("tool_calls");
         boolean hasTools = toolCalls != null && toolCalls.isArray() && !toolCalls.isEmpty();
         String finish = choice.hasNonNull("finish_reason") ? choice.get("finish_reason").asText() : null;
-        return new Delta(content, reasoning, toolCalls, hasTools, holdsOther(delta), finish);
+        boolean other = holdsOther(delta);
+        return new Delta(content, reasoning, toolCalls, hasTools, other, other ? otherChars(delta) : 0, finish);
     }
 
     /**
@@ -155,6 +161,12 @@ public final class UpstreamReplies {
      */
     static boolean holdsOther(JsonNode m) {
         return !text(m.get("refusal")).isEmpty() || m.hasNonNull("function_call") || m.hasNonNull("audio");
+    }
+
+    /** The chars a delta's refusal, function call and audio deliver (the output guard's count). */
+    private static int otherChars(JsonNode m) {
+        JsonNode audio = m.path("audio");
+        return otherText(m).length() + text(audio.get("data")).length() + text(audio.get("transcript")).length();
     }
 
     /** The text of a delta's refusal and function call (name and arguments): what it delivers to be billed. */

@@ -385,6 +385,24 @@ class CoreReviewFindingsTest {
     }
 
     /**
+     * A refusal that never ends is cut by the output guard as text is: each piece counts as a token against
+     * {@code max_tokens} (it was relayed without bound, and kept whole for billing; found by review7).
+     */
+    @Test
+    void anEndlessRefusalIsCutByTheOutputGuard() {
+        start(true, ",\"max_tokens\":5", healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head();
+        int sent = 0;
+        while (!a.cancelled && sent < 2000) {
+            a.data("data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"no no no no \"}}]}\n\n");
+            sent++;
+        }
+        assertTrue(a.cancelled, "cut after " + sent + " pieces");
+        assertTrue(sent < 100, "cut near max_tokens: " + sent);
+        assertTrue(sink.text().contains("output_limit_exceeded"), sink.text());
+    }
+
+    /**
      * An empty finish whose upstream then sends neither usage nor [DONE] and stays open is settled after
      * {@code stall_floor} with what it has: no usage, so an empty answer, relayed and ended (it was, before the hold,
      * by the stall watchdog's finished-but-open rule); no hedge and no failover meanwhile.
