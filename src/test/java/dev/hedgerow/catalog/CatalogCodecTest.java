@@ -40,7 +40,7 @@ class CatalogCodecTest {
         GroupSettings g = new GroupSettings(Strategy.CONSISTENT_HASHING, false, true,
                 new GroupSettings.Breaker(7, Duration.ofNanos(1_500)), retry, GroupSettings.Timeouts.defaults(),
                 new GroupSettings.Balancer("X-Session", GroupSettings.LatencyStrategy.TPOT,
-                        GroupSettings.TokensCountStrategy.PROMPT_TOKENS, Duration.ofDays(1), null,
+                        GroupSettings.TokensCountStrategy.PROMPT_TOKENS, Duration.ofMinutes(59), null,
                         GroupSettings.DistanceMetric.EUCLIDEAN, 7.25, 1e-9, null),
                 new GroupSettings.Slo(12.75, Duration.ofMillis(1), 1), Duration.ofNanos(2_500));
         Org org = new Org("o", List.of(), List.of(new ApiKey("ops", Keys.sha256Hex("x"))),
@@ -51,6 +51,20 @@ class CatalogCodecTest {
                 new HedgeBudget(0.025, 7, Duration.ofSeconds(90)));
 
         assertEquals(org, CatalogCodec.fromJson(CatalogCodec.toJson(org)));
+    }
+
+    /**
+     * A usage_window stored before the 1 h bound (an older version's admin edit) is read as 1 h: every request's
+     * routing summed its minutes in Redis (found by review7).
+     */
+    @Test
+    void aStoredUsageWindowOverTheBoundIsReadAsTheBound() {
+        Org org = fullOrgs().get(0);
+        String json = CatalogCodec.toJson(org).replace("\"usage_window\":\"PT10M\"", "\"usage_window\":\"PT720H\"");
+        assertTrue(json.contains("PT720H"), "precondition: " + json);
+        for (GroupSettings g : CatalogCodec.fromJson(json).groups().values()) {
+            assertEquals(Duration.ofHours(1), g.balancer().usageWindow());
+        }
     }
 
     @Test
