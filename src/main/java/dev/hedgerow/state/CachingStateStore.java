@@ -124,54 +124,76 @@ public final class CachingStateStore extends ForwardingStateStore {
 
     /**
      * Positions {@code next..end} of a group's rotation, taken from the shared cursor and not yet handed out, and the
-     * fetch of the next block while one is under way: requests that find the block spent wait for that one fetch and
-     * take its positions in turn. Each used to fetch a block of its own and take its first position, so a burst
-     * arriving on a spent block (a cold instance's first, any fan-out) all took positions 1 apart by
+     * fetch of the next block while one is under way: requests that find the block spent join that fetch, up to a
+     * block's worth, and take its positions in turn; the next ones start another fetch beside it, so a burst of any
+     * size waits one round trip. Each request used to fetch a block of its own and take its first position, so a
+     * burst arriving on a spent block (a cold instance's first, any fan-out) all took positions 1 apart by
      * {@value #CURSOR_BLOCK}, the same member of a rotation whose cycle divides it (found by hunt5: 40 concurrent
      * requests on 4 members all went to one).
      */
     private static final class CursorBlock {
         private long next = 1;
         private long end = 0;
-        private CompletableFuture<Void> fetching;
+        /** The fetch new requests join while it has room for them. */
+        private Fetch joinable;
+
+        /** One fetch of a block and the requests waiting for it (at most a block's worth). */
+        private static final class Fetch {
+            final CompletableFuture<Void> done = new CompletableFuture<>();
+            int waiters;
+            long next;
+        }
 
         /** The next position, fetching a block through {@code fetch} (which answers its last position) when spent. */
         Uni<Long> take(Supplier<Uni<Long>> fetch) {
             return Uni.createFrom().deferred(() -> {
-                CompletableFuture<Void> wait;
-                boolean mine = false;
+                Fetch f;
+                boolean start = false;
                 synchronized (this) {
                     if (next <= end) {
                         return Uni.createFrom().item(next++);
                     }
-                    if (fetching == null) {
-                        fetching = new CompletableFuture<>();
-                        mine = true;
+                    if (joinable == null || joinable.waiters == CURSOR_BLOCK) {
+                        joinable = new Fetch();
+                        start = true;
                     }
-                    wait = fetching;
+                    f = joinable;
+                    f.waiters++;
                 }
-                if (mine) {
-                    fetch.get().subscribe().with(last -> filled(wait, last), e -> failed(wait, e));
+                if (start) {
+                    Fetch mine = f;
+                    fetch.get().subscribe().with(last -> filled(mine, last), e -> failed(mine, e));
                 }
-                // a waiter that finds the new block spent already (more waiters than positions) fetches again
-                return Uni.createFrom().completionStage(wait).flatMap(v -> take(fetch));
+                return Uni.createFrom().completionStage(f.done).map(v -> next(f));
             });
         }
 
-        private void filled(CompletableFuture<Void> wait, long last) {
+        /** The fetch's block came: its waiters take its first positions, and the rest is this block's, if spent. */
+        private void filled(Fetch f, long last) {
             synchronized (this) {
-                next = last - CURSOR_BLOCK + 1;
-                end = last;
-                fetching = null;
+                if (joinable == f) {
+                    joinable = null;
+                }
+                f.next = last - CURSOR_BLOCK + 1;
+                if (next > end) {
+                    next = f.next + f.waiters;
+                    end = last;
+                }
             }
-            wait.complete(null);
+            f.done.complete(null);
         }
 
-        private void failed(CompletableFuture<Void> wait, Throwable e) {
+        private synchronized long next(Fetch f) {
+            return f.next++;
+        }
+
+        private void failed(Fetch f, Throwable e) {
             synchronized (this) {
-                fetching = null;
+                if (joinable == f) {
+                    joinable = null;
+                }
             }
-            wait.completeExceptionally(e);
+            f.done.completeExceptionally(e);
         }
     }
 
