@@ -278,7 +278,13 @@ final class EmbeddingsReply {
                     floats = ByteBuffer.allocate(floats.capacity() * 2).order(ByteOrder.LITTLE_ENDIAN)
                             .put(floats.flip());
                 }
-                floats.putFloat(parser.getFloatValue());
+                float f = parser.getFloatValue();
+                if (!Float.isFinite(f)) {
+                    // 1e39 is no float32: refused as the other way round refuses a non-finite value (review7)
+                    failed = invalid("200 whose embedding holds a number out of float32's range");
+                    return;
+                }
+                floats.putFloat(f);
             } else if (t == JsonToken.END_ARRAY) {
                 byte[] encoded = Base64.getEncoder().encode(Arrays.copyOf(floats.array(), floats.position()));
                 gathering = false;

@@ -224,7 +224,8 @@ class EmbeddingsReplyTest {
                     EmbeddingsReply.Vectors.FLOAT);
             assertTrue(r.invalid() != null && r.body() == null, bad + " -> " + r);
         }
-        for (String bad : new String[]{"[1,null]", "[1,[2]]", "[\"a\"]"}) {
+        // 1e39 is no float32 (it was written as +Infinity's bits; review7)
+        for (String bad : new String[]{"[1,null]", "[1,[2]]", "[\"a\"]", "[1e39]", "[-1e39]"}) {
             EmbeddingsReply.Relayed r = relay("{\"data\":[{\"embedding\":" + bad + "}]}",
                     EmbeddingsReply.Vectors.BASE64);
             assertTrue(r.invalid() != null && r.body() == null, bad + " -> " + r);
