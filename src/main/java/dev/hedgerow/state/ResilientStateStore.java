@@ -317,12 +317,20 @@ public final class ResilientStateStore implements StateStore {
      * instance made of it on the way there (see {@link #putMirror}), and the result.
      */
     private record PendingEdit(String baseJson, Set<String> ownJson, VersionedDoc doc) {
+        /** The most documents made on the way that are kept: the latest ones. */
+        static final int MAX_OWN = 16;
+
         PendingEdit alsoOwn(String json) {
             if (ownJson.contains(json)) {
                 return this;
             }
             Set<String> own = new LinkedHashSet<>(ownJson);
             own.add(json);
+            if (own.size() > MAX_OWN) {
+                // the oldest steps go first: the one a write left in the store is one of the last few (review7: the
+                // set grew with every edit of a long outage)
+                own.remove(own.iterator().next());
+            }
             return new PendingEdit(baseJson, Collections.unmodifiableSet(own), doc);
         }
 
