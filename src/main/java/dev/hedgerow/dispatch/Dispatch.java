@@ -757,7 +757,9 @@ final class Dispatch {
                 }
                 return;
             }
-            if (!d.substantive() && a.choices == null && a.emptyFinish == null
+            // a resume's empty finish is taken as it comes: the text it continues may have been whole already, and
+            // the few tokens a server counts for ending it must not fail over a finished answer
+            if (!d.substantive() && a.choices == null && a.emptyFinish == null && a.kind != Kind.RESUME
                     && UpstreamReplies.nothingIn(a.pending) && UpstreamReplies.holdsNothing(node.path("choices").path(0)
                     .path("delta"))) {
                 holdEmptyFinish(a, (ObjectNode) node);

@@ -457,6 +457,24 @@ class CoreReviewFindingsTest {
         assertEquals(2, upstream.calls.size(), "and the request fails over");
     }
 
+    /**
+     * A resume that only finishes (the text it continues was whole already) is the end of the answer, whatever few
+     * tokens its server counts for ending it: not lost content, which would fail a finished answer over.
+     */
+    @Test
+    void aResumeThatOnlyFinishesEndsTheAnswer() {
+        start(healthy("chat-a"), healthy("chat-b"));
+        Call a = upstream.last().head().content("Hello world");
+        a.handler.onError(new dev.hedgerow.upstream.TransportFailure(
+                dev.hedgerow.upstream.TransportFailure.Kind.RESET, "reset"));
+        assertEquals(2, upstream.calls.size(), "resumed on b");
+        upstream.last().head().data(STOP).data(usage(3)).data("data: [DONE]\n\n").handler.onEnd();
+        assertEquals(2, upstream.calls.size(), "no third attempt");
+        assertEquals("Hello world", Sse.content(sink.text()));
+        assertTrue(sink.text().contains("\"finish_reason\":\"stop\""), sink.text());
+        assertTrue(sink.ended);
+    }
+
     /** The usage in the finish chunk itself settles at once: a lost answer fails over without waiting for [DONE]. */
     @Test
     void aUsageInTheFinishChunkSettlesAtOnce() {
