@@ -142,7 +142,10 @@ final class ClientOutput {
     }
 
     /** The winner's chunk, as delivered: trimmed if it resumes inexactly, recorded in the transcript, then sent. */
-    void emitChunk(Attempt a, ObjectNode node, String content, String reasoning, ToolDeltas tools, String finish) {
+    void emitChunk(Attempt a, ObjectNode node, UpstreamReplies.Delta d, ToolDeltas tools) {
+        String content = d.content();
+        String reasoning = d.reasoning();
+        String finish = d.finish();
         ObjectNode choice = (ObjectNode) node.get("choices").get(0);
         ObjectNode delta = choice.has("delta") && choice.get("delta").isObject() ? (ObjectNode) choice.get("delta")
                 : choice.putObject("delta");
@@ -207,11 +210,10 @@ final class ClientOutput {
             transcript.finishReason = finish;
             holdFinish(a, choice);
         }
-        boolean other = UpstreamReplies.holdsOther(delta);
-        if (other) {
+        if (d.other()) {   // read once, with the delta (UpstreamReplies.choice)
             transcript.otherSent(delta);
         }
-        if (!text && !other && tools != ToolDeltas.SEND && delta.size() <= 1 && !delta.has("role")) {
+        if (!text && !d.other() && tools != ToolDeltas.SEND && delta.size() <= 1 && !delta.has("role")) {
             return;
         }
         writeChunk(a, node);

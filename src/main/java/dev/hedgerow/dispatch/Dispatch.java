@@ -770,7 +770,7 @@ final class Dispatch {
             }
             contentArrived(a, d.reasoning().isEmpty() ? false : d.content().isEmpty());
         }
-        relay(a, (ObjectNode) node, d, finish);
+        relay(a, (ObjectNode) node, d);
     }
 
     /**
@@ -810,13 +810,12 @@ final class Dispatch {
             return false;
         }
         contentArrived(a, false);
-        UpstreamReplies.Delta d = UpstreamReplies.firstChoice(held);
-        relay(a, held, d, d.finish());
+        relay(a, held, UpstreamReplies.firstChoice(held));
         return a.live && a == winner && !finished;
     }
 
     /** A chunk of the attempt that has its first content goes to the client when it is the winner. */
-    private void relay(Attempt a, ObjectNode node, UpstreamReplies.Delta d, String finish) {
+    private void relay(Attempt a, ObjectNode node, UpstreamReplies.Delta d) {
         if (a != winner) {
             return;
         }
@@ -830,11 +829,11 @@ final class Dispatch {
         }
         long writes = output.writes();
         if (a.choices != null) {
-            output.emitChoices(a, node, finish != null);
+            output.emitChoices(a, node, d.finish() != null);
         } else {
             ClientOutput.ToolDeltas tools = !d.hasTools() ? ClientOutput.ToolDeltas.NONE
                     : toolCallsResumable() ? ClientOutput.ToolDeltas.HOLD : ClientOutput.ToolDeltas.SEND;
-            output.emitChunk(a, node, d.content(), d.reasoning(), tools, finish);
+            output.emitChunk(a, node, d, tools);
         }
         long now = deps.ticker().nanos();
         if (output.writes() == writes && now - lastClientWriteNanos >= HELD_KEEP_ALIVE_NANOS) {
@@ -992,10 +991,11 @@ final class Dispatch {
                     : failure.detail()));
             return;
         }
-        if (a == winner && failure == null && a.choices != null && a.choices.fewerChoicesFinish() != null) {
+        String fewer = a == winner && failure == null && a.choices != null ? a.choices.fewerChoicesFinish() : null;
+        if (fewer != null) {
             // a provider that ignores n answered fewer choices, each whole: that is its answer, not a break (it was
             // ended with an error event and its route charged, cooling it for every client; found by hunt6)
-            a.finishReason = a.choices.fewerChoicesFinish();
+            a.finishReason = fewer;
             complete(a, false);
             return;
         }
