@@ -307,29 +307,42 @@ public class HedgerowApp {
      * reads within it; the cost is that a connection left idle that long is closed too and reopened on its next use
      * (a TCP connect and the client's handshake). TCP keepalive would not do: it finds a dead peer only after
      * minutes by default, and never when a proxy in between answers its probes while forwarding nothing.
+     * <p>
+     * The timer counts from the connection's last read, not from the command's sending: a connection the pool handed
+     * out after lying idle for nearly that long would be closed with its command still out. So the pool never hands
+     * one out: a connection idle for {@link #REDIS_RECYCLE} is closed by the pool's cleaner, which looks every
+     * {@link #REDIS_CLEANER}; one handed out has at least the difference left, more than the guard waits.
      */
     static final Duration REDIS_READ_IDLE = Duration.ofSeconds(3);
+    static final Duration REDIS_RECYCLE = Duration.ofSeconds(1);
+    static final Duration REDIS_CLEANER = Duration.ofMillis(250);
 
     /**
      * The store for {@code REDIS_URL} (one URL, or a comma-separated list of cluster nodes when {@code cluster}):
      * Redis behind a {@link ResilientStateStore}, so an outage falls back to local state instead of failing requests.
      */
     public static ResilientStateStore redisStore(Vertx vertx, String urls, boolean cluster) {
+        RedisOptions options = redisOptions(urls, cluster);
+        io.vertx.mutiny.redis.client.Redis redis = io.vertx.mutiny.redis.client.Redis.createClient(
+                io.vertx.mutiny.core.Vertx.newInstance(vertx), options);
+        return new ResilientStateStore(new RedisStateStore(redis, options.getType()),
+                new MemoryStateStore(Ticker.system()), ResilientStateStore.Settings.DEFAULTS);
+    }
+
+    /** The Redis client's options for {@link #redisStore}: its pool, and the read-idle timer with its recycling. */
+    static RedisOptions redisOptions(String urls, boolean cluster) {
         RedisOptions options = new RedisOptions().setMaxPoolSize(64).setMaxPoolWaiting(4096)
-                .setMaxWaitingHandlers(8192);
+                .setMaxWaitingHandlers(8192).setPoolRecycleTimeout((int) REDIS_RECYCLE.toMillis())
+                .setPoolCleanerInterval((int) REDIS_CLEANER.toMillis());
         options.getNetClientOptions().setReadIdleTimeout((int) REDIS_READ_IDLE.toMillis())
                 .setIdleTimeoutUnit(TimeUnit.MILLISECONDS);
-        RedisClientType type = cluster ? RedisClientType.CLUSTER : RedisClientType.STANDALONE;
-        options.setType(type);
+        options.setType(cluster ? RedisClientType.CLUSTER : RedisClientType.STANDALONE);
         for (String url : urls.split(",")) {
             if (!url.isBlank()) {
                 options.addConnectionString(url.trim());
             }
         }
-        io.vertx.mutiny.redis.client.Redis redis = io.vertx.mutiny.redis.client.Redis.createClient(
-                io.vertx.mutiny.core.Vertx.newInstance(vertx), options);
-        return new ResilientStateStore(new RedisStateStore(redis, type), new MemoryStateStore(Ticker.system()),
-                ResilientStateStore.Settings.DEFAULTS);
+        return options;
     }
 
     /**

@@ -7,6 +7,10 @@ import dev.hedgerow.testsupport.Resp;
 import dev.hedgerow.testsupport.TcpLink;
 import io.smallrye.mutiny.Uni;
 import io.vertx.core.Vertx;
+import io.vertx.redis.client.Command;
+import io.vertx.redis.client.Redis;
+import io.vertx.redis.client.Request;
+import io.vertx.redis.client.Response;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -16,6 +20,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 
 import static dev.hedgerow.testsupport.Eventually.eventually;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -123,5 +128,33 @@ class RedisBlackholeTest {
         assertEquals(fallbacks, store.fallbacks(), "every call was answered by Redis");
         assertEquals("v19", stored(StateKeys.orgBlob("acme", "reopened")));
         assertFalse(store.degraded());
+    }
+
+    /**
+     * The read-idle timer counts from a connection's last read, not from a command's sending: a connection the pool
+     * handed out after lying idle for nearly that long was closed with its command out, and a healthy Redis's slow
+     * answer became a failed call (review7). Here a command goes out on the client's connection of 2.2 s before and
+     * its answer takes 1.2 s (the relay holds it): 3.4 s after that connection's last read.
+     */
+    @Test
+    void aCommandSentAfterALullIsNotCutByTheReadIdleTimer() throws Exception {
+        try (TcpLink link = TcpLink.to(vertx, redis.port())) {
+            Redis client = Redis.createClient(vertx, HedgerowApp.redisOptions(link.redisUrl(), false));
+            try {
+                assertEquals("PONG", send(client, Request.cmd(Command.PING)).toString());
+                Thread.sleep(2200);
+                link.hold();
+                vertx.setTimer(1200, id -> link.release());
+                assertEquals("OK", send(client, Request.cmd(Command.SET).arg("after-lull").arg("v")).toString(),
+                        "the slow answer arrives on its connection");
+                assertEquals("v", stored("after-lull"));
+            } finally {
+                client.close();
+            }
+        }
+    }
+
+    static Response send(Redis client, Request request) throws Exception {
+        return client.send(request).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
     }
 }
