@@ -90,8 +90,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     ByteArrayOutputStream body;
     /** A 200 embeddings answer's scan, fed as its body arrives (null for any other answer). */
     EmbeddingsReply.Scan embeddingsScan;
-    /** The form an embeddings request asked its vectors in: a vector answered in the other is rewritten. */
-    EmbeddingsReply.Vectors vectors = EmbeddingsReply.Vectors.AS_SENT;
+    /**
+     * The form an embeddings request asked its vectors in: a vector answered in the other is rewritten (null for any
+     * other request).
+     */
+    EmbeddingsReply.Vectors vectors;
     final List<ObjectNode> pending = new ArrayList<>();
     /**
      * The prompt this attempt sends, in tokens: the request's, and for a resume also the text delivered so far, which

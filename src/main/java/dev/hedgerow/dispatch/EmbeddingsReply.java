@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.async.ByteArrayFeeder;
 import com.fasterxml.jackson.core.io.JsonStringEncoder;
+import com.fasterxml.jackson.core.io.NumberOutput;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.util.TokenBuffer;
 import dev.hedgerow.api.Json;
@@ -17,6 +18,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.LongSupplier;
 
 /**
@@ -45,9 +47,9 @@ final class EmbeddingsReply {
      */
     static final int MAX_BODY = 64 * 1024 * 1024;
 
-    /** The vectors' form the client asked for ({@code encoding_format}), or as sent: relayed whatever they are. */
+    /** The vectors' form the client asked for ({@code encoding_format}). */
     enum Vectors {
-        AS_SENT, FLOAT, BASE64;
+        FLOAT, BASE64;
 
         /** The form asked for by {@code encoding_format} {@code base64}, else floats (OpenAI's default). */
         static Vectors asked(boolean base64) {
@@ -70,15 +72,11 @@ final class EmbeddingsReply {
     }
 
     /**
-     * Relays a whole answer at once (what {@link Scan} does with the answer fed in one piece), its vectors as sent.
+     * Relays a whole answer at once (what {@link Scan} does with the answer fed in one piece), its vectors in the
+     * form {@code vectors}.
      *
      * @param counted the prompt tokens the gateway counts, asked only when the provider's usage gives none
      */
-    static Relayed relay(byte[] bytes, String model, String provider, LongSupplier counted) {
-        return relay(bytes, Vectors.AS_SENT, model, provider, counted);
-    }
-
-    /** Relays a whole answer at once, its vectors in the form {@code vectors}. */
     static Relayed relay(byte[] bytes, Vectors vectors, String model, String provider, LongSupplier counted) {
         Scan scan = new Scan(vectors);
         scan.feed(bytes);
@@ -134,13 +132,8 @@ final class EmbeddingsReply {
         private TokenBuffer captured;
         private Relayed failed;
 
-        /** A scan relaying the vectors as sent. */
-        Scan() {
-            this(Vectors.AS_SENT);
-        }
-
         Scan(Vectors vectors) {
-            this.vectors = vectors;
+            this.vectors = Objects.requireNonNull(vectors);
             try {
                 parser = Json.MAPPER.getFactory().createNonBlockingByteArrayParser();
             } catch (IOException e) {
@@ -210,8 +203,7 @@ final class EmbeddingsReply {
             if (vectorNext) {
                 vectorNext = false;
                 vectorValue(t);
-            } else if (data && depth == ITEM && t == JsonToken.FIELD_NAME && vectors != Vectors.AS_SENT
-                    && "data".equals(field) && parser.currentName().equals("embedding")) {
+            } else if (data && depth == ITEM && t == JsonToken.FIELD_NAME && "data".equals(field) && parser.currentName().equals("embedding")) {
                 vectorNext = true;
                 vectorName = offset();
             }
@@ -243,7 +235,7 @@ final class EmbeddingsReply {
             } else if (t == JsonToken.VALUE_STRING && vectors == Vectors.FLOAT) {
                 byte[] raw;
                 try {
-                    raw = Base64.getDecoder().decode(parser.getText());
+                    raw = base64(parser.getText());
                 } catch (IllegalArgumentException e) {
                     failed = invalid("200 whose embedding is neither numbers nor base64");
                     return;
@@ -264,11 +256,22 @@ final class EmbeddingsReply {
                     if (i > 0) {
                         out.write(',');
                     }
-                    out.writeBytes(Float.toString(f).getBytes(StandardCharsets.US_ASCII));
+                    out.writeBytes(NumberOutput.toString(f, true).getBytes(StandardCharsets.US_ASCII));
                 }
                 out.write(']');
                 rewrite(out.toByteArray());
             }
+        }
+
+        /**
+         * A vector's bytes from its base64: the standard alphabet (OpenAI's and the SDKs'), also with line breaks (as
+         * MIME encoders wrap it) or in the URL-safe alphabet, each unambiguous; padding optional.
+         */
+        static byte[] base64(String text) {
+            String s = text.indexOf('\n') >= 0 || text.indexOf('\r') >= 0
+                    ? text.replace("\r", "").replace("\n", "") : text;
+            boolean urlSafe = s.indexOf('-') >= 0 || s.indexOf('_') >= 0;
+            return (urlSafe ? Base64.getUrlDecoder() : Base64.getDecoder()).decode(s);
         }
 
         /** The next token of a vector of numbers being gathered for base64. */

@@ -25,8 +25,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class EmbeddingsReplyTest {
 
+    /** Relays {@code body} to a request for floats (OpenAI's default). */
     private static EmbeddingsReply.Relayed relay(String body) {
-        return EmbeddingsReply.relay(body.getBytes(StandardCharsets.UTF_8), "nomic-embed", "fire\"works", () -> 7);
+        return EmbeddingsReply.relay(body.getBytes(StandardCharsets.UTF_8), EmbeddingsReply.Vectors.FLOAT,
+                "nomic-embed", "fire\"works", () -> 7);
     }
 
     private static String text(EmbeddingsReply.Relayed r) {
@@ -146,23 +148,25 @@ class EmbeddingsReplyTest {
                 "{\"data\":{\"a\":1}}", "{\"data\":[1,2]} {}", "{\"data\":[1,2]", "{\"data\":[1,,2]}", "",
                 "{\"data\":[1.5e]}", "\uFEFF{\"object\":\"list\",\"data\":[{\"embedding\":[0.1]}],\"model\":\"x\"}");
         for (String body : bodies) {
+          for (EmbeddingsReply.Vectors asked : EmbeddingsReply.Vectors.values()) {
             byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-            EmbeddingsReply.Relayed whole = EmbeddingsReply.relay(bytes, "nomic-embed", "fw", () -> 7);
+            EmbeddingsReply.Relayed whole = EmbeddingsReply.relay(bytes, asked, "nomic-embed", "fw", () -> 7);
             for (int size : new int[]{1, 2, 3, 5, 64, 8192, -1}) {
-                EmbeddingsReply.Scan scan = new EmbeddingsReply.Scan();
+                EmbeddingsReply.Scan scan = new EmbeddingsReply.Scan(asked);
                 for (byte[] piece : pieces(bytes, size, random)) {
                     scan.feed(piece);
                 }
                 EmbeddingsReply.Relayed r = scan.finish(bytes, "nomic-embed", "fw", () -> 7);
-                String what = body.substring(0, Math.min(60, body.length())) + " in pieces of " + size;
+                String what = body.substring(0, Math.min(60, body.length())) + " for " + asked + " in pieces of "
+                        + size;
                 assertArrayEquals(whole.body(), r.body(), what);
                 assertEquals(whole.invalid(), r.invalid(), what);
                 assertEquals(whole.error(), r.error(), what);
                 assertEquals(whole.promptTokens(), r.promptTokens(), what);
             }
+          }
         }
-        assertEquals(40, EmbeddingsReply.relay(bodies.get(0).getBytes(StandardCharsets.UTF_8), "m", "p", () -> 7)
-                .promptTokens());
+        assertEquals(40, relay(bodies.get(0)).promptTokens());
     }
 
     private static EmbeddingsReply.Relayed relay(String body, EmbeddingsReply.Vectors vectors) {
@@ -214,6 +218,13 @@ class EmbeddingsReplyTest {
         String out = text(relay(body, EmbeddingsReply.Vectors.FLOAT));
         assertEquals("{\"data\":[{\"index\":0,\"embedding\":[0.1,-1.0,1.0E-7,-0.0]},{\"index\":1,\"embedding\" : "
                 + "[0.99999994] }]," + USAGE, out);
+        // base64 wrapped in lines (a MIME encoder's), or in the URL-safe alphabet without padding, is read too
+        String wrapped = base64(0.99999994f, 0.5f, -2f);
+        String urlSafe = base64(0.99999994f).replace('/', '_').replace('+', '-').replace("=", "");
+        assertEquals("{\"data\":[{\"embedding\":[0.99999994,0.5,-2.0]},{\"embedding\":[0.99999994]}]," + USAGE,
+                text(relay("{\"data\":[{\"embedding\":\"" + wrapped.substring(0, 8) + "\\r\\n"
+                        + wrapped.substring(8) + "\\n\"},{\"embedding\":\"" + urlSafe + "\"}]}",
+                        EmbeddingsReply.Vectors.FLOAT)));
         // as asked: relayed untouched, numbers in their own spelling
         String asked = "{\"data\":[{\"embedding\":[1e-1, 2]}]}";
         assertEquals(asked.substring(0, asked.length() - 1) + "," + USAGE,
