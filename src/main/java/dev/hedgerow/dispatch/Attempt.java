@@ -122,6 +122,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
      * from a lost one ({@code Dispatch.holdEmptyFinish}); null otherwise.
      */
     ObjectNode emptyFinish;
+    /** When {@link #emptyFinish} came: the route's time to first token, however long the finish was held. */
+    long emptyFinishNanos;
     /** A stream of several choices' finishes and delivered text ({@code n > 1}); null for one choice. */
     Choices choices;
     JsonNode usage;

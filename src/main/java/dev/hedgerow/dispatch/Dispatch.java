@@ -783,6 +783,7 @@ final class Dispatch {
      */
     private void holdEmptyFinish(Attempt a, ObjectNode finishChunk) {
         a.emptyFinish = finishChunk;
+        a.emptyFinishNanos = deps.ticker().nanos();
         a.windowTimer.cancel();
         a.abandonTimer.cancel();
         a.abandonTimer = deps.scheduler().schedule(settings.timeouts().stallFloor(), () -> emptyFinishWaited(a));
@@ -809,7 +810,7 @@ final class Dispatch {
                     + " counts " + a.usage.get("completion_tokens").asLong() + " completion tokens"));
             return false;
         }
-        contentArrived(a, false);
+        contentArrived(a, false, a.emptyFinishNanos);   // the route answered when its finish came, not after the hold
         relay(a, held, UpstreamReplies.firstChoice(held));
         return a.live && a == winner && !finished;
     }
@@ -883,8 +884,13 @@ final class Dispatch {
 
     /** The attempt produced its first content: it wins the race (or takes over a resumed stream). */
     private void contentArrived(Attempt a, boolean reasoningFirst) {
+        contentArrived(a, reasoningFirst, deps.ticker().nanos());
+    }
+
+    /** As {@link #contentArrived(Attempt, boolean)}, the content having come at {@code arrivedNanos}. */
+    private void contentArrived(Attempt a, boolean reasoningFirst, long arrivedNanos) {
         a.hasContent = true;
-        a.firstContentNanos = deps.ticker().nanos();
+        a.firstContentNanos = arrivedNanos;
         a.windowTimer.cancel();
         a.abandonTimer.cancel();
         long latencyMs = (a.firstContentNanos - a.startNanos) / 1_000_000L;

@@ -118,8 +118,11 @@ class CoreReviewFindingsTest {
         @Override
         public void firstToken(Candidate route, int promptTokens, long ttftMs, boolean reasoningFirst) {
             firstTokens.add(route.route().id() + "@" + promptTokens);
+            firstTokenMs.add(ttftMs);
         }
     };
+    /** Each first token's time, as learnt. */
+    final List<Long> firstTokenMs = new ArrayList<>();
     /** Each first token's route and the prompt size it was learnt at ("chat-a@10"). */
     final List<String> firstTokens = new ArrayList<>();
 
@@ -420,6 +423,7 @@ class CoreReviewFindingsTest {
         assertTrue(sink.text().contains("\"finish_reason\":\"stop\""), sink.text());
         assertEquals("", Sse.content(sink.text()));
         assertTrue(a.cancelled, "the open upstream is hung up on");
+        assertEquals(List.of(0L), firstTokenMs, "the route answered at once: the hold is not its first-token time");
     }
 
     /**
