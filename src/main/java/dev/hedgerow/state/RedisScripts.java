@@ -245,12 +245,17 @@ final class RedisScripts {
     /**
      * Catalog compare-and-set. KEYS: catalog hash, version. ARGV: expected, json, source, hasSource (1/0), the
      * file's revision (0: none, and no field), the org's own source hash ("": none, and no field). Returns the new
-     * version, or -1 when the stored version is not the expected one.
+     * version, or -1 when the stored version is not the expected one. A first write takes the server's clock in
+     * milliseconds as its version (see {@link StateStore#putOrgCatalog}).
      */
     static final LuaScript CATALOG_CAS = LuaScript.of("putOrgCatalog", """
             local v = tonumber(redis.call('GET', KEYS[2]) or '0')
             if v ~= tonumber(ARGV[1]) then return -1 end
             local nv = v + 1
+            if v == 0 then
+              local t = redis.call('TIME')
+              nv = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            end
             redis.call('HSET', KEYS[1], 'json', ARGV[2], 'version', nv)
             if ARGV[4] == '1' then
               redis.call('HSET', KEYS[1], 'source', ARGV[3])

@@ -250,9 +250,12 @@ public final class ResilientStateStore implements StateStore {
         return Uni.join().all(writes).andFailFast().flatMap(done -> shared.catalogVersions());
     }
 
-    /** Writes a mirrored org back as version 1: a CAS on version 0, so when several instances do it one wins. */
+    /**
+     * Writes a mirrored org back: a CAS on version 0, so when several instances do it one wins, and the store gives it
+     * a version no instance holds (see {@link StateStore#putOrgCatalog}), so every other instance reloads it.
+     */
     private Uni<Optional<Long>> reseed(String orgId, VersionedDoc held) {
-        return shared.putOrgCatalog(orgId, held.withVersion(1), 0);
+        return shared.putOrgCatalog(orgId, held, 0);
     }
 
     private Uni<Map<String, Long>> mirrorVersions() {

@@ -33,7 +33,11 @@ public interface StateStore {
     /**
      * Compare-and-set of the org's catalog: writes {@code doc} as version {@code expectedVersion + 1} only when the
      * stored version is still {@code expectedVersion} (0 = never stored). Returns the new version, or empty when
-     * another writer got there first.
+     * another writer got there first. An org stored for the first time takes a version that no earlier life of the
+     * store handed out (Redis: its clock in milliseconds; the memory store, whose life is the process's: 1): an
+     * instance reloads an org when its version moves, and one still holding a version from before a Redis restart
+     * without persistence must not take the org written back since (another instance's mirror, maybe with edits it
+     * never saw) for the one it holds (found by hunt7: the fleet stayed split, each instance at "version 1").
      */
     Uni<Optional<Long>> putOrgCatalog(String orgId, VersionedDoc doc, long expectedVersion);
 

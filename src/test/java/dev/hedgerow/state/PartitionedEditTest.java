@@ -44,7 +44,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class PartitionedEditTest {
     static final String YAML = """
             orgs:
-            %s""".formatted(String.join("", org("one"), org("two"), org("three"), org("four"), org("five")));
+            %s""".formatted(String.join("", org("one"), org("two"), org("three"), org("four"), org("five"), org("six")));
     /** Short breaker delay so the restored link is tried again quickly; one success closes the breaker. */
     static final ResilientStateStore.Settings SETTINGS =
             new ResilientStateStore.Settings(Duration.ofMillis(500), 4, 0.5, Duration.ofMillis(200), 1);
@@ -248,5 +248,32 @@ class PartitionedEditTest {
         assertEquals(3, org(a, "five").groups().get("chat").retry().maxAttempts(), "A's first edit did not land");
         assertEquals(lostBefore + 1, storeA.lostEdits(), "A's conflicting edits are reported lost, not silently");
         assertEquals(0, storeA.pendingEdits());
+    }
+
+    /**
+     * Redis restarts without its data after B drained a route that A, cut off, never saw, and B writes its copy back.
+     * A, back on the link, still holds the org at the version it had before; the copy was written back at version 1,
+     * the version A held, so A never reloaded it and the fleet stayed split with nothing reporting it (found by
+     * hunt7). A re-created org takes a version no instance holds: A takes B's drain.
+     */
+    @Test
+    void anOrgWrittenBackAfterARestartIsTakenByAnInstanceHoldingItsOldVersion() throws IOException {
+        long lostBefore = storeA.lostEdits();
+        partitionA();
+        drain(b, "six", "chat-beta");
+        Resp.command(redis.port(), "FLUSHALL"); // as a restart without persistence leaves it
+        eventually(() -> {
+            try {
+                return Resp.command(redis.port(), "SMEMBERS", StateKeys.ORGS).contains("six");
+            } catch (IOException e) {
+                return false;
+            }
+        }, "B writes its copy back, with its drain");
+        assertEquals(Set.of("chat-alpha", "chat-beta"), served(a, "six", 4), "precondition: A has not seen it");
+
+        link.restore();
+        eventually(() -> Set.of("chat-alpha").equals(served(a, "six", 4)), "A takes B's drain");
+        assertEquals(Set.of("chat-alpha"), served(b, "six", 4));
+        assertEquals(lostBefore, storeA.lostEdits());
     }
 }

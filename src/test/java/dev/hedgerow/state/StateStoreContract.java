@@ -724,37 +724,44 @@ abstract class StateStoreContract {
 
     // ---- catalog ----------------------------------------------------------------------------------------------
 
+    /** The version an org's first write took: 1 in memory, the server's clock in milliseconds in Redis. */
+    long created(String org, VersionedDoc doc) {
+        long v = await(store().putOrgCatalog(org, doc, 0)).orElseThrow();
+        assertTrue(v >= 1, "created at " + v);
+        return v;
+    }
+
     @Test
     void catalogCompareAndSetRejectsAStaleVersion() {
         String org = id("org");
-        assertEquals(Optional.of(1L), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":1}", "h1", 0, 0), 0)));
+        long v = created(org, new VersionedDoc("{\"v\":1}", "h1", 0, 0));
         assertEquals(Optional.empty(), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":9}", "h9", 0, 0), 0)));
-        assertEquals(Optional.of(2L), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":2}", null, 0, 1), 1)));
-        assertEquals(Optional.of(new VersionedDoc("{\"v\":2}", null, 0, 2)), await(store().orgCatalog(org)));
-        assertEquals(2L, await(store().catalogVersions()).get(org));
+        assertEquals(Optional.of(v + 1), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":2}", null, 0, 1), v)));
+        assertEquals(Optional.of(new VersionedDoc("{\"v\":2}", null, 0, v + 1)), await(store().orgCatalog(org)));
+        assertEquals(v + 1, await(store().catalogVersions()).get(org));
     }
 
     @Test
     void catalogKeepsTheFileRevisionAndDropsItWhenAWriteHasNone() {
         String org = id("org");
-        await(store().putOrgCatalog(org, new VersionedDoc("{}", "h7", 7, 0), 0));
-        assertEquals(Optional.of(new VersionedDoc("{}", "h7", 7, 1)), await(store().orgCatalog(org)));
-        await(store().putOrgCatalog(org, new VersionedDoc("{}", "h", 0, 0), 1));
-        assertEquals(Optional.of(new VersionedDoc("{}", "h", 0, 2)), await(store().orgCatalog(org)));
+        long v = created(org, new VersionedDoc("{}", "h7", 7, 0));
+        assertEquals(Optional.of(new VersionedDoc("{}", "h7", 7, v)), await(store().orgCatalog(org)));
+        await(store().putOrgCatalog(org, new VersionedDoc("{}", "h", 0, 0), v));
+        assertEquals(Optional.of(new VersionedDoc("{}", "h", 0, v + 1)), await(store().orgCatalog(org)));
     }
 
     @Test
     void catalogVersionsListEveryStoredOrg() {
         String a = id("org");
         String b = id("org");
-        await(store().putOrgCatalog(a, new VersionedDoc("{}", "ha", 0, 0), 0));
-        await(store().putOrgCatalog(b, new VersionedDoc("{}", "hb", 0, 0), 0));
-        await(store().putOrgCatalog(b, new VersionedDoc("{}", "hb2", 0, 1), 1));
+        long va = created(a, new VersionedDoc("{}", "ha", 0, 0));
+        long vb = created(b, new VersionedDoc("{}", "hb", 0, 0));
+        await(store().putOrgCatalog(b, new VersionedDoc("{}", "hb2", 0, 1), vb));
         await(store().putOrgCatalog(id("org"), new VersionedDoc("{}", "x", 0, 0), 5)); // lost CAS: no version
         Map<String, Long> versions = await(store().catalogVersions());
-        assertEquals(1L, versions.get(a));
-        assertEquals(2L, versions.get(b));
-        assertEquals(Optional.of(new VersionedDoc("{}", "hb2", 0, 2)), await(store().orgCatalog(b)));
+        assertEquals(va, versions.get(a));
+        assertEquals(vb + 1, versions.get(b));
+        assertEquals(Optional.of(new VersionedDoc("{}", "hb2", 0, vb + 1)), await(store().orgCatalog(b)));
         assertEquals(Optional.empty(), await(store().orgCatalog(id("org"))));
     }
 
