@@ -40,6 +40,9 @@ public final class CatalogService {
     private volatile FileStatus fileStatus = new FileStatus(LoadedCatalog.NO_REVISION, FileStatus.NOT_YET);
     private volatile Cancellable poller = Cancellable.NONE;
     private volatile boolean stopped;
+    /** The file this instance published (null before it did), and whether as the whole catalog. */
+    private volatile LoadedCatalog file;
+    private volatile boolean wholeCatalog;
 
     /**
      * @param scheduler times the waits for another instance's publication (see {@link #PUBLISH_LOCK})
@@ -79,6 +82,8 @@ public final class CatalogService {
      * the stored catalog.
      */
     public Uni<Void> publish(LoadedCatalog file, boolean wholeCatalog) {
+        this.file = file;
+        this.wholeCatalog = wholeCatalog;
         // most starts find their file published already (every instance of a deploy starts from the same file, and
         // Lambda or Knative start many at once when traffic comes): they decide so from one read, without the lock,
         // which only an instance with something to write takes (and then reads again under it)
@@ -400,9 +405,37 @@ public final class CatalogService {
         });
     }
 
-    /** Polls the store every {@code every} until {@link #stop()}. A failed poll is logged and retried. */
+    /**
+     * Publishes this instance's file again when the store holds an older revision of one of its orgs than the file:
+     * its publication did not reach the store. It was made while the store was unreachable (the outage guard kept it
+     * as a pending edit, which the store, holding the older org, then refused as an edit made on another copy: the
+     * rollout was lost, and an alias the new file added answered 404 everywhere; found by hunt7). Only files with a
+     * revision, and only when the file was to be published (not older than the stored catalog).
+     */
+    Uni<Void> republishIfLost() {
+        LoadedCatalog f = file;
+        FileStatus status = fileStatus;
+        if (f == null || f.revision() == LoadedCatalog.NO_REVISION || !(FileStatus.PUBLISHED.equals(status.outcome())
+                || FileStatus.UNCHANGED.equals(status.outcome()))) {
+            return Uni.createFrom().voidItem();
+        }
+        Map<String, Long> revisions = current.get().revisions();
+        boolean behind = f.orgs().stream().anyMatch(o -> revisions.getOrDefault(o.id(), LoadedCatalog.NO_REVISION)
+                < f.revision());
+        if (!behind) {
+            return Uni.createFrom().voidItem();
+        }
+        log.log(System.Logger.Level.WARNING, "the stored catalog holds an older revision than the configuration file's "
+                + f.revision() + " (its publication did not reach the state store): publishing it again");
+        return publish(f, wholeCatalog);
+    }
+
+    /**
+     * Polls the store every {@code every} until {@link #stop()}, publishing the file again if its publication was
+     * lost ({@link #republishIfLost}). A failed poll is logged and retried.
+     */
     public void startPolling(Scheduler scheduler, Duration every) {
-        poller = scheduler.schedule(every, () -> refresh().subscribe().with(
+        poller = scheduler.schedule(every, () -> refresh().flatMap(v -> republishIfLost()).subscribe().with(
                 v -> reschedule(scheduler, every),
                 t -> {
                     log.log(System.Logger.Level.WARNING, "catalog refresh failed: " + t);

@@ -386,6 +386,16 @@ public final class ResilientStateStore implements StateStore {
                 pendingEdits.remove(orgId, edit);
                 return Uni.createFrom().voidItem();
             }
+            if (storedJson != null && !edit.madeOn(storedJson) && edit.doc().revision() > stored.get().revision()) {
+                // a newer configuration file's publication made during the outage, not an admin edit: the store holds
+                // an older file's org, which that instance's catalog finds at its next poll and publishes its file
+                // again, under the usual rules (found by hunt7: it was dropped as an edit lost to another one)
+                pendingEdits.remove(orgId, edit);
+                log.log(System.Logger.Level.INFO, "the publication of org " + orgId + " from revision "
+                        + edit.doc().revision() + " of the configuration file, made while the shared state store was "
+                        + "unreachable, is left to the catalog's next poll, which publishes the file again");
+                return Uni.createFrom().voidItem();
+            }
             if (storedJson != null && !edit.madeOn(storedJson)) {
                 pendingEdits.remove(orgId, edit);
                 lostEdits.incrementAndGet();

@@ -8,11 +8,16 @@ import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.ForwardingStateStore;
+import dev.hedgerow.state.MemoryStateStore;
+import dev.hedgerow.state.ResilientStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.state.VersionedDoc;
 import dev.hedgerow.testsupport.GatewayHarness;
 import dev.hedgerow.testsupport.LogCapture;
 import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.RedisStores;
+import dev.hedgerow.testsupport.TcpLink;
+import dev.hedgerow.time.Ticker;
 import io.smallrye.mutiny.Uni;
 import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterEach;
@@ -353,5 +358,38 @@ class CatalogRevisionTest {
         eventually(() -> chat(older, "k-added") == 200 && chat(older, "k-gone") == 401,
                 "the older file's instance follows the newer catalog");
         assertEquals(200, chat(older, "k-acme", "fresh"));
+    }
+
+    /**
+     * A newer file's instance starts while Redis is unreachable from it (a rollout during a network fault): it serves
+     * its file at once, and when Redis answers its file is published, under the usual rules, so the fleet takes it.
+     * Its publication, kept as a pending edit, was refused as an admin edit lost to another (the older file's org),
+     * counted and logged as such, and never tried again: the new alias answered 404 on every instance, the new one
+     * included (found by hunt7).
+     */
+    @Test
+    void aNewerFilePublishedWhileRedisWasUnreachableReachesTheFleetWhenItAnswers() {
+        GatewayHarness v1 = instance(REV1);
+        try (TcpLink link = TcpLink.to(vertx, redis.port())) {
+            link.cut();
+            RedisStores.Opened cutOff = RedisStores.open(vertx, link.redisUrl());
+            ResilientStateStore store = new ResilientStateStore(cutOff.store(), new MemoryStateStore(Ticker.system()),
+                    new ResilientStateStore.Settings(Duration.ofMillis(300), 4, 0.5, Duration.ofMillis(200), 1));
+            try {
+                GatewayHarness v2 = instance(REV2, store);
+                assertEquals(200, chat(v2, "k-acme", "fresh"), "the new file is served at once");
+                assertEquals(404, chat(v1, "k-acme", "fresh"), "precondition: the fleet has not taken it");
+
+                link.restore();
+                eventually(() -> chat(v1, "k-acme", "fresh") == 200 && chat(v2, "k-acme", "fresh") == 200,
+                        "the fleet serves the new file");
+                assertEquals(200, chat(v1, "k-added", "chat"));
+                assertEquals(0, store.lostEdits(), "a publication is no admin edit lost to another");
+            } finally {
+                instances.forEach(GatewayHarness::close);
+                instances.clear();
+                cutOff.close();
+            }
+        }
     }
 }
