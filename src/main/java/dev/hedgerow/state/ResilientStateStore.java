@@ -143,9 +143,26 @@ public final class ResilientStateStore implements StateStore {
                 .failureRatio(settings.failureRatio())
                 .delay(settings.openDelay().toMillis(), ChronoUnit.MILLIS)
                 .successThreshold(settings.successThreshold())
-                .onStateChange(state -> breaker = state)
+                .onStateChange(this::breakerMoved)
                 .done()
                 .build();
+    }
+
+    /**
+     * The guard's breaker moved: leaving shared state and coming back are logged once each (a WARN with why the
+     * store did not answer, an INFO), not every half-open try of an outage. Nothing was logged either way, and the
+     * readiness check's last failure was the open breaker's own refusal: a wrong password, an unknown host or a
+     * closed port started an instance on local state for good without a line saying so (found by hunt7 and hunt8).
+     */
+    private void breakerMoved(CircuitBreakerState state) {
+        CircuitBreakerState before = breaker;
+        breaker = state;
+        if (before == CircuitBreakerState.CLOSED && state != CircuitBreakerState.CLOSED) {
+            log.log(System.Logger.Level.WARNING, "the shared state store does not answer ("
+                    + (lastFailure.isEmpty() ? "no answer in time" : lastFailure) + "): serving on this instance's local state until it does");
+        } else if (before != CircuitBreakerState.CLOSED && state == CircuitBreakerState.CLOSED) {
+            log.log(System.Logger.Level.INFO, "the shared state store answers again: back on shared state");
+        }
     }
 
     /** True while the shared store is considered unreachable and calls are answered from local state. */
@@ -192,10 +209,14 @@ public final class ResilientStateStore implements StateStore {
     private <T> Uni<T> guarded(Supplier<Uni<T>> onShared, Function<Throwable, Uni<T>> onLocal) {
         return Uni.createFrom().deferred(() -> {
             callsInFlight.incrementAndGet();
+            CircuitBreakerState at = breaker;
             Uni<Object> guarded = guard.get(() -> (Uni<Object>) (Uni<?>) onShared.get(), UNI);
             return ((Uni<T>) (Uni<?>) guarded).onFailure().recoverWithUni(e -> {
                 fallbacks.incrementAndGet();
-                lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
+                if (at != CircuitBreakerState.OPEN) {
+                    // a call the open breaker refused says nothing of the store: the cause that opened it is kept
+                    lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
+                }
                 return onLocal.apply(e);
             }).onTermination().invoke(callsInFlight::decrementAndGet);
         });
