@@ -1,6 +1,10 @@
 package dev.hedgerow.function;
 
 import io.micrometer.core.instrument.config.MeterFilter;
+import io.smallrye.common.vertx.ContextLocals;
+import io.smallrye.common.vertx.VertxContext;
+import io.vertx.core.Context;
+import io.vertx.core.Vertx;
 import jakarta.enterprise.inject.Produces;
 import jakarta.inject.Singleton;
 
@@ -22,5 +26,23 @@ public class MetricsLabels {
     @Singleton
     MeterFilter boundedMethods() {
         return MeterFilter.replaceTagValues("method", m -> METHODS.contains(m) ? m : "OTHER");
+    }
+
+    /** The {@code uri} label of a request refused before it was matched to a path Hedgerow serves. */
+    public static final String REFUSED_ADMIN = "/admin/{refused}";
+    public static final String URI_TOO_LONG = "/{uri-too-long}";
+
+    /**
+     * Tags the current request's {@code uri} with {@code template}: for a request answered before Quarkus matched it
+     * to a resource, whose label was otherwise the path as sent. Any client could add a series per made-up path (an
+     * admin path refused for its missing key, a path over 8 KiB refused as too long: up to 64 KiB a label), until
+     * Quarkus' cap of 100 URI labels stopped real paths from getting theirs (found by hunt8). Quarkus' binder reads
+     * the template from the request's context (its key {@code UrlPathTemplate}, which Quarkus REST sets on a match).
+     */
+    public static void uriTemplate(String template) {
+        Context context = Vertx.currentContext();
+        if (context != null && VertxContext.isDuplicatedContext(context)) {
+            ContextLocals.put("UrlPathTemplate", template);
+        }
     }
 }

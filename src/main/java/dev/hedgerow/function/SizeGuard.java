@@ -39,6 +39,7 @@ public class SizeGuard {
         long limit = limit();
         router.route().order(JsonReplies.SIZE_GUARD_ORDER).handler(ctx -> { // one route: every request passes it
             if (uriTooLong(ctx.request())) {
+                MetricsLabels.uriTemplate(MetricsLabels.URI_TOO_LONG);
                 JsonReplies.refuseUnread(ctx, ApiError.uriTooLong(MAX_URI_BYTES));
             } else if (JsonReplies.declaresMoreThan(ctx.request(), limit)) {
                 JsonReplies.tooLarge(ctx, limit);

@@ -165,6 +165,27 @@ class RequestMetricsTest {
     }
 
     /**
+     * Nor a made-up path refused before Quarkus matched it (an admin path without a key, a path over 8 KiB): each
+     * was a series labelled with the path as sent, so anyone could add series of up to 64 KiB to every scrape until
+     * Quarkus' cap of 100 URI labels kept real paths from getting theirs (found by hunt8).
+     */
+    @Test
+    void aMadeUpPathRefusedBeforeMatchingAddsNoSeriesOfItsOwn() {
+        for (int i = 0; i < 3; i++) {
+            given().get("/admin/attack" + i + "XYZZY").then().statusCode(401);
+            given().auth().oauth2("k-acme").get("/admin/attack" + i + "XYZZY").then().statusCode(403);
+            given().get("/nothing" + i + "XYZZY" + "B".repeat(9000)).then().statusCode(414);
+        }
+        String scrape = MetricsScrape.text();
+        assertTrue(!scrape.contains("XYZZY"), "no series names the path");
+        assertTrue(scrape.lines().anyMatch(l -> l.startsWith("http_server_requests_seconds_count")
+                && l.contains("uri=\"" + MetricsLabels.REFUSED_ADMIN + "\"") && l.contains("status=\"401\"")),
+                "counted under the refused-admin label");
+        assertTrue(scrape.lines().anyMatch(l -> l.startsWith("http_server_requests_seconds_count")
+                && l.contains("uri=\"" + MetricsLabels.URI_TOO_LONG + "\"")), "counted under the too-long label");
+    }
+
+    /**
      * Quarkus' own HTTP server metrics take no label from a client: a made-up method (sent without any key) is
      * tagged OTHER, so no one can add series to the scrape by inventing methods.
      */

@@ -7,6 +7,7 @@ import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.function.HedgerowApp;
+import dev.hedgerow.function.MetricsLabels;
 import dev.hedgerow.function.gateway.GatewayRoutes;
 import io.vertx.core.http.HttpServerRequest;
 import jakarta.inject.Inject;
@@ -59,6 +60,7 @@ public class AdminGuard {
             // where /admin/explain and the gateway refuse it: every admin body is refused so (found by hunt5)
             GatewayRoutes.refuseEncoded(ctx.getHeaderString(HttpHeaders.CONTENT_ENCODING));
         } catch (RequestException e) {
+            MetricsLabels.uriTemplate(MetricsLabels.REFUSED_ADMIN);
             return AdminResource.error(e.error(), null);
         }
         if (!ctx.getMethod().equals(jakarta.ws.rs.HttpMethod.OPTIONS)) {
@@ -66,7 +68,10 @@ public class AdminGuard {
         }
         return AdminMethods.allow(path)
                 .map(a -> Response.noContent().header(HttpHeaders.ALLOW, a + ", OPTIONS").build())
-                .orElseGet(() -> AdminResource.error(ApiError.notFound(NO_ADMIN_PATH), null));
+                .orElseGet(() -> {
+                    MetricsLabels.uriTemplate(MetricsLabels.REFUSED_ADMIN);
+                    return AdminResource.error(ApiError.notFound(NO_ADMIN_PATH), null);
+                });
     }
 
     private static final String NO_ADMIN_PATH = "No admin API path matches this request; see /admin/openapi.";
