@@ -40,6 +40,12 @@ public final class CatalogService {
     private volatile FileStatus fileStatus = new FileStatus(LoadedCatalog.NO_REVISION, FileStatus.NOT_YET);
     private volatile Cancellable poller = Cancellable.NONE;
     private volatile boolean stopped;
+    /**
+     * The stored orgs this instance cannot read, by the version it could not (an instance whose
+     * {@code HEDGEROW_SECRET_KEY} is not the one the catalog was sealed with reads none): each is logged once per
+     * version, not at every poll, and readiness reports them ({@link #unreadableOrgs}).
+     */
+    private final Map<String, Long> unreadable = new java.util.concurrent.ConcurrentHashMap<>();
     /** The file this instance published (null before it did), and whether as the whole catalog. */
     private volatile LoadedCatalog file;
     private volatile boolean wholeCatalog;
@@ -325,17 +331,26 @@ public final class CatalogService {
             }
             return readAll(changed).map(docs -> {
                 Map<String, Reloaded> reloaded = new HashMap<>();
+                unreadable.keySet().retainAll(versions.keySet());
                 docs.forEach((orgId, d) -> {
                     if (d.isPresent() && removed(d.get())) {
+                        unreadable.remove(orgId);
                         reloaded.put(orgId, new Reloaded(null, d.get().version(), d.get().revision()));
                     } else if (d.isPresent()) {
                         try {
                             reloaded.put(orgId, new Reloaded(decode.apply(d.get().json()), d.get().version(),
                                     d.get().revision()));
+                            unreadable.remove(orgId);
                         } catch (RuntimeException e) {
-                            log.log(System.Logger.Level.ERROR, "stored catalog of org " + orgId
-                                    + " is unreadable; keeping the previous one", e);
+                            Long before = unreadable.put(orgId, d.get().version());
+                            if (before == null || before != d.get().version()) {
+                                // once per version: it was logged with its stack trace at every poll (found by hunt8)
+                                log.log(System.Logger.Level.ERROR, "stored catalog of org " + orgId + " (version "
+                                        + d.get().version() + ") is unreadable; keeping the previous one: " + e);
+                            }
                         }
+                    } else {
+                        unreadable.remove(orgId);
                     }
                 });
                 current.updateAndGet(now -> merged(now, held, versions, reloaded));
@@ -428,6 +443,11 @@ public final class CatalogService {
         log.log(System.Logger.Level.WARNING, "the stored catalog holds an older revision than the configuration file's "
                 + f.revision() + " (its publication did not reach the state store): publishing it again");
         return publish(f, wholeCatalog);
+    }
+
+    /** The stored orgs this instance could not read at its last look (see {@link #unreadable}). */
+    public Set<String> unreadableOrgs() {
+        return new TreeSet<>(unreadable.keySet());
     }
 
     /**

@@ -4,6 +4,8 @@ import dev.hedgerow.sim.SimText;
 import dev.hedgerow.testsupport.AppTestResource;
 import dev.hedgerow.testsupport.MetricsScrape;
 import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.Resp;
+import dev.hedgerow.state.StateKeys;
 import dev.hedgerow.testsupport.Sse;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
@@ -81,6 +83,32 @@ class StateReadinessTest {
         assertEquals("1", data.get("stored_revision"), body);
         assertEquals("published", data.get("file"), body);
         assertEquals(2, data.get("orgs"), body);
+    }
+
+    /**
+     * A stored org this instance cannot read (sealed with another secret key; here a document that is not JSON)
+     * makes readiness DOWN, naming it, until it is readable or gone: the instance reported ready while it answered
+     * every key of such an org with 401 (found by hunt8).
+     */
+    @Test
+    void readinessIsDownWhileAStoredOrgCannotBeRead() throws java.io.IOException {
+        int port = AppTestResource.redis().port();
+        String org = "zz-unreadable";
+        Resp.command(port, "SADD", StateKeys.ORGS, org);
+        Resp.command(port, "HSET", StateKeys.catalog(org), "json", "{not a catalog", "version", "1");
+        Resp.command(port, "SET", StateKeys.catalogVersion(org), "1");
+        try {
+            eventually(() -> given().get("/q/health/ready").statusCode() == 503, "readiness goes DOWN");
+            String body = given().get("/q/health/ready").then().statusCode(503).extract().asString();
+            Map<String, Object> data = JsonPath.from(body)
+                    .getMap("checks.find { it.name == 'hedgerow-catalog' }.data");
+            assertEquals(org, data.get("unreadable_orgs"), body);
+        } finally {
+            // stored as removed (as an org the file dropped): nothing to read any more
+            Resp.command(port, "HSET", StateKeys.catalog(org), "json", "", "version", "2");
+            Resp.command(port, "SET", StateKeys.catalogVersion(org), "2");
+        }
+        eventually(() -> given().get("/q/health/ready").statusCode() == 200, "readiness is UP again");
     }
 
     /** Sets the weight of org other's one-member group duo through the admin API (routing there cannot change). */
