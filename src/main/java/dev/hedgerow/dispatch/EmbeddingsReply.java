@@ -203,7 +203,8 @@ final class EmbeddingsReply {
             if (vectorNext) {
                 vectorNext = false;
                 vectorValue(t);
-            } else if (data && depth == ITEM && t == JsonToken.FIELD_NAME && "data".equals(field) && parser.currentName().equals("embedding")) {
+            } else if (data && depth == ITEM && t == JsonToken.FIELD_NAME && "data".equals(field)
+                    && parser.currentName().equals("embedding")) {
                 vectorNext = true;
                 vectorName = offset();
             }

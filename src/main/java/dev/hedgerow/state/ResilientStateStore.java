@@ -159,7 +159,8 @@ public final class ResilientStateStore implements StateStore {
         breaker = state;
         if (before == CircuitBreakerState.CLOSED && state != CircuitBreakerState.CLOSED) {
             log.log(System.Logger.Level.WARNING, "the shared state store does not answer ("
-                    + (lastFailure.isEmpty() ? "no answer in time" : lastFailure) + "): serving on this instance's local state until it does");
+                    + (lastFailure.isEmpty() ? "no answer in time" : lastFailure)
+                    + "): serving on this instance's local state until it does");
         } else if (before != CircuitBreakerState.CLOSED && state == CircuitBreakerState.CLOSED) {
             log.log(System.Logger.Level.INFO, "the shared state store answers again: back on shared state");
         }

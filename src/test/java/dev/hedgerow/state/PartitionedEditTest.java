@@ -44,7 +44,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class PartitionedEditTest {
     static final String YAML = """
             orgs:
-            %s""".formatted(String.join("", org("one"), org("two"), org("three"), org("four"), org("five"), org("six")));
+            %s""".formatted(String.join("", org("one"), org("two"), org("three"), org("four"), org("five"),
+            org("six")));
     /** Short breaker delay so the restored link is tried again quickly; one success closes the breaker. */
     static final ResilientStateStore.Settings SETTINGS =
             new ResilientStateStore.Settings(Duration.ofMillis(500), 4, 0.5, Duration.ofMillis(200), 1);

@@ -736,7 +736,8 @@ abstract class StateStoreContract {
         String org = id("org");
         long v = created(org, new VersionedDoc("{\"v\":1}", "h1", 0, 0));
         assertEquals(Optional.empty(), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":9}", "h9", 0, 0), 0)));
-        assertEquals(Optional.of(v + 1), await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":2}", null, 0, 1), v)));
+        assertEquals(Optional.of(v + 1),
+                await(store().putOrgCatalog(org, new VersionedDoc("{\"v\":2}", null, 0, 1), v)));
         assertEquals(Optional.of(new VersionedDoc("{\"v\":2}", null, 0, v + 1)), await(store().orgCatalog(org)));
         assertEquals(v + 1, await(store().catalogVersions()).get(org));
     }
