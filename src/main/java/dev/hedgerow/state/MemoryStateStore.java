@@ -157,8 +157,12 @@ public final class MemoryStateStore implements StateStore {
         /** UTC day to {@code <writer>|<alias>} to the last write number applied (see addLedgerOnce); pruned alike. */
         final ConcurrentSkipListMap<LocalDate, ConcurrentHashMap<String, Long>> ledgerWriters =
                 new ConcurrentSkipListMap<>();
-        /** The audit stream, oldest first; it and the id clock are guarded by {@code audit}. */
+        /**
+         * The audit streams, oldest first: request events, and operators' ({@link AuditRecord#operators}). Both and
+         * the id clock they share are guarded by {@code audit}.
+         */
         final List<AuditRecord> audit = new ArrayList<>();
+        final List<AuditRecord> adminAudit = new ArrayList<>();
         long lastAuditMillis = -1;
         long auditSeq;
     }
@@ -546,10 +550,11 @@ public final class MemoryStateStore implements StateStore {
             org.auditSeq = ms == org.lastAuditMillis ? org.auditSeq + 1 : 0;
             org.lastAuditMillis = ms;
             String id = ms + "-" + org.auditSeq;
-            org.audit.add(new AuditRecord(id, Map.copyOf(event)));
-            int excess = org.audit.size() - Math.max(0, maxLen);
+            List<AuditRecord> stream = AuditRecord.operators(event) ? org.adminAudit : org.audit;
+            stream.add(new AuditRecord(id, Map.copyOf(event)));
+            int excess = stream.size() - Math.max(0, maxLen);
             if (excess > 0) {
-                org.audit.subList(0, excess).clear();
+                stream.subList(0, excess).clear();
             }
             return done(id);
         }
@@ -557,16 +562,22 @@ public final class MemoryStateStore implements StateStore {
 
     @Override
     public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
-        List<AuditRecord> out = new ArrayList<>();
         OrgState org = orgs.get(orgId);
-        if (org != null) {
-            synchronized (org.audit) {
-                for (int i = org.audit.size() - 1; i >= 0 && out.size() < limit; i--) {
-                    out.add(org.audit.get(i));
-                }
-            }
+        if (org == null) {
+            return done(List.of());
         }
-        return done(out);
+        synchronized (org.audit) {
+            return done(AuditRecord.newestFirst(newestFirst(org.audit, limit), newestFirst(org.adminAudit, limit),
+                    limit));
+        }
+    }
+
+    private static List<AuditRecord> newestFirst(List<AuditRecord> oldestFirst, int limit) {
+        List<AuditRecord> out = new ArrayList<>();
+        for (int i = oldestFirst.size() - 1; i >= 0 && out.size() < limit; i--) {
+            out.add(oldestFirst.get(i));
+        }
+        return out;
     }
 
     @Override

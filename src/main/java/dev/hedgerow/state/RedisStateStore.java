@@ -361,7 +361,8 @@ public final class RedisStateStore implements StateStore {
             return Uni.createFrom().failure(new IllegalArgumentException("an audit event needs at least one field"));
         }
         // Approximate trimming (~) lets Redis drop whole stream nodes: cheap, and keeps at least maxLen entries.
-        Request req = Request.cmd(Command.XADD).arg(StateKeys.audit(orgId))
+        String key = AuditRecord.operators(event) ? StateKeys.adminAudit(orgId) : StateKeys.audit(orgId);
+        Request req = Request.cmd(Command.XADD).arg(key)
                 .arg("MAXLEN").arg("~").arg(Math.max(0, maxLen)).arg("*");
         event.forEach((field, value) -> req.arg(field).arg(value));
         return send(req).map(Response::toString);
@@ -372,8 +373,15 @@ public final class RedisStateStore implements StateStore {
         if (limit <= 0) {
             return Uni.createFrom().item(List.of());
         }
-        return send(Request.cmd(Command.XREVRANGE).arg(StateKeys.audit(orgId)).arg("+").arg("-")
-                .arg("COUNT").arg(limit))
+        Uni<List<AuditRecord>> requests = auditStream(StateKeys.audit(orgId), limit);
+        Uni<List<AuditRecord>> operators = auditStream(StateKeys.adminAudit(orgId), limit);
+        return Uni.combine().all().unis(requests, operators).asTuple()
+                .map(t -> AuditRecord.newestFirst(t.getItem1(), t.getItem2(), limit));
+    }
+
+    /** One audit stream's newest records first, at most {@code limit}. */
+    private Uni<List<AuditRecord>> auditStream(String key, int limit) {
+        return send(Request.cmd(Command.XREVRANGE).arg(key).arg("+").arg("-").arg("COUNT").arg(limit))
                 .map(r -> {
                     List<AuditRecord> out = new ArrayList<>();
                     if (r != null) {

@@ -122,6 +122,11 @@ public final class StateKeys {
         return org(orgId) + ":audit";
     }
 
+    /** The org's operators' audit stream (its {@code admin} events), kept apart from the request events. */
+    public static String adminAudit(String orgId) {
+        return org(orgId) + ":audit:admin";
+    }
+
     /** The org's ledger of one UTC day. */
     public static String ledger(String orgId, LocalDate day) {
         return org(orgId) + ":ledger:" + day;

@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The state schema (DESIGN.md "State", README "Shared state"), checked on the real application's Redis after traffic
  * over HTTP through every function: each key is one the schema names, of its Redis type, in its hash tag, and has a
- * TTL within its bound, but for the few kept for good (the org list, catalogs, the trimmed audit stream and an
+ * TTL within its bound, but for the few kept for good (the org list, catalogs, the trimmed audit streams and an
  * operator's standing or verification verdict). A key without a TTL that is none of those would outlive its use and
  * pile up across days.
  */
@@ -54,6 +54,7 @@ class StateSchemaTest {
             Kind.of("catalog", ORG + ":catalog", "hash", null),
             Kind.of("catalog:version", ORG + ":catalog:version", "string", null),
             Kind.of("audit", ORG + ":audit", "stream", null),
+            Kind.of("admin audit", ORG + ":audit:admin", "stream", null),
             Kind.of("ledger", ORG + ":ledger:\\d{4}-\\d{2}-\\d{2}", "hash", Duration.ofDays(402)),
             Kind.of("ledger-writers", ORG + ":ledger-writers:\\d{4}-\\d{2}-\\d{2}", "hash", Duration.ofDays(7)),
             Kind.of("affinity", ORG + ":affinity:[^{}]+", "string", Duration.ofMinutes(5)),
@@ -111,8 +112,8 @@ class StateSchemaTest {
                 .put("/admin/routes/standing").then().statusCode(200);
 
         try {
-            Set<String> required = Set.of("orgs", "catalog", "catalog:version", "audit", "ledger", "ledger-writers",
-                    "hedge", "cursor", "fails", "ra", "usage", "route blob", "blob index");
+            Set<String> required = Set.of("orgs", "catalog", "catalog:version", "audit", "admin audit", "ledger",
+                    "ledger-writers", "hedge", "cursor", "fails", "ra", "usage", "route blob", "blob index");
             Map<String, Integer> seen = new TreeMap<>();
             List<String> problems = new ArrayList<>();
             // fire-and-forget writes (the write batch, the ledger) land within moments

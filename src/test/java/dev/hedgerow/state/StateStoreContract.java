@@ -525,6 +525,27 @@ abstract class StateStoreContract {
         assertEquals("299", kept.get(0).fields().get("n"));
     }
 
+    /**
+     * Operators' events have a stream of their own: a flood of request events (a refusal costs a client key nothing)
+     * pushed every operator's action out of a shared one in seconds (found by hunt8). Both are read as one, newest
+     * first.
+     */
+    @Test
+    void operatorsEventsOutlastAFloodOfRequestEvents() {
+        String org = id("org");
+        String drained = await(store().appendAudit(org, Map.of("type", "admin", "action", "drain"), 10));
+        for (int i = 0; i < 300; i++) {
+            await(store().appendAudit(org, Map.of("type", "blocked", "n", Integer.toString(i)), 10));
+        }
+        List<AuditRecord> all = await(store().readAudit(org, 1000));
+        assertTrue(all.size() < 300, "the request events were trimmed: " + all.size());
+        assertEquals("299", all.get(0).fields().get("n"), "newest first");
+        assertEquals(drained, all.get(all.size() - 1).id(), "the operator's action is kept, the oldest");
+        String pinned = await(store().appendAudit(org, Map.of("type", "admin", "action", "pin"), 10));
+        assertEquals(List.of(pinned, all.get(0).id()),
+                await(store().readAudit(org, 2)).stream().map(AuditRecord::id).toList());
+    }
+
     @Test
     void ledgerSumsRequestsAndUsagePerDayAndAlias() {
         String org = id("org");
