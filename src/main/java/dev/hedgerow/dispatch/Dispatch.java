@@ -708,9 +708,7 @@ final class Dispatch {
                 // an error in place of the close after a finish with nothing before it: settled as its end would be
                 // (it was taken for a break of a stream that never began: a resume wrote to a client without a head;
                 // found by review7)
-                if (settleEmptyFinish(a)) {
-                    complete(a, true);
-                }
+                endHeldFinish(a);
                 return;
             }
             if (a == winner && a.finishReason != null) {
@@ -786,10 +784,11 @@ final class Dispatch {
         a.emptyFinishNanos = deps.ticker().nanos();
         a.windowTimer.cancel();
         a.abandonTimer.cancel();
-        a.abandonTimer = deps.scheduler().schedule(settings.timeouts().stallFloor(), () -> emptyFinishWaited(a));
+        a.abandonTimer = deps.scheduler().schedule(settings.timeouts().stallFloor(), () -> endHeldFinish(a));
     }
 
-    private synchronized void emptyFinishWaited(Attempt a) {
+    /** Ends a held empty finish's stream as it stands: its stall_floor passed, or an error came in place of its close. */
+    private synchronized void endHeldFinish(Attempt a) {
         if (a.live && !finished && a.emptyFinish != null && settleEmptyFinish(a)) {
             complete(a, true);
         }
