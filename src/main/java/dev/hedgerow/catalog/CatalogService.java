@@ -333,24 +333,21 @@ public final class CatalogService {
                 Map<String, Reloaded> reloaded = new HashMap<>();
                 unreadable.keySet().retainAll(versions.keySet());
                 docs.forEach((orgId, d) -> {
+                    Long unreadableBefore = unreadable.remove(orgId);
                     if (d.isPresent() && removed(d.get())) {
-                        unreadable.remove(orgId);
                         reloaded.put(orgId, new Reloaded(null, d.get().version(), d.get().revision()));
                     } else if (d.isPresent()) {
                         try {
                             reloaded.put(orgId, new Reloaded(decode.apply(d.get().json()), d.get().version(),
                                     d.get().revision()));
-                            unreadable.remove(orgId);
                         } catch (RuntimeException e) {
-                            Long before = unreadable.put(orgId, d.get().version());
-                            if (before == null || before != d.get().version()) {
+                            unreadable.put(orgId, d.get().version());
+                            if (!Long.valueOf(d.get().version()).equals(unreadableBefore)) {
                                 // once per version: it was logged with its stack trace at every poll (found by hunt8)
                                 log.log(System.Logger.Level.ERROR, "stored catalog of org " + orgId + " (version "
                                         + d.get().version() + ") is unreadable; keeping the previous one: " + e);
                             }
                         }
-                    } else {
-                        unreadable.remove(orgId);
                     }
                 });
                 current.updateAndGet(now -> merged(now, held, versions, reloaded));
