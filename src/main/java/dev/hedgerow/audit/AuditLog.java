@@ -3,6 +3,7 @@ package dev.hedgerow.audit;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.Text;
+import dev.hedgerow.state.AuditRecord;
 import dev.hedgerow.state.StateStore;
 import io.smallrye.mutiny.Uni;
 
@@ -32,7 +33,7 @@ public final class AuditLog {
     /** An event of a request that ran (its status, route and attempt trail). */
     public static final String REQUEST = "request";
     /** An event of an operator's action through the admin API (its {@code action}, e.g. {@link #RESET_HEALTH}). */
-    public static final String ADMIN = "admin";
+    public static final String ADMIN = AuditRecord.OWN_STREAM_TYPE;
     /** The admin action that put a route back into service ({@code POST /admin/routes/reset}). */
     public static final String RESET_HEALTH = "reset_health";
     /** Admin actions on a group's catalog ({@code PUT /admin/groups/{alias}}, {@code POST /admin/members/...}). */

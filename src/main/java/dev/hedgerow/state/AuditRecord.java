@@ -6,7 +6,7 @@ import java.util.Map;
 
 /** One stored audit event: its stream id (time-ordered) and fields. */
 public record AuditRecord(String id, Map<String, String> fields) {
-    /** The type of event kept in a stream of its own (see {@link StateStore#appendAudit}). */
+    /** The type of event kept in a stream of its own (see {@link StateStore#appendAudit}): an operator's action. */
     public static final String OWN_STREAM_TYPE = "admin";
 
     /** Whether the event goes to the operators' stream. */

@@ -567,12 +567,12 @@ public final class MemoryStateStore implements StateStore {
             return done(List.of());
         }
         synchronized (org.audit) {
-            return done(AuditRecord.newestFirst(newestFirst(org.audit, limit), newestFirst(org.adminAudit, limit),
-                    limit));
+            return done(AuditRecord.newestFirst(newestOf(org.audit, limit), newestOf(org.adminAudit, limit), limit));
         }
     }
 
-    private static List<AuditRecord> newestFirst(List<AuditRecord> oldestFirst, int limit) {
+    /** The last {@code limit} records of a stream kept oldest first, newest first. */
+    private static List<AuditRecord> newestOf(List<AuditRecord> oldestFirst, int limit) {
         List<AuditRecord> out = new ArrayList<>();
         for (int i = oldestFirst.size() - 1; i >= 0 && out.size() < limit; i--) {
             out.add(oldestFirst.get(i));
