@@ -24,6 +24,10 @@ class ResilientBreakerLogTest {
         return log.lines().stream().filter(l -> l.startsWith("dev.hedgerow.state ")).toList();
     }
 
+    static List<Integer> indexes(List<String> lines, java.util.function.Predicate<String> p) {
+        return java.util.stream.IntStream.range(0, lines.size()).filter(i -> p.test(lines.get(i))).boxed().toList();
+    }
+
     @Test
     void anOutageIsLoggedOnceWithItsCauseAndTheReturnOnce() {
         ResilientLocalHealthTest.Shared shared = new ResilientLocalHealthTest.Shared(
@@ -44,10 +48,12 @@ class ResilientBreakerLogTest {
                 store.cooldownRemainingMillis("acme/a").await().atMost(Duration.ofSeconds(5));
                 return !store.degraded();
             }, "back on shared state");
+            // this store's lines: its cause is the test's own (another store of the JVM may log meanwhile)
             List<String> lines = stateLines(log);
-            assertEquals(2, lines.size(), String.join("\n", lines));
-            assertTrue(lines.get(0).contains("WARN") && lines.get(0).contains("connection refused"), lines.get(0));
-            assertTrue(lines.get(1).contains("INFO") && lines.get(1).contains("back on shared state"), lines.get(1));
+            List<Integer> left = indexes(lines, l -> l.contains("WARN") && l.contains("IOException: connection refused"));
+            assertEquals(1, left.size(), "left once, not at every half-open try: " + String.join("\n", lines));
+            assertTrue(indexes(lines, l -> l.contains("INFO") && l.contains("back on shared state")).stream()
+                    .anyMatch(i -> i > left.get(0)), "back, after: " + String.join("\n", lines));
         }
     }
 }
