@@ -30,6 +30,7 @@ import dev.hedgerow.routing.TtftEstimate;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.state.AuditRecord;
 import dev.hedgerow.state.LedgerEntry;
+import dev.hedgerow.state.RouteFlags;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.state.UsageSample;
@@ -427,7 +428,7 @@ public final class AdminService {
             throw new RequestException(ApiError.invalidRequest("invalid_standing",
                     "standing must be 'good' or 'suspended'.", "standing"));
         }
-        return setRouteFlag(org, r, Router.STANDING, "standing", standing, AuditLog.STANDING, "good", by);
+        return setRouteFlag(org, r, Router.STANDING, "standing", standing, AuditLog.STANDING, Router.GOOD_STANDING, by);
     }
 
     /**
@@ -446,18 +447,21 @@ public final class AdminService {
                     "verification"));
         }
         return setRouteFlag(org, r, Router.OPERATOR_VERIFICATION, "verification", verdict, AuditLog.VERIFICATION,
-                "none", by);
+                RouteFlags.NO_VERDICT, by);
     }
 
     /**
-     * Clears the operator's verification verdict by deleting its blob: the prober's verdicts are in effect again (the
-     * last one at once, if it has not expired). Audited with the verdict it cleared.
+     * Clears the operator's verification verdict by writing {@link RouteFlags#NO_VERDICT} over it (a flag is never
+     * deleted, see {@link RouteFlags}): the prober's verdicts are in effect again (the last one at once, if it has not
+     * expired). Audited with the verdict it cleared.
      */
     private Uni<ObjectNode> clearVerification(Org org, Route r, String by) {
         String key = Router.key(org, r);
         return core.store().snapshot(List.of(key), org.group(r.alias()).balancer().usageWindow())
-                .map(s -> Router.operatorVerification(s.getOrDefault(key, RouteSnapshot.empty(key))).orElse("none"))
-                .flatMap(before -> core.store().deleteRouteBlob(key, Router.OPERATOR_VERIFICATION)
+                .map(s -> Router.operatorVerification(s.getOrDefault(key, RouteSnapshot.empty(key)))
+                        .orElse(RouteFlags.NO_VERDICT))
+                .flatMap(before -> core.store().putRouteBlob(key, Router.OPERATOR_VERIFICATION, RouteFlags.NO_VERDICT,
+                                null)
                         .call(v -> audit(org, AuditLog.VERIFICATION, r.alias(), r.id(), by, before,
                                 "The operator's verification of " + r.id() + " cleared by " + keyWords(by)
                                         + " (it was '" + before + "'): the prober's verdicts apply again."))

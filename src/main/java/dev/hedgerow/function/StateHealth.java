@@ -56,7 +56,8 @@ public class StateHealth implements AsyncHealthCheck {
                     .withData("pending_usage", r.pendingLedger())
                     .withData("pending_audit", r.pendingAudit())
                     .withData("dropped_audit", r.droppedAudit())
-                    .withData("lost_edits", r.lostEdits());
+                    .withData("lost_edits", r.lostEdits())
+                    .withData("restored_flags", r.restoredFlags());
             if (r.degraded()) {
                 b.withData("last_failure", r.lastFailure());
             }

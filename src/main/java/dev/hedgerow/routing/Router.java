@@ -8,6 +8,7 @@ import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.Route;
+import dev.hedgerow.state.RouteFlags;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
 import io.smallrye.mutiny.Uni;
@@ -32,18 +33,19 @@ import java.util.stream.Collectors;
 public final class Router {
     /**
      * Route blob set by the prober's known-answer check (with a TTL, re-judged every round): a value starting with
-     * {@code fail} excludes the route unless an operator's verdict ({@link #OPERATOR_VERIFICATION}) is set. This
-     * class holds the one declaration of these operator blob names.
+     * {@code fail} excludes the route unless an operator's verdict ({@link #OPERATOR_VERIFICATION}) is set. The
+     * operator's blob names are declared in {@link RouteFlags}.
      */
     public static final String VERIFICATION = "verification";
     /**
      * Route blob set by the console ({@code PUT /admin/routes/verification}), kept until the operator clears it
-     * (which deletes it): while it is set it is the route's verification, whatever the prober judges.
+     * (which writes {@link RouteFlags#NO_VERDICT}): while it is set it is the route's verification, whatever the
+     * prober judges.
      */
-    public static final String OPERATOR_VERIFICATION = "verification_operator";
+    public static final String OPERATOR_VERIFICATION = RouteFlags.OPERATOR_VERIFICATION;
     /** Route blob set by the console: any value but {@value #GOOD_STANDING} excludes the route. */
-    public static final String STANDING = "standing";
-    public static final String GOOD_STANDING = "good";
+    public static final String STANDING = RouteFlags.STANDING;
+    public static final String GOOD_STANDING = RouteFlags.GOOD_STANDING;
 
     private final StateStore store;
     private final InstantSource clock;
@@ -406,9 +408,9 @@ public final class Router {
         return operator.isPresent() ? operator : s.blob(VERIFICATION);
     }
 
-    /** The operator's verdict, when one is set. */
+    /** The operator's verdict, when one is set (not cleared: {@link RouteFlags#NO_VERDICT}). */
     public static java.util.Optional<String> operatorVerification(RouteSnapshot s) {
-        return s.blob(OPERATOR_VERIFICATION);
+        return s.blob(OPERATOR_VERIFICATION).filter(v -> !v.equals(RouteFlags.NO_VERDICT));
     }
 
     /** An operator set the route's standing to anything but {@value #GOOD_STANDING} (the router excludes it). */

@@ -239,37 +239,11 @@ public final class BatchingStateStore extends ForwardingStateStore {
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
         Map<String, RouteBlob> byName = new LinkedHashMap<>();
         blobs.forEach(b -> byName.put(b.name(), b));
-        return blobWrite(routeId, byName);
-    }
-
-    /**
-     * Merged with the route's blob writes (a null value for the name), so that the last write of a name wins whether
-     * it is a value or a delete: a delete passed straight through would be overtaken by a value of the same name still
-     * waiting in the batch. The batch writes its values first, then its deletes (no name is in both).
-     */
-    @Override
-    public Uni<Void> deleteRouteBlob(String routeId, String name) {
-        Map<String, RouteBlob> gone = new LinkedHashMap<>();
-        gone.put(name, null);
-        return blobWrite(routeId, gone);
-    }
-
-    /** A route's blob values by name (null: deleted), merged into the route's batch. */
-    private Uni<Void> blobWrite(String routeId, Map<String, RouteBlob> byName) {
         return merged(new BlobsKey(routeId), byName, (a, b) -> {
             Map<String, RouteBlob> m = new LinkedHashMap<>(a);
             m.putAll(b);
             return m;
-        }, m -> {
-            List<RouteBlob> values = m.values().stream().filter(Objects::nonNull).toList();
-            Uni<Void> write = values.isEmpty() ? Uni.createFrom().voidItem() : inner.putRouteBlobs(routeId, values);
-            for (Map.Entry<String, RouteBlob> e : m.entrySet()) {
-                if (e.getValue() == null) {
-                    write = write.chain(() -> inner.deleteRouteBlob(routeId, e.getKey()));
-                }
-            }
-            return write;
-        });
+        }, m -> inner.putRouteBlobs(routeId, List.copyOf(m.values())));
     }
 
     // ---- leases: an acquire is accepted at once; one released before its batch is written is never written --------

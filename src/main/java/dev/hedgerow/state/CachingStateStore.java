@@ -92,7 +92,7 @@ public final class CachingStateStore extends ForwardingStateStore {
         final AtomicLong leases = new AtomicLong();
         /** When a background refresh of the route's copy started ({@link #NO_REFRESH}: none under way). */
         final AtomicLong refreshStarted = new AtomicLong(NO_REFRESH);
-        /** Blob writes (a value) and deletes (null) made here that the store below has not answered yet, by name. */
+        /** Blob writes made here that the store below has not answered yet, by name. */
         final Map<String, BlobWrite> blobsUnstored = new ConcurrentHashMap<>();
         private UsageSample usage = UsageSample.ZERO;
         private UsageSample usageUnstored = UsageSample.ZERO;
@@ -319,15 +319,8 @@ public final class CachingStateStore extends ForwardingStateStore {
             return snap;
         }
         Map<String, String> written = new HashMap<>();
-        RouteSnapshot out = snap;
-        for (Map.Entry<String, BlobWrite> b : l.blobsUnstored.entrySet()) {
-            if (b.getValue().value == null) {
-                out = out.withoutBlob(b.getKey());
-            } else {
-                written.put(b.getKey(), b.getValue().value);
-            }
-        }
-        return written.isEmpty() ? out : out.withBlobs(written);
+        l.blobsUnstored.forEach((name, write) -> written.put(name, write.value));
+        return snap.withBlobs(written);
     }
 
     /** The cached snapshot plus this instance's leases and usage since it was read. */
@@ -395,21 +388,6 @@ public final class CachingStateStore extends ForwardingStateStore {
             return inner.putRouteBlobs(routeId, blobs).onTermination().invoke(() -> {
                 unstored.forEach(l.blobsUnstored::remove);
                 patch(routeId, blobs);
-            });
-        });
-    }
-
-    /** As a blob write: the copy loses the blob at once, and again once the delete is stored. */
-    @Override
-    public Uni<Void> deleteRouteBlob(String routeId, String name) {
-        return Uni.createFrom().deferred(() -> {
-            Local l = local(routeId);
-            BlobWrite u = new BlobWrite(null);
-            l.blobsUnstored.put(name, u);
-            patch(routeId, s -> s.withoutBlob(name));
-            return inner.deleteRouteBlob(routeId, name).onTermination().invoke(() -> {
-                l.blobsUnstored.remove(name, u);
-                patch(routeId, s -> s.withoutBlob(name));
             });
         });
     }

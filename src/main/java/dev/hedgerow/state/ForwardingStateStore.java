@@ -88,8 +88,8 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> deleteRouteBlob(String routeId, String name) {
-        return inner.deleteRouteBlob(routeId, name);
+    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
+        return inner.restoreRouteFlag(routeId, name, value);
     }
 
     @Override

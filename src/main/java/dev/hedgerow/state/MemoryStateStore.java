@@ -348,12 +348,17 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> deleteRouteBlob(String routeId, String name) {
-        RouteState r = routes.get(routeId);
-        if (r != null) {
-            r.blobs.remove(name);
-        }
-        return done();
+    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
+        long now = ticker.nanos();
+        boolean[] written = {false};
+        route(routeId).blobs.compute(name, (k, held) -> {
+            if (held != null && held.live(now)) {
+                return held;
+            }
+            written[0] = true;
+            return new Timed(value, NO_EXPIRY);
+        });
+        return Uni.createFrom().item(written[0]);
     }
 
     // ---- leases -----------------------------------------------------------------------------------------------

@@ -107,35 +107,17 @@ final class RedisScripts {
             """);
 
     /**
-     * Deletes one named route blob and its name in the route's blob index, then sets the index to live as long as
-     * its longest-lived blob left (kept while one has no TTL; gone with the last, or when only dead names remain), as
-     * {@link #PUT_ROUTE_BLOBS} keeps it: an index made lasting by the deleted blob would otherwise outlive the rest.
-     * KEYS: index, blob (the route's hash tag). ARGV: name. The remaining blob keys are read from the index (same
-     * hash tag, as {@link #SNAPSHOT} reads them). Returns 1 when the blob existed.
+     * Writes an operator flag (no TTL) with its name in the route's blob index, unless the blob exists: a store that
+     * lost its data gets the flag back, never over one written since. KEYS: index, blob (the route's hash tag). ARGV:
+     * name, value. Returns 1 when it wrote the flag.
      */
-    static final LuaScript DELETE_ROUTE_BLOB = LuaScript.of("deleteRouteBlob", """
-            local existed = redis.call('DEL', KEYS[2])
-            redis.call('HDEL', KEYS[1], ARGV[1])
-            local idx = redis.call('HGETALL', KEYS[1])
-            local longest, kept = -2, false
-            for i = 1, #idx, 2 do
-              local ttl = redis.call('PTTL', idx[i + 1])
-              if ttl == -2 then
-                redis.call('HDEL', KEYS[1], idx[i])
-              elseif ttl == -1 then
-                kept = true
-              elseif ttl > longest then
-                longest = ttl
-              end
+    static final LuaScript RESTORE_ROUTE_FLAG = LuaScript.of("restoreRouteFlag", """
+            if not redis.call('SET', KEYS[2], ARGV[2], 'NX') then
+              return 0
             end
-            if kept then
-              redis.call('PERSIST', KEYS[1])
-            elseif longest > 0 then
-              redis.call('PEXPIRE', KEYS[1], longest)
-            else
-              redis.call('DEL', KEYS[1])
-            end
-            return existed
+            redis.call('HSET', KEYS[1], ARGV[1], KEYS[2])
+            redis.call('PERSIST', KEYS[1])
+            return 1
             """);
 
     /**

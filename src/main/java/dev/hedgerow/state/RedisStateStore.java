@@ -277,10 +277,10 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Void> deleteRouteBlob(String routeId, String name) {
-        return eval(RedisScripts.DELETE_ROUTE_BLOB,
-                List.of(StateKeys.routeBlobIndex(routeId), StateKeys.routeBlob(routeId, name)), name)
-                .replaceWithVoid();
+    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
+        return eval(RedisScripts.RESTORE_ROUTE_FLAG,
+                List.of(StateKeys.routeBlobIndex(routeId), StateKeys.routeBlob(routeId, name)), name, value)
+                .map(r -> r != null && r.toLong() == 1);
     }
 
     // ---- leases -----------------------------------------------------------------------------------------------

@@ -59,11 +59,17 @@ import java.util.function.Supplier;
  * edit reached the store meanwhile, that one wins: the pending edit is dropped, logged, and counted in
  * {@link #lostEdits()}, as two conflicting edits cannot both hold.
  *
- * <p>An operator's route flags (blobs without a TTL: a route's standing, the operator's verification verdict) are
- * admin edits too: one set or cleared only locally during an outage is kept as pending and written to the shared store
- * with the pending catalog edits, the last one made winning (a flag has no version to compare), and its local copy is
- * dropped then, so it is not back in force at the next outage. A later write of the same flag that reaches the shared
- * store supersedes it.
+ * <p>An operator's route flags ({@link RouteFlags}: a route's standing, the operator's verification verdict) are admin
+ * edits too, and mirrored: this instance keeps each as the shared store last showed it (in a snapshot, or a write it
+ * took). One set during an outage is kept as pending, never in the local store (a copy left there would be back in
+ * force at the next outage, over every verdict given since), and written to the shared store with the pending catalog
+ * edits, the last one made winning (a flag has no version to compare); a later write of the same flag that reaches
+ * the shared store supersedes it. Snapshots answered locally show the flags as last seen, this outage's over them, so
+ * a suspended route stays out of service through an outage. A flag is never deleted ({@link RouteFlags}), so a route
+ * the shared store answers without a flag this instance saw there lost it (a Redis restarted without its data brought
+ * a suspended route back into service; found by hunt7): the snapshot is answered with the flag as it was, and the
+ * flag written back unless one was written since ({@link StateStore#restoreRouteFlag}), logged as a WARN and counted
+ * in {@link #restoredFlags()}.
  *
  * <p>Audit events the shared stream could not take are kept too (every operator action; up to
  * {@value #MAX_PENDING_AUDIT} others, the oldest dropped first) and written there, oldest first and each with its own
@@ -116,8 +122,13 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicBoolean auditReplaying = new AtomicBoolean();
     private final AtomicLong droppedAudit = new AtomicLong();
     static final int MAX_PENDING_AUDIT = 10_000;
-    /** Operator flags set (value) or cleared (null) only locally during an outage, by route and name. */
+    /** Operator flags set only locally during an outage, by route and name. */
     private final Map<FlagKey, BlobWrite> pendingFlags = new ConcurrentHashMap<>();
+    /** Operator flags ({@link RouteFlags}) as the shared store last showed them, by route, then name. */
+    private final Map<String, Map<String, String>> seenFlags = new ConcurrentHashMap<>();
+    /** Flags being written back ({@link #restoreLost}), so that concurrent snapshots write each once. */
+    private final Set<FlagKey> restoring = ConcurrentHashMap.newKeySet();
+    private final AtomicLong restoredFlags = new AtomicLong();
     /** Each (org, day, alias) line's writes to the shared ledger not confirmed yet; see {@link #addLedger}. */
     private final Map<LedgerKey, LedgerLine> ledgerLines = new ConcurrentHashMap<>();
     /** Routes whose health the local store took a write for since the shared store last answered (see the class). */
@@ -189,6 +200,11 @@ public final class ResilientStateStore implements StateStore {
     /** Admin edits made during an outage that lost to another edit stored meanwhile (see the class comment). */
     public long lostEdits() {
         return lostEdits.get();
+    }
+
+    /** Operator flags the shared store had lost that this instance wrote back (see the class comment). */
+    public long restoredFlags() {
+        return restoredFlags.get();
     }
 
     /** The most recent reason a call fell back, or "" if none did. */
@@ -443,7 +459,98 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
-        return call(() -> shared.snapshot(routeIds, usageWindow), () -> local.snapshot(routeIds, usageWindow));
+        return call(() -> shared.snapshot(routeIds, usageWindow).map(s -> new Answer<>(s, true)),
+                () -> local.snapshot(routeIds, usageWindow).map(s -> new Answer<>(withFlagsHeld(s), false)))
+                .map(a -> a.shared() ? withFlagsKept(a.value()) : a.value());
+    }
+
+    /**
+     * The shared store's snapshots with the operator flags mirrored: each flag shown is kept, and one this instance saw
+     * and the store no longer holds (it lost it) is laid over the snapshot and written back ({@link #restoreLost}).
+     */
+    private Map<String, RouteSnapshot> withFlagsKept(Map<String, RouteSnapshot> snapshots) {
+        Map<String, RouteSnapshot> out = snapshots;
+        for (Map.Entry<String, RouteSnapshot> e : snapshots.entrySet()) {
+            String routeId = e.getKey();
+            RouteSnapshot s = e.getValue();
+            Map<String, String> seen = seenFlags.get(routeId);
+            Map<String, String> lost = null;
+            for (String name : RouteFlags.NAMES) {
+                String value = s.blobs().get(name);
+                if (value != null) {
+                    if (seen == null) {
+                        seen = seenFlags.computeIfAbsent(routeId, k -> new ConcurrentHashMap<>());
+                    }
+                    if (!value.equals(seen.get(name))) {
+                        seen.put(name, value);
+                    }
+                } else if (seen != null && seen.containsKey(name)) {
+                    if (lost == null) {
+                        lost = new HashMap<>();
+                    }
+                    lost.put(name, seen.get(name));
+                }
+            }
+            if (lost != null) {
+                lost.forEach((name, value) -> restoreLost(routeId, name, value));
+                if (out == snapshots) {
+                    out = new HashMap<>(snapshots);
+                }
+                out.put(routeId, s.withBlobs(lost));
+            }
+        }
+        return out;
+    }
+
+    /** Writes back a flag the shared store lost, unless it is being written back already or was written since. */
+    private void restoreLost(String routeId, String name, String value) {
+        FlagKey key = new FlagKey(routeId, name);
+        if (!restoring.add(key)) {
+            return;
+        }
+        shared.restoreRouteFlag(routeId, name, value).onTermination().invoke(() -> restoring.remove(key))
+                .subscribe().with(written -> {
+                    if (written) {
+                        restoredFlags.incrementAndGet();
+                        log.log(System.Logger.Level.WARNING, "the shared state store had lost route " + routeId
+                                + "'s operator flag " + name + " (a Redis restarted without its data?): written back"
+                                + " as '" + value + "', as this instance last saw it there");
+                    }
+                }, t -> { });
+    }
+
+    /** Mirrors a flag the shared store took ({@link #withFlagsKept}). */
+    private void sawFlag(String routeId, String name, String value) {
+        seenFlags.computeIfAbsent(routeId, k -> new ConcurrentHashMap<>()).put(name, value);
+    }
+
+    /**
+     * The local store's snapshots with the operator flags in force: as the shared store last showed them, with those
+     * set during this outage over them. The local store never holds a flag: a copy left there by an outage would be
+     * back in force at the next one, over every verdict given since.
+     */
+    private Map<String, RouteSnapshot> withFlagsHeld(Map<String, RouteSnapshot> snapshots) {
+        if (seenFlags.isEmpty() && pendingFlags.isEmpty()) {
+            return snapshots;
+        }
+        Map<String, RouteSnapshot> out = new HashMap<>(snapshots);
+        out.replaceAll((routeId, s) -> {
+            Map<String, String> held = heldFlags(routeId);
+            return held.isEmpty() ? s : s.withBlobs(held);
+        });
+        return out;
+    }
+
+    /** A route's flags as the shared store last showed them, with those set during an outage over them. */
+    private Map<String, String> heldFlags(String routeId) {
+        Map<String, String> held = new HashMap<>(seenFlags.getOrDefault(routeId, Map.of()));
+        for (String name : RouteFlags.NAMES) {
+            BlobWrite pending = pendingFlags.get(new FlagKey(routeId, name));
+            if (pending != null) {
+                held.put(name, pending.value);
+            }
+        }
+        return held;
     }
 
     @Override
@@ -496,28 +603,31 @@ public final class ResilientStateStore implements StateStore {
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
         return call(() -> shared.putRouteBlobs(routeId, blobs).invoke(() -> {
             for (RouteBlob b : blobs) {
-                if (b.ttl() == null && pendingFlags.remove(new FlagKey(routeId, b.name())) != null) {
-                    // superseded where it counts; its local copy would be back in force at the next outage
-                    local.deleteRouteBlob(routeId, b.name()).subscribe().with(v -> { }, t -> { });
+                if (RouteFlags.NAMES.contains(b.name())) {
+                    sawFlag(routeId, b.name(), b.value());
+                    pendingFlags.remove(new FlagKey(routeId, b.name()));   // superseded where it counts
                 }
             }
         }), () -> {
+            List<RouteBlob> learnt = new ArrayList<>(blobs.size());
             for (RouteBlob b : blobs) {
-                if (b.ttl() == null) {
+                if (RouteFlags.NAMES.contains(b.name())) {
                     pendingFlags.put(new FlagKey(routeId, b.name()), new BlobWrite(b.value()));
+                } else {
+                    learnt.add(b);
                 }
             }
-            return local.putRouteBlobs(routeId, blobs);
+            return learnt.isEmpty() ? Uni.createFrom().voidItem() : local.putRouteBlobs(routeId, learnt);
         });
     }
 
-    /** An operator flag of a route: a blob without a TTL. */
+    /** An operator flag of a route ({@link RouteFlags}). */
     private record FlagKey(String routeId, String name) {
     }
 
     /**
-     * Writes every operator flag set or cleared during an outage to the shared store, then drops its local copy
-     * (fails, and keeps the rest, if the store does not answer).
+     * Writes every operator flag set during an outage to the shared store (fails, and keeps the rest, if the store
+     * does not answer).
      */
     private Uni<Void> writePendingFlags() {
         if (pendingFlags.isEmpty()) {
@@ -526,26 +636,23 @@ public final class ResilientStateStore implements StateStore {
         List<Uni<Void>> writes = pendingFlags.entrySet().stream().map(e -> {
             FlagKey k = e.getKey();
             BlobWrite flag = e.getValue();
-            Uni<Void> write = flag.value == null ? shared.deleteRouteBlob(k.routeId(), k.name())
-                    : shared.putRouteBlobs(k.routeId(), List.of(new RouteBlob(k.name(), flag.value, null)));
-            return write.invoke(() -> pendingFlags.remove(k, flag))
-                    .call(() -> local.deleteRouteBlob(k.routeId(), k.name()));
+            return shared.putRouteBlobs(k.routeId(), List.of(new RouteBlob(k.name(), flag.value, null))).invoke(() -> {
+                sawFlag(k.routeId(), k.name(), flag.value);
+                pendingFlags.remove(k, flag);
+            });
         }).toList();
         return Uni.join().all(writes).andFailFast().replaceWithVoid();
     }
 
-    /**
-     * Deletes on the shared store (or, when it fails, the local one) and then on the local store as well, as
-     * {@link #resetHealth} does: a blob written locally during an outage that has ended since (an operator's verdict)
-     * would otherwise be back in force at the next one.
-     */
     @Override
-    public Uni<Void> deleteRouteBlob(String routeId, String name) {
+    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
         FlagKey key = new FlagKey(routeId, name);
-        return call(() -> shared.deleteRouteBlob(routeId, name).invoke(() -> pendingFlags.remove(key)), () -> {
-            pendingFlags.put(key, new BlobWrite(null));   // only a flag (an operator's verdict) is ever deleted
-            return local.deleteRouteBlob(routeId, name);
-        }).call(() -> local.deleteRouteBlob(routeId, name));
+        return call(() -> shared.restoreRouteFlag(routeId, name, value).invoke(written -> {
+            if (written) {
+                sawFlag(routeId, name, value);
+            }
+        }), () -> Uni.createFrom().item(() -> heldFlags(routeId).containsKey(name) ? false
+                : pendingFlags.putIfAbsent(key, new BlobWrite(value)) == null));
     }
 
     @Override

@@ -40,15 +40,4 @@ public record RouteSnapshot(String routeId, boolean coolingDown, long cooldownRe
         return new RouteSnapshot(routeId, coolingDown, cooldownRemainingMillis, fails, probeTaken, retryAfterMillis,
                 inflight, usage, Map.copyOf(merged));
     }
-
-    /** The same snapshot without the blob {@code name} (deleted). */
-    public RouteSnapshot withoutBlob(String name) {
-        if (!blobs.containsKey(name)) {
-            return this;
-        }
-        Map<String, String> left = new HashMap<>(blobs);
-        left.remove(name);
-        return new RouteSnapshot(routeId, coolingDown, cooldownRemainingMillis, fails, probeTaken, retryAfterMillis,
-                inflight, usage, Map.copyOf(left));
-    }
 }

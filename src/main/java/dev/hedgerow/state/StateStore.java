@@ -129,12 +129,11 @@ public interface StateStore {
     Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs);
 
     /**
-     * Deletes one named value of the route (an operator's verdict cleared), at once: the next snapshot no longer
-     * shows it, and the route's blob index forgets the name (on Redis it then lives as long as the longest-lived
-     * blob left, and goes with the last). Deleting a name the route does not hold, or of a route never written,
-     * does nothing.
+     * Writes an operator flag ({@link RouteFlags}: a blob without a TTL) unless the route holds a blob of that name:
+     * a store that lost its data gets back a flag an instance saw there, never over one written since. Answers
+     * whether it wrote it.
      */
-    Uni<Void> deleteRouteBlob(String routeId, String name);
+    Uni<Boolean> restoreRouteFlag(String routeId, String name, String value);
 
     // ---- leases (least connections): in-flight requests counted across instances, never leaking ---------------
 

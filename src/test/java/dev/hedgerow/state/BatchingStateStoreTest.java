@@ -153,29 +153,6 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         assertThrows(CompletionException.class, b::join);
     }
 
-    /**
-     * A delete waits in the route's blob batch like a value, and the last write of a name wins whichever it is: a
-     * delete sent past a value still waiting would land first and be undone by it.
-     */
-    @Test
-    void aBlobDeleteIsMergedWithTheRoutesBlobWritesAndTheLastOfANameWins() {
-        Rig rig = new Rig();
-        String route = id("route");
-        await(rig.inner.putRouteBlob(route, "old", "o", null));
-        rig.batching.putRouteBlob(route, "verdict", "pass", null).subscribe().with(v -> { });
-        CompletableFuture<Void> deleted = rig.batching.deleteRouteBlob(route, "verdict").subscribeAsCompletionStage();
-        rig.batching.deleteRouteBlob(route, "again").subscribe().with(v -> { });
-        rig.batching.putRouteBlob(route, "again", "back", null).subscribe().with(v -> { });
-        rig.batching.deleteRouteBlob(route, "old").subscribe().with(v -> { });
-
-        assertEquals(0, rig.calls("putRouteBlobs") + rig.calls("deleteRouteBlob"), "nothing before the window ends");
-        rig.scheduler.advance(WINDOW);
-
-        assertTrue(deleted.isDone(), "completed once its batch was stored");
-        assertEquals(Map.of("again", "back"), await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route)
-                .blobs());
-    }
-
     @Test
     void flushWritesWhatWaitsAtOnce() {
         Rig rig = new Rig();

@@ -240,6 +240,45 @@ class RedisOutageTest {
         assertTrue(Resp.command(redis.port(), "SMEMBERS", StateKeys.ORGS).contains("acme"), "written back");
     }
 
+    /**
+     * A route suspended through one instance and seen by the other in a snapshot stays suspended on both when Redis
+     * loses its data (a restart without persistence brought it back into service: found by hunt7), and the flag is
+     * written back to Redis; a flag written since is not overwritten.
+     */
+    @Test
+    void aFlagRedisLostIsKeptAndWrittenBackByAnInstanceThatSawIt() throws IOException {
+        String route = "acme/flags-only";   // no traffic here: its only blob is the flag
+        String key = StateKeys.routeBlob(route, RouteFlags.STANDING);
+        storeA.putRouteBlob(route, RouteFlags.STANDING, "suspended", null).await().atMost(Duration.ofSeconds(5));
+        assertEquals(Map.of(RouteFlags.STANDING, "suspended"), snapshotBlobs(storeB, route), "B sees it");
+        long before = storeB.restoredFlags();
+
+        Resp.command(redis.port(), "FLUSHALL");   // as a restart without persistence leaves it, with no outage seen
+
+        assertEquals(Map.of(RouteFlags.STANDING, "suspended"), snapshotBlobs(storeB, route),
+                "still in force on B, which only saw it");
+        eventually(() -> {
+            try {
+                return "suspended".equals(Resp.command(redis.port(), "GET", key));
+            } catch (IOException e) {
+                return false;
+            }
+        }, "written back to Redis");
+        assertEquals(before + 1, storeB.restoredFlags());
+        assertEquals(Map.of(RouteFlags.STANDING, "suspended"), snapshotBlobs(storeA, route));
+
+        Resp.command(redis.port(), "FLUSHALL");
+        storeA.putRouteBlob(route, RouteFlags.STANDING, "good", null).await().atMost(Duration.ofSeconds(5));
+        assertEquals(Map.of(RouteFlags.STANDING, "good"), snapshotBlobs(storeB, route),
+                "a flag written since the loss is not written over");
+        assertEquals("good", Resp.command(redis.port(), "GET", key));
+    }
+
+    static Map<String, String> snapshotBlobs(ResilientStateStore store, String route) {
+        return store.snapshot(List.of(route), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5)).get(route)
+                .blobs();
+    }
+
     @Test
     void writesBackTheCatalogARestartedRedisForgot() throws IOException {
         redis.stop();

@@ -103,26 +103,21 @@ class RedisStateStoreTest extends StateStoreContract {
     }
 
     /**
-     * A blob kept for good (an operator's verdict) keeps the route's blob index; deleting it hands the index the TTL
-     * of the longest-lived blob left, and deleting the last takes the index with it: no index outlives its blobs.
+     * A restored flag (an operator's verdict the store had lost) is kept for good, and so is the route's blob index,
+     * which had the TTL of the blob written before it.
      */
     @Test
-    void deletingARouteBlobForgetsItsNameAndLetsTheIndexExpireWithTheRest() throws Exception {
+    void aRestoredFlagIsKeptForGoodWithItsNameInTheIndex() throws Exception {
         String r = id("route");
         String index = StateKeys.routeBlobIndex(r);
-        await(store.putRouteBlob(r, "verdict", "pass", null));
         await(store.putRouteBlob(r, "ewma", "e", LONG));
+        assertTrue(Long.parseLong(Resp.command(server.port(), "PTTL", index)) > 0);
+
+        assertTrue(await(store.restoreRouteFlag(r, "standing", "suspended")));
+
+        assertEquals("-1", Resp.command(server.port(), "PTTL", StateKeys.routeBlob(r, "standing")));
         assertEquals("-1", Resp.command(server.port(), "PTTL", index));
-
-        await(store.deleteRouteBlob(r, "verdict"));
-
-        assertEquals("0", Resp.command(server.port(), "EXISTS", StateKeys.routeBlob(r, "verdict")));
-        assertEquals("0", Resp.command(server.port(), "HEXISTS", index, "verdict"));
-        long ttl = Long.parseLong(Resp.command(server.port(), "PTTL", index));
-        assertTrue(ttl > 0 && ttl <= LONG.toMillis(), "the index lives as long as the ewma blob: " + ttl);
-
-        await(store.deleteRouteBlob(r, "ewma"));
-        assertEquals("0", Resp.command(server.port(), "EXISTS", index));
+        assertEquals("1", Resp.command(server.port(), "HEXISTS", index, "standing"));
     }
 
     @Test

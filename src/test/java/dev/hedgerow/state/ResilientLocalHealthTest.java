@@ -62,8 +62,8 @@ class ResilientLocalHealthTest {
         }
 
         @Override
-        public Uni<Void> deleteRouteBlob(String routeId, String name) {
-            return or(() -> super.deleteRouteBlob(routeId, name));
+        public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
+            return or(() -> super.restoreRouteFlag(routeId, name, value));
         }
 
         /** Pings that reached this store (the guard let them through). */
@@ -164,19 +164,19 @@ class ResilientLocalHealthTest {
         assertEquals("suspended", sharedFlag("acme/alpha", "standing"), "written to the shared store");
         assertEquals(0, store.pendingEdits());
         assertTrue(localSnapshot("acme/alpha").blob("standing").isEmpty(),
-                "its local copy is dropped, not back in force at the next outage");
+                "never in the local store, where it would be back in force at the next outage");
     }
 
-    /** A verdict cleared during an outage is cleared on the shared store when it answers. */
+    /** A verdict cleared during an outage (its neutral value written) is cleared on the shared store when it answers. */
     @Test
     void anOperatorFlagClearedDuringAnOutageIsClearedOnTheSharedStoreWhenItAnswers() {
         await(store.putRouteBlob("acme/alpha", "verification_operator", "fail", null));
         shared.up = false;
-        await(store.deleteRouteBlob("acme/alpha", "verification_operator"));
+        await(store.putRouteBlob("acme/alpha", "verification_operator", "none", null));
         shared.up = true;
         assertEquals("fail", sharedFlag("acme/alpha", "verification_operator"), "precondition: still set there");
         await(store.catalogVersions());
-        assertEquals(null, sharedFlag("acme/alpha", "verification_operator"));
+        assertEquals("none", sharedFlag("acme/alpha", "verification_operator"));
     }
 
     /** A flag written to the shared store after the outage supersedes the one set during it. */
@@ -190,7 +190,28 @@ class ResilientLocalHealthTest {
         assertEquals("active", sharedFlag("acme/alpha", "standing"));
         assertEquals(0, store.pendingEdits());
         assertTrue(localSnapshot("acme/alpha").blob("standing").isEmpty(),
-                "the outage's local copy is dropped, not back in force at the next outage");
+                "never in the local store, where it would be back in force at the next outage");
+    }
+
+    /**
+     * A flag another instance set, seen here in a snapshot before the outage, is in force during it (the local store
+     * never had it: a suspended route was back in service on every instance for the outage), and a flag set during the
+     * outage is shown over it.
+     */
+    @Test
+    void aFlagSeenBeforeAnOutageIsInForceDuringItWithTheOutagesOwnOverIt() {
+        await(shared.putRouteBlob("acme/alpha", "standing", "suspended", null));
+        await(shared.putRouteBlob("acme/alpha", "verification_operator", "fail:wrong model", null));
+        await(store.snapshot(List.of("acme/alpha", "acme/beta"), MINUTE));
+        shared.up = false;
+        await(store.putRouteBlob("acme/alpha", "verification_operator", "pass", null));
+        await(store.putRouteBlob("acme/beta", "standing", "suspended", null));
+
+        Map<String, RouteSnapshot> out = await(store.snapshot(List.of("acme/alpha", "acme/beta", "acme/gamma"), MINUTE));
+
+        assertEquals(Map.of("standing", "suspended", "verification_operator", "pass"), out.get("acme/alpha").blobs());
+        assertEquals(Map.of("standing", "suspended"), out.get("acme/beta").blobs());
+        assertEquals(Map.of(), out.get("acme/gamma").blobs());
     }
 
     /** Learned models (blobs with a TTL) written locally during an outage are traffic's, rebuilt: not pending. */

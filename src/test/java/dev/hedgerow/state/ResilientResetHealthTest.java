@@ -34,22 +34,4 @@ class ResilientResetHealthTest {
         assertEquals(0L, local.cooldownRemainingMillis("acme/alpha").await().atMost(Duration.ofSeconds(5)),
                 "the local fallback's breaker is reset too");
     }
-
-    /**
-     * The same for an operator's verification verdict cleared ({@code "verification": null} deletes its blob): one
-     * written to the local store during an earlier outage would be back in force at the next.
-     */
-    @Test
-    void aBlobDeletedWhileTheSharedStoreAnswersIsDeletedFromTheLocalCopyToo() {
-        Duration wait = Duration.ofSeconds(5);
-        shared.putRouteBlob("acme/alpha", "verification_operator", "pass", null).await().atMost(wait);
-        local.putRouteBlob("acme/alpha", "verification_operator", "fail:outage", null).await().atMost(wait);
-
-        store.deleteRouteBlob("acme/alpha", "verification_operator").await().atMost(wait);
-
-        assertEquals(Map.of(), shared.snapshot(List.of("acme/alpha"), wait).await().atMost(wait)
-                .get("acme/alpha").blobs());
-        assertEquals(Map.of(), local.snapshot(List.of("acme/alpha"), wait).await().atMost(wait)
-                .get("acme/alpha").blobs(), "the local fallback's copy is deleted too");
-    }
 }

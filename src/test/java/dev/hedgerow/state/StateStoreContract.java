@@ -679,31 +679,33 @@ abstract class StateStoreContract {
     }
 
     @Test
-    void aDeletedRouteBlobLeavesTheSnapshotAtOnceAndTheOthersStay() {
+    void aRestoredFlagIsWrittenOnlyWhereTheRouteHasNone() {
         String r = id("route");
-        await(store().putRouteBlobs(r, List.of(new StateStore.RouteBlob("verdict", "pass", null),
-                new StateStore.RouteBlob("ewma", "{\"ms\":120}", LONG))));
-        assertEquals(Map.of("verdict", "pass", "ewma", "{\"ms\":120}"), snap(r).blobs()); // a caching store's copy
-        await(store().deleteRouteBlob(r, "verdict"));
-        assertEquals(Map.of("ewma", "{\"ms\":120}"), snap(r).blobs());
-        await(store().deleteRouteBlob(r, "verdict")); // gone already: nothing happens
-        await(store().deleteRouteBlob(id("route"), "verdict")); // a route never written
-        assertEquals(Map.of("ewma", "{\"ms\":120}"), snap(r).blobs());
-        await(store().putRouteBlob(r, "verdict", "fail:x", null)); // written again after the delete
-        assertEquals(Map.of("verdict", "fail:x", "ewma", "{\"ms\":120}"), snap(r).blobs());
+        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended")), "a route never written");
+        assertEquals(Map.of("standing", "suspended"), snap(r).blobs());
+        assertFalse(await(store().restoreRouteFlag(r, "standing", "good")), "held already: kept as it is");
+        assertEquals(Map.of("standing", "suspended"), snap(r).blobs());
+
+        String written = id("route");
+        await(store().putRouteBlob(written, "standing", "good", null));
+        await(store().putRouteBlob(written, "ewma", "e", LONG));
+        assertFalse(await(store().restoreRouteFlag(written, "standing", "suspended")), "written since: not over it");
+        assertTrue(await(store().restoreRouteFlag(written, "verification_operator", "fail:x")), "another name");
+        assertEquals(Map.of("standing", "good", "ewma", "e", "verification_operator", "fail:x"),
+                snap(written).blobs());
     }
 
+    /** A restored flag has no TTL, and the route's blob index keeps it when the blobs that set the index's TTL die. */
     @Test
-    void deletingTheLastRouteBlobLeavesAnEmptySnapshot() {
+    void aRestoredFlagOutlivesTheRoutesShortBlobs() {
         String r = id("route");
-        await(store().putRouteBlob(r, "verdict", "pass", null));
         await(store().putRouteBlob(r, "short", "s", SHORT));
-        await(store().deleteRouteBlob(r, "verdict"));
-        assertEquals(Map.of("short", "s"), snap(r).blobs());
+        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended")));
         advance(PAST_SHORT);
-        assertEquals(Map.of(), snap(r).blobs());
-        await(store().deleteRouteBlob(r, "short"));
-        assertEquals(Map.of(), snap(r).blobs());
+        assertEquals(Map.of("standing", "suspended"), snap(r).blobs());
+        await(store().putRouteBlob(r, "short", "again", SHORT)); // a short blob written after it: the index stays
+        advance(PAST_SHORT);
+        assertEquals(Map.of("standing", "suspended"), snap(r).blobs());
     }
 
     // ---- locks ------------------------------------------------------------------------------------------------

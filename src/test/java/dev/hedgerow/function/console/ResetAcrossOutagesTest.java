@@ -2,7 +2,10 @@ package dev.hedgerow.function.console;
 
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.SimText;
+import dev.hedgerow.state.RouteFlags;
+import dev.hedgerow.state.StateKeys;
 import dev.hedgerow.testsupport.AppTestResource;
+import dev.hedgerow.testsupport.Resp;
 import dev.hedgerow.testsupport.Sse;
 import io.quarkus.test.common.QuarkusTestResource;
 import io.quarkus.test.junit.QuarkusTest;
@@ -153,6 +156,69 @@ class ResetAcrossOutagesTest {
             admin("a-acme").body("{\"route\":\"duo-alpha\",\"standing\":\"good\"}")
                     .put("/admin/routes/standing").then().statusCode(200);
         }
+    }
+
+    /** An operator puts duo-alpha in {@code standing}, and waits past the instance's copy of its state. */
+    static void standing(String standing) {
+        admin("a-acme").body("{\"route\":\"duo-alpha\",\"standing\":\"" + standing + "\"}")
+                .put("/admin/routes/standing").then().statusCode(200);
+        pause(Duration.ofMillis(120));   // past the snapshot copy's max age
+    }
+
+    /**
+     * A route suspended while Redis answers stays suspended through an outage: the instance answers from its local
+     * store then, which never held the verdict, and the route was back in service for the outage.
+     */
+    @Test
+    void aRouteSuspendedBeforeAnOutageStaysSuspendedThroughIt() {
+        try {
+            standing("suspended");
+            assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "suspended before the outage")));
+            redisDown();
+            assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "suspended in the outage")));
+            assertEquals("suspended", alphaState());
+        } finally {
+            redisUp();
+            standing("good");
+        }
+    }
+
+    /**
+     * A route suspended before Redis lost its data (a restart without persistence) stays suspended: the instance that
+     * saw the verdict answers with it and writes it back to Redis, counted in readiness as {@code restored_flags}.
+     * Before, the route was back in service on every instance (found by hunt7).
+     */
+    @Test
+    void aRouteSuspendedBeforeRedisLostItsDataStaysSuspendedAndTheVerdictIsWrittenBack() throws Exception {
+        int port = AppTestResource.redis().port();
+        String key = StateKeys.routeBlob("acme/duo-alpha", RouteFlags.STANDING);
+        try {
+            standing("suspended");
+            assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "suspended before Redis lost it")));
+            long restored = restoredFlags();
+
+            Resp.command(port, "FLUSHALL");   // as a restart without persistence leaves it, with no outage seen
+            pause(Duration.ofMillis(120));    // past the copy read before
+
+            assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "suspended after Redis lost it")));
+            assertEquals("suspended", alphaState());
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (!"suspended".equals(Resp.command(port, "GET", key))) {
+                assertTrue(System.nanoTime() < deadline, "the verdict is not written back to Redis");
+                pause(Duration.ofMillis(50));
+            }
+            // this one at least: the instance writes back every flag it saw (other classes' routes' too)
+            assertTrue(restoredFlags() > restored, "restored_flags " + restoredFlags() + " after " + restored);
+        } finally {
+            standing("good");
+        }
+        assertEquals("good", Resp.command(port, "GET", key));
+        assertEquals(List.of("duo-alpha"), tried(alphaFirst(null, "back in service")));
+    }
+
+    static long restoredFlags() {
+        String body = given().get("/q/health/ready").then().statusCode(200).extract().asString();
+        return JsonPath.from(body).getLong("checks.find { it.name == 'hedgerow-state' }.data.restored_flags");
     }
 
     /**
