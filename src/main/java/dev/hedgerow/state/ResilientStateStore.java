@@ -42,7 +42,8 @@ import java.util.function.Supplier;
  * the local store instead. The breaker's state is the degraded signal: {@link #degraded()} is true while it is open
  * or half-open. When Redis answers again the half-open trial calls succeed, the breaker closes and every call goes
  * back to shared state; what was written locally meanwhile (cursors, usage, leases) is simply left behind, as all of
- * it is rebuilt from traffic. Route health written locally (failure counts, cooldowns, probe slots, Retry-After holds)
+ * it is rebuilt from traffic, but a lease's release the shared store did not take is sent again there
+ * ({@link #releaseLease}). Route health written locally (failure counts, cooldowns, probe slots, Retry-After holds)
  * is dropped from the local store as soon as the shared store answers a call again: from then on the routes are
  * judged there, and a verdict left behind would be out of date, yet back in force at the next outage (a route that has
  * served since, kept out for the rest of a cooldown from the last one).
@@ -122,6 +123,9 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicBoolean auditReplaying = new AtomicBoolean();
     private final AtomicLong droppedAudit = new AtomicLong();
     static final int MAX_PENDING_AUDIT = 10_000;
+    /** Leases released during an outage whose release the shared store has not taken yet; see {@link #releaseLease}. */
+    private final Set<LeaseKey> pendingReleases = ConcurrentHashMap.newKeySet();
+    static final int MAX_PENDING_RELEASES = 10_000;
     /** Operator flags set only locally during an outage, by route and name. */
     private final Map<FlagKey, BlobWrite> pendingFlags = new ConcurrentHashMap<>();
     /** Operator flags ({@link RouteFlags}) as the shared store last showed them, by route, then name. */
@@ -273,7 +277,8 @@ public final class ResilientStateStore implements StateStore {
     @Override
     public Uni<Map<String, Long>> catalogVersions() {
         resendHeldLedger();
-        return call(() -> writePendingEdits().flatMap(v -> writePendingFlags()).invoke(this::replayAudit)
+        return call(() -> writePendingEdits().flatMap(v -> writePendingFlags()).flatMap(v -> writePendingReleases())
+                        .invoke(this::replayAudit)
                         .flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing),
                 this::mirrorVersions);
     }
@@ -665,9 +670,39 @@ public final class ResilientStateStore implements StateStore {
         return call(() -> shared.renewLease(routeId, leaseId, ttl), () -> local.renewLease(routeId, leaseId, ttl));
     }
 
+    /**
+     * Releases on the shared store, and on the local one as well (a lease taken there during an outage that has ended
+     * since would be counted at the next). A release the shared store does not take is kept (up to
+     * {@value #MAX_PENDING_RELEASES}) and sent again when it answers, with the pending edits: a lease taken just
+     * before an outage stayed in Redis for the rest of its 90 s TTL, counted in flight by every instance's
+     * least-connections ranking and health view (hunt7).
+     */
     @Override
     public Uni<Void> releaseLease(String routeId, String leaseId) {
-        return call(() -> shared.releaseLease(routeId, leaseId), () -> local.releaseLease(routeId, leaseId));
+        return call(() -> shared.releaseLease(routeId, leaseId), () -> {
+            if (pendingReleases.size() < MAX_PENDING_RELEASES) {
+                pendingReleases.add(new LeaseKey(routeId, leaseId));
+            }
+            return Uni.createFrom().voidItem();
+        }).call(() -> local.releaseLease(routeId, leaseId));
+    }
+
+    /** A lease of a route. */
+    private record LeaseKey(String routeId, String leaseId) {
+    }
+
+    /**
+     * Sends the releases kept during an outage to the shared store, 16 at a time (fails, and keeps the rest, if the
+     * store does not answer); one of a lease that has expired since does nothing.
+     */
+    private Uni<Void> writePendingReleases() {
+        if (pendingReleases.isEmpty()) {
+            return Uni.createFrom().voidItem();
+        }
+        return Multi.createFrom().iterable(List.copyOf(pendingReleases))
+                .onItem().transformToUni(k -> shared.releaseLease(k.routeId(), k.leaseId())
+                        .invoke(() -> pendingReleases.remove(k)))
+                .merge(16).collect().last().replaceWithVoid();
     }
 
     @Override

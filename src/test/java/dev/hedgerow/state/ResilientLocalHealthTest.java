@@ -62,6 +62,22 @@ class ResilientLocalHealthTest {
         }
 
         @Override
+        public Uni<Void> acquireLease(String routeId, String leaseId, Duration ttl) {
+            return or(() -> super.acquireLease(routeId, leaseId, ttl));
+        }
+
+        /** Releases that reached this store. */
+        final java.util.concurrent.atomic.AtomicInteger releases = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override
+        public Uni<Void> releaseLease(String routeId, String leaseId) {
+            return or(() -> {
+                releases.incrementAndGet();
+                return super.releaseLease(routeId, leaseId);
+            });
+        }
+
+        @Override
         public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
             return or(() -> super.restoreRouteFlag(routeId, name, value));
         }
@@ -223,6 +239,41 @@ class ResilientLocalHealthTest {
         shared.up = true;
         await(store.catalogVersions());
         assertEquals(null, sharedFlag("acme/alpha", "ttft"));
+    }
+
+    // ---- leases across an outage --------------------------------------------------------------------------
+
+    int inflight(StateStore s, String route) {
+        return await(s.snapshot(List.of(route), MINUTE)).get(route).inflight();
+    }
+
+    /**
+     * A lease taken on the shared store and released while it does not answer is released there once it does: it was
+     * counted in flight by every instance for the rest of its TTL (90 s in dispatch; hunt7).
+     */
+    @Test
+    void aLeaseReleasedDuringAnOutageIsReleasedOnTheSharedStoreWhenItAnswers() {
+        await(store.acquireLease("acme/alpha", "l1", MINUTE));
+        await(store.acquireLease("acme/alpha", "l2", MINUTE));
+        shared.up = false;
+        await(store.releaseLease("acme/alpha", "l1"));
+        shared.up = true;
+        assertEquals(2, inflight(shared, "acme/alpha"), "precondition: the release did not reach it");
+        await(store.catalogVersions());   // the poll that writes what waits
+        assertEquals(1, inflight(shared, "acme/alpha"), "l1 released there, l2 still in flight");
+        int sent = shared.releases.get();
+        await(store.catalogVersions());
+        assertEquals(sent, shared.releases.get(), "sent once");
+    }
+
+    /** A lease taken locally during an outage and released once the shared store answers is released locally too. */
+    @Test
+    void aLeaseTakenDuringAnOutageIsNotCountedAtTheNext() {
+        shared.up = false;
+        await(store.acquireLease("acme/alpha", "l1", MINUTE));
+        shared.up = true;
+        await(store.releaseLease("acme/alpha", "l1"));
+        assertEquals(0, inflight(local, "acme/alpha"));
     }
 
     // ---- audit events written during an outage ------------------------------------------------------------
