@@ -277,6 +277,7 @@ public class HedgerowApp {
             return new MemoryStateStore(Ticker.system());
         }
         stateMode = redisCluster ? "redis-cluster" : "redis";
+        clusterSeedWarning(redisUrl.get(), redisCluster).ifPresent(w -> LOG.log(System.Logger.Level.WARNING, w));
         shared = redisStore(vertx, redisUrl.get(), redisCluster);
         StateStore store = shared;
         if (positive(writeBatch)) {
@@ -327,6 +328,19 @@ public class HedgerowApp {
                 io.vertx.mutiny.core.Vertx.newInstance(vertx), options);
         return new ResilientStateStore(new RedisStateStore(redis, options.getType()),
                 new MemoryStateStore(Ticker.system()), ResilientStateStore.Settings.DEFAULTS);
+    }
+
+    /**
+     * What to tell an operator who gave a Redis Cluster one node: the client learns the cluster from the nodes listed
+     * only, so while that one is down the instance serves on local state, even once a replica has taken its place
+     * (found by hunt7). Nothing when several are listed, or the Redis is not a cluster.
+     */
+    static Optional<String> clusterSeedWarning(String urls, boolean cluster) {
+        long nodes = java.util.Arrays.stream(urls.split(",")).filter(u -> !u.isBlank()).count();
+        return cluster && nodes == 1 ? Optional.of("REDIS_URL names one node of the Redis Cluster: the client learns the"
+                + " cluster from that node alone, so while it is down this instance serves on local state, even once"
+                + " a replica has taken over. List several nodes, comma-separated (a managed cluster's configuration"
+                + " endpoint that resolves to several nodes is fine)") : Optional.empty();
     }
 
     /** The Redis client's options for {@link #redisStore}: its pool, and the read-idle timer with its recycling. */

@@ -92,4 +92,14 @@ class HedgerowSettingsTest {
             assertTrue(HedgerowSettings.problem(Kind.valueOf(bad[0]), bad[1]) != null, bad[0] + " " + bad[1]);
         }
     }
+
+    /** One node of a Redis Cluster named is warned of at startup; several, or a plain Redis, are not (hunt7). */
+    @Test
+    void aClusterGivenOneNodeIsWarnedOf() {
+        assertTrue(HedgerowApp.clusterSeedWarning("redis://10.0.0.1:7000", true).orElseThrow()
+                .contains("one node of the Redis Cluster"));
+        assertTrue(HedgerowApp.clusterSeedWarning("redis://10.0.0.1:7000, ", true).isPresent(), "a blank entry is none");
+        assertTrue(HedgerowApp.clusterSeedWarning("redis://10.0.0.1:7000,redis://10.0.0.2:7000", true).isEmpty());
+        assertTrue(HedgerowApp.clusterSeedWarning("redis://10.0.0.1:6379", false).isEmpty());
+    }
 }
