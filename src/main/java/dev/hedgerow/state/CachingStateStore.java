@@ -13,8 +13,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Supplier;
+import java.util.function.IntFunction;
+import java.util.function.IntSupplier;
 import java.util.function.UnaryOperator;
 
 /**
@@ -28,8 +30,8 @@ import java.util.function.UnaryOperator;
  * reset) drops the route's copy when it completes, a blob write or delete patches the copy (when it is made and again
  * when it is stored), and leases and usage taken here since the copy was read are added to it. The cache only
  * decides what ranking sees: the probe slot, for one, is still taken atomically in the shared store. The group's
- * rotation cursor is taken {@value #CURSOR_BLOCK} positions at a time ({@link #nextCursor}). Everything else passes
- * through.
+ * rotation cursor is taken about {@value #CURSOR_BLOCK} positions at a time ({@link #nextCursor}). Everything else
+ * passes through.
  *
  * <p>A copy read while a health write of the same route was under way is not kept (a per-route generation, bumped when
  * the write completes, must be unchanged between the read's start and its end). Leases taken while a read was in
@@ -41,7 +43,10 @@ import java.util.function.UnaryOperator;
 public final class CachingStateStore extends ForwardingStateStore {
     /** Entries kept before a sweep drops the stale ones (routes removed from the catalog leave theirs behind). */
     private static final int SWEEP_AT = 4096;
-    /** Rotation positions taken from the shared cursor at once and handed out here one by one. */
+    /**
+     * Rotation positions taken from the shared cursor at once and handed out here one by one: on average, as each
+     * block's size is drawn from half to one and a half times this ({@link #nextCursor}).
+     */
     static final int CURSOR_BLOCK = 32;
 
     private static final long NO_REFRESH = Long.MIN_VALUE;
@@ -55,12 +60,21 @@ public final class CachingStateStore extends ForwardingStateStore {
     private final Map<String, Local> locals = new ConcurrentHashMap<>();
     /** By org and alias: the block of rotation positions this instance is handing out. */
     private final Map<String, CursorBlock> cursors = new ConcurrentHashMap<>();
+    /** The size of the next block taken from a shared cursor. */
+    private final IntSupplier blockSizes;
 
     /**
      * @param maxAge longest reuse of a snapshot; must be positive (a zero max-age means: do not wrap the store)
      */
     public CachingStateStore(StateStore inner, Duration maxAge, Ticker ticker) {
+        this(inner, maxAge, ticker,
+                () -> ThreadLocalRandom.current().nextInt(CURSOR_BLOCK / 2, CURSOR_BLOCK * 3 / 2 + 1));
+    }
+
+    /** As {@link #CachingStateStore(StateStore, Duration, Ticker)}, its cursor blocks' sizes given (tests). */
+    CachingStateStore(StateStore inner, Duration maxAge, Ticker ticker, IntSupplier blockSizes) {
         super(inner);
+        this.blockSizes = Objects.requireNonNull(blockSizes, "blockSizes");
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         if (maxAge.isNegative() || maxAge.isZero()) {
             throw new IllegalArgumentException("maxAge must be positive: " + maxAge);
@@ -137,15 +151,23 @@ public final class CachingStateStore extends ForwardingStateStore {
         /** The fetch new requests join while it has room for them. */
         private Fetch joinable;
 
-        /** One fetch of a block and the requests waiting for it (at most a block's worth). */
+        /** One fetch of a block of {@code size} positions and the requests waiting for it (at most {@code size}). */
         private static final class Fetch {
             final CompletableFuture<Void> done = new CompletableFuture<>();
+            final int size;
             int waiters;
             long next;
+
+            Fetch(int size) {
+                this.size = size;
+            }
         }
 
-        /** The next position, fetching a block through {@code fetch} (which answers its last position) when spent. */
-        Uni<Long> take(Supplier<Uni<Long>> fetch) {
+        /**
+         * The next position, fetching a block of a size drawn from {@code sizes} through {@code fetch} (which answers
+         * its last position) when spent.
+         */
+        Uni<Long> take(IntSupplier sizes, IntFunction<Uni<Long>> fetch) {
             return Uni.createFrom().deferred(() -> {
                 Fetch f;
                 boolean start = false;
@@ -153,8 +175,8 @@ public final class CachingStateStore extends ForwardingStateStore {
                     if (next <= end) {
                         return Uni.createFrom().item(next++);
                     }
-                    if (joinable == null || joinable.waiters == CURSOR_BLOCK) {
-                        joinable = new Fetch();
+                    if (joinable == null || joinable.waiters == joinable.size) {
+                        joinable = new Fetch(sizes.getAsInt());
                         start = true;
                     }
                     f = joinable;
@@ -162,7 +184,7 @@ public final class CachingStateStore extends ForwardingStateStore {
                 }
                 if (start) {
                     Fetch mine = f;
-                    fetch.get().subscribe().with(last -> filled(mine, last), e -> failed(mine, e));
+                    fetch.apply(mine.size).subscribe().with(last -> filled(mine, last), e -> failed(mine, e));
                 }
                 return Uni.createFrom().completionStage(f.done).map(v -> next(f));
             });
@@ -174,7 +196,7 @@ public final class CachingStateStore extends ForwardingStateStore {
                 if (joinable == f) {
                     joinable = null;
                 }
-                f.next = last - CURSOR_BLOCK + 1;
+                f.next = last - f.size + 1;
                 if (next > end) {
                     next = f.next + f.waiters;
                     end = last;
@@ -200,15 +222,19 @@ public final class CachingStateStore extends ForwardingStateStore {
     // ---- the group's rotation: positions taken from the shared cursor a block at a time ---------------------------
 
     /**
-     * The group's next rotation position, without a round trip for all but one request in {@value #CURSOR_BLOCK}:
-     * the shared cursor hands this instance a block of consecutive positions, which it walks in order, so its own
-     * requests still rotate one by one and instances never share a position. Two instances interleave by blocks, not
-     * by requests; over whole cycles every member still gets its share.
+     * The group's next rotation position, without a round trip for all but about one request in
+     * {@value #CURSOR_BLOCK}: the shared cursor hands this instance a block of consecutive positions, which it walks in
+     * order, so its own requests still rotate one by one and instances never share a position. Two instances
+     * interleave by blocks, not by requests; over whole cycles every member still gets its share. Each block's size is
+     * drawn at random, from half to one and a half times {@value #CURSOR_BLOCK}: with one size for all, every block
+     * started at the same point of a rotation whose cycle divides it (equal weights over 2, 4 or 8 members, 3:1), so
+     * instances walked it in step, sending their concurrent requests to the same member, and a fresh instance's first
+     * request always went to the same one (found by hunt9).
      */
     @Override
     public Uni<Long> nextCursor(String orgId, String alias) {
         return cursors.computeIfAbsent(orgId + '\n' + alias, k -> new CursorBlock())
-                .take(() -> inner.nextCursors(orgId, alias, CURSOR_BLOCK));
+                .take(blockSizes, n -> inner.nextCursors(orgId, alias, n));
     }
 
     // ---- the cached read -------------------------------------------------------------------------------------------

@@ -222,8 +222,8 @@ class CachingStateStoreTest extends FakeTimeStoreContract {
         String org = id("org");
         AtomicInteger cursorCalls = new AtomicInteger();
         StateStore counted = countingCursor(shared, cursorCalls);
-        CachingStateStore one = new CachingStateStore(counted, MAX_AGE, ticker);
-        CachingStateStore two = new CachingStateStore(counted, MAX_AGE, ticker);
+        CachingStateStore one = new CachingStateStore(counted, MAX_AGE, ticker, () -> CachingStateStore.CURSOR_BLOCK);
+        CachingStateStore two = new CachingStateStore(counted, MAX_AGE, ticker, () -> CachingStateStore.CURSOR_BLOCK);
         java.util.Set<Long> seen = new java.util.HashSet<>();
         for (int i = 0; i < CachingStateStore.CURSOR_BLOCK; i++) {
             assertEquals(i + 1L, await(one.nextCursor(org, "kimi3")), "this instance's requests rotate one by one");
@@ -254,7 +254,7 @@ class CachingStateStoreTest extends FakeTimeStoreContract {
                 return Uni.createFrom().completionStage(gate).flatMap(v -> shared.nextCursors(orgId, alias, n));
             }
         };
-        CachingStateStore cache = new CachingStateStore(slow, MAX_AGE, ticker);
+        CachingStateStore cache = new CachingStateStore(slow, MAX_AGE, ticker, () -> CachingStateStore.CURSOR_BLOCK);
         int burst = CachingStateStore.CURSOR_BLOCK + 8;
         List<CompletableFuture<Long>> got = new java.util.ArrayList<>();
         for (int i = 0; i < burst; i++) {
@@ -268,6 +268,50 @@ class CachingStateStoreTest extends FakeTimeStoreContract {
                 java.util.stream.Collectors.counting()));
         assertEquals(Map.of(0L, 10L, 1L, 10L, 2L, 10L, 3L, 10L), byMember, "a rotation of 4 shares it evenly");
         assertEquals(2, cursorCalls.get());
+    }
+
+    /**
+     * Two instances taking one position each in turn (their concurrent requests) on a rotation of 2 members (equal
+     * weights): with blocks of one size they were always at the same point of it, both requests on one member (found
+     * by hunt9). Blocks drawn at random put them in step about half the time; every position is still used once.
+     */
+    @Test
+    void twoInstancesAreNotInStepOnARotationWhoseCycleDividesTheBlock() {
+        String org = id("org");
+        CachingStateStore one = new CachingStateStore(shared, MAX_AGE, ticker);
+        CachingStateStore two = new CachingStateStore(shared, MAX_AGE, ticker);
+        int rounds = 4000;
+        int inStep = 0;
+        java.util.Set<Long> seen = new java.util.HashSet<>();
+        for (int i = 0; i < rounds; i++) {
+            long a = await(one.nextCursor(org, "duo"));
+            long b = await(two.nextCursor(org, "duo"));
+            assertTrue(seen.add(a) && seen.add(b), "no position twice");
+            inStep += a % 2 == b % 2 ? 1 : 0;
+        }
+        // ~125 blocks each: in step about half the rounds (P < 1e-6 outside these bounds)
+        assertTrue(inStep > rounds / 5 && inStep < rounds * 4 / 5, "in step " + inStep + " of " + rounds);
+    }
+
+    /** A block's size is drawn from half to one and a half times {@code CURSOR_BLOCK}. */
+    @Test
+    void blockSizesAreDrawnAroundTheAverage() {
+        String org = id("org");
+        java.util.List<Integer> sizes = new java.util.ArrayList<>();
+        StateStore sized = new ForwardingStateStore(shared) {
+            @Override
+            public Uni<Long> nextCursors(String orgId, String alias, int n) {
+                sizes.add(n);
+                return shared.nextCursors(orgId, alias, n);
+            }
+        };
+        CachingStateStore cache = new CachingStateStore(sized, MAX_AGE, ticker);
+        for (int i = 0; i < 3200; i++) {
+            await(cache.nextCursor(org, "kimi3"));
+        }
+        int b = CachingStateStore.CURSOR_BLOCK;
+        assertTrue(sizes.stream().allMatch(n -> n >= b / 2 && n <= b * 3 / 2), sizes.toString());
+        assertTrue(sizes.stream().distinct().count() > 10, "drawn, not one size: " + sizes);
     }
 
     /** {@code inner} with its calls to the shared cursor counted. */
