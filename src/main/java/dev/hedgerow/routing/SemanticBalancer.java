@@ -10,7 +10,9 @@ import java.util.List;
  * weights decide the fallback order), then the other groups closest first. A prompt whose best group is not within
  * {@code threshold} (a similarity under it, or a distance over it) matches no description: it is no specialist's,
  * so the whole group shares it by smooth weighted round-robin (the weights decide the failover order, nothing is
- * dropped). Without embeddings (the embeddings route failed), plain rotation. Stateless; thread-safe.
+ * dropped). Without a prompt embedding (the embeddings route failed) nothing can match, so the same: smooth weighted
+ * round-robin, a weight-0 member a standby (it was plain rotation over every member, whatever their weights; found by
+ * hunt9). Stateless; thread-safe.
  */
 final class SemanticBalancer implements Balancer {
 
@@ -18,7 +20,7 @@ final class SemanticBalancer implements Balancer {
     public List<Candidate> order(List<Candidate> candidates, BalanceContext ctx) {
         float[] prompt = ctx.embeddings().get("");
         if (prompt == null || candidates.size() <= 1) {
-            return Balancer.roundRobin().order(candidates, ctx);
+            return Balancers.weighted(candidates, ctx);
         }
         List<SemanticMatcher.Candidate> members = new ArrayList<>(candidates.size());
         for (Candidate c : candidates) {

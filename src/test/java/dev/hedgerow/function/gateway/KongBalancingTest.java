@@ -97,6 +97,13 @@ class KongBalancingTest {
                       description: "cooking recipe food kitchen baking bread" }
                   - { id: fb-chef-low, alias: semfall, provider: sim, model: m-fb-chef-low, weight: 1,
                       description: "cooking recipe food kitchen baking bread" }
+                  - { id: embedder-5, alias: embed5, provider: sim, model: m-embed-5, embeddings: true }
+                  - { id: dn-coder, alias: semdown, provider: sim, model: m-dn-coder, weight: 3,
+                      description: "python java code software bug programming" }
+                  - { id: dn-poet, alias: semdown, provider: sim, model: m-dn-poet, weight: 1,
+                      description: "poetry poem verse rhyme sonnet" }
+                  - { id: dn-standby, alias: semdown, provider: sim, model: m-dn-standby, weight: 0,
+                      description: "cooking recipe food kitchen baking bread" }
                   - { id: ud-short, alias: usagedef, provider: sim, model: m-ud-short }
                   - { id: ud-long, alias: usagedef, provider: sim, model: m-ud-long }
                   - { id: up-short, alias: usageprompt, provider: sim, model: m-up-short, weight: 3 }
@@ -138,6 +145,7 @@ class KongBalancingTest {
                                 breaker: { max_fails: 0 } }
                   chweights: { strategy: consistent_hashing, hash_on_header: X-Session, hedging: false }
                   leastconn: { strategy: least_connections, hedging: false }
+                  semdown: { strategy: semantic, embeddings_route: embedder-5, threshold: 0.3, hedging: false }
                   unpriced: { strategy: lowest_usage, tokens_count_strategy: cost, hedging: false }
             """;
 
@@ -153,9 +161,13 @@ class KongBalancingTest {
                 "m-twin-h-a", "m-twin-h-b", "m-twin-h-c", "m-twin-k-a", "m-twin-k-b", "m-twin-k-c",
                 "m-embed-3", "m-near-coder", "m-near-poet", "m-embed-4", "m-fb-coder", "m-fb-chef-mid",
                 "m-fb-chef-low", "m-hf-a", "m-hf-b", "m-hf-c", "m-hf-d", "m-chw-1", "m-chw-2", "m-chw-3",
-                "m-lc-1", "m-lc-2", "m-lc-3", "m-free-1", "m-free-2", "m-free-3", "m-free-4")) {
+                "m-lc-1", "m-lc-2", "m-lc-3", "m-free-1", "m-free-2", "m-free-3", "m-free-4", "m-dn-coder",
+                "m-dn-poet", "m-dn-standby")) {
             sim = sim.withModel(m, instant);
         }
+        // an embeddings model that answers every request with a 500: the semantic group has no prompt embedding
+        sim = sim.withModel("m-embed-5", instant.withFaults(List.of(new ModelScript.FaultChance(1.0,
+                Fault.status(500)))));
         // a cooking specialist that answers every request with a 500
         sim = sim.withModel("m-fb-chef-down", instant.withFaults(
                 List.of(new ModelScript.FaultChance(1.0, Fault.status(500)))));
@@ -531,6 +543,22 @@ class KongBalancingTest {
         Map<String, Integer> split = tally(routes);
         print("semantic under the threshold", split, 8);
         assertEquals(Map.of("loose-coder", 6, "loose-poet", 2), split);
+    }
+
+    /**
+     * A semantic group whose embeddings route fails has no prompt embedding to match: the whole group shares the
+     * prompt by weight, as one that matches no description, and a weight-0 member is a standby. It rotated over every
+     * member regardless of weight, the standby taking a third of the traffic (found by hunt9).
+     */
+    @Test
+    void semanticWithoutEmbeddingsSharesThePromptByWeight() {
+        List<String> routes = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            routes.add(served("semdown", "please fix this python code bug"));
+        }
+        Map<String, Integer> split = tally(routes);
+        print("semantic with its embeddings route failing (weights 3:1:0)", split, 8);
+        assertEquals(Map.of("dn-coder", 6, "dn-poet", 2), split);
     }
 
     @Test
