@@ -344,7 +344,7 @@ public final class GatewayRoutes {
             } else {
                 dev.hedgerow.routing.Router.requireChatAlias(org, alias);
             }
-            Map<String, String> headers = routingHeaders(httpReq);
+            Map<String, String> headers = routingHeaders(httpReq, keyName);
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
                 RequestFacts facts = facts(h, org, request, headers);
                 tally.pending = true;
@@ -485,10 +485,16 @@ public final class GatewayRoutes {
     }
 
     /** The request's headers for routing (consistent hashing's key), names lowercased, without the client's key. */
-    private static Map<String, String> routingHeaders(HttpServerRequest req) {
+    /**
+     * The request's headers as routing reads them (lower-case names), the client key's secret replaced by the name
+     * the catalog gives the key: {@code hash_on_header: Authorization} sticks by client key (Kong's consumer), never
+     * by the secret. The header was dropped, so such a group accepted the setting and
+     * never stuck (found by hunt9).
+     */
+    private static Map<String, String> routingHeaders(HttpServerRequest req, String keyName) {
         Map<String, String> headers = new HashMap<>();
         req.headers().forEach(e -> headers.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue()));
-        headers.remove("authorization");
+        headers.put("authorization", "key " + keyName);
         return headers;
     }
 

@@ -37,7 +37,10 @@ class KongBalancingTest {
     static final String YAML = """
             orgs:
               - id: acme
-                keys: [{ name: app, key: "k-acme" }]
+                keys: [{ name: app, key: "k-acme" }, { name: team-0, key: "k-team-0" },
+                       { name: team-1, key: "k-team-1" }, { name: team-2, key: "k-team-2" },
+                       { name: team-3, key: "k-team-3" }, { name: team-4, key: "k-team-4" },
+                       { name: team-5, key: "k-team-5" }]
                 providers:
                   - { id: sim, base_url: "${SIM_SIM_URL}", api_key: "sk-sim" }
                 routes:
@@ -47,6 +50,9 @@ class KongBalancingTest {
                   - { id: ch-a, alias: sticky, provider: sim, model: m-ch-a }
                   - { id: ch-b, alias: sticky, provider: sim, model: m-ch-b }
                   - { id: ch-c, alias: sticky, provider: sim, model: m-ch-c }
+                  - { id: ck-a, alias: bykey, provider: sim, model: m-kh-a }
+                  - { id: ck-b, alias: bykey, provider: sim, model: m-kh-b }
+                  - { id: ck-c, alias: bykey, provider: sim, model: m-kh-c }
                   - { id: kh-a, alias: kongsticky, provider: sim, model: m-kh-a }
                   - { id: kh-b, alias: kongsticky, provider: sim, model: m-kh-b }
                   - { id: kh-c, alias: kongsticky, provider: sim, model: m-kh-c }
@@ -128,6 +134,7 @@ class KongBalancingTest {
                   twink: { algorithm: round-robin, hedging: false }
                   sticky: { strategy: consistent_hashing, hash_on_header: X-Hedgerow-Session, hedging: false }
                   kongsticky: { strategy: consistent_hashing, hedging: false }
+                  bykey: { strategy: consistent_hashing, hash_on_header: Authorization, hedging: false }
                   usage: { strategy: lowest_usage, tokens_count_strategy: completion_tokens, hedging: false }
                   cost: { strategy: lowest_usage, tokens_count_strategy: cost, hedging: false }
                   fastest: { strategy: lowest_latency, hedging: false }
@@ -349,6 +356,30 @@ class KongBalancingTest {
         }
         print("consistent_hashing on the default header, ids per route (12 ids x 3)",
                 tally(new ArrayList<>(routeOf.values())), 12);
+        assertTrue(new java.util.HashSet<>(routeOf.values()).size() >= 2, routeOf.toString());
+    }
+
+    /**
+     * {@code hash_on_header: Authorization} sticks by client key (Kong's consumer): each key's requests stay on one
+     * route, and keys spread over the members. The header was dropped
+     * before routing, so the group accepted the setting and shared every request by weight (found by hunt9).
+     */
+    @Test
+    void consistentHashingOnAuthorizationSticksByClientKey() {
+        Map<String, String> routeOf = new LinkedHashMap<>();
+        for (int k = 0; k < 6; k++) {
+            String key = "k-team-" + k;
+            for (int rep = 0; rep < 4; rep++) {
+                Response r = given().baseUri(gw.baseUrl()).auth().oauth2(key).contentType("application/json")
+                        .body(body("bykey", "by key " + rep, false)).post("/v1/chat/completions");
+                assertEquals(200, r.statusCode(), r.asString());
+                String first = routeOf.putIfAbsent(key, r.header("x-hedgerow-route"));
+                assertEquals(first == null ? r.header("x-hedgerow-route") : first, r.header("x-hedgerow-route"),
+                        key + " stays on one route");
+            }
+        }
+        print("consistent_hashing on Authorization, client keys per route (6 keys x 4)",
+                tally(new ArrayList<>(routeOf.values())), 6);
         assertTrue(new java.util.HashSet<>(routeOf.values()).size() >= 2, routeOf.toString());
     }
 
