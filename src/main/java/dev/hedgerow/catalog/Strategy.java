@@ -19,6 +19,15 @@ public enum Strategy implements Spelled {
     }
 
     /**
+     * Whether routes share the group's traffic by weight, a weight-0 route being a standby that serves only when the
+     * others cannot (README "Configuration"); the other strategies rank by speed or rotation.
+     */
+    public boolean sharesByWeight() {
+        return this == WEIGHTED || this == PRIORITY || this == CONSISTENT_HASHING || this == LEAST_CONNECTIONS
+                || this == LOWEST_USAGE || this == SEMANTIC;
+    }
+
+    /**
      * The strategy written {@code s} (trimmed, any case): a wire name or Kong's spelling.
      *
      * @throws IllegalArgumentException naming the value and listing the accepted ones

@@ -82,18 +82,28 @@ final class RouteChoice {
     }
 
     /**
-     * Where a hedge for the racing attempt goes: the next untried route in ranked order; with the priority strategy
-     * the next tier first (a hedge exists to escape the slow tier), else an untried member of the same tier.
+     * Where a hedge for the racing attempt goes: the best-ranked untried route of the racing one's own kind (under
+     * {@code priority}, its tier; under a strategy that shares by weight, a member with a share), and only when there
+     * is none the next untried route in ranked order (a standby of its tier, then the next tier): a hedge escapes a
+     * slow route, to the routes the operator prefers first. Under {@code priority} it went to the next tier first,
+     * even beside an untried peer of the slow route's tier (found by hunt9).
      */
     Candidate hedgeTarget(Attempt racing) {
-        if (strategy == Strategy.PRIORITY) {
-            for (Candidate c : candidates) {
-                if (!tried.contains(c.id()) && c.route().priority() > racing.cand.route().priority() && fits(c)) {
-                    return c;
-                }
+        Candidate slow = racing.cand;
+        for (Candidate c : candidates) {
+            if (!tried.contains(c.id()) && fits(c) && peer(c, slow)) {
+                return c;
             }
         }
         return next(false, null);
+    }
+
+    /** Whether {@code c} is of {@code slow}'s kind: its priority tier, and not a standby where weights share. */
+    private boolean peer(Candidate c, Candidate slow) {
+        if (strategy == Strategy.PRIORITY && c.route().priority() != slow.route().priority()) {
+            return false;
+        }
+        return !strategy.sharesByWeight() || c.route().weight() > 0;
     }
 
     /** Whether the route's context window is larger than any a route refused the prompt at. */
