@@ -1,11 +1,13 @@
 package dev.hedgerow.api;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 
 import java.io.IOException;
@@ -39,6 +41,14 @@ public final class Json {
     public static JsonNode parse(String s) throws IOException {
         return MAPPER.readTree(s);
     }
+
+    /** As {@link #parse(byte[])}, refusing an object that names a field twice. */
+    public static JsonNode parseWithoutDuplicates(byte[] bytes) throws IOException {
+        return NO_DUPLICATES.readTree(bytes);
+    }
+
+    private static final ObjectReader NO_DUPLICATES = MAPPER.reader()
+            .withFeatures(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
     public static String write(Object node) {
         try {

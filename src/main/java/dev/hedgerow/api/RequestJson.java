@@ -26,6 +26,18 @@ public final class RequestJson {
 
     /** The body's JSON value, of any type (the caller judges its shape); a missing node for a blank body. */
     public static JsonNode parse(byte[] bytes) {
+        return parse(bytes, false);
+    }
+
+    /**
+     * As {@link #parse(byte[])}, an object naming a field twice refused as well: an admin edit, read as the catalog
+     * file is (whose loader refuses a duplicate key), not with the last value silently winning.
+     */
+    public static JsonNode parseEdit(byte[] bytes) {
+        return parse(bytes, true);
+    }
+
+    private static JsonNode parse(byte[] bytes, boolean noDuplicates) {
         if (!wellFormedUtf8(bytes)) {
             // Jackson decodes overlong forms and encoded surrogates without complaint; the JDK decoder does not
             throw new RequestException(ApiError.invalidRequest("invalid_utf8",
@@ -33,7 +45,7 @@ public final class RequestJson {
         }
         JsonNode node;
         try {
-            node = Json.parse(bytes);
+            node = noDuplicates ? Json.parseWithoutDuplicates(bytes) : Json.parse(bytes);
         } catch (IOException e) {
             throw new RequestException(ApiError.invalidRequest("invalid_json",
                     "We could not parse the JSON body of your request: " + shorten(e.getMessage()), null));
@@ -53,7 +65,15 @@ public final class RequestJson {
 
     /** The body as a JSON object (a chat or embeddings request); anything else is a 400 {@code invalid_json}. */
     public static ObjectNode object(byte[] bytes) {
-        JsonNode node = parse(bytes);
+        return object(parse(bytes));
+    }
+
+    /** As {@link #object(byte[])}, read as {@link #parseEdit} reads it (an admin edit). */
+    public static ObjectNode editObject(byte[] bytes) {
+        return object(parseEdit(bytes));
+    }
+
+    private static ObjectNode object(JsonNode node) {
         if (!node.isObject()) {
             throw new RequestException(ApiError.invalidRequest("invalid_json",
                     "The request body must be a JSON object.", null));

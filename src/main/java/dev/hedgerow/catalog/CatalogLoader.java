@@ -694,6 +694,10 @@ public final class CatalogLoader {
                 g.error("usage_window", "at most 1h (usage is kept per minute, and every request's routing sums the "
                         + "window's minutes)");
                 usageWindow = db.usageWindow();
+            } else if (usageWindow.compareTo(Duration.ofMinutes(1)) < 0) {
+                // it was taken, and summed a whole minute's usage (found by hunt9)
+                g.error("usage_window", "at least 1m (usage is kept per minute)");
+                usageWindow = db.usageWindow();
             }
             String embeddingsRoute = g.string("embeddings_route");
             if (embeddingsRoute != null) {

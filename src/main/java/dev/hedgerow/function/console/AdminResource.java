@@ -391,11 +391,12 @@ public class AdminResource {
 
     /**
      * A JSON body read as strictly as the gateway reads one ({@link RequestJson}: UTF-8, one document, depth 64, no
-     * lone surrogate), not by the framework's lenient mapper, which took {@code {"strategy":"weighted"} xx} and saved
-     * it; null when there is none.
+     * lone surrogate), and no field named twice, as the catalog file's loader refuses a duplicate key (an edit took the
+     * last value silently; found by hunt9); not by the framework's lenient mapper, which took
+     * {@code {"strategy":"weighted"} xx} and saved it; null when there is none.
      */
     private static JsonNode json(byte[] body) {
-        return body == null || body.length == 0 ? null : RequestJson.parse(withinLimit(body));
+        return body == null || body.length == 0 ? null : RequestJson.parseEdit(withinLimit(body));
     }
 
     /**
@@ -421,7 +422,7 @@ public class AdminResource {
         if (body == null || body.length == 0) {
             return null;
         }
-        JsonNode n = RequestJson.object(withinLimit(body));
+        JsonNode n = RequestJson.editObject(withinLimit(body));
         AdminService.onlyFields(n, "", Set.of(fields));
         return n;
     }

@@ -171,6 +171,12 @@ class AdminApiTest {
         // well-formed, but not an object: said so, not "'route' is required."
         answers.add(Map.entry("400 invalid_json", admin().body("[\"duo-alpha\"]").post("/admin/members/pin")));
         answers.add(Map.entry("400 invalid_json", admin().body("\"duo-alpha\"").put("/admin/routes/alias")));
+        // a field named twice is refused, as the catalog file's loader refuses a duplicate key (the last one won;
+        // found by hunt9)
+        answers.add(Map.entry("400 invalid_json", admin().body("{\"strategy\": \"weighted\", \"strategy\": \"priority\"}")
+                .put("/admin/groups/duo")));
+        answers.add(Map.entry("400 invalid_json", admin().body("{\"route\": \"duo-alpha\", \"route\": \"duo-beta\"}")
+                .post("/admin/members/pin")));
         // a field of the wrong type is said to be one, not to be missing
         admin().body("{\"route\": \"duo-alpha\", \"verification\": 5}").put("/admin/routes/verification").then()
                 .statusCode(400).body("error.param", equalTo("verification"))
@@ -405,6 +411,8 @@ class AdminApiTest {
         cases.put("{\"hash_on_header\": \"${HOME}\"}", "hash_on_header");
         // a month's window summed every request's minutes and blocked the shared Redis (review6)
         cases.put("{\"usage_window\": \"8760h\"}", "usage_window");
+        // usage is kept per minute: half a second was taken and summed a whole minute's usage (hunt9)
+        cases.put("{\"usage_window\": \"0.5\"}", "usage_window");
         cases.forEach((body, param) -> {
             Response r = admin().body(body).put("/admin/groups/duo");
             assertEquals(400, r.statusCode(), body + ": " + r.asString());
