@@ -736,6 +736,12 @@ public final class CatalogLoader {
                 g.error("slow_bar", "must be > 0 (got " + slowBar + ")");
                 slowBar = db.slowBar();
             }
+            if (tokens == TokensCountStrategy.LLM_ACCURACY
+                    && routes.stream().anyMatch(r -> r.alias().equals(alias) && r.embeddings())) {
+                // nothing would be judged: a judge scores chat answers (it loaded and never judged; found by hunt9)
+                (kb != null && kb.has("tokens_count_strategy") ? kb : g).error("tokens_count_strategy",
+                        "llm_accuracy scores chat answers, and alias " + alias + " serves embeddings");
+            }
             GroupSettings.Judge judge = readJudge(g, kb, strategy, tokens, routes);
             Balancer balancer = new Balancer(hashOnHeader != null ? hashOnHeader : db.hashOnHeader(), latency,
                     tokens, usageWindow, embeddingsRoute, metric, threshold, slowBar, judge);

@@ -452,6 +452,17 @@ class CatalogValidationTest {
                 "orgs[0].groups.kimi3.judge.route: route \"emb\" is an embeddings route; a judge must be a chat route");
     }
 
+    /** An embeddings alias has no chat answer to judge: llm_accuracy there loaded and never judged (hunt9). */
+    @Test
+    void llmAccuracyOnAnEmbeddingsAliasIsRefused() {
+        String yaml = ORG + "      - { id: judge-r, alias: judge, provider: fireworks, model: j }\n"
+                + "      - { id: emb, alias: emb, provider: fireworks, model: e, embeddings: true }\n"
+                + "    groups:\n      emb: { strategy: lowest_usage, tokens_count_strategy: llm_accuracy, "
+                + "judge: { route: judge-r } }\n";
+        assertOnlyError(yaml, "orgs[0].groups.emb.tokens_count_strategy: llm_accuracy scores chat answers, and alias "
+                + "emb serves embeddings");
+    }
+
     @Test
     void aJudgeOrLlmAccuracyOnAnyOtherStrategyIsRefused() {
         assertOnlyError(withJudgedGroup("{ strategy: lowest_usage, judge: { route: judge-r } }"),
