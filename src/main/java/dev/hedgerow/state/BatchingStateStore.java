@@ -22,7 +22,7 @@ import java.util.function.UnaryOperator;
 
 /**
  * Write-behind for the writes every request makes and nobody waits for: the hedge budget's request count, route
- * usage, the org's ledger (sums), route blobs (the last value or delete of each name wins) and leases. Such writes are
+ * usage, the org's ledger (sums), route blobs (the last value of each name wins) and leases. Such writes are
  * merged per key for up to {@code window} and then written as one store call per key, so a busy instance makes a few
  * shared store calls per window instead of six per request. Everything else, and every read, passes straight
  * through.

@@ -27,7 +27,7 @@ import java.util.function.UnaryOperator;
  * background while requests keep using it, so steady traffic never waits for the read), so another instance's
  * breaker verdicts, Retry-After holds, leases, usage and learned models reach this instance at most that much later.
  * This instance's own writes are seen at once: a health write (failure, success, probe slot, Retry-After hold,
- * reset) drops the route's copy when it completes, a blob write or delete patches the copy (when it is made and again
+ * reset) drops the route's copy when it completes, a blob write patches the copy (when it is made and again
  * when it is stored), and leases and usage taken here since the copy was read are added to it. The cache only
  * decides what ranking sees: the probe slot, for one, is still taken atomically in the shared store. The group's
  * rotation cursor is taken about {@value #CURSOR_BLOCK} positions at a time ({@link #nextCursor}). Everything else
@@ -425,7 +425,7 @@ public final class CachingStateStore extends ForwardingStateStore {
     }
 
     /**
-     * Moves the route's current copies to a new generation with the written (or deleted) blobs, so a read that
+     * Moves the route's current copies to a new generation with the written blobs, so a read that
      * started before the write (and may not include it) is not kept over them.
      */
     private void patch(String routeId, UnaryOperator<RouteSnapshot> change) {
