@@ -247,9 +247,13 @@ public final class TtftPredictor {
             // not have known (far from its samples) does not pass for noise and widen every window
             nvar = (1 - w) * variance + w * error * error / (1 + u);
         }
-        if (censored) {
+        if (censored || shift) {
             // The spread is that of answers, and it sets the hedge window: a loser's error fed to it widened the
             // window of a fast route with a heavy tail at every tail, and later hedges rescued that tail later.
+            // Nor is a shift's error spread: it is the distance between two lines. Learnt as spread it made the
+            // window some 600 ms wide after a fast route's few slow answers, and its recovery's samples then fell
+            // inside the clip of that spread, never made a shift back, and were followed only by forgetting: 43
+            // samples to predict the route fast again, 125 more for its window (found by hunt10).
             nvar = variance;
         }
         if (!Double.isFinite(n2 + m0 + m1 + nvar)) {

@@ -161,6 +161,33 @@ class TtftPredictorTest {
         assertTrue(p.predict(300).meanMs() < 300, "back to fast: " + p);
     }
 
+    /**
+     * A fast route slowed for a few answers and then recovered is fast again within a few samples, and its window
+     * narrow again: the errors that made the shift were learnt as spread, so the spread was some 600 ms, the
+     * recovery's samples fell inside the clip of that spread and never made a shift back, and the line followed only
+     * by forgetting: 43 samples to predict it fast again, 125 more for its window (found by hunt10).
+     */
+    @Test
+    void aFastRouteThatWasSlowForAFewAnswersIsFastAgainWithinAFewSamples() {
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        java.util.Random r = new java.util.Random(1);
+        for (int i = 0; i < 50; i++) {
+            p = p.update(367, 155 * (0.95 + 0.1 * r.nextDouble()));
+        }
+        for (int i = 0; i < 6; i++) {
+            p = p.update(367, 3000 * (0.95 + 0.1 * r.nextDouble()));
+        }
+        assertTrue(p.predict(367).meanMs() > 1500, "slow: " + p);
+        for (int i = 0; i < 6; i++) {
+            p = p.update(367, 155 * (0.95 + 0.1 * r.nextDouble()));
+        }
+        assertTrue(p.predict(367).meanMs() < 300, "fast again after 6 samples: " + p);
+        for (int i = 0; i < 14; i++) {
+            p = p.update(367, 155 * (0.95 + 0.1 * r.nextDouble()));
+        }
+        assertTrue(p.predict(367).p90Ms() < 400, "its window narrow again after 20: " + p.predict(367) + " " + p);
+    }
+
     @Test
     void lateAnswersThatDoNotComeInARowStayATail() {
         TtftPredictor p = TtftPredictor.fresh(PRIOR);
