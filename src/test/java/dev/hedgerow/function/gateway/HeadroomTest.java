@@ -1,5 +1,8 @@
 package dev.hedgerow.function.gateway;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.hedgerow.admin.AdminService;
+import dev.hedgerow.catalog.Org;
 import dev.hedgerow.function.prober.CapacityRoutes;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.TtftPredictor;
@@ -49,6 +52,7 @@ class HeadroomTest {
                   - { id: chat-alpha, alias: chat, provider: alpha, model: m-a }
                   - { id: chat-beta, alias: chat, provider: beta, model: m-b }
                   - { id: solo-alpha, alias: solo, provider: alpha, model: m-a }
+                  - { id: idle-alpha, alias: idle, provider: alpha, model: m-idle }
             """;
 
     static final FakeTicker TICKER = new FakeTicker();
@@ -182,6 +186,22 @@ class HeadroomTest {
     }
 
     /** Keln: serving capacity reports its health; a node saying it is unhealthy gets no new work while others can. */
+    /**
+     * The health view says what routing does: a route never measured (idle-alpha: no request went to its model)
+     * whose decode speed is reported below the target is below it there too. It said unmeasured (hunt10).
+     */
+    @Test
+    void theHealthViewShowsARouteReportedBelowTheTargetAsBelowBeforeItIsMeasured() {
+        report("cap-alpha", "{\"route\":\"idle-alpha\",\"queue_depth\":0,\"tokens_per_second\":20}")
+                .then().statusCode(200);
+        Org acme = gw.core().catalog().current().org("acme").orElseThrow();
+        JsonNode idle = new AdminService(gw.core()).health(acme, "idle").await().atMost(Duration.ofSeconds(5))
+                .path("groups").get(0).path("members").get(0);
+        assertEquals("idle-alpha", idle.path("route").asText());
+        assertEquals(false, idle.path("measured").asBoolean());
+        assertEquals("below", idle.path("slo").path("status").asText(), idle.toString());
+    }
+
     @Test
     void aRouteReportedUnhealthyIsPassedOverWhileOthersCanServeAndReturnsWhenReportedHealthy() {
         report("cap-alpha", "{\"route\":\"chat-alpha\",\"healthy\":false}").then().statusCode(200)
