@@ -732,8 +732,10 @@ public final class CatalogLoader {
                 threshold = metric.defaultThreshold();
             }
             double slowBar = g.number("slow_bar", db.slowBar());
-            if (slowBar <= 0) {
-                g.error("slow_bar", "must be > 0 (got " + slowBar + ")");
+            if (!(slowBar >= 1)) {
+                // a bar under 1 was taken and read as 1: no route is slower than less than the fastest (hunt10)
+                g.error("slow_bar", "must be ≥ 1, a multiple of the fastest route's predicted time (got " + slowBar
+                        + ")");
                 slowBar = db.slowBar();
             }
             if (tokens == TokensCountStrategy.LLM_ACCURACY

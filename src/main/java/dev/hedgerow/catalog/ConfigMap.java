@@ -136,7 +136,9 @@ final class ConfigMap {
         try {
             long v = Long.parseLong(s);
             if (v < min || v > Integer.MAX_VALUE) {
-                error(key, "must be " + (min == 0 ? "≥ 0" : "≥ " + min) + " (got " + s + ")");
+                // one over the bound was told it must be at least the minimum (hunt10)
+                error(key, (v < min ? "must be ≥ " + min : "must be at most " + Integer.MAX_VALUE) + " (got " + s
+                        + ")");
                 return def;
             }
             return (int) v;

@@ -643,6 +643,13 @@ class CatalogValidationTest {
                 "orgs[0].routes[1].context_window: must be ≥ 1 (got 0)");
     }
 
+    /** A whole number over the bound is told so, not told to be at least the minimum (hunt10). */
+    @Test
+    void aWholeNumberOverTheBoundIsSaidToBeOverIt() {
+        assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, context_window: 1000000000000 }"),
+                "orgs[0].routes[1].context_window: must be at most 2147483647 (got 1000000000000)");
+    }
+
     @Test
     void negativePriceIsAnError() {
         assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, "

@@ -413,6 +413,9 @@ class AdminApiTest {
         cases.put("{\"usage_window\": \"8760h\"}", "usage_window");
         // usage is kept per minute: half a second was taken and summed a whole minute's usage (hunt9)
         cases.put("{\"usage_window\": \"0.5\"}", "usage_window");
+        // a bar under 1 was read as 1, and a number over the bound was told to be at least 1 (hunt10)
+        cases.put("{\"slow_bar\": 0.5}", "slow_bar");
+        cases.put("{\"slo\": {\"standard_prompt_max_tokens\": 1000000000000}}", "slo.standard_prompt_max_tokens");
         cases.forEach((body, param) -> {
             Response r = admin().body(body).put("/admin/groups/duo");
             assertEquals(400, r.statusCode(), body + ": " + r.asString());
