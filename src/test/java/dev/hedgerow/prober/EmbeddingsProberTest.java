@@ -2,12 +2,10 @@ package dev.hedgerow.prober;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.api.Json;
-import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.prober.VertxMetricsSource;
 import dev.hedgerow.routing.CapacityReport;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.Router;
-import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
@@ -90,12 +88,8 @@ class EmbeddingsProberTest {
     }
 
     RoundReport round(Duration timeout) {
-        Hedgerow core = gw.core();
-        ProberConfig config = ProberConfig.defaults().withProbeTimeout(timeout).withMinInterval(Duration.ZERO)
-                .withVerifyEvery(Duration.ZERO);
-        return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(),
-                core.tokens()::countInput, "test"), config).runRound().await().atMost(Duration.ofSeconds(30));
+        return gw.proberRound(metrics, ProberConfig.defaults().withProbeTimeout(timeout)
+                .withMinInterval(Duration.ZERO).withVerifyEvery(Duration.ZERO));
     }
 
     RouteSnapshot snapshot() {

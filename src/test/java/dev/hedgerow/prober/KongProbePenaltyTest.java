@@ -1,10 +1,8 @@
 package dev.hedgerow.prober;
 
-import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.prober.VertxMetricsSource;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.PeakEwma;
-import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
@@ -104,11 +102,8 @@ class KongProbePenaltyTest {
     }
 
     RoundReport round(Duration probeTimeout) {
-        Hedgerow core = gw.core();
-        return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countInput,
-                "test"), ProberConfig.defaults().withProbeTimeout(probeTimeout).withMinInterval(Duration.ZERO))
-                .runRound().await().atMost(Duration.ofSeconds(30));
+        return gw.proberRound(metrics,
+                ProberConfig.defaults().withProbeTimeout(probeTimeout).withMinInterval(Duration.ZERO));
     }
 
     static String outcome(RoundReport r, String route) {

@@ -11,6 +11,10 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import dev.hedgerow.function.CoreFactory;
 import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.gateway.GatewayRoutes;
+import dev.hedgerow.prober.MetricsSource;
+import dev.hedgerow.prober.Prober;
+import dev.hedgerow.prober.ProberConfig;
+import dev.hedgerow.prober.RoundReport;
 import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
@@ -211,6 +215,16 @@ public final class GatewayHarness implements AutoCloseable {
 
     public Hedgerow core() {
         return core;
+    }
+
+    /**
+     * One round of a prober over this instance's catalog, store, learned models and upstream client, as the prober
+     * function runs it (on this harness's Vert.x), reading provider metrics through {@code metrics}.
+     */
+    public RoundReport proberRound(MetricsSource metrics, ProberConfig config) {
+        return new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(), core.upstream(),
+                metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countInput, "test"),
+                config).runRound().await().atMost(Duration.ofSeconds(30));
     }
 
     /** The sum of a counter of this instance's production metrics ({@link GatewayMetrics}) over all its tags. */

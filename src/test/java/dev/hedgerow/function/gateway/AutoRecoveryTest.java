@@ -1,11 +1,8 @@
 package dev.hedgerow.function.gateway;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.prober.VertxMetricsSource;
-import dev.hedgerow.prober.Prober;
 import dev.hedgerow.prober.ProberConfig;
-import dev.hedgerow.runtime.Hedgerow;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
@@ -76,11 +73,7 @@ class AutoRecoveryTest {
     }
 
     static void proberRound() {
-        Hedgerow core = gw.core();
-        Prober prober = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(),
-                core.tokens()::countInput, "test"), ProberConfig.defaults().withMinInterval(Duration.ZERO));
-        prober.runRound().await().atMost(Duration.ofSeconds(30));
+        gw.proberRound(metrics, ProberConfig.defaults().withMinInterval(Duration.ZERO));
     }
 
     static String primary(int i) {

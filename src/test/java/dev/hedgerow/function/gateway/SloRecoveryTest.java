@@ -2,9 +2,7 @@ package dev.hedgerow.function.gateway;
 
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Route;
-import dev.hedgerow.function.VertxScheduler;
 import dev.hedgerow.function.prober.VertxMetricsSource;
-import dev.hedgerow.prober.Prober;
 import dev.hedgerow.prober.ProberConfig;
 import dev.hedgerow.routing.Router;
 import dev.hedgerow.routing.SloTracker;
@@ -110,11 +108,7 @@ class SloRecoveryTest {
     }
 
     static void proberRound() {
-        Hedgerow core = gw.core();
-        Prober prober = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
-                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(), core.tokens()::countInput,
-                "test"), ProberConfig.defaults().withMinInterval(Duration.ZERO));
-        prober.runRound().await().atMost(Duration.ofSeconds(30));
+        gw.proberRound(metrics, ProberConfig.defaults().withMinInterval(Duration.ZERO));
     }
 
     /** Whether r-quick's standing against the speed targets is back to MEETS, as the router reads it. */
