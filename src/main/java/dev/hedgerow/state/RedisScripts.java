@@ -121,6 +121,38 @@ final class RedisScripts {
             """);
 
     /**
+     * Appends an operator's audit event to its own stream with an id above the last of both the org's streams (the
+     * server's time, or one past the newest id of either): the two streams are read as one, newest first by id, and a
+     * stream's own {@code *} id only exceeds its own last, so an action taken in the millisecond of some request
+     * events sorted before them, or shared one's id (found by a full-suite run of the store contract). KEYS: the
+     * operators' stream, the requests' stream (one hash tag). ARGV: maxLen (approximate trim), then field, value, ...
+     * Returns the id.
+     */
+    static final LuaScript APPEND_ADMIN_AUDIT = LuaScript.of("appendAdminAudit", """
+            local t = redis.call('TIME')
+            local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            local seq = 0
+            for _, k in ipairs(KEYS) do
+              local last = redis.call('XREVRANGE', k, '+', '-', 'COUNT', 1)
+              if #last > 0 then
+                local lms, lseq = string.match(last[1][1], '^(%d+)-(%d+)$')
+                lms = tonumber(lms)
+                lseq = tonumber(lseq)
+                if lms > ms or (lms == ms and lseq >= seq) then
+                  ms = lms
+                  seq = lseq + 1
+                end
+              end
+            end
+            local id = string.format('%.0f-%.0f', ms, seq)
+            local args = {KEYS[1], 'MAXLEN', '~', ARGV[1], id}
+            for i = 2, #ARGV do
+              args[#args + 1] = ARGV[i]
+            end
+            return redis.call('XADD', unpack(args))
+            """);
+
+    /**
      * Adds or renews a lease: a sorted set leaseId -> expiry (server ms), cleaned of dead leases on every touch;
      * the key itself dies with its longest lease. KEYS: leases. ARGV: leaseId, ttlMs.
      */

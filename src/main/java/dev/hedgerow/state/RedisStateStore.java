@@ -361,8 +361,19 @@ public final class RedisStateStore implements StateStore {
             return Uni.createFrom().failure(new IllegalArgumentException("an audit event needs at least one field"));
         }
         // Approximate trimming (~) lets Redis drop whole stream nodes: cheap, and keeps at least maxLen entries.
-        String key = AuditRecord.operators(event) ? StateKeys.adminAudit(orgId) : StateKeys.audit(orgId);
-        Request req = Request.cmd(Command.XADD).arg(key)
+        if (AuditRecord.operators(event)) {
+            // rare: its id above both streams' last (RedisScripts.APPEND_ADMIN_AUDIT), so the merged read orders it
+            String[] args = new String[1 + 2 * event.size()];
+            args[0] = Integer.toString(Math.max(0, maxLen));
+            int i = 1;
+            for (Map.Entry<String, String> e : event.entrySet()) {
+                args[i++] = e.getKey();
+                args[i++] = e.getValue();
+            }
+            return eval(RedisScripts.APPEND_ADMIN_AUDIT, List.of(StateKeys.adminAudit(orgId), StateKeys.audit(orgId)),
+                    args).map(Response::toString);
+        }
+        Request req = Request.cmd(Command.XADD).arg(StateKeys.audit(orgId))
                 .arg("MAXLEN").arg("~").arg(Math.max(0, maxLen)).arg("*");
         event.forEach((field, value) -> req.arg(field).arg(value));
         return send(req).map(Response::toString);
