@@ -36,7 +36,8 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
      * The facts of a parsed chat request: the one place the gateway and the console's explain derive needs,
      * parameters, prompt size and prefix hashes, so an explanation routes exactly what the gateway would.
      *
-     * @param headers the request's headers with lower-cased names and credentials already removed
+     * @param headers the request's headers with lower-cased names, credentials removed (the gateway puts the client
+     *                key's catalog name as {@code authorization})
      */
     public static RequestFacts of(ChatRequest chat, TokenCounter tokens, PrefixHasher prefixes,
                                   Map<String, String> headers) {
@@ -75,7 +76,8 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
      * (a batch of a hundred takes longer than one, however long its longest), and its parameters are those
      * {@code provider.require_parameters} may demand ({@link EmbeddingsRequest#KNOWN_PARAMETERS}).
      *
-     * @param headers the request's headers with lower-cased names and credentials already removed
+     * @param headers the request's headers with lower-cased names, credentials removed (the gateway puts the client
+     *                key's catalog name as {@code authorization})
      */
     public static RequestFacts of(EmbeddingsRequest req, TokenCounter tokens, Map<String, String> headers) {
         int longest = 0;
