@@ -483,12 +483,7 @@ public final class ResilientStateStore implements StateStore {
             for (String name : RouteFlags.NAMES) {
                 String value = s.blobs().get(name);
                 if (value != null) {
-                    if (seen == null) {
-                        seen = seenFlags.computeIfAbsent(routeId, k -> new ConcurrentHashMap<>());
-                    }
-                    if (!value.equals(seen.get(name))) {
-                        seen.put(name, value);
-                    }
+                    sawFlag(routeId, name, value);
                 } else if (seen != null && seen.containsKey(name)) {
                     if (lost == null) {
                         lost = new HashMap<>();

@@ -494,7 +494,7 @@ public final class GatewayRoutes {
     private static Map<String, String> routingHeaders(HttpServerRequest req, String keyName) {
         Map<String, String> headers = new HashMap<>();
         req.headers().forEach(e -> headers.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue()));
-        headers.put("authorization", "key " + keyName);
+        headers.put("authorization", keyName);
         return headers;
     }
 
