@@ -264,6 +264,8 @@ class RedisOutageTest {
                 return false;
             }
         }, "written back to Redis");
+        // Redis shows the value before B's client has read the script's answer: wait for B to count it
+        eventually(() -> storeB.restoredFlags() > before, "counted by B");
         assertEquals(before + 1, storeB.restoredFlags());
         assertEquals(Map.of(RouteFlags.STANDING, "suspended"), snapshotBlobs(storeA, route));
 
