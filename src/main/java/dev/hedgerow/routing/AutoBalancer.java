@@ -17,8 +17,10 @@ import java.util.List;
  *   <li>the <b>slow-route bar</b>: a route predicted slower than {@code slow_bar} × the tier's fastest goes after
  *       every route within the bar (a preference, not a cutoff: it stays in the order, so it serves when it is the
  *       only capacity);</li>
- *   <li><b>prefix affinity</b>: the route that recently served this prompt's longest prefix goes first among the
- *       routes within the bar of its tier (a cached prefix never outweighs the SLO or the bar);</li>
+ *   <li><b>prefix affinity</b>: of the routes that recently served this prompt's longest served prefix (every one
+ *       of them, not only the last: a prefix all requests share, such as a system prompt, is cached by each route
+ *       that served it), the fastest goes first among the routes within the bar of its tier (a cached prefix never
+ *       outweighs the SLO or the bar);</li>
  *   <li><b>bounded exploration</b>: at about one rotation position in {@value #EXPLORE_EVERY} (chosen by a hash of
  *       the position, so a periodic traffic pattern cannot hide a prompt size from it), the route of the tier that
  *       might most undercut the one in front goes first: the route whose <em>optimistic</em> prediction for this
@@ -91,9 +93,11 @@ final class AutoBalancer implements Balancer {
                 slow.add(new Placed(c, Placement.SLOW_BAR));
             }
         }
-        if (ctx.affinityKey() != null) {
+        if (!ctx.affinityKeys().isEmpty()) {
+            // the fastest of the routes that hold the prefix: a prefix every request shares (a system prompt) is
+            // held by every route that served it, and the last to serve it is not the one to keep
             for (int i = 0; i < fast.size(); i++) {
-                if (fast.get(i).candidate().id().equals(ctx.affinityKey())) {
+                if (ctx.affinityKeys().contains(fast.get(i).candidate().id())) {
                     fast.add(0, new Placed(fast.remove(i).candidate(), Placement.AFFINITY));
                     break;
                 }

@@ -16,12 +16,13 @@ public interface Balancer {
     /**
      * The rotation context of one request.
      *
-     * @param affinityKey the store key of the route that recently served this prompt's longest prefix, or null
-     * @param embeddings  the semantic strategy's embeddings: the prompt's under {@code ""}, each member's
-     *                    description's under its route id (empty for other strategies)
+     * @param affinityKeys the store keys of the routes that recently served this prompt's longest served prefix
+     *                     (empty if none did)
+     * @param embeddings   the semantic strategy's embeddings: the prompt's under {@code ""}, each member's
+     *                     description's under its route id (empty for other strategies)
      */
-    record BalanceContext(RequestFacts facts, long cursor, GroupSettings settings, long nowMillis, String affinityKey,
-                          java.util.Map<String, float[]> embeddings) {
+    record BalanceContext(RequestFacts facts, long cursor, GroupSettings settings, long nowMillis,
+                          java.util.Set<String> affinityKeys, java.util.Map<String, float[]> embeddings) {
     }
 
     /** Even rotation over the healthy members (Trifrost {@code rr_health}). */

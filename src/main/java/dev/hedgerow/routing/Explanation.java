@@ -38,7 +38,7 @@ public record Explanation(String alias, String strategy, int promptTokens, long 
      *                  {@code slow_bar}), or null for other strategies and non-candidates
      * @param slo       {@code meets}, {@code below} or {@code unknown} (not yet measured)
      * @param capacity  the operator's fresh capacity report, or null when none
-     * @param affinity  this route recently served the prompt's longest shared prefix
+     * @param affinity  this route recently served the prompt's longest served prefix (with any others that did)
      * @param accuracy  the judge's scores of its answers, or null when it was never scored
      */
     public record RouteView(String routeId, String provider, String model, int rank, List<Check> checks,

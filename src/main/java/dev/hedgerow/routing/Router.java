@@ -165,11 +165,11 @@ public final class Router {
                         affinity(org, settings, facts), embeddings)
                 .asTuple()
                 .map(t -> rank(org, alias, settings, facts, capable, t.getItem1(), t.getItem2(), rejected,
-                        affinityRoute(t.getItem3(), facts.prefixHashes()), t.getItem4(), placements));
+                        affinityRoutes(t.getItem3(), facts.prefixHashes()), t.getItem4(), placements));
     }
 
     /** Prefix affinity is the auto strategy's; a store failure only loses the preference. */
-    private Uni<Map<String, String>> affinity(Org org, GroupSettings settings, RequestFacts facts) {
+    private Uni<Map<String, List<String>>> affinity(Org org, GroupSettings settings, RequestFacts facts) {
         return settings.strategy() == dev.hedgerow.catalog.Strategy.AUTO && !facts.prefixHashes().isEmpty()
                 ? store.affinity(org.id(), facts.prefixHashes()).onFailure().recoverWithItem(Map.of())
                 : Uni.createFrom().item(Map.of());
@@ -195,12 +195,12 @@ public final class Router {
                         store.snapshot(keys, settings.balancer().usageWindow()), affinity(org, settings, facts))
                 .asTuple()
                 .map(t -> explanation(org, alias, settings, facts, members, t.getItem1(), t.getItem2(),
-                        affinityRoute(t.getItem3(), facts.prefixHashes()), placements));
+                        affinityRoutes(t.getItem3(), facts.prefixHashes()), placements));
     }
 
     private Explanation explanation(Org org, String alias, GroupSettings settings, RequestFacts facts,
                                     List<Route> members, RoutePlan plan, Map<String, RouteSnapshot> states,
-                                    String affinityKey, Map<String, String> placements) {
+                                    Set<String> affinityKeys, Map<String, String> placements) {
         List<RoutePlan.Rejection> prefRejections = new ArrayList<>();
         RoutePlan.Blocked prefsBlock = applyPreferences(members, facts.prefs(), alias, prefRejections);
         List<Candidate> ranked = plan instanceof RoutePlan.Ready r ? r.candidates() : List.of();
@@ -243,7 +243,7 @@ public final class Router {
             }
             views.add(new Explanation.RouteView(r.id(), r.provider(), r.model(), rank, checks, models.ttft(s, facts),
                     models.sloStatus(s, settings.slo()).name().toLowerCase(Locale.ROOT), models.decodeSpeed(s),
-                    cap.orElse(null), key.equals(affinityKey), rank > 0 ? placements.get(r.id()) : null,
+                    cap.orElse(null), affinityKeys.contains(key), rank > 0 ? placements.get(r.id()) : null,
                     Explanation.Accuracy.of(models.accuracyScores(s))));
         }
         String outcome = plan instanceof RoutePlan.Blocked b ? b.error().code() : "ready";
@@ -295,15 +295,15 @@ public final class Router {
         return org.id() + "/" + r.id();
     }
 
-    /** The route that served the longest shared prefix, if any. */
-    private static String affinityRoute(Map<String, String> byHash, List<String> hashes) {
+    /** The routes that served the longest prefix any route served (none if no route served one). */
+    private static Set<String> affinityRoutes(Map<String, List<String>> byHash, List<String> hashes) {
         for (int i = hashes.size() - 1; i >= 0; i--) {
-            String r = byHash.get(hashes.get(i));
-            if (r != null) {
-                return r;
+            List<String> routes = byHash.get(hashes.get(i));
+            if (routes != null && !routes.isEmpty()) {
+                return Set.copyOf(routes);
             }
         }
-        return null;
+        return Set.of();
     }
 
     /** What a strategy may need fetched before ranking (semantic: prompt and description embeddings). */
@@ -312,7 +312,7 @@ public final class Router {
 
     private RoutePlan rank(Org org, String alias, GroupSettings settings, RequestFacts facts, List<Route> capable,
                            Map<String, RouteSnapshot> states, long cursor, List<RoutePlan.Rejection> rejected,
-                           String affinity, Map<String, float[]> embeddings, Map<String, String> placements) {
+                           Set<String> affinity, Map<String, float[]> embeddings, Map<String, String> placements) {
         List<Candidate> healthy = new ArrayList<>();
         List<Candidate> lowHeadroom = new ArrayList<>();
         long minCooldown = RoutePlan.NEVER;

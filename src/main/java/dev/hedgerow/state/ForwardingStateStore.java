@@ -164,7 +164,7 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
+    public Uni<Map<String, List<String>>> affinity(String orgId, List<String> prefixHashes) {
         return inner.affinity(orgId, prefixHashes);
     }
 

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -649,13 +650,14 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
-        Map<String, String> out = new LinkedHashMap<>();
+    public Uni<Map<String, List<String>>> affinity(String orgId, List<String> prefixHashes) {
+        Map<String, List<String>> out = new LinkedHashMap<>();
         long now = ticker.nanos();
         for (String h : prefixHashes) {
-            String route = (String) live(StateKeys.affinity(orgId, h), now);
-            if (route != null) {
-                out.put(h, route);
+            List<String> routes = liveRoutes(live(StateKeys.affinity(orgId, h), now), now).entrySet().stream()
+                    .sorted(Map.Entry.<String, Long>comparingByValue().reversed()).map(Map.Entry::getKey).toList();
+            if (!routes.isEmpty()) {
+                out.put(h, routes);
             }
         }
         return done(out);
@@ -663,11 +665,32 @@ public final class MemoryStateStore implements StateStore {
 
     @Override
     public Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl) {
+        long now = ticker.nanos();
         long expiresAt = expiryOrNever(ttl);
         for (String h : prefixHashes) {
-            put(StateKeys.affinity(orgId, h), new Timed(routeId, expiresAt));
+            keys.compute(StateKeys.affinity(orgId, h), (k, held) -> {
+                Map<String, Long> routes = new HashMap<>(liveRoutes(held == null ? null : held.value, now));
+                routes.put(routeId, expiresAt);
+                return new Timed(Map.copyOf(routes), Collections.max(routes.values())); // dies with its last route
+            });
+            countWrite();
         }
         return done();
+    }
+
+    /** An affinity key's routes (route id to expiry) that have not expired. */
+    @SuppressWarnings("unchecked")
+    private static Map<String, Long> liveRoutes(Object held, long now) {
+        if (!(held instanceof Map<?, ?> routes)) {
+            return Map.of();
+        }
+        Map<String, Long> out = new HashMap<>();
+        ((Map<String, Long>) routes).forEach((route, at) -> {
+            if (at > now) {
+                out.put(route, at);
+            }
+        });
+        return out;
     }
 
     @Override
@@ -751,6 +774,11 @@ public final class MemoryStateStore implements StateStore {
 
     private void put(String key, Timed value) {
         keys.put(key, value);
+        countWrite();
+    }
+
+    /** Counts a write; every {@code SWEEP_EVERY} writes, drops the expired keys. */
+    private void countWrite() {
         if (writesSinceSweep.incrementAndGet() % SWEEP_EVERY == 0) {
             long now = ticker.nanos();
             keys.values().removeIf(t -> !t.live(now)); // removes only the value it tested

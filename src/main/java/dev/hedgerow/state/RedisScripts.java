@@ -322,17 +322,51 @@ final class RedisScripts {
             return out
             """);
 
-    /** Points prefix hashes at a route. KEYS: affinity keys (one org). ARGV: routeId, ttlMs (0 = none). */
-    static final LuaScript PUT_AFFINITY = LuaScript.of("putAffinity", """
+    /**
+     * Adds a route to the routes that recently served each prefix hash: per hash a sorted set routeId -> expiry
+     * (server ms), cleaned of expired routes on every touch; the key dies with its last route. A plain string left
+     * by an instance from before these sets (it held one route) is replaced. KEYS: affinity keys (one org).
+     * ARGV: routeId, ttlMs (0 = none).
+     */
+    static final LuaScript PUT_AFFINITY = LuaScript.of("putAffinity", NOW + """
             local ttl = tonumber(ARGV[2])
             for i = 1, #KEYS do
+              if redis.call('TYPE', KEYS[i]).ok ~= 'zset' then
+                redis.call('DEL', KEYS[i])
+              end
+              redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
               if ttl > 0 then
-                redis.call('SET', KEYS[i], ARGV[1], 'PX', ttl)
+                redis.call('ZADD', KEYS[i], now + ttl, ARGV[1])
+                local last = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+                if last[2] ~= 'inf' then
+                  redis.call('PEXPIRE', KEYS[i], math.max(1, tonumber(last[2]) - now))
+                end
               else
-                redis.call('SET', KEYS[i], ARGV[1])
+                redis.call('ZADD', KEYS[i], '+inf', ARGV[1])
+                redis.call('PERSIST', KEYS[i])
               end
             end
             return 1
+            """);
+
+    /**
+     * The routes that served each prefix hash and have not expired, latest expiry first. A plain string (one route,
+     * written by an instance from before these sets) counts as that route. KEYS: affinity keys (one org).
+     * Returns one array of route ids per key.
+     */
+    static final LuaScript AFFINITY = LuaScript.of("affinity", NOW + """
+            local out = {}
+            for i = 1, #KEYS do
+              local kind = redis.call('TYPE', KEYS[i]).ok
+              if kind == 'zset' then
+                out[i] = redis.call('ZREVRANGEBYSCORE', KEYS[i], '+inf', '(' .. string.format('%d', now))
+              elseif kind == 'string' then
+                out[i] = {redis.call('GET', KEYS[i])}
+              else
+                out[i] = {}
+              end
+            end
+            return out
             """);
 
     /**

@@ -471,17 +471,19 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
+    public Uni<Map<String, List<String>>> affinity(String orgId, List<String> prefixHashes) {
         if (prefixHashes.isEmpty()) {
             return Uni.createFrom().item(Map.of());
         }
-        Request mget = Request.cmd(Command.MGET); // one org's keys: one slot
-        prefixHashes.forEach(h -> mget.arg(StateKeys.affinity(orgId, h)));
-        return send(mget).map(r -> {
-            Map<String, String> out = new LinkedHashMap<>();
+        List<String> keys = prefixHashes.stream().map(h -> StateKeys.affinity(orgId, h)).toList(); // one slot
+        return eval(RedisScripts.AFFINITY, keys).map(r -> {
+            Map<String, List<String>> out = new LinkedHashMap<>();
             for (int i = 0; i < prefixHashes.size(); i++) {
-                if (r.get(i) != null) {
-                    out.put(prefixHashes.get(i), r.get(i).toString());
+                Response routes = r.get(i);
+                if (routes != null && routes.size() > 0) {
+                    List<String> ids = new ArrayList<>(routes.size());
+                    routes.forEach(id -> ids.add(id.toString()));
+                    out.put(prefixHashes.get(i), List.copyOf(ids));
                 }
             }
             return out;

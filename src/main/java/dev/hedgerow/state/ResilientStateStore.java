@@ -967,7 +967,7 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes) {
+    public Uni<Map<String, List<String>>> affinity(String orgId, List<String> prefixHashes) {
         return call(() -> shared.affinity(orgId, prefixHashes), () -> local.affinity(orgId, prefixHashes));
     }
 

@@ -23,7 +23,7 @@ import java.time.LocalDate;
  * hr:{o:&lt;org&gt;}:audit                  stream, trimmed by length  (kept, MAXLEN ~)
  * hr:{o:&lt;org&gt;}:ledger:&lt;yyyy-mm-dd&gt;    hash &lt;alias&gt;:n|p|c|cost   expires 400 days after the day
  * hr:{o:&lt;org&gt;}:ledger-writers:&lt;day&gt; hash &lt;writer&gt;|&lt;alias&gt; -&gt; last write number   TTL 7 days
- * hr:{o:&lt;org&gt;}:affinity:&lt;hash&gt;        routeId                    TTL given
+ * hr:{o:&lt;org&gt;}:affinity:&lt;hash&gt;        zset routeId -&gt; expiry ms  TTL of its last route
  * hr:{o:&lt;org&gt;}:hedge:&lt;windowMs&gt;:&lt;b&gt;   hash r (requests), h (hedges)   TTL window + bucket
  * hr:{o:&lt;org&gt;}:blob:&lt;name&gt;            named value                TTL given (or none)
  * hr:orgs                              set of org ids             (kept)

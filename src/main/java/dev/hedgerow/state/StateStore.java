@@ -237,9 +237,14 @@ public interface StateStore {
      */
     Uni<SortedMap<LocalDate, Map<String, LedgerEntry>>> ledger(String orgId, LocalDate from, LocalDate to);
 
-    /** Route ids that recently served each prefix hash (absent hashes are left out). */
-    Uni<Map<String, String>> affinity(String orgId, List<String> prefixHashes);
+    /**
+     * The route ids that served each prefix hash within their TTL, the latest to expire first (hashes no route
+     * holds are left out). Every route that served a prefix is kept, not only the last: a prompt prefix many
+     * requests share (a system prompt) is cached by every route that served it, and routing chooses among them.
+     */
+    Uni<Map<String, List<String>>> affinity(String orgId, List<String> prefixHashes);
 
+    /** Adds the route to those that served each prefix hash, for {@code ttl} from now (renewed if it was there). */
     Uni<Void> putAffinity(String orgId, List<String> prefixHashes, String routeId, Duration ttl);
 
     /** A small org-scoped cache (e.g. description embeddings). */

@@ -57,7 +57,7 @@ class StateSchemaTest {
             Kind.of("admin audit", ORG + ":audit:admin", "stream", null),
             Kind.of("ledger", ORG + ":ledger:\\d{4}-\\d{2}-\\d{2}", "hash", Duration.ofDays(402)),
             Kind.of("ledger-writers", ORG + ":ledger-writers:\\d{4}-\\d{2}-\\d{2}", "hash", Duration.ofDays(7)),
-            Kind.of("affinity", ORG + ":affinity:[^{}]+", "string", Duration.ofMinutes(5)),
+            Kind.of("affinity", ORG + ":affinity:[^{}]+", "zset", Duration.ofMinutes(5)),
             Kind.of("hedge", ORG + ":hedge:\\d+:\\d+", "hash", Duration.ofDays(1)),
             Kind.of("org blob", ORG + ":blob:[^{}]+", "string", Duration.ofDays(30)),
             Kind.of("cursor", "hr:\\{g:[^{}/]+/[^{}]+\\}:cursor", "string", Duration.ofHours(2)),

@@ -44,10 +44,10 @@ class AutoBalancerTest {
         return SloTracker.fresh(SETTINGS.slo()).observeDecode(90).encode();
     }
 
-    static Balancer.BalanceContext ctx(long cursor, String affinity) {
+    static Balancer.BalanceContext ctx(long cursor, String... affinity) {
         RequestFacts f = new RequestFacts(100, null, true, false, Set.of(), Set.of(), ProviderPrefs.NONE, List.of(),
                 Map.of(), "hi");
-        return new Balancer.BalanceContext(f, cursor, SETTINGS, 0, affinity, Map.of());
+        return new Balancer.BalanceContext(f, cursor, SETTINGS, 0, Set.of(affinity), Map.of());
     }
 
     static List<String> ids(List<Candidate> cs) {
@@ -58,20 +58,20 @@ class AutoBalancerTest {
     void ordersByPredictedTtftFastestFirst() {
         List<Candidate> cs = List.of(cand("b", 300, true, meets()), cand("a", 100, true, meets()),
                 cand("c", 150, true, meets()));
-        assertEquals(List.of("a", "c", "b"), ids(auto.order(cs, ctx(1, null))));
+        assertEquals(List.of("a", "c", "b"), ids(auto.order(cs, ctx(1))));
     }
 
     @Test
     void supplyBelowTheSloComesAfterSupplyMeetingItHoweverFast() {
         List<Candidate> cs = List.of(cand("slowdecode", 20, true, below()), cand("ok", 400, true, meets()),
                 cand("new", 300, true, null));
-        assertEquals(List.of("new", "ok", "slowdecode"), ids(auto.order(cs, ctx(1, null))));
+        assertEquals(List.of("new", "ok", "slowdecode"), ids(auto.order(cs, ctx(1))));
     }
 
     @Test
     void belowSloSupplyStillServesWhenItIsTheOnlyCapacity() {
         assertEquals(List.of("slowdecode"), ids(auto.order(List.of(cand("slowdecode", 20, true, below())),
-                ctx(1, null))));
+                ctx(1))));
     }
 
     @Test
@@ -83,6 +83,13 @@ class AutoBalancerTest {
     }
 
     @Test
+    void ofSeveralRoutesHoldingThePrefixTheFastestGoesFirst() {
+        List<Candidate> cs = List.of(cand("a", 100, true, meets()), cand("b", 180, true, meets()),
+                cand("c", 150, true, meets()));
+        assertEquals(List.of("c", "a", "b"), ids(auto.order(cs, ctx(1, "o/b", "o/c"))));
+    }
+
+    @Test
     void affinityNeverLiftsARouteBelowTheSlo() {
         List<Candidate> cs = List.of(cand("a", 100, true, meets()), cand("b", 90, true, below()));
         assertEquals(List.of("a", "b"), ids(auto.order(cs, ctx(1, "o/b"))));
@@ -91,7 +98,7 @@ class AutoBalancerTest {
     @Test
     void routesPastTheSlowBarAreMarkedAndKept() {
         List<Candidate> cs = List.of(cand("a", 100, true, meets()), cand("slow", 201, true, meets()));
-        List<AutoBalancer.Placed> placed = auto.place(cs, ctx(1, null));
+        List<AutoBalancer.Placed> placed = auto.place(cs, ctx(1));
         assertEquals(AutoBalancer.Placement.FAST, placed.get(0).placement());
         assertEquals(AutoBalancer.Placement.SLOW_BAR, placed.get(1).placement());
         assertEquals("slow", placed.get(1).candidate().route().id());
@@ -102,7 +109,7 @@ class AutoBalancerTest {
         List<Candidate> cs = List.of(cand("a", 100, true, meets()), cand("new", 1000, false, null));
         int explored = 0;
         for (long cursor = 1; cursor <= 1000; cursor++) {
-            boolean first = auto.order(cs, ctx(cursor, null)).get(0).route().id().equals("new");
+            boolean first = auto.order(cs, ctx(cursor)).get(0).route().id().equals("new");
             assertEquals(AutoBalancer.explores(cursor), first);
             explored += first ? 1 : 0;
         }
@@ -116,7 +123,7 @@ class AutoBalancerTest {
         Set<String> explored = new java.util.HashSet<>();
         for (long cursor = 1; cursor <= 200; cursor++) {
             if (AutoBalancer.explores(cursor)) {
-                explored.add(auto.order(cs, ctx(cursor, null)).get(0).route().id());
+                explored.add(auto.order(cs, ctx(cursor)).get(0).route().id());
             }
         }
         assertEquals(Set.of("n1", "n2"), explored);
@@ -130,7 +137,7 @@ class AutoBalancerTest {
         List<Candidate> cs = List.of(cand("a", 100, true, meets()), uncertain);
         for (long cursor = 1; cursor <= 100; cursor++) {
             assertEquals(AutoBalancer.explores(cursor),
-                    auto.order(cs, ctx(cursor, null)).get(0).route().id().equals("far"));
+                    auto.order(cs, ctx(cursor)).get(0).route().id().equals("far"));
         }
     }
 
@@ -146,7 +153,7 @@ class AutoBalancerTest {
                 estimated("misjudged", new TtftEstimate(483, 1199, true, 0.3)));
         int explored = 0;
         for (long cursor = 1; cursor <= 100; cursor++) {
-            boolean first = auto.order(cs, ctx(cursor, null)).get(0).route().id().equals("misjudged");
+            boolean first = auto.order(cs, ctx(cursor)).get(0).route().id().equals("misjudged");
             assertEquals(AutoBalancer.explores(cursor), first);
             explored += first ? 1 : 0;
         }
@@ -158,7 +165,7 @@ class AutoBalancerTest {
         List<Candidate> cs = List.of(estimated("a", new TtftEstimate(100, 110, true, 0.05)),
                 estimated("slower", new TtftEstimate(300, 330, true, 0.05)));
         for (long cursor = 1; cursor <= 100; cursor++) {
-            assertEquals(List.of("a", "slower"), ids(auto.order(cs, ctx(cursor, null))));
+            assertEquals(List.of("a", "slower"), ids(auto.order(cs, ctx(cursor))));
         }
     }
 
@@ -166,7 +173,7 @@ class AutoBalancerTest {
     void routesMeasuredNearThisPromptSizeAreNeverExplored() {
         List<Candidate> cs = List.of(cand("a", 100, true, meets()), cand("b", 900, true, meets()));
         for (long cursor = 1; cursor <= 100; cursor++) {
-            assertEquals(List.of("a", "b"), ids(auto.order(cs, ctx(cursor, null))));
+            assertEquals(List.of("a", "b"), ids(auto.order(cs, ctx(cursor))));
         }
     }
 }

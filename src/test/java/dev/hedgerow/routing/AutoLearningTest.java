@@ -65,7 +65,7 @@ class AutoLearningTest {
                         Dialect.OPENAI, null, null), s, false, models.ttft(s, facts)));
             }
             Candidate pick = auto.order(candidates, new Balancer.BalanceContext(facts, i, GroupSettings.defaults(),
-                    0, null, Map.of())).get(0);
+                    0, Set.of(), Map.of())).get(0);
             Line served = FLEET.stream().filter(l -> l.id().equals(pick.route().id())).findFirst().orElseThrow();
             double ttft = served.expected(tokens) * (1 + 0.1 * (2 * rnd.nextDouble() - 1));
             models.learnFirstToken(pick.state(), tokens, Math.round(ttft), GroupSettings.Slo.defaults());

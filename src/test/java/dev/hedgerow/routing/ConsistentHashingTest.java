@@ -32,7 +32,7 @@ class ConsistentHashingTest {
     static Balancer.BalanceContext ctx(long cursor, Map<String, String> headers) {
         RequestFacts f = new RequestFacts(100, null, false, false, Set.of(), Set.of(), ProviderPrefs.NONE, List.of(),
                 headers, "hi");
-        return new Balancer.BalanceContext(f, cursor, SETTINGS, 0, null, Map.of());
+        return new Balancer.BalanceContext(f, cursor, SETTINGS, 0, Set.of(), Map.of());
     }
 
     static final List<Candidate> GROUP = List.of(cand("ch-p1", 300), cand("ch-p2", 0), cand("ch-p3", 100));

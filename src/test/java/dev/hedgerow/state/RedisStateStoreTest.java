@@ -122,6 +122,25 @@ class RedisStateStoreTest extends StateStoreContract {
     }
 
     /**
+     * During a rolling upgrade an instance from before affinity sets wrote one route as a plain string: it is read
+     * as that route, and the next write replaces it with a set, with the key's TTL that of its last route.
+     */
+    @Test
+    void anAffinityStringFromAnOlderInstanceIsReadAndReplaced() throws Exception {
+        String org = id("org");
+        String key = StateKeys.affinity(org, "h1");
+        Resp.command(server.port(), "SET", key, "route-old", "PX", "30000");
+        assertEquals(Map.of("h1", List.of("route-old")), await(store.affinity(org, List.of("h1"))));
+
+        await(store.putAffinity(org, List.of("h1"), "route-new", LONG));
+
+        assertEquals("zset", Resp.command(server.port(), "TYPE", key));
+        assertEquals(Map.of("h1", List.of("route-new")), await(store.affinity(org, List.of("h1"))));
+        long pttl = Long.parseLong(Resp.command(server.port(), "PTTL", key));
+        assertTrue(pttl > LONG.toMillis() - 5_000 && pttl <= LONG.toMillis(), "PTTL " + pttl);
+    }
+
+    /**
      * An operator's event gets an id above every event of the org's request stream, so the merged read shows it
      * newest: its own stream's {@code *} id knew only its own stream, and an action taken in the millisecond of a
      * burst of request events sorted behind them (a full-suite run of the contract's flood test caught it). A request

@@ -605,18 +605,34 @@ abstract class StateStoreContract {
         String org = id("org");
         await(store().putAffinity(org, List.of("h1", "h2"), "route-a", LONG));
         await(store().putAffinity(org, List.of("h3"), "route-b", LONG));
-        assertEquals(Map.of("h1", "route-a", "h3", "route-b"),
+        assertEquals(Map.of("h1", List.of("route-a"), "h3", List.of("route-b")),
                 await(store().affinity(org, List.of("h1", "nope", "h3"))));
         assertEquals(Map.of(), await(store().affinity(org, List.of())));
     }
 
+    /** A prefix served by several routes is held by each of them (a system prompt every request shares). */
     @Test
-    void affinityExpiresAfterItsTtl() {
+    void affinityKeepsEveryRouteThatServedAPrefixLatestToExpireFirst() {
+        String org = id("org");
+        await(store().putAffinity(org, List.of("h1"), "route-a", LONG));
+        await(store().putAffinity(org, List.of("h1", "h2"), "route-b", LONG.plusSeconds(5)));
+        assertEquals(Map.of("h1", List.of("route-b", "route-a"), "h2", List.of("route-b")),
+                await(store().affinity(org, List.of("h1", "h2"))));
+        await(store().putAffinity(org, List.of("h1"), "route-a", LONG.plusSeconds(10))); // renewed, not added twice
+        assertEquals(Map.of("h1", List.of("route-a", "route-b")), await(store().affinity(org, List.of("h1"))));
+    }
+
+    @Test
+    void affinityExpiresAfterItsTtlRouteByRoute() {
         String org = id("org");
         await(store().putAffinity(org, List.of("h1"), "route-a", SHORT));
-        assertEquals(Map.of("h1", "route-a"), await(store().affinity(org, List.of("h1"))));
+        await(store().putAffinity(org, List.of("h1"), "route-b", LONG));
+        assertEquals(Map.of("h1", List.of("route-b", "route-a")), await(store().affinity(org, List.of("h1"))));
         advance(PAST_SHORT);
-        assertEquals(Map.of(), await(store().affinity(org, List.of("h1"))));
+        assertEquals(Map.of("h1", List.of("route-b")), await(store().affinity(org, List.of("h1"))));
+        await(store().putAffinity(org, List.of("h2"), "route-a", SHORT));
+        advance(PAST_SHORT);
+        assertEquals(Map.of("h1", List.of("route-b")), await(store().affinity(org, List.of("h1", "h2"))));
     }
 
     @Test

@@ -247,6 +247,26 @@ class AutoRoutingTest {
         assertTrue(explainAff(withPrefix("volcanoes", "why?")).stream().noneMatch(Explanation.RouteView::affinity));
     }
 
+    /**
+     * A prefix two routes served (a system prompt every request shares) goes to the faster of them, not to the last
+     * that served it: before, affinity kept only the last, and a route up to {@code slow_bar} slower held all the
+     * traffic while the faster one was as warm (found by hunt10).
+     */
+    @Test
+    void aPrefixTwoRoutesServedGoesToTheFasterOfThem() {
+        chat("aff", withPrefix("monsoons", "why?"), ",\"provider\":{\"only\":[\"alpha\"]}");
+        chat("aff", withPrefix("monsoons", "and how?"), ",\"provider\":{\"only\":[\"beta\"]}"); // a-two: the last
+        List<String> same = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            same.add(chat("aff", withPrefix("monsoons", "and then " + i + "?"), ""));
+        }
+        assertEquals(List.of("a-one", "a-one", "a-one", "a-one"), same);
+        List<Explanation.RouteView> views = explainAff(withPrefix("monsoons", "once more?"));
+        assertTrue(views.stream().allMatch(Explanation.RouteView::affinity), "both hold the prefix: " + views);
+        assertEquals("affinity", views.stream().filter(r -> r.routeId().equals("a-one")).findFirst().orElseThrow()
+                .placement());
+    }
+
     @Test
     void explorationNeverMovesARequestAwayFromItsCachedPrefix() {
         // x-one is faster, so every exploring rotation position would try it first, were the prefix not cached
