@@ -56,6 +56,8 @@ public class StateHealth implements AsyncHealthCheck {
                     .withData("pending_usage", r.pendingLedger())
                     .withData("pending_audit", r.pendingAudit())
                     .withData("dropped_audit", r.droppedAudit())
+                    .withData("pending_releases", r.pendingReleases())
+                    .withData("dropped_releases", r.droppedReleases())
                     .withData("lost_edits", r.lostEdits())
                     .withData("restored_flags", r.restoredFlags());
             if (r.degraded()) {

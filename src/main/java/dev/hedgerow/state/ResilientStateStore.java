@@ -126,6 +126,7 @@ public final class ResilientStateStore implements StateStore {
     /** Leases released during an outage whose release the shared store has not taken yet; see {@link #releaseLease}. */
     private final Set<LeaseKey> pendingReleases = ConcurrentHashMap.newKeySet();
     static final int MAX_PENDING_RELEASES = 10_000;
+    private final AtomicLong droppedReleases = new AtomicLong();
     /** Operator flags set only locally during an outage, by route and name. */
     private final Map<FlagKey, BlobWrite> pendingFlags = new ConcurrentHashMap<>();
     /** Operator flags ({@link RouteFlags}) as the shared store last showed them, by route, then name. */
@@ -677,6 +678,8 @@ public final class ResilientStateStore implements StateStore {
         return call(() -> shared.releaseLease(routeId, leaseId), () -> {
             if (pendingReleases.size() < MAX_PENDING_RELEASES) {
                 pendingReleases.add(new LeaseKey(routeId, leaseId));
+            } else {
+                droppedReleases.incrementAndGet(); // that lease is counted in flight until its TTL ends
             }
             return Uni.createFrom().voidItem();
         }).call(() -> local.releaseLease(routeId, leaseId));
@@ -787,6 +790,19 @@ public final class ResilientStateStore implements StateStore {
     /** Audit events other than an operator's dropped because more than {@link #MAX_PENDING_AUDIT} were kept. */
     public long droppedAudit() {
         return droppedAudit.get();
+    }
+
+    /** Lease releases the shared store did not take, waiting to be sent again. */
+    public int pendingReleases() {
+        return pendingReleases.size();
+    }
+
+    /**
+     * Lease releases not kept for sending again, past {@value #MAX_PENDING_RELEASES} waiting: each of those leases
+     * stays in the shared store until its TTL ends.
+     */
+    public long droppedReleases() {
+        return droppedReleases.get();
     }
 
     @Override

@@ -145,6 +145,8 @@ class StateReadinessTest {
             assertEquals(1, stateCheck().get("pending_edits"));
             assertTrue((Integer) stateCheck().get("pending_usage") > 0, "usage billed during the outage waits");
             assertTrue((Integer) stateCheck().get("pending_audit") > 0, "the weight edit's audit event waits");
+            assertTrue((Integer) stateCheck().get("pending_releases") > 0, "the served requests' lease releases wait");
+            assertEquals(0, stateCheck().get("dropped_releases"));
         } finally {
             redis.restart();
         }
@@ -160,6 +162,8 @@ class StateReadinessTest {
                     "usage billed during the outage is added to Redis once it answers");
             eventually(() -> Integer.valueOf(0).equals(stateCheck().get("pending_audit")),
                     "the audit events kept during the outage are written to Redis once it answers");
+            eventually(() -> Integer.valueOf(0).equals(stateCheck().get("pending_releases")),
+                    "the lease releases kept during the outage are sent to Redis once it answers");
             // the test's Redis restarts empty: the edit's admin event in its audit stream came from the replay
             String audit = given().auth().oauth2("a-other").get("/admin/audit?type=admin&alias=duo").then()
                     .statusCode(200).extract().asString();

@@ -192,6 +192,27 @@ class RedisOutageTest {
         assertTrue(storeA.lastFailure().length() > 0);
     }
 
+    /**
+     * Lease releases Redis did not take wait for it, up to a bound; those past it are counted, not silently lost (their
+     * leases stay in Redis until their TTL ends). The waiting ones are sent when Redis answers.
+     */
+    @Test
+    void leaseReleasesPastTheBoundAreCountedAsDropped() {
+        redis.stop();
+        driveUntil(storeA::degraded, "instance A reports degraded");
+        long dropped = storeA.droppedReleases();
+        int room = ResilientStateStore.MAX_PENDING_RELEASES - storeA.pendingReleases();
+        for (int i = 0; i < room + 3; i++) {
+            storeA.releaseLease("acme/never", "lease-" + i).await().atMost(Duration.ofSeconds(5));
+        }
+        assertEquals(ResilientStateStore.MAX_PENDING_RELEASES, storeA.pendingReleases());
+        assertEquals(dropped + 3, storeA.droppedReleases());
+
+        redis.restart();
+        awaitShared();
+        driveUntil(() -> storeA.pendingReleases() == 0, "the waiting releases are sent");
+    }
+
     @Test
     void rejoinsSharedStateWhenRedisReturns() {
         redis.stop();
