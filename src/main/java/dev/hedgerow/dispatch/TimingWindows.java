@@ -25,6 +25,14 @@ final class TimingWindows {
      * SDKs' own default timeout, after which their caller has given up on it anyway.
      */
     static final Duration MAX_WHOLE_ANSWER_WAIT = Duration.ofMinutes(10);
+    /**
+     * The prefill an attempt is allowed before its first token on a route not measured at its prompt's size (a
+     * never-measured route's prior assumes 200 k tokens/s): 1 ms per prompt token, the speed of a slow deployment
+     * (1 k tokens/s), so a 90 k-token prompt is waited for 90 s rather than the ceiling's 30, and a healthy route is
+     * not abandoned and cooled down for a long prefill (found by hunt10). Below 30 k tokens the default ceiling is
+     * longer. Routing and hedge windows keep the prediction: another route may still be raced meanwhile.
+     */
+    static final double COLD_PREFILL_MS_PER_TOKEN = 1.0;
 
     private final DispatchRequest req;
     private final GroupSettings settings;
@@ -58,7 +66,9 @@ final class TimingWindows {
      * its wait is a stream's first-token wait. A model that may think
      * ({@link #mayThink}) gets its usual thinking on top, and at least twice the wait. In a group with
      * {@code request_timeout} ({@link GroupSettings.Timeouts#bounded}), a stream's is never longer than read_timeout:
-     * it asked for bounded waits, so a silent attempt fails over once it has been silent for Kong's read limit.
+     * it asked for bounded waits, so a silent attempt fails over once it has been silent for Kong's read limit. On a
+     * route not measured at the prompt's size, the wait is never less than {@link #COLD_PREFILL_MS_PER_TOKEN} per
+     * prompt token.
      */
     Duration abandonAfter(Candidate c) {
         return abandonAfter(c, 0);
@@ -85,6 +95,12 @@ final class TimingWindows {
                     (long) Math.min(Long.MAX_VALUE / 4.0, window * 3 * grown)));
         }
         long ms = Math.max(ceiling, window * 3);
+        if (!c.estimate().knownAtThisSize()) {
+            // the prediction here is a guess (the prior's prefill is 200k tokens/s): a huge prompt on a route not
+            // measured at its size gets the prefill of a slow deployment before it is taken for silent
+            long sent = resumePrompt > 0 ? resumePrompt : req.facts().promptTokens();
+            ms = Math.max(ms, (long) Math.min(Long.MAX_VALUE / 4.0, sent * COLD_PREFILL_MS_PER_TOKEN));
+        }
         if (mayThink(c)) {
             // a thinking model may be silent before its first token for as long as it usually thinks
             ms = Math.max(ms * 2, window + thinkingPause(c));

@@ -14,6 +14,14 @@ public record TtftEstimate(double meanMs, double p90Ms, boolean measured, double
     }
 
     /**
+     * Whether the route's first-token times are measured at about this prompt size (about one sample's worth of
+     * information here, or more), not only extrapolated from other sizes or assumed.
+     */
+    public boolean knownAtThisSize() {
+        return measured && uncertainty <= TtftPredictor.MEASURED_UNCERTAINTY;
+    }
+
+    /**
      * The optimistic end of what this route may truly take for this prompt size: the mean less two standard
      * deviations of the line's own estimate there ({@code σ · √uncertainty}, σ being the spread behind the P90);
      * {@code -∞} for a route never measured. A route whose optimistic end is below another's mean might be the

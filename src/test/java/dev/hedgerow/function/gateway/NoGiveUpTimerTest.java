@@ -47,11 +47,14 @@ class NoGiveUpTimerTest {
                   - { alias: q, provider: b, model: m, priority: 2, capabilities: [prefill] }
                   - { alias: s, provider: a, model: m, priority: 1, capabilities: [prefill] }
                   - { alias: s, provider: b, model: m, priority: 2, capabilities: [prefill] }
+                  - { id: cold-a, alias: cold, provider: a, model: m-cold, priority: 1, context_window: 131072 }
+                  - { id: cold-b, alias: cold, provider: b, model: m, priority: 2, context_window: 131072 }
                 groups:
                   prefill: { first_token_floor: 100ms, first_token_ceiling: 300ms }
                   r: { strategy: priority, stall_floor: 300ms, first_token_ceiling: 2s }
                   q: { strategy: priority, hedging: false, first_token_ceiling: 2s }
                   s: { strategy: priority, hedging: false, first_token_ceiling: 2s }
+                  cold: { strategy: priority, hedging: false, first_token_floor: 100ms, first_token_ceiling: 300ms }
             """;
 
     static GatewayHarness gw;
@@ -61,9 +64,13 @@ class NoGiveUpTimerTest {
         // 10 ms plus 4 s per thousand prompt tokens to the first token: prefill dominates long prompts
         ModelScript prefill = ModelScript.defaults().withLength(PREFILL_LENGTH)
                 .withLatency(ModelScript.Latency.of(10, 2000).withTtftPer1kPromptTokens(4000));
+        // 600 ms per thousand prompt tokens: slower than the prior's 5 ms, faster than the cold allowance's 1 s
+        ModelScript cold = ModelScript.defaults().withLength(PREFILL_LENGTH)
+                .withLatency(ModelScript.Latency.of(10, 2000).withTtftPer1kPromptTokens(600));
         ModelScript text = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 2000));
         gw = GatewayHarness.start(YAML, Map.of(
-                "a", SimConfig.of(SEED).withModel("m-prefill", prefill).withModel("m", text),
+                "a", SimConfig.of(SEED).withModel("m-prefill", prefill).withModel("m", text)
+                        .withModel("m-cold", cold),
                 "b", SimConfig.of(SEED).withModel("m", text),
                 "c", SimConfig.of(SEED).withModel("m", text)));
         RestAssured.baseURI = gw.baseUrl();
@@ -93,6 +100,25 @@ class NoGiveUpTimerTest {
         assertEquals(1, trail.size(), trail.toString());
         assertEquals("success", trail.get(0).path("outcome").asText(), trail.toString());
         assertEquals(0, gw.sim("a").stats("m-prefill").cancelled());
+    }
+
+    /**
+     * A route measured on short prompts only gets a long one: its prediction there is the prior's prefill (200 k
+     * tokens/s) and its first-token limit the 300 ms ceiling, but the prefill takes ~0.7 s. It is given 1 ms per
+     * prompt token (1.2 s) before it is taken for silent, so it answers; before, it was abandoned for the other route
+     * (and a 90 k-token prompt on a route never measured at that size was abandoned at 30 s, found by hunt10).
+     */
+    @Test
+    void aLongPromptOnARouteNotMeasuredAtItsSizeIsGivenAColdPrefill() {
+        for (int i = 0; i < 4; i++) {
+            assertEquals("cold-a", Sse.trail(stream("cold", "short " + i)).get(0).path("route").asText());
+        }
+        String prompt = "word ".repeat(1200).strip();   // ~1 200 tokens: ~0.7 s to the first token
+        String out = stream("cold", prompt);
+        assertEquals(SimText.expected(SEED, prompt, PREFILL_LENGTH), Sse.content(out), out);
+        JsonNode trail = Sse.trail(out);
+        assertEquals(1, trail.size(), trail.toString());
+        assertEquals("cold-a", trail.get(0).path("route").asText(), trail.toString());
     }
 
     /**
