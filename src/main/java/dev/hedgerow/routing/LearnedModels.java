@@ -463,7 +463,9 @@ public final class LearnedModels implements RouteModels {
 
     /**
      * Steps this instance's copy of one model and queues its new value for {@link #write}; a step that returns its
-     * input itself changed nothing, and nothing is queued.
+     * input itself changed nothing, and nothing is queued. The value is queued as learned from the one it was stepped
+     * from ({@link StateStore.RouteBlob#learned}): where the store holds another by then (another instance learnt from
+     * the same route meanwhile), the step is applied to that one instead, and this instance's copy takes the result.
      */
     private void update(RouteSnapshot base, String name, Duration ttl, UnaryOperator<String> step,
                         List<StateStore.RouteBlob> writes) {
@@ -474,6 +476,7 @@ public final class LearnedModels implements RouteModels {
         }
         Local current;
         Local next;
+        String steppedFrom;
         do { // another thread stepped it meanwhile: step its value again, so no observation is lost
             current = ref.get();
             String from = younger(current, LOCAL_CHAIN_MS) ? current.value() : base.blob(name).orElse(null);
@@ -482,8 +485,20 @@ public final class LearnedModels implements RouteModels {
                 return;
             }
             next = new Local(value, clock.millis());
+            steppedFrom = from;
         } while (!ref.compareAndSet(current, next));
-        writes.add(new StateStore.RouteBlob(name, next.value(), ttl));
+        AtomicReference<Local> copy = ref;
+        AtomicReference<Local> ours = new AtomicReference<>(next);
+        UnaryOperator<String> again = held -> {
+            String value = step.apply(held);
+            Local mine = ours.get();
+            Local merged = new Local(value, clock.millis());
+            if (value != held && copy.compareAndSet(mine, merged)) { // unless this instance stepped it since
+                ours.compareAndSet(mine, merged);
+            }
+            return value;
+        };
+        writes.add(new StateStore.RouteBlob(name, next.value(), ttl, steppedFrom, again));
     }
 
     /** One store call for all the models one observation moved (one round trip on Redis instead of one each). */

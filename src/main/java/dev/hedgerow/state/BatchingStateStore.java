@@ -22,10 +22,10 @@ import java.util.function.UnaryOperator;
 
 /**
  * Write-behind for the writes every request makes and nobody waits for: the hedge budget's request count, route
- * usage, the org's ledger (sums), route blobs (the last value of each name wins) and leases. Such writes are
- * merged per key for up to {@code window} and then written as one store call per key, so a busy instance makes a few
- * shared store calls per window instead of six per request. Everything else, and every read, passes straight
- * through.
+ * usage, the org's ledger (sums), route blobs (the last value of each name wins; a learned one keeps both steps)
+ * and leases. Such writes are merged per key for up to {@code window} and then written as one store call per key, so
+ * a busy instance makes a few shared store calls per window instead of six per request. Everything else, and every
+ * read, passes straight through.
  *
  * <p>A merged write's {@code Uni} completes when its batch has been written (with the batch's failure, if any), so
  * "awaited, therefore stored" still holds, except for a lease acquire, which is accepted at once (see
@@ -237,11 +237,12 @@ public final class BatchingStateStore extends ForwardingStateStore {
 
     @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+        // a name written twice in one batch: the later value, and for learned values both steps (RouteBlob#then)
         Map<String, RouteBlob> byName = new LinkedHashMap<>();
-        blobs.forEach(b -> byName.put(b.name(), b));
+        blobs.forEach(b -> byName.merge(b.name(), b, RouteBlob::then));
         return merged(new BlobsKey(routeId), byName, (a, b) -> {
             Map<String, RouteBlob> m = new LinkedHashMap<>(a);
-            m.putAll(b);
+            b.forEach((name, blob) -> m.merge(name, blob, RouteBlob::then));
             return m;
         }, m -> inner.putRouteBlobs(routeId, List.copyOf(m.values())));
     }

@@ -14,6 +14,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntFunction;
 import java.util.function.IntSupplier;
@@ -410,10 +411,24 @@ public final class CachingStateStore extends ForwardingStateStore {
                 l.blobsUnstored.put(b.name(), u);   // laid over every read until the store below answers
             }
             patch(routeId, blobs); // ranked on at once, even while the write waits in a batch
-            // and again once stored: a read that started before it landed is not kept over it
-            return inner.putRouteBlobs(routeId, blobs).onTermination().invoke(() -> {
+            // a learned value the store below stepped from another's value is stored as something else
+            AtomicBoolean restepped = new AtomicBoolean();
+            List<RouteBlob> sent = new ArrayList<>(blobs.size());
+            for (RouteBlob b : blobs) {
+                sent.add(!b.learned() ? b : new RouteBlob(b.name(), b.value(), b.ttl(), b.expected(), held -> {
+                    restepped.set(true);
+                    return b.step().apply(held);
+                }));
+            }
+            // and again once stored: a read that started before it landed is not kept over it; a value stored as
+            // stepped from another's is read again instead
+            return inner.putRouteBlobs(routeId, sent).onTermination().invoke(() -> {
                 unstored.forEach(l.blobsUnstored::remove);
-                patch(routeId, blobs);
+                if (restepped.get()) {
+                    l.generation.incrementAndGet();
+                } else {
+                    patch(routeId, blobs);
+                }
             });
         });
     }

@@ -343,7 +343,22 @@ public final class MemoryStateStore implements StateStore {
         long now = ticker.nanos();
         for (RouteBlob b : blobs) {
             long ms = ttlMillis(b.ttl());
-            r.blobs.put(b.name(), new Timed(b.value(), ms == 0 ? NO_EXPIRY : expiryIn(now, ms)));
+            long expiresAt = ms == 0 ? NO_EXPIRY : expiryIn(now, ms);
+            if (!b.learned()) {
+                r.blobs.put(b.name(), new Timed(b.value(), expiresAt));
+                continue;
+            }
+            // a learned value is stepped from what is held (compare-and-set: no step runs under the map's lock)
+            for (RouteBlob w = b; w != null; ) {
+                Timed held = r.blobs.get(b.name());
+                String value = held != null && held.live(now) ? (String) held.value : null;
+                if (value != null && !value.equals(w.expected())) {
+                    w = w.over(value);
+                } else if (held == null ? r.blobs.putIfAbsent(b.name(), new Timed(w.value(), expiresAt)) == null
+                        : r.blobs.replace(b.name(), held, new Timed(w.value(), expiresAt))) {
+                    break;
+                }
+            }
         }
         return done();
     }

@@ -80,30 +80,46 @@ final class RedisScripts {
 
     /**
      * Named route blobs plus their index (a hash name -> blob key, so the snapshot reads blobs without scanning), in
-     * one call; the index lives as long as its longest blob. KEYS: index, blob1 .. blobN (one slot: all carry the
-     * route's hash tag). ARGV: name1, value1, ttlMs1, ... (ttl 0 = none).
+     * one call; the index lives as long as its longest blob. A learned blob ({@code StateStore.RouteBlob#learned})
+     * is written only over the value its writer stepped from (or where none is held), and otherwise left for the
+     * writer to step again from the value returned. KEYS: index, blob1 .. blobN (one slot: all carry the route's hash tag). ARGV: name1,
+     * value1, ttlMs1 (0 = none), mode1 ({@code p} plain, {@code v} only over expected1, {@code n} only where none is),
+     * expected1, ... Returns {name, held (nil: none), ...} of the learned blobs not written.
      */
     static final LuaScript PUT_ROUTE_BLOBS = LuaScript.of("putRouteBlobs", """
+            local stale = {}
             for i = 2, #KEYS do
-              local name = ARGV[3 * i - 5]
-              local ttl = tonumber(ARGV[3 * i - 3])
-              if ttl > 0 then
-                redis.call('SET', KEYS[i], ARGV[3 * i - 4], 'PX', ttl)
-              else
-                redis.call('SET', KEYS[i], ARGV[3 * i - 4])
+              local name = ARGV[5 * i - 9]
+              local ttl = tonumber(ARGV[5 * i - 7])
+              local mode = ARGV[5 * i - 6]
+              local write = true
+              if mode ~= 'p' then
+                local held = redis.call('GET', KEYS[i])
+                if held and (mode == 'n' or held ~= ARGV[5 * i - 5]) then
+                  write = false
+                  stale[#stale + 1] = name
+                  stale[#stale + 1] = held
+                end
               end
-              local existed = redis.call('EXISTS', KEYS[1])
-              redis.call('HSET', KEYS[1], name, KEYS[i])
-              if ttl == 0 then
-                redis.call('PERSIST', KEYS[1])
-              elseif existed == 0 then
-                redis.call('PEXPIRE', KEYS[1], ttl)
-              else
-                local cur = redis.call('PTTL', KEYS[1])
-                if cur >= 0 and cur < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+              if write then
+                if ttl > 0 then
+                  redis.call('SET', KEYS[i], ARGV[5 * i - 8], 'PX', ttl)
+                else
+                  redis.call('SET', KEYS[i], ARGV[5 * i - 8])
+                end
+                local existed = redis.call('EXISTS', KEYS[1])
+                redis.call('HSET', KEYS[1], name, KEYS[i])
+                if ttl == 0 then
+                  redis.call('PERSIST', KEYS[1])
+                elseif existed == 0 then
+                  redis.call('PEXPIRE', KEYS[1], ttl)
+                else
+                  local cur = redis.call('PTTL', KEYS[1])
+                  if cur >= 0 and cur < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+                end
               end
             end
-            return 1
+            return stale
             """);
 
     /**

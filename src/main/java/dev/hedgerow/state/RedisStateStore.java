@@ -260,20 +260,42 @@ public final class RedisStateStore implements StateStore {
 
     @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+        return putRouteBlobs(routeId, blobs, 1);
+    }
+
+    /** One try; learned blobs Redis held something else for are stepped from it and sent again. */
+    private Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs, int attempt) {
         if (blobs.isEmpty()) {
             return Uni.createFrom().voidItem();
         }
         List<String> keys = new ArrayList<>(blobs.size() + 1);
         keys.add(StateKeys.routeBlobIndex(routeId));
-        String[] args = new String[blobs.size() * 3];
+        String[] args = new String[blobs.size() * 5];
+        Map<String, RouteBlob> byName = new HashMap<>();
         int i = 0;
         for (RouteBlob b : blobs) {
+            byName.put(b.name(), b);
             keys.add(StateKeys.routeBlob(routeId, b.name()));
             args[i++] = b.name();
             args[i++] = b.value();
             args[i++] = Long.toString(MemoryStateStore.ttlMillis(b.ttl()));
+            args[i++] = !b.learned() ? "p" : b.expected() == null ? "n" : "v";
+            args[i++] = b.expected() == null ? "" : b.expected();
         }
-        return eval(RedisScripts.PUT_ROUTE_BLOBS, keys, args).replaceWithVoid();
+        return eval(RedisScripts.PUT_ROUTE_BLOBS, keys, args).flatMap(stale -> {
+            if (stale == null || stale.size() == 0 || attempt >= LEARNED_TRIES) {
+                return Uni.createFrom().voidItem();
+            }
+            List<RouteBlob> again = new ArrayList<>(stale.size() / 2);
+            for (int j = 0; j + 1 < stale.size(); j += 2) {
+                Response held = stale.get(j + 1);
+                RouteBlob next = byName.get(stale.get(j).toString()).over(held == null ? null : held.toString());
+                if (next != null) {
+                    again.add(next);
+                }
+            }
+            return putRouteBlobs(routeId, again, attempt + 1);
+        });
     }
 
     @Override

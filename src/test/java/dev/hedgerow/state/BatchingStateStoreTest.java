@@ -122,6 +122,36 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         assertEquals(2, spendAll(rig.inner, org, LONG_WINDOW), "40 requests counted: 5 % of them");
     }
 
+    /**
+     * Learned values of one name merged in a window keep every step: one chained from the other is the later value,
+     * one stepped from another value (say, a fresher snapshot) is stepped again from the earlier one; and a store that
+     * holds something else by then gets both steps applied to what it holds.
+     */
+    @Test
+    void learnedValuesMergedInAWindowKeepEveryStep() {
+        Rig rig = new Rig();
+        String route = id("route");
+        await(rig.inner.putRouteBlob(route, "ttft", "x", null));
+        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "x", "a"))).subscribe()
+                .with(v -> { });
+        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "xa", "b"))).subscribe()
+                .with(v -> { });
+        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "x", "c"))).subscribe()
+                .with(v -> { });
+        rig.scheduler.advance(WINDOW);
+        assertEquals("xabc", await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).blob("ttft")
+                .orElseThrow());
+
+        await(rig.inner.putRouteBlob(route, "ttft", "y", null));   // another instance's value
+        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "xabc", "d"))).subscribe()
+                .with(v -> { });
+        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "xabcd", "e"))).subscribe()
+                .with(v -> { });
+        rig.scheduler.advance(WINDOW);
+        assertEquals("yde", await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).blob("ttft")
+                .orElseThrow());
+    }
+
     @Test
     void anIdleStoreSchedulesNothingAndTheNextWriteStartsANewWindow() {
         Rig rig = new Rig();

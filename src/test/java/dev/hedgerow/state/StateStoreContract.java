@@ -685,6 +685,32 @@ abstract class StateStoreContract {
         assertEquals(Map.of("ewma", "3"), snap(r).blobs());
     }
 
+    /** A learned step of a value: appends its letter (a model's observation, in miniature). */
+    static StateStore.RouteBlob learned(String name, String from, String letter) {
+        java.util.function.UnaryOperator<String> step = held -> (held == null ? "" : held) + letter;
+        return new StateStore.RouteBlob(name, step.apply(from), LONG, from, step);
+    }
+
+    /**
+     * A learned value is written over the value it was stepped from; where the store holds another (another instance
+     * learnt meanwhile), the step is applied to that one, so neither instance's observation is lost; where it holds
+     * none (it lost its data), the writer's value is the knowledge left and is written as it is.
+     */
+    @Test
+    void aLearnedBlobIsSteppedFromWhatTheStoreHolds() {
+        String r = id("route");
+        await(store().putRouteBlobs(r, List.of(learned("ttft", null, "a"))));     // none held: written
+        assertEquals(Map.of("ttft", "a"), snap(r).blobs());
+        await(store().putRouteBlobs(r, List.of(learned("ttft", "a", "b"))));      // over what it stepped from
+        assertEquals(Map.of("ttft", "ab"), snap(r).blobs());
+        await(store().putRouteBlobs(r, List.of(learned("ttft", "a", "c"),         // another's "ab" landed first
+                learned("ema", "x", "d"),                                           // none held: the store lost "x"
+                new StateStore.RouteBlob("capacity", "plain", LONG))));
+        assertEquals(Map.of("ttft", "abc", "ema", "xd", "capacity", "plain"), snap(r).blobs());
+        await(store().putRouteBlobs(r, List.of(learned("ttft", null, "e"))));     // stepped as if none were held
+        assertEquals(Map.of("ttft", "abce", "ema", "xd", "capacity", "plain"), snap(r).blobs());
+    }
+
     @Test
     void aShortBlobWrittenTogetherWithALongOneDoesNotShortenTheIndex() {
         String r = id("route");

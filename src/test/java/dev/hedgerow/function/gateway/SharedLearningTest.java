@@ -1,0 +1,111 @@
+package dev.hedgerow.function.gateway;
+
+import dev.hedgerow.function.HedgerowApp;
+import dev.hedgerow.function.VertxScheduler;
+import dev.hedgerow.routing.LearnedModels;
+import dev.hedgerow.routing.TtftPredictor;
+import dev.hedgerow.sim.ModelScript;
+import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.state.BatchingStateStore;
+import dev.hedgerow.state.CachingStateStore;
+import dev.hedgerow.state.StateKeys;
+import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.Resp;
+import dev.hedgerow.time.Ticker;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.Map;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * Two gateway instances on one Redis, each on production's store stack (snapshot cache, write batching, outage
+ * guard), learn from the same route through the HTTP API: every first token either instance saw is in the route's
+ * shared model. Before, each instance stepped its own copy of a model and wrote the whole of it, so the last writer's
+ * copy won: 20 requests sent to the two in turn left 10 or 11 samples, and a fleet of N instances needed about N
+ * times the traffic to notice a route slowing down (found by hunt10).
+ */
+class SharedLearningTest {
+    static final String YAML = """
+            orgs:
+              - id: acme
+                keys: [{ name: app, key: "k-acme" }]
+                providers:
+                  - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }
+                routes:
+                  - { id: one, alias: solo, provider: alpha, model: m }
+            """;
+
+    static RedisServer redis;
+    static Vertx vertx;
+    static Map<String, SimServer> sims;
+    static final HttpClient http = HttpClient.newHttpClient();
+
+    @BeforeAll
+    static void start() {
+        redis = RedisServer.start();
+        vertx = Vertx.vertx();
+        ModelScript fast = ModelScript.defaults().withLength(2).withLatency(ModelScript.Latency.of(5, 0));
+        sims = GatewayHarness.startSims(vertx, Map.of("alpha", SimConfig.of(5).withApiKey("sk-alpha")
+                .withModel("m", fast)));
+    }
+
+    @AfterAll
+    static void stop() {
+        sims.values().forEach(SimServer::close);
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+        redis.close();
+    }
+
+    /** An instance as production assembles it: HedgerowApp's Redis store, batched writes, cached snapshots. */
+    static GatewayHarness instance() {
+        return GatewayHarness.start(vertx, YAML, sims, new CachingStateStore(
+                new BatchingStateStore(HedgerowApp.redisStore(vertx, redis.url(), false), new VertxScheduler(vertx),
+                        Duration.ofMillis(20)),
+                Duration.ofMillis(50), Ticker.system()));
+    }
+
+    static void stream(GatewayHarness gw, int i) throws Exception {
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create(gw.baseUrl() + "/v1/chat/completions"))
+                .header("Authorization", "Bearer k-acme").header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"solo\",\"stream\":true,"
+                        + "\"messages\":[{\"role\":\"user\",\"content\":\"question " + i + "\"}]}")).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, r.statusCode(), r.body());
+    }
+
+    static long sharedSamples() {
+        try {
+            String enc = Resp.command(redis.port(), "GET", StateKeys.routeBlob("acme/one", LearnedModels.TTFT));
+            return enc == null ? 0 : TtftPredictor.decode(enc, TtftPredictor.Prior.defaults()).samples();
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    @Test
+    void everyFirstTokenEitherInstanceSawIsInTheSharedModel() throws Exception {
+        try (GatewayHarness a = instance(); GatewayHarness b = instance()) {
+            for (int i = 0; i < 10; i++) {
+                stream(a, 2 * i);
+                stream(b, 2 * i + 1);
+            }
+            long deadline = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+            while (sharedSamples() != 20 && System.nanoTime() < deadline) {
+                Thread.sleep(20);   // the last writes land within a batch window
+            }
+            assertEquals(20, sharedSamples());
+        }
+    }
+}
