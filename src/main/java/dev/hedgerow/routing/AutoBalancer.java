@@ -30,9 +30,11 @@ import java.util.List;
  *       (a few slow samples taken while something was cold); a route measured near this size and clearly slower
  *       never does. New routes get measured, a route judged on short prompts gets a sample of a long one, and a
  *       route misjudged on a few samples gets another look, without exploration ever costing more than that
- *       share of requests or being spent where it cannot pay off. A request placed by prefix affinity is never
- *       explored with: moving it would lose the cached prefix it was sent back for, and move the affinity too
- *       (the conversation's first request, which has none yet, may explore).</li>
+ *       share of requests or being spent where it cannot pay off. A request placed by prefix affinity is explored
+ *       with only to measure a route never measured: moving it loses the cached prefix it was sent back for, a
+ *       price paid once per new route (where every request shares a system prompt, nothing else would ever measure
+ *       one) but not for a second look at a measured one (the conversation's first request, which has no affinity
+ *       yet, may explore as any other).</li>
  * </ol>
  * Stateless; thread-safe.
  */
@@ -105,14 +107,17 @@ final class AutoBalancer implements Balancer {
         }
         List<Placed> out = new ArrayList<>(fast);
         out.addAll(slow);
-        if (explores(ctx.cursor()) && out.get(0).placement() != Placement.AFFINITY) {
+        if (explores(ctx.cursor())) {
             double front = out.get(0).candidate().estimate().meanMs();
             Candidate frontCandidate = out.get(0).candidate();
-            double best = tier.stream().filter(c -> c != frontCandidate)
-                    .mapToDouble(c -> c.estimate().optimisticMs()).min().orElse(Double.POSITIVE_INFINITY);
+            // a request sent back to its cached prefix is moved only to measure a route never measured
+            boolean cached = out.get(0).placement() == Placement.AFFINITY;
+            List<Candidate> pool = tier.stream().filter(c -> c != frontCandidate
+                    && (!cached || !c.estimate().measured())).toList();
+            double best = pool.stream().mapToDouble(c -> c.estimate().optimisticMs()).min()
+                    .orElse(Double.POSITIVE_INFINITY);
             if (best < front) {
-                List<Candidate> top = tier.stream().filter(c -> c != frontCandidate
-                                && c.estimate().optimisticMs() == best)
+                List<Candidate> top = pool.stream().filter(c -> c.estimate().optimisticMs() == best)
                         .sorted(Comparator.comparing(Candidate::id)).toList();
                 // rotate among equally promising routes (several never measured) so each gets its sample
                 Candidate pick = top.get((int) Math.floorMod(ctx.cursor() / EXPLORE_EVERY, (long) top.size()));

@@ -49,6 +49,8 @@ class AutoRoutingTest {
                   - { id: s-steady, alias: slo, provider: alpha, model: steady }
                   - { id: g-old, alias: grow, provider: alpha, model: fast2 }
                   - { id: g-new, alias: grow, provider: beta, model: slow60 }
+                  - { id: p-old, alias: growp, provider: alpha, model: fast2 }
+                  - { id: p-new, alias: growp, provider: beta, model: slow60 }
                   - { id: a-one, alias: aff, provider: alpha, model: a20, capabilities: [tools] }
                   - { id: a-two, alias: aff, provider: beta, model: b35 }
                   - { id: x-one, alias: affx, provider: alpha, model: a20 }
@@ -231,6 +233,27 @@ class AutoRoutingTest {
         assertEquals(0, Collections.frequency(next, "g-new"), "measured slow now: " + next);
     }
 
+    /**
+     * Where every request shares a prefix (a system prompt), every request is placed by affinity: a new route is
+     * still explored, once measured no more. Before, a request placed by affinity never explored, so in such a group
+     * traffic never measured a new route.
+     */
+    @Test
+    void aNewRouteIsExploredWhereEveryRequestSharesAPrefixAndOnceMeasuredNoMore() {
+        chat("growp", withPrefix("sagas", "why?"), ",\"provider\":{\"only\":[\"alpha\"]}");
+        List<String> first = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            first.add(chat("growp", withPrefix("sagas", "and then " + i + "?"), ""));
+        }
+        int explored = Collections.frequency(first, "p-new");
+        assertTrue(explored >= 1 && explored <= 8, "explored " + explored + " of 40: " + first);
+        List<String> next = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            next.add(chat("growp", withPrefix("sagas", "and after " + i + "?"), ""));
+        }
+        assertEquals(Collections.nCopies(20, "p-old"), next, "measured slow now, and the prefix is p-old's");
+    }
+
     @Test
     void requestsSharingAPrefixGoBackToTheRouteThatServedIt() {
         // a-two is the slower of the two (within the bar); it served the prefix first
@@ -268,7 +291,7 @@ class AutoRoutingTest {
     }
 
     @Test
-    void explorationNeverMovesARequestAwayFromItsCachedPrefix() {
+    void explorationNeverMovesARequestAwayFromItsCachedPrefixToAMeasuredRoute() {
         // x-one is faster, so every exploring rotation position would try it first, were the prefix not cached
         warm("affx", "alpha", "beta");
         chat("affx", withPrefix("estuaries", "why?"), ",\"provider\":{\"only\":[\"beta\"]}");
