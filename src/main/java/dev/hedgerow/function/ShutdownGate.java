@@ -36,7 +36,8 @@ public class ShutdownGate {
     private final Condition idle = lock.newCondition();
     private volatile boolean closed;
 
-    void mount(@Observes Router router) {
+    /** Counts every request from its arrival to its end (public for tests that mount it on a bare router). */
+    public void mount(@Observes Router router) {
         router.route().order(ORDER).handler(this::admit);
     }
 

@@ -22,13 +22,17 @@ import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.routing.RequestFacts;
 import dev.hedgerow.routing.RoutePlan;
 import dev.hedgerow.runtime.Hedgerow;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelOption;
 import io.vertx.core.Context;
 import io.vertx.core.Handler;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.impl.Http1xServerConnection;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
@@ -148,6 +152,7 @@ public final class GatewayRoutes {
     private void tally(RoutingContext ctx) {
         if (!ctx.request().method().equals(HttpMethod.OPTIONS)) {
             Tally t = new Tally();
+            t.connection = ctx.request().connection();
             ctx.put(Tally.KEY, t);
             ctx.addEndHandler(ended -> {
                 if (t.dispatched) {
@@ -180,6 +185,8 @@ public final class GatewayRoutes {
         boolean pending;
         /** The connection closed while {@link #pending}: counted as 499 where the pending work ends. */
         boolean goneWhilePending;
+        /** The client's connection, which {@link ResponseSink#cutOff} closes (null for a request not tallied). */
+        HttpConnection connection;
 
         static Tally of(RoutingContext ctx) {
             Tally t = ctx.get(KEY);
@@ -475,12 +482,33 @@ public final class GatewayRoutes {
             h.dispatcher().clientGoneBeforeStart(dr);
             return;
         }
-        ResponseSink sink = new ResponseSink(resp);
+        ResponseSink sink = new ResponseSink(resp, tally.connection);
         Dispatcher.Handle handle = h.dispatcher().start(dr, sink);
         sink.gone = handle::clientGone;
         resp.closeHandler(v -> handle.clientGone());
         if (resp.closed()) {
             handle.clientGone();
+        }
+    }
+
+    /**
+     * Closes a client's connection at once, with a TCP reset, whatever is still queued for it. The response's own
+     * {@code reset()} on HTTP/1.x closes the connection only after its queued writes are sent, which a client that
+     * reads nothing never takes: the connection stayed open with its 8 MiB until the client left, and Vert.x, having
+     * marked the response closed, never ran its end handlers, so the shutdown gate counted the request in flight for
+     * good (readiness over-counted, and every later shutdown waited out its whole grace; found by hunt11). A plain
+     * {@code channel.close()} is no better: Vert.x's handler turns it into the same close-after-write. Closing the
+     * channel below the pipeline (Netty's {@code unsafe().close}, on its event loop) drops the queue and fires the
+     * channel's end as a hang-up does: the end handlers run, and the response's close handler (the request's
+     * hang-up). An HTTP/2 stream has no such connection to itself and is reset as a stream.
+     */
+    static void abort(HttpServerResponse resp, HttpConnection connection) {
+        if (connection instanceof Http1xServerConnection http1) { // an HTTP/2 connection carries other streams too
+            Channel channel = http1.channel();
+            channel.config().setOption(ChannelOption.SO_LINGER, 0);
+            channel.eventLoop().execute(() -> channel.unsafe().close(channel.voidPromise()));
+        } else {
+            resp.reset();
         }
     }
 
@@ -547,12 +575,14 @@ public final class GatewayRoutes {
         static final int MAX_UNREAD_BYTES = 8 * 1024 * 1024;
 
         private final HttpServerResponse resp;
+        private final HttpConnection connection;
         /** The request's hang-up, set once it is dispatched. */
         volatile Runnable gone = () -> { };
         private boolean cut;
 
-        ResponseSink(HttpServerResponse resp) {
+        ResponseSink(HttpServerResponse resp, HttpConnection connection) {
             this.resp = resp;
+            this.connection = connection;
             resp.setWriteQueueMaxSize(MAX_UNREAD_BYTES);
         }
 
@@ -590,7 +620,7 @@ public final class GatewayRoutes {
             cut = true;
             System.getLogger("dev.hedgerow.gateway").log(System.Logger.Level.WARNING, "a client left over "
                     + MAX_UNREAD_BYTES + " bytes of its answer unread: it is taken for gone and its connection reset");
-            resp.reset();
+            abort(resp, connection);
             Context ctx = Vertx.currentContext();
             if (ctx != null) {
                 ctx.runOnContext(v -> gone.run());

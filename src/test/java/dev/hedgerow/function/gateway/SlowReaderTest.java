@@ -2,18 +2,23 @@ package dev.hedgerow.function.gateway;
 
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.function.ShutdownGate;
+import dev.hedgerow.state.MemoryStateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.time.Ticker;
 import org.junit.jupiter.api.Test;
 
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 import static dev.hedgerow.testsupport.Eventually.eventually;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A client that stops reading its stream: the gateway reads the provider as it writes, so it buffered the whole answer
@@ -32,11 +37,19 @@ class SlowReaderTest {
                   - { alias: chat, provider: alpha, model: m, context_window: 1000000 }
             """;
 
+    /**
+     * ... and its connection is closed at once, with what was queued for it: the response's own reset closed it only
+     * once the queue was sent, which a client that reads nothing never takes, and Vert.x never ran the request's end
+     * handlers, so the shutdown gate counted it in flight for good (readiness over-counted, and every later shutdown
+     * waited out its whole grace period; found by hunt11).
+     */
     @Test
     void aClientThatStopsReadingIsTakenForGoneOnceItLeftTheLimitUnread() throws Exception {
+        ShutdownGate gate = new ShutdownGate();
         // 400,000 tokens written as fast as the gateway reads them: about 60 MB of stream
         try (GatewayHarness gw = GatewayHarness.start(YAML, Map.of("alpha", SimConfig.of(1).withModel("m",
-                ModelScript.defaults().withLength(400_000).withLatency(ModelScript.Latency.of(1, 0)))))) {
+                ModelScript.defaults().withLength(400_000).withLatency(ModelScript.Latency.of(1, 0)))),
+                new MemoryStateStore(Ticker.system()), (router, core) -> gate.mount(router))) {
             String body = "{\"model\":\"chat\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
             try (Socket s = new Socket()) {
                 s.setReceiveBufferSize(4096);
@@ -50,6 +63,17 @@ class SlowReaderTest {
                 in.read(new byte[512]); // the head; then nothing is read while the answer streams
                 eventually(() -> gw.metric("hedgerow_requests", "status", "499") == 1.0,
                         "the client that stopped reading is taken for gone");
+                eventually(() -> gate.inFlight() == 0, "the request ends at the shutdown gate too");
+                long read = 0;
+                try {
+                    for (int n = in.read(new byte[65536]); n >= 0; n = in.read(new byte[65536])) {
+                        read += n;
+                    }
+                } catch (SocketException reset) {
+                    // the connection was reset: what was queued for the client is dropped
+                }
+                assertTrue(read < 8 * 1024 * 1024, // the limit, which a graceful close would have sent first
+                        "read " + read + " bytes before the connection ended");
             }
             assertEquals(0.0, gw.metric("hedgerow_requests", "status", "200"));
         }
