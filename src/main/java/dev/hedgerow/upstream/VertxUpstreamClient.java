@@ -37,6 +37,7 @@ import java.util.function.Function;
  * thread use a pool of their own.
  */
 public final class VertxUpstreamClient implements UpstreamClient {
+    private static final System.Logger LOG = System.getLogger("dev.hedgerow.upstream");
     private final Vertx vertx;
     private final HttpClientOptions clientOptions;
     private final PoolOptions poolOptions;
@@ -68,7 +69,19 @@ public final class VertxUpstreamClient implements UpstreamClient {
                 .setMaxInitialLineLength(16 * 1024)
                 .setMaxHeaderSize(64 * 1024);
         this.poolOptions = new PoolOptions().setHttp1MaxSize(maxConnectionsPerHost).setMaxWaitQueueSize(10_000);
-        this.client = vertx.createHttpClient(clientOptions, poolOptions);
+        this.client = newClient();
+    }
+
+    /**
+     * A pool whose connections hand their own failures (a provider resetting the connection) to a DEBUG line: the
+     * attempt on it fails with the same error and is recorded in the request's trail, and without a handler Vert.x
+     * logged each one again at ERROR with no request to tell it by (about one per upstream reset, found by hunt11).
+     */
+    private HttpClient newClient() {
+        return vertx.httpClientBuilder().with(clientOptions).with(poolOptions)
+                .withConnectHandler(connection -> connection.exceptionHandler(t -> LOG.log(System.Logger.Level.DEBUG,
+                        "an upstream connection failed (its attempt records it): " + t)))
+                .build();
     }
 
     /** The calling event loop's own pool (its connections are created on, and owned by, that loop). */
@@ -76,8 +89,7 @@ public final class VertxUpstreamClient implements UpstreamClient {
         if (!Context.isOnEventLoopThread()) {
             return client;
         }
-        return loopClients.computeIfAbsent(Thread.currentThread(),
-                t -> vertx.createHttpClient(clientOptions, poolOptions));
+        return loopClients.computeIfAbsent(Thread.currentThread(), t -> newClient());
     }
 
     @Override
