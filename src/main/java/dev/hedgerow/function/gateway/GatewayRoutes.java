@@ -512,7 +512,6 @@ public final class GatewayRoutes {
         }
     }
 
-    /** The request's headers for routing (consistent hashing's key), names lowercased, without the client's key. */
     /**
      * The request's headers as routing reads them (lower-case names), the client key's secret replaced by the name
      * the catalog gives the key: {@code hash_on_header: Authorization} sticks by client key (Kong's consumer), never
