@@ -152,18 +152,28 @@ public interface StateStore {
         }
 
         /**
-         * Two writes of the same name merged into one: the later one's value, stepped from this one's value if it was
-         * not (a learned pair keeps both steps, so a store holding neither value applies both).
+         * Two writes of the same name merged into one, for a batch: a learned pair keeps both steps, so a store
+         * holding neither value applies both, each once. One stepped from the other's value is chained in that order,
+         * whichever was given first (two threads may queue their steps in the other order than they took them);
+         * two stepped from other values are independent, and the later one is stepped from the earlier's value. A
+         * plain write wins over what came before it.
          */
         public RouteBlob then(RouteBlob later) {
             if (!learned() || !later.learned()) {
                 return later;
             }
+            if (java.util.Objects.equals(expected, later.value) && !java.util.Objects.equals(later.expected, value)) {
+                return later.chain(this, value);   // later was stepped first: this one was stepped from its value
+            }
             String merged = java.util.Objects.equals(later.expected, value) ? later.value : later.step.apply(value);
+            return chain(later, merged == null ? value : merged);
+        }
+
+        /** This step, then {@code next}'s, from this one's expected value to {@code value}. */
+        private RouteBlob chain(RouteBlob next, String value) {
             java.util.function.UnaryOperator<String> first = step;
-            java.util.function.UnaryOperator<String> second = later.step;
-            return new RouteBlob(name, merged == null ? value : merged, later.ttl, expected,
-                    held -> second.apply(first.apply(held)));
+            java.util.function.UnaryOperator<String> second = next.step;
+            return new RouteBlob(name, value, next.ttl, expected, held -> second.apply(first.apply(held)));
         }
     }
 

@@ -142,10 +142,19 @@ class BatchingStateStoreTest extends FakeTimeStoreContract {
         assertEquals("xabc", await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).blob("ttft")
                 .orElseThrow());
 
-        await(rig.inner.putRouteBlob(route, "ttft", "y", null));   // another instance's value
-        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "xabc", "d"))).subscribe()
+        // two threads queue their steps in the other order than they took them: each step is applied once
+        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "xabcf", "g"))).subscribe()
                 .with(v -> { });
-        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "xabcd", "e"))).subscribe()
+        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "xabc", "f"))).subscribe()
+                .with(v -> { });
+        rig.scheduler.advance(WINDOW);
+        assertEquals("xabcfg", await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).blob("ttft")
+                .orElseThrow());
+
+        await(rig.inner.putRouteBlob(route, "ttft", "y", null));   // another instance's value
+        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "xabcfg", "d"))).subscribe()
+                .with(v -> { });
+        rig.batching.putRouteBlobs(route, List.of(StateStoreContract.learned("ttft", "xabcfgd", "e"))).subscribe()
                 .with(v -> { });
         rig.scheduler.advance(WINDOW);
         assertEquals("yde", await(rig.inner.snapshot(List.of(route), LONG_WINDOW)).get(route).blob("ttft")
