@@ -64,9 +64,9 @@ class NoGiveUpTimerTest {
         // 10 ms plus 4 s per thousand prompt tokens to the first token: prefill dominates long prompts
         ModelScript prefill = ModelScript.defaults().withLength(PREFILL_LENGTH)
                 .withLatency(ModelScript.Latency.of(10, 2000).withTtftPer1kPromptTokens(4000));
-        // 600 ms per thousand prompt tokens: slower than the prior's 5 ms, faster than the cold allowance's 1 s
+        // 400 ms per thousand prompt tokens: slower than the prior's 5 ms, faster than the cold allowance's 1 s
         ModelScript cold = ModelScript.defaults().withLength(PREFILL_LENGTH)
-                .withLatency(ModelScript.Latency.of(10, 2000).withTtftPer1kPromptTokens(600));
+                .withLatency(ModelScript.Latency.of(10, 2000).withTtftPer1kPromptTokens(400));
         ModelScript text = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 2000));
         gw = GatewayHarness.start(YAML, Map.of(
                 "a", SimConfig.of(SEED).withModel("m-prefill", prefill).withModel("m", text)
@@ -104,7 +104,7 @@ class NoGiveUpTimerTest {
 
     /**
      * A route measured on short prompts only gets a long one: its prediction there is the prior's prefill (200 k
-     * tokens/s) and its first-token limit the 300 ms ceiling, but the prefill takes ~0.7 s. It is given 1 ms per
+     * tokens/s) and its first-token limit the 300 ms ceiling, but the prefill takes ~0.5 s. It is given 1 ms per
      * prompt token (1.2 s) before it is taken for silent, so it answers; before, it was abandoned for the other route
      * (and a 90 k-token prompt on a route never measured at that size was abandoned at 30 s, found by hunt10).
      */
@@ -113,7 +113,7 @@ class NoGiveUpTimerTest {
         for (int i = 0; i < 4; i++) {
             assertEquals("cold-a", Sse.trail(stream("cold", "short " + i)).get(0).path("route").asText());
         }
-        String prompt = "word ".repeat(1200).strip();   // ~1 200 tokens: ~0.7 s to the first token
+        String prompt = "word ".repeat(1200).strip();   // ~1 200 tokens: ~0.5 s to the first token
         String out = stream("cold", prompt);
         assertEquals(SimText.expected(SEED, prompt, PREFILL_LENGTH), Sse.content(out), out);
         JsonNode trail = Sse.trail(out);
