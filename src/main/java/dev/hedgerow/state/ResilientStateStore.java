@@ -522,7 +522,14 @@ public final class ResilientStateStore implements StateStore {
 
     /** Mirrors a flag the shared store took ({@link #withFlagsKept}). */
     private void sawFlag(String routeId, String name, String value) {
-        seenFlags.computeIfAbsent(routeId, k -> new ConcurrentHashMap<>()).put(name, value);
+        // every snapshot of a flagged route comes here: a plain read first, no write when nothing changed
+        Map<String, String> seen = seenFlags.get(routeId);
+        if (seen == null) {
+            seen = seenFlags.computeIfAbsent(routeId, k -> new ConcurrentHashMap<>());
+        }
+        if (!value.equals(seen.get(name))) {
+            seen.put(name, value);
+        }
     }
 
     /**
