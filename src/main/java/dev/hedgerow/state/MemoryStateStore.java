@@ -352,7 +352,7 @@ public final class MemoryStateStore implements StateStore {
             for (RouteBlob w = b; w != null; ) {
                 Timed held = r.blobs.get(b.name());
                 String value = held != null && held.live(now) ? (String) held.value : null;
-                if (value != null && !value.equals(w.expected())) {
+                if (!Objects.equals(value, w.expected())) {
                     w = w.over(value);
                 } else if (held == null ? r.blobs.putIfAbsent(b.name(), new Timed(w.value(), expiresAt)) == null
                         : r.blobs.replace(b.name(), held, new Timed(w.value(), expiresAt))) {

@@ -81,7 +81,7 @@ final class RedisScripts {
     /**
      * Named route blobs plus their index (a hash name -> blob key, so the snapshot reads blobs without scanning), in
      * one call; the index lives as long as its longest blob. A learned blob ({@code StateStore.RouteBlob#learned})
-     * is written only over the value its writer stepped from (or where none is held), and otherwise left for the
+     * is written only over the value its writer stepped from (none: only where none is held), and otherwise left for the
      * writer to step again from the value returned. KEYS: index, blob1 .. blobN (one slot: all carry the route's hash tag). ARGV: name1,
      * value1, ttlMs1 (0 = none), mode1 ({@code p} plain, {@code v} only over expected1, {@code n} only where none is),
      * expected1, ... Returns {name, held (nil: none), ...} of the learned blobs not written.
@@ -95,7 +95,7 @@ final class RedisScripts {
               local write = true
               if mode ~= 'p' then
                 local held = redis.call('GET', KEYS[i])
-                if held and (mode == 'n' or held ~= ARGV[5 * i - 5]) then
+                if (mode == 'n' and held) or (mode == 'v' and held ~= ARGV[5 * i - 5]) then
                   write = false
                   stale[#stale + 1] = name
                   stale[#stale + 1] = held

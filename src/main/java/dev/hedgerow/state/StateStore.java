@@ -121,8 +121,8 @@ public interface StateStore {
      * retried while that also changes under it (at most {@value #LEARNED_TRIES} tries on Redis; then the step is
      * dropped): learned models are a chain of steps, and a plain last-writer-wins write lost every observation of
      * the instance that wrote first (two instances on one Redis kept 11 of 20 samples, found by hunt10).
-     * A store that holds none takes {@code value} as it is: it lost what the writer stepped from (a Redis restarted
-     * without its data, or the local store of an outage), and the writer's copy is the knowledge left.
+     * A store that holds none steps from none: taking the value as it was (to keep a writer's knowledge after a Redis
+     * lost its data) counted an observation twice when a write stepped from another's landed before it.
      * {@code step} must be a pure function of its argument (it may run more than once, on any thread).
      */
     record RouteBlob(String name, String value, Duration ttl, String expected,
