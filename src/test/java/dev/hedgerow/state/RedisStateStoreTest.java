@@ -140,6 +140,20 @@ class RedisStateStoreTest extends StateStoreContract {
         assertTrue(pttl > LONG.toMillis() - 5_000 && pttl <= LONG.toMillis(), "PTTL " + pttl);
     }
 
+    /** A key of any other kind (nothing writes one; an operator's stray write could) holds no route and is replaced. */
+    @Test
+    void anAffinityKeyOfAnotherKindHoldsNoRouteAndIsReplaced() throws Exception {
+        String org = id("org");
+        String key = StateKeys.affinity(org, "h1");
+        Resp.command(server.port(), "HSET", key, "route-x", "1");
+        assertEquals(Map.of(), await(store.affinity(org, List.of("h1"))));
+
+        await(store.putAffinity(org, List.of("h1"), "route-new", LONG));
+
+        assertEquals("zset", Resp.command(server.port(), "TYPE", key));
+        assertEquals(Map.of("h1", List.of("route-new")), await(store.affinity(org, List.of("h1"))));
+    }
+
     /**
      * An operator's event gets an id above every event of the org's request stream, so the merged read shows it
      * newest: its own stream's {@code *} id knew only its own stream, and an action taken in the millisecond of a
