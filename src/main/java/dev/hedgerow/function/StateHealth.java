@@ -59,7 +59,9 @@ public class StateHealth implements AsyncHealthCheck {
                     .withData("pending_releases", r.pendingReleases())
                     .withData("dropped_releases", r.droppedReleases())
                     .withData("lost_edits", r.lostEdits())
-                    .withData("restored_flags", r.restoredFlags());
+                    .withData("restored_flags", r.restoredFlags())
+                    .withData("learned_conflicts", r.learnedConflicts())
+                    .withData("learned_dropped", r.learnedDropped());
             if (r.degraded()) {
                 b.withData("last_failure", r.lastFailure());
             }

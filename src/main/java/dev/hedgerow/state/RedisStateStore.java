@@ -25,6 +25,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.SortedMap;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 /**
@@ -40,13 +41,16 @@ import java.util.function.Function;
  *
  * <p>Construct with the client the app already has: {@code new RedisStateStore(redis, RedisClientType.STANDALONE)}
  * or {@code RedisClientType.CLUSTER}. The client's pool ({@code maxPoolSize}, {@code maxPoolWaiting}) bounds how
- * many operations may be in flight at once. Thread-safe: the store holds no mutable state.
+ * many operations may be in flight at once. Thread-safe: the store's only mutable state is two counters of learned
+ * writes ({@link #learnedConflicts()}, {@link #learnedDropped()}).
  */
 public final class RedisStateStore implements StateStore {
 
     private final Redis redis;
     private final boolean cluster;
     private final StateTuning tuning;
+    private final AtomicLong learnedConflicts = new AtomicLong();
+    private final AtomicLong learnedDropped = new AtomicLong();
 
     public RedisStateStore(Redis redis, RedisClientType type) {
         this(redis, type, StateTuning.DEFAULTS);
@@ -283,7 +287,12 @@ public final class RedisStateStore implements StateStore {
             args[i++] = b.expected() == null ? "" : b.expected();
         }
         return eval(RedisScripts.PUT_ROUTE_BLOBS, keys, args).flatMap(stale -> {
-            if (stale == null || stale.size() == 0 || attempt >= LEARNED_TRIES) {
+            if (stale == null || stale.size() == 0) {
+                return Uni.createFrom().voidItem();
+            }
+            learnedConflicts.addAndGet(stale.size() / 2);
+            if (attempt >= LEARNED_TRIES) {
+                learnedDropped.addAndGet(stale.size() / 2);
                 return Uni.createFrom().voidItem();
             }
             List<RouteBlob> again = new ArrayList<>(stale.size() / 2);
@@ -296,6 +305,20 @@ public final class RedisStateStore implements StateStore {
             }
             return putRouteBlobs(routeId, again, attempt + 1);
         });
+    }
+
+    /**
+     * Learned writes (see {@link RouteBlob}) that found Redis holding another value than the one they were stepped
+     * from, since start: each was stepped again from what Redis held, or dropped ({@link #learnedDropped()}). A
+     * number that grows with traffic says instances (or this instance's event loops) learn from one route at once.
+     */
+    public long learnedConflicts() {
+        return learnedConflicts.get();
+    }
+
+    /** Learned steps given up after {@value #LEARNED_TRIES} tries that each found Redis changed again, since start. */
+    public long learnedDropped() {
+        return learnedDropped.get();
     }
 
     @Override

@@ -212,6 +212,16 @@ public final class ResilientStateStore implements StateStore {
         return restoredFlags.get();
     }
 
+    /** Learned writes the shared store found changed under them ({@link RedisStateStore#learnedConflicts()}). */
+    public long learnedConflicts() {
+        return shared instanceof RedisStateStore r ? r.learnedConflicts() : 0;
+    }
+
+    /** Learned steps the shared store gave up on ({@link RedisStateStore#learnedDropped()}). */
+    public long learnedDropped() {
+        return shared instanceof RedisStateStore r ? r.learnedDropped() : 0;
+    }
+
     /** The most recent reason a call fell back, or "" if none did. */
     public String lastFailure() {
         return lastFailure;

@@ -111,6 +111,55 @@ class StateReadinessTest {
         eventually(() -> given().get("/q/health/ready").statusCode() == 200, "readiness is UP again");
     }
 
+    /**
+     * Readiness counts the learned writes that found Redis holding another model than the one they were stepped from
+     * ({@code learned_conflicts}; each is stepped again from it) and the steps given up ({@code learned_dropped}):
+     * how often instances learn from one route at once. Here "another instance" writes solo's TTFT model, two real
+     * versions of it in turn, while requests are served.
+     */
+    @Test
+    void readinessCountsLearnedWritesThatFoundRedisChanged() throws Exception {
+        int port = AppTestResource.redis().port();
+        String key = StateKeys.routeBlob("acme/solo-alpha", dev.hedgerow.routing.LearnedModels.TTFT);
+        served("learn one");
+        eventually(() -> stored(port, key) != null, "solo's TTFT model is stored");
+        String first = stored(port, key);
+        served("learn two");
+        eventually(() -> !first.equals(stored(port, key)), "the model is stepped");
+        String second = stored(port, key);
+        long before = ((Number) stateCheck().get("learned_conflicts")).longValue();
+        java.util.concurrent.atomic.AtomicBoolean racing = new java.util.concurrent.atomic.AtomicBoolean(true);
+        Thread other = new Thread(() -> {
+            for (int i = 0; racing.get(); i++) {
+                try {
+                    Resp.command(port, "SET", key, i % 2 == 0 ? first : second);
+                } catch (java.io.IOException e) {
+                    return;
+                }
+            }
+        });
+        other.start();
+        try {
+            for (int i = 0; i < 200 && ((Number) stateCheck().get("learned_conflicts")).longValue() == before; i++) {
+                served("race " + i);
+            }
+        } finally {
+            racing.set(false);
+            other.join();
+        }
+        Map<String, Object> data = stateCheck();
+        assertTrue(((Number) data.get("learned_conflicts")).longValue() > before, data.toString());
+        assertTrue(((Number) data.get("learned_dropped")).longValue() >= 0, data.toString());
+    }
+
+    static String stored(int port, String key) {
+        try {
+            return Resp.command(port, "GET", key);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     /** Sets the weight of org other's one-member group duo through the admin API (routing there cannot change). */
     static void setOtherDuoWeight(int weight) {
         given().auth().oauth2("a-other").contentType("application/json")

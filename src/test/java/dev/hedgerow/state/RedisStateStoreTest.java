@@ -140,6 +140,38 @@ class RedisStateStoreTest extends StateStoreContract {
         assertTrue(pttl > LONG.toMillis() - 5_000 && pttl <= LONG.toMillis(), "PTTL " + pttl);
     }
 
+    /**
+     * A learned write that finds Redis holding another value is counted and stepped from it; one that meets a new
+     * value on every try (another writer always lands first) is dropped after {@value StateStore#LEARNED_TRIES} tries
+     * and counted as dropped, leaving the other writer's value.
+     */
+    @Test
+    void learnedWritesThatFindRedisChangedAreCountedAndOneThatNeverLandsIsDropped() throws Exception {
+        String r = id("route");
+        String key = StateKeys.routeBlob(r, "ttft");
+        long conflicts = store.learnedConflicts();
+        long dropped = store.learnedDropped();
+        await(store.putRouteBlobs(r, List.of(learned("ttft", null, "a"))));
+        await(store.putRouteBlobs(r, List.of(learned("ttft", null, "b"))));    // "a" held: stepped from it
+        assertEquals("ab", Resp.command(server.port(), "GET", key));
+        assertEquals(conflicts + 1, store.learnedConflicts());
+        assertEquals(dropped, store.learnedDropped());
+
+        java.util.concurrent.atomic.AtomicInteger others = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.function.UnaryOperator<String> raced = held -> {
+            try {   // another writer's value lands while this step is being taken
+                Resp.command(server.port(), "SET", key, "other" + others.incrementAndGet());
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            return held + "z";
+        };
+        await(store.putRouteBlobs(r, List.of(new StateStore.RouteBlob("ttft", raced.apply("ab"), LONG, "ab", raced))));
+        assertEquals(conflicts + 1 + StateStore.LEARNED_TRIES, store.learnedConflicts());
+        assertEquals(dropped + 1, store.learnedDropped());
+        assertEquals("other" + others.get(), Resp.command(server.port(), "GET", key));
+    }
+
     /** A key of any other kind (nothing writes one; an operator's stray write could) holds no route and is replaced. */
     @Test
     void anAffinityKeyOfAnotherKindHoldsNoRouteAndIsReplaced() throws Exception {

@@ -694,7 +694,8 @@ abstract class StateStoreContract {
     /**
      * A learned value is written over the value it was stepped from; where the store holds another (another instance
      * learnt meanwhile), the step is applied to that one, so neither instance's observation is lost; where it holds
-     * none (it lost its data), the writer's value is the knowledge left and is written as it is.
+     * none (it lost its data), the step is applied to none (strict compare-and-set: taking the writer's value as it
+     * was counted an observation twice when a write stepped from another's landed first).
      */
     @Test
     void aLearnedBlobIsSteppedFromWhatTheStoreHolds() {
