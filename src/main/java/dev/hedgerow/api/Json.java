@@ -1,5 +1,6 @@
 package dev.hedgerow.api;
 
+import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
@@ -13,6 +14,7 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.util.regex.Pattern;
 
 /** The one shared Jackson mapper of the wire format, with nesting and size limits. Thread-safe. */
 public final class Json {
@@ -69,4 +71,38 @@ public final class Json {
     public static String utf8(byte[] b) {
         return new String(b, StandardCharsets.UTF_8);
     }
+
+    /**
+     * A parse error told to a client: what is wrong and where (line, column), without the parser's own class, feature
+     * and constraint names (Jackson's text advises "enable `JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS` to allow",
+     * which is no advice to a client of an API). A message that still names one after the known phrasings are taken
+     * out is replaced by a plain one.
+     */
+    public static String describe(JsonProcessingException e) {
+        String m = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
+        int nl = m.indexOf('\n');
+        m = nl >= 0 ? m.substring(0, nl) : m;
+        m = PARSER_ADVICE.matcher(m).replaceAll("");
+        m = CONSTRAINT.matcher(m).replaceAll("($1)");
+        m = SOURCE.matcher(m).replaceAll("line $1, column $2");
+        if (m.isBlank() || INTERNAL.matcher(m).find()) {
+            m = "The body is not well-formed JSON";
+        }
+        JsonLocation at = e.getLocation();
+        String where = at != null && at.getLineNr() > 0
+                ? " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")" : "";
+        return Text.clip(m.strip(), 200) + where;
+    }
+
+    /** Advice to switch a parser feature on, and the databind type a value was read as. */
+    private static final Pattern PARSER_ADVICE = Pattern.compile(
+            ":? ?(?:enable|not allowed as per) `[^`]*`(?: to allow)?"
+                    + "| \\(not recognized as one since Feature '[A-Z_]+' not enabled for parser\\)"
+                    + "| \\(bound as `[^`]*`\\)");
+    /** "(1000, from `StreamReadConstraints.getMaxNumberLength()`)": the limit stays. */
+    private static final Pattern CONSTRAINT = Pattern.compile("\\(([0-9]+), from `[^`]*`\\)");
+    /** A location inside the message ("start marker at [Source: REDACTED (...); line: 1, column: 28]"). */
+    private static final Pattern SOURCE = Pattern.compile("\\[Source: .*?; line: (\\d+), column: (\\d+)\\]");
+    private static final Pattern INTERNAL = Pattern.compile("`|Feature|Constraints|com\\.fasterxml|jackson",
+            Pattern.CASE_INSENSITIVE);
 }

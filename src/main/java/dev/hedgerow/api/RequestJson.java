@@ -1,5 +1,6 @@
 package dev.hedgerow.api;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -38,17 +39,19 @@ public final class RequestJson {
     }
 
     private static JsonNode parse(byte[] bytes, boolean noDuplicates) {
-        if (!wellFormedUtf8(bytes)) {
-            // Jackson decodes overlong forms and encoded surrogates without complaint; the JDK decoder does not
-            throw new RequestException(ApiError.invalidRequest("invalid_utf8",
-                    "The request body is not valid UTF-8.", null));
+        String notUtf8 = notUtf8(bytes);
+        if (notUtf8 != null) {
+            throw new RequestException(ApiError.invalidRequest("invalid_utf8", notUtf8, null));
         }
         JsonNode node;
         try {
             node = noDuplicates ? Json.parseWithoutDuplicates(bytes) : Json.parse(bytes);
+        } catch (JsonProcessingException e) {
+            throw new RequestException(ApiError.invalidRequest("invalid_json",
+                    "We could not parse the JSON body of your request: " + Json.describe(e), null));
         } catch (IOException e) {
             throw new RequestException(ApiError.invalidRequest("invalid_json",
-                    "We could not parse the JSON body of your request: " + shorten(e.getMessage()), null));
+                    "We could not parse the JSON body of your request.", null));
         }
         if (node == null) {
             return MissingNode.getInstance(); // nothing but whitespace
@@ -81,20 +84,29 @@ public final class RequestJson {
         return (ObjectNode) node;
     }
 
-    private static boolean wellFormedUtf8(byte[] bytes) {
-        int i = 0;
-        while (i < bytes.length && bytes[i] >= 0) {
-            i++;
+    /**
+     * Why the body is not UTF-8 JSON text, or null. Jackson decodes overlong forms and encoded surrogates without
+     * complaint, and reads a body in UTF-16 or UTF-32 (whose ASCII characters are NUL-padded, which is well-formed
+     * UTF-8) as such without a byte-order mark: JSON exchanged between systems is UTF-8 (RFC 8259), and a raw NUL
+     * byte is never part of JSON text, so one is refused here too.
+     */
+    private static String notUtf8(byte[] bytes) {
+        boolean ascii = true;
+        for (byte b : bytes) {
+            if (b == 0) {
+                return "The request body holds a NUL byte: JSON is read as UTF-8 only (not UTF-16 or UTF-32).";
+            }
+            ascii &= b > 0;
         }
-        if (i == bytes.length) {
-            return true; // all ASCII, the common case: no decoder, no char buffer the size of the body
+        if (ascii) {
+            return null; // the common case: no decoder, no char buffer the size of the body
         }
         try {
             StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes));
-            return true;
+            return null;
         } catch (CharacterCodingException e) {
-            return false;
+            return "The request body is not valid UTF-8.";
         }
     }
 
@@ -167,14 +179,5 @@ public final class RequestJson {
             }
         }
         return false;
-    }
-
-    private static String shorten(String s) {
-        if (s == null) {
-            return "";
-        }
-        int nl = s.indexOf('\n');
-        String first = nl > 0 ? s.substring(0, nl) : s;
-        return Text.clip(first, 200);
     }
 }

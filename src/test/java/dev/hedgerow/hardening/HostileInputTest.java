@@ -97,6 +97,53 @@ class HostileInputTest {
         assertEquals("invalid_utf8", Envelope.assert4xx(r.status(), r.body(), "overlong").path("code").asText());
     }
 
+    /**
+     * A body in UTF-16 or UTF-32 without a byte-order mark is refused as not UTF-8: its ASCII characters are NUL-padded
+     * (well-formed UTF-8), and Jackson, reading bytes, detected the encoding and served it (found by hunt13).
+     */
+    @Test
+    void aUtf16OrUtf32BodyIs400() {
+        for (java.nio.charset.Charset cs : new java.nio.charset.Charset[] {StandardCharsets.UTF_16LE,
+                StandardCharsets.UTF_16BE, java.nio.charset.Charset.forName("UTF-32LE")}) {
+            byte[] body = new String(withContent("hello"), StandardCharsets.UTF_8).getBytes(cs);
+            RawHttp.Response r = post(body);
+            assertEquals(400, r.status(), cs + ": " + r.body());
+            assertEquals("invalid_utf8", Envelope.assert4xx(r.status(), r.body(), cs.name()).path("code").asText());
+        }
+    }
+
+    /**
+     * A body that is not JSON is told what is wrong and where, without the parser's class, feature or constraint
+     * names: "enable `JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS` to allow" and "[Source: REDACTED
+     * (`StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION` disabled); ..." reached clients (found by hunt13).
+     */
+    @Test
+    void aParseErrorSaysWhereWithoutTheParsersOwnNames() {
+        String head = "{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]";
+        Map<String, String> bodies = new java.util.LinkedHashMap<>();
+        bodies.put("NaN", head + ",\"temperature\":NaN}");
+        bodies.put("plus sign", head + ",\"max_tokens\":+2}");
+        bodies.put("comment", head + " /* hi */}");
+        bodies.put("single quotes", head + ",'seed':1}");
+        bodies.put("unclosed array", "{\"model\":\"chat\",\"messages\":[");
+        bodies.put("long number", head + ",\"seed\":" + "9".repeat(2000) + "}");
+        bodies.put("trailing value", head + "} {}");
+        bodies.put("deep", head + ",\"x\":" + "[".repeat(70) + "]".repeat(70) + "}");
+        bodies.put("long name", head + ",\"" + "k".repeat(70_000) + "\":1}");
+        bodies.forEach((what, body) -> {
+            RawHttp.Response r = post(body.getBytes(StandardCharsets.UTF_8));
+            JsonNode err = Envelope.assert4xx(r.status(), r.body(), what);
+            assertEquals("invalid_json", err.path("code").asText(), what + ": " + r.body());
+            String message = err.path("message").asText();
+            // a syntax error says where; a limit (length, depth) says which and its bound
+            assertTrue(message.matches(".*\\(line \\d+, column \\d+\\)")
+                    || message.matches(".*exceeds the maximum allowed \\(\\d+\\)"), what + ": " + message);
+            for (String internal : new String[] {"`", "Feature", "Constraints", "jackson", "Source", "REDACTED"}) {
+                assertTrue(!message.contains(internal), what + " names " + internal + ": " + message);
+            }
+        });
+    }
+
     @Test
     void anEscapedLoneSurrogateIs400NamingTheField() {
         RawHttp.Response r = post(withContent("half an emoji \\ud83d"));

@@ -2,6 +2,7 @@ package dev.hedgerow.function.console;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.Json;
 import dev.hedgerow.api.RequestException;
 import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.Keys;
@@ -117,7 +118,7 @@ public class AdminGuard {
     }
 
     private static ApiError invalidJson(JsonProcessingException e) {
-        return ApiError.invalidRequest("invalid_json", "The request body is not valid JSON: " + e.getOriginalMessage(),
+        return ApiError.invalidRequest("invalid_json", "The request body is not valid JSON: " + Json.describe(e),
                 null);
     }
 }

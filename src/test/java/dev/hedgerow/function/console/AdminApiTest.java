@@ -177,6 +177,11 @@ class AdminApiTest {
                 .put("/admin/groups/duo")));
         answers.add(Map.entry("400 invalid_json", admin().body("{\"route\": \"duo-alpha\", \"route\": \"duo-beta\"}")
                 .post("/admin/members/pin")));
+        // where, without the parser's own names ("enable `JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS` to allow")
+        admin().body("{\"hedging\": NaN}").put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("invalid_json"))
+                .body("error.message", equalTo("We could not parse the JSON body of your request: Non-standard token"
+                        + " 'NaN' (line 1, column 16)"));
         // a field of the wrong type is said to be one, not to be missing
         admin().body("{\"route\": \"duo-alpha\", \"verification\": 5}").put("/admin/routes/verification").then()
                 .statusCode(400).body("error.param", equalTo("verification"))
