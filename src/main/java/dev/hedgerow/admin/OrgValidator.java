@@ -38,9 +38,20 @@ public final class OrgValidator {
     private OrgValidator() {
     }
 
-    /** Every problem of the org (empty = valid), paths relative to the org. */
+    /**
+     * Every problem of the org (empty = valid), paths relative to the org. The loader reads every value stripped of
+     * the spaces around it (as a YAML scalar is read), so an alias an edit gave with spaces around it ({@code
+     * "kimi3 "}, stored as given) is judged here: it made a second group beside {@code kimi3} that looked the same,
+     * and that no group edit could reach (found by hunt13).
+     */
     public static List<CatalogError> validate(Org org) {
         List<CatalogError> out = new ArrayList<>();
+        for (int i = 0; i < org.routes().size(); i++) {
+            String alias = org.routes().get(i).alias();
+            if (!alias.equals(alias.strip())) {
+                out.add(new CatalogError("routes[" + i + "].alias", CatalogLoader.invalidAlias(alias)));
+            }
+        }
         try {
             LOADER.parse(Json.write(document(org)));
         } catch (CatalogException e) {

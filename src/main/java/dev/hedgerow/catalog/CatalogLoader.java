@@ -137,6 +137,11 @@ public final class CatalogLoader {
         return ALIAS.matcher(name).matches() && !BAD_SEGMENT.matcher(name).find();
     }
 
+    /** What is said of an alias {@link #validAlias} refuses. */
+    public static String invalidAlias(String name) {
+        return "invalid alias \"" + name + "\": " + NAME_RULE + ", at most 128";
+    }
+
     /** A route id: {@link #ROUTE_ID}, without a {@link #BAD_SEGMENT}. */
     static boolean validRouteId(String id) {
         return ROUTE_ID.matcher(id).matches() && !BAD_SEGMENT.matcher(id).find();
@@ -498,7 +503,7 @@ public final class CatalogLoader {
         private Route readRoute(ConfigMap r, Map<String, Provider> providers, Set<String> declaredProviders) {
             String alias = r.requiredString("alias");
             if (alias != null && !validAlias(alias)) {
-                r.error("alias", "invalid alias \"" + alias + "\": " + NAME_RULE + ", at most 128");
+                r.error("alias", invalidAlias(alias));
                 alias = null;
             }
             String provider = r.requiredString("provider");
