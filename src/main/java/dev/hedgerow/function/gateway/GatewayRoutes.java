@@ -132,10 +132,16 @@ public final class GatewayRoutes {
      * {@code x-request-id}, which the official SDKs expose ({@code _request_id}, {@code withResponse().request_id}, an
      * error's {@code requestID}): the model list, a 404, 405 or 413 included, which had none (found by hunt6). A chat
      * completion's is its {@code id} ({@code chatcmpl-hr...}), an embeddings request's {@code emb-hr...}, any other
-     * {@code req-hr...}.
+     * {@code req-hr...}; the router serves a path with a trailing slash as the path without it, and so is its id
+     * (found by hunt13: {@code /v1/chat/completions/} was served with {@code req-hr...} ids).
      */
     private static void requestId(RoutingContext ctx) {
         String path = ctx.request().path();
+        int end = path.length();
+        while (end > 1 && path.charAt(end - 1) == '/') {
+            end--;
+        }
+        path = path.substring(0, end);
         String id = newId(path.endsWith("/chat/completions") ? "chatcmpl-hr" : path.endsWith("/embeddings")
                 ? "emb-hr" : "req-hr");
         ctx.response().putHeader("x-hedgerow-request-id", id);

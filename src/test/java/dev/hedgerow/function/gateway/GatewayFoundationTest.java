@@ -302,6 +302,13 @@ class GatewayFoundationTest {
         assertEquals(200, streamed.statusCode(), streamed.asString());
         assertEquals(streamed.header("x-hedgerow-request-id"), streamed.header("x-request-id"));
         assertTrue(streamed.asString().contains("\"id\":\"" + streamed.header("x-request-id") + "\""));
+        // the router serves a trailing slash as the path without it, and its id is a completion's too (found by
+        // hunt13: req-hr...)
+        Response slashed = given().auth().oauth2("k-acme").contentType("application/json")
+                .body(body("chat", "which id", true)).post("/v1/chat/completions/");
+        assertEquals(200, slashed.statusCode(), slashed.asString());
+        assertTrue(slashed.header("x-request-id").startsWith("chatcmpl-hr"), slashed.headers().toString());
+        assertTrue(slashed.asString().contains("\"id\":\"" + slashed.header("x-request-id") + "\""));
         for (Response refused : List.of(
                 given().auth().oauth2("k-acme").contentType("application/json").body(body("nope", "x", false))
                         .post("/v1/chat/completions"),
