@@ -601,14 +601,19 @@ public final class AdminService {
         }
     }
 
-    /** An optional integer field of an admin body (null when absent or null), else 400 naming it. */
+    /**
+     * An optional weight or priority of an admin body (null when absent or null), else 400 naming it with its range
+     * (a number past an int's was told it "must be an integer"; found by hunt13). A negative one is left to the file's
+     * loader, which judges it as the file's.
+     */
     public static Integer integer(JsonNode m, String field) {
         JsonNode v = m.get(field);
         if (v == null || v.isNull()) {
             return null;
         }
         if (!v.canConvertToInt() || !v.isIntegralNumber()) {
-            throw new RequestException(ApiError.invalidRequest("'" + field + "' must be an integer.", field));
+            throw new RequestException(ApiError.invalidRequest("'" + field + "' must be an integer from 0 to "
+                    + Integer.MAX_VALUE + ".", field));
         }
         return v.intValue();
     }

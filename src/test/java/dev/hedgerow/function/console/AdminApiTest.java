@@ -182,6 +182,12 @@ class AdminApiTest {
                 .body("error.code", equalTo("invalid_json"))
                 .body("error.message", equalTo("We could not parse the JSON body of your request: Non-standard token"
                         + " 'NaN' (line 1, column 16)"));
+        // a number past an int's range is told the range, not that it "must be an integer" (found by hunt13)
+        for (String value : new String[] {"2147483648", "1e20", "1.5", "\"3\""}) {
+            admin().body("{\"members\": [{\"route\": \"duo-alpha\", \"priority\": " + value + "}]}")
+                    .put("/admin/groups/duo").then().statusCode(400).body("error.param", equalTo("priority"))
+                    .body("error.message", equalTo("'priority' must be an integer from 0 to 2147483647."));
+        }
         // a field of the wrong type is said to be one, not to be missing
         admin().body("{\"route\": \"duo-alpha\", \"verification\": 5}").put("/admin/routes/verification").then()
                 .statusCode(400).body("error.param", equalTo("verification"))
