@@ -331,12 +331,17 @@ public class AdminResource {
         }
     }
 
+    private static final java.util.regex.Pattern DATE = java.util.regex.Pattern.compile("[0-9]{4}-[0-9]{2}-[0-9]{2}");
+
     /** A {@code YYYY-MM-DD} query parameter (a 400 naming it otherwise, not the 404 JAX-RS gives). */
     private static LocalDate date(String raw, String param) {
         if (raw == null) {
             return null;
         }
         try {
+            if (!DATE.matcher(raw.trim()).matches()) {   // LocalDate also reads a signed year, -0001-01-01
+                throw new DateTimeParseException("not YYYY-MM-DD", raw, 0);
+            }
             return LocalDate.parse(raw.trim());
         } catch (DateTimeParseException e) {
             throw new RequestException(ApiError.invalidRequest("'" + param + "' must be a date written YYYY-MM-DD"

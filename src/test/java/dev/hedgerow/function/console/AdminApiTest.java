@@ -216,6 +216,8 @@ class AdminApiTest {
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=abc")));
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?limit=99999999999")));
         answers.add(Map.entry("400 invalid_request", admin().get("/admin/audit?type=bogus")));
+        // YYYY-MM-DD: a signed year, as LocalDate also reads one, is none (found by hunt13)
+        answers.add(Map.entry("400 invalid_request", admin().get("/admin/usage?from=-0001-01-01&to=-0001-01-02")));
         answers.add(Map.entry("404 not_found", given().get("/v1/audio/speech")));
         answers.add(Map.entry("404 not_found", given().auth().oauth2("k-acme").get("/v1/completions")));
         answers.add(Map.entry("405 method_not_allowed", given().get("/prober/run")));
