@@ -111,7 +111,53 @@ public final class ChatRequest implements ApiRequest {
                 throw new RequestException(ApiError.invalidRequest("'" + p + ".content' must not be an empty array "
                         + "for a " + role.asText() + " message.", p + ".content"));
             }
+            if (content != null && content.isArray()) {
+                validateParts(content, p + ".content");
+            }
+            validateToolFields(msg, role.asText(), p);
             i++;
+        }
+    }
+
+    /**
+     * Each content part is an object with a string {@code type}, and a text part's {@code text} is a string, as OpenAI
+     * requires: {@code [1, 2]} or {@code [{"type": "text", "text": 5}]} went upstream, where a lax provider answered
+     * something and OpenAI a 400 (found by hunt13). A part of a type Hedgerow does not know passes (a newer kind).
+     */
+    private static void validateParts(JsonNode parts, String p) {
+        for (int j = 0; j < parts.size(); j++) {
+            JsonNode part = parts.get(j);
+            String q = p + "[" + j + "]";
+            if (!part.isObject() || !part.path("type").isTextual()) {
+                throw new RequestException(ApiError.invalidRequest("'" + q + "' must be a content part: an object with"
+                        + " a string 'type' ('text', 'image_url', ...).", q));
+            }
+            if (part.get("type").asText().equals("text") && !part.path("text").isTextual()) {
+                throw new RequestException(ApiError.invalidRequest("'" + q + ".text' must be a string.", q + ".text"));
+            }
+        }
+    }
+
+    /**
+     * A tool message names the call it answers ({@code tool_call_id}, a string), and an assistant's {@code tool_calls}
+     * are an array of objects, as OpenAI requires (found by hunt13: both went upstream as sent).
+     */
+    private static void validateToolFields(JsonNode msg, String role, String p) {
+        if (role.equals("tool") && !msg.path("tool_call_id").isTextual()) {
+            throw new RequestException(ApiError.invalidRequest("'" + p + ".tool_call_id' is required for a tool"
+                    + " message: a string, the id of the call it answers.", p + ".tool_call_id"));
+        }
+        JsonNode calls = msg.get("tool_calls");
+        if (calls == null || calls.isNull()) {
+            return;
+        }
+        boolean ok = calls.isArray();
+        for (int j = 0; ok && j < calls.size(); j++) {
+            ok = calls.get(j).isObject();
+        }
+        if (!ok) {
+            throw new RequestException(ApiError.invalidRequest("'" + p + ".tool_calls' must be an array of objects.",
+                    p + ".tool_calls"));
         }
     }
 

@@ -95,7 +95,7 @@ final class RequestParameters {
         text(body, "service_tier");
         stop(body);
         logitBias(body);
-        arrayOfObjects(body, "tools");
+        tools(body);
         arrayOfObjects(body, "functions");
         toolChoice(body);
         responseFormat(body);
@@ -262,6 +262,26 @@ final class RequestParameters {
         }
         if (!ok) {
             throw wrong(field, "an array of objects");
+        }
+    }
+
+    /**
+     * {@code tools}: an array of objects, each function tool ({@code type} "function", or none) with a
+     * {@code function} object holding a string {@code name}, as OpenAI requires: a tool without a name cannot be
+     * called, and went upstream (found by hunt13). A tool of another type passes (a provider's own kind).
+     */
+    private static void tools(ObjectNode body) {
+        arrayOfObjects(body, "tools");
+        JsonNode tools = present(body, "tools");
+        for (int i = 0; tools != null && i < tools.size(); i++) {
+            JsonNode t = tools.get(i);
+            JsonNode type = t.get("type");
+            if (type != null && !type.isTextual()) {
+                throw wrong("tools[" + i + "].type", "a string");
+            }
+            if ((type == null || type.asText().equals("function")) && !t.path("function").path("name").isTextual()) {
+                throw wrong("tools[" + i + "].function.name", "a string, the function's name");
+            }
         }
     }
 

@@ -52,7 +52,7 @@ class GatewayFoundationTest {
                   - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }
                   - { id: beta, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
                 routes:
-                  - { alias: chat, provider: alpha, model: alpha-model }
+                  - { alias: chat, provider: alpha, model: alpha-model, capabilities: [tools] }
                   - { alias: quiet, provider: beta, model: beta-quiet }
                   - { alias: slow, provider: beta, model: beta-slow }
                   - { alias: think, provider: alpha, model: alpha-think }
@@ -334,6 +334,46 @@ class GatewayFoundationTest {
             statuses.add(other.statusCode());
         }
         assertEquals(List.of(200, 404, 405, 404, 413), statuses);
+    }
+
+    /**
+     * Content parts, tools and tool messages of shapes OpenAI refuses are refused before any provider is called,
+     * naming the field, where they went upstream and a lax provider answered them (found by hunt13); the shapes
+     * OpenAI takes, and a part or tool of a type Hedgerow does not know, are served.
+     */
+    @Test
+    void malformedPartsToolsAndToolMessagesAreRefusedNamingTheField() {
+        String user = "{\"role\":\"user\",\"content\":\"x\"}";
+        Map<String, String> refused = new java.util.LinkedHashMap<>();
+        refused.put("\"messages\":[{\"role\":\"user\",\"content\":[1,2]}]", "messages[0].content[0]");
+        refused.put("\"messages\":[{\"role\":\"user\",\"content\":[null]}]", "messages[0].content[0]");
+        refused.put("\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"},"
+                + "[{\"type\":\"text\",\"text\":\"x\"}]]}]", "messages[0].content[1]");
+        refused.put("\"messages\":[{\"role\":\"user\",\"content\":[{\"text\":\"x\"}]}]", "messages[0].content[0]");
+        refused.put("\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":5}]}]",
+                "messages[0].content[0].text");
+        refused.put("\"messages\":[" + user + ",{\"role\":\"tool\",\"content\":\"42\"}]", "messages[1].tool_call_id");
+        refused.put("\"messages\":[" + user + ",{\"role\":\"assistant\",\"tool_calls\":\"f()\"}]",
+                "messages[1].tool_calls");
+        refused.put("\"messages\":[" + user + "],\"tools\":[{\"type\":\"function\",\"function\":{}}]",
+                "tools[0].function.name");
+        refused.put("\"messages\":[" + user + "],\"tools\":[{\"type\":5}]", "tools[0].type");
+        long before = gw.sim("alpha").stats("alpha-model").received();
+        refused.forEach((fields, param) -> given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"chat\"," + fields + "}").post("/v1/chat/completions").then().statusCode(400)
+                .body("error.type", equalTo("invalid_request_error")).body("error.param", equalTo(param)));
+        assertEquals(before, gw.sim("alpha").stats("alpha-model").received(), "no refused request went upstream");
+        for (String fields : List.of(
+                "\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\"},"
+                        + "{\"type\":\"input_audio\",\"input_audio\":{\"data\":\"\",\"format\":\"wav\"}}]}]",
+                "\"messages\":[" + user + ",{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\","
+                        + "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},"
+                        + "{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"42\"}]",
+                "\"messages\":[" + user + "],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}},"
+                        + "{\"type\":\"web_search\"}]")) {
+            given().auth().oauth2("k-acme").contentType("application/json").body("{\"model\":\"chat\"," + fields + "}")
+                    .post("/v1/chat/completions").then().statusCode(200);
+        }
     }
 
     @Test
