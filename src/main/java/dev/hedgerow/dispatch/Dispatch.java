@@ -739,12 +739,14 @@ final class Dispatch {
             }
         }
         if (d == null) {
+            endSoonAfterUsage(a, usageHere);
             return;
         }
         String finish = d.finish();
         if (finish != null && a.finishReason == null) {
             a.finishReason = finish;
         }
+        endSoonAfterUsage(a, usageHere);
         if (d.substantive() || finish != null) {
             lastActivityNanos = deps.ticker().nanos();   // progress
         }
@@ -1007,6 +1009,27 @@ final class Dispatch {
         if (a == winner) {
             midStreamFailure(a, failure == null ? "eof_before_finish" : "transport_" + failure.kind().name()
                     .toLowerCase(), failure == null ? "stream ended before a finish_reason" : failure.detail());
+        }
+    }
+
+    /**
+     * An upstream that sent its finish (every choice's) and then its usage has nothing left to send but {@code [DONE]}:
+     * one that stays open after them is hung up on after {@link #AFTER_USAGE}, not after {@code stall_floor}, and the
+     * client's last chunk and {@code [DONE]} go out then (found by hunt12: they came 5 s after the text).
+     */
+    private void endSoonAfterUsage(Attempt a, boolean usageHere) {
+        if (usageHere && a == winner && a.finishReason != null && !finished) {
+            stallTimer.cancel();
+            stallTimer = deps.scheduler().schedule(AFTER_USAGE, () -> endAfterUsage(a));
+        }
+    }
+
+    /** How long an upstream that sent its finish and usage is waited for to end its stream. */
+    static final Duration AFTER_USAGE = Duration.ofSeconds(1);
+
+    private synchronized void endAfterUsage(Attempt a) {
+        if (!finished && a == winner && a.live) {
+            complete(a, true);
         }
     }
 

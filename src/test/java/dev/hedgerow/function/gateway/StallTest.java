@@ -57,6 +57,8 @@ class StallTest {
                   - { alias: spent, provider: b, model: m-commit, priority: 2, capabilities: [prefill] }
                   - { alias: beat, provider: a, model: m-beat, priority: 1, capabilities: [prefill] }
                   - { alias: beat, provider: b, model: m-beat, priority: 2, capabilities: [prefill] }
+                  - { alias: lingers, provider: a, model: m-linger, priority: 1, capabilities: [prefill] }
+                  - { alias: lingers, provider: b, model: m-linger, priority: 2, capabilities: [prefill] }
                   - { alias: blank, provider: a, model: m-blank, priority: 1, capabilities: [prefill] }
                   - { alias: blank, provider: b, model: m-blank, priority: 2, capabilities: [prefill] }
                 groups:
@@ -64,6 +66,7 @@ class StallTest {
                   beat: { strategy: priority, stall_floor: 300ms }
                   blank: { strategy: priority, stall_floor: 300ms }
                   whole: { strategy: priority, stall_floor: 300ms }
+                  lingers: { strategy: priority, stall_floor: 60s }
                   ponder: { strategy: priority, stall_floor: 300ms }
                   muse: { strategy: priority, stall_floor: 300ms }
                   committed: { strategy: priority, stall_floor: 300ms, resume_mid_stream: false, read_timeout: 3s,
@@ -83,10 +86,10 @@ class StallTest {
         gw = GatewayHarness.start(YAML, Map.of(
                 "a", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder)
                         .withModel("m-muse", muse).withModel("m-commit", text).withModel("m-beat", text)
-                        .withModel("m-blank", text),
+                        .withModel("m-blank", text).withModel("m-linger", text),
                 "b", SimConfig.of(SEED).withModel("m-text", text).withModel("m-ponder", ponder)
                         .withModel("m-muse", muse).withModel("m-commit", text).withModel("m-beat", text)
-                        .withModel("m-blank", text)));
+                        .withModel("m-blank", text).withModel("m-linger", text)));
         RestAssured.baseURI = gw.baseUrl();
     }
 
@@ -166,6 +169,31 @@ class StallTest {
         assertEquals("whole-a", trail.get(0).path("route").asText(), trail.toString());
         assertEquals(resumedBefore, gw.sim("b").stats("m-text").received(), "nothing to resume");
         eventually(() -> gw.sim("a").stats("m-text").cancelled() > cancelledBefore, "the open upstream is hung up on");
+    }
+
+    /**
+     * A stream that sent its finish and its usage but neither [DONE] nor its close is ended a second later, not after
+     * stall_floor (60 s here): its client's last chunk and [DONE] came that much after the text (found by hunt12). The
+     * bound on the wait only stops a hang: the old behaviour took the whole 60 s (checked: it times out at 30 s).
+     */
+    @Test
+    void aStreamLeftOpenAfterItsFinishAndUsageEndsWithoutWaitingOutTheStallFloor() throws Exception {
+        gw.sim("a").enqueue("m-linger", Fault.hangAfterFinish());
+        long cancelledBefore = gw.sim("a").stats("m-linger").cancelled();
+        java.net.http.HttpResponse<String> r = java.net.http.HttpClient.newHttpClient().sendAsync(
+                java.net.http.HttpRequest.newBuilder(java.net.URI.create(gw.baseUrl() + "/v1/chat/completions"))
+                        .header("Authorization", "Bearer k-acme").header("Content-Type", "application/json")
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofString("{\"model\":\"lingers\",\"stream\":"
+                                + "true,\"messages\":[{\"role\":\"user\",\"content\":\"finished, then silence\"}]}"))
+                        .build(), java.net.http.HttpResponse.BodyHandlers.ofString())
+                .get(30, java.util.concurrent.TimeUnit.SECONDS);
+        String out = r.body();
+        assertEquals(SimText.expected(SEED, "finished, then silence", LENGTH), Sse.content(out));
+        assertTrue(out.endsWith("data: [DONE]\n\n"), out);
+        JsonNode trail = Sse.trail(out);
+        assertEquals(1, trail.size(), trail.toString());
+        assertEquals("success", trail.get(0).path("outcome").asText(), trail.toString());
+        eventually(() -> gw.sim("a").stats("m-linger").cancelled() > cancelledBefore, "the open upstream is hung up on");
     }
 
     @Test
