@@ -2,15 +2,10 @@ package dev.hedgerow.function.gateway;
 
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
-import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.CachingStateStore;
 import dev.hedgerow.testsupport.GatewayHarness;
-import dev.hedgerow.testsupport.RedisServer;
-import dev.hedgerow.testsupport.RedisStores;
+import dev.hedgerow.testsupport.GatewayPair;
 import dev.hedgerow.time.Ticker;
-import io.vertx.core.Vertx;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.net.URI;
@@ -46,31 +41,15 @@ class FleetRotationTest {
                   duo: { strategy: weighted, hedging: false }
             """;
 
-    static RedisServer redis;
-    static Vertx vertx;
-    static Map<String, SimServer> sims;
     static final HttpClient http = HttpClient.newHttpClient();
 
-    @BeforeAll
-    static void start() {
-        redis = RedisServer.start();
-        vertx = Vertx.vertx();
+    /** Two instances on a private Redis, each on its own production snapshot cache. */
+    static GatewayPair fleet() {
         ModelScript fast = ModelScript.defaults().withLength(2).withLatency(ModelScript.Latency.of(0, 0));
-        sims = GatewayHarness.startSims(vertx, Map.of(
-                "alpha", SimConfig.of(3).withApiKey("sk-alpha").withModel("m", fast),
-                "beta", SimConfig.of(3).withApiKey("sk-beta").withModel("m", fast)));
-    }
-
-    @AfterAll
-    static void stop() {
-        sims.values().forEach(SimServer::close);
-        vertx.close().toCompletionStage().toCompletableFuture().join();
-        redis.close();
-    }
-
-    static GatewayHarness instance() {
-        return GatewayHarness.start(vertx, YAML, sims, new CachingStateStore(
-                RedisStores.standalone(vertx, redis.url()), Duration.ofMillis(50), Ticker.system()));
+        return GatewayPair.onPrivateRedis(YAML, Map.of(
+                        "alpha", SimConfig.of(3).withApiKey("sk-alpha").withModel("m", fast),
+                        "beta", SimConfig.of(3).withApiKey("sk-beta").withModel("m", fast)),
+                store -> new CachingStateStore(store, Duration.ofMillis(50), Ticker.system()));
     }
 
     static String servedBy(GatewayHarness gw) throws Exception {
@@ -85,7 +64,9 @@ class FleetRotationTest {
 
     @Test
     void twoInstancesAreNotInStepOnTheGroupsRotation() throws Exception {
-        try (GatewayHarness a = instance(); GatewayHarness b = instance()) {
+        try (GatewayPair fleet = fleet()) {
+            GatewayHarness a = fleet.gw1();
+            GatewayHarness b = fleet.gw2();
             int rounds = 400;
             int inStep = 0;
             Map<String, Integer> served = new HashMap<>();

@@ -6,15 +6,14 @@ import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
-import dev.hedgerow.sim.SimServer;
 import dev.hedgerow.state.BatchingStateStore;
 import dev.hedgerow.state.CachingStateStore;
 import dev.hedgerow.state.StateKeys;
 import dev.hedgerow.testsupport.GatewayHarness;
+import dev.hedgerow.testsupport.GatewayPair;
 import dev.hedgerow.testsupport.RedisServer;
 import dev.hedgerow.testsupport.Resp;
 import dev.hedgerow.time.Ticker;
-import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -48,32 +47,24 @@ class SharedLearningTest {
             """;
 
     static RedisServer redis;
-    static Vertx vertx;
-    static Map<String, SimServer> sims;
     static final HttpClient http = HttpClient.newHttpClient();
 
     @BeforeAll
     static void start() {
         redis = RedisServer.start();
-        vertx = Vertx.vertx();
-        ModelScript fast = ModelScript.defaults().withLength(2).withLatency(ModelScript.Latency.of(5, 0));
-        sims = GatewayHarness.startSims(vertx, Map.of("alpha", SimConfig.of(5).withApiKey("sk-alpha")
-                .withModel("m", fast)));
     }
 
     @AfterAll
     static void stop() {
-        sims.values().forEach(SimServer::close);
-        vertx.close().toCompletionStage().toCompletableFuture().join();
         redis.close();
     }
 
-    /** An instance as production assembles it: HedgerowApp's Redis store, batched writes, cached snapshots. */
-    static GatewayHarness instance() {
-        return GatewayHarness.start(vertx, YAML, sims, new CachingStateStore(
-                new BatchingStateStore(HedgerowApp.redisStore(vertx, redis.url(), false), new VertxScheduler(vertx),
-                        Duration.ofMillis(20)),
-                Duration.ofMillis(50), Ticker.system()));
+    /** Two instances as production assembles each: HedgerowApp's Redis store, batched writes, cached snapshots. */
+    static GatewayPair fleet() {
+        ModelScript fast = ModelScript.defaults().withLength(2).withLatency(ModelScript.Latency.of(5, 0));
+        return GatewayPair.on(YAML, Map.of("alpha", SimConfig.of(5).withApiKey("sk-alpha").withModel("m", fast)),
+                vertx -> new CachingStateStore(new BatchingStateStore(HedgerowApp.redisStore(vertx, redis.url(), false),
+                        new VertxScheduler(vertx), Duration.ofMillis(20)), Duration.ofMillis(50), Ticker.system()));
     }
 
     static void stream(GatewayHarness gw, int i) throws Exception {
@@ -96,7 +87,9 @@ class SharedLearningTest {
 
     @Test
     void everyFirstTokenEitherInstanceSawIsInTheSharedModel() throws Exception {
-        try (GatewayHarness a = instance(); GatewayHarness b = instance()) {
+        try (GatewayPair fleet = fleet()) {
+            GatewayHarness a = fleet.gw1();
+            GatewayHarness b = fleet.gw2();
             for (int i = 0; i < 10; i++) {
                 stream(a, 2 * i);
                 stream(b, 2 * i + 1);
