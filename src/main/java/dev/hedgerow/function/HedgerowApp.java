@@ -67,6 +67,12 @@ public class HedgerowApp {
     @ConfigProperty(name = "hedgerow.redis.cluster", defaultValue = "false")
     boolean redisCluster;
 
+    @ConfigProperty(name = "hedgerow.redis.tls-ca")
+    Optional<String> redisTlsCa;
+
+    @ConfigProperty(name = "hedgerow.redis.tls-verify-host", defaultValue = "true")
+    boolean redisTlsVerifyHost;
+
     @ConfigProperty(name = "hedgerow.function")
     Optional<String> function;
 
@@ -278,7 +284,9 @@ public class HedgerowApp {
         }
         stateMode = redisCluster ? "redis-cluster" : "redis";
         clusterSeedWarning(redisUrl.get(), redisCluster).ifPresent(w -> LOG.log(System.Logger.Level.WARNING, w));
-        shared = redisStore(vertx, redisUrl.get(), redisCluster);
+        // a CA file that cannot be read stops startup (HedgerowSettings)
+        shared = redisStore(vertx, redisUrl.get(), redisCluster,
+                new RedisTls(redisTlsCa.filter(f -> !f.isBlank()), redisTlsVerifyHost));
         StateStore store = shared;
         if (positive(writeBatch)) {
             batching = new BatchingStateStore(store, scheduler, writeBatch);
@@ -323,7 +331,12 @@ public class HedgerowApp {
      * Redis behind a {@link ResilientStateStore}, so an outage falls back to local state instead of failing requests.
      */
     public static ResilientStateStore redisStore(Vertx vertx, String urls, boolean cluster) {
-        RedisOptions options = redisOptions(urls, cluster);
+        return redisStore(vertx, urls, cluster, RedisTls.DEFAULTS);
+    }
+
+    /** As above, {@code rediss://} connections made as {@code tls} says. */
+    public static ResilientStateStore redisStore(Vertx vertx, String urls, boolean cluster, RedisTls tls) {
+        RedisOptions options = redisOptions(urls, cluster, tls);
         io.vertx.mutiny.redis.client.Redis redis = io.vertx.mutiny.redis.client.Redis.createClient(
                 io.vertx.mutiny.core.Vertx.newInstance(vertx), options);
         return new ResilientStateStore(new RedisStateStore(redis, options.getType()),
@@ -343,14 +356,34 @@ public class HedgerowApp {
                 + " endpoint that resolves to several nodes is fine)") : Optional.empty();
     }
 
+    /**
+     * How {@code rediss://} connections are made: the certificate authorities trusted ({@code caFile}, a PEM file;
+     * empty: the JVM's own, which hold the public ones a managed Redis such as ElastiCache uses), and whether the
+     * server's certificate must name the host connected to ({@code verifyHost}; off only for a Redis reached by an
+     * address its certificate does not name). Vert.x 4.5 refuses every TLS connection whose client has not said
+     * which hostname check it wants, so without this no {@code rediss://} URL ever connected and an instance served
+     * on local state for good, its readiness saying only "degraded" (found by hunt15).
+     */
+    public record RedisTls(Optional<String> caFile, boolean verifyHost) {
+        public static final RedisTls DEFAULTS = new RedisTls(Optional.empty(), true);
+    }
+
     /** The Redis client's options for {@link #redisStore}: its pool, and the read-idle timer with its recycling. */
     static RedisOptions redisOptions(String urls, boolean cluster) {
+        return redisOptions(urls, cluster, RedisTls.DEFAULTS);
+    }
+
+    static RedisOptions redisOptions(String urls, boolean cluster, RedisTls tls) {
         RedisOptions options = new RedisOptions().setMaxPoolSize(64).setMaxPoolWaiting(4096)
                 .setMaxWaitingHandlers(8192).setPoolRecycleTimeout((int) REDIS_RECYCLE.toMillis())
                 .setPoolCleanerInterval((int) REDIS_CLEANER.toMillis());
         options.getNetClientOptions().setReadIdleTimeout((int) REDIS_READ_IDLE.toMillis())
                 .setIdleTimeoutUnit(TimeUnit.MILLISECONDS);
         options.setType(cluster ? RedisClientType.CLUSTER : RedisClientType.STANDALONE);
+        // "HTTPS": the certificate must name the host (RFC 2818), as a browser checks; "" checks nothing, said so
+        options.getNetClientOptions().setHostnameVerificationAlgorithm(tls.verifyHost() ? "HTTPS" : "");
+        tls.caFile().ifPresent(ca -> options.getNetClientOptions()
+                .setTrustOptions(new io.vertx.core.net.PemTrustOptions().addCertPath(ca)));
         for (String url : urls.split(",")) {
             if (!url.isBlank()) {
                 options.addConnectionString(url.trim());

@@ -52,6 +52,8 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
         TEXT,
         /** Free text that is never echoed in an error. */
         SECRET,
+        /** The path of a file the process can read (a certificate authority's PEM file). */
+        FILE,
         /** {@code true} or {@code false} in any case (or what SmallRye's converter also reads: yes/no, on/off, 1/0, y/n). */
         FLAG,
         /** A whole number that fits an {@code int}. */
@@ -84,6 +86,8 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
             new Setting("hedgerow.config", Kind.TEXT),
             new Setting("redis.url", Kind.REDIS_URLS),
             new Setting("hedgerow.redis.cluster", Kind.FLAG),
+            new Setting("hedgerow.redis.tls-ca", Kind.FILE),
+            new Setting("hedgerow.redis.tls-verify-host", Kind.FLAG),
             new Setting("hedgerow.function", Kind.FUNCTIONS),
             new Setting("hedgerow.catalog.poll", Kind.DURATION),
             new Setting("hedgerow.secret-key", Kind.SECRET_KEY),
@@ -243,6 +247,10 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
             }
             case FLAG -> {
                 return FLAGS.contains(value.toLowerCase(Locale.ROOT)) ? null : "expected true or false";
+            }
+            case FILE -> {
+                return java.nio.file.Files.isReadable(java.nio.file.Path.of(value)) ? null
+                        : "no such file, or it cannot be read";
             }
             case INT, LONG -> {
                 try {

@@ -61,7 +61,7 @@ class HedgerowSettingsTest {
         } else if (t == Duration.class) {
             return Set.of(Kind.DURATION);
         }
-        return Set.of(Kind.TEXT, Kind.SECRET, Kind.FUNCTIONS, Kind.REDIS_URLS, Kind.SECRET_KEY);
+        return Set.of(Kind.TEXT, Kind.SECRET, Kind.FILE, Kind.FUNCTIONS, Kind.REDIS_URLS, Kind.SECRET_KEY);
     }
 
     @Test
@@ -78,7 +78,8 @@ class HedgerowSettingsTest {
                 {"FUNCTIONS", "gateway, prober"}, {"FUNCTIONS", "all"},
                 {"REDIS_URLS", "redis://127.0.0.1:6379"}, {"REDIS_URLS", "rediss://:pw@cache:6380/0"},
                 {"REDIS_URLS", "redis://a:7000,redis://b:7001"},
-                {"SECRET_KEY", "aGVkZ2Vyb3ctdGVzdC1zZWNyZXQta2V5LTMyYnl0ZXM="}, {"TEXT", "anything"}}) {
+                {"SECRET_KEY", "aGVkZ2Vyb3ctdGVzdC1zZWNyZXQta2V5LTMyYnl0ZXM="}, {"TEXT", "anything"},
+                {"FILE", "pom.xml"}}) {
             assertNull(HedgerowSettings.problem(Kind.valueOf(ok[0]), ok[1]), ok[0] + " " + ok[1]);
         }
     }
@@ -88,7 +89,8 @@ class HedgerowSettingsTest {
         for (String[] bad : new String[][]{{"FLAG", "banana"}, {"FLAG", "ture"}, {"FLAG", "enabled"}, {"INT", "3000000000"}, {"LONG", "8M"},
                 {"DURATION", "soon"}, {"FUNCTIONS", "gateway,router"}, {"REDIS_URLS", "localhost:6379"},
                 {"REDIS_URLS", "redis://h:port"}, {"REDIS_URLS", "http://h:6379"}, {"REDIS_URLS", "redis://h:1/x"},
-                {"REDIS_URLS", "unix:///run/redis.sock"}, {"SECRET_KEY", "not base64!"}}) {
+                {"REDIS_URLS", "unix:///run/redis.sock"}, {"SECRET_KEY", "not base64!"},
+                {"FILE", "/nonexistent/ca.pem"}}) {
             assertTrue(HedgerowSettings.problem(Kind.valueOf(bad[0]), bad[1]) != null, bad[0] + " " + bad[1]);
         }
     }

@@ -41,7 +41,8 @@ class InvalidSettingsStartupTest {
                     "HEDGEROW_PROBER_CONCURRENCY", "four",
                     "HEDGEROW_STATE_WRITE_BATCH", "soon",
                     "REDIS_URL", "redis://:" + PASSWORD + "@cache.internal:port",
-                    "HEDGEROW_SECRET_KEY", "c2hvcnQ=")));
+                    "HEDGEROW_SECRET_KEY", "c2hvcnQ=",
+                    "HEDGEROW_REDIS_TLS_CA", "/nonexistent/redis-ca.pem")));
         }
 
         @Override
@@ -54,13 +55,15 @@ class InvalidSettingsStartupTest {
     @Launch(value = {}, exitCode = 1)
     void invalidVariablesAreNamedWithWhatTheyTakeAndTheProcessStops(LaunchResult result) {
         String all = result.getOutput() + "\n" + result.getErrorOutput();
-        assertTrue(all.contains("Hedgerow stops: 5 settings are invalid (an empty value means the default):"), all);
+        assertTrue(all.contains("Hedgerow stops: 6 settings are invalid (an empty value means the default):"), all);
         for (String line : new String[]{
                 "HEDGEROW_JIT_IDLE_PRIORITY=\"banana\" (hedgerow.jit.idle-priority): expected true or false",
                 "HEDGEROW_PROBER_CONCURRENCY=\"four\" (hedgerow.prober.concurrency): expected a whole number",
                 "HEDGEROW_STATE_WRITE_BATCH=\"soon\" (hedgerow.state.write-batch): expected a duration",
                 "REDIS_URL=\"redis://***@cache.internal:port\" (redis.url): expected redis://host:port",
-                "HEDGEROW_SECRET_KEY (hedgerow.secret-key): must decode to 32 bytes (AES-256), not 5"}) {
+                "HEDGEROW_SECRET_KEY (hedgerow.secret-key): must decode to 32 bytes (AES-256), not 5",
+                "HEDGEROW_REDIS_TLS_CA=\"/nonexistent/redis-ca.pem\" (hedgerow.redis.tls-ca): no such file, or it cannot"
+                        + " be read"}) {
             assertTrue(all.contains(line), line + " in:\n" + all);
         }
         assertFalse(all.contains(PASSWORD), "no secret in:\n" + all);

@@ -147,18 +147,24 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
     private String metricsToken = METRICS_TOKEN;
     /** Init arg naming the prober token the app is given; empty: none (a deployment that never set one). */
     public static final String PROBER_TOKEN_ARG = "prober-token";
+    /** An init arg: "true" runs the app on a Redis it reaches with TLS only ({@link TlsRedis}). */
+    public static final String TLS_ARG = "tls";
     private String proberToken = PROBER_TOKEN;
+    private boolean tls;
+    private TlsRedis tlsRedis;
 
     @Override
     public void init(Map<String, String> initArgs) {
         metricsToken = initArgs.getOrDefault(METRICS_TOKEN_ARG, METRICS_TOKEN);
         proberToken = initArgs.getOrDefault(PROBER_TOKEN_ARG, PROBER_TOKEN);
+        tls = "true".equals(initArgs.get(TLS_ARG));
     }
 
     @Override
     public Map<String, String> start() {
         vertx = Vertx.vertx();
-        redis = RedisServer.start();
+        tlsRedis = tls ? TlsRedis.start() : null;
+        redis = tls ? tlsRedis.server() : RedisServer.start();
         ModelScript fast = ModelScript.defaults().withLength(24).withLatency(ModelScript.Latency.of(10, 400));
         SIMS.put("alpha", SimServer.startBlocking(vertx, SimConfig.of(SEED).withApiKey("sk-alpha")
                 .withModel("kimi-a", fast).withModel("solo-a", fast).withModel("sdk-a", fast)
@@ -181,7 +187,10 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             Files.writeString(file, yaml);
             Map<String, String> cfg = new HashMap<>();
             cfg.put("hedgerow.config", file.toString());
-            cfg.put("redis.url", redis.url());
+            cfg.put("redis.url", tls ? tlsRedis.url() : redis.url());
+            if (tls) {
+                cfg.put("hedgerow.redis.tls-ca", tlsRedis.caFile());
+            }
             cfg.put("hedgerow.prober.interval", "0s");
             cfg.put("hedgerow.prober.min-interval", "0s");
             cfg.put("hedgerow.prober.verify-every", "0s");
@@ -202,7 +211,9 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
     public void stop() {
         SIMS.values().forEach(SimServer::close);
         SIMS.clear();
-        if (redis != null) {
+        if (tlsRedis != null) {
+            tlsRedis.close();
+        } else if (redis != null) {
             redis.close();
         }
         if (vertx != null) {

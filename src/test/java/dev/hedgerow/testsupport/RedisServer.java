@@ -171,11 +171,11 @@ public final class RedisServer implements AutoCloseable {
                 return f.getAbsolutePath();
             }
         }
-        throw new IllegalStateException(name + " not found on PATH: install it with `apt-get install -y redis-server`"
-                + " (scripts/redis install does this; scripts/test installs it before the tests)");
+        throw new IllegalStateException(name + " not found on PATH: install it with `apt-get install -y "
+                + (name.startsWith("redis") ? "redis-server" : name) + "` (scripts/test installs it before the tests)");
     }
 
-    private static int freePort(boolean clusterBus) {
+    static int freePort(boolean clusterBus) {
         for (int i = 0; i < 50; i++) {
             int port = bindable(0);
             if (port == 6379 || port == 16379) {
