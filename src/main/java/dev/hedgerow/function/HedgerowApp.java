@@ -346,11 +346,15 @@ public class HedgerowApp {
     /**
      * What to tell an operator who gave a Redis Cluster one node: the client learns the cluster from the nodes listed
      * only, so while that one is down the instance serves on local state, even once a replica has taken its place
-     * (found by hunt7). Nothing when several are listed, or the Redis is not a cluster.
+     * (found by hunt7). Nothing when several are listed, or the Redis is not a cluster, or the one is an ElastiCache
+     * Serverless endpoint ({@code *.serverless.*.cache.amazonaws.com}), which is one endpoint by design and the
+     * shipped AWS stack's (the warning greeted every Lambda cold start; found by hunt15).
      */
     static Optional<String> clusterSeedWarning(String urls, boolean cluster) {
-        long nodes = java.util.Arrays.stream(urls.split(",")).filter(u -> !u.isBlank()).count();
-        return cluster && nodes == 1 ? Optional.of("REDIS_URL names one node of the Redis Cluster: the client learns the"
+        List<String> listed = java.util.Arrays.stream(urls.split(",")).filter(u -> !u.isBlank()).toList();
+        boolean serverless = listed.size() == 1
+                && listed.get(0).matches("(?i)rediss?://([^@/]*@)?[^/:@]+\\.serverless\\.[^/:@]+\\.cache\\.amazonaws\\.com(:\\d+)?/?.*");
+        return cluster && listed.size() == 1 && !serverless ? Optional.of("REDIS_URL names one node of the Redis Cluster: the client learns the"
                 + " cluster from that node alone, so while it is down this instance serves on local state, even once"
                 + " a replica has taken over. List several nodes, comma-separated (a managed cluster's configuration"
                 + " endpoint that resolves to several nodes is fine)") : Optional.empty();

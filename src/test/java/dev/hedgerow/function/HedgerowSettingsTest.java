@@ -103,5 +103,10 @@ class HedgerowSettingsTest {
         assertTrue(HedgerowApp.clusterSeedWarning("redis://10.0.0.1:7000, ", true).isPresent(), "a blank entry is none");
         assertTrue(HedgerowApp.clusterSeedWarning("redis://10.0.0.1:7000,redis://10.0.0.2:7000", true).isEmpty());
         assertTrue(HedgerowApp.clusterSeedWarning("redis://10.0.0.1:6379", false).isEmpty());
+        // ElastiCache Serverless: one endpoint by design, the shipped AWS stack's (found by hunt15)
+        assertTrue(HedgerowApp.clusterSeedWarning("rediss://hedgerow-state-abc123.serverless.euw1.cache.amazonaws.com:6379",
+                true).isEmpty());
+        assertTrue(HedgerowApp.clusterSeedWarning("rediss://clustercfg.hedgerow.abc123.euw1.cache.amazonaws.com:6379",
+                true).isPresent(), "a configuration endpoint of a cluster with nodes is still one node named");
     }
 }

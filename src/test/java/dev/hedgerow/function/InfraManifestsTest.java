@@ -356,6 +356,16 @@ class InfraManifestsTest {
                 .path(0).asText());
     }
 
+    /**
+     * The schedule runs the prober's rounds on Lambda, not its in-process timer: the timer fired as a frozen
+     * environment thawed, took the round lock before the schedule's event and was frozen again mid-probe, its probes
+     * measuring the freeze (found by hunt15).
+     */
+    @Test
+    void samProberRunsRoundsOnTheScheduleOnly() {
+        assertEquals("0s", samEnv(samFunctionId("prober")).get("HEDGEROW_PROBER_INTERVAL").asText());
+    }
+
     @Test
     void samStateIsElastiCacheInTheFunctionsVpcAsACluster() {
         JsonNode t = sam();
