@@ -36,7 +36,7 @@ public final class Router {
      * {@code fail} excludes the route unless an operator's verdict ({@link #OPERATOR_VERIFICATION}) is set. The
      * operator's blob names are declared in {@link RouteFlags}.
      */
-    public static final String VERIFICATION = "verification";
+    public static final String VERIFICATION = RouteFlags.PROBER_VERIFICATION;
     /**
      * Route blob set by the console ({@code PUT /admin/routes/verification}), kept until the operator clears it
      * (which writes {@link RouteFlags#NO_VERDICT}): while it is set it is the route's verification, whatever the

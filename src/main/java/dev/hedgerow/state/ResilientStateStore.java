@@ -131,6 +131,13 @@ public final class ResilientStateStore implements StateStore {
     private final Map<FlagKey, BlobWrite> pendingFlags = new ConcurrentHashMap<>();
     /** Operator flags ({@link RouteFlags}) as the shared store last showed them, by route, then name. */
     private final Map<String, Map<String, String>> seenFlags = new ConcurrentHashMap<>();
+    /**
+     * The prober's verification verdict of each route as the shared store last showed it, laid over the local store's
+     * snapshots during an outage (unless the local store has one of its own, given since): a route failing
+     * verification served the wrong model to every client while Redis was down (found by hunt14). Never written
+     * back: the prober gives it again, and it expires there.
+     */
+    private final Map<String, String> seenVerdicts = new ConcurrentHashMap<>();
     /** Flags being written back ({@link #restoreLost}), so that concurrent snapshots write each once. */
     private final Set<FlagKey> restoring = ConcurrentHashMap.newKeySet();
     private final AtomicLong restoredFlags = new AtomicLong();
@@ -489,6 +496,12 @@ public final class ResilientStateStore implements StateStore {
         for (Map.Entry<String, RouteSnapshot> e : snapshots.entrySet()) {
             String routeId = e.getKey();
             RouteSnapshot s = e.getValue();
+            String verdict = s.blobs().get(RouteFlags.PROBER_VERIFICATION);
+            if (verdict == null) {
+                seenVerdicts.remove(routeId);   // expired, or never given: none to hold through an outage
+            } else if (!verdict.equals(seenVerdicts.get(routeId))) {
+                seenVerdicts.put(routeId, verdict);
+            }
             Map<String, String> seen = seenFlags.get(routeId);
             Map<String, String> lost = null;
             for (String name : RouteFlags.NAMES) {
@@ -548,12 +561,16 @@ public final class ResilientStateStore implements StateStore {
      * back in force at the next one, over every verdict given since.
      */
     private Map<String, RouteSnapshot> withFlagsHeld(Map<String, RouteSnapshot> snapshots) {
-        if (seenFlags.isEmpty() && pendingFlags.isEmpty()) {
+        if (seenFlags.isEmpty() && pendingFlags.isEmpty() && seenVerdicts.isEmpty()) {
             return snapshots;
         }
         Map<String, RouteSnapshot> out = new HashMap<>(snapshots);
         out.replaceAll((routeId, s) -> {
             Map<String, String> held = heldFlags(routeId);
+            String verdict = seenVerdicts.get(routeId);
+            if (verdict != null && !s.blobs().containsKey(RouteFlags.PROBER_VERIFICATION)) {
+                held.put(RouteFlags.PROBER_VERIFICATION, verdict);
+            }
             return held.isEmpty() ? s : s.withBlobs(held);
         });
         return out;

@@ -20,6 +20,12 @@ public final class RouteFlags {
     public static final String OPERATOR_VERIFICATION = "verification_operator";
     public static final String NO_VERDICT = "none";
 
+    /**
+     * The prober's verification verdict ({@code pass} or {@code fail:<why>}, with a TTL): no operator flag (never
+     * written back), but held through an outage as the shared store last showed it ({@link ResilientStateStore}).
+     */
+    public static final String PROBER_VERIFICATION = "verification";
+
     /** Every flag's name. */
     public static final List<String> NAMES = List.of(STANDING, OPERATOR_VERIFICATION);
 

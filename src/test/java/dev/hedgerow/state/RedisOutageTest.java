@@ -297,6 +297,34 @@ class RedisOutageTest {
         assertEquals("good", Resp.command(redis.port(), "GET", key));
     }
 
+    /**
+     * A route failing the prober's verification stays out while Redis is down: the verdict lives in Redis (with a TTL)
+     * and the local store never had it, so during an outage the route served the wrong model to every client (found
+     * by hunt14). Each instance holds the verdict the shared store last showed it.
+     */
+    @Test
+    void aRouteFailingVerificationStaysOutWhileRedisIsDown() {
+        storeA.putRouteBlob("acme/chat-alpha", RouteFlags.PROBER_VERIFICATION, "fail:served model is not alpha-model",
+                Duration.ofMinutes(10)).await().atMost(Duration.ofSeconds(5));
+        for (GatewayHarness gw : List.of(a, b)) {
+            for (int i = 0; i < 4; i++) {   // rotation would give chat-alpha one of every two
+                assertEquals("chat-beta", routeOf(chat(gw, "chat", "verified " + i)), "excluded on shared state");
+            }
+        }
+        redis.stop();
+        driveUntil(() -> storeA.degraded() && storeB.degraded(), "both instances are on local state");
+        for (GatewayHarness gw : List.of(a, b)) {
+            for (int i = 0; i < 6; i++) {
+                assertEquals("chat-beta", routeOf(chat(gw, "chat", "outage " + i)), "still excluded in the outage");
+            }
+        }
+    }
+
+    static String routeOf(HttpResponse<String> r) {
+        assertEquals(200, r.statusCode(), r.body());
+        return r.headers().firstValue("x-hedgerow-route").orElseThrow();
+    }
+
     static Map<String, String> snapshotBlobs(ResilientStateStore store, String route) {
         return store.snapshot(List.of(route), Duration.ofMinutes(1)).await().atMost(Duration.ofSeconds(5)).get(route)
                 .blobs();
