@@ -48,6 +48,12 @@ public class ShutdownGate {
                     + " no new requests; retry in 1 s (another instance, or this one restarted, will serve it)."));
             return;
         }
+        if (ctx.normalizedPath().startsWith("/q/")) {
+            // health checks and metrics scrapes are not waited for, nor counted: a readiness check counted itself,
+            // so an idle instance showed requests_in_flight 1 (found by hunt14)
+            ctx.next();
+            return;
+        }
         inFlight.incrementAndGet();
         boolean[] done = {false};
         // the response's end, or the connection's close before it (Vert.x then calls the end handlers too)

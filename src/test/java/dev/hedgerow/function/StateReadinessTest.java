@@ -111,6 +111,17 @@ class StateReadinessTest {
         eventually(() -> given().get("/q/health/ready").statusCode() == 200, "readiness is UP again");
     }
 
+    /** An idle instance has no request in flight: the readiness check asking is not counted (it counted itself). */
+    @Test
+    void anIdleInstanceShowsNoRequestInFlight() {
+        eventually(() -> {
+            String body = given().get("/q/health/ready").then().statusCode(200).extract().asString();
+            Map<String, Object> data = JsonPath.from(body)
+                    .getMap("checks.find { it.name == 'hedgerow-shutdown' }.data");
+            return ((Number) data.get("requests_in_flight")).intValue() == 0;
+        }, "requests_in_flight 0");
+    }
+
     /**
      * Readiness counts the learned writes that found Redis holding another model than the one they were stepped from
      * ({@code learned_conflicts}; each is stepped again from it) and the steps given up ({@code learned_dropped}):

@@ -237,6 +237,7 @@ class ProberTest {
 
         RoundReport cooling = round();
         assertEquals("skipped", result(cooling, "chat-alpha").action());
+        assertTrue(cooling.note().endsWith(", skipped 1"), cooling.note());   // not counted as probed (hunt14)
         assertEquals(0, sims.get("alpha").stats("alpha-model").received());
 
         ticker.advance(Duration.ofSeconds(31));
