@@ -24,8 +24,11 @@ import java.util.function.UnaryOperator;
  * Reads prefer this instance's own write of the last {@value #LOCAL_FRESH_MS} ms (a snapshot read just before that
  * write cannot contain it yet), else the snapshot, so every instance converges on the shared copy. Updates start
  * from this instance's write of the last {@value #LOCAL_CHAIN_MS} ms (the snapshot a request was planned with may
- * predate it), else the snapshot's, so one instance's samples chain; across instances the last writer wins, which
- * only drops samples: everything here is rebuilt from traffic. Thread-safe.
+ * predate it), else the snapshot's, so one instance's samples chain; but from the snapshot's once this instance's
+ * write is {@value #LOCAL_LANDED_MS} ms old and the snapshot shows another value: by then the snapshot holds the
+ * write, so another value is another instance's, written since. Across instances each write is a compare-and-set
+ * ({@link StateStore.RouteBlob#learned}), so no sample is lost whichever is stepped from; the choice only spares a
+ * conflict and its extra round trip. Thread-safe.
  */
 public final class LearnedModels implements RouteModels {
     public static final String TTFT = "ttft";
@@ -51,6 +54,13 @@ public final class LearnedModels implements RouteModels {
     static final long LOCAL_FRESH_MS = 2_000;
     /** How long an update chains from this instance's own newest write rather than the request's snapshot. */
     static final long LOCAL_CHAIN_MS = 30_000;
+    /**
+     * How old this instance's write must be for a snapshot to hold it (a write batch, the snapshot cache's age, a
+     * round trip each, with room): a snapshot showing another value then shows another instance's, written since,
+     * and an update steps from it. Chained from this instance's copy instead, every write of two instances serving a
+     * route in turn found Redis changed and was stepped and sent again (about five per request; found by hunt14).
+     */
+    static final long LOCAL_LANDED_MS = 250;
     /**
      * An SLO verdict not refreshed by a sample for this long is forgotten: the route is judged afresh (and, if it
      * still misses the targets, measured below them again by its next request). This bounds how long a route that
@@ -479,7 +489,7 @@ public final class LearnedModels implements RouteModels {
         String steppedFrom;
         do { // another thread stepped it meanwhile: step its value again, so no observation is lost
             current = ref.get();
-            String from = younger(current, LOCAL_CHAIN_MS) ? current.value() : base.blob(name).orElse(null);
+            String from = chainsFromOwn(current, base, name) ? current.value() : base.blob(name).orElse(null);
             String value = step.apply(from);
             if (value == from) { // the step changed nothing: nothing to keep or write
                 return;
@@ -499,6 +509,18 @@ public final class LearnedModels implements RouteModels {
             return value;
         };
         writes.add(new StateStore.RouteBlob(name, next.value(), ttl, steppedFrom, again));
+    }
+
+    /** Whether an update steps from this instance's own newest write rather than the snapshot's value. */
+    private boolean chainsFromOwn(Local own, RouteSnapshot base, String name) {
+        if (!younger(own, LOCAL_CHAIN_MS)) {
+            return false;
+        }
+        if (younger(own, LOCAL_LANDED_MS)) {
+            return true;
+        }
+        String shown = base.blob(name).orElse(null);
+        return shown == null || shown.equals(own.value());   // none shown: Redis lost it, or the write is late
     }
 
     /** One store call for all the models one observation moved (one round trip on Redis instead of one each). */
