@@ -47,9 +47,11 @@ public final class AuditLog {
     public static final String VERIFICATION = "verification";
     /** The admin action that gave a route another alias ({@code PUT /admin/routes/alias}): it joined that group. */
     public static final String MOVE = "move";
+    /** An admin edit made on an instance cut off from the shared store, dropped there once it answered. */
+    public static final String EDIT_DROPPED = "edit_dropped";
     /** Every admin action an {@link #ADMIN} event names. */
     public static final java.util.List<String> ADMIN_ACTIONS = java.util.List.of(EDIT_GROUP, PIN, UNPIN, DRAIN,
-            UNDRAIN, STANDING, VERIFICATION, RESET_HEALTH, MOVE);
+            UNDRAIN, STANDING, VERIFICATION, RESET_HEALTH, MOVE, EDIT_DROPPED);
     /** Every event type the log writes. */
     public static final java.util.List<String> TYPES = java.util.List.of(BLOCKED, REQUEST, ADMIN);
 

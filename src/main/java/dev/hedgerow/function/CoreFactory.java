@@ -24,6 +24,7 @@ import dev.hedgerow.routing.SemanticEmbeddings;
 import dev.hedgerow.routing.TokenCounter;
 import dev.hedgerow.routing.TtftPredictor;
 import dev.hedgerow.runtime.Hedgerow;
+import dev.hedgerow.state.ResilientStateStore;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Scheduler;
@@ -41,6 +42,18 @@ import java.util.SplittableRandom;
  */
 public final class CoreFactory {
     private CoreFactory() {
+    }
+
+    /**
+     * Records in the org's audit log each admin edit {@code guard} drops after an outage (it lost to an edit stored
+     * meanwhile): the edit's own event said it was done, and only the instance's log and readiness said otherwise
+     * (found by hunt14).
+     */
+    public static void auditLostEdits(Hedgerow core, ResilientStateStore guard) {
+        guard.onLostEdit(orgId -> core.audit().admin(orgId, AuditLog.EDIT_DROPPED, "", "", "", "", "An admin edit"
+                + " made on an instance that could not reach the shared state store was dropped when it could: the org"
+                + " was edited elsewhere meanwhile, and that edit holds. The events of that outage on that instance"
+                + " describe what was dropped.").subscribe().with(id -> { }, t -> { }));
     }
 
     /**

@@ -193,6 +193,9 @@ public class HedgerowApp {
         metrics = new GatewayMetrics(meters);
         Hedgerow h = CoreFactory.create(store, upstream, scheduler, Ticker.system(), Clock.systemUTC(), metrics,
                 secrets);
+        if (shared != null) {
+            CoreFactory.auditLostEdits(h, shared);
+        }
         LoadedCatalog loaded = loadCatalog();
         // HEDGEROW_CONFIG is the whole catalog (orgs taken out of it are removed); the demo's only adds its own
         h.catalog().publish(loaded, demo == null).await().atMost(Duration.ofSeconds(30));

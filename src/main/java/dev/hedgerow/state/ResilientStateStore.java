@@ -141,6 +141,7 @@ public final class ResilientStateStore implements StateStore {
     /** Flags being written back ({@link #restoreLost}), so that concurrent snapshots write each once. */
     private final Set<FlagKey> restoring = ConcurrentHashMap.newKeySet();
     private final AtomicLong restoredFlags = new AtomicLong();
+    private volatile java.util.function.Consumer<String> lostEditListener = orgId -> { };
     /** Each (org, day, alias) line's writes to the shared ledger not confirmed yet; see {@link #addLedger}. */
     private final Map<LedgerKey, LedgerLine> ledgerLines = new ConcurrentHashMap<>();
     /** Routes whose health the local store took a write for since the shared store last answered (see the class). */
@@ -212,6 +213,15 @@ public final class ResilientStateStore implements StateStore {
     /** Admin edits made during an outage that lost to another edit stored meanwhile (see the class comment). */
     public long lostEdits() {
         return lostEdits.get();
+    }
+
+    /**
+     * Tells {@code listener} the org of each admin edit made during an outage that is dropped, having lost to an edit
+     * stored meanwhile (see the class comment): the app records it in the org's audit log, where the edit itself
+     * stood as done (found by hunt14). Called once the shared store answers again.
+     */
+    public void onLostEdit(java.util.function.Consumer<String> listener) {
+        this.lostEditListener = java.util.Objects.requireNonNull(listener, "listener");
     }
 
     /** Operator flags the shared store had lost that this instance wrote back (see the class comment). */
@@ -463,6 +473,7 @@ public final class ResilientStateStore implements StateStore {
                 log.log(System.Logger.Level.WARNING, "an admin edit of org " + orgId + " made while the shared "
                         + "state store was unreachable is dropped: the org was edited elsewhere meanwhile, and that "
                         + "edit holds");
+                lostEditListener.accept(orgId);
                 return Uni.createFrom().voidItem();
             }
             // the stored org is the one this edit was made on, or one of this instance's own steps to it (a write

@@ -208,6 +208,9 @@ class PartitionedEditTest {
         assertEquals(Set.of("chat-beta"), served(b, "three", 4), "B keeps its edit");
         assertEquals(lostBefore + 1, storeA.lostEdits(), "A's conflicting edit is reported lost, not silently");
         assertEquals(0, storeA.pendingEdits());
+        // and the org's audit log says so, where A's drain stood as done (found by hunt14)
+        eventually(() -> storeB.readAudit("three", 20).await().atMost(Duration.ofSeconds(5)).stream()
+                .anyMatch(e -> "edit_dropped".equals(e.fields().get("action"))), "the audit log records the drop");
     }
 
     /**

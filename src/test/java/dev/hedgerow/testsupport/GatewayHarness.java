@@ -186,6 +186,9 @@ public final class GatewayHarness implements AutoCloseable {
         GatewayMetrics metrics = new GatewayMetrics(meters);
         Hedgerow core = CoreFactory.create(store, upstream, new VertxScheduler(vertx), ticker,
                 clock, metrics, secrets);
+        if (store instanceof dev.hedgerow.state.ResilientStateStore guard) {
+            CoreFactory.auditLostEdits(core, guard);   // as HedgerowApp wires its Redis store's guard
+        }
         core.catalog().publish(loaded).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);
