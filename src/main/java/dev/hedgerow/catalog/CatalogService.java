@@ -432,8 +432,10 @@ public final class CatalogService {
             return Uni.createFrom().voidItem();
         }
         Map<String, Long> revisions = current.get().revisions();
-        boolean behind = f.orgs().stream().anyMatch(o -> revisions.getOrDefault(o.id(), LoadedCatalog.NO_REVISION)
-                < f.revision());
+        // an org this instance cannot read (another secret key sealed it) is not behind: its revision is unknown
+        // here, and publishing again would change nothing (it logged "publishing it again" at every poll; hunt14)
+        boolean behind = f.orgs().stream().filter(o -> !unreadable.containsKey(o.id()))
+                .anyMatch(o -> revisions.getOrDefault(o.id(), LoadedCatalog.NO_REVISION) < f.revision());
         if (!behind) {
             return Uni.createFrom().voidItem();
         }

@@ -85,4 +85,23 @@ class WrongSecretKeyTest {
         }
         assertEquals(Set.of(), sealer.core().catalog().unreadableOrgs());
     }
+
+    /**
+     * With a file revision, such an instance took the org it cannot read for one whose publication was lost and
+     * logged "publishing it again" at every poll, writing nothing (found by hunt14).
+     */
+    @Test
+    void anInstanceThatCannotReadTheStoredCatalogDoesNotKeepPublishingItsFile() throws InterruptedException {
+        String revised = "revision: 3\n" + YAML;
+        StateStore shared = new MemoryStateStore(Ticker.system());
+        instances.add(GatewayHarness.start(vertx, revised, sims, shared));
+        try (LogCapture log = new LogCapture()) {
+            GatewayHarness other = GatewayHarness.start(vertx, revised, sims, shared, SecretBox.of(OTHER_KEY));
+            instances.add(other);
+            eventually(() -> other.core().catalog().unreadableOrgs().equals(Set.of("acme")), "acme is unreadable");
+            Thread.sleep(1_000);   // five catalog polls
+            assertEquals(0, log.lines().stream().filter(l -> l.contains("publishing it again")).count(),
+                    String.join("\n", log.lines()));
+        }
+    }
 }
