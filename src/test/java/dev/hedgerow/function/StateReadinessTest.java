@@ -207,6 +207,12 @@ class StateReadinessTest {
             assertTrue((Integer) stateCheck().get("pending_audit") > 0, "the weight edit's audit event waits");
             assertTrue((Integer) stateCheck().get("pending_releases") > 0, "the served requests' lease releases wait");
             assertEquals(0, stateCheck().get("dropped_releases"));
+            // this instance's own usage and audit, said to be so (found by hunt14)
+            for (String path : new String[] {"/admin/usage", "/admin/audit"}) {
+                given().auth().oauth2("a-acme").get(path).then().statusCode(200)
+                        .body("partial", org.hamcrest.Matchers.equalTo(true))
+                        .body("partial_reason", org.hamcrest.Matchers.containsString("not the fleet's"));
+            }
         } finally {
             redis.restart();
         }
@@ -214,6 +220,8 @@ class StateReadinessTest {
             driveUntilState("shared");
             served("after the outage");
             assertEquals(0.0, gauge());
+            given().auth().oauth2("a-acme").get("/admin/usage").then().statusCode(200)
+                    .body("partial", org.hamcrest.Matchers.nullValue());
             assertEquals(weight + 7, otherDuoWeight(), "the edit made during the outage holds");
             eventually(() -> Integer.valueOf(0).equals(stateCheck().get("pending_edits")),
                     "the edit is written to Redis at the next catalog read");
