@@ -394,7 +394,9 @@ public final class AdminService {
                         tags.remove(Route.DRAINED);
                     }
                     return List.copyOf(tags);
-                })).call(answer -> audit(org, drained ? AuditLog.DRAIN : AuditLog.UNDRAIN, target.alias(), routeId,
+                })).call(answer -> before.get().equals(drained ? "drained" : "serving")
+                ? Uni.createFrom().voidItem()   // no change, no event ("Undrained rb (it was serving)"; hunt14)
+                : audit(org, drained ? AuditLog.DRAIN : AuditLog.UNDRAIN, target.alias(), routeId,
                 by, before.get(), (drained ? "Drained " : "Undrained ") + routeId + " by " + keyWords(by)
                         + " (it was " + before.get() + ")."));
     }

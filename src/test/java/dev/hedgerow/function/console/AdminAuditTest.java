@@ -77,6 +77,10 @@ class AdminAuditTest {
         assertAction("drain", "duo-beta", "serving", "Drained duo-beta by admin key 'ops' (it was serving).");
         drain("duo-beta", false);
         assertAction("undrain", "duo-beta", "drained", "Undrained duo-beta by admin key 'ops' (it was drained).");
+        // undraining a serving member changes nothing and records nothing ("Undrained ... (it was serving)"; hunt14)
+        String id = newest().get("id");
+        drain("duo-beta", false);
+        assertEquals(id, newest().get("id"));
     }
 
     @Test
