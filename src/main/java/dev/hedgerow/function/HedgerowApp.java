@@ -353,11 +353,14 @@ public class HedgerowApp {
      * Serverless endpoint ({@code *.serverless.*.cache.amazonaws.com}), which is one endpoint by design and the
      * shipped AWS stack's (the warning greeted every Lambda cold start; found by hunt15).
      */
+    private static final java.util.regex.Pattern SERVERLESS_ENDPOINT = java.util.regex.Pattern.compile(
+            "(?i)rediss?://([^@/]*@)?[^/:@]+\\.serverless\\.[^/:@]+\\.cache\\.amazonaws\\.com(:\\d+)?(/.*)?");
+
     static Optional<String> clusterSeedWarning(String urls, boolean cluster) {
         List<String> listed = java.util.Arrays.stream(urls.split(",")).filter(u -> !u.isBlank()).toList();
-        boolean serverless = listed.size() == 1
-                && listed.get(0).matches("(?i)rediss?://([^@/]*@)?[^/:@]+\\.serverless\\.[^/:@]+\\.cache\\.amazonaws\\.com(:\\d+)?/?.*");
-        return cluster && listed.size() == 1 && !serverless ? Optional.of("REDIS_URL names one node of the Redis Cluster: the client learns the"
+        boolean serverless = listed.size() == 1 && SERVERLESS_ENDPOINT.matcher(listed.get(0)).matches();
+        return cluster && listed.size() == 1 && !serverless ? Optional.of("REDIS_URL names one node of the Redis"
+                + " Cluster: the client learns the"
                 + " cluster from that node alone, so while it is down this instance serves on local state, even once"
                 + " a replica has taken over. List several nodes, comma-separated (a managed cluster's configuration"
                 + " endpoint that resolves to several nodes is fine)") : Optional.empty();

@@ -509,7 +509,9 @@ public final class ResilientStateStore implements StateStore {
             RouteSnapshot s = e.getValue();
             String verdict = s.blobs().get(RouteFlags.PROBER_VERIFICATION);
             if (verdict == null) {
-                seenVerdicts.remove(routeId);   // expired, or never given: none to hold through an outage
+                if (seenVerdicts.containsKey(routeId)) {   // a plain read first: remove may lock the map's bin
+                    seenVerdicts.remove(routeId);   // expired: none to hold through an outage
+                }
             } else if (!verdict.equals(seenVerdicts.get(routeId))) {
                 seenVerdicts.put(routeId, verdict);
             }
