@@ -2,7 +2,6 @@ package dev.hedgerow.function.prober;
 
 import dev.hedgerow.prober.MetricsSource;
 import io.smallrye.mutiny.Uni;
-import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -30,19 +29,28 @@ public final class VertxMetricsSource implements MetricsSource, AutoCloseable {
                 .setConnectTimeout(timeout.toMillis()).setIdleTimeout(timeout.toMillis())
                 .putHeader("accept", "text/plain");
         return Uni.createFrom().completionStage(() -> client.request(options)
-                .compose(req -> req.send())
-                .compose(resp -> {
-                    if (resp.statusCode() != 200) {
-                        return Future.<String>failedFuture("metrics answered " + resp.statusCode());
-                    }
-                    return readCapped(resp);
+                .compose(req -> {
+                    // the body's handlers are set as its head arrives, in the same event-loop task: set in a later
+                    // composition of send()'s future, a small page could have ended before them ("Response already
+                    // ended", seen in a loaded full-suite run)
+                    Promise<String> done = Promise.promise();
+                    req.response(head -> {
+                        if (head.failed()) {
+                            done.tryFail(head.cause());
+                        } else if (head.result().statusCode() != 200) {
+                            done.tryFail("metrics answered " + head.result().statusCode());
+                        } else {
+                            readCapped(head.result(), done);
+                        }
+                    });
+                    req.end().onFailure(done::tryFail);
+                    return done.future();
                 })
                 .toCompletionStage());
     }
 
     /** The body, read as it arrives and cut off (connection reset) past {@value #MAX_BYTES} bytes. */
-    private static Future<String> readCapped(HttpClientResponse resp) {
-        Promise<String> done = Promise.promise();
+    private static void readCapped(HttpClientResponse resp, Promise<String> done) {
         Buffer body = Buffer.buffer();
         resp.handler(chunk -> {
             if (body.length() + chunk.length() > MAX_BYTES) {
@@ -55,7 +63,6 @@ public final class VertxMetricsSource implements MetricsSource, AutoCloseable {
         });
         resp.exceptionHandler(done::tryFail);
         resp.endHandler(v -> done.tryComplete(body.toString(StandardCharsets.UTF_8)));
-        return done.future();
     }
 
     @Override
