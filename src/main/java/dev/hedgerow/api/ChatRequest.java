@@ -147,18 +147,7 @@ public final class ChatRequest implements ApiRequest {
             throw new RequestException(ApiError.invalidRequest("'" + p + ".tool_call_id' is required for a tool"
                     + " message: a string, the id of the call it answers.", p + ".tool_call_id"));
         }
-        JsonNode calls = msg.get("tool_calls");
-        if (calls == null || calls.isNull()) {
-            return;
-        }
-        boolean ok = calls.isArray();
-        for (int j = 0; ok && j < calls.size(); j++) {
-            ok = calls.get(j).isObject();
-        }
-        if (!ok) {
-            throw new RequestException(ApiError.invalidRequest("'" + p + ".tool_calls' must be an array of objects.",
-                    p + ".tool_calls"));
-        }
+        RequestParameters.arrayOfObjects(msg.get("tool_calls"), p + ".tool_calls");
     }
 
     /** {@code max_completion_tokens}, else {@code max_tokens}; each one present must be valid (both go upstream). */

@@ -252,8 +252,12 @@ final class RequestParameters {
     }
 
     private static void arrayOfObjects(ObjectNode body, String field) {
-        JsonNode v = present(body, field);
-        if (v == null) {
+        arrayOfObjects(present(body, field), field);
+    }
+
+    /** {@code v} (null: absent) is an array of objects, else 400 naming {@code param} (a body field or a path). */
+    static void arrayOfObjects(JsonNode v, String param) {
+        if (v == null || v.isNull()) {
             return;
         }
         boolean ok = v.isArray();
@@ -261,7 +265,7 @@ final class RequestParameters {
             ok = v.get(i).isObject();
         }
         if (!ok) {
-            throw wrong(field, "an array of objects");
+            throw wrong(param, "an array of objects");
         }
     }
 

@@ -160,7 +160,7 @@ class StateReadinessTest {
         }
         Map<String, Object> data = stateCheck();
         assertTrue(((Number) data.get("learned_conflicts")).longValue() > before, data.toString());
-        assertTrue(((Number) data.get("learned_dropped")).longValue() >= 0, data.toString());
+        assertTrue(data.containsKey("learned_dropped"), data.toString());   // its count: RedisStateStoreTest
     }
 
     static String stored(int port, String key) {
