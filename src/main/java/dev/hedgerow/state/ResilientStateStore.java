@@ -127,6 +127,7 @@ public final class ResilientStateStore implements StateStore {
     private final Set<LeaseKey> pendingReleases = ConcurrentHashMap.newKeySet();
     static final int MAX_PENDING_RELEASES = 10_000;
     private final AtomicLong droppedReleases = new AtomicLong();
+    private final AtomicBoolean releasesResending = new AtomicBoolean();
     /** Operator flags set only locally during an outage, by route and name. */
     private final Map<FlagKey, BlobWrite> pendingFlags = new ConcurrentHashMap<>();
     /** Operator flags ({@link RouteFlags}) as the shared store last showed them, by route, then name. */
@@ -305,8 +306,8 @@ public final class ResilientStateStore implements StateStore {
     @Override
     public Uni<Map<String, Long>> catalogVersions() {
         resendHeldLedger();
-        return call(() -> writePendingEdits().flatMap(v -> writePendingFlags()).flatMap(v -> writePendingReleases())
-                        .invoke(this::replayAudit)
+        return call(() -> writePendingEdits().flatMap(v -> writePendingFlags())
+                        .invoke(this::resendReleases).invoke(this::replayAudit)
                         .flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing),
                 this::mirrorVersions);
     }
@@ -318,7 +319,14 @@ public final class ResilientStateStore implements StateStore {
             return Uni.createFrom().item(stored);
         }
         List<Uni<Optional<Long>>> writes = missing.stream().map(e -> reseed(e.getKey(), e.getValue())).toList();
-        return Uni.join().all(writes).andFailFast().flatMap(done -> shared.catalogVersions());
+        return Uni.join().all(writes).andFailFast().flatMap(done -> shared.catalogVersions()).map(again -> {
+            // the store may have lost its data again since the write (a second restart or FLUSHALL): an org it lacks
+            // still is answered as the mirror holds it, and written back at the next poll. Answered without it, the
+            // catalog dropped the org and its keys answered 401 until then (CI failed RedisOutageTest on this)
+            Map<String, Long> out = new HashMap<>(again);
+            missing.forEach(e -> out.putIfAbsent(e.getKey(), e.getValue().version()));
+            return out;
+        });
     }
 
     /**
@@ -716,7 +724,7 @@ public final class ResilientStateStore implements StateStore {
     /**
      * Releases on the shared store, and on the local one as well (a lease taken there during an outage that has ended
      * since would be counted at the next). A release the shared store does not take is kept (up to
-     * {@value #MAX_PENDING_RELEASES}) and sent again when it answers, with the pending edits: a lease taken just
+     * {@value #MAX_PENDING_RELEASES}) and sent again once it answers a catalog poll ({@link #resendReleases}): a lease taken just
      * before an outage stayed in Redis for the rest of its 90 s TTL, counted in flight by every instance's
      * least-connections ranking and health view (hunt7).
      */
@@ -737,17 +745,21 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
-     * Sends the releases kept during an outage to the shared store, 16 at a time (fails, and keeps the rest, if the
-     * store does not answer); one of a lease that has expired since does nothing.
+     * Sends the releases kept during an outage to the shared store, 16 at a time, in the background (one round at a
+     * time; a release the store does not take stops it, and the rest wait for the next poll); one of a lease that has
+     * expired since does nothing. Each release is a call of its own under the guard: sent inside the catalog poll's
+     * one guarded call, thousands of them outlasted its timeout, so after a long outage every poll timed out, counted
+     * as a failure of Redis, and sent only part of them (RedisOutageTest timed out under load).
      */
-    private Uni<Void> writePendingReleases() {
-        if (pendingReleases.isEmpty()) {
-            return Uni.createFrom().voidItem();
+    private void resendReleases() {
+        if (pendingReleases.isEmpty() || !releasesResending.compareAndSet(false, true)) {
+            return;
         }
-        return Multi.createFrom().iterable(List.copyOf(pendingReleases))
-                .onItem().transformToUni(k -> shared.releaseLease(k.routeId(), k.leaseId())
-                        .invoke(() -> pendingReleases.remove(k)))
-                .merge(16).collect().last().replaceWithVoid();
+        Multi.createFrom().iterable(List.copyOf(pendingReleases))
+                .onItem().transformToUni(k -> guarded(() -> shared.releaseLease(k.routeId(), k.leaseId()),
+                        e -> Uni.createFrom().<Void>failure(e)).invoke(() -> pendingReleases.remove(k)))
+                .merge(16).collect().last()
+                .subscribe().with(v -> releasesResending.set(false), t -> releasesResending.set(false));
     }
 
     @Override
