@@ -50,10 +50,8 @@ public final class CoreFactory {
      * (found by hunt14).
      */
     public static void auditLostEdits(Hedgerow core, ResilientStateStore guard) {
-        guard.onLostEdit(orgId -> core.audit().admin(orgId, AuditLog.EDIT_DROPPED, "", "", "", "", "An admin edit"
-                + " made on an instance that could not reach the shared state store was dropped when it could: the org"
-                + " was edited elsewhere meanwhile, and that edit holds. The events of that outage on that instance"
-                + " describe what was dropped.").subscribe().with(id -> { }, t -> { }));
+        guard.onLostEdit(lost -> core.audit().admin(lost.orgId(), AuditLog.EDIT_DROPPED, "", lost.route(), "", "",
+                lost.message()).subscribe().with(id -> { }, t -> { }));
     }
 
     /**

@@ -398,6 +398,16 @@ public final class CachingStateStore extends ForwardingStateStore {
         return invalidating(routeId, inner.resetHealth(routeId));
     }
 
+    @Override
+    public Uni<Long> putRouteFlag(String routeId, String name, String value) {
+        return invalidating(routeId, inner.putRouteFlag(routeId, name, value));
+    }
+
+    @Override
+    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
+        return invalidating(routeId, inner.restoreRouteFlag(routeId, name, value, at));
+    }
+
     // ---- blobs: written through, the copy patched ------------------------------------------------------------------
 
     @Override

@@ -88,8 +88,13 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
-        return inner.restoreRouteFlag(routeId, name, value);
+    public Uni<Long> putRouteFlag(String routeId, String name, String value) {
+        return inner.putRouteFlag(routeId, name, value);
+    }
+
+    @Override
+    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
+        return inner.restoreRouteFlag(routeId, name, value, at);
     }
 
     @Override

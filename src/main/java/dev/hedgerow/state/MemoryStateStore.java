@@ -51,6 +51,7 @@ public final class MemoryStateStore implements StateStore {
 
     private final Ticker ticker;
     private final StateTuning tuning;
+    private final java.time.InstantSource clock;
     private final ConcurrentHashMap<String, RouteState> routes = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, OrgState> orgs = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<GroupKey, AtomicReference<Cursor>> cursors = new ConcurrentHashMap<>();
@@ -66,8 +67,14 @@ public final class MemoryStateStore implements StateStore {
     }
 
     public MemoryStateStore(Ticker ticker, StateTuning tuning) {
+        this(ticker, tuning, java.time.InstantSource.system());
+    }
+
+    /** @param clock stamps operator flags ({@link #putRouteFlag}), as Redis' clock does there */
+    public MemoryStateStore(Ticker ticker, StateTuning tuning, java.time.InstantSource clock) {
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.tuning = Objects.requireNonNull(tuning, "tuning");
+        this.clock = Objects.requireNonNull(clock, "clock");
     }
 
     /**
@@ -364,17 +371,34 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
-        long now = ticker.nanos();
-        boolean[] written = {false};
-        route(routeId).blobs.compute(name, (k, held) -> {
-            if (held != null && held.live(now)) {
-                return held;
+    public Uni<Long> putRouteFlag(String routeId, String name, String value) {
+        RouteState r = route(routeId);
+        synchronized (r) {   // the flag and its stamp change together (a Redis script does both at once)
+            long at = Math.max(clock.millis(), heldStamp(r, name) + 1);
+            r.blobs.put(name, new Timed(value, NO_EXPIRY));
+            r.blobs.put(RouteFlags.stampName(name), new Timed(Long.toString(at), NO_EXPIRY));
+            return Uni.createFrom().item(at);
+        }
+    }
+
+    @Override
+    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
+        RouteState r = route(routeId);
+        synchronized (r) {
+            Timed held = r.blobs.get(name);
+            if (held != null && held.live(ticker.nanos()) && heldStamp(r, name) >= at) {
+                return Uni.createFrom().item(false);
             }
-            written[0] = true;
-            return new Timed(value, NO_EXPIRY);
-        });
-        return Uni.createFrom().item(written[0]);
+            r.blobs.put(name, new Timed(value, NO_EXPIRY));
+            r.blobs.put(RouteFlags.stampName(name), new Timed(Long.toString(at), NO_EXPIRY));
+            return Uni.createFrom().item(true);
+        }
+    }
+
+    /** The stamp of a route's flag (0: none). */
+    private static long heldStamp(RouteState r, String name) {
+        Timed t = r.blobs.get(RouteFlags.stampName(name));
+        return t == null ? 0 : RouteFlags.stamp((String) t.value);
     }
 
     // ---- leases -----------------------------------------------------------------------------------------------

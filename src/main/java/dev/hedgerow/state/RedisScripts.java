@@ -123,15 +123,36 @@ final class RedisScripts {
             """);
 
     /**
-     * Writes an operator flag (no TTL) with its name in the route's blob index, unless the blob exists: a store that
-     * lost its data gets the flag back, never over one written since. KEYS: index, blob (the route's hash tag). ARGV:
-     * name, value. Returns 1 when it wrote the flag.
+     * Writes an operator flag (no TTL) and its stamp (the server's clock in milliseconds, or one past the held stamp
+     * when that is not earlier), both named in the route's blob index. KEYS: index, blob, stamp (the route's hash
+     * tag). ARGV: name, value, the stamp's name. Returns the stamp.
+     */
+    static final LuaScript PUT_ROUTE_FLAG = LuaScript.of("putRouteFlag", """
+            local t = redis.call('TIME')
+            local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            local held = tonumber(redis.call('GET', KEYS[3]) or '0') or 0
+            if held >= at then at = held + 1 end
+            redis.call('SET', KEYS[2], ARGV[2])
+            redis.call('SET', KEYS[3], string.format('%.0f', at))
+            redis.call('HSET', KEYS[1], ARGV[1], KEYS[2], ARGV[3], KEYS[3])
+            redis.call('PERSIST', KEYS[1])
+            return at
+            """);
+
+    /**
+     * Writes an operator flag (no TTL) with a given stamp, both named in the route's blob index, unless the route
+     * holds the flag with a stamp at least as late (none: 0): a store that lost its data gets back the latest flag an
+     * instance saw, never over one set since. KEYS: index, blob, stamp (the route's hash tag). ARGV: name, value,
+     * the stamp's name, the stamp. Returns 1 when it wrote the flag.
      */
     static final LuaScript RESTORE_ROUTE_FLAG = LuaScript.of("restoreRouteFlag", """
-            if not redis.call('SET', KEYS[2], ARGV[2], 'NX') then
+            if redis.call('EXISTS', KEYS[2]) == 1
+                and (tonumber(redis.call('GET', KEYS[3]) or '0') or 0) >= tonumber(ARGV[4]) then
               return 0
             end
-            redis.call('HSET', KEYS[1], ARGV[1], KEYS[2])
+            redis.call('SET', KEYS[2], ARGV[2])
+            redis.call('SET', KEYS[3], ARGV[4])
+            redis.call('HSET', KEYS[1], ARGV[1], KEYS[2], ARGV[3], KEYS[3])
             redis.call('PERSIST', KEYS[1])
             return 1
             """);

@@ -322,10 +322,21 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
-        return eval(RedisScripts.RESTORE_ROUTE_FLAG,
-                List.of(StateKeys.routeBlobIndex(routeId), StateKeys.routeBlob(routeId, name)), name, value)
+    public Uni<Long> putRouteFlag(String routeId, String name, String value) {
+        return eval(RedisScripts.PUT_ROUTE_FLAG, flagKeys(routeId, name), name, value,
+                RouteFlags.stampName(name)).map(Response::toLong);
+    }
+
+    @Override
+    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
+        return eval(RedisScripts.RESTORE_ROUTE_FLAG, flagKeys(routeId, name), name, value,
+                RouteFlags.stampName(name), Long.toString(at))
                 .map(r -> r != null && r.toLong() == 1);
+    }
+
+    private static List<String> flagKeys(String routeId, String name) {
+        return List.of(StateKeys.routeBlobIndex(routeId), StateKeys.routeBlob(routeId, name),
+                StateKeys.routeBlob(routeId, RouteFlags.stampName(name)));
     }
 
     // ---- leases -----------------------------------------------------------------------------------------------

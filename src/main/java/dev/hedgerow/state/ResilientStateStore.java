@@ -9,6 +9,7 @@ import jakarta.enterprise.util.TypeLiteral;
 
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.time.InstantSource;
 import java.time.LocalDate;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -61,16 +62,19 @@ import java.util.function.Supplier;
  * {@link #lostEdits()}, as two conflicting edits cannot both hold.
  *
  * <p>An operator's route flags ({@link RouteFlags}: a route's standing, the operator's verification verdict) are admin
- * edits too, and mirrored: this instance keeps each as the shared store last showed it (in a snapshot, or a write it
- * took). One set during an outage is kept as pending, never in the local store (a copy left there would be back in
- * force at the next outage, over every verdict given since), and written to the shared store with the pending catalog
- * edits, the last one made winning (a flag has no version to compare); a later write of the same flag that reaches
- * the shared store supersedes it. Snapshots answered locally show the flags as last seen, this outage's over them, so
+ * edits too, written stamped with the time they were set ({@link StateStore#putRouteFlag}), and mirrored with their
+ * stamps: this instance keeps each as the shared store last showed it (in a snapshot, or a write it took). One set
+ * during an outage is kept as pending, never in the local store (a copy left there would be back in force at the next
+ * outage, over every verdict given since), stamped with this instance's clock (or one past the stamp it saw: it was
+ * set after that one), and written to the shared store with the pending catalog edits unless one set later is there
+ * ({@link StateStore#restoreRouteFlag}): the one set last wins, and a dropped one is counted in {@link #lostEdits()}
+ * and told to {@link #onLostEdit}. Snapshots answered locally show the flags as last seen, this outage's over them, so
  * a suspended route stays out of service through an outage. A flag is never deleted ({@link RouteFlags}), so a route
- * the shared store answers without a flag this instance saw there lost it (a Redis restarted without its data brought
- * a suspended route back into service; found by hunt7): the snapshot is answered with the flag as it was, and the
- * flag written back unless one was written since ({@link StateStore#restoreRouteFlag}), logged as a WARN and counted
- * in {@link #restoredFlags()}.
+ * the shared store answers without a flag this instance saw there, or with one stamped earlier than the one it saw,
+ * lost it (a Redis restarted without its data brought a suspended route back into service; found by hunt7; another
+ * instance then wrote back the older flag it had last seen; hunt14): the snapshot is answered with the flag as this
+ * instance saw it, and the flag written back unless one set as late is there, logged as a WARN and counted in
+ * {@link #restoredFlags()}.
  *
  * <p>Audit events the shared stream could not take are kept too (every operator action; up to
  * {@value #MAX_PENDING_AUDIT} others, the oldest dropped first) and written there, oldest first and each with its own
@@ -129,9 +133,9 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicLong droppedReleases = new AtomicLong();
     private final AtomicBoolean releasesResending = new AtomicBoolean();
     /** Operator flags set only locally during an outage, by route and name. */
-    private final Map<FlagKey, BlobWrite> pendingFlags = new ConcurrentHashMap<>();
+    private final Map<FlagKey, Flag> pendingFlags = new ConcurrentHashMap<>();
     /** Operator flags ({@link RouteFlags}) as the shared store last showed them, by route, then name. */
-    private final Map<String, Map<String, String>> seenFlags = new ConcurrentHashMap<>();
+    private final Map<String, Map<String, Flag>> seenFlags = new ConcurrentHashMap<>();
     /**
      * The prober's verification verdict of each route as the shared store last showed it, laid over the local store's
      * snapshots during an outage (unless the local store has one of its own, given since): a route failing
@@ -142,7 +146,9 @@ public final class ResilientStateStore implements StateStore {
     /** Flags being written back ({@link #restoreLost}), so that concurrent snapshots write each once. */
     private final Set<FlagKey> restoring = ConcurrentHashMap.newKeySet();
     private final AtomicLong restoredFlags = new AtomicLong();
-    private volatile java.util.function.Consumer<String> lostEditListener = orgId -> { };
+    private volatile java.util.function.Consumer<LostEdit> lostEditListener = lost -> { };
+    /** Stamps the operator flags set during an outage ({@link StateStore#putRouteFlag}). */
+    private final InstantSource clock;
     /** Each (org, day, alias) line's writes to the shared ledger not confirmed yet; see {@link #addLedger}. */
     private final Map<LedgerKey, LedgerLine> ledgerLines = new ConcurrentHashMap<>();
     /** Routes whose health the local store took a write for since the shared store last answered (see the class). */
@@ -158,6 +164,15 @@ public final class ResilientStateStore implements StateStore {
     private volatile String lastFailure = "";
 
     public ResilientStateStore(StateStore shared, StateStore local, Settings settings) {
+        this(shared, local, settings, InstantSource.system());
+    }
+
+    /**
+     * @param clock stamps the operator flags set while the shared store does not answer, compared with the shared
+     *              store's stamps when it does (Redis' clock: both are wall clocks, kept close by NTP)
+     */
+    public ResilientStateStore(StateStore shared, StateStore local, Settings settings, InstantSource clock) {
+        this.clock = Objects.requireNonNull(clock, "clock");
         this.shared = Objects.requireNonNull(shared, "shared");
         this.local = Objects.requireNonNull(local, "local");
         this.guard = Guard.create()
@@ -217,12 +232,19 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
-     * Tells {@code listener} the org of each admin edit made during an outage that is dropped, having lost to an edit
-     * stored meanwhile (see the class comment): the app records it in the org's audit log, where the edit itself
-     * stood as done (found by hunt14). Called once the shared store answers again.
+     * Tells {@code listener} of each admin edit made during an outage that is dropped, having lost to an edit stored
+     * meanwhile (see the class comment): the app records it in the org's audit log, where the edit itself stood as
+     * done (found by hunt14). Called once the shared store answers again.
      */
-    public void onLostEdit(java.util.function.Consumer<String> listener) {
+    public void onLostEdit(java.util.function.Consumer<LostEdit> listener) {
         this.lostEditListener = java.util.Objects.requireNonNull(listener, "listener");
+    }
+
+    /**
+     * An admin edit made during an outage and dropped: its org, its route ("" for an edit of the org's catalog), and
+     * what became of it, in a sentence.
+     */
+    public record LostEdit(String orgId, String route, String message) {
     }
 
     /** Operator flags the shared store had lost that this instance wrote back (see the class comment). */
@@ -481,7 +503,10 @@ public final class ResilientStateStore implements StateStore {
                 log.log(System.Logger.Level.WARNING, "an admin edit of org " + orgId + " made while the shared "
                         + "state store was unreachable is dropped: the org was edited elsewhere meanwhile, and that "
                         + "edit holds");
-                lostEditListener.accept(orgId);
+                lostEditListener.accept(new LostEdit(orgId, "", "An admin edit made on an instance that could not "
+                        + "reach the shared state store was dropped when it could: the org was edited elsewhere "
+                        + "meanwhile, and that edit holds. The events of that outage on that instance describe what was "
+                        + "dropped."));
                 return Uni.createFrom().voidItem();
             }
             // the stored org is the one this edit was made on, or one of this instance's own steps to it (a write
@@ -523,21 +548,25 @@ public final class ResilientStateStore implements StateStore {
             } else if (!verdict.equals(seenVerdicts.get(routeId))) {
                 seenVerdicts.put(routeId, verdict);
             }
-            Map<String, String> seen = seenFlags.get(routeId);
+            Map<String, Flag> seen = seenFlags.get(routeId);
             Map<String, String> lost = null;
             for (String name : RouteFlags.NAMES) {
                 String value = s.blobs().get(name);
-                if (value != null) {
-                    sawFlag(routeId, name, value);
-                } else if (seen != null && seen.containsKey(name)) {
+                Flag mine = seen == null ? null : seen.get(name);
+                long at = RouteFlags.stamp(s.blobs().get(RouteFlags.stampName(name)));
+                if (mine != null && (value == null || (mine.at > at && !mine.value.equals(value)))) {
+                    // lost: gone, or an older flag in its place (another instance wrote back the one it last saw,
+                    // which this instance saw replaced; hunt14): this instance's is laid over and written back
+                    restoreLost(routeId, name, mine);
                     if (lost == null) {
                         lost = new HashMap<>();
                     }
-                    lost.put(name, seen.get(name));
+                    lost.put(name, mine.value);
+                } else if (value != null) {
+                    sawFlag(routeId, name, new Flag(value, at));
                 }
             }
             if (lost != null) {
-                lost.forEach((name, value) -> restoreLost(routeId, name, value));
                 if (out == snapshots) {
                     out = new HashMap<>(snapshots);
                 }
@@ -547,32 +576,49 @@ public final class ResilientStateStore implements StateStore {
         return out;
     }
 
-    /** Writes back a flag the shared store lost, unless it is being written back already or was written since. */
-    private void restoreLost(String routeId, String name, String value) {
+    /**
+     * Writes back a flag the shared store lost, unless it is being written back already or one set later is there.
+     */
+    private void restoreLost(String routeId, String name, Flag flag) {
         FlagKey key = new FlagKey(routeId, name);
         if (!restoring.add(key)) {
             return;
         }
-        shared.restoreRouteFlag(routeId, name, value).onTermination().invoke(() -> restoring.remove(key))
+        shared.restoreRouteFlag(routeId, name, flag.value, flag.at).onTermination().invoke(() -> restoring.remove(key))
                 .subscribe().with(written -> {
                     if (written) {
                         restoredFlags.incrementAndGet();
                         log.log(System.Logger.Level.WARNING, "the shared state store had lost route " + routeId
                                 + "'s operator flag " + name + " (a Redis restarted without its data?): written back"
-                                + " as '" + value + "', as this instance last saw it there");
+                                + " as '" + flag.value + "', as this instance last saw it there");
                     }
                 }, t -> { });
     }
 
     /** Mirrors a flag the shared store took ({@link #withFlagsKept}). */
-    private void sawFlag(String routeId, String name, String value) {
+    private void sawFlag(String routeId, String name, Flag flag) {
         // every snapshot of a flagged route comes here: a plain read first, no write when nothing changed
-        Map<String, String> seen = seenFlags.get(routeId);
+        Map<String, Flag> seen = seenFlags.get(routeId);
         if (seen == null) {
             seen = seenFlags.computeIfAbsent(routeId, k -> new ConcurrentHashMap<>());
         }
-        if (!value.equals(seen.get(name))) {
-            seen.put(name, value);
+        Flag held = seen.get(name);
+        if (held == null || !held.value.equals(flag.value) || held.at != flag.at) {
+            seen.put(name, flag);
+        }
+    }
+
+    /**
+     * An operator flag's value and the time it was set ({@link StateStore#putRouteFlag}; 0: unknown, set before
+     * stamps). Compared by identity, so that a pending flag written late removes its own entry and never a newer one.
+     */
+    private static final class Flag {
+        final String value;
+        final long at;
+
+        Flag(String value, long at) {
+            this.value = value;
+            this.at = at;
         }
     }
 
@@ -599,9 +645,10 @@ public final class ResilientStateStore implements StateStore {
 
     /** A route's flags as the shared store last showed them, with those set during an outage over them. */
     private Map<String, String> heldFlags(String routeId) {
-        Map<String, String> held = new HashMap<>(seenFlags.getOrDefault(routeId, Map.of()));
+        Map<String, String> held = new HashMap<>();
+        seenFlags.getOrDefault(routeId, Map.of()).forEach((name, flag) -> held.put(name, flag.value));
         for (String name : RouteFlags.NAMES) {
-            BlobWrite pending = pendingFlags.get(new FlagKey(routeId, name));
+            Flag pending = pendingFlags.get(new FlagKey(routeId, name));
             if (pending != null) {
                 held.put(name, pending.value);
             }
@@ -655,26 +702,60 @@ public final class ResilientStateStore implements StateStore {
                 .call(() -> local.resetHealth(routeId));
     }
 
+    /**
+     * Operator flags ({@link RouteFlags}) go to the shared store stamped ({@link StateStore#putRouteFlag}), the rest
+     * as they are; during an outage the flags are kept as pending, stamped with this instance's clock, and the rest
+     * go to the local store.
+     */
     @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
-        return call(() -> shared.putRouteBlobs(routeId, blobs).invoke(() -> {
-            for (RouteBlob b : blobs) {
-                if (RouteFlags.NAMES.contains(b.name())) {
-                    sawFlag(routeId, b.name(), b.value());
-                    pendingFlags.remove(new FlagKey(routeId, b.name()));   // superseded where it counts
-                }
+        List<RouteBlob> flags = new ArrayList<>(1);
+        List<RouteBlob> rest = new ArrayList<>(blobs.size());
+        for (RouteBlob b : blobs) {
+            (RouteFlags.NAMES.contains(b.name()) ? flags : rest).add(b);
+        }
+        return call(() -> {
+            List<Uni<Void>> writes = new ArrayList<>(flags.size() + 1);
+            if (!rest.isEmpty()) {
+                writes.add(shared.putRouteBlobs(routeId, rest));
             }
-        }), () -> {
-            List<RouteBlob> learnt = new ArrayList<>(blobs.size());
-            for (RouteBlob b : blobs) {
-                if (RouteFlags.NAMES.contains(b.name())) {
-                    pendingFlags.put(new FlagKey(routeId, b.name()), new BlobWrite(b.value()));
-                } else {
-                    learnt.add(b);
-                }
+            for (RouteBlob f : flags) {
+                writes.add(shared.putRouteFlag(routeId, f.name(), f.value()).invoke(at -> {
+                    sawFlag(routeId, f.name(), new Flag(f.value(), at));
+                    pendingFlags.remove(new FlagKey(routeId, f.name()));   // superseded where it counts
+                }).replaceWithVoid());
             }
-            return learnt.isEmpty() ? Uni.createFrom().voidItem() : local.putRouteBlobs(routeId, learnt);
+            return writes.isEmpty() ? Uni.createFrom().voidItem() : Uni.join().all(writes).andFailFast()
+                    .replaceWithVoid();
+        }, () -> {
+            for (RouteBlob f : flags) {
+                pendFlag(routeId, f.name(), f.value());
+            }
+            return rest.isEmpty() ? Uni.createFrom().voidItem() : local.putRouteBlobs(routeId, rest);
         });
+    }
+
+    /**
+     * A flag whose writes take no stamp here ({@link StateStore#putRouteFlag} is for the stores below): written as
+     * {@link #putRouteBlobs} writes flags. Answers the stamp (this instance's clock when kept as pending).
+     */
+    @Override
+    public Uni<Long> putRouteFlag(String routeId, String name, String value) {
+        return call(() -> shared.putRouteFlag(routeId, name, value).invoke(at -> {
+            sawFlag(routeId, name, new Flag(value, at));
+            pendingFlags.remove(new FlagKey(routeId, name));
+        }), () -> Uni.createFrom().item(() -> pendFlag(routeId, name, value)));
+    }
+
+    /**
+     * Keeps a flag set during an outage as pending, stamped with this instance's clock, or one past the stamp it last
+     * saw the flag with when that is not earlier: it was set after that one. Answers the stamp.
+     */
+    private long pendFlag(String routeId, String name, String value) {
+        Flag seen = seenFlags.getOrDefault(routeId, Map.of()).get(name);
+        long at = Math.max(clock.millis(), seen == null ? 0 : seen.at + 1);
+        pendingFlags.put(new FlagKey(routeId, name), new Flag(value, at));
+        return at;
     }
 
     /** An operator flag of a route ({@link RouteFlags}). */
@@ -682,8 +763,9 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
-     * Writes every operator flag set during an outage to the shared store (fails, and keeps the rest, if the store
-     * does not answer).
+     * Writes every operator flag set during an outage to the shared store, each unless one set later is there (set
+     * through another instance meanwhile: that one holds, and this one is dropped, logged and counted as a lost edit).
+     * Fails, and keeps the rest, if the store does not answer.
      */
     private Uni<Void> writePendingFlags() {
         if (pendingFlags.isEmpty()) {
@@ -691,24 +773,38 @@ public final class ResilientStateStore implements StateStore {
         }
         List<Uni<Void>> writes = pendingFlags.entrySet().stream().map(e -> {
             FlagKey k = e.getKey();
-            BlobWrite flag = e.getValue();
-            return shared.putRouteBlobs(k.routeId(), List.of(new RouteBlob(k.name(), flag.value, null))).invoke(() -> {
-                sawFlag(k.routeId(), k.name(), flag.value);
-                pendingFlags.remove(k, flag);
-            });
+            Flag flag = e.getValue();
+            return shared.restoreRouteFlag(k.routeId(), k.name(), flag.value, flag.at).invoke(written -> {
+                if (!pendingFlags.remove(k, flag)) {
+                    return;   // set again meanwhile: that write decides
+                }
+                if (written) {
+                    sawFlag(k.routeId(), k.name(), flag);
+                    return;
+                }
+                lostEdits.incrementAndGet();
+                log.log(System.Logger.Level.WARNING, "route " + k.routeId() + "'s operator flag " + k.name() + " '"
+                        + flag.value + "', set while the shared state store was unreachable, is dropped: it was set "
+                        + "later elsewhere, and that holds");
+                int slash = k.routeId().indexOf('/');
+                lostEditListener.accept(new LostEdit(slash < 0 ? k.routeId() : k.routeId().substring(0, slash),
+                        slash < 0 ? "" : k.routeId().substring(slash + 1), "The route's " + k.name() + " '"
+                        + flag.value + "', set on an instance that could not reach the shared state store, was dropped "
+                        + "when it could: it was set later through another instance, and that holds."));
+            }).replaceWithVoid();
         }).toList();
         return Uni.join().all(writes).andFailFast().replaceWithVoid();
     }
 
     @Override
-    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
+    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
         FlagKey key = new FlagKey(routeId, name);
-        return call(() -> shared.restoreRouteFlag(routeId, name, value).invoke(written -> {
+        return call(() -> shared.restoreRouteFlag(routeId, name, value, at).invoke(written -> {
             if (written) {
-                sawFlag(routeId, name, value);
+                sawFlag(routeId, name, new Flag(value, at));
             }
         }), () -> Uni.createFrom().item(() -> heldFlags(routeId).containsKey(name) ? false
-                : pendingFlags.putIfAbsent(key, new BlobWrite(value)) == null));
+                : pendingFlags.putIfAbsent(key, new Flag(value, at)) == null));
     }
 
     @Override

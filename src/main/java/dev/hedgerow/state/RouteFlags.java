@@ -29,6 +29,26 @@ public final class RouteFlags {
     /** Every flag's name. */
     public static final List<String> NAMES = List.of(STANDING, OPERATOR_VERIFICATION);
 
+    /**
+     * The blob holding the time a flag was set ({@link StateStore#putRouteFlag}), in milliseconds: after a data loss
+     * the latest flag an instance saw is the one written back, not whichever instance wrote first (hunt14).
+     */
+    public static String stampName(String name) {
+        return name + "@at";
+    }
+
+    /** A flag's stamp as a snapshot shows it ({@code null}: none, so 0: set before stamps, or never). */
+    public static long stamp(String shown) {
+        if (shown == null) {
+            return 0;
+        }
+        try {
+            return Long.parseLong(shown);
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
     private RouteFlags() {
     }
 }

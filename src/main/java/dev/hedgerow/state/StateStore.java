@@ -189,11 +189,20 @@ public interface StateStore {
     Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs);
 
     /**
-     * Writes an operator flag ({@link RouteFlags}: a blob without a TTL) unless the route holds a blob of that name:
-     * a store that lost its data gets back a flag an instance saw there, never over one written since. Answers
-     * whether it wrote it.
+     * Writes an operator flag ({@link RouteFlags}: a blob without a TTL) with the time it was set, its stamp: the
+     * store's clock in milliseconds, or one past the flag's last stamp when that is not earlier (so a route's stamps
+     * only grow whatever the clock does). The stamp is shown in snapshots as the blob
+     * {@link RouteFlags#stampName}. Answers the stamp.
      */
-    Uni<Boolean> restoreRouteFlag(String routeId, String name, String value);
+    Uni<Long> putRouteFlag(String routeId, String name, String value);
+
+    /**
+     * Writes an operator flag ({@link RouteFlags}) with the stamp {@code at} unless the route holds that flag with a
+     * stamp at least as late (a flag held without one counts as stamped 0): a store that lost its data gets back the
+     * latest flag an instance saw there, never over one set since; an older flag another instance wrote back is
+     * replaced by a later one. Answers whether it wrote it.
+     */
+    Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at);
 
     // ---- leases (least connections): in-flight requests counted across instances, never leaking ---------------
 

@@ -45,7 +45,7 @@ class PartitionedEditTest {
     static final String YAML = """
             orgs:
             %s""".formatted(String.join("", org("one"), org("two"), org("three"), org("four"), org("five"),
-            org("six")));
+            org("six"), org("seven"), org("eight")));
     /** Short breaker delay so the restored link is tried again quickly; one success closes the breaker. */
     static final ResilientStateStore.Settings SETTINGS =
             new ResilientStateStore.Settings(Duration.ofMillis(500), 4, 0.5, Duration.ofMillis(200), 1);
@@ -149,6 +149,19 @@ class PartitionedEditTest {
     static void editGroup(GatewayHarness gw, String orgId, String alias, String json) throws IOException {
         new AdminService(gw.core()).editGroup(org(gw, orgId), alias, Json.parse(json), null, "ops")
                 .await().atMost(Duration.ofSeconds(10));
+    }
+
+    static void standing(GatewayHarness gw, String orgId, String routeId, String standing) {
+        new AdminService(gw.core()).standing(org(gw, orgId), routeId, standing, "ops")
+                .await().atMost(Duration.ofSeconds(10));
+    }
+
+    static String storedStanding(String orgId, String routeId) {
+        try {
+            return Resp.command(redis.port(), "GET", StateKeys.routeBlob(orgId + "/" + routeId, RouteFlags.STANDING));
+        } catch (IOException e) {
+            return "unreadable: " + e;
+        }
     }
 
     /** Cuts A off Redis and sends it traffic until its store answers from local state. */
@@ -279,5 +292,50 @@ class PartitionedEditTest {
         eventually(() -> Set.of("chat-alpha").equals(served(a, "six", 4)), "A takes B's drain");
         assertEquals(Set.of("chat-alpha"), served(b, "six", 4));
         assertEquals(lostBefore, storeA.lostEdits());
+    }
+
+    /**
+     * A flag set while partitioned is not written over one set later through another instance: that one holds, and
+     * the dropped one is counted and audited. It was written over it when the link came back ("the last set wins" was
+     * false; found by hunt14): the route stayed suspended fleet-wide after an operator had put it back in service.
+     */
+    @Test
+    void aFlagSetWhilePartitionedDoesNotOverwriteOneSetLaterElsewhere() {
+        partitionA();
+        standing(a, "seven", "chat-beta", "suspended");
+        assertEquals(Set.of("chat-alpha"), served(a, "seven", 4), "in effect on A at once");
+        standing(b, "seven", "chat-beta", "good"); // later, on Redis, while A cannot see it
+        long lostBefore = storeA.lostEdits();
+
+        link.restore();
+        eventually(() -> storeA.pendingEdits() == 0 && !storeA.degraded(), "A's flag is judged against Redis");
+        eventually(() -> Set.of("chat-alpha", "chat-beta").equals(served(a, "seven", 4)), "A takes the later flag");
+        assertEquals(Set.of("chat-alpha", "chat-beta"), served(b, "seven", 4), "B keeps it");
+        assertEquals("good", storedStanding("seven", "chat-beta"));
+        assertEquals(lostBefore + 1, storeA.lostEdits(), "A's earlier flag is reported lost, not silently");
+        eventually(() -> storeB.readAudit("seven", 20).await().atMost(Duration.ofSeconds(5)).stream()
+                .anyMatch(e -> "edit_dropped".equals(e.fields().get("action"))
+                        && "chat-beta".equals(e.fields().get("route"))), "the audit log records the drop");
+    }
+
+    /**
+     * After Redis loses its data, the flag the fleet ends with is the latest one any instance saw, not whichever an
+     * instance wrote back first: A saw chat-beta suspended and never read it again; the operator put it back in
+     * service through B; Redis lost everything; A wrote back 'suspended' on its next request, and B, which had set
+     * 'good', took A's older flag and routed around chat-beta for good (found by hunt14). B now writes its later flag
+     * over A's older one, and A takes it.
+     */
+    @Test
+    void afterADataLossTheLatestFlagAnInstanceSawIsTheOneWrittenBack() throws IOException {
+        standing(a, "eight", "chat-beta", "suspended");
+        assertEquals(Set.of("chat-alpha"), served(b, "eight", 4), "B sees it");
+        standing(b, "eight", "chat-beta", "good");
+        Resp.command(redis.port(), "FLUSHALL"); // as a restart without persistence leaves it
+
+        served(a, "eight", 1); // A reads the route first: it writes back the flag it last saw, 'suspended'
+        eventually(() -> "suspended".equals(storedStanding("eight", "chat-beta")), "A wrote back its older flag");
+        eventually(() -> Set.of("chat-alpha", "chat-beta").equals(served(b, "eight", 4)), "B keeps its later flag");
+        eventually(() -> "good".equals(storedStanding("eight", "chat-beta")), "and writes it over A's");
+        eventually(() -> Set.of("chat-alpha", "chat-beta").equals(served(a, "eight", 4)), "A takes it");
     }
 }

@@ -114,11 +114,21 @@ class RedisStateStoreTest extends StateStoreContract {
         await(store.putRouteBlob(r, "ewma", "e", LONG));
         assertTrue(Long.parseLong(Resp.command(server.port(), "PTTL", index)) > 0);
 
-        assertTrue(await(store.restoreRouteFlag(r, "standing", "suspended")));
+        assertTrue(await(store.restoreRouteFlag(r, "standing", "suspended", 7)));
 
         assertEquals("-1", Resp.command(server.port(), "PTTL", StateKeys.routeBlob(r, "standing")));
+        assertEquals("-1", Resp.command(server.port(), "PTTL", StateKeys.routeBlob(r, "standing@at")));
         assertEquals("-1", Resp.command(server.port(), "PTTL", index));
         assertEquals("1", Resp.command(server.port(), "HEXISTS", index, "standing"));
+        assertEquals("1", Resp.command(server.port(), "HEXISTS", index, "standing@at"));
+
+        String put = id("route");
+        await(store.putRouteBlob(put, "ewma", "e", LONG));
+        long at = await(store.putRouteFlag(put, "standing", "drained"));
+        assertEquals(Long.toString(at), Resp.command(server.port(), "GET", StateKeys.routeBlob(put, "standing@at")));
+        assertEquals("-1", Resp.command(server.port(), "PTTL", StateKeys.routeBlobIndex(put)));
+        // the server runs on this host: its clock is this one
+        assertTrue(Math.abs(at - System.currentTimeMillis()) < 60_000, "the server's clock in milliseconds: " + at);
     }
 
     /**

@@ -78,8 +78,13 @@ class ResilientLocalHealthTest {
         }
 
         @Override
-        public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value) {
-            return or(() -> super.restoreRouteFlag(routeId, name, value));
+        public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
+            return or(() -> super.restoreRouteFlag(routeId, name, value, at));
+        }
+
+        @Override
+        public Uni<Long> putRouteFlag(String routeId, String name, String value) {
+            return or(() -> super.putRouteFlag(routeId, name, value));
         }
 
         /** Pings that reached this store (the guard let them through). */
@@ -193,6 +198,23 @@ class ResilientLocalHealthTest {
         assertEquals("fail", sharedFlag("acme/alpha", "verification_operator"), "precondition: still set there");
         await(store.catalogVersions());
         assertEquals("none", sharedFlag("acme/alpha", "verification_operator"));
+    }
+
+    /**
+     * A flag set during an outage was set after the one the instance last saw: it replaces that one when the shared
+     * store answers even when this instance's clock runs behind the store's (its stamp is one past the seen one's).
+     */
+    @Test
+    void aFlagSetDuringAnOutageReplacesTheOneSeenBeforeItEvenWithAClockBehind() {
+        ResilientStateStore behind = new ResilientStateStore(shared, local, ResilientLedgerTest.SETTINGS,
+                java.time.InstantSource.fixed(java.time.Instant.ofEpochMilli(1_000)));
+        await(behind.putRouteBlob("acme/alpha", "standing", "suspended", null));
+        shared.up = false;
+        await(behind.putRouteBlob("acme/alpha", "standing", "good", null));
+        shared.up = true;
+        await(behind.catalogVersions());
+        assertEquals("good", sharedFlag("acme/alpha", "standing"));
+        assertEquals(0, behind.lostEdits());
     }
 
     /** A flag written to the shared store after the outage supersedes the one set during it. */

@@ -14,4 +14,9 @@ class ResilientStateStoreTest extends FakeTimeStoreContract {
         return new ResilientStateStore(new MemoryStateStore(ticker, TUNING), new MemoryStateStore(ticker, TUNING),
                 ResilientStateStore.Settings.DEFAULTS);
     }
+
+    @Override
+    protected boolean stampsFlagsWrittenAsBlobs() {
+        return true;
+    }
 }

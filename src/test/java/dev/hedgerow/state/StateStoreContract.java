@@ -721,21 +721,65 @@ abstract class StateStoreContract {
         assertEquals(Map.of("long", "l"), snap(r).blobs());
     }
 
+    /**
+     * A restored flag is written where the route has none, or has one stamped earlier (an older flag another instance
+     * wrote back after a data loss), never over one stamped as late or later; a flag without a stamp (set before
+     * stamps) counts as stamped 0.
+     */
     @Test
-    void aRestoredFlagIsWrittenOnlyWhereTheRouteHasNone() {
+    void aRestoredFlagIsWrittenWhereTheRouteHasNoneOrAnEarlierOne() {
         String r = id("route");
-        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended")), "a route never written");
-        assertEquals(Map.of("standing", "suspended"), snap(r).blobs());
-        assertFalse(await(store().restoreRouteFlag(r, "standing", "good")), "held already: kept as it is");
-        assertEquals(Map.of("standing", "suspended"), snap(r).blobs());
+        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended", 100)), "a route never written");
+        assertEquals(Map.of("standing", "suspended", "standing@at", "100"), snap(r).blobs());
+        assertFalse(await(store().restoreRouteFlag(r, "standing", "good", 100)), "as late: kept as it is");
+        assertFalse(await(store().restoreRouteFlag(r, "standing", "good", 99)), "earlier: kept as it is");
+        assertEquals(Map.of("standing", "suspended", "standing@at", "100"), snap(r).blobs());
+        assertTrue(await(store().restoreRouteFlag(r, "standing", "good", 101)), "later: written over it");
+        assertEquals(Map.of("standing", "good", "standing@at", "101"), snap(r).blobs());
 
         String written = id("route");
-        await(store().putRouteBlob(written, "standing", "good", null));
+        long at = await(store().putRouteFlag(written, "standing", "good"));
         await(store().putRouteBlob(written, "ewma", "e", LONG));
-        assertFalse(await(store().restoreRouteFlag(written, "standing", "suspended")), "written since: not over it");
-        assertTrue(await(store().restoreRouteFlag(written, "verification_operator", "fail:x")), "another name");
-        assertEquals(Map.of("standing", "good", "ewma", "e", "verification_operator", "fail:x"),
-                snap(written).blobs());
+        assertFalse(await(store().restoreRouteFlag(written, "standing", "suspended", at)), "set as late: kept");
+        assertTrue(await(store().restoreRouteFlag(written, "verification_operator", "fail:x", 1)), "another name");
+        assertEquals(Map.of("standing", "good", "standing@at", Long.toString(at), "ewma", "e",
+                "verification_operator", "fail:x", "verification_operator@at", "1"), snap(written).blobs());
+
+        String plain = id("route");
+        await(store().putRouteBlob(plain, "standing", "drained", null));
+        assertFalse(await(store().restoreRouteFlag(plain, "standing", "good", 0)), "as late or later: kept");
+        if (stampsFlagsWrittenAsBlobs()) {
+            assertTrue(snap(plain).blobs().containsKey("standing@at"), "stamped as putRouteFlag stamps");
+            assertFalse(await(store().restoreRouteFlag(plain, "standing", "good", 1)), "stamped now: kept");
+        } else {
+            assertTrue(await(store().restoreRouteFlag(plain, "standing", "good", 1)), "any stamp is later than none");
+        }
+    }
+
+    /**
+     * Whether a flag written with {@link StateStore#putRouteBlobs} is stamped ({@link ResilientStateStore}, through
+     * which the admin API writes them) rather than stored as a plain blob (the stores below it, as flags were written
+     * before stamps).
+     */
+    protected boolean stampsFlagsWrittenAsBlobs() {
+        return false;
+    }
+
+    /**
+     * A flag's stamps only grow: each set is stamped with the store's clock, or one past the held stamp when that is
+     * not earlier (one written back from an instance whose clock runs ahead).
+     */
+    @Test
+    void aFlagsStampsOnlyGrow() {
+        String r = id("route");
+        long first = await(store().putRouteFlag(r, "standing", "drained"));
+        assertTrue(first > 0);
+        long second = await(store().putRouteFlag(r, "standing", "good"));
+        assertTrue(second > first, second + " after " + first);
+        long ahead = second + 86_400_000L;
+        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended", ahead)));
+        assertEquals(ahead + 1, await(store().putRouteFlag(r, "standing", "good")));
+        assertEquals(Map.of("standing", "good", "standing@at", Long.toString(ahead + 1)), snap(r).blobs());
     }
 
     /** A restored flag has no TTL, and the route's blob index keeps it when the blobs that set the index's TTL die. */
@@ -743,12 +787,17 @@ abstract class StateStoreContract {
     void aRestoredFlagOutlivesTheRoutesShortBlobs() {
         String r = id("route");
         await(store().putRouteBlob(r, "short", "s", SHORT));
-        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended")));
+        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended", 5)));
         advance(PAST_SHORT);
-        assertEquals(Map.of("standing", "suspended"), snap(r).blobs());
+        assertEquals(Map.of("standing", "suspended", "standing@at", "5"), snap(r).blobs());
         await(store().putRouteBlob(r, "short", "again", SHORT)); // a short blob written after it: the index stays
         advance(PAST_SHORT);
-        assertEquals(Map.of("standing", "suspended"), snap(r).blobs());
+        assertEquals(Map.of("standing", "suspended", "standing@at", "5"), snap(r).blobs());
+        String put = id("route");
+        await(store().putRouteBlob(put, "short", "s", SHORT));
+        long at = await(store().putRouteFlag(put, "standing", "drained"));
+        advance(PAST_SHORT);
+        assertEquals(Map.of("standing", "drained", "standing@at", Long.toString(at)), snap(put).blobs());
     }
 
     // ---- locks ------------------------------------------------------------------------------------------------
