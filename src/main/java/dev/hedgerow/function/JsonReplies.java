@@ -175,7 +175,8 @@ public final class JsonReplies {
     /**
      * The failure handler of a Vert.x route with a body: a client that hung up or reset the connection while its
      * body was arriving is a debug line (nobody to answer, not the server's fault); a body over {@code bodyLimit}
-     * is 413; another 4xx of the router's ("the {@code what} could not be read"); anything else an ERROR and a 500.
+     * is 413; a 404 names what has no route; another 4xx of the router's ("the {@code what} could not be read");
+     * anything else an ERROR and a 500.
      */
     public static Handler<RoutingContext> failureHandler(long bodyLimit, String what) {
         return ctx -> {
@@ -191,6 +192,10 @@ public final class JsonReplies {
                 // Vert.x refuses it before any route runs
                 error(ctx.response(), ApiError.invalidRequest("The request has no valid Host header, which HTTP/1.1 "
                         + "requires.", null));
+            } else if (status == 404) {
+                // what the router found no route for, such as OPTIONS * (about the server, not a path)
+                error(ctx.response(), ApiError.notFound("No such endpoint: " + ctx.request().method() + " "
+                        + ctx.request().uri() + "."));
             } else if (status >= 400 && status < 500) {
                 error(ctx.response(), ApiError.invalidRequest("The " + what + " could not be read.", null)
                         .withStatus(status));

@@ -322,6 +322,20 @@ class AppHostileInputTest {
         }
     }
 
+    /**
+     * {@code OPTIONS *} asks about the server, not a path: it answered 404 with "The request could not be read.", a
+     * status and a message that disagreed (found by hunt13).
+     */
+    @Test
+    void optionsOfTheWholeServerIsAnsweredInTheEnvelopeWithWordsThatFitItsStatus() {
+        RawHttp.Response r = RawHttp.send(RestAssured.port, ("OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                + "Connection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+        JsonNode err = Envelope.assert4xx(r.status(), r.body(), "OPTIONS *");
+        assertEquals(404, r.status(), r.body());
+        assertEquals("not_found", err.path("code").asText(), r.body());
+        assertTrue(err.path("message").asText().contains("OPTIONS *"), r.body());
+    }
+
     static RawHttp.Response rawGet(String target, String auth) {
         String req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
                 + (auth == null ? "" : "Authorization: Bearer " + auth + "\r\n") + "\r\n";
