@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -404,8 +405,8 @@ public final class CachingStateStore extends ForwardingStateStore {
     }
 
     @Override
-    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
-        return invalidating(routeId, inner.restoreRouteFlag(routeId, name, value, at));
+    public Uni<Optional<Long>> restoreRouteFlag(String routeId, String name, String value, FlagTime when) {
+        return invalidating(routeId, inner.restoreRouteFlag(routeId, name, value, when));
     }
 
     // ---- blobs: written through, the copy patched ------------------------------------------------------------------

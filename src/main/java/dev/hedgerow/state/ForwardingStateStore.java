@@ -93,8 +93,8 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
-        return inner.restoreRouteFlag(routeId, name, value, at);
+    public Uni<Optional<Long>> restoreRouteFlag(String routeId, String name, String value, FlagTime when) {
+        return inner.restoreRouteFlag(routeId, name, value, when);
     }
 
     @Override

@@ -382,16 +382,18 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
+    public Uni<Optional<Long>> restoreRouteFlag(String routeId, String name, String value, FlagTime when) {
         RouteState r = route(routeId);
+        long at = when.stampAt(clock.millis());
         synchronized (r) {
             Timed held = r.blobs.get(name);
-            if (held != null && held.live(ticker.nanos()) && heldStamp(r, name) >= at) {
-                return Uni.createFrom().item(false);
+            long heldAt = heldStamp(r, name);
+            if (held != null && held.live(ticker.nanos()) && heldAt >= at) {
+                return Uni.createFrom().item(value.equals(held.value) ? Optional.of(heldAt) : Optional.empty());
             }
             r.blobs.put(name, new Timed(value, NO_EXPIRY));
             r.blobs.put(RouteFlags.stampName(name), new Timed(Long.toString(at), NO_EXPIRY));
-            return Uni.createFrom().item(true);
+            return Uni.createFrom().item(Optional.of(at));
         }
     }
 

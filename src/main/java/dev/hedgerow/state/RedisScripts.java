@@ -140,21 +140,33 @@ final class RedisScripts {
             """);
 
     /**
-     * Writes an operator flag (no TTL) with a given stamp, both named in the route's blob index, unless the route
-     * holds the flag with a stamp at least as late (none: 0): a store that lost its data gets back the latest flag an
-     * instance saw, never over one set since. KEYS: index, blob, stamp (the route's hash tag). ARGV: name, value,
-     * the stamp's name, the stamp. Returns 1 when it wrote the flag.
+     * Writes an operator flag (no TTL) set at a time, both named in the route's blob index, unless the route holds
+     * another value of the flag stamped as late or later (none: 0); see {@code StateStore#restoreRouteFlag}. KEYS:
+     * index, blob, stamp (the route's hash tag). ARGV: name, value, the stamp's name, the stamp, the age in ms (-1:
+     * none; else the stamp is the server's clock less the age, and not below ARGV[4]). Returns the stamp the flag holds
+     * afterwards, or -1 when another value holds.
      */
     static final LuaScript RESTORE_ROUTE_FLAG = LuaScript.of("restoreRouteFlag", """
-            if redis.call('EXISTS', KEYS[2]) == 1
-                and (tonumber(redis.call('GET', KEYS[3]) or '0') or 0) >= tonumber(ARGV[4]) then
-              return 0
+            local stamp = tonumber(ARGV[4])
+            local age = tonumber(ARGV[5])
+            if age >= 0 then
+              local t = redis.call('TIME')
+              local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+              if now - age > stamp then stamp = now - age end
+            end
+            local value = redis.call('GET', KEYS[2])
+            if value then
+              local held = tonumber(redis.call('GET', KEYS[3]) or '0') or 0
+              if held >= stamp then
+                if value == ARGV[2] then return held end
+                return -1
+              end
             end
             redis.call('SET', KEYS[2], ARGV[2])
-            redis.call('SET', KEYS[3], ARGV[4])
+            redis.call('SET', KEYS[3], string.format('%.0f', stamp))
             redis.call('HSET', KEYS[1], ARGV[1], KEYS[2], ARGV[3], KEYS[3])
             redis.call('PERSIST', KEYS[1])
-            return 1
+            return stamp
             """);
 
     /**

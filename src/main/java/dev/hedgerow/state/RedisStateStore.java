@@ -328,10 +328,10 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
+    public Uni<Optional<Long>> restoreRouteFlag(String routeId, String name, String value, FlagTime when) {
         return eval(RedisScripts.RESTORE_ROUTE_FLAG, flagKeys(routeId, name), name, value,
-                RouteFlags.stampName(name), Long.toString(at))
-                .map(r -> r != null && r.toLong() == 1);
+                RouteFlags.stampName(name), Long.toString(when.at()), Long.toString(when.ageMillis()))
+                .map(r -> r == null || r.toLong() < 0 ? Optional.<Long>empty() : Optional.of(r.toLong()));
     }
 
     private static List<String> flagKeys(String routeId, String name) {

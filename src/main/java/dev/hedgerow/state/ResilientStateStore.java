@@ -1,15 +1,16 @@
 package dev.hedgerow.state;
 
+import dev.hedgerow.time.Ticker;
 import io.smallrye.faulttolerance.api.CircuitBreakerState;
 import io.smallrye.faulttolerance.api.Guard;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
 import io.smallrye.mutiny.subscription.UniEmitter;
 import jakarta.enterprise.util.TypeLiteral;
+import org.eclipse.microprofile.faulttolerance.exceptions.CircuitBreakerOpenException;
 
 import java.security.SecureRandom;
 import java.time.Duration;
-import java.time.InstantSource;
 import java.time.LocalDate;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
@@ -65,10 +66,10 @@ import java.util.function.Supplier;
  * edits too, written stamped with the time they were set ({@link StateStore#putRouteFlag}), and mirrored with their
  * stamps: this instance keeps each as the shared store last showed it (in a snapshot, or a write it took). One set
  * during an outage is kept as pending, never in the local store (a copy left there would be back in force at the next
- * outage, over every verdict given since), stamped with this instance's clock (or one past the stamp it saw: it was
- * set after that one), and written to the shared store with the pending catalog edits unless one set later is there
- * ({@link StateStore#restoreRouteFlag}): the one set last wins, and a dropped one is counted in {@link #lostEdits()}
- * and told to {@link #onLostEdit}. Snapshots answered locally show the flags as last seen, this outage's over them, so
+ * outage, over every verdict given since), timed by this instance's ticker, and written to the shared store with the
+ * pending catalog edits, stamped there as the store's clock less its age (and past the stamp this instance saw: it was
+ * set after that one), unless another value set as late or later is there ({@link StateStore#restoreRouteFlag}): the
+ * one set last wins, and a dropped one is counted in {@link #lostEdits()} and told to {@link #onLostEdit}. Snapshots answered locally show the flags as last seen, this outage's over them, so
  * a suspended route stays out of service through an outage. A flag is never deleted ({@link RouteFlags}), so a route
  * the shared store answers without a flag this instance saw there, or with one stamped earlier than the one it saw,
  * lost it (a Redis restarted without its data brought a suspended route back into service; found by hunt7; another
@@ -133,7 +134,7 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicLong droppedReleases = new AtomicLong();
     private final AtomicBoolean releasesResending = new AtomicBoolean();
     /** Operator flags set only locally during an outage, by route and name. */
-    private final Map<FlagKey, Flag> pendingFlags = new ConcurrentHashMap<>();
+    private final Map<FlagKey, PendingFlag> pendingFlags = new ConcurrentHashMap<>();
     /** Operator flags ({@link RouteFlags}) as the shared store last showed them, by route, then name. */
     private final Map<String, Map<String, Flag>> seenFlags = new ConcurrentHashMap<>();
     /**
@@ -147,8 +148,8 @@ public final class ResilientStateStore implements StateStore {
     private final Set<FlagKey> restoring = ConcurrentHashMap.newKeySet();
     private final AtomicLong restoredFlags = new AtomicLong();
     private volatile java.util.function.Consumer<LostEdit> lostEditListener = lost -> { };
-    /** Stamps the operator flags set during an outage ({@link StateStore#putRouteFlag}). */
-    private final InstantSource clock;
+    /** Times the operator flags set during an outage ({@link PendingFlag}). */
+    private final Ticker ticker;
     /** Each (org, day, alias) line's writes to the shared ledger not confirmed yet; see {@link #addLedger}. */
     private final Map<LedgerKey, LedgerLine> ledgerLines = new ConcurrentHashMap<>();
     /** Routes whose health the local store took a write for since the shared store last answered (see the class). */
@@ -164,15 +165,12 @@ public final class ResilientStateStore implements StateStore {
     private volatile String lastFailure = "";
 
     public ResilientStateStore(StateStore shared, StateStore local, Settings settings) {
-        this(shared, local, settings, InstantSource.system());
+        this(shared, local, settings, Ticker.system());
     }
 
-    /**
-     * @param clock stamps the operator flags set while the shared store does not answer, compared with the shared
-     *              store's stamps when it does (Redis' clock: both are wall clocks, kept close by NTP)
-     */
-    public ResilientStateStore(StateStore shared, StateStore local, Settings settings, InstantSource clock) {
-        this.clock = Objects.requireNonNull(clock, "clock");
+    /** @param ticker times the operator flags set while the shared store does not answer ({@link PendingFlag}) */
+    public ResilientStateStore(StateStore shared, StateStore local, Settings settings, Ticker ticker) {
+        this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.shared = Objects.requireNonNull(shared, "shared");
         this.local = Objects.requireNonNull(local, "local");
         this.guard = Guard.create()
@@ -285,8 +283,10 @@ public final class ResilientStateStore implements StateStore {
             Uni<Object> guarded = guard.get(() -> (Uni<Object>) (Uni<?>) onShared.get(), UNI);
             return ((Uni<T>) (Uni<?>) guarded).onFailure().recoverWithUni(e -> {
                 fallbacks.incrementAndGet();
-                if (at != CircuitBreakerState.OPEN) {
-                    // a call the open breaker refused says nothing of the store: the cause that opened it is kept
+                if (at != CircuitBreakerState.OPEN
+                        && !(e instanceof CircuitBreakerOpenException)) {
+                    // a call the open breaker refused says nothing of the store: the cause that opened it is kept (a
+                    // half-open breaker refuses the calls past its trial ones with that exception too; review16)
                     lastFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
                 }
                 return onLocal.apply(e);
@@ -554,14 +554,19 @@ public final class ResilientStateStore implements StateStore {
                 String value = s.blobs().get(name);
                 Flag mine = seen == null ? null : seen.get(name);
                 long at = RouteFlags.stamp(s.blobs().get(RouteFlags.stampName(name)));
-                if (mine != null && (value == null || (mine.at > at && !mine.value.equals(value)))) {
-                    // lost: gone, or an older flag in its place (another instance wrote back the one it last saw,
-                    // which this instance saw replaced; hunt14): this instance's is laid over and written back
-                    restoreLost(routeId, name, mine);
-                    if (lost == null) {
-                        lost = new HashMap<>();
+                if (mine != null && (value == null || mine.at > at)) {
+                    boolean same = mine.value.equals(value);
+                    // gone, or an older flag in its place (another instance wrote back the one it last saw, which
+                    // this instance saw replaced; hunt14): this instance's is written back, and laid over unless the
+                    // value is the same (then only its later stamp is written, so that a flag set in between, which
+                    // another instance may write back, does not pass for later than this one; review16)
+                    restoreLost(routeId, name, mine, !same);
+                    if (!same) {
+                        if (lost == null) {
+                            lost = new HashMap<>();
+                        }
+                        lost.put(name, mine.value);
                     }
-                    lost.put(name, mine.value);
                 } else if (value != null) {
                     sawFlag(routeId, name, new Flag(value, at));
                 }
@@ -579,14 +584,15 @@ public final class ResilientStateStore implements StateStore {
     /**
      * Writes back a flag the shared store lost, unless it is being written back already or one set later is there.
      */
-    private void restoreLost(String routeId, String name, Flag flag) {
+    private void restoreLost(String routeId, String name, Flag flag, boolean lost) {
         FlagKey key = new FlagKey(routeId, name);
         if (!restoring.add(key)) {
             return;
         }
-        shared.restoreRouteFlag(routeId, name, flag.value, flag.at).onTermination().invoke(() -> restoring.remove(key))
-                .subscribe().with(written -> {
-                    if (written) {
+        shared.restoreRouteFlag(routeId, name, flag.value, FlagTime.at(flag.at))
+                .onTermination().invoke(() -> restoring.remove(key))
+                .subscribe().with(held -> {
+                    if (held.isPresent() && lost) {
                         restoredFlags.incrementAndGet();
                         log.log(System.Logger.Level.WARNING, "the shared state store had lost route " + routeId
                                 + "'s operator flag " + name + " (a Redis restarted without its data?): written back"
@@ -595,7 +601,11 @@ public final class ResilientStateStore implements StateStore {
                 }, t -> { });
     }
 
-    /** Mirrors a flag the shared store took ({@link #withFlagsKept}). */
+    /**
+     * Mirrors a flag the shared store took ({@link #withFlagsKept}), unless the mirror holds one stamped later: a
+     * snapshot read before a write this instance made, answered after it, must not put the older flag back (and a
+     * write-back of the same value with an older stamp must not lower this one's; review16).
+     */
     private void sawFlag(String routeId, String name, Flag flag) {
         // every snapshot of a flagged route comes here: a plain read first, no write when nothing changed
         Map<String, Flag> seen = seenFlags.get(routeId);
@@ -603,22 +613,36 @@ public final class ResilientStateStore implements StateStore {
             seen = seenFlags.computeIfAbsent(routeId, k -> new ConcurrentHashMap<>());
         }
         Flag held = seen.get(name);
-        if (held == null || !held.value.equals(flag.value) || held.at != flag.at) {
-            seen.put(name, flag);
+        if (held == null || held.at < flag.at || held.at == flag.at && !held.value.equals(flag.value)) {
+            // stamps equal only when both are 0 (flags stored before stamps): the one read last is the store's
+            seen.merge(name, flag, (old, next) -> next.at >= old.at ? next : old);
         }
     }
 
-    /**
-     * An operator flag's value and the time it was set ({@link StateStore#putRouteFlag}; 0: unknown, set before
-     * stamps). Compared by identity, so that a pending flag written late removes its own entry and never a newer one.
-     */
-    private static final class Flag {
-        final String value;
-        final long at;
+    /** An operator flag's value and its stamp ({@link StateStore#putRouteFlag}; 0: set before stamps). */
+    private record Flag(String value, long at) {
+    }
 
-        Flag(String value, long at) {
+    /**
+     * An operator flag set during an outage: its value, the stamp of the flag this instance saw then plus one (it was
+     * set after that one), and when it was set by this instance's ticker, so that the shared store stamps it with its
+     * own clock less its age ({@link FlagTime#ago}): no instance's wall clock is compared with the store's (one running
+     * a day ahead stamped a flag that beat every verdict of the next day; review16). Compared by identity, so that a
+     * pending flag written late removes its own entry and never a newer one.
+     */
+    private static final class PendingFlag {
+        final String value;
+        final long notBefore;
+        final long setNanos;
+
+        PendingFlag(String value, long notBefore, long setNanos) {
             this.value = value;
-            this.at = at;
+            this.notBefore = notBefore;
+            this.setNanos = setNanos;
+        }
+
+        FlagTime when(long nowNanos) {
+            return FlagTime.ago((nowNanos - setNanos) / 1_000_000, notBefore);
         }
     }
 
@@ -648,7 +672,7 @@ public final class ResilientStateStore implements StateStore {
         Map<String, String> held = new HashMap<>();
         seenFlags.getOrDefault(routeId, Map.of()).forEach((name, flag) -> held.put(name, flag.value));
         for (String name : RouteFlags.NAMES) {
-            Flag pending = pendingFlags.get(new FlagKey(routeId, name));
+            PendingFlag pending = pendingFlags.get(new FlagKey(routeId, name));
             if (pending != null) {
                 held.put(name, pending.value);
             }
@@ -714,6 +738,9 @@ public final class ResilientStateStore implements StateStore {
         for (RouteBlob b : blobs) {
             (RouteFlags.NAMES.contains(b.name()) ? flags : rest).add(b);
         }
+        // a flag the shared store took is not kept as pending when the rest (a batch's learned blobs) failed: kept, it
+        // was written over a flag set through another instance meanwhile (review16)
+        Set<String> landed = ConcurrentHashMap.newKeySet();
         return call(() -> {
             List<Uni<Void>> writes = new ArrayList<>(flags.size() + 1);
             if (!rest.isEmpty()) {
@@ -721,6 +748,7 @@ public final class ResilientStateStore implements StateStore {
             }
             for (RouteBlob f : flags) {
                 writes.add(shared.putRouteFlag(routeId, f.name(), f.value()).invoke(at -> {
+                    landed.add(f.name());
                     sawFlag(routeId, f.name(), new Flag(f.value(), at));
                     pendingFlags.remove(new FlagKey(routeId, f.name()));   // superseded where it counts
                 }).replaceWithVoid());
@@ -729,15 +757,17 @@ public final class ResilientStateStore implements StateStore {
                     .replaceWithVoid();
         }, () -> {
             for (RouteBlob f : flags) {
-                pendFlag(routeId, f.name(), f.value());
+                if (!landed.contains(f.name())) {
+                    pendFlag(routeId, f.name(), f.value());
+                }
             }
             return rest.isEmpty() ? Uni.createFrom().voidItem() : local.putRouteBlobs(routeId, rest);
         });
     }
 
     /**
-     * A flag whose writes take no stamp here ({@link StateStore#putRouteFlag} is for the stores below): written as
-     * {@link #putRouteBlobs} writes flags. Answers the stamp (this instance's clock when kept as pending).
+     * As {@link #putRouteBlobs} writes a flag (the admin API writes them that way). During an outage the stamp is not
+     * known yet: answers the least it will be (one past the stamp this instance saw).
      */
     @Override
     public Uni<Long> putRouteFlag(String routeId, String name, String value) {
@@ -748,14 +778,14 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
-     * Keeps a flag set during an outage as pending, stamped with this instance's clock, or one past the stamp it last
-     * saw the flag with when that is not earlier: it was set after that one. Answers the stamp.
+     * Keeps a flag set during an outage as pending, set now by this instance's ticker and after the flag it last saw
+     * ({@link PendingFlag}). Answers the least stamp it will take.
      */
     private long pendFlag(String routeId, String name, String value) {
         Flag seen = seenFlags.getOrDefault(routeId, Map.of()).get(name);
-        long at = Math.max(clock.millis(), seen == null ? 0 : seen.at + 1);
-        pendingFlags.put(new FlagKey(routeId, name), new Flag(value, at));
-        return at;
+        long notBefore = seen == null ? 0 : seen.at + 1;
+        pendingFlags.put(new FlagKey(routeId, name), new PendingFlag(value, notBefore, ticker.nanos()));
+        return notBefore;
     }
 
     /** An operator flag of a route ({@link RouteFlags}). */
@@ -771,40 +801,45 @@ public final class ResilientStateStore implements StateStore {
         if (pendingFlags.isEmpty()) {
             return Uni.createFrom().voidItem();
         }
-        List<Uni<Void>> writes = pendingFlags.entrySet().stream().map(e -> {
-            FlagKey k = e.getKey();
-            Flag flag = e.getValue();
-            return shared.restoreRouteFlag(k.routeId(), k.name(), flag.value, flag.at).invoke(written -> {
-                if (!pendingFlags.remove(k, flag)) {
-                    return;   // set again meanwhile: that write decides
-                }
-                if (written) {
-                    sawFlag(k.routeId(), k.name(), flag);
-                    return;
-                }
-                lostEdits.incrementAndGet();
-                log.log(System.Logger.Level.WARNING, "route " + k.routeId() + "'s operator flag " + k.name() + " '"
-                        + flag.value + "', set while the shared state store was unreachable, is dropped: it was set "
-                        + "later elsewhere, and that holds");
-                int slash = k.routeId().indexOf('/');
-                lostEditListener.accept(new LostEdit(slash < 0 ? k.routeId() : k.routeId().substring(0, slash),
-                        slash < 0 ? "" : k.routeId().substring(slash + 1), "The route's " + k.name() + " '"
-                        + flag.value + "', set on an instance that could not reach the shared state store, was dropped "
-                        + "when it could: it was set later through another instance, and that holds."));
-            }).replaceWithVoid();
-        }).toList();
+        List<Uni<Void>> writes = pendingFlags.entrySet().stream()
+                .map(e -> writePendingFlag(e.getKey(), e.getValue())).toList();
         return Uni.join().all(writes).andFailFast().replaceWithVoid();
     }
 
-    @Override
-    public Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at) {
-        FlagKey key = new FlagKey(routeId, name);
-        return call(() -> shared.restoreRouteFlag(routeId, name, value, at).invoke(written -> {
-            if (written) {
-                sawFlag(routeId, name, new Flag(value, at));
+    private Uni<Void> writePendingFlag(FlagKey k, PendingFlag flag) {
+        return shared.restoreRouteFlag(k.routeId(), k.name(), flag.value, flag.when(ticker.nanos())).invoke(held -> {
+            if (!pendingFlags.remove(k, flag)) {
+                return;   // set again meanwhile: that write decides
             }
-        }), () -> Uni.createFrom().item(() -> heldFlags(routeId).containsKey(name) ? false
-                : pendingFlags.putIfAbsent(key, new Flag(value, at)) == null));
+            if (held.isPresent()) {
+                // written, or the same value held (this instance's own write that landed after all, or another's)
+                sawFlag(k.routeId(), k.name(), new Flag(flag.value, held.get()));
+                return;
+            }
+            lostEdits.incrementAndGet();
+            log.log(System.Logger.Level.WARNING, "route " + k.routeId() + "'s operator flag " + k.name() + " '"
+                    + flag.value + "', set while the shared state store was unreachable, is dropped: it was set "
+                    + "later elsewhere, and that holds");
+            int slash = k.routeId().indexOf('/');
+            lostEditListener.accept(new LostEdit(slash < 0 ? k.routeId() : k.routeId().substring(0, slash),
+                    slash < 0 ? "" : k.routeId().substring(slash + 1), "The route's " + k.name() + " '"
+                    + flag.value + "', set on an instance that could not reach the shared state store, was dropped "
+                    + "when it could: it was set later through another instance, and that holds."));
+        }).replaceWithVoid();
+    }
+
+    /**
+     * On the shared store; during an outage a flag this instance holds none of is kept as pending, set now and after
+     * {@code when}'s stamp (answered as the least stamp it will take), and one it holds is refused.
+     */
+    @Override
+    public Uni<Optional<Long>> restoreRouteFlag(String routeId, String name, String value, FlagTime when) {
+        FlagKey key = new FlagKey(routeId, name);
+        return call(() -> shared.restoreRouteFlag(routeId, name, value, when).invoke(held -> held.ifPresent(
+                at -> sawFlag(routeId, name, new Flag(value, at)))), () -> Uni.createFrom().item(() ->
+                heldFlags(routeId).containsKey(name) || pendingFlags.putIfAbsent(key,
+                        new PendingFlag(value, when.at(), ticker.nanos())) != null ? Optional.<Long>empty()
+                        : Optional.of(when.at())));
     }
 
     @Override
@@ -848,7 +883,9 @@ public final class ResilientStateStore implements StateStore {
      * as a failure of Redis, and sent only part of them (RedisOutageTest timed out under load).
      */
     private void resendReleases() {
-        if (pendingReleases.isEmpty() || !releasesResending.compareAndSet(false, true)) {
+        // not while half-open: the breaker lets its trial calls through and refuses the rest, which ended the round
+        if (pendingReleases.isEmpty() || breaker != CircuitBreakerState.CLOSED
+                || !releasesResending.compareAndSet(false, true)) {
             return;
         }
         Multi.createFrom().iterable(List.copyOf(pendingReleases))

@@ -197,12 +197,37 @@ public interface StateStore {
     Uni<Long> putRouteFlag(String routeId, String name, String value);
 
     /**
-     * Writes an operator flag ({@link RouteFlags}) with the stamp {@code at} unless the route holds that flag with a
-     * stamp at least as late (a flag held without one counts as stamped 0): a store that lost its data gets back the
-     * latest flag an instance saw there, never over one set since; an older flag another instance wrote back is
-     * replaced by a later one. Answers whether it wrote it.
+     * Writes an operator flag ({@link RouteFlags}) set {@code when}, unless the route holds another value of that flag
+     * stamped as late or later (a flag held without a stamp counts as stamped 0): a store that lost its data gets back
+     * the latest flag an instance saw there, never over one set since, and an older flag another instance wrote back
+     * is replaced by a later one. The same value held with an earlier stamp takes the later one. Answers the stamp the
+     * route's flag holds afterwards (the one written, or that of the same value held as late), or empty when another
+     * value set as late or later holds.
      */
-    Uni<Boolean> restoreRouteFlag(String routeId, String name, String value, long at);
+    Uni<Optional<Long>> restoreRouteFlag(String routeId, String name, String value, FlagTime when);
+
+    /**
+     * When a flag being written back was set: at a stamp of the store's own clock ({@link #at}, as a snapshot showed
+     * it), or {@code ageMillis} ago as the writer timed it (a flag set while the store was unreachable; its writer's
+     * ticker measures the age, so no other clock is compared with the store's) but after the flag stamped
+     * {@code at - 1}, the one its writer last saw.
+     */
+    record FlagTime(long at, long ageMillis) {
+        static final long NO_AGE = -1;
+
+        public static FlagTime at(long stamp) {
+            return new FlagTime(stamp, NO_AGE);
+        }
+
+        public static FlagTime ago(long ageMillis, long notBefore) {
+            return new FlagTime(notBefore, Math.max(0, ageMillis));
+        }
+
+        /** The stamp on a store whose clock reads {@code nowMillis}. */
+        public long stampAt(long nowMillis) {
+            return ageMillis == NO_AGE ? at : Math.max(at, nowMillis - ageMillis);
+        }
+    }
 
     // ---- leases (least connections): in-flight requests counted across instances, never leaking ---------------
 

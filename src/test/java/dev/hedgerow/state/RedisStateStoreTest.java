@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -114,7 +115,8 @@ class RedisStateStoreTest extends StateStoreContract {
         await(store.putRouteBlob(r, "ewma", "e", LONG));
         assertTrue(Long.parseLong(Resp.command(server.port(), "PTTL", index)) > 0);
 
-        assertTrue(await(store.restoreRouteFlag(r, "standing", "suspended", 7)));
+        assertEquals(Optional.of(7L), await(store.restoreRouteFlag(r, "standing", "suspended",
+                StateStore.FlagTime.at(7))));
 
         assertEquals("-1", Resp.command(server.port(), "PTTL", StateKeys.routeBlob(r, "standing")));
         assertEquals("-1", Resp.command(server.port(), "PTTL", StateKeys.routeBlob(r, "standing@at")));

@@ -721,39 +721,69 @@ abstract class StateStoreContract {
         assertEquals(Map.of("long", "l"), snap(r).blobs());
     }
 
+    static StateStore.FlagTime at(long stamp) {
+        return StateStore.FlagTime.at(stamp);
+    }
+
     /**
-     * A restored flag is written where the route has none, or has one stamped earlier (an older flag another instance
-     * wrote back after a data loss), never over one stamped as late or later; a flag without a stamp (set before
-     * stamps) counts as stamped 0.
+     * A restored flag is written where the route has none, or has it stamped earlier (an older flag another instance
+     * wrote back after a data loss), never over another value stamped as late or later; the same value held as late
+     * is answered as held (a write-back that landed before), and held earlier takes the later stamp. A flag without a
+     * stamp (set before stamps) counts as stamped 0.
      */
     @Test
     void aRestoredFlagIsWrittenWhereTheRouteHasNoneOrAnEarlierOne() {
         String r = id("route");
-        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended", 100)), "a route never written");
+        assertEquals(Optional.of(100L), await(store().restoreRouteFlag(r, "standing", "suspended", at(100))));
         assertEquals(Map.of("standing", "suspended", "standing@at", "100"), snap(r).blobs());
-        assertFalse(await(store().restoreRouteFlag(r, "standing", "good", 100)), "as late: kept as it is");
-        assertFalse(await(store().restoreRouteFlag(r, "standing", "good", 99)), "earlier: kept as it is");
+        assertEquals(Optional.empty(), await(store().restoreRouteFlag(r, "standing", "good", at(100))), "as late");
+        assertEquals(Optional.empty(), await(store().restoreRouteFlag(r, "standing", "good", at(99))), "earlier");
+        assertEquals(Optional.of(100L), await(store().restoreRouteFlag(r, "standing", "suspended", at(90))),
+                "the same value, held as late: answered as held");
         assertEquals(Map.of("standing", "suspended", "standing@at", "100"), snap(r).blobs());
-        assertTrue(await(store().restoreRouteFlag(r, "standing", "good", 101)), "later: written over it");
-        assertEquals(Map.of("standing", "good", "standing@at", "101"), snap(r).blobs());
+        assertEquals(Optional.of(105L), await(store().restoreRouteFlag(r, "standing", "suspended", at(105))),
+                "the same value, later: its stamp raised");
+        assertEquals(Optional.of(106L), await(store().restoreRouteFlag(r, "standing", "good", at(106))), "later");
+        assertEquals(Map.of("standing", "good", "standing@at", "106"), snap(r).blobs());
 
         String written = id("route");
-        long at = await(store().putRouteFlag(written, "standing", "good"));
+        long stamp = await(store().putRouteFlag(written, "standing", "good"));
         await(store().putRouteBlob(written, "ewma", "e", LONG));
-        assertFalse(await(store().restoreRouteFlag(written, "standing", "suspended", at)), "set as late: kept");
-        assertTrue(await(store().restoreRouteFlag(written, "verification_operator", "fail:x", 1)), "another name");
-        assertEquals(Map.of("standing", "good", "standing@at", Long.toString(at), "ewma", "e",
+        assertEquals(Optional.empty(), await(store().restoreRouteFlag(written, "standing", "suspended", at(stamp))));
+        assertEquals(Optional.of(1L), await(store().restoreRouteFlag(written, "verification_operator", "fail:x",
+                at(1))), "another name");
+        assertEquals(Map.of("standing", "good", "standing@at", Long.toString(stamp), "ewma", "e",
                 "verification_operator", "fail:x", "verification_operator@at", "1"), snap(written).blobs());
 
         String plain = id("route");
         await(store().putRouteBlob(plain, "standing", "drained", null));
-        assertFalse(await(store().restoreRouteFlag(plain, "standing", "good", 0)), "as late or later: kept");
+        assertEquals(Optional.empty(), await(store().restoreRouteFlag(plain, "standing", "good", at(0))));
         if (stampsFlagsWrittenAsBlobs()) {
             assertTrue(snap(plain).blobs().containsKey("standing@at"), "stamped as putRouteFlag stamps");
-            assertFalse(await(store().restoreRouteFlag(plain, "standing", "good", 1)), "stamped now: kept");
+            assertEquals(Optional.empty(), await(store().restoreRouteFlag(plain, "standing", "good", at(1))));
         } else {
-            assertTrue(await(store().restoreRouteFlag(plain, "standing", "good", 1)), "any stamp is later than none");
+            assertEquals(Optional.of(1L), await(store().restoreRouteFlag(plain, "standing", "good", at(1))),
+                    "any stamp is later than none");
         }
+    }
+
+    /**
+     * A flag restored with an age is stamped by the store's clock less that age, and never before its floor: the
+     * writer's clock is never compared with the store's.
+     */
+    @Test
+    void aFlagRestoredWithAnAgeIsStampedByTheStoresClockLessIt() {
+        String r = id("route");
+        long now = await(store().putRouteFlag(r, "standing", "drained"));
+        long aged = await(store().restoreRouteFlag(r, "standing", "good",
+                StateStore.FlagTime.ago(0, now + 1))).orElseThrow();
+        assertTrue(aged > now, aged + " after " + now);
+        String old = id("route");
+        long set = await(store().putRouteFlag(old, "standing", "drained"));
+        assertEquals(Optional.empty(), await(store().restoreRouteFlag(old, "standing", "good",
+                StateStore.FlagTime.ago(3_600_000, 0))), "set an hour ago: before the held flag");
+        assertEquals(Optional.of(set + 1), await(store().restoreRouteFlag(old, "standing", "good",
+                StateStore.FlagTime.ago(3_600_000, set + 1))), "but never before its floor");
     }
 
     /**
@@ -777,7 +807,7 @@ abstract class StateStoreContract {
         long second = await(store().putRouteFlag(r, "standing", "good"));
         assertTrue(second > first, second + " after " + first);
         long ahead = second + 86_400_000L;
-        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended", ahead)));
+        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended", at(ahead))).isPresent());
         assertEquals(ahead + 1, await(store().putRouteFlag(r, "standing", "good")));
         assertEquals(Map.of("standing", "good", "standing@at", Long.toString(ahead + 1)), snap(r).blobs());
     }
@@ -787,7 +817,7 @@ abstract class StateStoreContract {
     void aRestoredFlagOutlivesTheRoutesShortBlobs() {
         String r = id("route");
         await(store().putRouteBlob(r, "short", "s", SHORT));
-        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended", 5)));
+        assertTrue(await(store().restoreRouteFlag(r, "standing", "suspended", at(5))).isPresent());
         advance(PAST_SHORT);
         assertEquals(Map.of("standing", "suspended", "standing@at", "5"), snap(r).blobs());
         await(store().putRouteBlob(r, "short", "again", SHORT)); // a short blob written after it: the index stays
