@@ -733,6 +733,10 @@ public final class ResilientStateStore implements StateStore {
      */
     @Override
     public Uni<Void> putRouteBlobs(String routeId, List<RouteBlob> blobs) {
+        if (blobs.stream().noneMatch(b -> RouteFlags.NAMES.contains(b.name()))) {
+            // every request's learned models come this way: no flag, nothing to split or keep
+            return call(() -> shared.putRouteBlobs(routeId, blobs), () -> local.putRouteBlobs(routeId, blobs));
+        }
         List<RouteBlob> flags = new ArrayList<>(1);
         List<RouteBlob> rest = new ArrayList<>(blobs.size());
         for (RouteBlob b : blobs) {
