@@ -595,7 +595,21 @@ public final class RedisStateStore implements StateStore {
     @Override
     public Uni<Boolean> ping() {
         return send(Request.cmd(Command.PING)).map(r -> r != null && "PONG".equalsIgnoreCase(r.toString()))
-                .onFailure().recoverWithItem(false);
+                .onFailure().recoverWithItem(e -> {
+                    lastPingFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
+                    return false;
+                });
+    }
+
+    private volatile String lastPingFailure = "";
+
+    /**
+     * Why the last ping that failed did ("" if none did): a ping answers false rather than failing, and readiness,
+     * whose probes are pings, said only that Redis "did not answer a ping" where a refused certificate or password was
+     * the cause (found by the TLS cluster test).
+     */
+    public String lastPingFailure() {
+        return lastPingFailure;
     }
 
     // ---- plumbing ---------------------------------------------------------------------------------------------

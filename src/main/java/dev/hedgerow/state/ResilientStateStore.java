@@ -1222,7 +1222,9 @@ public final class ResilientStateStore implements StateStore {
         // health on
         return guarded(() -> shared.ping().map(up -> {
             if (!up) {
-                throw new IllegalStateException("the shared state store did not answer a ping");
+                String why = shared instanceof RedisStateStore r ? r.lastPingFailure() : "";
+                throw new IllegalStateException("the shared state store did not answer a ping"
+                        + (why.isEmpty() ? "" : " (" + why + ")"));
             }
             sharedAnswered();
             return true;

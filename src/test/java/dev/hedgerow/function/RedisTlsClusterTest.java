@@ -172,8 +172,8 @@ class RedisTlsClusterTest {
 
             ResilientStateStore checked = store(byIp, true);
             assertFalse(checked.ping().await().atMost(WAIT), "no node reachable by a name its certificate holds");
-            // a ping's failure is logged only as "did not answer a ping"; a write's keeps the client's reason. The
-            // first attempt on a cold JVM may time out instead (the store's 1 s guard): a second one is given
+            // a write's failure keeps the client's reason (RedisTlsTest checks a ping's). The first attempt on a cold
+            // JVM may time out instead (the store's 1 s guard): a second one is given
             for (int attempt = 0; attempt < 2 && !checked.lastFailure().contains("No subject alternative"); attempt++) {
                 long fallbacks = checked.fallbacks();
                 checked.putOrgBlob("ip-org", "probe", "checked", null).await().atMost(WAIT);
