@@ -614,7 +614,8 @@ public final class ResilientStateStore implements StateStore {
         }
         Flag held = seen.get(name);
         if (held == null || held.at < flag.at || held.at == flag.at && !held.value.equals(flag.value)) {
-            // stamps equal only when both are 0 (flags stored before stamps): the one read last is the store's
+            // the same stamp with another value: written by a version before stamps, which leaves the stamp as it
+            // was (or both 0): the one read last is the store's
             seen.merge(name, flag, (old, next) -> next.at >= old.at ? next : old);
         }
     }
