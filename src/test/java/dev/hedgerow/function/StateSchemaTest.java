@@ -71,8 +71,9 @@ class StateSchemaTest {
             Kind.of("route blob", ROUTE + ":blob:(?<blob>[^{}]+)", "string", Duration.ofDays(7)),
             Kind.of("blob index", ROUTE + ":blobs", "hash", Duration.ofDays(7)),
             Kind.of("lock", "hr:\\{lock:[^{}]+\\}", "string", Duration.ofHours(1)));
-    /** Route blobs an operator sets through the admin API, which hold until changed. */
-    static final Set<String> OPERATOR_BLOBS = Set.of("standing", "verification", "verification_operator");
+    /** Route blobs an operator sets through the admin API, which hold until changed, and the times they were set. */
+    static final Set<String> OPERATOR_BLOBS = Set.of("standing", "verification", "verification_operator",
+            "standing@at", "verification_operator@at");
 
     @Inject
     HedgerowApp app;
