@@ -333,13 +333,17 @@ public final class CatalogService {
                 Map<String, Reloaded> reloaded = new HashMap<>();
                 unreadable.keySet().retainAll(versions.keySet());
                 docs.forEach((orgId, d) -> {
-                    Long unreadableBefore = unreadable.remove(orgId);
+                    // read, not removed first: readiness (unreadableOrgs) reading between a remove and the put that
+                    // followed it saw an org that stays unreadable as readable (WrongSecretKeyTest failed so once)
+                    Long unreadableBefore = unreadable.get(orgId);
                     if (d.isPresent() && removed(d.get())) {
+                        unreadable.remove(orgId);
                         reloaded.put(orgId, new Reloaded(null, d.get().version(), d.get().revision()));
                     } else if (d.isPresent()) {
                         try {
                             reloaded.put(orgId, new Reloaded(decode.apply(d.get().json()), d.get().version(),
                                     d.get().revision()));
+                            unreadable.remove(orgId);
                         } catch (RuntimeException e) {
                             unreadable.put(orgId, d.get().version());
                             if (!Long.valueOf(d.get().version()).equals(unreadableBefore)) {
@@ -348,6 +352,8 @@ public final class CatalogService {
                                         + d.get().version() + ") is unreadable; keeping the previous one: " + e);
                             }
                         }
+                    } else {
+                        unreadable.remove(orgId);
                     }
                 });
                 current.updateAndGet(now -> merged(now, held, versions, reloaded));
