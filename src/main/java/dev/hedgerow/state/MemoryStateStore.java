@@ -4,6 +4,7 @@ import dev.hedgerow.time.Ticker;
 import io.smallrye.mutiny.Uni;
 
 import java.time.Duration;
+import java.time.InstantSource;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -51,7 +52,7 @@ public final class MemoryStateStore implements StateStore {
 
     private final Ticker ticker;
     private final StateTuning tuning;
-    private final java.time.InstantSource clock;
+    private final InstantSource clock;
     private final ConcurrentHashMap<String, RouteState> routes = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, OrgState> orgs = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<GroupKey, AtomicReference<Cursor>> cursors = new ConcurrentHashMap<>();
@@ -67,11 +68,11 @@ public final class MemoryStateStore implements StateStore {
     }
 
     public MemoryStateStore(Ticker ticker, StateTuning tuning) {
-        this(ticker, tuning, java.time.InstantSource.system());
+        this(ticker, tuning, InstantSource.system());
     }
 
     /** @param clock stamps operator flags ({@link #putRouteFlag}), as Redis' clock does there */
-    public MemoryStateStore(Ticker ticker, StateTuning tuning, java.time.InstantSource clock) {
+    public MemoryStateStore(Ticker ticker, StateTuning tuning, InstantSource clock) {
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.tuning = Objects.requireNonNull(tuning, "tuning");
         this.clock = Objects.requireNonNull(clock, "clock");

@@ -761,8 +761,7 @@ public final class ResilientStateStore implements StateStore {
             for (RouteBlob f : flags) {
                 writes.add(shared.putRouteFlag(routeId, f.name(), f.value()).invoke(at -> {
                     landed.add(f.name());
-                    sawFlag(routeId, f.name(), new Flag(f.value(), at));
-                    pendingFlags.remove(new FlagKey(routeId, f.name()));   // superseded where it counts
+                    tookFlag(routeId, f.name(), f.value(), at);
                 }).replaceWithVoid());
             }
             return writes.isEmpty() ? Uni.createFrom().voidItem() : Uni.join().all(writes).andFailFast()
@@ -783,10 +782,14 @@ public final class ResilientStateStore implements StateStore {
      */
     @Override
     public Uni<Long> putRouteFlag(String routeId, String name, String value) {
-        return call(() -> shared.putRouteFlag(routeId, name, value).invoke(at -> {
-            sawFlag(routeId, name, new Flag(value, at));
-            pendingFlags.remove(new FlagKey(routeId, name));
-        }), () -> Uni.createFrom().item(() -> pendFlag(routeId, name, value)));
+        return call(() -> shared.putRouteFlag(routeId, name, value).invoke(at -> tookFlag(routeId, name, value, at)),
+                () -> Uni.createFrom().item(() -> pendFlag(routeId, name, value)));
+    }
+
+    /** The shared store took a flag, stamped {@code at}: mirrored, and one pending of it superseded where it counts. */
+    private void tookFlag(String routeId, String name, String value, long at) {
+        sawFlag(routeId, name, new Flag(value, at));
+        pendingFlags.remove(new FlagKey(routeId, name));
     }
 
     /**
@@ -841,17 +844,13 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
-     * On the shared store; during an outage a flag this instance holds none of is kept as pending, set now and after
-     * {@code when}'s stamp (answered as the least stamp it will take), and one it holds is refused.
+     * On the shared store, mirrored; refused while it does not answer (this store writes back what it saw itself, in
+     * {@link #withFlagsKept}: nothing calls this from above, so an outage keeps no pending write-back of it).
      */
     @Override
     public Uni<Optional<Long>> restoreRouteFlag(String routeId, String name, String value, FlagTime when) {
-        FlagKey key = new FlagKey(routeId, name);
         return call(() -> shared.restoreRouteFlag(routeId, name, value, when).invoke(held -> held.ifPresent(
-                at -> sawFlag(routeId, name, new Flag(value, at)))), () -> Uni.createFrom().item(() ->
-                heldFlags(routeId).containsKey(name) || pendingFlags.putIfAbsent(key,
-                        new PendingFlag(value, when.at(), ticker.nanos())) != null ? Optional.<Long>empty()
-                        : Optional.of(when.at())));
+                at -> sawFlag(routeId, name, new Flag(value, at)))), () -> Uni.createFrom().item(Optional.empty()));
     }
 
     @Override
