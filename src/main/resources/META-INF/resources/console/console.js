@@ -101,6 +101,11 @@ function failed(prefix, e) {
   if (!e.quiet) status(prefix + e.message, true);
 }
 
+/** Writes `text` into a live region (an alert, a status line) unless it says that already: a rewrite is announced. */
+function sayOnce(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
 function status(msg, isError) {
   clearTimeout(noticeTimer);
   noticeTimer = null;
@@ -176,6 +181,7 @@ function keyRefused(code, message) {
   for (const id of ['slo-table', 'audit-table', 'explain-table']) {
     document.querySelector('#' + id + ' tbody').replaceChildren();
   }
+  partialNote('audit-partial', null);
   resetUsage();
   document.getElementById('aliases').replaceChildren();
   document.getElementById('keys').replaceChildren();
@@ -365,8 +371,8 @@ function updateMarks(ed) {
   } else {
     text = '';
   }
-  // the note is an alert: rewriting it with the same words on every keystroke would announce it again each time
-  if (note.textContent !== text) note.textContent = text;
+  // the note is an alert: rewritten on every keystroke, it would be announced again each time
+  sayOnce(note, text);
   note.className = 'group-note' + (dirty && (ed.error || ed.current.revision !== ed.base.revision) ? ' error'
     : dirty ? ' unsaved-note' : '');
 }
@@ -873,6 +879,7 @@ async function loadAudit() {
   const body = document.querySelector('#audit-table tbody');
   try {
     const data = await api('GET', '/admin/audit?' + q);
+    partialNote('audit-partial', data);
     body.replaceChildren();
     for (const e of data.events) {
       const detail = e.type === 'request'
@@ -960,12 +967,24 @@ async function loadUsage() {
 function usageError(message, param) {
   const line = document.getElementById('usage-error');
   // an alert: the poll writing the same words again would announce them again
-  if (line.textContent !== message) line.textContent = message;
+  sayOnce(line, message);
   for (const name of USAGE_FIELDS) {
     const input = document.getElementById('usage-' + name);
     if (name === param) input.setAttribute('aria-invalid', 'true');
     else input.removeAttribute('aria-invalid');
   }
+}
+
+/**
+ * Says above a panel when its answer holds only what this instance recorded (`partial`: the shared state store did
+ * not answer it, so its usage or events are this instance's, not the fleet's), in the API's words; nothing otherwise
+ * or with no answer (null).
+ */
+function partialNote(id, data) {
+  const note = document.getElementById(id);
+  const text = data && data.partial ? 'Partial: ' + (data.partial_reason || 'this instance\'s records only.') : '';
+  // a status line: the poll writing the same words again would announce them again
+  sayOnce(note, text);
 }
 
 /**
@@ -982,6 +1001,7 @@ function drawUsage(data) {
     money(u.cost)].map(text => el('td', { class: 'num', text }));
   const nothing = cols => el('tr', {}, el('td', { colspan: String(cols), text: 'Nothing billed in this range.' }));
   asOf(view, null, summary);
+  partialNote('usage-partial', data);
   document.getElementById('usage-chart').replaceChildren();
   view.hidden = !data;
   if (!data) {

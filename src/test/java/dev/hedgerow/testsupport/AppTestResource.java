@@ -149,15 +149,23 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
     public static final String PROBER_TOKEN_ARG = "prober-token";
     /** An init arg: "true" runs the app on a Redis it reaches with TLS only ({@link TlsRedis}). */
     public static final String TLS_ARG = "tls";
+    /**
+     * An init arg: milliseconds the app's first Redis connection takes to reach Redis (through a {@link TcpLink}), as
+     * a cold start's first TLS handshake to a cluster can; the connections after it go straight through.
+     */
+    public static final String SLOW_FIRST_CONNECTION_ARG = "slow-first-connection-ms";
     private String proberToken = PROBER_TOKEN;
     private boolean tls;
     private TlsRedis tlsRedis;
+    private long slowFirstConnectionMs;
+    private TcpLink link;
 
     @Override
     public void init(Map<String, String> initArgs) {
         metricsToken = initArgs.getOrDefault(METRICS_TOKEN_ARG, METRICS_TOKEN);
         proberToken = initArgs.getOrDefault(PROBER_TOKEN_ARG, PROBER_TOKEN);
         tls = "true".equals(initArgs.get(TLS_ARG));
+        slowFirstConnectionMs = Long.parseLong(initArgs.getOrDefault(SLOW_FIRST_CONNECTION_ARG, "0"));
     }
 
     @Override
@@ -187,7 +195,13 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
             Files.writeString(file, yaml);
             Map<String, String> cfg = new HashMap<>();
             cfg.put("hedgerow.config", file.toString());
-            cfg.put("redis.url", tls ? tlsRedis.url() : redis.url());
+            String redisUrl = tls ? tlsRedis.url() : redis.url();
+            if (slowFirstConnectionMs > 0) {
+                link = TcpLink.to(vertx, redis.port());
+                link.slowFirstConnection(java.time.Duration.ofMillis(slowFirstConnectionMs));
+                redisUrl = link.redisUrl();
+            }
+            cfg.put("redis.url", redisUrl);
             if (tls) {
                 cfg.put("hedgerow.redis.tls-ca", tlsRedis.caFile());
             }
@@ -209,6 +223,9 @@ public final class AppTestResource implements QuarkusTestResourceLifecycleManage
 
     @Override
     public void stop() {
+        if (link != null) {
+            link.close();
+        }
         SIMS.values().forEach(SimServer::close);
         SIMS.clear();
         if (tlsRedis != null) {

@@ -6,6 +6,7 @@ import io.vertx.core.net.NetClient;
 import io.vertx.core.net.NetServer;
 import io.vertx.core.net.NetSocket;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -24,6 +25,9 @@ import java.util.concurrent.ConcurrentHashMap;
  *   new connections are relayed again; the frozen ones stay silent until their client closes them.</li>
  *   <li>{@link #hold()} / {@link #release()}: a stall. What clients send is kept in the relay instead of forwarded,
  *   on open and new connections alike, and forwarded in order at {@link #release()}: the server runs it late.</li>
+ *   <li>{@link #slowFirstConnection(Duration)}: the next connection accepted reaches the server only after a while,
+ *   as a client's first connection does when its handshake is slow (a cold JVM's first TLS handshake, a resolver
+ *   waking up); later ones go straight through.</li>
  * </ul>
  * Thread-safe.
  */
@@ -35,6 +39,9 @@ public final class TcpLink implements AutoCloseable {
     private volatile boolean cut;
     private volatile boolean frozen;
     private volatile boolean holding;
+    private final java.util.concurrent.atomic.AtomicReference<Duration> firstDelay =
+            new java.util.concurrent.atomic.AtomicReference<>();
+    private final Vertx vertx;
 
     /** One relayed connection: the client's socket and the server's. */
     private final class Relay {
@@ -82,6 +89,7 @@ public final class TcpLink implements AutoCloseable {
     }
 
     private TcpLink(Vertx vertx, int targetPort) {
+        this.vertx = vertx;
         this.client = vertx.createNetClient();
         this.server = vertx.createNetServer().connectHandler(front -> {
             if (cut) {
@@ -96,39 +104,49 @@ public final class TcpLink implements AutoCloseable {
                 return;
             }
             front.pause();
-            client.connect(targetPort, "127.0.0.1").onComplete(ar -> {
-                if (ar.failed() || cut) {
-                    front.close();
-                    if (ar.succeeded()) {
-                        ar.result().close();
-                    }
-                    return;
-                }
-                NetSocket back = ar.result();
-                Relay relay = new Relay(front, back);
-                relay.dead = frozen;
-                if (holding) {
-                    relay.hold();
-                }
-                relays.add(relay);
-                open.add(front);
-                open.add(back);
-                front.closeHandler(v -> {
-                    open.remove(front);
-                    relays.remove(relay);
-                    back.close();
-                });
-                back.closeHandler(v -> {
-                    open.remove(back);
-                    relays.remove(relay);
-                    front.close();
-                });
-                front.handler(relay::fromClient);
-                back.handler(relay::fromServer);
-                front.resume();
-            });
+            Duration delay = firstDelay.getAndSet(null);
+            if (delay != null) {
+                vertx.setTimer(Math.max(1, delay.toMillis()), id -> relay(front, targetPort));
+            } else {
+                relay(front, targetPort);
+            }
         });
         server.listen(0, "127.0.0.1").toCompletionStage().toCompletableFuture().join();
+    }
+
+    /** Connects to the server for the accepted (paused) {@code front} and relays between the two. */
+    private void relay(NetSocket front, int targetPort) {
+        client.connect(targetPort, "127.0.0.1").onComplete(ar -> {
+            if (ar.failed() || cut) {
+                front.close();
+                if (ar.succeeded()) {
+                    ar.result().close();
+                }
+                return;
+            }
+            NetSocket back = ar.result();
+            Relay relay = new Relay(front, back);
+            relay.dead = frozen;
+            if (holding) {
+                relay.hold();
+            }
+            relays.add(relay);
+            open.add(front);
+            open.add(back);
+            front.closeHandler(v -> {
+                open.remove(front);
+                relays.remove(relay);
+                back.close();
+            });
+            back.closeHandler(v -> {
+                open.remove(back);
+                relays.remove(relay);
+                front.close();
+            });
+            front.handler(relay::fromClient);
+            back.handler(relay::fromServer);
+            front.resume();
+        });
     }
 
     /** A relay to {@code 127.0.0.1:targetPort}, listening on a free port. */
@@ -173,6 +191,11 @@ public final class TcpLink implements AutoCloseable {
     public void hold() {
         holding = true;
         relays.forEach(Relay::hold);
+    }
+
+    /** The next connection accepted reaches the server {@code delay} late; the ones after it at once. */
+    public void slowFirstConnection(Duration delay) {
+        firstDelay.set(delay);
     }
 
     /** Forwards what was kept, in order, and relays as usual again. */
