@@ -85,6 +85,36 @@ class RedisTlsClusterTest {
         return owner;
     }
 
+    static long connectionsReceived(RedisServer node) throws IOException {
+        String stats = Resp.command(node.port(), "INFO", "stats");
+        return stats.lines().filter(l -> l.startsWith("total_connections_received:"))
+                .mapToLong(l -> Long.parseLong(l.substring(l.indexOf(':') + 1).trim())).findFirst().orElseThrow();
+    }
+
+    /**
+     * The app's startup warm-up ({@link ResilientStateStore#warmUp}, outside the guard) opens a TLS connection to
+     * every node, not only the one a ping goes to, so the first guarded call to any node finds its connection open.
+     * Each node counts the connections it accepted (its own check's connection among them: one more than that).
+     */
+    @Test
+    void theWarmUpConnectsToEveryNodeOverTls() throws Exception {
+        ResilientStateStore store = store(cluster, true);
+        List<Long> before = new ArrayList<>();
+        for (RedisServer n : cluster.nodes()) {
+            before.add(connectionsReceived(n));
+        }
+        assertEquals("", store.warmUp(WAIT).await().atMost(WAIT), "the warm-up's ping answered");
+        for (int i = 0; i < 3; i++) {
+            RedisServer n = cluster.nodes().get(i);
+            long accepted = connectionsReceived(n) - before.get(i) - 1;
+            assertTrue(accepted >= 1, "node " + n.port() + " accepted " + accepted + " connection(s) from the warm-up");
+        }
+        for (int i = 0; i < 12; i++) {
+            store.putOrgBlob("warm-org-" + i, "probe", "v", null).await().atMost(WAIT);
+        }
+        assertEquals(0, store.fallbacks(), store.lastFailure());
+    }
+
     @Test
     void clusterSlotsAskedOverTlsNameTheTlsPortsByHostname() {
         for (int i = 0; i < 3; i++) {
