@@ -117,6 +117,8 @@ public final class ResilientStateStore implements StateStore {
     private final StateStore shared;
     private final StateStore local;
     private final Guard guard;
+    /** The breaker's window: this many failed calls in a row open it ({@link #warmUp}). */
+    private final int window;
     private final Map<String, VersionedDoc> catalogMirror = new ConcurrentHashMap<>();
     /** Admin edits written only to the mirror (the shared store was unreachable), by org; see the class comment. */
     private final Map<String, PendingEdit> pendingEdits = new ConcurrentHashMap<>();
@@ -172,6 +174,7 @@ public final class ResilientStateStore implements StateStore {
         this.ticker = Objects.requireNonNull(ticker, "ticker");
         this.shared = Objects.requireNonNull(shared, "shared");
         this.local = Objects.requireNonNull(local, "local");
+        this.window = settings.window();
         this.guard = Guard.create()
                 .withDescription("hedgerow shared state")
                 .withTimeout().duration(settings.timeout().toMillis(), ChronoUnit.MILLIS).done()
@@ -1222,18 +1225,53 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
-     * Opens the shared store's connections before any guarded call, waiting up to {@code max} for a ping outside the
-     * guard; answers why it did not answer ("" if it did); never fails. An instance's first call to Redis pays for
-     * the connection: the TCP connect, the TLS handshake (on a cold JVM, its TLS stack's start too), and on a Redis
-     * Cluster the slot map and a connection to every master. Measured on a TLS cluster, 0.7–1.1 s: past the guard's
-     * 1 s timeout, so a cold start's first call (the catalog's publish) was answered from local state and counted
-     * against the breaker as a Redis failure. The app calls this once at startup, before it publishes its catalog.
+     * Opens the shared store's connections before any guarded call, pinging it outside the guard until it answers or
+     * {@code max} has passed; answers why it did not answer ("" if it did); never fails. An instance's first call to
+     * Redis pays for the connection: the TCP connect, the TLS handshake (on a cold JVM, its TLS stack's start too),
+     * and on a Redis Cluster the slot map and a connection to every master. Measured on a TLS cluster, 0.7–1.1 s: past
+     * the guard's 1 s timeout, so a cold start's first call (the catalog's publish) was answered from local state and
+     * counted against the breaker as a Redis failure. The app calls this once at startup, before it publishes.
+     * <p>
+     * A refused connection is tried again every {@link #WARM_UP_RETRY} within {@code max} (a Redis started alongside
+     * the instance, as pods of one deployment are, is waited for). A store that has not answered by then opens the
+     * breaker at once: otherwise each of the startup's calls waited out the guard's timeout until the breaker had seen
+     * enough of them fail, and an instance started against an unreachable Redis took 13 s to be ready (Lambda gives
+     * an environment's start 10 s).
      */
     public Uni<String> warmUp(Duration max) {
-        return shared.ping().ifNoItem().after(max).recoverWithItem(false)
-                .onFailure().recoverWithItem(false)
-                .map(up -> up ? "" : shared instanceof RedisStateStore r && !r.lastPingFailure().isEmpty()
-                        ? r.lastPingFailure() : "no answer to a ping within " + max.toMillis() + " ms");
+        long deadline = System.nanoTime() + max.toNanos();
+        return Uni.createFrom().deferred(shared::ping)
+                .flatMap(up -> up ? Uni.createFrom().item(true) : Uni.createFrom().<Boolean>failure(
+                        new IllegalStateException(pingFailure())))
+                .onFailure(e -> System.nanoTime() + WARM_UP_RETRY.toNanos() - deadline < 0).retry()
+                .withBackOff(WARM_UP_RETRY, WARM_UP_RETRY).indefinitely()
+                .ifNoItem().after(max).fail()
+                .map(up -> "")
+                .onFailure().recoverWithItem(e -> e instanceof io.smallrye.mutiny.TimeoutException
+                        ? "no answer to a ping within " + max.toMillis() + " ms" : e.getMessage())
+                .call(why -> why.isEmpty() ? Uni.createFrom().voidItem() : openBreaker(why));
+    }
+
+    /** How often {@link #warmUp} asks again a store that refused it. */
+    static final Duration WARM_UP_RETRY = Duration.ofMillis(200);
+
+    /** Why the shared store's last ping failed, as readiness says it. */
+    private String pingFailure() {
+        String why = shared instanceof RedisStateStore r ? r.lastPingFailure() : "";
+        return "the shared state store did not answer a ping" + (why.isEmpty() ? "" : " (" + why + ")");
+    }
+
+    /**
+     * Opens the breaker now, for a store that did not answer at startup ({@link #warmUp}): fails the breaker's whole
+     * window of calls with {@code why}, which it keeps as the last failure, without sending anything.
+     */
+    private Uni<Void> openBreaker(String why) {
+        lastFailure = why;
+        return Multi.createFrom().range(0, window)
+                .onItem().transformToUniAndConcatenate(i -> guard.get(
+                        () -> Uni.createFrom().failure(new IllegalStateException(why)), UNI)
+                        .onFailure().recoverWithNull())
+                .collect().last().replaceWithVoid();
     }
 
     /** Whether the shared store answered (false while it is down or the breaker is open); never fails. */
@@ -1244,9 +1282,7 @@ public final class ResilientStateStore implements StateStore {
         // health on
         return guarded(() -> shared.ping().map(up -> {
             if (!up) {
-                String why = shared instanceof RedisStateStore r ? r.lastPingFailure() : "";
-                throw new IllegalStateException("the shared state store did not answer a ping"
-                        + (why.isEmpty() ? "" : " (" + why + ")"));
+                throw new IllegalStateException(pingFailure());
             }
             sharedAnswered();
             return true;

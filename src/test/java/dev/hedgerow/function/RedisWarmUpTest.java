@@ -1,0 +1,84 @@
+package dev.hedgerow.function;
+
+import dev.hedgerow.state.ResilientStateStore;
+import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.TcpLink;
+import io.vertx.core.Vertx;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.Optional;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The startup warm-up of the app's Redis store ({@link ResilientStateStore#warmUp}, on {@link HedgerowApp#redisStore}
+ * as shipped) against a Redis behind a relay: one started a moment after the instance is waited for, and one that
+ * does not answer leaves the instance on local state at once, its breaker open with the reason, instead of each of the
+ * startup's calls waiting out the guard's timeout until the breaker had seen enough of them fail (an instance
+ * started against an unreachable Redis took 13 s to be ready, past the 10 s Lambda gives an environment's start).
+ * {@link RedisSlowFirstConnectionTest} is the app started on a slow first connection.
+ */
+class RedisWarmUpTest {
+    static final Duration WAIT = Duration.ofSeconds(10);
+
+    static RedisServer redis;
+    static Vertx vertx;
+
+    @BeforeAll
+    static void start() {
+        redis = RedisServer.start();
+        vertx = Vertx.vertx();
+    }
+
+    @AfterAll
+    static void stop() {
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+        redis.close();
+    }
+
+    @Test
+    void aRedisThatDoesNotAnswerOpensTheBreakerAtOnce() {
+        try (TcpLink link = TcpLink.to(vertx, redis.port())) {
+            link.freeze();   // connections accepted, never answered
+            ResilientStateStore store = HedgerowApp.redisStore(vertx, link.redisUrl(), false);
+            String why = store.warmUp(Duration.ofMillis(300)).await().atMost(WAIT);
+            assertEquals("no answer to a ping within 300 ms", why);
+            assertEquals("OPEN", store.breakerState(), "the startup's calls go to local state without waiting");
+            assertTrue(store.degraded());
+            assertEquals(why, store.lastFailure(), "readiness says why");
+            long fallbacks = store.fallbacks();
+            assertEquals(Optional.empty(), store.getOrgBlob("acme", "probe").await().atMost(WAIT));
+            assertEquals(fallbacks + 1, store.fallbacks(), "answered from local state");
+        }
+    }
+
+    @Test
+    void aRedisThatRefusesSaysWhyAndOpensTheBreaker() {
+        try (TcpLink link = TcpLink.to(vertx, redis.port())) {
+            link.cut();   // every connection closed as soon as it is accepted
+            ResilientStateStore store = HedgerowApp.redisStore(vertx, link.redisUrl(), false);
+            String why = store.warmUp(Duration.ofMillis(500)).await().atMost(WAIT);
+            assertTrue(why.startsWith("the shared state store did not answer a ping ("), why);
+            assertEquals("OPEN", store.breakerState());
+            assertEquals(why, store.lastFailure());
+        }
+    }
+
+    @Test
+    void aRedisStartedAMomentLaterIsWaitedFor() {
+        try (TcpLink link = TcpLink.to(vertx, redis.port())) {
+            link.cut();
+            vertx.setTimer(600, id -> link.restore());
+            ResilientStateStore store = HedgerowApp.redisStore(vertx, link.redisUrl(), false);
+            assertEquals("", store.warmUp(Duration.ofSeconds(5)).await().atMost(WAIT), store.lastFailure());
+            assertFalse(store.degraded());
+            assertEquals("CLOSED", store.breakerState());
+            assertEquals(0, store.fallbacks());
+        }
+    }
+}
