@@ -127,6 +127,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     /** A stream of several choices' finishes and delivered text ({@code n > 1}); null for one choice. */
     Choices choices;
     JsonNode usage;
+    /** The provider's {@link ClientOutput#KEPT_FROM_UPSTREAM} fields, as its latest chunk gave them (null: none yet). */
+    ObjectNode keptFields;
     OverlapTrimmer trimmer;
     boolean trimReasoning;
     boolean wrongContentType;
@@ -142,9 +144,16 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     long waitedNoContentMs = -1;
     long firstReasoningNanos = -1;
     boolean visibleStarted;
+    /** Chars of everything this attempt streamed (content, reasoning, tool calls...): the output guard's 4 MiB cap. */
     long outputChars;
-    /** Deltas of content or reasoning this attempt streamed: one token each (the output guard's count). */
+    /** Deltas of content or reasoning this attempt streamed: one token each (a resume's decode rate). */
     long outputTokens;
+    /**
+     * Chars and deltas of the answer this attempt streamed: its content, tool calls, refusal, function call or audio,
+     * not its reasoning (the output guard's limits under max_tokens; see {@link ClientOutput#overLimit}).
+     */
+    long answerChars;
+    long answerTokens;
     /** The completion limit this attempt asked its provider for (a resume asks for what is left), or null. */
     Integer askedTokens;
     /** The gateway added {@code stream_options} to this attempt's stream; the client sent none. */

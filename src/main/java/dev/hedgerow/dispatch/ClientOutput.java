@@ -26,7 +26,10 @@ final class ClientOutput {
     /**
      * Output guard: the most text (content, reasoning, tool-call arguments) one attempt may deliver. 4 Mi chars is
      * about a million tokens, beyond any model's output limit: only an upstream that never stops gets there, and
-     * the cap bounds the transcript's memory.
+     * the cap bounds the transcript's memory. The limits under {@code max_tokens} count the answer only, not its
+     * reasoning: providers differ on whether {@code max_tokens} bounds reasoning (vLLM and OpenAI's
+     * {@code max_completion_tokens} count it; DeepSeek's reasoner once did not, nor does the simulator), and a valid
+     * answer whose reasoning ran past {@code max_tokens} was cut and its route cooled down (found by hunt17).
      */
     static final long MAX_OUTPUT_CHARS = 4L * 1024 * 1024;
     /** With max_tokens set the cap is this many chars per token (8x an average token) plus the slack below. */
@@ -63,8 +66,8 @@ final class ClientOutput {
     }
 
     /**
-     * The output guard's cap on the text one attempt may deliver, in chars: per choice asked for, at most
-     * {@link #MAX_OUTPUT_CHARS} in all.
+     * The output guard's cap on the answer one attempt may deliver (its reasoning aside), in chars: per choice asked
+     * for, at most {@link #MAX_OUTPUT_CHARS} in all.
      */
     long outputLimit() {
         Integer max = req.request().maxTokens();
@@ -73,7 +76,7 @@ final class ClientOutput {
     }
 
     /**
-     * The output guard's cap on the tokens one attempt may stream: what it asked for plus a quarter and
+     * The output guard's cap on the answer's tokens one attempt may stream: what it asked for plus a quarter and
      * {@link #OUTPUT_TOKEN_SLACK} (a provider may split a token over two deltas now and then), for each choice asked
      * for, or none without max_tokens. A provider that ignores max_tokens is cut here long before the char cap.
      */
@@ -83,15 +86,27 @@ final class ClientOutput {
     }
 
     /**
-     * Counts one more delta of the attempt, {@code chars} long, of which {@code token} says whether it carried
-     * content or reasoning; true when the attempt is now over {@link #outputLimit()} or {@link #tokenLimit}.
+     * Counts one more delta of the attempt; true when the attempt is now over {@link #MAX_OUTPUT_CHARS} in all, or
+     * its answer (not its reasoning) over {@link #outputLimit()} or {@link #tokenLimit}.
      */
-    boolean overLimit(Attempt a, long chars, boolean token) {
-        a.outputChars += chars;
-        if (token) {
+    boolean overLimit(Attempt a, UpstreamReplies.Delta d) {
+        a.outputChars += d.chars();
+        if (d.carriesText()) {
             a.outputTokens++;
         }
-        return a.outputChars > outputLimit() || a.outputTokens > tokenLimit(a);
+        a.answerChars += d.answerChars();
+        if (d.answerToken()) {
+            a.answerTokens++;
+        }
+        return a.outputChars > MAX_OUTPUT_CHARS || a.answerChars > outputLimit() || a.answerTokens > tokenLimit(a);
+    }
+
+    /** Which of the output guard's limits the attempt is over ({@link #overLimit}), in words. */
+    String limitPassed(Attempt a) {
+        if (a.answerTokens > tokenLimit(a)) {
+            return tokenLimit(a) + " tokens (max_tokens " + a.askedTokens + ")";
+        }
+        return (a.outputChars > MAX_OUTPUT_CHARS ? MAX_OUTPUT_CHARS : outputLimit()) + " characters";
     }
 
     /**
@@ -147,6 +162,7 @@ final class ClientOutput {
         String reasoning = d.reasoning();
         String finish = d.finish();
         ObjectNode choice = (ObjectNode) node.get("choices").get(0);
+        noBlankFinish(choice, finish);
         ObjectNode delta = choice.has("delta") && choice.get("delta").isObject() ? (ObjectNode) choice.get("delta")
                 : choice.putObject("delta");
         boolean hasTools = tools != ToolDeltas.NONE;
@@ -197,14 +213,20 @@ final class ClientOutput {
         if (deciding) {
             // the trimmer's held pieces went out as one: each that reached the client is a token delivered; a
             // piece of the field it does not trim is this chunk's own
-            transcript.deltas += a.trimmer.decided() ? a.trimmer.releasedPieces() : 0;
+            int released = a.trimmer.decided() ? a.trimmer.releasedPieces() : 0;
+            transcript.deltas += released;
             String trimmed = a.trimReasoning ? reasoning : content;
             String other = a.trimReasoning ? content : reasoning;
-            if (trimmed.isEmpty() && !other.isEmpty()) {
+            boolean otherPiece = trimmed.isEmpty() && !other.isEmpty();
+            if (otherPiece) {
                 transcript.deltas++;
             }
+            transcript.reasoningDeltas += a.trimReasoning ? released : otherPiece ? 1 : 0;
         } else if (text) {
             transcript.deltas++;
+            if (outContent.isEmpty()) {
+                transcript.reasoningDeltas++;
+            }
         }
         if (finish != null) {
             transcript.finishReason = finish;
@@ -233,6 +255,7 @@ final class ClientOutput {
                 continue;
             }
             UpstreamReplies.Delta d = UpstreamReplies.choice(choice);
+            noBlankFinish(choice, d.finish());
             a.choices.delivered(choice.path("index").asInt(-1), d.content(), d.reasoning());
             transcript.content.append(d.content());
             transcript.reasoning.append(d.reasoning());
@@ -261,6 +284,13 @@ final class ClientOutput {
         }
         if (send) {
             writeChunk(a, node);
+        }
+    }
+
+    /** A blank {@code finish_reason} is none ({@link UpstreamReplies#finishReason}): the client gets null, as OpenAI sends. */
+    private static void noBlankFinish(ObjectNode choice, String finish) {
+        if (finish == null && choice.hasNonNull("finish_reason")) {
+            choice.putNull("finish_reason");
         }
     }
 
@@ -367,6 +397,14 @@ final class ClientOutput {
 
     /** Gives a chunk or whole answer the gateway's identity: request id, creation time, model and provider. */
     void rewriteIdentity(Attempt a, ObjectNode node) {
+        for (String field : KEPT_FROM_UPSTREAM) {
+            if (node.hasNonNull(field)) {
+                if (a.keptFields == null) {
+                    a.keptFields = JsonNodeFactory.instance.objectNode();
+                }
+                a.keptFields.set(field, node.get(field));
+            }
+        }
         node.put("id", req.requestId());
         node.put("created", req.createdEpochSeconds());
         node.put("model", a.cand.route().model());
@@ -498,8 +536,18 @@ final class ClientOutput {
         chunk.put("created", req.createdEpochSeconds());
         chunk.put("model", a.cand.route().model());
         chunk.put("provider", a.cand.route().provider());
+        if (a.keptFields != null) {
+            chunk.setAll(a.keptFields);
+        }
         return chunk;
     }
+
+    /**
+     * Fields of the provider's chunks that the gateway's own chunks (the closing one, the usage one) carry too, as
+     * the provider's last chunk gave them: OpenAI puts {@code system_fingerprint} (and {@code service_tier}) on
+     * every chunk (found by hunt17).
+     */
+    static final List<String> KEPT_FROM_UPSTREAM = List.of("system_fingerprint", "service_tier");
 
     /** The head's headers; {@code a} null (a head sent before any attempt won) names no route. */
     private Map<String, String> responseHeaders(Attempt a, String contentType) {

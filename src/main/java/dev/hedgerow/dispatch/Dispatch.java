@@ -112,6 +112,11 @@ final class Dispatch {
     private Attempt served;
     private boolean finished;
     private Attempt contextError;
+    /**
+     * The largest context window among the routes that failed this request for another reason than the prompt's
+     * length (-1: none): such a route might have fitted the prompt, so a context error is no longer the answer.
+     */
+    private int otherFailureWindow = -1;
     private boolean sawCapacityError;
     /** The request ended on a timeout that the group's failover_criteria did not let fail over: nginx's 504. */
     private boolean timedOutUnretried;
@@ -821,7 +826,7 @@ final class Dispatch {
         if (a != winner) {
             return;
         }
-        if (output.overLimit(a, d.chars(), d.carriesText())) {
+        if (output.overLimit(a, d)) {
             outputLimitExceeded(a);
             return;
         }
@@ -874,9 +879,7 @@ final class Dispatch {
 
     /** The winner will not stop: cut it, count it against the route, and end the stream with a clear error. */
     private void outputLimitExceeded(Attempt a) {
-        boolean tokens = a.outputTokens > output.tokenLimit(a);
-        String limit = tokens ? output.tokenLimit(a) + " tokens (max_tokens " + a.askedTokens + ")"
-                : output.outputLimit() + " characters";
+        String limit = output.limitPassed(a);
         health.failure(a, Failure.transport("output_limit", "over " + limit));
         endAttempt(a, "failed", "output_limit", true);
         endWithErrorEvent("output_limit_exceeded", "The upstream kept generating past the output limit of "
@@ -1373,6 +1376,9 @@ final class Dispatch {
         if (f.status() == 429 || f.status() == 503 || f.status() == 529) {
             sawCapacityError = true;
         }
+        if (a != contextError) {
+            otherFailureWindow = Math.max(otherFailureWindow, a.cand.route().contextWindow());
+        }
         if (finished || committed) {
             return;
         }
@@ -1436,8 +1442,14 @@ final class Dispatch {
         launch(c, Kind.FAILOVER, null);
     }
 
+    /**
+     * Every route was tried: the provider's {@code context_length_exceeded} reaches the client as it was sent when no
+     * route with a larger window failed otherwise; when one did (a 503, a timeout: it might have fitted the prompt),
+     * the exhausted request's 502/503/504 with its retry advice does, not a 400 that no SDK retries and that tells
+     * the app to shorten a prompt a larger route would have taken (found by hunt17).
+     */
     private void exhausted() {
-        if (contextError != null) {
+        if (contextError != null && otherFailureWindow <= contextError.cand.route().contextWindow()) {
             byte[] bytes = contextError.body.toByteArray();
             clientErrorPassthrough(contextError, bytes);
             return;

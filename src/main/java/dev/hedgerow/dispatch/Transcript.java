@@ -27,6 +27,8 @@ final class Transcript {
      * pieces an inexact resume held while trimming its overlap count one each, though they go out as one).
      */
     int deltas;
+    /** Of {@link #deltas}, those of reasoning alone: a resume's {@code max_tokens} counts the answer's only. */
+    int reasoningDeltas;
 
     /**
      * A chunk's tool-call deltas reached the client: a call is under way, and its names and arguments are recorded

@@ -38,6 +38,10 @@ final class UpstreamCall {
         ObjectNode body = req.request().upstreamBody(c.route().model());
         if (stream) {
             body.put("stream", true);
+            if (body.has(UpstreamReplies.STREAM_OPTIONS) && body.get(UpstreamReplies.STREAM_OPTIONS).isNull()) {
+                // null is OpenAI's "not set": as if absent, so a route that refuses the field is sent none (hunt17)
+                body.remove(UpstreamReplies.STREAM_OPTIONS);
+            }
             boolean clientSent = body.has(UpstreamReplies.STREAM_OPTIONS);
             if (clientSent || !withoutStreamOptions) {
                 ObjectNode so = clientSent && body.get(UpstreamReplies.STREAM_OPTIONS).isObject()
@@ -64,8 +68,9 @@ final class UpstreamCall {
             }
             Integer max = req.request().maxTokens();
             if (max != null) {
-                // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token
-                int left = Math.max(1, max - transcript.deltas);
+                // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token; the
+                // answer's only, as the output guard counts them (ClientOutput.MAX_OUTPUT_CHARS says why)
+                int left = Math.max(1, max - (transcript.deltas - transcript.reasoningDeltas));
                 a.askedTokens = left;
                 body.remove("max_tokens");
                 body.put(body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", left);

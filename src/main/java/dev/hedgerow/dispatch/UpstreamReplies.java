@@ -55,7 +55,17 @@ public final class UpstreamReplies {
 
         /** The text this delta delivers, in chars, for the output guard. */
         int chars() {
-            return content.length() + reasoning.length() + (hasTools ? toolCalls.toString().length() : 0) + otherChars;
+            return reasoning.length() + answerChars();
+        }
+
+        /** Content, a refusal, a function call or audio: one token of the answer (the output guard's count). */
+        boolean answerToken() {
+            return !content.isEmpty() || other;
+        }
+
+        /** The chars of the answer this delta delivers: all but its reasoning. */
+        int answerChars() {
+            return content.length() + (hasTools ? toolCalls.toString().length() : 0) + otherChars;
         }
     }
 
@@ -75,9 +85,19 @@ public final class UpstreamReplies {
         String reasoning = reasoning(delta);
         JsonNode toolCalls = delta.get("tool_calls");
         boolean hasTools = toolCalls != null && toolCalls.isArray() && !toolCalls.isEmpty();
-        String finish = choice.hasNonNull("finish_reason") ? choice.get("finish_reason").asText() : null;
+        String finish = finishReason(choice);
         boolean other = holdsOther(delta);
         return new Delta(content, reasoning, toolCalls, hasTools, other, other ? otherChars(delta) : 0, finish);
+    }
+
+    /**
+     * A choice's {@code finish_reason}, or null while it has none: a blank one counts as none (SGLang 0.4.3 and
+     * Ollama sent {@code ""} on every chunk; taken for a finish, a stream that then broke or stalled was relayed as
+     * a whole answer, with no resume and no error; found by hunt17).
+     */
+    static String finishReason(JsonNode choice) {
+        JsonNode f = choice.get("finish_reason");
+        return f == null || f.isNull() || f.asText().isBlank() ? null : f.asText();
     }
 
     /**
@@ -122,9 +142,9 @@ public final class UpstreamReplies {
         JsonNode msg = node.path("choices").path(0).path("message");
         boolean empty = text(msg.get("content")).isEmpty() && !msg.path("tool_calls").isArray()
                 && reasoning(msg).isEmpty();
-        JsonNode finish = node.path("choices").path(0).path("finish_reason");
-        boolean unfinished = finish.isNull() || finish.isMissingNode();
-        if (unfinished ? empty : nothingIn(node.path("choices")) && lostContent(finish.asText(), node.get("usage"))) {
+        String finish = finishReason(node.path("choices").path(0));
+        boolean unfinished = finish == null;
+        if (unfinished ? empty : nothingIn(node.path("choices")) && lostContent(finish, node.get("usage"))) {
             return Failure.invalid("zero_content", "200 with no content");
         }
         return null;

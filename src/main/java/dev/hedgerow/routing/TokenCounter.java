@@ -20,7 +20,8 @@ import java.util.function.ToIntFunction;
  * <p>Content parts arrays are counted part by part: a {@code text} part by its text; an {@code image_url} part
  * counts a fixed amount because the image's size is not known without fetching it: {@value #IMAGE_TOKENS_LOW} for
  * {@code detail: "low"} (OpenAI's base tile cost), otherwise {@value #IMAGE_TOKENS_HIGH} (a 1024×1024 image at high
- * detail: 85 + 4 tiles × 170); an {@code input_audio} part {@value #AUDIO_TOKENS}; other parts by their JSON text.
+ * detail: 85 + 4 tiles × 170); an {@code input_audio} part {@value #AUDIO_TOKENS}; a {@code file} part (a PDF) by its
+ * size ({@link #fileTokens}); other parts by their JSON text.
  * Assistant {@code tool_calls} count their function names and arguments; the request's {@code tools} definitions
  * count by their JSON text plus {@value #TOKENS_PER_TOOL} per tool. Tool schemas are rendered differently by every
  * model, so those two are close approximations, not exact; plain messages match OpenAI's {@code usage} exactly
@@ -44,6 +45,8 @@ public final class TokenCounter {
     public static final int IMAGE_TOKENS_LOW = 85;
     public static final int IMAGE_TOKENS_HIGH = 765;
     public static final int AUDIO_TOKENS = 1000;
+    public static final int FILE_BYTES_PER_TOKEN = 64;
+    public static final int FILE_TOKENS_UNKNOWN = 1000;
     public static final int TOKENS_PER_TOOL = 8;
 
     static final int RECENT = 256;
@@ -291,10 +294,30 @@ public final class TokenCounter {
             case "input_audio" -> {
                 return AUDIO_TOKENS;
             }
+            case "file", "input_file" -> {
+                JsonNode file = part.has("file") ? part.path("file") : part;
+                return tally.text(file.path("filename").asText("")) + fileTokens(file.path("file_data").asText(""));
+            }
             default -> {
                 return tally.text(part.toString());
             }
         }
+    }
+
+    /**
+     * A rough count for a file (a PDF, which OpenAI gives a model as each page's text and image) from its size:
+     * {@value #FILE_BYTES_PER_TOKEN} bytes a token, {@value #FILE_TOKENS_UNKNOWN} for one sent by {@code file_id}
+     * alone. Its base64 was counted as text before, ~0.7 tokens a char: a 600 KB PDF came to 550 000 tokens and
+     * was refused by every 128k route (found by hunt17). A low guess errs the safe way: a route whose window is
+     * too small then refuses with {@code context_length_exceeded}, which moves the request to a larger one.
+     */
+    static int fileTokens(String fileData) {
+        if (fileData.isEmpty()) {
+            return FILE_TOKENS_UNKNOWN;
+        }
+        int comma = fileData.startsWith("data:") ? fileData.indexOf(',') : -1;
+        long bytes = (fileData.length() - (comma + 1)) * 3L / 4;
+        return (int) Math.min(Integer.MAX_VALUE, Math.max(1, bytes / FILE_BYTES_PER_TOKEN));
     }
 
     private int countToolCalls(JsonNode toolCalls, Tally tally) {
