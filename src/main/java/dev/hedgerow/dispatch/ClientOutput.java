@@ -203,6 +203,9 @@ final class ClientOutput {
         if (!outReasoning.equals(reasoning)) {
             delta.put(delta.has("reasoning_content") ? "reasoning_content" : "reasoning", outReasoning);
         }
+        if (!outReasoning.isEmpty()) {
+            sameReasoningField(delta, outReasoning);
+        }
         boolean text = !outContent.isEmpty() || !outReasoning.isEmpty();
         if (text || finish != null) {
             // text after a call (rare) or the end: the held calls go out first, in the order they came
@@ -287,6 +290,21 @@ final class ClientOutput {
         }
     }
 
+    /**
+     * The reasoning goes to the client in the field it first came in ({@code reasoning_content}, or vLLM's newer
+     * {@code reasoning}), whichever field the route that resumed the stream uses: a client reading one field lost
+     * the rest of the reasoning at the seam (found by hunt18).
+     */
+    private void sameReasoningField(ObjectNode delta, String text) {
+        String field = delta.hasNonNull("reasoning_content") ? "reasoning_content" : "reasoning";
+        if (transcript.reasoningField == null) {
+            transcript.reasoningField = field;
+        } else if (!field.equals(transcript.reasoningField)) {
+            delta.remove(field);
+            delta.put(transcript.reasoningField, text);
+        }
+    }
+
     /** A blank {@code finish_reason} is none ({@link UpstreamReplies#finishReason}): the client gets null, as OpenAI sends. */
     private static void noBlankFinish(ObjectNode choice, String finish) {
         if (finish == null && choice.hasNonNull("finish_reason")) {
@@ -335,7 +353,7 @@ final class ClientOutput {
             if (!rest.isEmpty()) {
                 ObjectNode chunk = baseChunk(a);
                 ObjectNode delta = chunk.putArray("choices").addObject().put("index", 0).putObject("delta");
-                delta.put(a.trimReasoning ? "reasoning_content" : "content", rest);
+                delta.put(a.trimReasoning ? transcript.reasoningField() : "content", rest);
                 (a.trimReasoning ? transcript.reasoning : transcript.content).append(rest);
                 writeChunk(a, chunk);
             }

@@ -762,9 +762,11 @@ final class Dispatch {
                 }
                 return;
             }
-            // a resume's empty finish is taken as it comes: the text it continues may have been whole already, and
-            // the few tokens a server counts for ending it must not fail over a finished answer
-            if (!d.substantive() && a.choices == null && a.emptyFinish == null && a.kind != Kind.RESUME
+            // a resume's empty finish is held and checked too: the text it continues may have been whole already
+            // (the one token or so a server counts for ending it does not fail it: UpstreamReplies.lostContent), but
+            // one whose usage counts the text it lost failed (taken as it came, it ended the answer cut short, with
+            // stop; found by hunt18)
+            if (!d.substantive() && a.choices == null && a.emptyFinish == null
                     && UpstreamReplies.nothingIn(a.pending) && UpstreamReplies.holdsNothing(node.path("choices").path(0)
                     .path("delta"))) {
                 holdEmptyFinish(a, (ObjectNode) node);
@@ -811,7 +813,8 @@ final class Dispatch {
         ObjectNode held = a.emptyFinish;
         a.emptyFinish = null;
         a.abandonTimer.cancel();
-        if (UpstreamReplies.lostContent(a.finishReason, a.usage)) {
+        if (UpstreamReplies.lostContent(a.finishReason, a.usage,
+                a.kind == Kind.RESUME ? UpstreamReplies.RESUME_ENDING : 1)) {
             attemptFailed(a, Failure.invalid("zero_content", "the stream finished with no content while its usage"
                     + " counts " + a.usage.get("completion_tokens").asLong() + " completion tokens"));
             return false;
@@ -1095,6 +1098,11 @@ final class Dispatch {
         String end = unresumable(cause);
         if (end != null) {
             endWithErrorEvent(end);
+            return;
+        }
+        Integer max = req.request().maxTokens();
+        if (max != null && served != null && transcript.deltas - transcript.reasoningDeltas >= max) {
+            endAtLength();
             return;
         }
         Candidate next = routes.next(true, failed);
@@ -1551,6 +1559,26 @@ final class Dispatch {
         endLive("cancelled");
         output.endWithError(code, message, trail.toNode());
         deps.observer().finished(req, 502, trail.snapshot(), deliveredBill(), served == null ? null : served.cand);
+    }
+
+    /**
+     * The stream broke after its answer had reached {@code max_tokens}, before the provider's finish: the answer is
+     * whole at its length, so it ends as the provider would have ended it, {@code finish_reason: "length"}, billed for
+     * what was delivered. A resume would have been asked for one token more (the least a request may ask), which the
+     * client then got past its {@code max_tokens} (found by hunt18).
+     */
+    private void endAtLength() {
+        Attempt a = served;
+        output.flushTrimmer(a);
+        finished = true;
+        stopTimers();
+        endLive("cancelled");
+        a.heldFinish = null;
+        a.heldTools.clear();   // a call cut short is not sent
+        a.finishReason = "length";
+        UsageSample billed = deliveredBill();
+        output.endStream(a, req.request().includeUsage() ? billed : null, null, trail.toNode());
+        deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
     }
 
     /**

@@ -3,13 +3,17 @@ package dev.hedgerow.dispatch;
 /**
  * Removes text a resumed route re-emits: holds the first {@code window} characters of the new text, then drops
  * the longest prefix of it that the delivered text already ends with (at least {@code minOverlap} characters, so
- * a coincidental short match is kept). Strings here are whole code points (JSON-decoded), so a cut never splits a
+ * a coincidental short match is kept, unless it is the whole delivered text: a model that starts over from the
+ * beginning of a short delivery, a first token of one to three characters, repeats it, not coincides with it; found
+ * by hunt18). Strings here are whole code points (JSON-decoded), so a cut never splits a
  * character. Not thread-safe.
  */
 final class OverlapTrimmer {
     private final String delivered;
     private final int window;
     private final int minOverlap;
+    /** {@link #delivered} is all the text delivered, not its end. */
+    private final boolean whole;
     private final StringBuilder held = new StringBuilder();
     /** Where each piece fed while deciding ends in {@link #held}: a piece is one delta, one token of the stream. */
     private int[] pieceEnds = new int[16];
@@ -20,6 +24,7 @@ final class OverlapTrimmer {
     OverlapTrimmer(CharSequence delivered, int window, int minOverlap) {
         int keep = Math.min(delivered.length(), window * 2);
         this.delivered = delivered.subSequence(delivered.length() - keep, delivered.length()).toString();
+        this.whole = keep == delivered.length();
         this.window = window;
         this.minOverlap = minOverlap;
     }
@@ -64,8 +69,8 @@ final class OverlapTrimmer {
         String h = held.toString();
         int best = 0;
         int max = Math.min(h.length(), delivered.length());
-        for (int k = max; k >= minOverlap; k--) {
-            if (delivered.endsWith(h.substring(0, k))) {
+        for (int k = max; k >= 1; k--) {
+            if ((k >= minOverlap || whole && k == delivered.length()) && delivered.endsWith(h.substring(0, k))) {
                 best = k;
                 break;
             }

@@ -29,6 +29,13 @@ final class Transcript {
     int deltas;
     /** Of {@link #deltas}, those of reasoning alone: a resume's {@code max_tokens} counts the answer's only. */
     int reasoningDeltas;
+    /** The field the client got reasoning in first ({@code reasoning_content} or {@code reasoning}), or null. */
+    String reasoningField;
+
+    /** The field reasoning goes to the client in: the one it first came in, else {@code reasoning_content}. */
+    String reasoningField() {
+        return reasoningField == null ? "reasoning_content" : reasoningField;
+    }
 
     /**
      * A chunk's tool-call deltas reached the client: a call is under way, and its names and arguments are recorded

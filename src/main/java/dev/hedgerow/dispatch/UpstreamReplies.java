@@ -212,14 +212,25 @@ public final class UpstreamReplies {
      * usage to tell) stays an empty but complete answer.
      */
     static boolean lostContent(String finishReason, JsonNode usage) {
+        return lostContent(finishReason, usage, 1);   // the end-of-sequence token some servers count (vLLM)
+    }
+
+    /**
+     * As {@link #lostContent(String, JsonNode)}, with {@code ending} tokens a server may count for ending an answer
+     * that wrote nothing: a resume that only finishes (the text it continues was whole) may count a few (a template's
+     * end tokens after the prefill), {@link #RESUME_ENDING}.
+     */
+    static boolean lostContent(String finishReason, JsonNode usage, int ending) {
         if (!"stop".equals(finishReason) || usage == null || !Billing.count(usage.get("completion_tokens"))) {
             return false;
         }
         JsonNode reasoning = usage.path("completion_tokens_details").get("reasoning_tokens");
         long thought = Billing.count(reasoning) ? reasoning.asLong() : 0;
-        // one token more may be the end-of-sequence token some servers count (vLLM)
-        return usage.get("completion_tokens").asLong() > thought + 1;
+        return usage.get("completion_tokens").asLong() > thought + ending;
     }
+
+    /** The tokens a resume that only finishes may count for its ending before its finish counts as lost text. */
+    static final int RESUME_ENDING = 8;
 
     /** The whole body as JSON, or null when it does not parse. */
     static JsonNode parseWhole(byte[] bytes) {

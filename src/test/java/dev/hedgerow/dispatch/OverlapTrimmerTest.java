@@ -38,6 +38,16 @@ class OverlapTrimmerTest {
         assertEquals("a new sentence", t.feed("a new sentence"));
     }
 
+    /** A delivery shorter than the minimum, repeated whole: the model started over, it did not coincide. */
+    @Test
+    void dropsAShortDeliveryRepeatedWhole() {
+        OverlapTrimmer t = new OverlapTrimmer("\u65e5\u672c\u8a9e", 8, 4);
+        assertEquals("", t.feed("\u65e5\u672c\u8a9e bri"));
+        assertEquals(" bright", t.feed("ght"));
+        OverlapTrimmer end = new OverlapTrimmer("a long delivery that ends in ab", 4, 4);
+        assertEquals("ab c", end.feed("ab c"), "only the whole delivery counts below the minimum, not its end");
+    }
+
     @Test
     void flushTrimsWhatIsHeldAtTheEnd() {
         OverlapTrimmer t = new OverlapTrimmer("abc caf\u00e9 \ud83c\udf3f", 64, 4);
