@@ -127,6 +127,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     /** A stream of several choices' finishes and delivered text ({@code n > 1}); null for one choice. */
     Choices choices;
     JsonNode usage;
+    /** The logprobs ({@code logprobs.content}, or null) of each piece {@link #trimmer} holds, in its order. */
+    final List<JsonNode> heldLogprobs = new ArrayList<>(0);
     /** The provider's {@link ClientOutput#KEPT_FROM_UPSTREAM} fields, as its latest chunk gave them (null: none yet). */
     ObjectNode keptFields;
     OverlapTrimmer trimmer;

@@ -185,9 +185,13 @@ final class ClientOutput {
                         outReasoning = outReasoning + a.trimmer.flush();
                     }
                 } else {
+                    holdLogprobs(a, choice, content);
                     outContent = a.trimmer.feed(content);
                     if (finish != null || hasTools) {
                         outContent = outContent + a.trimmer.flush();
+                    }
+                    if (a.trimmer.decided()) {
+                        releaseLogprobs(a, choice);
                     }
                 }
             }
@@ -305,6 +309,34 @@ final class ClientOutput {
         }
     }
 
+    /**
+     * While an inexact resume's trimmer holds content, the logprobs of each piece it holds are kept with it (the chunk
+     * goes out without them), and {@link #releaseLogprobs} puts those of the pieces that reach the client on the chunk
+     * that releases them: they were dropped with their chunks, so a client asking for logprobs had none for the held
+     * text (found by hunt17 and hunt18).
+     */
+    private static void holdLogprobs(Attempt a, ObjectNode choice, String content) {
+        JsonNode logprobs = choice.remove("logprobs");
+        if (!content.isEmpty()) {
+            a.heldLogprobs.add(logprobs == null ? null : logprobs.get("content"));
+        }
+    }
+
+    /** Puts the logprobs of the held pieces that reached the client on {@code choice} (see {@link #holdLogprobs}). */
+    private static void releaseLogprobs(Attempt a, ObjectNode choice) {
+        com.fasterxml.jackson.databind.node.ArrayNode entries = null;
+        for (int i = 0; i < a.heldLogprobs.size(); i++) {
+            JsonNode piece = a.heldLogprobs.get(i);
+            if (piece != null && piece.isArray() && a.trimmer.released(i)) {
+                if (entries == null) {
+                    entries = choice.putObject("logprobs").putArray("content");
+                }
+                entries.addAll((com.fasterxml.jackson.databind.node.ArrayNode) piece);
+            }
+        }
+        a.heldLogprobs.clear();
+    }
+
     /** A blank {@code finish_reason} is none ({@link UpstreamReplies#finishReason}): the client gets null, as OpenAI sends. */
     private static void noBlankFinish(ObjectNode choice, String finish) {
         if (finish == null && choice.hasNonNull("finish_reason")) {
@@ -352,8 +384,12 @@ final class ClientOutput {
             String rest = a.trimmer.flush();
             if (!rest.isEmpty()) {
                 ObjectNode chunk = baseChunk(a);
-                ObjectNode delta = chunk.putArray("choices").addObject().put("index", 0).putObject("delta");
+                ObjectNode choice = chunk.putArray("choices").addObject().put("index", 0);
+                ObjectNode delta = choice.putObject("delta");
                 delta.put(a.trimReasoning ? transcript.reasoningField() : "content", rest);
+                if (!a.trimReasoning) {
+                    releaseLogprobs(a, choice);
+                }
                 (a.trimReasoning ? transcript.reasoning : transcript.content).append(rest);
                 writeChunk(a, chunk);
             }

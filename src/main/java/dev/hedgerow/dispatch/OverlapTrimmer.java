@@ -20,6 +20,8 @@ final class OverlapTrimmer {
     private int pieces;
     private int releasedPieces;
     private boolean decided;
+    /** Once decided: the length of the overlap dropped from the start of {@link #held}. */
+    private int cut;
 
     OverlapTrimmer(CharSequence delivered, int window, int minOverlap) {
         int keep = Math.min(delivered.length(), window * 2);
@@ -64,6 +66,11 @@ final class OverlapTrimmer {
         return releasedPieces;
     }
 
+    /** Once decided: whether piece {@code i} (0-based, in the order fed) reached the client, past the dropped overlap. */
+    boolean released(int i) {
+        return decided && i < pieces && pieceEnds[i] > cut;
+    }
+
     private String decide() {
         decided = true;
         String h = held.toString();
@@ -75,6 +82,7 @@ final class OverlapTrimmer {
                 break;
             }
         }
+        cut = best;
         for (int i = 0; i < pieces; i++) {
             if (pieceEnds[i] > best) {
                 releasedPieces++;

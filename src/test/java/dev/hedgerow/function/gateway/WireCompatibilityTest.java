@@ -36,7 +36,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * text; reasoning counted against {@code max_tokens} by the output guard; {@code finish_reason: ""} taken for a
  * finish; {@code stream_options: null} taken as sent; a context error passed through while a larger route had only
  * been down; {@code system_fingerprint} missing from the gateway's own chunks) and what it checked and found right
- * (surrogate pairs split across chunks, a tool call broken mid-arguments resumed whole, usage details).
+ * (surrogate pairs split across chunks, a tool call broken mid-arguments resumed whole, usage details), and the
+ * logprobs of text an inexact resume's trimmer held (they were dropped with their chunks).
  */
 class WireCompatibilityTest {
     /** A scripted upstream: each request takes the next script in order. */
@@ -324,6 +325,35 @@ class WireCompatibilityTest {
         boolean resumedWhole = "stop".equals(finish) && Sse.content(s).equals("Hello world");
         boolean errorEvent = last.has("error");
         assertTrue(resumedWhole || errorEvent, "finish=" + finish + " content=" + Sse.content(s) + " last=" + last);
+    }
+
+    static String lp(String text) {
+        return "\"delta\":{\"content\":\"" + text + "\"},\"logprobs\":{\"content\":[{\"token\":\"" + text
+                + "\",\"logprob\":-0.1,\"bytes\":null,\"top_logprobs\":[]}]},\"finish_reason\":null";
+    }
+
+    /** logprobs after an inexact resume: the content the trimmer held goes out with its logprobs. */
+    @Test
+    void logprobsCoverContentAfterInexactResume() {
+        raw.scripts.clear();
+        raw.scripts.add(req -> Raw.sse(req, false,
+                chunk("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null"),
+                chunk(lp("The quick ")), chunk(lp("brown fox "))));
+        raw.scripts.add(req -> Raw.sse(req, true,
+                chunk("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null"),
+                chunk(lp("brown fox ")), chunk(lp("jumps over")), chunk(lp(" the dog.")),
+                chunk("\"delta\":{},\"finish_reason\":\"stop\"")));
+        Response r = post("{\"model\":\"rawr\",\"stream\":true,\"logprobs\":true,"
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        String s = r.asString();
+        StringBuilder tokens = new StringBuilder();
+        for (JsonNode e : Sse.events(s)) {
+            for (JsonNode t : e.path("choices").path(0).path("logprobs").path("content")) {
+                tokens.append(t.path("token").asText());
+            }
+        }
+        assertEquals("The quick brown fox jumps over the dog.", Sse.content(s));
+        assertEquals(Sse.content(s), tokens.toString());
     }
 
     /** finish_reason "" then a stall: the stall watchdog takes the stream for finished and ends it as a success. */
