@@ -158,6 +158,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     long answerTokens;
     /** The completion limit this attempt asked its provider for (a resume asks for what is left), or null. */
     Integer askedTokens;
+    /**
+     * This resume was given room beyond the answer left ({@link UpstreamCall#OVERLAP_TOKENS}): the gateway ends the
+     * answer once it reaches {@code max_tokens}.
+     */
+    boolean capsAnswer;
     /** The gateway added {@code stream_options} to this attempt's stream; the client sent none. */
     boolean addedStreamOptions;
 

@@ -90,11 +90,12 @@ final class ClientOutput {
      * its answer (not its reasoning) over {@link #outputLimit()} or {@link #tokenLimit}.
      */
     boolean overLimit(Attempt a, UpstreamReplies.Delta d) {
-        a.outputChars += d.chars();
+        int answerChars = d.answerChars();   // serializes a tool call's delta: once
+        a.outputChars += d.reasoning().length() + answerChars;
         if (d.carriesText()) {
             a.outputTokens++;
         }
-        a.answerChars += d.answerChars();
+        a.answerChars += answerChars;
         if (d.answerToken()) {
             a.answerTokens++;
         }
@@ -130,6 +131,9 @@ final class ClientOutput {
             sink.head(200, responseHeaders(a, "text/event-stream"));
         }
         for (ObjectNode p : a.pending) {
+            if (p.path("choices").path(0) instanceof ObjectNode choice) {
+                noBlankFinish(choice, null);   // a pending chunk holds no finish (Dispatch.streamEvent)
+            }
             JsonNode d = p.path("choices").path(0).path("delta");
             if (d.has("role")) {
                 transcript.roleSent = true;
@@ -224,7 +228,9 @@ final class ClientOutput {
             transcript.deltas += released;
             String trimmed = a.trimReasoning ? reasoning : content;
             String other = a.trimReasoning ? content : reasoning;
-            boolean otherPiece = trimmed.isEmpty() && !other.isEmpty();
+            // the other field's text is a delta of its own when the trimmed one has none; content beside trimmed
+            // reasoning always counts, as the answer's budget must not miss it (review19)
+            boolean otherPiece = !other.isEmpty() && (a.trimReasoning || trimmed.isEmpty());
             if (otherPiece) {
                 transcript.deltas++;
             }
@@ -338,7 +344,7 @@ final class ClientOutput {
     }
 
     /** A blank {@code finish_reason} is none ({@link UpstreamReplies#finishReason}): the client gets null, as OpenAI sends. */
-    private static void noBlankFinish(ObjectNode choice, String finish) {
+    static void noBlankFinish(ObjectNode choice, String finish) {
         if (finish == null && choice.hasNonNull("finish_reason")) {
             choice.putNull("finish_reason");
         }

@@ -844,6 +844,13 @@ final class Dispatch {
             ClientOutput.ToolDeltas tools = !d.hasTools() ? ClientOutput.ToolDeltas.NONE
                     : toolCallsResumable() ? ClientOutput.ToolDeltas.HOLD : ClientOutput.ToolDeltas.SEND;
             output.emitChunk(a, node, d, tools);
+            if (a.capsAnswer && a.heldFinish == null && answerLeft() <= 0) {
+                // the request's max_tokens reached on a resume given room for its overlap: ended as the provider
+                // would have ended it
+                a.finishReason = "length";
+                complete(a, true);
+                return;
+            }
         }
         long now = deps.ticker().nanos();
         if (output.writes() == writes && now - lastClientWriteNanos >= HELD_KEEP_ALIVE_NANOS) {
@@ -1095,14 +1102,13 @@ final class Dispatch {
         winner = null;
         stallTimer.cancel();
         String cause = resumeCause == null ? cls : resumeCause;
+        if (served != null && answerLeft() <= 0 && !transcript.toolCallStarted && !transcript.otherStarted) {
+            endAtLength();   // whole at its length, resumable or not (review19)
+            return;
+        }
         String end = unresumable(cause);
         if (end != null) {
             endWithErrorEvent(end);
-            return;
-        }
-        Integer max = req.request().maxTokens();
-        if (max != null && served != null && transcript.deltas - transcript.reasoningDeltas >= max) {
-            endAtLength();
             return;
         }
         Candidate next = routes.next(true, failed);
@@ -1185,6 +1191,11 @@ final class Dispatch {
             a.usage = usage; // the upstream's own count: billed as is, no need to run the tokenizer
         }
         ObjectNode out = (ObjectNode) node;
+        for (JsonNode choice : out.path("choices")) {
+            if (choice instanceof ObjectNode c) {
+                ClientOutput.noBlankFinish(c, UpstreamReplies.finishReason(c));
+            }
+        }
         output.rewriteIdentity(a, out);
         UsageSample billed = billing.usageOf(a, resumes > 0, node.path("choices"));
         Billing.putUsage(out, billed, Billing.upstreamBill(a, resumes > 0));
@@ -1567,6 +1578,12 @@ final class Dispatch {
      * what was delivered. A resume would have been asked for one token more (the least a request may ask), which the
      * client then got past its {@code max_tokens} (found by hunt18).
      */
+    /** What is left of the request's max_tokens for the answer (reasoning not counted); MAX_VALUE without one. */
+    private int answerLeft() {
+        Integer max = req.request().maxTokens();
+        return max == null ? Integer.MAX_VALUE : max - (transcript.deltas - transcript.reasoningDeltas);
+    }
+
     private void endAtLength() {
         Attempt a = served;
         output.flushTrimmer(a);

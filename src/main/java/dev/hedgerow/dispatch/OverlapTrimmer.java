@@ -22,6 +22,9 @@ final class OverlapTrimmer {
     private boolean decided;
     /** Once decided: the length of the overlap dropped from the start of {@link #held}. */
     private int cut;
+    /** Once decided: where the text released ends in {@link #held} (its pieces past {@link #maxReleased} are not). */
+    private int releasedEnd;
+    private int maxReleased = Integer.MAX_VALUE;
 
     OverlapTrimmer(CharSequence delivered, int window, int minOverlap) {
         int keep = Math.min(delivered.length(), window * 2);
@@ -66,9 +69,17 @@ final class OverlapTrimmer {
         return releasedPieces;
     }
 
+    /**
+     * Releases at most {@code n} pieces at the decision (the answer's tokens left under {@code max_tokens}): the rest
+     * of what it holds then is dropped, as the answer ends there.
+     */
+    void capReleased(int n) {
+        maxReleased = Math.max(0, n);
+    }
+
     /** Once decided: whether piece {@code i} (0-based, in the order fed) reached the client, past the dropped overlap. */
     boolean released(int i) {
-        return decided && i < pieces && pieceEnds[i] > cut;
+        return decided && i < pieces && pieceEnds[i] > cut && pieceEnds[i] <= releasedEnd;
     }
 
     private String decide() {
@@ -83,12 +94,14 @@ final class OverlapTrimmer {
             }
         }
         cut = best;
-        for (int i = 0; i < pieces; i++) {
+        releasedEnd = best;
+        for (int i = 0; i < pieces && releasedPieces < maxReleased; i++) {
             if (pieceEnds[i] > best) {
                 releasedPieces++;
+                releasedEnd = pieceEnds[i];
             }
         }
         // delivered ends with a whole code point, so a match never ends between the halves of a surrogate pair
-        return h.substring(best);
+        return h.substring(best, releasedEnd);
     }
 }

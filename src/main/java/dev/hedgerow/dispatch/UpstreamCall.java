@@ -32,16 +32,19 @@ final class UpstreamCall {
      * whether the gateway added the field the client did not send. An embeddings attempt is told the vectors' form
      * its request asks for ({@link Attempt#vectors}), in which its answer's vectors reach the client.
      */
+    /** The tokens an instruction-style resume is given beyond what is left, for the overlap it may re-emit. */
+    static final int OVERLAP_TOKENS = 16;
+
     static UpstreamRequest build(DispatchRequest req, boolean stream, Attempt a, Transcript transcript,
                                  boolean withoutStreamOptions) {
         Candidate c = a.cand;
         ObjectNode body = req.request().upstreamBody(c.route().model());
+        if (body.has(UpstreamReplies.STREAM_OPTIONS) && body.get(UpstreamReplies.STREAM_OPTIONS).isNull()) {
+            // null is OpenAI's "not set": as if absent, so a route that refuses the field is sent none (hunt17)
+            body.remove(UpstreamReplies.STREAM_OPTIONS);
+        }
         if (stream) {
             body.put("stream", true);
-            if (body.has(UpstreamReplies.STREAM_OPTIONS) && body.get(UpstreamReplies.STREAM_OPTIONS).isNull()) {
-                // null is OpenAI's "not set": as if absent, so a route that refuses the field is sent none (hunt17)
-                body.remove(UpstreamReplies.STREAM_OPTIONS);
-            }
             boolean clientSent = body.has(UpstreamReplies.STREAM_OPTIONS);
             if (clientSent || !withoutStreamOptions) {
                 ObjectNode so = clientSent && body.get(UpstreamReplies.STREAM_OPTIONS).isObject()
@@ -71,6 +74,15 @@ final class UpstreamCall {
                 // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token; the
                 // answer's only, as the output guard counts them (ClientOutput.MAX_OUTPUT_CHARS says why)
                 int left = Math.max(1, max - (transcript.deltas - transcript.reasoningDeltas));
+                if (!a.method.exact() && !a.trimReasoning) {
+                    // the model is asked to go on and may first re-emit the end of what it was shown, which the
+                    // trimmer drops but its provider counts: room for that overlap, and the gateway ends the answer
+                    // at max_tokens itself (the trimmer releases no more, Dispatch.relay ends it); without it the
+                    // answer ended early with length (hunt18)
+                    a.trimmer.capReleased(left);
+                    left += OVERLAP_TOKENS;
+                    a.capsAnswer = true;
+                }
                 a.askedTokens = left;
                 body.remove("max_tokens");
                 body.put(body.has("max_completion_tokens") ? "max_completion_tokens" : "max_tokens", left);

@@ -53,11 +53,6 @@ public final class UpstreamReplies {
             return !content.isEmpty() || !reasoning.isEmpty() || other;
         }
 
-        /** The text this delta delivers, in chars, for the output guard. */
-        int chars() {
-            return reasoning.length() + answerChars();
-        }
-
         /** Content, a refusal, a function call or audio: one token of the answer (the output guard's count). */
         boolean answerToken() {
             return !content.isEmpty() || other;

@@ -597,11 +597,30 @@ public final class RedisStateStore implements StateStore {
         return send(Request.cmd(Command.PING)).map(r -> r != null && "PONG".equalsIgnoreCase(r.toString()))
                 .onFailure().recoverWithItem(e -> {
                     lastPingFailure = e.getClass().getSimpleName() + ": " + e.getMessage();
+                    lastPingRefused = refused(e);
                     return false;
                 });
     }
 
     private volatile String lastPingFailure = "";
+    private volatile boolean lastPingRefused;
+
+    /**
+     * Whether the last ping that failed found no server listening (a refused connection): one starting up may be
+     * there a moment later, where a refused password or certificate will not change.
+     */
+    public boolean lastPingRefused() {
+        return lastPingRefused;
+    }
+
+    private static boolean refused(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (t instanceof java.net.ConnectException) {
+                return true;
+            }
+        }
+        return false;
+    }
 
     /**
      * Why the last ping that failed did ("" if none did): a ping answers false rather than failing, and readiness,

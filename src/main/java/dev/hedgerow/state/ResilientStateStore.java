@@ -1232,8 +1232,9 @@ public final class ResilientStateStore implements StateStore {
      * the guard's 1 s timeout, so a cold start's first call (the catalog's publish) was answered from local state and
      * counted against the breaker as a Redis failure. The app calls this once at startup, before it publishes.
      * <p>
-     * A refused connection is tried again every {@link #WARM_UP_RETRY} within {@code max} (a Redis started alongside
-     * the instance, as pods of one deployment are, is waited for). A store that has not answered by then opens the
+     * A refused connection (nothing listening) is tried again every {@link #WARM_UP_RETRY} within {@code max} (a Redis
+     * started alongside the instance, as pods of one deployment are, is waited for); a refused password or certificate
+     * is not, as it will not change (review19). A store that has not answered by then opens the
      * breaker at once: otherwise each of the startup's calls waited out the guard's timeout until the breaker had seen
      * enough of them fail, and an instance started against an unreachable Redis took 13 s to be ready (Lambda gives
      * an environment's start 10 s).
@@ -1243,13 +1244,18 @@ public final class ResilientStateStore implements StateStore {
         return Uni.createFrom().deferred(shared::ping)
                 .flatMap(up -> up ? Uni.createFrom().item(true) : Uni.createFrom().<Boolean>failure(
                         new IllegalStateException(pingFailure())))
-                .onFailure(e -> System.nanoTime() + WARM_UP_RETRY.toNanos() - deadline < 0).retry()
+                .onFailure(e -> refused() && System.nanoTime() + WARM_UP_RETRY.toNanos() - deadline < 0).retry()
                 .withBackOff(WARM_UP_RETRY, WARM_UP_RETRY).indefinitely()
                 .ifNoItem().after(max).fail()
                 .map(up -> "")
                 .onFailure().recoverWithItem(e -> e instanceof io.smallrye.mutiny.TimeoutException
                         ? "no answer to a ping within " + max.toMillis() + " ms" : e.getMessage())
                 .call(why -> why.isEmpty() ? Uni.createFrom().voidItem() : openBreaker(why));
+    }
+
+    /** Whether the shared store's last ping found nothing listening (a Redis not started yet, not a refused login). */
+    private boolean refused() {
+        return shared instanceof RedisStateStore r && r.lastPingRefused();
     }
 
     /** How often {@link #warmUp} asks again a store that refused it. */

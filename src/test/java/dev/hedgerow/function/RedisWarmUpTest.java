@@ -2,6 +2,7 @@ package dev.hedgerow.function;
 
 import dev.hedgerow.state.ResilientStateStore;
 import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.Resp;
 import dev.hedgerow.testsupport.TcpLink;
 import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
@@ -69,16 +70,46 @@ class RedisWarmUpTest {
         }
     }
 
+    /** Nothing listening yet (a Redis started alongside the instance): asked again until it answers. */
     @Test
-    void aRedisStartedAMomentLaterIsWaitedFor() {
-        try (TcpLink link = TcpLink.to(vertx, redis.port())) {
-            link.cut();
-            vertx.setTimer(600, id -> link.restore());
-            ResilientStateStore store = HedgerowApp.redisStore(vertx, link.redisUrl(), false);
+    void aRedisStartedAMomentLaterIsWaitedFor() throws Exception {
+        RedisServer late = RedisServer.start();
+        try {
+            late.stop();
+            Thread starter = new Thread(() -> {
+                try {
+                    Thread.sleep(600);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                late.restart();
+            });
+            starter.start();
+            ResilientStateStore store = HedgerowApp.redisStore(vertx, late.url(), false);
             assertEquals("", store.warmUp(Duration.ofSeconds(5)).await().atMost(WAIT), store.lastFailure());
             assertFalse(store.degraded());
             assertEquals("CLOSED", store.breakerState());
             assertEquals(0, store.fallbacks());
+            starter.join();
+        } finally {
+            late.close();
+        }
+    }
+
+    /** A wrong password will not change: not asked again (it was, every 200 ms for 3 s, on every start). */
+    @Test
+    void aWrongPasswordIsNotAskedAgain() throws Exception {
+        RedisServer locked = RedisServer.start();
+        Resp.command(locked.port(), "CONFIG", "SET", "requirepass", "right");
+        try (TcpLink link = TcpLink.to(vertx, locked.port())) {
+            ResilientStateStore store = HedgerowApp.redisStore(vertx,
+                    "redis://:wrong@127.0.0.1:" + link.port(), false);
+            String why = store.warmUp(Duration.ofSeconds(3)).await().atMost(WAIT);
+            assertTrue(why.contains("WRONGPASS") || why.contains("invalid"), why);
+            assertEquals("OPEN", store.breakerState());
+            assertTrue(link.accepted() <= 2, link.accepted() + " connections for one refused login");
+        } finally {
+            locked.close();
         }
     }
 }

@@ -39,6 +39,7 @@ public final class TcpLink implements AutoCloseable {
     private volatile boolean cut;
     private volatile boolean frozen;
     private volatile boolean holding;
+    private final java.util.concurrent.atomic.AtomicInteger accepted = new java.util.concurrent.atomic.AtomicInteger();
     private final java.util.concurrent.atomic.AtomicReference<Duration> firstDelay =
             new java.util.concurrent.atomic.AtomicReference<>();
     private final Vertx vertx;
@@ -92,6 +93,7 @@ public final class TcpLink implements AutoCloseable {
         this.vertx = vertx;
         this.client = vertx.createNetClient();
         this.server = vertx.createNetServer().connectHandler(front -> {
+            accepted.incrementAndGet();
             if (cut) {
                 front.close();
                 return;
@@ -191,6 +193,11 @@ public final class TcpLink implements AutoCloseable {
     public void hold() {
         holding = true;
         relays.forEach(Relay::hold);
+    }
+
+    /** How many connections the relay accepted so far. */
+    public int accepted() {
+        return accepted.get();
     }
 
     /** The next connection accepted reaches the server {@code delay} late; the ones after it at once. */

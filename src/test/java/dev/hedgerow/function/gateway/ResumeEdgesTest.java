@@ -53,12 +53,15 @@ class ResumeEdgesTest {
                   - { alias: think, provider: b, model: m-think, priority: 2, capabilities: [prefill] }
                   - { alias: mixr, provider: a, model: m-think-r, priority: 1, capabilities: [prefill] }
                   - { alias: mixr, provider: b, model: m-think, priority: 2, capabilities: [prefill] }
+                  - { alias: noresume, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: noresume, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
                 groups:
                   resume: { strategy: priority }
                   plain: { strategy: priority }
                   thinkplain: { strategy: priority }
                   think: { strategy: priority }
                   mixr: { strategy: priority }
+                  noresume: { strategy: priority, resume_mid_stream: false }
             """;
 
     static GatewayHarness gw;
@@ -79,7 +82,7 @@ class ResumeEdgesTest {
 
     @BeforeEach
     void healthy() {
-        for (String alias : List.of("resume", "plain", "thinkplain", "think", "mixr")) {
+        for (String alias : List.of("resume", "plain", "thinkplain", "think", "mixr", "noresume")) {
             for (String p : List.of("a", "b", "plain")) {
                 gw.core().store().resetHealth("acme/" + alias + "-" + p).await().atMost(Duration.ofSeconds(5));
             }
@@ -117,6 +120,17 @@ class ResumeEdgesTest {
         String out = stream("resume", prompt, ",\"max_tokens\":5");
         assertEquals(SimText.expected(SEED, prompt, 5), Sse.content(out));
         assertEquals("length", finish(out));
+    }
+
+    /** Under resume_mid_stream: false too, an answer whole at max_tokens when its stream broke ends with length. */
+    @Test
+    void breakAtMaxTokensEndsWithLengthWhereNothingResumes() {
+        String prompt = "cap reached, no resume";
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
+        String out = stream("noresume", prompt, ",\"max_tokens\":5");
+        assertEquals(SimText.expected(SEED, prompt, 5), Sse.content(out));
+        assertEquals("length", finish(out));
+        assertTrue(Sse.events(out).stream().noneMatch(e -> e.has("error")), out);
     }
 
     /** An instruction resume after a single short (< 4 chars) first token. */

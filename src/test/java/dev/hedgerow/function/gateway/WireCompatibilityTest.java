@@ -164,7 +164,7 @@ class WireCompatibilityTest {
 
     /**
      * A resume's max_tokens is what is left of the answer: the reasoning delivered before the break does not use it
-     * up (with 20 reasoning deltas and one of content, a resume asked for 1 token of an 8-token answer).
+     * up (with 20 reasoning deltas and one of content, a resume asked for 1 token of an 8-token answer, not 7).
      */
     @Test
     void aResumeAsksForTheAnswerLeftWhateverTheReasoningBeforeIt() throws Exception {
@@ -187,7 +187,9 @@ class WireCompatibilityTest {
         assertEquals("Hello", Sse.content(s), s);
         assertEquals(2, raw.bodies.size(), raw.bodies.toString());
         JsonNode resumed = Json.parse(raw.bodies.get(1));
-        assertEquals(7, resumed.path("max_tokens").asInt(), raw.bodies.get(1));
+        // 7 left of the answer, plus 16 for the overlap an instruction-style continuation may re-emit (this upstream
+        // has no prefill); the gateway itself ends the answer at 8
+        assertEquals(7 + 16, resumed.path("max_tokens").asInt(), raw.bodies.get(1));
     }
 
     /** stream_options: null is OpenAI's "not set"; the gateway treats it as sent and bypasses its refusal handling. */
@@ -354,6 +356,65 @@ class WireCompatibilityTest {
         }
         assertEquals("The quick brown fox jumps over the dog.", Sse.content(s));
         assertEquals(Sse.content(s), tokens.toString());
+    }
+
+    /** A blank finish_reason reaches the client as null, on the chunks held before the first content too. */
+    @Test
+    void noChunkReachesTheClientWithABlankFinish() {
+        raw.scripts.clear();
+        raw.scripts.add(req -> Raw.sse(req, true,
+                chunk("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":\"\""),
+                chunk("\"delta\":{\"content\":\"Hello\"},\"finish_reason\":\"\""),
+                chunk("\"delta\":{},\"finish_reason\":\"stop\"")));
+        String s = post("{\"model\":\"rawr\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                .asString();
+        assertEquals("Hello", Sse.content(s));
+        for (JsonNode e : Sse.events(s)) {
+            JsonNode f = e.path("choices").path(0).path("finish_reason");
+            assertTrue(!f.isTextual() || !f.asText().isEmpty(), "a chunk with finish_reason \"\": " + e);
+        }
+    }
+
+    /** A whole answer's blank finish_reason reaches the client as null. */
+    @Test
+    void aWholeAnswersBlankFinishIsNull() {
+        raw.scripts.clear();
+        raw.scripts.add(req -> req.response().putHeader("content-type", "application/json").end(
+                "{\"id\":\"up\",\"object\":\"chat.completion\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"
+                + "\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},\"finish_reason\":\"\"}]}"));
+        Response r = post("{\"model\":\"rawr\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals("Hello", r.jsonPath().getString("choices[0].message.content"));
+        assertTrue(r.asString().contains("\"finish_reason\":null"), r.asString());
+    }
+
+    /**
+     * A resume in the reasoning phase whose first chunk carries reasoning and content: the content counts against
+     * the answer's max_tokens (review19: the next resume asked for one token too many).
+     */
+    @Test
+    void contentBesideTrimmedReasoningCountsAgainstMaxTokens() throws Exception {
+        raw.scripts.clear();
+        raw.bodies.clear();
+        raw.scripts.add(req -> Raw.sse(req, false,
+                chunk("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null"),
+                chunk("\"delta\":{\"reasoning_content\":\"think \"},\"finish_reason\":null"),
+                chunk("\"delta\":{\"reasoning_content\":\"think \"},\"finish_reason\":null"),
+                chunk("\"delta\":{\"reasoning_content\":\"think \"},\"finish_reason\":null")));
+        raw.scripts.add(req -> Raw.sse(req, false,
+                chunk("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null"),
+                chunk("\"delta\":{\"reasoning_content\":\"more\",\"content\":\"A\"},\"finish_reason\":null"),
+                chunk("\"delta\":{\"content\":\"B\"},\"finish_reason\":null")));
+        raw.scripts.add(req -> Raw.sse(req, true,
+                chunk("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null"),
+                chunk("\"delta\":{\"content\":\"C\"},\"finish_reason\":null"),
+                chunk("\"delta\":{},\"finish_reason\":\"stop\"")));
+        String s = post("{\"model\":\"rawr\",\"stream\":true,\"max_tokens\":5,"
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}").asString();
+        assertEquals("ABC", Sse.content(s), s);
+        assertEquals(3, raw.bodies.size(), raw.bodies.toString());
+        // "A" and "B" delivered: 3 left, plus 16 for the overlap an instruction-style continuation may re-emit
+        assertEquals(3 + 16, Json.parse(raw.bodies.get(2)).path("max_tokens").asInt(), raw.bodies.get(2));
     }
 
     /** finish_reason "" then a stall: the stall watchdog takes the stream for finished and ends it as a success. */
