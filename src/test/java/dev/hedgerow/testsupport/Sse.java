@@ -35,6 +35,18 @@ public final class Sse {
         return out;
     }
 
+    /** The last {@code finish_reason} the stream's first choice gave (null if none). */
+    public static String finishReason(String body) {
+        String f = null;
+        for (JsonNode e : events(body)) {
+            JsonNode c = e.path("choices").path(0);
+            if (c.hasNonNull("finish_reason")) {
+                f = c.get("finish_reason").asText();
+            }
+        }
+        return f;
+    }
+
     public static boolean endsWithDone(String body) {
         return body.trim().endsWith("data: [DONE]");
     }

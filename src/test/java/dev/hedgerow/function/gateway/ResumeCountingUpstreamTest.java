@@ -218,18 +218,7 @@ class ResumeCountingUpstreamTest {
         assertResumed(out);
         assertEquals(String.join("", WORDS.subList(0, 10)), Sse.content(out));
         assertEquals(Sse.content(out), logprobTokens(out));
-        assertEquals("length", finish(out));
-    }
-
-    static String finish(String out) {
-        String f = null;
-        for (JsonNode e : Sse.events(out)) {
-            JsonNode c = e.path("choices").path(0);
-            if (c.hasNonNull("finish_reason")) {
-                f = c.get("finish_reason").asText();
-            }
-        }
-        return f;
+        assertEquals("length", Sse.finishReason(out));
     }
 
     @Test
@@ -238,6 +227,6 @@ class ResumeCountingUpstreamTest {
         String out = stream("pref", ",\"max_tokens\":10");
         assertResumed(out);
         assertEquals(String.join("", WORDS.subList(0, 10)), Sse.content(out));
-        assertEquals("length", finish(out));
+        assertEquals("length", Sse.finishReason(out));
     }
 }

@@ -101,17 +101,6 @@ class ResumeEdgesTest {
                 .post("/v1/chat/completions").then().statusCode(200).extract().asString();
     }
 
-    static String finish(String out) {
-        String f = null;
-        for (JsonNode e : Sse.events(out)) {
-            JsonNode c = e.path("choices").path(0);
-            if (c.hasNonNull("finish_reason")) {
-                f = c.get("finish_reason").asText();
-            }
-        }
-        return f;
-    }
-
     /** A break after exactly max_tokens tokens, before the finish: the answer must not exceed max_tokens. */
     @Test
     void breakAtMaxTokensBeforeTheFinishDoesNotExceedMaxTokens() {
@@ -119,7 +108,7 @@ class ResumeEdgesTest {
         gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
         String out = stream("resume", prompt, ",\"max_tokens\":5");
         assertEquals(SimText.expected(SEED, prompt, 5), Sse.content(out));
-        assertEquals("length", finish(out));
+        assertEquals("length", Sse.finishReason(out));
     }
 
     /** Under resume_mid_stream: false too, an answer whole at max_tokens when its stream broke ends with length. */
@@ -129,7 +118,7 @@ class ResumeEdgesTest {
         gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
         String out = stream("noresume", prompt, ",\"max_tokens\":5");
         assertEquals(SimText.expected(SEED, prompt, 5), Sse.content(out));
-        assertEquals("length", finish(out));
+        assertEquals("length", Sse.finishReason(out));
         assertTrue(Sse.events(out).stream().noneMatch(e -> e.has("error")), out);
     }
 
@@ -156,7 +145,7 @@ class ResumeEdgesTest {
         gw.sim("a").enqueue("m-text", Fault.dropAfter(LENGTH));
         String out = stream("plain", prompt, "");
         assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out));
-        assertEquals("stop", finish(out));
+        assertEquals("stop", Sse.finishReason(out));
     }
 
     /** A break inside reasoning, resumed by instruction. */
@@ -196,7 +185,7 @@ class ResumeEdgesTest {
         gw.sim("a").enqueue("m-text", Fault.dropAfter(6));
         String out = stream("plain", prompt, ",\"max_tokens\":6");
         assertEquals(SimText.expected(SEED, prompt, 6), Sse.content(out));
-        assertEquals("length", finish(out));
+        assertEquals("length", Sse.finishReason(out));
     }
 
     /** The usage chunk after a resume counts the request's prompt as a clean answer's does. */
