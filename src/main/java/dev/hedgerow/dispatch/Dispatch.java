@@ -1573,17 +1573,21 @@ final class Dispatch {
     }
 
     /**
+     * What is left of the request's max_tokens for the answer (reasoning not counted); MAX_VALUE without one, or for
+     * a stream of several choices, whose deltas the transcript counts together.
+     */
+    private int answerLeft() {
+        Integer max = req.request().maxTokens();
+        return max == null || req.request().choices() > 1 ? Integer.MAX_VALUE
+                : max - (transcript.deltas - transcript.reasoningDeltas);
+    }
+
+    /**
      * The stream broke after its answer had reached {@code max_tokens}, before the provider's finish: the answer is
      * whole at its length, so it ends as the provider would have ended it, {@code finish_reason: "length"}, billed for
      * what was delivered. A resume would have been asked for one token more (the least a request may ask), which the
      * client then got past its {@code max_tokens} (found by hunt18).
      */
-    /** What is left of the request's max_tokens for the answer (reasoning not counted); MAX_VALUE without one. */
-    private int answerLeft() {
-        Integer max = req.request().maxTokens();
-        return max == null ? Integer.MAX_VALUE : max - (transcript.deltas - transcript.reasoningDeltas);
-    }
-
     private void endAtLength() {
         Attempt a = served;
         output.flushTrimmer(a);

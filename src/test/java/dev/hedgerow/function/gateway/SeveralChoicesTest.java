@@ -292,6 +292,19 @@ class SeveralChoicesTest {
         assertEquals(before, gw.sim("b").stats("m-multi").received(), "no resume was asked of route b");
     }
 
+    /**
+     * With max_tokens, the deltas of all choices together passing it is no sign that each choice is whole: a break
+     * still ends the stream with the error event, not with a length finish (the transcript counts them together).
+     */
+    @Test
+    void aBreakPastMaxTokensCountedOverAllChoicesStillEndsWithTheErrorEvent() {
+        String prompt = "two capped, then cut";
+        gw.sim("a").enqueue("m-multi", Fault.dropAfter(3));
+        String out = stream("multi", prompt, ",\"n\":2,\"max_tokens\":2");
+        assertEquals("stream_interrupted", last(out).path("error").path("code").asText(), out);
+        assertTrue(Sse.endsWithDone(out), out);
+    }
+
     /** The stream ends cleanly after every token, but one choice never finished: a truncation, not an answer. */
     @Test
     void aStreamEndingBeforeEveryChoiceFinishedEndsWithTheErrorEvent() {
