@@ -1240,11 +1240,11 @@ public final class ResilientStateStore implements StateStore {
      * an environment's start 10 s).
      */
     public Uni<String> warmUp(Duration max) {
-        long deadline = System.nanoTime() + max.toNanos();
+        long deadline = ticker.nanos() + max.toNanos();
         return Uni.createFrom().deferred(shared::ping)
                 .flatMap(up -> up ? Uni.createFrom().item(true) : Uni.createFrom().<Boolean>failure(
                         new IllegalStateException(pingFailure())))
-                .onFailure(e -> refused() && System.nanoTime() + WARM_UP_RETRY.toNanos() - deadline < 0).retry()
+                .onFailure(e -> refused() && ticker.nanos() + WARM_UP_RETRY.toNanos() - deadline < 0).retry()
                 .withBackOff(WARM_UP_RETRY, WARM_UP_RETRY).indefinitely()
                 .ifNoItem().after(max).fail()
                 .map(up -> "")
