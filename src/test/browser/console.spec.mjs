@@ -1,19 +1,14 @@
 // Drives the Hedgerow console in real headless Chromium (Debian's /usr/bin/chromium) against a running app.
 // Usage: node console.spec.mjs <baseUrl> <betaSimRootUrl> <screenshotDir> [proberToken]
 // Prints "ok: ..." per check and "console: all checks passed" at the end; exits 1 on the first failure.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { check, launch, ok, run } from './browser.mjs';
 
 const [base, betaSim, shots, proberToken] = process.argv.slice(2);
 if (!base || !betaSim || !shots) {
   console.error('usage: node console.spec.mjs <baseUrl> <betaSimRootUrl> <screenshotDir> [proberToken]');
   process.exit(2);
 }
-mkdirSync(shots, { recursive: true });
-const profile = mkdtempSync(join(tmpdir(), 'hedgerow-chromium-'));
-const ok = msg => console.log('ok: ' + msg);
 
 async function chat(alias, extra = {}, key = 'k-acme') {
   const resp = await fetch(base + '/v1/chat/completions', {
@@ -122,20 +117,8 @@ async function settingShows(p, name, value, timeout = 8000) {
   }, [name, value], { timeout });
 }
 
-function check(cond, msg) {
-  if (!cond) throw new Error(msg);
-  ok(msg);
-}
-
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1280, height: 1600 },
-});
-let exit = 0;
-const page = context.pages()[0] || await context.newPage();
+const browser = await launch(shots);
+const { context, page } = browser;
 // the page's timers and Date are the test's to stop and run on (they follow real time until paused)
 await page.clock.install();
 // anything the dashboard's content security policy blocks (an inline style or handler, another origin) fails the test
@@ -143,7 +126,7 @@ const blocked = [];
 context.on('console', m => { if (m.text().includes('Content Security Policy')) blocked.push(m.text()); });
 await context.addInitScript(() => document.addEventListener('securitypolicyviolation',
   e => console.error('Content Security Policy violation: ' + e.violatedDirective + ' ' + e.blockedURI)));
-try {
+await run(browser, 'console', 'failure.png', async () => {
   // start from the catalog file's panel group
   await adminPut('/admin/groups/panel', { ...PANEL_SETTINGS_AS_FILED, strategy: 'rr_health',
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
@@ -860,13 +843,4 @@ try {
     members: [{ route: 'panel-alpha', weight: 100 }, { route: 'panel-beta', weight: 100 }] });
   check(blocked.length === 0, 'nothing the dashboard did was blocked by its policy' + (blocked.length ? ': '
     + blocked.join(' | ') : ''));
-  console.log('console: all checks passed');
-} catch (e) {
-  exit = 1;
-  console.log('FAIL: ' + e.message);
-  await page.screenshot({ path: join(shots, 'failure.png'), fullPage: true }).catch(() => {});
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
-process.exit(exit);
+});

@@ -2,39 +2,21 @@
 // it is back: the usage panel and the audit log say when their answer is only what this instance recorded.
 // Usage: node outage.spec.mjs <baseUrl> <screenshotDir> <partial|whole>
 // Prints "ok: ..." per check and "outage: all checks passed" at the end; exits 1 on the first failure.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { check, launch, ok, run } from './browser.mjs';
 
 const [base, shots, expect] = process.argv.slice(2);
 if (!base || !shots || !['partial', 'whole'].includes(expect)) {
   console.error('usage: node outage.spec.mjs <baseUrl> <screenshotDir> <partial|whole>');
   process.exit(2);
 }
-mkdirSync(shots, { recursive: true });
-const profile = mkdtempSync(join(tmpdir(), 'hedgerow-chromium-'));
-const ok = msg => console.log('ok: ' + msg);
-
-function check(cond, msg) {
-  if (!cond) throw new Error(msg);
-  ok(msg);
-}
-
 async function adminGet(path) {
   return (await fetch(base + path, { headers: { authorization: 'Bearer a-acme' } })).json();
 }
 
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1280, height: 1600 },
-});
-let exit = 0;
-const page = context.pages()[0] || await context.newPage();
-try {
+const browser = await launch(shots);
+const { page } = browser;
+await run(browser, 'outage', 'outage-failure.png', async () => {
   await page.goto(base + '/console/');
   await page.getByLabel('Admin key').fill('a-acme');
   await page.getByLabel('Admin key').press('Enter');
@@ -67,13 +49,4 @@ try {
       && !(await page.locator('#audit-partial').isVisible()), 'no partial note on the audit log');
     await page.screenshot({ path: join(shots, '10-whole.png'), fullPage: true });
   }
-  console.log('outage: all checks passed');
-} catch (e) {
-  exit = 1;
-  console.log('FAIL: ' + e.message);
-  await page.screenshot({ path: join(shots, 'outage-failure.png'), fullPage: true }).catch(() => {});
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
-process.exit(exit);
+});
