@@ -129,8 +129,11 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicBoolean auditReplaying = new AtomicBoolean();
     private final AtomicLong droppedAudit = new AtomicLong();
     static final int MAX_PENDING_AUDIT = 10_000;
-    /** Leases released during an outage whose release the shared store has not taken yet; see {@link #releaseLease}. */
-    private final Set<LeaseKey> pendingReleases = ConcurrentHashMap.newKeySet();
+    /**
+     * Lease and probe-slot releases the shared store has not taken yet; see {@link #releaseLease},
+     * {@link #releaseProbe} and {@link #tryAcquireProbe}.
+     */
+    private final Set<PendingRelease> pendingReleases = ConcurrentHashMap.newKeySet();
     static final int MAX_PENDING_RELEASES = 10_000;
     private final AtomicLong droppedReleases = new AtomicLong();
     private final AtomicBoolean releasesResending = new AtomicBoolean();
@@ -703,21 +706,36 @@ public final class ResilientStateStore implements StateStore {
                 () -> localHealthWrite(routeId, local.recordSuccess(routeId, maxFails, failTimeout)));
     }
 
+    /**
+     * The shared store's slot, or the local store's when it does not answer. A call sent and not answered in time may
+     * still have taken the slot in the shared store, for an owner told the local answer: that slot stayed taken for
+     * its whole TTL (up to 65 s), and every instance answered the half-open route's requests 503 "half-open probe in
+     * flight" (hunt19). So its release is kept as a lease's is ({@link #releaseLease}) and sent once the store
+     * answers: a release under the owner's unique token frees nothing else. One the breaker refused was never sent.
+     */
     @Override
     public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
-        return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl, owner),
-                () -> localHealthWrite(routeId, local.tryAcquireProbe(routeId, maxFails, ttl, owner)));
+        return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl, owner), e -> {
+            if (!isBreakerRefusal(e)) {
+                keepRelease(new ProbeRelease(routeId, owner));
+            }
+            return localHealthWrite(routeId, local.tryAcquireProbe(routeId, maxFails, ttl, owner));
+        });
     }
 
     /**
-     * Releases on the shared store (or, when it fails, the local one) and then on the local store as well: the slot
-     * may have been taken locally during an outage that has ended since, and an owner's release is harmless where
-     * it holds nothing.
+     * Releases on the shared store and then on the local store as well: the slot may have been taken locally during
+     * an outage that has ended since, and an owner's release is harmless where it holds nothing. A release the shared
+     * store does not take is kept and sent again once it answers, as a lease's is ({@link #releaseLease}): a probe
+     * that ended without a verdict during a short cut (its client hung up) held the route's one slot for the rest of
+     * its TTL (hunt19).
      */
     @Override
     public Uni<Void> releaseProbe(String routeId, String owner) {
-        return call(() -> shared.releaseProbe(routeId, owner), () -> local.releaseProbe(routeId, owner))
-                .chain(() -> local.releaseProbe(routeId, owner));
+        return call(() -> shared.releaseProbe(routeId, owner), () -> {
+            keepRelease(new ProbeRelease(routeId, owner));
+            return Uni.createFrom().voidItem();
+        }).chain(() -> local.releaseProbe(routeId, owner));
     }
 
     @Override
@@ -876,17 +894,39 @@ public final class ResilientStateStore implements StateStore {
     @Override
     public Uni<Void> releaseLease(String routeId, String leaseId) {
         return call(() -> shared.releaseLease(routeId, leaseId), () -> {
-            if (pendingReleases.size() < MAX_PENDING_RELEASES) {
-                pendingReleases.add(new LeaseKey(routeId, leaseId));
-            } else {
-                droppedReleases.incrementAndGet(); // that lease is counted in flight until its TTL ends
-            }
+            keepRelease(new LeaseRelease(routeId, leaseId));
             return Uni.createFrom().voidItem();
         }).call(() -> local.releaseLease(routeId, leaseId));
     }
 
+    /** Keeps a release for {@link #resendReleases}, or counts it dropped past {@value #MAX_PENDING_RELEASES}. */
+    private void keepRelease(PendingRelease r) {
+        if (pendingReleases.size() < MAX_PENDING_RELEASES) {
+            pendingReleases.add(r);
+        } else {
+            droppedReleases.incrementAndGet(); // that lease or slot stays taken until its TTL ends
+        }
+    }
+
+    /** A release the shared store has not taken yet. */
+    private sealed interface PendingRelease {
+        Uni<Void> sendTo(StateStore store);
+    }
+
     /** A lease of a route. */
-    private record LeaseKey(String routeId, String leaseId) {
+    private record LeaseRelease(String routeId, String leaseId) implements PendingRelease {
+        @Override
+        public Uni<Void> sendTo(StateStore store) {
+            return store.releaseLease(routeId, leaseId);
+        }
+    }
+
+    /** A route's half-open probe slot, under its owner's token. */
+    private record ProbeRelease(String routeId, String owner) implements PendingRelease {
+        @Override
+        public Uni<Void> sendTo(StateStore store) {
+            return store.releaseProbe(routeId, owner);
+        }
     }
 
     /**
@@ -903,7 +943,7 @@ public final class ResilientStateStore implements StateStore {
             return;
         }
         Multi.createFrom().iterable(List.copyOf(pendingReleases))
-                .onItem().transformToUni(k -> guarded(() -> shared.releaseLease(k.routeId(), k.leaseId()),
+                .onItem().transformToUni(k -> guarded(() -> k.sendTo(shared),
                         e -> Uni.createFrom().<Void>failure(e)).invoke(() -> pendingReleases.remove(k)))
                 .merge(16).collect().last()
                 .subscribe().with(v -> releasesResending.set(false), t -> releasesResending.set(false));
@@ -998,14 +1038,14 @@ public final class ResilientStateStore implements StateStore {
         return droppedAudit.get();
     }
 
-    /** Lease releases the shared store did not take, waiting to be sent again. */
+    /** Lease and probe-slot releases the shared store did not take, waiting to be sent again. */
     public int pendingReleases() {
         return pendingReleases.size();
     }
 
     /**
-     * Lease releases not kept for sending again, past {@value #MAX_PENDING_RELEASES} waiting: each of those leases
-     * stays in the shared store until its TTL ends.
+     * Lease and probe-slot releases not kept for sending again, past {@value #MAX_PENDING_RELEASES} waiting: each of
+     * those leases or slots stays in the shared store until its TTL ends.
      */
     public long droppedReleases() {
         return droppedReleases.get();

@@ -1,0 +1,143 @@
+package dev.hedgerow.state;
+
+import dev.hedgerow.testsupport.RedisServer;
+import dev.hedgerow.testsupport.RedisStores;
+import dev.hedgerow.testsupport.Resp;
+import dev.hedgerow.testsupport.TcpLink;
+import dev.hedgerow.time.Ticker;
+import io.vertx.core.Vertx;
+import io.vertx.redis.client.RedisClientType;
+import io.vertx.redis.client.RedisOptions;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.util.List;
+
+import static dev.hedgerow.testsupport.Eventually.eventually;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A route's half-open probe slot in Redis across a short stall or cut of the link, through the outage guard
+ * ({@link ResilientStateStore}): an acquisition whose reply comes back after the guard's timeout was answered from the
+ * local store ("not acquired") while the script had run in Redis, so the slot stayed taken there under an owner told
+ * it held nothing, and every instance saw the route's one probe "in flight" for the slot's whole TTL; a release Redis
+ * did not take was dropped the same way (hunt19). Both are now kept and sent once Redis answers, as a lease's
+ * release is.
+ */
+class ProbeSlotOutageTest {
+    static final String ROUTE = "acme/solo-alpha";
+    RedisServer redis;
+    Vertx vertx;
+    TcpLink link;
+    io.vertx.mutiny.redis.client.Redis client;
+    RedisStores.Opened direct;
+    ResilientStateStore store;
+
+    @BeforeEach
+    void start() {
+        redis = RedisServer.start();
+        vertx = Vertx.vertx();
+        link = TcpLink.to(vertx, redis.port());
+        client = io.vertx.mutiny.redis.client.Redis.createClient(io.vertx.mutiny.core.Vertx.newInstance(vertx),
+                new RedisOptions().addConnectionString(link.redisUrl()).setMaxPoolSize(8).setMaxPoolWaiting(256));
+        direct = RedisStores.open(vertx, redis.url());
+        store = new ResilientStateStore(new RedisStateStore(client, RedisClientType.STANDALONE),
+                new MemoryStateStore(Ticker.system()),
+                new ResilientStateStore.Settings(Duration.ofMillis(300), 100, 0.5, Duration.ofMillis(200), 1));
+    }
+
+    @AfterEach
+    void stop() {
+        client.close();
+        direct.close();
+        link.close();
+        vertx.close().toCompletionStage().toCompletableFuture().join();
+        redis.close();
+    }
+
+    @Test
+    void aProbeSlotWhoseReplyCameLateIsNotLeftTakenInRedis() throws Exception {
+        halfOpen();
+        RouteSnapshot before = store.snapshot(List.of(ROUTE), Duration.ofMinutes(1)).await().indefinitely().get(ROUTE);
+        assertTrue(before.fails() >= 1 && !before.coolingDown() && !before.probeTaken(), "precondition: half-open");
+
+        // the network stalls for longer than the guard waits (a GC pause, a BGSAVE fork, a congested link)
+        link.hold();
+        boolean acquired = store.tryAcquireProbe(ROUTE, 1, Duration.ofSeconds(35), "req-1/owner")
+                .await().atMost(Duration.ofSeconds(5));
+        link.release();
+
+        assertFalse(acquired, "the guard answered from the local store");
+        // the caller holds nothing as far as it knows, so it never releases (Dispatch's slot is no longer held, the
+        // prober skips the route); the held script reached Redis once the stall ended
+        eventually(() -> "req-1/owner".equals(holder()), "precondition: the late script took the slot in Redis");
+        assertEquals(1, store.pendingReleases(), "its release is kept");
+        eventually(() -> {
+            store.catalogVersions().await().atMost(Duration.ofSeconds(5)); // Redis answers a poll again
+            return store.pendingReleases() == 0;
+        }, "the kept release is sent");
+        assertNull(holder(),
+                "the slot is not held in Redis for an owner that was told it did not get it");
+        assertTrue(direct.store().tryAcquireProbe(ROUTE, 1, Duration.ofSeconds(35), "req-2/owner")
+                .await().indefinitely(), "the next request may probe the half-open route");
+    }
+
+    /**
+     * A probe that came to no verdict (its client hung up) releases its slot while the link to Redis is cut for a
+     * moment: the release is kept and sent once Redis answers, or the route's one probe slot stayed taken for the rest
+     * of its TTL.
+     */
+    @Test
+    void aProbeSlotReleaseTheSharedStoreDidNotTakeIsSentAgainWhenItAnswers() throws Exception {
+        halfOpen();
+        assertTrue(store.tryAcquireProbe(ROUTE, 1, Duration.ofSeconds(35), "req-1/owner").await().indefinitely(),
+                "precondition: the probe slot is taken in Redis");
+
+        link.cut();
+        store.releaseProbe(ROUTE, "req-1/owner").await().atMost(Duration.ofSeconds(5));  // the client hung up
+        assertEquals(1, store.pendingReleases(), "the release Redis did not take is kept");
+        link.restore();
+        eventually(() -> {
+            store.catalogVersions().await().atMost(Duration.ofSeconds(5)); // Redis answers a poll again
+            return store.pendingReleases() == 0;
+        }, "the kept release is sent");
+        assertNull(holder(), "the released slot is free in Redis");
+    }
+
+    /** A call the open breaker refused was never sent: nothing is kept for it. */
+    @Test
+    void anAcquisitionTheOpenBreakerRefusedKeepsNoRelease() {
+        // a breaker that opens after 2 failed calls and stays open for the test
+        ResilientStateStore guarded = new ResilientStateStore(new RedisStateStore(client, RedisClientType.STANDALONE),
+                new MemoryStateStore(Ticker.system()),
+                new ResilientStateStore.Settings(Duration.ofMillis(300), 2, 0.5, Duration.ofMinutes(1), 1));
+        link.cut();
+        for (int i = 0; i < 4 && !guarded.degraded(); i++) {
+            guarded.catalogVersions().await().atMost(Duration.ofSeconds(5));
+        }
+        assertTrue(guarded.degraded(), "precondition: the breaker opened");
+        guarded.tryAcquireProbe(ROUTE, 1, Duration.ofSeconds(35), "req-3/owner").await().atMost(Duration.ofSeconds(5));
+        assertEquals(0, guarded.pendingReleases());
+    }
+
+    /** Who holds the route's probe slot in Redis, or null. */
+    private String holder() {
+        try {
+            return Resp.command(redis.port(), "GET", StateKeys.probe(ROUTE));
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** The route tripped (max_fails 1) and its 200 ms cooldown is over: half-open, its probe slot free. */
+    private void halfOpen() {
+        direct.store().recordFailure(ROUTE, 1, Duration.ofMillis(200)).await().indefinitely();
+        eventually(() -> !direct.store().snapshot(List.of(ROUTE), Duration.ofMinutes(1)).await().indefinitely()
+                .get(ROUTE).coolingDown(), "the cooldown is over");
+    }
+}
