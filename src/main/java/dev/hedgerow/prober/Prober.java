@@ -16,6 +16,7 @@ import dev.hedgerow.routing.PrometheusCapacity;
 import dev.hedgerow.routing.Router;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
+import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.UpstreamClient;
@@ -228,17 +229,57 @@ public final class Prober {
         }
         String owner = deps.instanceId() + "/" + HexFormat.of().toHexDigits(random.nextLong());
         AtomicBoolean held = new AtomicBoolean(true);
-        return deps.store().tryAcquireProbe(t.key(), breaker.threshold(), config.probeTimeout().plusSeconds(5), owner)
+        Duration ttl = config.probeTimeout().plusSeconds(5);
+        return deps.store().tryAcquireProbe(t.key(), breaker.threshold(), ttl, owner)
                 .onFailure().call(() -> releaseProbe(t, owner, held)) // the reply may be lost, not the slot
                 .flatMap(acquired -> {
                     if (!acquired) {
                         return Uni.createFrom().item(result(t, "skipped", "half-open probe taken elsewhere", null,
                                 null));
                     }
+                    SlotRenewal renewal = new SlotRenewal(t.key(), owner, held, ttl);
                     // the verdict (recordSuccess / recordFailure) frees the slot; any other end gives it back
                     return probe(t, s, breaker, true, () -> held.set(false))
+                            .onTermination().invoke(renewal::stop)
                             .onTermination().call(() -> releaseProbe(t, owner, held));
                 });
+    }
+
+    /**
+     * Keeps a half-open probe's slot while the probe runs, renewed every half of its TTL as a live probe's is: a probe
+     * is one call more than the refused parameters it adapts to (max_tokens, temperature, stream_options), each up to
+     * the probe timeout, and outlived a slot taken once for one timeout plus 5 s, so another instance or a live
+     * request took the slot and probed the same half-open route at the same time (hunt19). A prober that dies
+     * mid-probe leaves the slot for one TTL at most. Thread-safe.
+     */
+    private final class SlotRenewal {
+        private final String routeId;
+        private final String owner;
+        private final AtomicBoolean held;
+        private final Duration ttl;
+        private volatile boolean stopped;
+        private volatile Cancellable next;
+
+        SlotRenewal(String routeId, String owner, AtomicBoolean held, Duration ttl) {
+            this.routeId = routeId;
+            this.owner = owner;
+            this.held = held;
+            this.ttl = ttl;
+            next = deps.scheduler().schedule(ttl.dividedBy(2), this::renew);
+        }
+
+        private void renew() {
+            if (stopped || !held.get()) {
+                return;
+            }
+            deps.store().renewProbe(routeId, owner, ttl).subscribe().with(v -> { }, e -> { });
+            next = deps.scheduler().schedule(ttl.dividedBy(2), this::renew);
+        }
+
+        void stop() {
+            stopped = true;
+            next.cancel();
+        }
     }
 
     /**
