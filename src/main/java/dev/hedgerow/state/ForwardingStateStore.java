@@ -148,6 +148,11 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
+    public Uni<String> appendAuditOnce(String orgId, Map<String, String> event, int maxLen) {
+        return inner.appendAuditOnce(orgId, event, maxLen);
+    }
+
+    @Override
     public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
         return inner.readAudit(orgId, limit);
     }

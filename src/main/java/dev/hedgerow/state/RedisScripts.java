@@ -35,6 +35,31 @@ final class RedisScripts {
             """;
 
     /**
+     * {@code adminId()}: the id an operator's audit event takes, above the last of both the org's streams (KEYS[1]
+     * and KEYS[2]; see {@link #APPEND_ADMIN_AUDIT}).
+     */
+    private static final String ADMIN_ID = """
+            local function adminId()
+              local t = redis.call('TIME')
+              local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+              local seq = 0
+              for _, k in ipairs(KEYS) do
+                local last = redis.call('XREVRANGE', k, '+', '-', 'COUNT', 1)
+                if #last > 0 then
+                  local lms, lseq = string.match(last[1][1], '^(%d+)-(%d+)$')
+                  lms = tonumber(lms)
+                  lseq = tonumber(lseq)
+                  if lms > ms or (lms == ms and lseq >= seq) then
+                    ms = lms
+                    seq = lseq + 1
+                  end
+                end
+              end
+              return string.format('%.0f-%.0f', ms, seq)
+            end
+            """;
+
+    /**
      * Kong-counted failure and, in the same script, the provider's Retry-After hold it brought (never shortening a
      * longer one), so no reader sees the count without the hold. KEYS: fails, lastfail, probe, cool, ra. ARGV:
      * maxFails, failTimeoutMs, failsTtlMs, holdMs (0 = no hold). Returns {fails, PTTL(cool), PTTL(ra)}.
@@ -177,25 +202,40 @@ final class RedisScripts {
      * operators' stream, the requests' stream (one hash tag). ARGV: maxLen (approximate trim), then field, value, ...
      * Returns the id.
      */
-    static final LuaScript APPEND_ADMIN_AUDIT = LuaScript.of("appendAdminAudit", """
-            local t = redis.call('TIME')
-            local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-            local seq = 0
-            for _, k in ipairs(KEYS) do
-              local last = redis.call('XREVRANGE', k, '+', '-', 'COUNT', 1)
-              if #last > 0 then
-                local lms, lseq = string.match(last[1][1], '^(%d+)-(%d+)$')
-                lms = tonumber(lms)
-                lseq = tonumber(lseq)
-                if lms > ms or (lms == ms and lseq >= seq) then
-                  ms = lms
-                  seq = lseq + 1
+    static final LuaScript APPEND_ADMIN_AUDIT = LuaScript.of("appendAdminAudit", ADMIN_ID + """
+            local args = {KEYS[1], 'MAXLEN', '~', ARGV[1], adminId()}
+            for i = 2, #ARGV do
+              args[#args + 1] = ARGV[i]
+            end
+            return redis.call('XADD', unpack(args))
+            """);
+
+    /**
+     * Appends an audit event unless its stream holds the same one (every field and value equal, in order) from the
+     * given id on: then that entry's id (StateStore#appendAuditOnce; a replay after a call that may have landed).
+     * Looks at 10,000 entries at most. KEYS: the event's stream, the org's other stream (one hash tag). ARGV: maxLen,
+     * the id to look from ("-": the oldest), "1" for an operator's event (its id as {@link #APPEND_ADMIN_AUDIT}
+     * gives it) or "0", then field, value, ... Returns the id.
+     */
+    static final LuaScript APPEND_AUDIT_ONCE = LuaScript.of("appendAuditOnce", ADMIN_ID + """
+            local n = #ARGV - 3
+            for _, e in ipairs(redis.call('XRANGE', KEYS[1], ARGV[2], '+', 'COUNT', 10000)) do
+              local f = e[2]
+              if #f == n then
+                local same = true
+                for i = 1, n do
+                  if f[i] ~= ARGV[i + 3] then
+                    same = false
+                    break
+                  end
+                end
+                if same then
+                  return e[1]
                 end
               end
             end
-            local id = string.format('%.0f-%.0f', ms, seq)
-            local args = {KEYS[1], 'MAXLEN', '~', ARGV[1], id}
-            for i = 2, #ARGV do
+            local args = {KEYS[1], 'MAXLEN', '~', ARGV[1], ARGV[3] == '1' and adminId() or '*'}
+            for i = 4, #ARGV do
               args[#args + 1] = ARGV[i]
             end
             return redis.call('XADD', unpack(args))

@@ -436,6 +436,26 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
+    public Uni<String> appendAuditOnce(String orgId, Map<String, String> event, int maxLen) {
+        if (event.isEmpty()) {
+            return Uni.createFrom().failure(new IllegalArgumentException("an audit event needs at least one field"));
+        }
+        boolean operators = AuditRecord.operators(event);
+        String[] args = new String[3 + 2 * event.size()];
+        args[0] = Integer.toString(Math.max(0, maxLen));
+        args[1] = StateStore.auditOnceSince(event);
+        args[2] = operators ? "1" : "0";
+        int i = 3;
+        for (Map.Entry<String, String> e : event.entrySet()) {
+            args[i++] = e.getKey();
+            args[i++] = e.getValue();
+        }
+        List<String> keys = operators ? List.of(StateKeys.adminAudit(orgId), StateKeys.audit(orgId))
+                : List.of(StateKeys.audit(orgId), StateKeys.adminAudit(orgId));
+        return eval(RedisScripts.APPEND_AUDIT_ONCE, keys, args).map(Response::toString);
+    }
+
+    @Override
     public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
         if (limit <= 0) {
             return Uni.createFrom().item(List.of());

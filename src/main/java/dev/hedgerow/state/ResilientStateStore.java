@@ -983,6 +983,15 @@ public final class ResilientStateStore implements StateStore {
         });
     }
 
+    /** As {@link #appendAudit}: what the shared stream may hold already is no concern of the local store. */
+    @Override
+    public Uni<String> appendAuditOnce(String orgId, Map<String, String> event, int maxLen) {
+        return call(() -> shared.appendAuditOnce(orgId, event, maxLen), () -> {
+            pendAudit(new PendingAudit(orgId, event, maxLen));
+            return local.appendAuditOnce(orgId, event, maxLen);
+        });
+    }
+
     /** An audit event the shared stream did not take, to be written there when it answers. */
     private record PendingAudit(String orgId, Map<String, String> event, int maxLen) {
         boolean admin() {
@@ -1011,14 +1020,15 @@ public final class ResilientStateStore implements StateStore {
     /**
      * Writes the audit events kept during an outage to the shared stream, oldest first, one at a time (each keeps its
      * own {@code time}); one replay at a time, stopping at the first the store does not take (the rest wait for the
-     * next poll).
+     * next poll). Each is written once ({@link StateStore#appendAuditOnce}): an event whose call timed out may have
+     * landed late, and was in the stream twice after its replay (hunt19).
      */
     private void replayAudit() {
         if (pendingAudit.isEmpty() || !auditReplaying.compareAndSet(false, true)) {
             return;
         }
         Multi.createFrom().iterable(List.copyOf(pendingAudit))
-                .onItem().transformToUniAndConcatenate(p -> guarded(() -> shared.appendAudit(p.orgId(), p.event(),
+                .onItem().transformToUniAndConcatenate(p -> guarded(() -> shared.appendAuditOnce(p.orgId(), p.event(),
                         p.maxLen()), e -> Uni.createFrom().<String>failure(e)).invoke(() -> {
                             if (pendingAudit.remove(p)) {
                                 pendingAuditCount.decrementAndGet();

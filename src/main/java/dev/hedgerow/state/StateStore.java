@@ -299,6 +299,29 @@ public interface StateStore {
      */
     Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen);
 
+    /**
+     * As {@link #appendAudit}, unless the event's stream already holds the same event (every field equal, in the same
+     * order) appended since {@link #AUDIT_ONCE_LOOKBACK} before its {@code time} (an ISO-8601 instant; without one, or
+     * in a store whose ids do not count wall-clock time, any it holds): then nothing is appended and that entry's id
+     * is the answer. For an event sent again after a call whose outcome is unknown (a timeout: it may have been written
+     * all the same).
+     */
+    Uni<String> appendAuditOnce(String orgId, Map<String, String> event, int maxLen);
+
+    /** How far before an event's own time {@link #appendAuditOnce} looks for it (clocks and late writes). */
+    Duration AUDIT_ONCE_LOOKBACK = Duration.ofMinutes(1);
+
+    /** The stream id {@link #appendAuditOnce} starts its search at, {@code <millis>-0}, or "-" for the oldest. */
+    static String auditOnceSince(Map<String, String> event) {
+        try {
+            long ms = java.time.Instant.parse(event.getOrDefault("time", "")).toEpochMilli()
+                    - AUDIT_ONCE_LOOKBACK.toMillis();
+            return ms > 0 ? ms + "-0" : "-";
+        } catch (java.time.format.DateTimeParseException e) {
+            return "-";
+        }
+    }
+
     /** The org's newest audit events first, of both its streams, at most {@code limit}. */
     Uni<List<AuditRecord>> readAudit(String orgId, int limit);
 

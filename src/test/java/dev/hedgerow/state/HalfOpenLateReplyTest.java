@@ -28,7 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * timeout left the route's probe slot taken in Redis by a request that was told it did not get it, which never
  * probed nor released it, so every request for the alias was refused 503 "half-open probe in flight" until the
  * slot's TTL (about 35 s) ran out, though the route was healthy and nothing probed it (hunt19). The slot's release is
- * now kept and sent once Redis answers ({@link ProbeSlotOutageTest} at the store).
+ * now kept and sent once Redis answers ({@link RedisStallTest} at the store).
  */
 class HalfOpenLateReplyTest {
     static final String YAML = """

@@ -19,6 +19,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -544,6 +545,41 @@ abstract class StateStoreContract {
         String pinned = await(store().appendAudit(org, Map.of("type", "admin", "action", "pin"), 10));
         assertEquals(List.of(pinned, all.get(0).id()),
                 await(store().readAudit(org, 2)).stream().map(AuditRecord::id).toList());
+    }
+
+    /**
+     * An event sent again after a call whose outcome was unknown is written once: the same fields in the same order
+     * (its own time among them) are found in its stream, requests' or operators', and their id answered; an event
+     * differing in any field is appended (hunt19: a replay after a timeout wrote the event twice).
+     */
+    @Test
+    void anAuditEventAppendedOnceIsNotWrittenAgain() {
+        String org = id("org");
+        String now = java.time.Instant.now().toString();
+        Map<String, String> blocked = new java.util.LinkedHashMap<>(Map.of("type", "blocked"));
+        blocked.put("reason", "no_healthy_provider");
+        blocked.put("time", now);
+        Map<String, String> action = new java.util.LinkedHashMap<>(Map.of("type", "admin"));
+        action.put("action", "drain");
+        action.put("time", now);
+        String first = await(store().appendAudit(org, blocked, 100));
+        String admin = await(store().appendAudit(org, action, 100));
+        await(store().appendAudit(org, Map.of("type", "blocked", "n", "later"), 100));
+        assertEquals(first, await(store().appendAuditOnce(org, blocked, 100)), "found, not appended");
+        assertEquals(admin, await(store().appendAuditOnce(org, action, 100)), "found in the operators' stream");
+        assertEquals(3, await(store().readAudit(org, 100)).size());
+
+        Map<String, String> other = new java.util.LinkedHashMap<>(blocked);
+        other.put("reason", "budget");
+        String appended = await(store().appendAuditOnce(org, other, 100));
+        assertNotEquals(first, appended);
+        Map<String, String> never = new java.util.LinkedHashMap<>(action);
+        never.put("action", "pin");
+        String pinned = await(store().appendAuditOnce(org, never, 100));
+        List<AuditRecord> all = await(store().readAudit(org, 100));
+        assertEquals(List.of(pinned, appended), all.subList(0, 2).stream().map(AuditRecord::id).toList(),
+                "each new one appended, newest first, the operator's above the requests' last: " + all);
+        assertEquals(5, all.size());
     }
 
     @Test

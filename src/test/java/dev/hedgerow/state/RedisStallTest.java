@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 
 import static dev.hedgerow.testsupport.Eventually.eventually;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -22,14 +23,14 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A route's half-open probe slot in Redis across a short stall or cut of the link, through the outage guard
- * ({@link ResilientStateStore}): an acquisition whose reply comes back after the guard's timeout was answered from the
+ * What a short stall or cut of the link to Redis leaves behind, through the outage guard ({@link ResilientStateStore}).
+ * A route's half-open probe slot: an acquisition whose reply comes back after the guard's timeout was answered from the
  * local store ("not acquired") while the script had run in Redis, so the slot stayed taken there under an owner told
  * it held nothing, and every instance saw the route's one probe "in flight" for the slot's whole TTL; a release Redis
  * did not take was dropped the same way (hunt19). Both are now kept and sent once Redis answers, as a lease's
- * release is.
+ * release is. Audit events: kept when Redis did not answer in time, and written once when it does.
  */
-class ProbeSlotOutageTest {
+class RedisStallTest {
     static final String ROUTE = "acme/solo-alpha";
     RedisServer redis;
     Vertx vertx;
@@ -139,5 +140,59 @@ class ProbeSlotOutageTest {
         direct.store().recordFailure(ROUTE, 1, Duration.ofMillis(200)).await().indefinitely();
         eventually(() -> !direct.store().snapshot(List.of(ROUTE), Duration.ofMinutes(1)).await().indefinitely()
                 .get(ROUTE).coolingDown(), "the cooldown is over");
+    }
+
+    // ---- audit events -----------------------------------------------------------------------------------------
+
+    /**
+     * An audit event whose write reached Redis after the guard's timeout is kept (the guard answered from the local
+     * store) and written again at the next catalog poll: the shared stream held it twice (hunt19). The replay writes
+     * each event once ({@link StateStore#appendAuditOnce}), and one that never landed is still written.
+     */
+    @Test
+    void anAuditEventThatLandedLateIsNotWrittenTwice() throws Exception {
+        store.appendAudit("acme", Map.of("type", "warmup"), 1000).await().indefinitely();
+
+        link.hold();   // a stall longer than the guard's timeout
+        store.appendAudit("acme", event("admin", "action", "suspend route acme/chat-alpha"), 1000)
+                .await().atMost(Duration.ofSeconds(5));
+        store.appendAudit("acme", event("blocked", "reason", "no_healthy_provider"), 1000)
+                .await().atMost(Duration.ofSeconds(5));
+        link.release(); // the stalled XADDs reach Redis now
+        assertEquals(2, store.pendingAudit(), "precondition: both kept for the shared stream");
+
+        store.catalogVersions().await().atMost(Duration.ofSeconds(5)); // the next catalog poll replays them
+        eventually(() -> store.pendingAudit() == 0, "the replay is done");
+
+        List<AuditRecord> events = store.readAudit("acme", 100).await().atMost(Duration.ofSeconds(5));
+        long admin = events.stream().filter(e -> "admin".equals(e.fields().get("type"))).count();
+        long blocked = events.stream().filter(e -> "blocked".equals(e.fields().get("type"))).count();
+        assertEquals(1, admin, "the operator's action is in the audit log once: " + events);
+        assertEquals(1, blocked, "the blocked event is in the audit log once: " + events);
+    }
+
+    /** An event the cut link never carried is written by the replay. */
+    @Test
+    void anAuditEventThatNeverLandedIsWrittenByTheReplay() {
+        link.cut();
+        store.appendAudit("acme", event("admin", "action", "pin route acme/chat-alpha"), 1000)
+                .await().atMost(Duration.ofSeconds(5));
+        link.restore();
+        assertEquals(1, store.pendingAudit(), "precondition: kept for the shared stream");
+        eventually(() -> {
+            store.catalogVersions().await().atMost(Duration.ofSeconds(5));
+            return store.pendingAudit() == 0;
+        }, "the replay is done");
+        List<AuditRecord> events = store.readAudit("acme", 100).await().atMost(Duration.ofSeconds(5));
+        assertEquals(List.of("pin route acme/chat-alpha"), events.stream().map(e -> e.fields().get("action")).toList());
+    }
+
+    /** An event as the audit log writes one: its type, a field, and its own time. */
+    private static Map<String, String> event(String type, String field, String value) {
+        Map<String, String> e = new java.util.LinkedHashMap<>();
+        e.put("type", type);
+        e.put(field, value);
+        e.put("time", java.time.Instant.now().toString());
+        return e;
     }
 }
