@@ -549,7 +549,7 @@ public final class CatalogLoader {
             Route.Price price = Route.Price.FREE;
             ConfigMap pm = r.map("price", PRICE_FIELDS);
             if (pm != null) {
-                price = new Route.Price(nonNegative(pm, "prompt_per_mtok"), nonNegative(pm, "completion_per_mtok"));
+                price = new Route.Price(price(pm, "prompt_per_mtok"), price(pm, "completion_per_mtok"));
             }
             String description = r.string("description");
             List<String> tags = r.strings("tags");
@@ -559,6 +559,21 @@ public final class CatalogLoader {
             }
             return new Route(id != null ? id : alias + "-" + provider, alias, provider, model, weight, priority,
                     contextWindow, capabilities, parameters, price, description, tags, embeddings);
+        }
+
+        /**
+         * A price per million tokens: from 0 to {@value Route.Price#MAX_PER_MTOK}, in any unit. A price of 1e308 was
+         * taken, and the cost of four requests overflowed to Infinity, which the usage API answered with a 500 for as
+         * long as the ledger kept that day (found by hunt19).
+         */
+        private double price(ConfigMap m, String key) {
+            double v = nonNegative(m, key);
+            if (v > Route.Price.MAX_PER_MTOK) {
+                m.error(key, "must be at most " + (long) Route.Price.MAX_PER_MTOK + " per million tokens (got "
+                        + m.string(key) + ")");
+                return 0;
+            }
+            return v;
         }
 
         private double nonNegative(ConfigMap m, String key) {

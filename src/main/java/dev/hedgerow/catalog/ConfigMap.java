@@ -159,7 +159,14 @@ final class ConfigMap {
             if (!DECIMAL.matcher(s).matches()) {
                 throw new NumberFormatException();
             }
-            return Double.parseDouble(s);
+            double v = Double.parseDouble(s);
+            if (!Double.isFinite(v)) {
+                // 1e400 overflows to Infinity: the stored catalog could not be read back, and the org went dark
+                // (every key 401) while the file had been accepted (found by hunt19)
+                error(key, "must be a finite number (got \"" + s + "\", beyond the largest a double holds)");
+                return def;
+            }
+            return v;
         } catch (NumberFormatException e) {
             error(key, "must be a number (got \"" + s + "\")");
             return def;

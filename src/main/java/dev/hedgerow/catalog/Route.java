@@ -51,6 +51,11 @@ public record Route(String id, String alias, String provider, String model, int 
 
     public record Price(double promptPerMtok, double completionPerMtok) {
         public static final Price FREE = new Price(0, 0);
+        /**
+         * The most a catalog file may price a million tokens at, in any unit (a thousand times the dearest model's
+         * price in Indonesian rupiah): a request's cost then stays finite whatever tokens it reports.
+         */
+        public static final double MAX_PER_MTOK = 1e9;
 
         public double cost(long promptTokens, long completionTokens) {
             return (promptTokens * promptPerMtok + completionTokens * completionPerMtok) / 1_000_000d;

@@ -656,6 +656,38 @@ class CatalogValidationTest {
                 + "price: { prompt_per_mtok: -0.1 } }"), "orgs[0].routes[1].price.prompt_per_mtok: must be ≥ 0");
     }
 
+    /**
+     * A decimal beyond what a double holds ({@code 1e400}, or 401 digits) was taken as Infinity: the stored catalog
+     * could not be read back, and the org's every key was answered 401 while the file had been accepted; any number
+     * field is refused so, as {@code .inf} is (found by hunt19).
+     */
+    @Test
+    void aNumberBeyondWhatADoubleHoldsIsAnError() {
+        assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, "
+                + "price: { prompt_per_mtok: 1e400 } }"), "orgs[0].routes[1].price.prompt_per_mtok: must be a finite "
+                + "number (got \"1e400\", beyond the largest a double holds)");
+        String digits = "1" + "0".repeat(400);
+        assertOnlyError(withGroup("{ slow_bar: " + digits + " }"), "orgs[0].groups.kimi3.slow_bar: must be a finite "
+                + "number (got \"" + digits + "\", beyond the largest a double holds)");
+        assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, "
+                + "price: { prompt_per_mtok: .inf } }"), "orgs[0].routes[1].price.prompt_per_mtok: must be a number "
+                + "(got \".inf\")");
+    }
+
+    /**
+     * A price has a ceiling: at 1e308 per million tokens the cost of four requests overflowed to Infinity, and the
+     * usage API answered 500 for as long as the ledger kept that day (found by hunt19).
+     */
+    @Test
+    void aPriceAboveTheCeilingIsAnError() {
+        assertOnlyError(withRoute("{ id: r2, alias: kimi3, provider: fireworks, model: m, "
+                + "price: { prompt_per_mtok: 1, completion_per_mtok: 1e308 } }"),
+                "orgs[0].routes[1].price.completion_per_mtok: must be at most 1000000000 per million tokens (got 1e308)");
+        assertEquals(1, new CatalogLoader(k -> null).parse(withRoute("{ id: r2, alias: kimi3, provider: fireworks, "
+                + "model: m, price: { prompt_per_mtok: 1e9, completion_per_mtok: 1e9 } }")).orgs().size(),
+                "the ceiling itself is a price");
+    }
+
     @Test
     void baseUrlMustBeHttp() {
         assertOnlyError(ORG.replace("https://api.fireworks.ai/v1", "ftp://api.fireworks.ai/v1"),
