@@ -3,6 +3,7 @@ package dev.hedgerow.dispatch;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.EmbeddingsRequest;
 import dev.hedgerow.api.RetryAdvice;
 import dev.hedgerow.catalog.FailoverCriterion;
@@ -814,7 +815,7 @@ final class Dispatch {
         a.emptyFinish = null;
         a.abandonTimer.cancel();
         if (UpstreamReplies.lostContent(a.finishReason, a.usage,
-                a.kind == Kind.RESUME ? UpstreamReplies.RESUME_ENDING : 1)) {
+                (a.kind == Kind.RESUME ? UpstreamReplies.RESUME_ENDING : 1) + stopTokens())) {
             attemptFailed(a, Failure.invalid("zero_content", "the stream finished with no content while its usage"
                     + " counts " + a.usage.get("completion_tokens").asLong() + " completion tokens"));
             return false;
@@ -822,6 +823,28 @@ final class Dispatch {
         contentArrived(a, false, a.emptyFinishNanos);   // the route answered when its finish came, not after the hold
         relay(a, held, UpstreamReplies.firstChoice(held));
         return a.live && a == winner && !finished;
+    }
+
+    /**
+     * The tokens of the request's longest stop sequence: a server counts the tokens of the stop sequence it matched
+     * (vLLM), so an answer that stops at once on {@code </answer>} writes nothing and counts 3 completion tokens, and
+     * was taken for lost text (502, every route failed over and charged; found by hunt19). 0 without {@code stop}.
+     */
+    private int stopTokens() {
+        JsonNode stop = req.request() instanceof ChatRequest chat ? chat.body().get("stop") : null;
+        List<JsonNode> stops = new ArrayList<>();
+        if (stop != null && stop.isArray()) {
+            stop.forEach(stops::add);
+        } else if (stop != null) {
+            stops.add(stop);
+        }
+        int most = 0;
+        for (JsonNode s : stops) {
+            if (s.isTextual()) {
+                most = Math.max(most, deps.tokens().applyAsInt(s.asText()));
+            }
+        }
+        return most;
     }
 
     /** A chunk of the attempt that has its first content goes to the client when it is the winner. */
@@ -844,9 +867,11 @@ final class Dispatch {
             ClientOutput.ToolDeltas tools = !d.hasTools() ? ClientOutput.ToolDeltas.NONE
                     : toolCallsResumable() ? ClientOutput.ToolDeltas.HOLD : ClientOutput.ToolDeltas.SEND;
             output.emitChunk(a, node, d, tools);
-            if (a.capsAnswer && a.heldFinish == null && answerLeft() <= 0) {
+            if (a.capsAnswer && (a.heldFinish == null || a.trimmer.capped()) && answerLeft() <= 0) {
                 // the request's max_tokens reached on a resume given room for its overlap: ended as the provider
-                // would have ended it
+                // would have ended it (also when the trimmer decided at the provider's own finish and kept text
+                // back past max_tokens: that finish is not the answer's; hunt19)
+                a.heldFinish = null;
                 a.finishReason = "length";
                 complete(a, true);
                 return;
@@ -1179,7 +1204,7 @@ final class Dispatch {
             return;
         }
         JsonNode node = UpstreamReplies.parseWhole(bytes);
-        Failure unusable = UpstreamReplies.unusableWhole(node);
+        Failure unusable = UpstreamReplies.unusableWhole(node, 1 + stopTokens());
         if (unusable != null) {
             attemptFailed(a, unusable);
             return;

@@ -77,6 +77,14 @@ final class OverlapTrimmer {
         maxReleased = Math.max(0, n);
     }
 
+    /**
+     * Once decided: whether {@link #capReleased} kept back text past the overlap, so the answer reached its
+     * {@code max_tokens} with more to come: it ends with {@code length}, whatever finish its provider gave later.
+     */
+    boolean capped() {
+        return decided && releasedEnd < held.length();
+    }
+
     /** Once decided: whether piece {@code i} (0-based, in the order fed) reached the client, past the dropped overlap. */
     boolean released(int i) {
         return decided && i < pieces && pieceEnds[i] > cut && pieceEnds[i] <= releasedEnd;

@@ -32,8 +32,13 @@ final class UpstreamCall {
      * whether the gateway added the field the client did not send. An embeddings attempt is told the vectors' form
      * its request asks for ({@link Attempt#vectors}), in which its answer's vectors reach the client.
      */
-    /** The tokens an instruction-style resume is given beyond what is left, for the overlap it may re-emit. */
-    static final int OVERLAP_TOKENS = 16;
+    /**
+     * The tokens an instruction-style resume is given beyond what is left, for the overlap it may re-emit: as many
+     * as the trimmer's 64-character window holds at one character a token (CJK, digits): at 16, a resume of Chinese
+     * text spent its budget re-emitting what the trimmer dropped and ended with length short of max_tokens (found by
+     * hunt19). The gateway ends the answer at max_tokens itself, so the room never lets it run over.
+     */
+    static final int OVERLAP_TOKENS = 64;
 
     static UpstreamRequest build(DispatchRequest req, boolean stream, Attempt a, Transcript transcript,
                                  boolean withoutStreamOptions) {

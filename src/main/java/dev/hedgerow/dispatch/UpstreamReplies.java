@@ -124,10 +124,11 @@ public final class UpstreamReplies {
     }
 
     /**
-     * Why a 200 body is not a usable chat completion (malformed, an error, no content and no finish), or null when
+     * Why a 200 body is not a usable chat completion (malformed, an error, no content and no finish, or no content
+     * while its usage counts more than {@code ending} tokens beyond its reasoning: {@link #lostContent}), or null when
      * it is one.
      */
-    static Failure unusableWhole(JsonNode node) {
+    static Failure unusableWhole(JsonNode node, int ending) {
         if (node == null || !node.isObject() || !node.path("choices").isArray() || node.path("choices").isEmpty()) {
             return Failure.invalid("malformed_body", "200 without a chat completion");
         }
@@ -139,7 +140,7 @@ public final class UpstreamReplies {
                 && reasoning(msg).isEmpty();
         String finish = finishReason(node.path("choices").path(0));
         boolean unfinished = finish == null;
-        if (unfinished ? empty : nothingIn(node.path("choices")) && lostContent(finish, node.get("usage"))) {
+        if (unfinished ? empty : nothingIn(node.path("choices")) && lostContent(finish, node.get("usage"), ending)) {
             return Failure.invalid("zero_content", "200 with no content");
         }
         return null;
@@ -202,18 +203,12 @@ public final class UpstreamReplies {
     /**
      * Whether an answer that finished with nothing in it (no content, reasoning or tool call) lost its text on the
      * way: it says it stopped ({@code stop}, not {@code length}, where a model that reasons in hidden can use every
-     * token thinking) and its own usage counts completion tokens beyond its reasoning and an end-of-sequence token. A 200 with zero content, the
-     * Trifrost failure, then fails over as a truncation would; a model that truly answered nothing (0 tokens, or no
-     * usage to tell) stays an empty but complete answer.
-     */
-    static boolean lostContent(String finishReason, JsonNode usage) {
-        return lostContent(finishReason, usage, 1);   // the end-of-sequence token some servers count (vLLM)
-    }
-
-    /**
-     * As {@link #lostContent(String, JsonNode)}, with {@code ending} tokens a server may count for ending an answer
-     * that wrote nothing: a resume that only finishes (the text it continues was whole) may count a few (a template's
-     * end tokens after the prefill), {@link #RESUME_ENDING}.
+     * token thinking) and its own usage counts more completion tokens than its reasoning and {@code ending}: the
+     * tokens a server may count for ending an answer that wrote nothing (an end-of-sequence token, 1, as vLLM counts;
+     * a resume that only finishes, the text it continues being whole, may count a few more, a template's end tokens
+     * after the prefill, {@link #RESUME_ENDING}; and the stop sequence it matched, Dispatch's stopTokens). A 200 with
+     * zero content, the Trifrost failure, then fails over as a truncation would; a model that truly answered nothing
+     * (0 tokens, or no usage to tell) stays an empty but complete answer.
      */
     static boolean lostContent(String finishReason, JsonNode usage, int ending) {
         if (!"stop".equals(finishReason) || usage == null || !Billing.count(usage.get("completion_tokens"))) {
