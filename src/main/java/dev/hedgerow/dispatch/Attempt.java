@@ -163,6 +163,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
      * answer once it reaches {@code max_tokens}.
      */
     boolean capsAnswer;
+    /**
+     * This resume continues an answer whose content had begun: reasoning it writes (an open reasoning model thinks
+     * before every answer, about the gateway's continuation instruction too) is not the client's, and is dropped.
+     */
+    boolean continuesContent;
     /** The gateway added {@code stream_options} to this attempt's stream; the client sent none. */
     boolean addedStreamOptions;
 

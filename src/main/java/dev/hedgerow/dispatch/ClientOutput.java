@@ -205,10 +205,19 @@ final class ClientOutput {
             }
             transcript.roleSent = true;
         }
+        boolean dropReasoning = a.continuesContent && !outReasoning.isEmpty();
+        if (dropReasoning) {
+            // reasoning after the answer's content began, in a resume: the model thinking about the continuation
+            // (the gateway's instruction quoted in it), which an unbroken stream never sends (hunt19); a sign of life
+            // for the stall watch all the same (Dispatch.relay)
+            outReasoning = "";
+            delta.remove("reasoning_content");
+            delta.remove("reasoning");
+        }
         if (!outContent.equals(content)) {
             delta.put("content", outContent);
         }
-        if (!outReasoning.equals(reasoning)) {
+        if (!outReasoning.equals(reasoning) && !dropReasoning) {
             delta.put(delta.has("reasoning_content") ? "reasoning_content" : "reasoning", outReasoning);
         }
         if (!outReasoning.isEmpty()) {

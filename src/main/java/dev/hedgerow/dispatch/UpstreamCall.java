@@ -64,6 +64,7 @@ final class UpstreamCall {
             a.vectors = EmbeddingsReply.Vectors.asked(e.base64());
         }
         if (a.kind == Kind.RESUME && !transcript.isEmpty()) {
+            a.continuesContent = transcript.content.length() > 0;
             ObjectNode continued = a.method.apply(body, transcript);
             if (!a.method.exact()) {
                 boolean reasoningPhase = transcript.inReasoning();

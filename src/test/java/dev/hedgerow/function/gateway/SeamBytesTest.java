@@ -504,7 +504,6 @@ class SeamBytesTest {
      * once its content began, and this reasoning is about the gateway's instruction, not the user's question.
      */
     @Test
-    @Disabled("known (hunt19 #5): a reasoning model's reasoning in an instruction resume after content reaches the client")
     void instructionResumeOfAReasoningModelSendsNoReasoningAfterContent() {
         script("x", Script.raw(5, role(), text("reasoning_content", "Think about foxes."),
                 text("content", "The quick brown"), text("content", " fox jumps"), text("content", " over"),
@@ -533,9 +532,9 @@ class SeamBytesTest {
 
     /**
      * CJK text is about one token a character. The first route delivers 30 of max_tokens 40 and breaks; the instruction
-     * resume is asked for 10 + 16 and re-emits the last 24 characters it was shown (24 tokens, well inside the
-     * trimmer's 64-character window) before going on; its provider counts them, so it stops with length after 2 new
-     * tokens. The client gets 32 tokens and finish_reason length where it asked for 40.
+     * resume re-emits the last 24 characters it was shown (24 tokens, well inside the trimmer's 64-character window)
+     * before going on, and its provider counts them: asked for 10 + 16, it stopped with length after 2 new tokens,
+     * and the client got 32 where it asked for 40. Asked for 10 + 64, the client gets 40 and finish_reason length.
      */
     @Test
     void instructionResumeOfShortTokensStillDeliversMaxTokens() {

@@ -187,9 +187,9 @@ class WireCompatibilityTest {
         assertEquals("Hello", Sse.content(s), s);
         assertEquals(2, raw.bodies.size(), raw.bodies.toString());
         JsonNode resumed = Json.parse(raw.bodies.get(1));
-        // 7 left of the answer, plus 16 for the overlap an instruction-style continuation may re-emit (this upstream
+        // 7 left of the answer, plus 64 for the overlap an instruction-style continuation may re-emit (this upstream
         // has no prefill); the gateway itself ends the answer at 8
-        assertEquals(7 + 16, resumed.path("max_tokens").asInt(), raw.bodies.get(1));
+        assertEquals(7 + 64, resumed.path("max_tokens").asInt(), raw.bodies.get(1));
     }
 
     /** stream_options: null is OpenAI's "not set"; the gateway treats it as sent and bypasses its refusal handling. */
@@ -413,8 +413,8 @@ class WireCompatibilityTest {
                 + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}").asString();
         assertEquals("ABC", Sse.content(s), s);
         assertEquals(3, raw.bodies.size(), raw.bodies.toString());
-        // "A" and "B" delivered: 3 left, plus 16 for the overlap an instruction-style continuation may re-emit
-        assertEquals(3 + 16, Json.parse(raw.bodies.get(2)).path("max_tokens").asInt(), raw.bodies.get(2));
+        // "A" and "B" delivered: 3 left, plus 64 for the overlap an instruction-style continuation may re-emit
+        assertEquals(3 + 64, Json.parse(raw.bodies.get(2)).path("max_tokens").asInt(), raw.bodies.get(2));
     }
 
     /** finish_reason "" then a stall: the stall watchdog takes the stream for finished and ends it as a success. */
