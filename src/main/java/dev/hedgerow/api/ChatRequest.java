@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.function.UnaryOperator;
@@ -197,6 +198,22 @@ public final class ChatRequest implements ApiRequest {
     @Override
     public int choices() {
         return choices;
+    }
+
+    /** The request's {@code stop} sequences that are not empty (a string or an array of strings; none without). */
+    public List<String> stops() {
+        JsonNode stop = body.get("stop");
+        List<String> out = new ArrayList<>();
+        if (stop != null && stop.isTextual() && !stop.asText().isEmpty()) {
+            out.add(stop.asText());
+        } else if (stop != null && stop.isArray()) {
+            stop.forEach(s -> {
+                if (s.isTextual() && !s.asText().isEmpty()) {
+                    out.add(s.asText());
+                }
+            });
+        }
+        return out;
     }
 
     public ArrayNode messages() {

@@ -168,6 +168,17 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
      * before every answer, about the gateway's continuation instruction too) is not the client's, and is dropped.
      */
     boolean continuesContent;
+    /**
+     * A resume of a request with {@code stop} sequences: the request's stops, and the delivered text's last characters
+     * before it (one fewer than the longest stop), against which its first new text is matched, as its provider
+     * matches stops only in what it generates (a prefill is not its output); null once the new text is longer than
+     * any stop could reach back ({@link ClientOutput#seamStop}).
+     */
+    List<String> seamStops;
+    String seamTail;
+    final StringBuilder seamNew = new StringBuilder();
+    /** A stop sequence straddling the resume's seam was matched: the answer ends there, finish_reason stop. */
+    boolean stoppedAtSeam;
     /** The gateway added {@code stream_options} to this attempt's stream; the client sent none. */
     boolean addedStreamOptions;
 

@@ -214,6 +214,10 @@ final class ClientOutput {
             delta.remove("reasoning_content");
             delta.remove("reasoning");
         }
+        if (a.seamTail != null && !outContent.isEmpty() && seamStop(a, outContent)) {
+            outContent = "";
+            a.stoppedAtSeam = true;
+        }
         if (!outContent.equals(content)) {
             delta.put("content", outContent);
         }
@@ -261,6 +265,33 @@ final class ClientOutput {
             return;
         }
         writeChunk(a, node);
+    }
+
+    /**
+     * Whether {@code text}, a resume's new content, ends a stop sequence that began in the text delivered before the
+     * resume (hunt19): its provider matches {@code stop} in what it generates only, so "EN" delivered and "D and more"
+     * continued by prefill reached the client as "END and more". The text is then not delivered (everything in it up
+     * to the stop's end is the stop; the part of the stop delivered before cannot be taken back) and the answer ends
+     * with {@code stop}. Once the new text reaches past any stop's length no stop can straddle the seam, and the
+     * provider's own matching is left to do the rest.
+     */
+    static boolean seamStop(Attempt a, String text) {
+        a.seamNew.append(text);
+        String joined = a.seamTail + a.seamNew;
+        int tail = a.seamTail.length();
+        int reach = 0;
+        for (String stop : a.seamStops) {
+            reach = Math.max(reach, stop.length() - 1);
+            for (int i = joined.indexOf(stop); i >= 0 && i < tail; i = joined.indexOf(stop, i + 1)) {
+                if (i + stop.length() > tail) {
+                    return true;
+                }
+            }
+        }
+        if (a.seamNew.length() >= reach) {
+            a.seamTail = null;
+        }
+        return false;
     }
 
     /**

@@ -831,18 +831,9 @@ final class Dispatch {
      * was taken for lost text (502, every route failed over and charged; found by hunt19). 0 without {@code stop}.
      */
     private int stopTokens() {
-        JsonNode stop = req.request() instanceof ChatRequest chat ? chat.body().get("stop") : null;
-        List<JsonNode> stops = new ArrayList<>();
-        if (stop != null && stop.isArray()) {
-            stop.forEach(stops::add);
-        } else if (stop != null) {
-            stops.add(stop);
-        }
         int most = 0;
-        for (JsonNode s : stops) {
-            if (s.isTextual()) {
-                most = Math.max(most, deps.tokens().applyAsInt(s.asText()));
-            }
+        for (String s : req.request() instanceof ChatRequest chat ? chat.stops() : List.<String>of()) {
+            most = Math.max(most, deps.tokens().applyAsInt(s));
         }
         return most;
     }
@@ -867,6 +858,14 @@ final class Dispatch {
             ClientOutput.ToolDeltas tools = !d.hasTools() ? ClientOutput.ToolDeltas.NONE
                     : toolCallsResumable() ? ClientOutput.ToolDeltas.HOLD : ClientOutput.ToolDeltas.SEND;
             output.emitChunk(a, node, d, tools);
+            if (a.stoppedAtSeam) {
+                // a stop sequence begun in the delivered text and ended in the resume's: ended as the provider
+                // would have ended it had it seen both (ClientOutput.seamStop)
+                a.heldFinish = null;
+                a.finishReason = "stop";
+                complete(a, true);
+                return;
+            }
             if (a.capsAnswer && (a.heldFinish == null || a.trimmer.capped()) && answerLeft() <= 0) {
                 // the request's max_tokens reached on a resume given room for its overlap: ended as the provider
                 // would have ended it (also when the trimmer decided at the provider's own finish and kept text

@@ -65,6 +65,12 @@ final class UpstreamCall {
         }
         if (a.kind == Kind.RESUME && !transcript.isEmpty()) {
             a.continuesContent = transcript.content.length() > 0;
+            List<String> stops = req.request() instanceof ChatRequest chat ? chat.stops() : List.of();
+            if (a.continuesContent && !stops.isEmpty()) {
+                int reach = stops.stream().mapToInt(String::length).max().orElse(1) - 1;
+                a.seamStops = stops;
+                a.seamTail = transcript.content.substring(Math.max(0, transcript.content.length() - reach));
+            }
             ObjectNode continued = a.method.apply(body, transcript);
             if (!a.method.exact()) {
                 boolean reasoningPhase = transcript.inReasoning();
