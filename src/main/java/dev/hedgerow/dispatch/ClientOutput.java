@@ -192,7 +192,7 @@ final class ClientOutput {
                     holdLogprobs(a, choice, content);
                     outContent = a.trimmer.feed(content);
                     if (finish != null || hasTools) {
-                        outContent = outContent + a.trimmer.flush();
+                        outContent = outContent + a.trimmer.flush("stop".equals(finish));
                     }
                     if (a.trimmer.decided()) {
                         releaseLogprobs(a, choice);

@@ -12,6 +12,8 @@ final class OverlapTrimmer {
     private final String delivered;
     private final int window;
     private final int minOverlap;
+    /** The request's stop sequences: a provider stopped on one may have cut its re-emission before the seam. */
+    private final java.util.List<String> stops;
     /** {@link #delivered} is all the text delivered, not its end. */
     private final boolean whole;
     private final StringBuilder held = new StringBuilder();
@@ -27,6 +29,11 @@ final class OverlapTrimmer {
     private int maxReleased = Integer.MAX_VALUE;
 
     OverlapTrimmer(CharSequence delivered, int window, int minOverlap) {
+        this(delivered, window, minOverlap, java.util.List.of());
+    }
+
+    OverlapTrimmer(CharSequence delivered, int window, int minOverlap, java.util.List<String> stops) {
+        this.stops = stops;
         int keep = Math.min(delivered.length(), window * 2);
         this.delivered = delivered.subSequence(delivered.length() - keep, delivered.length()).toString();
         this.whole = keep == delivered.length();
@@ -54,7 +61,45 @@ final class OverlapTrimmer {
 
     /** The stream ended or moved past text: release whatever is held, trimmed. */
     String flush() {
-        return decided ? "" : decide();
+        return flush(false);
+    }
+
+    /**
+     * As {@link #flush()}; {@code atStop}: the provider finished with {@code stop}. It may then have re-emitted the
+     * overlap only up to a stop sequence the delivered text began at its end (delivered "... dog EN", stop "END": the
+     * provider matched "EN" + "D" in what it generated, held " EN" back as its stop buffer and sent "... dog "), so what
+     * it sent is all overlap, though the delivered text does not end with it (found by hunt19).
+     */
+    String flush(boolean atStop) {
+        if (decided) {
+            return "";
+        }
+        if (atStop && overlapCutByStop()) {
+            decided = true;
+            cut = held.length();
+            releasedEnd = cut;
+            return "";
+        }
+        return decide();
+    }
+
+    /** Whether all the held text is overlap that ends where a stop sequence begun at the delivered end starts. */
+    private boolean overlapCutByStop() {
+        String h = held.toString();
+        if (h.isEmpty()) {
+            return false;
+        }
+        for (String stop : stops) {
+            for (int j = 1; j < stop.length() && j <= delivered.length(); j++) {
+                String before = delivered.substring(0, delivered.length() - j);
+                if (stop.startsWith(delivered.substring(delivered.length() - j))
+                        && (h.length() >= minOverlap || whole && h.length() == before.length())
+                        && before.endsWith(h)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     boolean decided() {

@@ -79,7 +79,7 @@ final class UpstreamCall {
                 // assistant prefill, that prefill and then what was delivered (found by hunt4: trimmed against the
                 // delivered text alone, a short delivery's re-emission went to the client twice)
                 a.trimmer = new OverlapTrimmer(ChatRequest.contentText(continued.get(reasoningPhase
-                        ? "reasoning_content" : "content")), 64, 4);
+                        ? "reasoning_content" : "content")), 64, 4, reasoningPhase ? List.of() : stops);
             }
             Integer max = req.request().maxTokens();
             if (max != null) {

@@ -55,6 +55,32 @@ class OverlapTrimmerTest {
         assertEquals("!", t.flush());
     }
 
+    /** A provider that stopped on a stop sequence the delivered end began re-emitted the overlap up to it only. */
+    @Test
+    void anOverlapCutShortByTheProvidersStopIsAllOverlap() {
+        java.util.List<String> stops = java.util.List.of("END");
+        OverlapTrimmer t = new OverlapTrimmer("the lazy dog EN", 64, 4, stops);
+        assertEquals("", t.feed(" lazy dog "));
+        assertEquals("", t.flush(true));
+        assertEquals(0, t.releasedPieces());
+
+        OverlapTrimmer natural = new OverlapTrimmer("the lazy dog EN", 64, 4, stops);
+        natural.feed(" lazy dog ");
+        assertEquals(" lazy dog ", natural.flush(false), "not a stop finish: the rule does not apply");
+
+        OverlapTrimmer notAPrefix = new OverlapTrimmer("the lazy dog XN", 64, 4, stops);
+        notAPrefix.feed(" lazy dog ");
+        assertEquals(" lazy dog ", notAPrefix.flush(true), "the delivered end begins no stop");
+
+        OverlapTrimmer newText = new OverlapTrimmer("the lazy dog EN", 64, 4, stops);
+        newText.feed(" lazy cat ");
+        assertEquals(" lazy cat ", newText.flush(true), "text the delivery does not hold before the stop is new");
+
+        OverlapTrimmer tooShort = new OverlapTrimmer("the lazy dog EN", 64, 4, stops);
+        tooShort.feed("g ");
+        assertEquals("g ", tooShort.flush(true), "a coincidental short match is kept");
+    }
+
     @Test
     void passesEverythingAfterTheDecision() {
         OverlapTrimmer t = new OverlapTrimmer("xyz", 4, 4);
