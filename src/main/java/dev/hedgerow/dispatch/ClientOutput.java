@@ -377,10 +377,53 @@ final class ClientOutput {
                 if (entries == null) {
                     entries = choice.putObject("logprobs").putArray("content");
                 }
-                entries.addAll((com.fasterxml.jackson.databind.node.ArrayNode) piece);
+                int cut = a.trimmer.cutInto(i);
+                entries.addAll(cut == 0 ? (ArrayNode) piece : withoutLeading(piece, cut, a.trimmer.pieceLength(i)));
             }
         }
         a.heldLogprobs.clear();
+    }
+
+    /**
+     * The logprobs of a piece whose first {@code chars} characters the trimmer dropped, as the client gets it: the
+     * tokens wholly inside the dropped part go, and the one the cut falls inside keeps only its text past the cut
+     * ({@code token} and {@code bytes}; its logprob and alternatives are the whole token's), so the tokens spell the
+     * content, as OpenAI's always do (found by hunt19: "g sleeps" came with logprobs for " dog"). Left whole when its
+     * tokens do not spell the piece (a token of part of a character's bytes).
+     */
+    private static ArrayNode withoutLeading(JsonNode piece, int chars, int length) {
+        int spelt = 0;
+        for (JsonNode entry : piece) {
+            spelt += entry.path("token").asText("").length();
+        }
+        if (spelt != length) {
+            return (ArrayNode) piece;
+        }
+        ArrayNode out = JsonNodeFactory.instance.arrayNode();
+        int at = 0;
+        for (JsonNode entry : piece) {
+            String token = entry.path("token").asText("");
+            int end = at + token.length();
+            if (end > chars && at >= chars) {
+                out.add(entry);
+            } else if (end > chars) {
+                String rest = token.substring(chars - at);
+                if (Character.isLowSurrogate(rest.charAt(0)) || !entry.isObject()) {
+                    return (ArrayNode) piece;
+                }
+                ObjectNode cut = ((ObjectNode) entry).deepCopy();
+                cut.put("token", rest);
+                if (cut.has("bytes")) {
+                    ArrayNode bytes = cut.putArray("bytes");
+                    for (byte b : rest.getBytes(StandardCharsets.UTF_8)) {
+                        bytes.add(b & 0xff);
+                    }
+                }
+                out.add(cut);
+            }
+            at = end;
+        }
+        return out;
     }
 
     /** A blank {@code finish_reason} is none ({@link UpstreamReplies#finishReason}): the client gets null, as OpenAI sends. */

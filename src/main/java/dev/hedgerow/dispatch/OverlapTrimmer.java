@@ -135,6 +135,20 @@ final class OverlapTrimmer {
         return decided && i < pieces && pieceEnds[i] > cut && pieceEnds[i] <= releasedEnd;
     }
 
+    /**
+     * Once decided: how many characters at the start of piece {@code i} were dropped with the overlap (0 for a piece
+     * wholly past the cut): a piece the cut falls inside reaches the client without them.
+     */
+    int cutInto(int i) {
+        int start = i == 0 ? 0 : pieceEnds[i - 1];
+        return decided && i < pieces ? Math.max(0, Math.min(cut, pieceEnds[i]) - start) : 0;
+    }
+
+    /** The length of piece {@code i} (0-based, in the order fed). */
+    int pieceLength(int i) {
+        return i < pieces ? pieceEnds[i] - (i == 0 ? 0 : pieceEnds[i - 1]) : 0;
+    }
+
     private String decide() {
         decided = true;
         String h = held.toString();

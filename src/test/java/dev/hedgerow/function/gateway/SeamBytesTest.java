@@ -32,7 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the simulator does not: it honours {@code stop} on its own generated text (never the prompt or the prefill), may
  * hold back the last {@code len(stop)-1} characters while streaming (vLLM's stop buffer), counts every token against
  * {@code max_tokens}, and may put several tokens in one chunk. x and z resume by prefill (vllm), y by instruction.
- * Found by hunt19; the tests marked {@code @Disabled} reproduce what is not fixed yet (each says what), and fail when
+ * Found by hunt19; the test marked {@code @Disabled} reproduces what is not fixed yet (it says what), and fails when
  * enabled.
  */
 class SeamBytesTest {
@@ -247,7 +247,12 @@ class SeamBytesTest {
         if (logprobs != null) {
             var arr = ch.putObject("logprobs").putArray("content");
             for (int i = 0; i < tokens.size(); i++) {
-                arr.addObject().put("token", tokens.get(i)).put("logprob", logprobs.get(i)).putArray("top_logprobs");
+                ObjectNode entry = arr.addObject().put("token", tokens.get(i)).put("logprob", logprobs.get(i));
+                var bytes = entry.putArray("bytes");
+                for (byte b : tokens.get(i).getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+                    bytes.add(b & 0xff);
+                }
+                entry.putArray("top_logprobs");
             }
         }
         ch.putNull("finish_reason");
@@ -387,7 +392,6 @@ class SeamBytesTest {
      * the logprob tokens no longer spell the content, as OpenAI's always do.
      */
     @Test
-    @Disabled("known (hunt19 #6): a piece the trimmer cuts mid-way keeps all its logprobs")
     void logprobsOfAPieceCutByTheTrimmerMatchTheContent() {
         script("x", new Script(oneEach("The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " do",
                 "g"), 9, false, List.of(-0.1, -0.1, -0.1, -0.1, -0.1, -0.1, -0.1, -0.1, -0.1, -0.1)));
@@ -400,9 +404,16 @@ class SeamBytesTest {
         for (JsonNode e : Sse.events(out)) {
             for (JsonNode lp : e.path("choices").path(0).path("logprobs").path("content")) {
                 lpText.append(lp.path("token").asText());
+                byte[] bytes = new byte[lp.path("bytes").size()];
+                for (int i = 0; i < bytes.length; i++) {
+                    bytes[i] = (byte) lp.path("bytes").get(i).asInt();
+                }
+                assertEquals(lp.path("token").asText(), new String(bytes, java.nio.charset.StandardCharsets.UTF_8),
+                        "a token's bytes spell it");
             }
         }
         assertEquals(Sse.content(out), lpText.toString());
+        assertTrue(out.contains("\"token\":\"g\""), "the cut piece's token keeps its text past the cut: " + out);
     }
 
     // ---- raw frames ------------------------------------------------------------------------------------------
