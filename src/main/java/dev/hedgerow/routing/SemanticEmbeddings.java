@@ -5,11 +5,13 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.Json;
+import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.catalog.Strategy;
+import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.upstream.TransportFailure;
 import dev.hedgerow.upstream.UpstreamClient;
@@ -31,7 +33,8 @@ import java.util.function.Function;
  * Fetches the semantic strategy's embeddings through the group's embeddings route (an OpenAI {@code /embeddings}
  * endpoint of the catalog): the prompt's on every request, each member description's once (cached in the state
  * store, keyed by model and description hash). A failure yields no embeddings, and the semantic balancer falls
- * back to rotation: embeddings never fail a request. Thread-safe.
+ * back to rotation: embeddings never fail a request. A failure or timeout counts against the embeddings route's
+ * breaker, and a route out of traffic (cooling down, held, its half-open probe in flight) is not called. Thread-safe.
  */
 public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Uni<Map<String, float[]>>> {
     private static final Duration TIMEOUT = Duration.ofSeconds(5);
@@ -55,7 +58,29 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
             return Uni.createFrom().item(Map.of());
         }
         Route embedRoute = er.get();
-        Provider provider = q.org().provider(embedRoute.provider()).orElseThrow();
+        String embedKey = Router.key(q.org(), embedRoute);
+        GroupSettings.Breaker breaker = q.org().group(embedRoute.alias()).breaker();
+        // a route its breaker, a provider's hold or the fleet's half-open probe keeps from traffic is not called: a
+        // hung embeddings model added its full timeout to every request of the group (found by hunt20)
+        return store.snapshot(List.of(embedKey), Duration.ZERO).flatMap(s -> {
+            RouteSnapshot health = s.getOrDefault(embedKey, RouteSnapshot.empty(embedKey));
+            if (health.coolingDown() || health.retryAfterMillis() > 0 || health.probeTaken()) {
+                return Uni.createFrom().item(Map.<String, float[]>of());
+            }
+            return embeddings(q, embedRoute, texts -> embed(q.org().provider(embedRoute.provider()).orElseThrow(),
+                    embedRoute.model(), texts).ifNoItem().after(TIMEOUT).fail()
+                    .onFailure().call(t -> store.recordFailure(embedKey, breaker.threshold(), breaker.failTimeout())
+                            .onFailure().recoverWithNull()));
+        }).ifNoItem().after(TIMEOUT.plusSeconds(1)).recoverWithItem(Map.of())
+                .onFailure().recoverWithItem(Map.of());
+    }
+
+    /**
+     * The prompt's and the descriptions' embeddings, those of the descriptions not cached asked of {@code embed}
+     * (with the prompt's, first); fails when it does.
+     */
+    private Uni<Map<String, float[]>> embeddings(Router.ExtrasQuery q, Route embedRoute,
+                                                 Function<List<String>, Uni<List<float[]>>> embed) {
         Map<String, String> cacheKeys = new LinkedHashMap<>();
         for (Route r : q.routes()) {
             if (r.description() != null && !r.description().isBlank()) {
@@ -82,7 +107,7 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
                     texts.add(q.org().route(e.getKey()).orElseThrow().description());
                 }
             }
-            return embed(provider, embedRoute.model(), texts).map(vectors -> {
+            return embed.apply(texts).map(vectors -> {
                 out.put("", vectors.get(0));
                 for (int j = 0; j < missingIds.size(); j++) {
                     float[] v = vectors.get(j + 1);
@@ -92,8 +117,7 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
                 }
                 return out;
             });
-        }).ifNoItem().after(TIMEOUT).recoverWithItem(Map.of())
-                .onFailure().recoverWithItem(Map.of());
+        });
     }
 
     private Uni<List<float[]>> embed(Provider provider, String model, List<String> texts) {

@@ -583,6 +583,7 @@ class KongBalancingTest {
      */
     @Test
     void semanticWithoutEmbeddingsSharesThePromptByWeight() {
+        long asked = gw.sim("sim").stats("m-embed-5").received();
         List<String> routes = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             routes.add(served("semdown", "please fix this python code bug"));
@@ -590,6 +591,10 @@ class KongBalancingTest {
         Map<String, Integer> split = tally(routes);
         print("semantic with its embeddings route failing (weights 3:1:0)", split, 8);
         assertEquals(Map.of("dn-coder", 6, "dn-poet", 2), split);
+        // its failure opened the embeddings route's breaker (max_fails 1): the requests after it did not wait for a
+        // route out of traffic (a hung one added its whole timeout to each; found by hunt20)
+        assertTrue(gw.sim("sim").stats("m-embed-5").received() - asked <= 1,
+                "embeddings calls: " + (gw.sim("sim").stats("m-embed-5").received() - asked));
     }
 
     @Test
