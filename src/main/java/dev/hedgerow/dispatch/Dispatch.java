@@ -816,8 +816,10 @@ final class Dispatch {
         a.abandonTimer.cancel();
         if (UpstreamReplies.lostContent(a.finishReason, a.usage,
                 (a.kind == Kind.RESUME ? UpstreamReplies.RESUME_ENDING : 1) + stopTokens())) {
-            attemptFailed(a, Failure.invalid("zero_content", "the stream finished with no content while its usage"
-                    + " counts " + a.usage.get("completion_tokens").asLong() + " completion tokens"));
+            attemptFailed(a, Failure.invalid("zero_content", UpstreamReplies.announcesCall(a.finishReason)
+                    ? "the stream finished with " + a.finishReason + " and no call"
+                    : "the stream finished with no content while its usage counts "
+                    + a.usage.get("completion_tokens").asLong() + " completion tokens"));
             return false;
         }
         contentArrived(a, false, a.emptyFinishNanos);   // the route answered when its finish came, not after the hold

@@ -202,7 +202,7 @@ public final class UpstreamReplies {
 
     /**
      * Whether an answer that finished with nothing in it (no content, reasoning or tool call) lost its text on the
-     * way: it says it stopped ({@code stop}, not {@code length}, where a model that reasons in hidden can use every
+     * way: its finish announces a call ({@link #announcesCall}), or it says it stopped ({@code stop}, not {@code length}, where a model that reasons in hidden can use every
      * token thinking) and its own usage counts more completion tokens than its reasoning and {@code ending}: the
      * tokens a server may count for ending an answer that wrote nothing (an end-of-sequence token, 1, as vLLM counts;
      * a resume that only finishes, the text it continues being whole, may count a few more, a template's end tokens
@@ -211,12 +211,23 @@ public final class UpstreamReplies {
      * (0 tokens, or no usage to tell) stays an empty but complete answer.
      */
     static boolean lostContent(String finishReason, JsonNode usage, int ending) {
+        if (announcesCall(finishReason)) {
+            return true;
+        }
         if (!"stop".equals(finishReason) || usage == null || !Billing.count(usage.get("completion_tokens"))) {
             return false;
         }
         JsonNode reasoning = usage.path("completion_tokens_details").get("reasoning_tokens");
         long thought = Billing.count(reasoning) ? reasoning.asLong() : 0;
         return usage.get("completion_tokens").asLong() > thought + ending;
+    }
+
+    /**
+     * Whether a finish says the answer is a call ({@code tool_calls}, the legacy {@code function_call}): one with no call
+     * in it lost the call on the way, whatever its usage counts (a tool loop given an empty turn; found by hunt20).
+     */
+    static boolean announcesCall(String finishReason) {
+        return "tool_calls".equals(finishReason) || "function_call".equals(finishReason);
     }
 
     /** The tokens a resume that only finishes may count for its ending before its finish counts as lost text. */

@@ -60,6 +60,8 @@ class SeamBytesTest {
 
     static final Map<String, ConcurrentLinkedQueue<Script>> scripts = new ConcurrentHashMap<>();
     static final Map<String, ConcurrentLinkedQueue<JsonNode>> bodies = new ConcurrentHashMap<>();
+    /** Whole (non-streamed) answers, sent as they are, before any script. */
+    static final Map<String, ConcurrentLinkedQueue<String>> wholes = new ConcurrentHashMap<>();
 
     @BeforeAll
     static void start() {
@@ -92,6 +94,7 @@ class SeamBytesTest {
     void clean() {
         scripts.clear();
         bodies.clear();
+        wholes.clear();
         for (String r : List.of("pref-x", "pref-z", "instr-x", "instr-y")) {
             gw.core().store().resetHealth("acme/" + r).await().atMost(java.time.Duration.ofSeconds(5));
         }
@@ -121,6 +124,11 @@ class SeamBytesTest {
                 JsonNode body = M.readTree(buf.toString());
                 String provider = req.path().split("/")[1];
                 bodies.computeIfAbsent(provider, k -> new ConcurrentLinkedQueue<>()).add(body);
+                String whole = wholes.getOrDefault(provider, new ConcurrentLinkedQueue<>()).poll();
+                if (whole != null) {
+                    req.response().putHeader("content-type", "application/json").end(whole.replace('\'', '"'));
+                    return;
+                }
                 Script s = scripts.getOrDefault(provider, new ConcurrentLinkedQueue<>()).poll();
                 if (s == null) {
                     req.response().setStatusCode(503).putHeader("content-type", "application/json")
@@ -493,6 +501,51 @@ class SeamBytesTest {
         assertEquals("", r.jsonPath().getString("choices[0].message.content"));
         assertEquals("stop", r.jsonPath().getString("choices[0].finish_reason"));
         assertEquals(1, bodies.get("x").size(), "no failover: " + r.asString());
+    }
+
+    static final String WEATHER_TOOL = ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+            + "\"parameters\":{\"type\":\"object\"}}}]";
+
+    /**
+     * A stream that finishes with tool_calls and holds no call lost its call on the way, whatever its usage counts
+     * (with it or without): the request fails over, as for text lost with finish stop; a tool loop got an empty turn
+     * with finish tool_calls, the route's success (found by hunt20).
+     */
+    @Test
+    void aToolCallsFinishWithNoCallFailsOver() {
+        for (String usage : List.of("{'id':'u','choices':[],'usage':{'prompt_tokens':5,'completion_tokens':0,"
+                + "'total_tokens':5}}", "")) {
+            clean();
+            List<String> frames = new ArrayList<>(List.of(role(), finish("tool_calls")));
+            if (!usage.isEmpty()) {
+                frames.add(usage);
+            }
+            script("x", Script.raw(-1, frames.toArray(String[]::new)));
+            script("z", Script.raw(-1, role(), call("call_9", "get_weather", "{}"), finish("tool_calls")));
+            String out = stream("pref", WEATHER_TOOL);
+            assertEquals(1, bodies.get("z").size(), "failed over: " + out);
+            assertTrue(out.contains("call_9"), out);
+            assertTrue(Sse.trail(out).toString().contains("zero_content"), Sse.trail(out).toString());
+            assertEquals("tool_calls", Sse.finishReason(out));
+        }
+    }
+
+    /** The same for a whole answer: finish tool_calls with no call in its message. */
+    @Test
+    void aWholeToolCallsAnswerWithNoCallFailsOver() {
+        wholes.computeIfAbsent("x", k -> new ConcurrentLinkedQueue<>()).add("{'id':'u','object':'chat.completion',"
+                + "'model':'m','choices':[{'index':0,'message':{'role':'assistant','content':null},"
+                + "'finish_reason':'tool_calls'}],'usage':{'prompt_tokens':5,'completion_tokens':0,'total_tokens':5}}");
+        wholes.computeIfAbsent("z", k -> new ConcurrentLinkedQueue<>()).add("{'id':'u','object':'chat.completion',"
+                + "'model':'m','choices':[{'index':0,'message':{'role':'assistant','content':null,'tool_calls':[{"
+                + "'id':'call_9','type':'function','function':{'name':'get_weather','arguments':'{}'}}]},"
+                + "'finish_reason':'tool_calls'}],'usage':{'prompt_tokens':5,'completion_tokens':7,'total_tokens':12}}");
+        io.restassured.response.Response r = given().auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"pref\"" + WEATHER_TOOL + ",\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}")
+                .post("/v1/chat/completions");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertEquals("call_9", r.path("choices[0].message.tool_calls[0].id"), r.asString());
+        assertEquals(1, bodies.get("z").size());
     }
 
     /** A break in the middle of a tool call's arguments, resumed by prefill: the call reaches the client once, whole. */
