@@ -156,7 +156,8 @@ public final class TokenCounter {
 
     /**
      * The token ids of the first {@code maxTokens} tokens of {@code text}: the same ids the whole text would start
-     * with (the tokenizer stops early, so a long text is cheap).
+     * with. The tokenizer stops at the limit only between the pieces of its split, and one long piece (a run of one
+     * letter) is encoded whole, at a cost that grows faster than its length: bound the text (PrefixHasher.head).
      */
     public int[] encodeLeading(String text, int maxTokens) {
         if (text == null || text.isEmpty() || maxTokens <= 0) {

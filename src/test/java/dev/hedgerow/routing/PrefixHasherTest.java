@@ -50,6 +50,25 @@ class PrefixHasherTest {
         assertTrue(!hasher.hashText("m", "\ud83d\ude00\u4f60 ".repeat(40)).isEmpty());
     }
 
+    /** A huge run of one letter (one piece of the tokenizer's split, encoded whole) is read from its head only. */
+    @Test
+    void aHugeTextIsTokenizedFromItsHeadOnly() {
+        int max = 64 * 16 + 8;
+        assertEquals(max * PrefixHasher.HEAD_CHARS_PER_TOKEN, PrefixHasher.head("x".repeat(8_000_000), max).length());
+        String shortText = "a ".repeat(200);
+        assertEquals(shortText, PrefixHasher.head(shortText, max));
+        String pairs = "a" + "\ud83d\ude00".repeat(max * 8);
+        String head = PrefixHasher.head(pairs, max);
+        assertEquals(max * 8 - 1, head.length(), "never ends between the halves of a pair");
+        String huge = "x".repeat(8_000_000);
+        assertEquals(hasher.hashTokens("m", TokenCounter.shared().encodeLeading(PrefixHasher.head(huge, max), max)),
+                hasher.hashText("m", huge));
+        assertEquals(hasher.hashText("m", huge.substring(0, max * 8)), hasher.hashText("m", huge),
+                "texts that share their head hash the same");
+        // a run of dashes is 64 characters a token: its head holds 2 blocks, the whole run 16
+        assertEquals(hasher.hashText("m", "-".repeat(max * 8)), hasher.hashText("m", "-".repeat(2_000_000)));
+    }
+
     @Test
     void atMostMaxBlocksAreHashed() {
         assertEquals(16, hasher.hashTokens("m", ids(64 * 40, 0)).size());
