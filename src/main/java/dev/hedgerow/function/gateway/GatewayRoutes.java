@@ -133,10 +133,11 @@ public final class GatewayRoutes {
      * error's {@code requestID}): the model list, a 404, 405 or 413 included, which had none (found by hunt6). A chat
      * completion's is its {@code id} ({@code chatcmpl-hr...}), an embeddings request's {@code emb-hr...}, any other
      * {@code req-hr...}; the router serves a path with a trailing slash as the path without it, and so is its id
-     * (found by hunt13: {@code /v1/chat/completions/} was served with {@code req-hr...} ids).
+     * (found by hunt13: {@code /v1/chat/completions/} was served with {@code req-hr...} ids), and the path it matches
+     * is the normalized one, dot segments resolved (found by hunt20: {@code /v1/chat/completions/x/..} too).
      */
     private static void requestId(RoutingContext ctx) {
-        String path = ctx.request().path();
+        String path = ctx.normalizedPath();
         int end = path.length();
         while (end > 1 && path.charAt(end - 1) == '/') {
             end--;

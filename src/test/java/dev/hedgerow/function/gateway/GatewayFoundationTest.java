@@ -309,6 +309,14 @@ class GatewayFoundationTest {
         assertEquals(200, slashed.statusCode(), slashed.asString());
         assertTrue(slashed.header("x-request-id").startsWith("chatcmpl-hr"), slashed.headers().toString());
         assertTrue(slashed.asString().contains("\"id\":\"" + slashed.header("x-request-id") + "\""));
+        // and so does a path with dot segments, served as the path they resolve to (found by hunt20)
+        for (String dotted : List.of("/v1/chat/completions/x/..", "/v1/chat/completions/.")) {
+            Response r = given().urlEncodingEnabled(false).auth().oauth2("k-acme").contentType("application/json")
+                    .body(body("chat", "which id", false)).post(dotted);
+            assertEquals(200, r.statusCode(), dotted + " " + r.asString());
+            assertTrue(r.header("x-request-id").startsWith("chatcmpl-hr"), dotted + " " + r.headers());
+            assertEquals(r.jsonPath().getString("id"), r.header("x-request-id"));
+        }
         for (Response refused : List.of(
                 given().auth().oauth2("k-acme").contentType("application/json").body(body("nope", "x", false))
                         .post("/v1/chat/completions"),
