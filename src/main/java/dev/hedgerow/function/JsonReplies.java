@@ -186,6 +186,14 @@ public final class JsonReplies {
                 return;
             }
             int status = ctx.statusCode();
+            if (status < 400 && !ctx.request().isEnded()) {
+                // the body's framing could not be decoded (a chunk size past any limit): the client's fault, which
+                // any client, keyed or not, could make fill the log with stack traces as an ERROR (found by hunt20)
+                LOG.log(System.Logger.Level.DEBUG, "request body undecodable on " + ctx.request().path() + ": "
+                        + ctx.failure());
+                error(ctx.response(), ApiError.invalidRequest("The " + what + " could not be read.", null));
+                return;
+            }
             if (status == 413) {
                 error(ctx.response(), ApiError.tooLarge(bodyLimit));
             } else if (status == 400 && ctx.request().version() != HttpVersion.HTTP_2 && ctx.request().host() == null) {

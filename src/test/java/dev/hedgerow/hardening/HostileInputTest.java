@@ -68,6 +68,34 @@ class HostileInputTest {
         Envelope.assert4xx(r.status(), r.body(), "chunked 1.25 MiB");
     }
 
+    /**
+     * A chunk size no decoder can read ({@code ffffffffffffffff}): the framing is the client's fault, so it is no
+     * ERROR with a stack trace in the log, which any client without a key could flood (found by hunt20); the
+     * connection ends, and the gateway serves the next request.
+     */
+    @Test
+    void aMalformedChunkSizeIsNoServerError() {
+        try (dev.hedgerow.testsupport.LogCapture logs = new dev.hedgerow.testsupport.LogCapture()) {
+            ByteArrayOutputStream req = new ByteArrayOutputStream();
+            req.writeBytes(("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                    + "Transfer-Encoding: chunked\r\n").getBytes(StandardCharsets.US_ASCII));
+            req.writeBytes(AUTH);
+            req.writeBytes("\r\nffffffffffffffff\r\nabc".getBytes(StandardCharsets.US_ASCII));
+            String answer;
+            try (java.net.Socket sock = new java.net.Socket("127.0.0.1", gw.port())) {
+                sock.setSoTimeout(10_000);
+                sock.getOutputStream().write(req.toByteArray());
+                answer = new String(sock.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            } catch (java.io.IOException e) {
+                answer = "";   // a reset: the connection ended
+            }
+            assertTrue(answer.isEmpty() || answer.startsWith("HTTP/1.1 400"), answer);
+            assertEquals(200, post(withContent("still serving")).status());
+            assertTrue(logs.lines().stream().noneMatch(l -> l.contains("SEVERE") || l.contains("ERROR")),
+                    String.join("\n", logs.lines()));
+        }
+    }
+
     @Test
     void nestingDeeperThan64Is400AndDepth64IsServed() {
         String deep = "[".repeat(65) + "]".repeat(65);
