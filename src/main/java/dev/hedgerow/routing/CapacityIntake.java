@@ -2,6 +2,7 @@ package dev.hedgerow.routing;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.api.RequestException;
 import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.catalog.Org;
@@ -57,8 +58,12 @@ public final class CapacityIntake {
         }
     }
 
-    /** Handles one report; {@code capacityKey} is the bearer token as sent (null when missing). */
-    public Uni<Outcome> submit(String capacityKey, JsonNode body) {
+    /**
+     * Handles one report; {@code capacityKey} is the bearer token as sent (null when missing), {@code read} reads the
+     * body once the key is known (null when there is none; a {@link RequestException} for one that is not JSON, refused
+     * as such).
+     */
+    public Uni<Outcome> submit(String capacityKey, Supplier<JsonNode> read) {
         if (capacityKey == null || capacityKey.isBlank()) {
             return refused(unauthorized());
         }
@@ -75,6 +80,12 @@ public final class CapacityIntake {
         }
         if (providers.isEmpty()) {
             return refused(unauthorized());
+        }
+        JsonNode body;
+        try {
+            body = read.get();
+        } catch (RequestException e) {
+            return refused(e.error());
         }
         if (body == null || !body.isObject()) {
             return refused(ApiError.invalidRequest("The body must be a JSON object.", null));

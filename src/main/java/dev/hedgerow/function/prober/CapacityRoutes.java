@@ -5,7 +5,8 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.hedgerow.api.ApiError;
 import dev.hedgerow.api.RetryAdvice;
-import dev.hedgerow.api.Json;
+import dev.hedgerow.api.RequestJson;
+import dev.hedgerow.function.gateway.GatewayRoutes;
 import dev.hedgerow.function.JsonReplies;
 import dev.hedgerow.catalog.Keys;
 import dev.hedgerow.routing.CapacityIntake;
@@ -16,7 +17,6 @@ import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
 import io.vertx.ext.web.handler.BodyHandler;
 
-import java.io.IOException;
 import java.util.function.Supplier;
 
 /**
@@ -43,13 +43,14 @@ public final class CapacityRoutes {
     private void report(RoutingContext ctx) {
         Hedgerow h = core.get();
         String key = Keys.bearer(ctx.request().getHeader("authorization")).orElse(null);
-        JsonNode body;
-        try {
+        // read as strictly as every edge reads a body (hunt20: trailing text, bad UTF-8, a route named twice, a
+        // compressed body taken as plain were all "not a JSON object" or worse, accepted)
+        Supplier<JsonNode> body = () -> {
+            GatewayRoutes.refuseEncoded(ctx.request().getHeader("content-encoding"));
+            GatewayRoutes.refuseMultipart(ctx.request().getHeader("content-type"));
             Buffer b = ctx.body().buffer();
-            body = b == null || b.length() == 0 ? null : Json.parse(b.getBytes());
-        } catch (IOException e) {
-            body = null;
-        }
+            return b == null || b.length() == 0 ? null : RequestJson.parseEdit(b.getBytes());
+        };
         new CapacityIntake(h.store(), () -> h.catalog().current()).submit(key, body).subscribe().with(
                 outcome -> {
                     if (outcome instanceof CapacityIntake.Outcome.Refused r) {

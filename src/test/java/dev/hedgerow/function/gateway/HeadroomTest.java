@@ -251,6 +251,23 @@ class HeadroomTest {
         report("cap-alpha", "{\"route\":\"chat-alpha\",\"healthy\":\"no\"}").then().statusCode(400)
                 .body("error.param", equalTo("healthy"));
         report("cap-alpha", "not json").then().statusCode(400);
+        // read as strictly as every edge reads a body (found by hunt20: trailing text and a field named twice were
+        // "not a JSON object" or taken with the last value winning, a compressed body was stored as sent)
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"queue_depth\":1} trailing").then().statusCode(400)
+                .body("error.code", equalTo("invalid_json"));
+        report("cap-alpha", "{\"route\":\"chat-alpha\",\"route\":\"chat-beta\",\"queue_depth\":1}").then()
+                .statusCode(400).body("error.code", equalTo("invalid_json"))
+                .body("error.message", containsString("route"));
+        given().auth().oauth2("cap-alpha").contentType("application/json").header("Content-Encoding", "gzip")
+                .body("{\"route\":\"chat-alpha\",\"queue_depth\":8,\"max_queue\":8}").post("/v1/capacity").then()
+                .statusCode(415).body("error.code", equalTo("unsupported_content_encoding"));
+        given().auth().oauth2("cap-alpha").contentType("application/json")
+                .body(new byte[] {'{', '"', 'r', 'o', 'u', 't', 'e', '"', ':', '"', (byte) 0xff, '"', '}'})
+                .post("/v1/capacity").then().statusCode(400).body("error.code", equalTo("invalid_utf8"));
+        report("nope", "not json").then().statusCode(401);
+        String blob = gw.core().store().snapshot(List.of("acme/chat-alpha"), Duration.ofMinutes(1)).await()
+                .indefinitely().get("acme/chat-alpha").blob(LearnedModels.CAPACITY).orElse(null);
+        assertEquals(null, blob, "nothing was stored");
         assertTrue(routesOf(2, "chat").contains("chat-alpha"));
     }
 
