@@ -19,8 +19,8 @@ import java.time.ZoneOffset;
 import java.util.List;
 
 /**
- * The accounting side of a finished request: bills usage once into the route's usage window and the org's
- * ledger (on the UTC day it finished, under its alias and client key name), keeps the attempt trail in the audit stream when anything but a clean single attempt happened, and
+ * The accounting side of a finished request: bills usage once into the org's ledger, each route's part of it into
+ * that route's usage window (on the UTC day it finished, under its alias and client key name), keeps the attempt trail in the audit stream when anything but a clean single attempt happened, and
  * writes the request log line (499 for client cancels); a request refused in dispatch is one blocked event.
  * Thread-safe.
  */
@@ -42,8 +42,6 @@ public final class RequestRecorder implements DispatchObserver {
                          Candidate winner) {
         String org = r.org().id();
         if (billed != null && winner != null) {
-            store.addUsage(winner.id(), billed, r.settings().balancer().usageWindow()).subscribe().with(v -> { },
-                    t -> { });
             LocalDate day = LocalDate.ofInstant(clock.instant(), ZoneOffset.UTC);
             // billed per alias and client key: the key rides in the ledger's alias string (see LedgerLine)
             store.addLedger(org, day, new LedgerLine(r.alias(), r.keyName()).encode(), LedgerEntry.of(billed))
@@ -60,6 +58,12 @@ public final class RequestRecorder implements DispatchObserver {
             String key = r.keyName();
             RequestLog.shared().add(() -> line(requestId, org, key, alias, status, route, trail));
         }
+    }
+
+    /** A route's part of a finished answer, added to its usage window ({@code lowest_usage} ranks by it). */
+    @Override
+    public void routeUsage(DispatchRequest r, Candidate route, UsageSample usage) {
+        store.addUsage(route.id(), usage, r.settings().balancer().usageWindow()).subscribe().with(v -> { }, t -> { });
     }
 
     /**

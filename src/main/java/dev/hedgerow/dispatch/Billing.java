@@ -2,8 +2,11 @@ package dev.hedgerow.dispatch;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.state.UsageSample;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.ToIntFunction;
 
 /**
@@ -59,6 +62,55 @@ final class Billing {
         }
         double cost = a.cand.route().price().cost(prompt, completion);
         return new UsageSample(prompt, completion, cost);
+    }
+
+    /**
+     * Where in the transcript ({@link Transcript#content}, {@link Transcript#reasoning}, {@link Transcript#toolCalls})
+     * the content of an attempt the client received began.
+     */
+    record Part(Candidate route, int content, int reasoning, int toolCalls) {
+    }
+
+    /** What one route is charged in its usage window for its part of an answer. */
+    record RouteUsage(Candidate route, UsageSample usage) {
+    }
+
+    /**
+     * What each route whose content the client received is charged for its part of the answer ({@code parts}, in order;
+     * {@code last} the route that finished it): without a resume, the whole bill. After one, each part its own text's
+     * completion tokens (the last the rest of the bill's, so the parts sum to it) and its own prompt, the request's plus,
+     * for a resume, the delivered text it was given to continue, at its own route's price. The client's bill stays one.
+     */
+    List<RouteUsage> byRoute(UsageSample billed, Candidate last, List<Part> parts) {
+        if (parts.size() <= 1) {
+            return List.of(new RouteUsage(last, billed));
+        }
+        List<RouteUsage> out = new ArrayList<>(parts.size());
+        long charged = 0;
+        for (int i = 0; i < parts.size(); i++) {
+            Part p = parts.get(i);
+            boolean end = i == parts.size() - 1;
+            long completion;
+            if (end) {
+                completion = Math.max(0, billed.completionTokens() - charged);
+            } else {
+                Part next = parts.get(i + 1);
+                completion = tokens.applyAsInt(slice(transcript.content, p.content(), next.content())
+                        + slice(transcript.reasoning, p.reasoning(), next.reasoning())
+                        + slice(transcript.toolCalls, p.toolCalls(), next.toolCalls()));
+                charged += completion;
+            }
+            long prompt = billed.promptTokens() + (i == 0 ? 0 : tokens.applyAsInt(
+                    transcript.content.substring(0, p.content()) + transcript.reasoning.substring(0, p.reasoning())));
+            out.add(new RouteUsage(p.route(), new UsageSample(prompt, completion,
+                    p.route().route().price().cost(prompt, completion))));
+        }
+        return out;
+    }
+
+    private static String slice(StringBuilder text, int from, int to) {
+        return text.substring(Math.min(from, text.length()), Math.max(Math.min(from, text.length()),
+                Math.min(to, text.length())));
     }
 
     /**

@@ -111,6 +111,8 @@ final class Dispatch {
     private Attempt winner;
     /** The attempt whose content the client received last (the winner, kept after it fails): what a cut stream bills. */
     private Attempt served;
+    /** Where in the transcript each attempt whose content the client received began: what each route is charged. */
+    private final List<Billing.Part> servedParts = new ArrayList<>(1);
     private boolean finished;
     private Attempt contextError;
     /**
@@ -253,7 +255,7 @@ final class Dispatch {
         finished = true;
         endLive("client_cancelled");
         stopTimers();
-        deps.observer().finished(req, 499, trail.snapshot(), deliveredBill(), served == null ? null : served.cand);
+        finishedWith(499, deliveredBill(), served == null ? null : served.cand);
     }
 
     /**
@@ -267,7 +269,7 @@ final class Dispatch {
         finished = true;
         stopTimers();
         endLive("cancelled");
-        deps.observer().finished(req, 500, trail.snapshot(), deliveredBill(), served == null ? null : served.cand);
+        finishedWith(500, deliveredBill(), served == null ? null : served.cand);
     }
 
     /**
@@ -298,8 +300,22 @@ final class Dispatch {
         } else {
             output.exhausted(err, trail.toNode());
         }
-        deps.observer().finished(req, err.status(), trail.snapshot(), deliveredBill(),
+        finishedWith(err.status(), deliveredBill(),
                 served == null ? null : served.cand);
+    }
+
+    /**
+     * Reports the finished request: each route the client received content from is charged its part of the answer in
+     * its usage window ({@link Billing#byRoute}: a route that broke mid-stream had the whole bill of a resumed answer go
+     * to the route that finished it, and under lowest_usage it never accrued usage, staying first; found by hunt20),
+     * then the request.
+     */
+    private void finishedWith(int status, UsageSample billed, Candidate last) {
+        if (billed != null && last != null) {
+            billing.byRoute(billed, last, servedParts).forEach(u -> deps.observer().routeUsage(req, u.route(),
+                    u.usage()));
+        }
+        deps.observer().finished(req, status, trail.snapshot(), billed, last);
     }
 
     /**
@@ -524,12 +540,12 @@ final class Dispatch {
         ApiError err = ApiError.requestTimeout(msg, retry);
         if (committed) {
             output.endWithError(err.toNode(), trail.toNode());
-            deps.observer().finished(req, err.status(), trail.snapshot(), deliveredBill(),
+            finishedWith(err.status(), deliveredBill(),
                     served == null ? null : served.cand);
             return;
         }
         output.exhausted(err, trail.toNode());
-        deps.observer().finished(req, err.status(), trail.snapshot(), null, null);
+        finishedWith(err.status(), null, null);
     }
 
     private synchronized void windowPassed(Attempt a) {
@@ -955,6 +971,8 @@ final class Dispatch {
         }
         winner = a;
         served = a;
+        servedParts.add(new Billing.Part(a.cand, transcript.content.length(), transcript.reasoning.length(),
+                transcript.toolCalls.length()));
         if (!committed) {
             committed = true;
             if (stream) {
@@ -1238,7 +1256,7 @@ final class Dispatch {
                 a.gapsObserved);
         learnWaitedPerToken(tokens);
         deps.observer().decoded(a.cand, tokens, e2e, e2e);
-        deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
+        finishedWith(200, billed, a.cand);
         answered(a, msg.path("content"));
     }
 
@@ -1267,7 +1285,7 @@ final class Dispatch {
         endAttempt(a, "success", null, false);
         output.whole(a, r.body(), trail.toNode());
         stopTimers();
-        deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
+        finishedWith(200, billed, a.cand);
     }
 
     /** Every input's tokens, as the gateway counts them: what an embeddings answer without usage is billed. */
@@ -1406,7 +1424,7 @@ final class Dispatch {
         stopTimers();
         answerAfterHealthWrites(() -> {
             output.passThrough(a, bytes, trail.toNode());
-            deps.observer().finished(req, a.status, trail.snapshot(), null, null);
+            finishedWith(a.status, null, null);
         });
     }
 
@@ -1534,7 +1552,7 @@ final class Dispatch {
             }
             // a head that went out early (head_hold) gets this as the stream's error event, without the status
             output.exhausted(err, trail.toNode());
-            deps.observer().finished(req, status, trail.snapshot(), null, null);
+            finishedWith(status, null, null);
         });
     }
 
@@ -1595,7 +1613,7 @@ final class Dispatch {
         stopTimers();
         endLive("cancelled");
         output.endWithError(code, message, trail.toNode());
-        deps.observer().finished(req, 502, trail.snapshot(), deliveredBill(), served == null ? null : served.cand);
+        finishedWith(502, deliveredBill(), served == null ? null : served.cand);
     }
 
     /**
@@ -1625,7 +1643,7 @@ final class Dispatch {
         a.finishReason = "length";
         UsageSample billed = deliveredBill();
         output.endStream(a, req.request().includeUsage() ? billed : null, null, trail.toNode());
-        deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
+        finishedWith(200, billed, a.cand);
     }
 
     /**
@@ -1659,7 +1677,7 @@ final class Dispatch {
                 : Generation.whole(tokens, decodeMs, latencyMs), settings.slo(), a.recentGaps, a.gapsObserved);
         learnWaitedPerToken(perChoice(billed.completionTokens()));
         deps.observer().decoded(a.cand, tokens, decodeMs, e2eMs);
-        deps.observer().finished(req, 200, trail.snapshot(), billed, a.cand);
+        finishedWith(200, billed, a.cand);
         if (settings.balancer().judge() != null && transcript.content.length() > 0) {
             // several choices: the first is judged (the transcript interleaves them all)
             deps.observer().answered(req, a.cand, a.choices == null ? transcript.content.toString()

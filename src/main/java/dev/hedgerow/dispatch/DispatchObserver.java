@@ -39,6 +39,13 @@ public interface DispatchObserver {
     }
 
     /**
+     * Before {@link #finished}, once per route whose content the client received: what that route is charged in its
+     * usage window for its part of the answer (the whole bill without a resume).
+     */
+    default void routeUsage(DispatchRequest request, Candidate route, UsageSample usage) {
+    }
+
+    /**
      * The request finished (any outcome): its trail (an immutable snapshot, safe to keep), final status, billed
      * usage (null when nothing billed: a stream cut after content is billed what the client received) and the route
      * whose content the client got last (null when none reached it).

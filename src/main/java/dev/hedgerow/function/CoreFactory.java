@@ -150,6 +150,11 @@ public final class CoreFactory {
             }
 
             @Override
+            public void routeUsage(DispatchRequest request, Candidate route, UsageSample usage) {
+                list.forEach(o -> o.routeUsage(request, route, usage));
+            }
+
+            @Override
             public void finished(DispatchRequest request, int status, List<AttemptRecord> trail, UsageSample billed,
                                  Candidate winner) {
                 list.forEach(o -> o.finished(request, status, trail, billed, winner));

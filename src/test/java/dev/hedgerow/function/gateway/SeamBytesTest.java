@@ -503,6 +503,48 @@ class SeamBytesTest {
         assertEquals(1, bodies.get("x").size(), "no failover: " + r.asString());
     }
 
+    static dev.hedgerow.state.UsageSample usage(String route) {
+        return gw.core().store().snapshot(List.of("acme/" + route), java.time.Duration.ofMinutes(1)).await()
+                .atMost(java.time.Duration.ofSeconds(5)).get("acme/" + route).usage();
+    }
+
+    /**
+     * Each route of a resumed answer is charged its part in its usage window (what lowest_usage ranks by): the route
+     * that broke, the text it delivered; the resuming one, the rest and the delivered text it was given as its prompt.
+     * The whole bill went to the route that finished: one that always broke mid-stream never accrued usage and stayed
+     * lowest_usage's first pick (found by hunt20). The client's bill is one and the parts sum to its completion.
+     */
+    @Test
+    void eachRouteOfAResumedAnswerIsChargedItsPart() throws Exception {
+        dev.hedgerow.state.UsageSample x0 = usage("pref-x");
+        dev.hedgerow.state.UsageSample z0 = usage("pref-z");
+        script("x", new Script(oneEach("The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog"),
+                5, false));
+        script("z", new Script(oneEach(" over", " the", " lazy", " dog", "."), -1, false));
+        String out = stream("pref", ",\"stream_options\":{\"include_usage\":true}");
+        assertResumed(out);
+        assertEquals("The quick brown fox jumps over the lazy dog.", Sse.content(out));
+        JsonNode billed = null;
+        for (JsonNode e : Sse.events(out)) {
+            if (e.hasNonNull("usage")) {
+                billed = e.get("usage");
+            }
+        }
+        assertTrue(billed != null, out);
+        long x = 0;
+        long z = 0;
+        for (int i = 0; i < 100 && (x == 0 || z == 0); i++) {
+            x = usage("pref-x").completionTokens() - x0.completionTokens();
+            z = usage("pref-z").completionTokens() - z0.completionTokens();
+            Thread.sleep(20);
+        }
+        assertTrue(x >= 4 && z >= 4, "x " + x + ", z " + z);
+        assertEquals(billed.path("completion_tokens").asLong(), x + z);
+        assertEquals(billed.path("prompt_tokens").asLong(), usage("pref-x").promptTokens() - x0.promptTokens());
+        assertTrue(usage("pref-z").promptTokens() - z0.promptTokens() > billed.path("prompt_tokens").asLong(),
+                "the resume read the delivered text too");
+    }
+
     static final String WEATHER_TOOL = ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
             + "\"parameters\":{\"type\":\"object\"}}}]";
 
