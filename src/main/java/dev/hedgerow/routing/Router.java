@@ -52,6 +52,8 @@ public final class Router {
     private final Function<GroupSettings, Balancer> balancers;
     private final RouteModels models;
     private final Function<ExtrasQuery, Uni<Map<String, float[]>>> extras;
+    /** Rotation positions of the candidate sets a request narrowed its group to ({@link #position}). */
+    private final SubsetCursors subsetCursors = new SubsetCursors();
 
     /**
      * @param extras fetches per-request extras a strategy needs (the semantic strategy's embeddings, keyed by route
@@ -157,15 +159,55 @@ public final class Router {
 
         List<String> keys = capable.stream().map(r -> key(org, r)).toList();
         Uni<Map<String, float[]>> embeddings = extras.apply(new ExtrasQuery(org, alias, settings, facts, capable));
-        // one capable route ranks the same at every position: no store round trip to move the group's cursor
-        Uni<Long> position = cursor != null ? Uni.createFrom().item(cursor)
-                : capable.size() == 1 ? Uni.createFrom().item(0L) : store.nextCursor(org.id(), alias);
+        Uni<Long> position = cursor != null ? Uni.createFrom().item(cursor) : position(org, alias, members, capable);
         return Uni.combine().all()
                 .unis(store.snapshot(keys, settings.balancer().usageWindow()), position,
                         affinity(org, settings, facts), embeddings)
                 .asTuple()
                 .map(t -> rank(org, alias, settings, facts, capable, t.getItem1(), t.getItem2(), rejected,
                         affinityRoutes(t.getItem3(), facts.prefixHashes()), t.getItem4(), placements));
+    }
+
+    /**
+     * The rotation position a request ranks its candidates at. A request whose candidates are the group's whole
+     * serving set (every member an operator left in, none removed by its preferences or needs) takes the group's
+     * shared cursor; one that narrowed it ({@code provider.only}, tools, a large prompt) walks a rotation of its own
+     * candidate set: sharing the one cursor, requests that alternate between two sets took every other position, and
+     * the narrower set landed on one member every time (found by hunt20: ignoring one of three equal members, all went
+     * to one of the other two). One capable route ranks the same at every position: no round trip.
+     */
+    private Uni<Long> position(Org org, String alias, List<Route> members, List<Route> capable) {
+        if (capable.size() == 1) {
+            return Uni.createFrom().item(0L);
+        }
+        boolean pinActive = members.stream().anyMatch(Route::pinned);
+        long serving = members.stream().filter(r -> !r.drained() && (!pinActive || r.pinned())).count();
+        if (capable.size() == serving) {
+            return store.nextCursor(org.id(), alias);
+        }
+        return Uni.createFrom().item(subsetCursors.next(org.id() + '\n' + alias + '\n'
+                + capable.stream().map(Route::id).sorted().collect(Collectors.joining("\n"))));
+    }
+
+    /**
+     * Per-instance rotation positions of narrowed candidate sets, each starting at random (instances out of step), the
+     * least recently used forgotten past {@value #MAX}: a client can name many sets, and each needs only to rotate.
+     * Thread-safe.
+     */
+    static final class SubsetCursors {
+        static final int MAX = 4096;
+        private final Map<String, long[]> positions = new LinkedHashMap<>(64, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, long[]> eldest) {
+                return size() > MAX;
+            }
+        };
+
+        synchronized long next(String set) {
+            long[] p = positions.computeIfAbsent(set,
+                    k -> new long[] {java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 16)});
+            return p[0]++;
+        }
     }
 
     /** Prefix affinity is the auto strategy's; a store failure only loses the preference. */

@@ -111,6 +111,9 @@ class KongBalancingTest {
                   - { id: dn-standby, alias: semdown, provider: sim, model: m-dn-standby, weight: 0,
                       description: "cooking recipe food kitchen baking bread" }
                   - { id: ud-short, alias: usagedef, provider: sim, model: m-ud-short }
+                  - { id: nw-a, alias: narrow, provider: sim, model: m-nw-a }
+                  - { id: nw-b, alias: narrow, provider: sim, model: m-nw-b }
+                  - { id: nw-small, alias: narrow, provider: sim, model: m-nw-small, context_window: 300 }
                   - { id: ud-long, alias: usagedef, provider: sim, model: m-ud-long }
                   - { id: up-short, alias: usageprompt, provider: sim, model: m-up-short, weight: 3 }
                   - { id: up-long, alias: usageprompt, provider: sim, model: m-up-long, weight: 1 }
@@ -154,6 +157,7 @@ class KongBalancingTest {
                   leastconn: { strategy: least_connections, hedging: false }
                   semdown: { strategy: semantic, embeddings_route: embedder-5, threshold: 0.3, hedging: false }
                   unpriced: { strategy: lowest_usage, tokens_count_strategy: cost, hedging: false }
+                  narrow: { strategy: weighted, hedging: false }
             """;
 
     static GatewayHarness gw;
@@ -169,7 +173,7 @@ class KongBalancingTest {
                 "m-embed-3", "m-near-coder", "m-near-poet", "m-embed-4", "m-fb-coder", "m-fb-chef-mid",
                 "m-fb-chef-low", "m-hf-a", "m-hf-b", "m-hf-c", "m-hf-d", "m-chw-1", "m-chw-2", "m-chw-3",
                 "m-lc-1", "m-lc-2", "m-lc-3", "m-free-1", "m-free-2", "m-free-3", "m-free-4", "m-dn-coder",
-                "m-dn-poet", "m-dn-standby")) {
+                "m-dn-poet", "m-dn-standby", "m-nw-a", "m-nw-b", "m-nw-small")) {
             sim = sim.withModel(m, instant);
         }
         // an embeddings model that answers every request with a 500: the semantic group has no prompt embedding
@@ -595,6 +599,27 @@ class KongBalancingTest {
         // route out of traffic (a hung one added its whole timeout to each; found by hunt20)
         assertTrue(gw.sim("sim").stats("m-embed-5").received() - asked <= 1,
                 "embeddings calls: " + (gw.sim("sim").stats("m-embed-5").received() - asked));
+    }
+
+    /**
+     * Requests that narrow a group to a subset of its members (here a prompt too large for one member's context
+     * window) share the subset by weight even when they alternate with requests that use the whole group: both took
+     * positions of one rotation cursor, every other one, and the narrowed requests all landed on one member (found by
+     * hunt20).
+     */
+    @Test
+    void requestsThatNarrowTheGroupStillShareItsRestByWeight() {
+        String large = "please read this long text ".repeat(60);
+        List<String> narrowed = new ArrayList<>();
+        List<String> whole = new ArrayList<>();
+        for (int i = 0; i < 24; i++) {
+            narrowed.add(served("narrow", large + i));
+            whole.add(served("narrow", "short " + i));
+        }
+        Map<String, Integer> split = tally(narrowed);
+        print("weighted, narrowed to two of three, alternating with whole-group requests", split, 24);
+        assertEquals(Map.of("nw-a", 12, "nw-b", 12), split);
+        assertEquals(Map.of("nw-a", 8, "nw-b", 8, "nw-small", 8), tally(whole));
     }
 
     @Test
