@@ -44,9 +44,13 @@ final class TimingWindows {
         this.stream = stream;
     }
 
-    /** The first-token window: the route's predicted P90 for this prompt size, never below the floor. */
+    /**
+     * The first-token window: the route's predicted P90 for this prompt size, never below the floor; for a stream, of
+     * its first chunk of any kind (a reasoning chunk ends the window, and comes before the thinking:
+     * {@link dev.hedgerow.routing.TtftEstimate#firstChunkP90Ms}); a non-streamed answer's includes the thinking.
+     */
     Duration firstTokenWindow(Candidate c) {
-        double p90 = c.estimate().p90Ms();
+        double p90 = stream ? c.estimate().firstChunkP90Ms() : c.estimate().p90Ms();
         if (!stream && !req.embeddings()) {
             // a non-streamed answer arrives whole: allow the expected decode too (an embeddings answer decodes nothing)
             int expected = req.request().maxTokens() == null ? 256 : Math.min(req.request().maxTokens(), 1024);

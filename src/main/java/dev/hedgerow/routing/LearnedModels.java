@@ -126,7 +126,7 @@ public final class LearnedModels implements RouteModels {
             think = ThinkingTime.decode(t).meanMs();
         }
         return new TtftEstimate(pr.meanMs() + think, pr.p90Ms() + think, p.samples() > 0,
-                p.samples() > 0 ? p.uncertainty(facts.inputTokens()) : Double.POSITIVE_INFINITY);
+                p.samples() > 0 ? p.uncertainty(facts.inputTokens()) : Double.POSITIVE_INFINITY, think);
     }
 
     @Override

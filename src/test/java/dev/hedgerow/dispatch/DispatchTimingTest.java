@@ -835,4 +835,33 @@ class DispatchTimingTest {
                 sink.text());
         assertTrue(sink.text().endsWith("data: [DONE]\n\n"), sink.text());
     }
+
+    /**
+     * A request that lets a route think, on a route that streams its reasoning: its first reasoning chunk ends the
+     * first-token window, and comes before the thinking, so the window is the route's first-chunk P90 (about 100 ms
+     * here, so the 200 ms floor), not that plus its usual 20 s of thinking, which left a silent route unraced for 20 s
+     * (found by hunt21). The estimate is the one the router builds (LearnedModels.ttft).
+     */
+    @Test
+    void aReasoningRequestIsHedgedAtTheFirstChunkWindowNotAfterTheThinkingTime() {
+        TtftPredictor p = TtftPredictor.fresh(TtftPredictor.Prior.defaults());
+        for (int i = 0; i < 40; i++) {
+            p = p.update(10, 100 + i % 3);
+        }
+        ThinkingTime think = ThinkingTime.FRESH;
+        for (int i = 0; i < 10; i++) {
+            think = think.observe(20_000);
+        }
+        Map<String, String> learned = blobs(LearnedModels.TTFT, p.encode(), LearnedModels.THINK, think.encode());
+        learned.forEach((n, v) -> store.putRouteBlob("acme/chat-a", n, v, null).await().indefinitely());
+        RouteSnapshot s = new RouteSnapshot("acme/chat-a", false, 0, 0, false, 0, 0, UsageSample.ZERO, learned);
+        RequestFacts reasoning = new RequestFacts(10, null, true, true, Set.of(), Set.of(), ProviderPrefs.NONE,
+                List.of(), Map.of(), "hi");
+        TtftEstimate est = DispatchFixture.models(store, ticker).ttft(s, reasoning);
+        assertTrue(est.p90Ms() > 20_000, "ranked by what the client waits for: " + est);
+        start(true, DispatchFixture.candidate(org, "chat-a", s, false, est), candidate("chat-b", 300, Map.of()));
+        upstream.last().head();   // the head, then silence: no reasoning chunk, no token
+        advance(1_000);
+        assertEquals(2, upstream.calls.size(), "hedged at the first-chunk window");
+    }
 }
