@@ -1446,6 +1446,15 @@ final class Dispatch {
             return;
         }
         if (liveCount() > 0) {
+            if (a.kind == Kind.HEDGE && f.routeFault()) {
+                // the hedge raced a primary that missed its window and is still silent: its failure is failed over
+                // as any attempt's (the budget paid for this race), or the request sat on the silent primary until
+                // first_token_ceiling with routes untried (found by hunt21)
+                Candidate next = failoverRoute(a, f.criterion());
+                if (next != null) {
+                    launch(next, Kind.FAILOVER, null);
+                }
+            }
             return;
         }
         if (criterionAllows(f.criterion()) && f.routeFault() && stayOnTopTier(a, f)) {

@@ -864,4 +864,27 @@ class DispatchTimingTest {
         advance(1_000);
         assertEquals(2, upstream.calls.size(), "hedged at the first-chunk window");
     }
+
+    /**
+     * A hedge that fails at once (503) while the primary, past its window, is still silent is failed over as any
+     * attempt is: the third route races the primary at once. Nothing else was tried until the primary was abandoned
+     * at first_token_ceiling (found by hunt21).
+     */
+    @Test
+    void aHedgeThatFailsFastIsFailedOverWhileThePrimaryIsSilent() {
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()),
+                candidate("chat-c", 300, Map.of()));
+        Call a = upstream.last().head();
+        advance(300);
+        assertEquals(2, upstream.calls.size(), "hedge to chat-b at the 300 ms window");
+        advance(10);
+        Call hedge = upstream.last();
+        hedge.handler.onHead(503, Map.of("content-type", "application/json"));
+        hedge.data("{\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}");
+        hedge.handler.onEnd();
+        assertEquals(3, upstream.calls.size(), "chat-c races the silent primary");
+        upstream.last().head().content("Hi").finish();
+        assertTrue(a.cancelled, "the primary lost the race");
+        assertTrue(sink.text().contains("Hi"), sink.text());
+    }
 }
