@@ -153,8 +153,8 @@ public abstract class ForwardingStateStore implements StateStore {
     }
 
     @Override
-    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
-        return inner.readAudit(orgId, limit);
+    public Uni<List<AuditRecord>> readAudit(String orgId, int limit, AuditStreams streams) {
+        return inner.readAudit(orgId, limit, streams);
     }
 
     @Override

@@ -623,13 +623,14 @@ public final class MemoryStateStore implements StateStore {
     }
 
     @Override
-    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
+    public Uni<List<AuditRecord>> readAudit(String orgId, int limit, AuditStreams streams) {
         OrgState org = orgs.get(orgId);
         if (org == null) {
             return done(List.of());
         }
         synchronized (org.audit) {
-            return done(AuditRecord.newestFirst(newestOf(org.audit, limit), newestOf(org.adminAudit, limit), limit));
+            return done(AuditRecord.newestFirst(streams.requests() ? newestOf(org.audit, limit) : List.of(),
+                    streams.operators() ? newestOf(org.adminAudit, limit) : List.of(), limit));
         }
     }
 

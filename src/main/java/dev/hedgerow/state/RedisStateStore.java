@@ -456,12 +456,14 @@ public final class RedisStateStore implements StateStore {
     }
 
     @Override
-    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
+    public Uni<List<AuditRecord>> readAudit(String orgId, int limit, AuditStreams streams) {
         if (limit <= 0) {
             return Uni.createFrom().item(List.of());
         }
-        Uni<List<AuditRecord>> requests = auditStream(StateKeys.audit(orgId), limit);
-        Uni<List<AuditRecord>> operators = auditStream(StateKeys.adminAudit(orgId), limit);
+        Uni<List<AuditRecord>> none = Uni.createFrom().item(List.of());
+        Uni<List<AuditRecord>> requests = streams.requests() ? auditStream(StateKeys.audit(orgId), limit) : none;
+        Uni<List<AuditRecord>> operators = streams.operators() ? auditStream(StateKeys.adminAudit(orgId), limit)
+                : none;
         return Uni.combine().all().unis(requests, operators).asTuple()
                 .map(t -> AuditRecord.newestFirst(t.getItem1(), t.getItem2(), limit));
     }

@@ -1062,8 +1062,8 @@ public final class ResilientStateStore implements StateStore {
     }
 
     @Override
-    public Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
-        return call(() -> shared.readAudit(orgId, limit), () -> local.readAudit(orgId, limit));
+    public Uni<List<AuditRecord>> readAudit(String orgId, int limit, AuditStreams streams) {
+        return call(() -> shared.readAudit(orgId, limit, streams), () -> local.readAudit(orgId, limit, streams));
     }
 
     /**

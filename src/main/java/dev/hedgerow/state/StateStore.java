@@ -323,7 +323,33 @@ public interface StateStore {
     }
 
     /** The org's newest audit events first, of both its streams, at most {@code limit}. */
-    Uni<List<AuditRecord>> readAudit(String orgId, int limit);
+    default Uni<List<AuditRecord>> readAudit(String orgId, int limit) {
+        return readAudit(orgId, limit, AuditStreams.BOTH);
+    }
+
+    /** The org's newest audit events first, of the streams named, at most {@code limit}. */
+    Uni<List<AuditRecord>> readAudit(String orgId, int limit, AuditStreams streams);
+
+    /**
+     * An org's audit streams: the requests' (refusals and requests with a trail) and the operators' (admin actions),
+     * kept apart so that a flood of requests cannot push operators' actions out.
+     */
+    enum AuditStreams {
+        BOTH, REQUESTS, OPERATORS;
+
+        /** The stream events of this {@code type} are in ({@code admin}: the operators'), or BOTH for any type. */
+        public static AuditStreams of(String type) {
+            return type == null ? BOTH : AuditRecord.OWN_STREAM_TYPE.equals(type) ? OPERATORS : REQUESTS;
+        }
+
+        boolean requests() {
+            return this != OPERATORS;
+        }
+
+        boolean operators() {
+            return this != REQUESTS;
+        }
+    }
 
     /** How long the ledger keeps a day (a year and a month, so a year-over-year comparison still finds it). */
     int LEDGER_RETENTION_DAYS = 400;

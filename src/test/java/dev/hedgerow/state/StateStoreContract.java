@@ -545,6 +545,11 @@ abstract class StateStoreContract {
         String pinned = await(store().appendAudit(org, Map.of("type", "admin", "action", "pin"), 10));
         assertEquals(List.of(pinned, all.get(0).id()),
                 await(store().readAudit(org, 2)).stream().map(AuditRecord::id).toList());
+        // read one stream alone: the newest request events do not hide the operators' (found by hunt21)
+        assertEquals(List.of(pinned, drained), await(store().readAudit(org, 2, StateStore.AuditStreams.OPERATORS))
+                .stream().map(AuditRecord::id).toList());
+        assertEquals(List.of("299", "298"), await(store().readAudit(org, 2, StateStore.AuditStreams.REQUESTS))
+                .stream().map(r -> r.fields().get("n")).toList());
     }
 
     /**
