@@ -100,8 +100,10 @@ public final class AuditLog {
         e.put("admin_key", by == null ? "" : by);
         e.put("previous_state", previousState == null ? "" : previousState);
         e.put("message", message == null ? "" : message);
-        log.log(System.Logger.Level.INFO, "admin org={0} action={1} route={2} by={3} was={4}", orgId, action, route, by,
-                previousState);
+        // the values are free text an admin of any org gave (a verification verdict's reason, a key's name): a line
+        // break or escape sequence in one forged a log line that looked like another org's (found by hunt21)
+        log.log(System.Logger.Level.INFO, "admin org={0} action={1} route={2} by={3} was={4}", orgId, action,
+                Text.logged(route), Text.logged(by), Text.logged(previousState));
         return append(orgId, e);
     }
 

@@ -110,6 +110,47 @@ class AdminAuditTest {
                 .body("events.id", not(hasItem(id)));
     }
 
+    /**
+     * Operators' actions are kept in a stream of their own so that requests cannot push them out, and type=admin
+     * reads that stream: it read the newest events of both and filtered them, so a few dozen refused requests (any
+     * client key can make them, free) hid every operator action from it (found by hunt21).
+     */
+    @Test
+    void refusedRequestsDoNotHideOperatorsActions() {
+        pin("duo-beta");
+        String id = newest().get("id");
+        for (int i = 0; i < 40; i++) {
+            given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"duo\",\"temperature\":7,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(400);
+        }
+        assertEquals(id, newest().get("id"), "the operator's action is still found");
+        admin("a-acme").get("/admin/audit?type=blocked&alias=duo&limit=5").then().statusCode(200)
+                .body("events.size()", org.hamcrest.Matchers.equalTo(5))
+                .body("events.type", org.hamcrest.Matchers.everyItem(org.hamcrest.Matchers.equalTo("blocked")));
+    }
+
+    /**
+     * A value an admin gives (a verification verdict's reason) is logged as one field: a line break and an escape
+     * sequence in it forged a log line that looked like another org's action (found by hunt21).
+     */
+    @Test
+    void anAdminsFreeTextCannotForgeALogLine() {
+        String forged = "fail:x\n2026-12-04 14:51:41,611 INFO [dev.hedgerow.audit] admin org=beta action=drain"
+                + " route=b-one by=bops was=serving\u001b[31m";
+        try (dev.hedgerow.testsupport.LogCapture logs = new dev.hedgerow.testsupport.LogCapture()) {
+            admin("a-acme").body(dev.hedgerow.api.Json.MAPPER.createObjectNode().put("route", "duo-alpha")
+                    .put("verification", forged).toString()).put("/admin/routes/verification").then().statusCode(200);
+            admin("a-acme").body("{\"route\":\"duo-alpha\",\"verification\":\"pass\"}")
+                    .put("/admin/routes/verification").then().statusCode(200);
+            List<String> lines = logs.lines().stream().filter(l -> l.contains("action=verification")).toList();
+            assertTrue(lines.size() >= 2, String.join("\n", logs.lines()));
+            for (String l : lines) {
+                assertTrue(!l.contains("\n") && !l.contains("\u001b"), "one line, no escape sequence: " + l);
+            }
+        }
+    }
+
     private static void pin(String route) {
         admin("a-acme").body("{\"route\":\"" + route + "\"}").post("/admin/members/pin").then().statusCode(200);
     }
