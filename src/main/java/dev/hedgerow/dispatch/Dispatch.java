@@ -522,7 +522,11 @@ final class Dispatch {
         for (Attempt a : List.copyOf(attempts)) {
             if (a.live) {
                 learnWaited(a);
-                health.failure(a, f);
+                if (a.hasContent || elapsedMs(a.startNanos) >= windows.firstTokenWindow(a.cand).toMillis()) {
+                    // one the deadline stopped before its own first-token window had passed had no fair chance: a
+                    // hedge started 50 ms before it cooled its healthy route down (found by hunt21)
+                    health.failure(a, f);
+                }
                 endAttempt(a, "failed", f.errorClass(), true);
             }
         }
