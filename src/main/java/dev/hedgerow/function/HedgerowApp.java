@@ -219,7 +219,17 @@ public class HedgerowApp {
      */
     private static void connectShared(ResilientStateStore store) {
         long start = System.nanoTime();
-        if (store.warmUp(REDIS_READ_IDLE).await().indefinitely().isEmpty()) {
+        String down = store.warmUp(REDIS_READ_IDLE).await().indefinitely();
+        // a server in the other mode answers (a cluster node its ping, a single server a cluster client's nothing) and
+        // then fails every call: the instance stayed ready on its own local state for good (found by hunt21); a
+        // setting's mistake stops it, as the settings' own checks do
+        String mismatch = !down.isEmpty() && !down.contains("cluster") ? ""   // not reached: nothing to ask
+                : store.modeMismatch().ifNoItem().after(REDIS_READ_IDLE).recoverWithItem("").await().indefinitely();
+        if (!mismatch.isEmpty()) {
+            throw new ConfigurationException("Hedgerow stops: " + mismatch,
+                    java.util.Set.of("redis.url", "hedgerow.redis.cluster"));
+        }
+        if (down.isEmpty()) {
             LOG.log(System.Logger.Level.INFO, "Redis answered in {0} ms",
                     Long.toString((System.nanoTime() - start) / 1_000_000));
         }

@@ -614,6 +614,36 @@ public final class RedisStateStore implements StateStore {
         return send(Request.cmd(Command.PTTL).arg(StateKeys.lock(name))).map(r -> Math.max(0, r.toLong()));
     }
 
+    /**
+     * Why this client cannot work with the server it reached, or "" when it can: a cluster client given a server with
+     * cluster support off, or a single-server client given a node of a Redis Cluster (which answers most keys with
+     * MOVED). Either way every instance would keep its own state, degraded, while ready (found by hunt21). "" when
+     * the server does not say ({@code INFO cluster} refused).
+     */
+    public Uni<String> modeMismatch() {
+        return send(Request.cmd(Command.INFO).arg("cluster")).map(r -> {
+            String info = r == null ? "" : r.toString();
+            boolean enabled = info.contains("cluster_enabled:1");
+            if (!info.contains("cluster_enabled:")) {
+                return "";
+            }
+            if (cluster && !enabled) {
+                return NOT_A_CLUSTER;
+            }
+            if (!cluster && enabled) {
+                return "REDIS_URL (redis.url) names a node of a Redis Cluster, but HEDGEROW_REDIS_CLUSTER "
+                        + "(hedgerow.redis.cluster) is not true: set it, as a single-server client gets MOVED for most keys";
+            }
+            return "";
+        }).onFailure().recoverWithItem(e -> cluster && String.valueOf(e.getMessage()).contains(
+                "cluster support disabled") ? NOT_A_CLUSTER : "");
+    }
+
+    /** {@link #modeMismatch}: a cluster client (whose first call, CLUSTER SLOTS, such a server refuses) on one server. */
+    private static final String NOT_A_CLUSTER = "the Redis server has cluster support disabled, but "
+            + "HEDGEROW_REDIS_CLUSTER=true (hedgerow.redis.cluster) asks for a Redis Cluster: unset it for a single Redis "
+            + "server";
+
     @Override
     public Uni<Boolean> ping() {
         return send(Request.cmd(Command.PING)).map(r -> r != null && "PONG".equalsIgnoreCase(r.toString()))

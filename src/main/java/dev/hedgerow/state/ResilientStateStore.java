@@ -1303,6 +1303,11 @@ public final class ResilientStateStore implements StateStore {
                 .call(why -> why.isEmpty() ? Uni.createFrom().voidItem() : openBreaker(why));
     }
 
+    /** Why the shared store cannot serve with its settings ({@link RedisStateStore#modeMismatch}), or "". */
+    public Uni<String> modeMismatch() {
+        return shared instanceof RedisStateStore r ? r.modeMismatch() : Uni.createFrom().item("");
+    }
+
     /** Whether the shared store's last ping found nothing listening (a Redis not started yet, not a refused login). */
     private boolean refused() {
         return shared instanceof RedisStateStore r && r.lastPingRefused();
