@@ -366,6 +366,23 @@ class InfraManifestsTest {
         assertEquals("0s", samEnv(samFunctionId("prober")).get("HEDGEROW_PROBER_INTERVAL").asText());
     }
 
+    /**
+     * On Knative too the PingSource runs the rounds, and the prober's pod scales to zero between pings: its timer
+     * probed every 15 s while a pod was up, and with Knative's default 60 s autoscaling window a pod woken every minute
+     * never scaled to zero (found by hunt21).
+     */
+    @Test
+    void knativeProberRunsRoundsOnThePingSourceAndScalesToZeroBetweenThem() {
+        JsonNode template = knativeService("prober").path("spec").path("template");
+        assertEquals("0s", containerEnv(template.path("spec").path("containers").get(0))
+                .get("HEDGEROW_PROBER_INTERVAL"));
+        JsonNode annotations = template.path("metadata").path("annotations");
+        assertEquals("0", annotations.path("autoscaling.knative.dev/min-scale").asText());
+        String window = annotations.path("autoscaling.knative.dev/window").asText();
+        assertTrue(!window.isEmpty() && java.time.Duration.parse("PT" + window.toUpperCase()).getSeconds() < 30,
+                "an autoscaling window well under the PingSource's minute: " + window);
+    }
+
     @Test
     void samStateIsElastiCacheInTheFunctionsVpcAsACluster() {
         JsonNode t = sam();
