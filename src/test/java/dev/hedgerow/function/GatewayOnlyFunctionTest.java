@@ -38,8 +38,8 @@ class GatewayOnlyFunctionTest {
     @Test
     void theConsolesEdgesAre404EnvelopesWithoutAKey() {
         for (String path : new String[]{"/admin/groups", "/admin/openapi", "/admin/openapi?format=json",
-                "/console/", "/console/console.js"}) {
-            Response r = given().get(path);
+                "/console/", "/console/console.js", "/console%2Findex.html", "/console%2f", "/%63onsole%2Fconsole.js"}) {
+            Response r = given().urlEncodingEnabled(false).get(path);
             assertEquals(404, r.statusCode(), path + ": " + r.asString());
             assertEquals("The console function is not enabled here.", r.jsonPath().getString("error.message"),
                     path + ": " + r.asString());

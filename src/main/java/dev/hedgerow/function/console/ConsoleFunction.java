@@ -70,7 +70,21 @@ public class ConsoleFunction {
                 ctx.next();
             }
         });
-        if (app.functions().has("console")) {
+        boolean console = app.functions().has("console");
+        // the static handler decodes %2F, which the routes below do not match: /console%2Findex.html was the dashboard
+        // without its headers, and served where the console is off (found by hunt21); only /console/ serves it
+        router.route().order(-101).handler(ctx -> {
+            String raw = ctx.request().path();
+            if (raw != null && raw.indexOf('%') >= 0 && !raw.startsWith("/console/")
+                    && percentDecoded(raw).startsWith("/console/")) {
+                JsonReplies.error(ctx.response(), ApiError.notFound(console
+                        ? "No such endpoint: the console is served at /console/."
+                        : "The console function is not enabled here."));
+                return;
+            }
+            ctx.next();
+        });
+        if (console) {
             // set as the head goes out, over what the static handler put there
             router.route("/console/*").order(-98).handler(ctx -> {
                 ctx.addHeadersEndHandler(v -> DASHBOARD_HEADERS.forEach(ctx.response().headers()::set));
@@ -83,5 +97,21 @@ public class ConsoleFunction {
                         ApiError.notFound("The console function is not enabled here.")));
             }
         }
+    }
+
+    /** {@code path} with every {@code %XX} escape decoded as one character (an invalid one left as it is). */
+    static String percentDecoded(String path) {
+        StringBuilder out = new StringBuilder(path.length());
+        for (int i = 0; i < path.length(); i++) {
+            char c = path.charAt(i);
+            if (c == '%' && i + 2 < path.length() && Character.digit(path.charAt(i + 1), 16) >= 0
+                    && Character.digit(path.charAt(i + 2), 16) >= 0) {
+                out.append((char) Integer.parseInt(path.substring(i + 1, i + 3), 16));
+                i += 2;
+            } else {
+                out.append(c);
+            }
+        }
+        return out.toString();
     }
 }

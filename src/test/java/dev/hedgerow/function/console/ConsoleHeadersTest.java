@@ -34,6 +34,16 @@ class ConsoleHeadersTest {
         }
     }
 
+    /** An encoded slash is not the dashboard: it was served from /console%2F without its headers (found by hunt21). */
+    @Test
+    void theDashboardIsServedAtItsOwnPathOnly() {
+        for (String path : new String[]{"/console%2Findex.html", "/console%2F", "/console%2fconsole.js"}) {
+            Response r = given().urlEncodingEnabled(false).get(path);
+            assertEquals(404, r.statusCode(), path + ": " + r.asString());
+            assertEquals("not_found", r.jsonPath().getString("error.code"), path);
+        }
+    }
+
     @Test
     void anUnchangedFileIsA304SoRevalidationCostsNoBody() {
         Response first = given().get("/console/console.js");
