@@ -152,6 +152,14 @@ await run(browser, 'console', 'failure.png', async () => {
   const unlabelled = await page.evaluate(() => [...document.querySelectorAll('input, select')]
     .filter(e => !e.labels || e.labels.length === 0).map(e => e.id || e.name));
   check(unlabelled.length === 0, 'every input and select has a label (' + unlabelled.join(',') + ')');
+  const repeated = await page.evaluate(() => {
+    const seen = new Set();
+    return [...document.querySelectorAll('[id]')].map(e => e.id).filter(id => seen.has(id) || !seen.add(id));
+  });
+  check(repeated.length === 0, 'no element id is used twice (' + repeated.join(',') + ')');
+  // names that cleaned to one id (r.1 and r_1, gpt-4.1 and gpt-4_1) showed one member's hint beside the other's field
+  const ids = await page.evaluate(() => ['r.1', 'r_1', 'gpt-4.1', 'gpt-4_1', 'a-b', 'a_2d_b'].map(idPart));
+  check(new Set(ids).size === ids.length, 'every name has an id part of its own: ' + ids.join(' '));
   await page.screenshot({ path: join(shots, '01-signed-in.png'), fullPage: true });
 
   // change a weight (and the strategy) in the editor; routing follows
@@ -249,7 +257,7 @@ await run(browser, 'console', 'failure.png', async () => {
   const alphaWeight = page.getByLabel('Weight of panel-alpha');
   check(await alphaWeight.inputValue() === '0' && (await alphaWeight.getAttribute('class') || '').includes('unsaved'),
     'the refused weight is kept for correction, marked unsaved');
-  const alphaEffect = panel.locator('#m-panel-panel-alpha-weight-effect');
+  const alphaEffect = panel.locator('#m-panel-panel_2d_alpha-weight-effect');
   check(await alphaEffect.isVisible() && await alphaEffect.textContent() === 'in effect: 100',
     'the weight in effect is shown beside it: ' + await alphaEffect.textContent());
   check((await panel.locator('.group-note').textContent()).includes('not in effect'),
@@ -322,7 +330,7 @@ await run(browser, 'console', 'failure.png', async () => {
   await page.locator('#status').filter({ hasText: 'Not saved' }).filter({ hasText: 'breaker.fail_timeout: bad timeout' })
     .waitFor({ timeout: 5000 });
   const failTimeout = setting('breaker.fail_timeout');
-  const failEffect = panel.locator('#s-panel-breaker_fail_timeout-effect');
+  const failEffect = panel.locator('#s-panel-breaker_2e_fail_5f_timeout-effect');
   check(await failTimeout.getAttribute('aria-invalid') === 'true'
     && (await failTimeout.getAttribute('class') || '').includes('unsaved')
     && await failEffect.textContent() === 'in effect: 4s' && await panel.locator('[aria-invalid]').count() === 1

@@ -377,10 +377,20 @@ function updateMarks(ed) {
     : dirty ? ' unsaved-note' : '');
 }
 
+/**
+ * A name as part of an element id, one to one: every character but a letter or digit is written as _hex_, so r.1 and
+ * r_1 (and gpt-4.1 and gpt-4_1) get ids of their own, and parts joined with '-' cannot run into each other. Cleaning
+ * them to '_' gave two members one id: a hint showed beside the other's field and a label focused the other's input
+ * (found by hunt21).
+ */
+function idPart(name) {
+  return String(name).replace(/[^A-Za-z0-9]/g, c => '_' + c.charCodeAt(0).toString(16) + '_');
+}
+
 function render(ed) {
   const g = ed.base;
   const alias = g.alias;
-  const sid = 'strategy-' + alias.replace(/[^A-Za-z0-9_-]/g, '_');
+  const sid = 'strategy-' + idPart(alias);
   const select = el('select', { id: sid, 'data-alias': alias, 'data-field': 'strategy',
     'aria-describedby': sid + '-effect' });
   for (const s of STRATEGIES) select.append(el('option', { value: s, selected: s === g.strategy, text: s }));
@@ -428,7 +438,7 @@ function render(ed) {
  */
 function addMemberBlock(ed) {
   const alias = ed.base.alias;
-  const id = 'add-' + alias.replace(/[^A-Za-z0-9_-]/g, '_');
+  const id = 'add-' + idPart(alias);
   const select = el('select', { id, class: 'add-member', 'data-alias': alias });
   ed.addSelect = select;
   const add = el('button', { type: 'button', class: 'add-member', 'aria-label': 'Add the chosen route to ' + alias,
@@ -490,7 +500,7 @@ function settingsBlock(ed) {
   walk(ed.base.settings, '');
   const grid = el('div', { class: 'settings-grid' });
   for (const name of fields) {
-    const id = 's-' + (alias + '-' + name).replace(/[^A-Za-z0-9_-]/g, '_');
+    const id = 's-' + idPart(alias) + '-' + idPart(name);
     const value = shown(settingOf(ed.base.settings, name));
     let field;
     if (SETTING_CHOICES[name]) {
@@ -522,7 +532,7 @@ function settingValue(field) {
 
 function memberRow(ed, m) {
   const alias = ed.base.alias;
-  const base = 'm-' + (alias + '-' + m.route).replace(/[^A-Za-z0-9_-]/g, '_');
+  const base = 'm-' + idPart(alias) + '-' + idPart(m.route);
   // required: an emptied field would otherwise go out as Number('') = 0
   const weight = el('input', { type: 'number', min: '0', id: base + '-weight', value: String(m.weight),
     'data-route': m.route, 'data-field': 'weight', 'aria-describedby': base + '-weight-effect', required: true });
