@@ -113,6 +113,8 @@ final class Dispatch {
     private Attempt served;
     /** Where in the transcript each attempt whose content the client received began: what each route is charged. */
     private final List<Billing.Part> servedParts = new ArrayList<>(1);
+    /** An attempt is being sent again without stream_options ({@link #sendWithoutStreamOptions}). */
+    private boolean resending;
     private boolean finished;
     private Attempt contextError;
     /**
@@ -410,7 +412,7 @@ final class Dispatch {
             a.choices = new Choices(req.request().choices());
         }
         attempts.add(a);
-        if (kind == Kind.HEDGE) {
+        if (kind == Kind.HEDGE && !resending) {
             deps.observer().hedge(req, true);
         }
         UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript,
@@ -1384,7 +1386,12 @@ final class Dispatch {
         if (a.kind != Kind.RESUME) {
             preCommitAttempts--;   // launch counts it again
         }
-        launch(a.cand, a.kind, a.method);
+        resending = true;   // the same attempt again: a hedge is not counted as fired twice (found by hunt20)
+        try {
+            launch(a.cand, a.kind, a.method);
+        } finally {
+            resending = false;
+        }
     }
 
     /**

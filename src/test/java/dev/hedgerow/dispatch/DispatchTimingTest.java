@@ -887,4 +887,25 @@ class DispatchTimingTest {
         assertTrue(a.cancelled, "the primary lost the race");
         assertTrue(sink.text().contains("Hi"), sink.text());
     }
+
+    /**
+     * A hedge whose route refuses the gateway's stream_options is sent again without them: one hedge, counted once in
+     * hedgerow_hedges_total{result="fired"} (it was counted at each send; found by hunt20).
+     */
+    @Test
+    void aHedgeSentAgainWithoutStreamOptionsIsCountedOnce() {
+        start(false, candidate("chat-a", 300, Map.of()), candidate("chat-b", 300, Map.of()));
+        upstream.last().head();
+        advance(400);
+        Call hedge = upstream.last();
+        assertEquals(2, upstream.calls.size());
+        hedge.handler.onHead(400, Map.of("content-type", "application/json"));
+        hedge.data("{\"error\":{\"message\":\"Unrecognized request argument supplied: stream_options\","
+                + "\"param\":\"stream_options\"}}");
+        hedge.handler.onEnd();
+        assertEquals(3, upstream.calls.size(), "sent again without the field");
+        assertFalse(upstream.last().body().contains("stream_options"), upstream.last().body());
+        upstream.last().head().content("Hi").finish();
+        assertEquals(1, metric("hedgerow_hedges", "result", "fired"));
+    }
 }
