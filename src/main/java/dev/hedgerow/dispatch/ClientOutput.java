@@ -170,6 +170,7 @@ final class ClientOutput {
         ObjectNode delta = choice.has("delta") && choice.get("delta").isObject() ? (ObjectNode) choice.get("delta")
                 : choice.putObject("delta");
         boolean hasTools = tools != ToolDeltas.NONE;
+        int heldBefore = a.heldTools.size();
         if (tools == ToolDeltas.HOLD) {
             holdTools(a, node, delta);
         } else if (tools == ToolDeltas.SEND) {
@@ -229,8 +230,11 @@ final class ClientOutput {
         }
         boolean text = !outContent.isEmpty() || !outReasoning.isEmpty();
         if (text || finish != null) {
-            // text after a call (rare) or the end: the held calls go out first, in the order they came
-            releaseTools(a);
+            // text after a call (rare) or the end: the calls held before this chunk go out first, in the order they
+            // came; one this chunk held goes after its text, which the model wrote before it (an inexact resume's
+            // trimmer releases held text with the chunk that ends its deciding: the call went out ahead of "check.";
+            // found by hunt20), with the next text or the stream's end
+            releaseTools(a, heldBefore);
         }
         transcript.content.append(outContent);
         transcript.reasoning.append(outReasoning);
@@ -445,11 +449,17 @@ final class ClientOutput {
 
     /** Sends the tool calls the attempt holds: from now on the client has (part of) a call. */
     private void releaseTools(Attempt a) {
-        for (ObjectNode held : a.heldTools) {
+        releaseTools(a, a.heldTools.size());
+    }
+
+    /** Sends the first {@code n} tool calls the attempt holds, in the order they came. */
+    private void releaseTools(Attempt a, int n) {
+        List<ObjectNode> first = a.heldTools.subList(0, Math.min(n, a.heldTools.size()));
+        for (ObjectNode held : first) {
             transcript.toolCallsSent(held.path("choices").path(0).path("delta").get("tool_calls"));
             writeChunk(a, held);
         }
-        a.heldTools.clear();
+        first.clear();
     }
 
     /**

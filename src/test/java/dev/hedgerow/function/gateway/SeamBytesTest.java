@@ -82,9 +82,12 @@ class SeamBytesTest {
                       - { alias: pref, provider: z, model: m, priority: 2, capabilities: [prefill, tools] }
                       - { alias: instr, provider: x, model: m, priority: 1, capabilities: [prefill] }
                       - { alias: instr, provider: y, model: m, priority: 2 }
+                      - { alias: itool, provider: x, model: m, priority: 1, capabilities: [prefill, tools] }
+                      - { alias: itool, provider: y, model: m, priority: 2, capabilities: [tools] }
                     groups:
                       pref: { strategy: priority }
                       instr: { strategy: priority }
+                      itool: { strategy: priority }
                 """.replace("BASE", base);
         gw = GatewayHarness.start(yaml, Map.of());
         RestAssured.baseURI = gw.baseUrl();
@@ -95,7 +98,7 @@ class SeamBytesTest {
         scripts.clear();
         bodies.clear();
         wholes.clear();
-        for (String r : List.of("pref-x", "pref-z", "instr-x", "instr-y")) {
+        for (String r : List.of("pref-x", "pref-z", "instr-x", "instr-y", "itool-x", "itool-y")) {
             gw.core().store().resetHealth("acme/" + r).await().atMost(java.time.Duration.ofSeconds(5));
         }
     }
@@ -588,6 +591,36 @@ class SeamBytesTest {
         assertEquals(200, r.statusCode(), r.asString());
         assertEquals("call_9", r.path("choices[0].message.tool_calls[0].id"), r.asString());
         assertEquals(1, bodies.get("z").size());
+    }
+
+    /**
+     * An instruction resume whose model writes text and then a call: the text the trimmer held goes out with the chunk
+     * that ends its deciding, and the call after it, as the model wrote them; the call went out first (found by
+     * hunt20).
+     */
+    @Test
+    void aCallAfterTextOnAnInstructionResumeComesAfterTheText() {
+        script("x", Script.raw(3, role(), text("content", "The answer is 42."), text("content", " Let me also "),
+                text("content", "never sent")));
+        script("y", Script.raw(-1, role(), text("content", "also "), text("content", "check."),
+                call("call_9", "get_weather", "{}"), finish("tool_calls")));
+        String out = stream("itool", WEATHER_TOOL);
+        assertResumed(out);
+        assertEquals("The answer is 42. Let me also check.", Sse.content(out));
+        int checkAt = -1;
+        int callAt = -1;
+        List<JsonNode> events = Sse.events(out);
+        for (int i = 0; i < events.size(); i++) {
+            JsonNode delta = events.get(i).path("choices").path(0).path("delta");
+            if (delta.path("content").asText("").contains("check.")) {
+                checkAt = i;
+            }
+            if (delta.has("tool_calls") && callAt < 0) {
+                callAt = i;
+            }
+        }
+        assertTrue(checkAt >= 0 && callAt > checkAt, "text at " + checkAt + ", call at " + callAt + ": " + out);
+        assertEquals("tool_calls", Sse.finishReason(out));
     }
 
     /** A break in the middle of a tool call's arguments, resumed by prefill: the call reaches the client once, whole. */
