@@ -1152,6 +1152,9 @@ final class Dispatch {
         winner = null;
         stallTimer.cancel();
         String cause = resumeCause == null ? cls : resumeCause;
+        if (req.request().maxTokens() != null) {
+            transcript.counted(deps.tokens());   // once a break: what the deltas did not count (several tokens a chunk)
+        }
         if (served != null && answerLeft() <= 0 && !transcript.toolCallStarted && !transcript.otherStarted) {
             endAtLength();   // whole at its length, resumable or not (review19)
             return;
@@ -1642,8 +1645,7 @@ final class Dispatch {
      */
     private int answerLeft() {
         Integer max = req.request().maxTokens();
-        return max == null || req.request().choices() > 1 ? Integer.MAX_VALUE
-                : max - (transcript.deltas - transcript.reasoningDeltas);
+        return max == null || req.request().choices() > 1 ? Integer.MAX_VALUE : max - transcript.answerTokens();
     }
 
     /**

@@ -29,6 +29,36 @@ final class Transcript {
     int deltas;
     /** Of {@link #deltas}, those of reasoning alone: a resume's {@code max_tokens} counts the answer's only. */
     int reasoningDeltas;
+    /**
+     * How many more tokens than deltas the answer's text held when a stream last broke, by the gateway's tokenizer
+     * ({@link #counted}): a provider that streams several tokens a chunk (Anthropic's and Gemini's OpenAI endpoints,
+     * vLLM's speculative decoding or stream interval) delivers more tokens than deltas, and a resume asked for the
+     * rest by deltas ran past max_tokens (found by hunt19 and hunt20).
+     */
+    int deltaUndercount;
+
+    /** The answer's tokens delivered, reasoning not counted: its deltas, and the undercount the last break found. */
+    int answerTokens() {
+        return deltas - reasoningDeltas + deltaUndercount;
+    }
+
+    /**
+     * At a break: counts the answer's text with {@code tokens} and keeps how far its deltas fall short of that, when
+     * the text holds at least {@value #SEVERAL} tokens a delta. The gateway's tokenizer is not the provider's, and
+     * counts some text a little differently (Chinese text about 8 % more): a count near the deltas is the mismatch,
+     * and believing it ended a resumed answer short of max_tokens (hunt18); several tokens a chunk count twice the
+     * deltas or more. A count under the deltas is never believed (one delta is at least one token).
+     */
+    void counted(java.util.function.ToIntFunction<String> tokens) {
+        int answerDeltas = deltas - reasoningDeltas;
+        int counted = tokens.applyAsInt(content.toString());
+        if (counted >= SEVERAL * answerDeltas) {
+            deltaUndercount = Math.max(deltaUndercount, counted - answerDeltas);
+        }
+    }
+
+    /** Tokens a delta from which a stream is taken to send several tokens a chunk ({@link #counted}). */
+    static final double SEVERAL = 1.5;
     /** The field the client got reasoning in first ({@code reasoning_content} or {@code reasoning}), or null. */
     String reasoningField;
 

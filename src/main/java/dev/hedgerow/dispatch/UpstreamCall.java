@@ -83,9 +83,10 @@ final class UpstreamCall {
             }
             Integer max = req.request().maxTokens();
             if (max != null) {
-                // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token; the
-                // answer's only, as the output guard counts them (ClientOutput.MAX_OUTPUT_CHARS says why)
-                int left = Math.max(1, max - (transcript.deltas - transcript.reasoningDeltas));
+                // a continuation's max_tokens counts only new tokens (vLLM, OpenAI): one delta is one token, or more
+                // where the gateway's tokenizer counts more in the text (Transcript.answerTokens); the answer's only,
+                // as the output guard counts them (ClientOutput.MAX_OUTPUT_CHARS says why)
+                int left = Math.max(1, max - transcript.answerTokens());
                 if (!a.method.exact() && !a.trimReasoning) {
                     // the model is asked to go on and may first re-emit the end of what it was shown, which the
                     // trimmer drops but its provider counts: room for that overlap, and the gateway ends the answer
