@@ -13,7 +13,6 @@ import io.vertx.core.http.HttpServerResponse;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -32,8 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * the simulator does not: it honours {@code stop} on its own generated text (never the prompt or the prefill), may
  * hold back the last {@code len(stop)-1} characters while streaming (vLLM's stop buffer), counts every token against
  * {@code max_tokens}, and may put several tokens in one chunk. x and z resume by prefill (vllm), y by instruction.
- * Found by hunt19; the test marked {@code @Disabled} reproduces what is not fixed yet (it says what), and fails when
- * enabled.
+ * Found by hunt19 and hunt20; each test failed before its fix.
  */
 class SeamBytesTest {
     static final ObjectMapper M = new ObjectMapper();
