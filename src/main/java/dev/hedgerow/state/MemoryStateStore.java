@@ -543,9 +543,20 @@ public final class MemoryStateStore implements StateStore {
 
     @Override
     public Uni<Void> refundHedge(String orgId, Duration window) {
-        HedgeSlot at = hedgeSlot(orgId, window);
-        while (!at.add(at.cell(), 0, -1)) {
-            // another call changed the cell meanwhile: take from its value
+        HedgeSlot now = hedgeSlot(orgId, window);
+        // from the bucket the hedge was spent in: the current one, or the one before when the refund crossed into a
+        // new bucket (taken from the new one, the spend's bucket left the window first and the refund's -1 stayed in
+        // it, one hedge more allowed; found by hunt21); nothing when neither holds a hedge
+        for (HedgeSlot at : List.of(now, now.previous())) {
+            while (true) {
+                HedgeCell cell = at.cell();
+                if (cell == null || cell.bucket != at.bucket || cell.hedges <= 0) {
+                    break;
+                }
+                if (at.add(cell, 0, -1)) {
+                    return done();
+                }
+            }
         }
         return done();
     }
@@ -564,6 +575,11 @@ public final class MemoryStateStore implements StateStore {
     private record HedgeSlot(AtomicReferenceArray<HedgeCell> ring, long bucket, int slot) {
         HedgeCell cell() {
             return ring.get(slot);
+        }
+
+        /** The bucket before this one. */
+        HedgeSlot previous() {
+            return new HedgeSlot(ring, bucket - 1, (int) Math.floorMod(bucket - 1, (long) ring.length()));
         }
 
         /**

@@ -323,6 +323,24 @@ final class RedisScripts {
             """);
 
     /**
+     * Gives back a hedge spent and not started: from the current bucket when it holds a hedge, else from the one
+     * before (the refund crossed a bucket's end; taken from the new one, the spend's bucket left the window first and
+     * the -1 stayed, one hedge more allowed: found by hunt21), else nowhere.
+     * KEYS: hedge prefix. ARGV: bucketMs.
+     */
+    static final LuaScript HEDGE_REFUND = LuaScript.of("refundHedge", NOW + """
+            local b = math.floor(now / tonumber(ARGV[1]))
+            for i = b, b - 1, -1 do
+              local k = KEYS[1] .. ':' .. string.format('%d', i)
+              if tonumber(redis.call('HGET', k, 'h') or '0') > 0 then
+                redis.call('HINCRBY', k, 'h', -1)
+                return 1
+              end
+            end
+            return 0
+            """);
+
+    /**
      * Checks, and optionally spends, the hedge budget in one step (retry budget in the manner of Finagle):
      * allowed while hedges in window &lt; max(min, ratio x requests in window).
      * KEYS: hedge prefix. ARGV: spend (0/1), ratio, min, bucketMs, bucketCount, ttlMs. Returns 1 when allowed.

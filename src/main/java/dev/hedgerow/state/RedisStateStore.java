@@ -393,7 +393,10 @@ public final class RedisStateStore implements StateStore {
 
     @Override
     public Uni<Void> refundHedge(String orgId, Duration window) {
-        return addToHedgeBucket(orgId, window, -1, "h");
+        long windowMs = Math.max(1, window.toMillis());
+        long width = StateTuning.hedgeBucketMillis(windowMs);
+        return eval(RedisScripts.HEDGE_REFUND, List.of(StateKeys.hedgePrefix(orgId, windowMs)), Long.toString(width))
+                .replaceWithVoid();
     }
 
     @Override

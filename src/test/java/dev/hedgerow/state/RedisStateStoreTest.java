@@ -235,4 +235,29 @@ class RedisStateStoreTest extends StateStoreContract {
         }
         assertTrue(up, "store reconnects after the restart");
     }
+
+    /**
+     * The refund script takes from the bucket before the current one when the current holds no hedge (the spend's,
+     * a refund crossing a bucket's end), never leaving a negative count behind (found by hunt21).
+     */
+    @Test
+    void aRefundTakesFromThePreviousBucketWhenTheCurrentHoldsNoHedge() throws Exception {
+        String org = id("org");
+        long windowMs = 60_000;
+        long width = StateTuning.hedgeBucketMillis(windowMs);
+        String[] time = Resp.command(server.port(), "TIME").split("\n");
+        long now = Long.parseLong(time[0].trim()) * 1000 + Long.parseLong(time[1].trim()) / 1000;
+        long bucket = now / width;
+        if (now + 500 >= (bucket + 1) * width) {   // too near the bucket's end to be sure of it: wait it out
+            Thread.sleep((bucket + 1) * width - now + 10);
+            bucket++;
+        }
+        String prefix = StateKeys.hedgePrefix(org, windowMs);
+        Resp.command(server.port(), "HSET", prefix + ":" + (bucket - 1), "h", "1");
+        await(store.refundHedge(org, Duration.ofMillis(windowMs)));
+        assertEquals("0", Resp.command(server.port(), "HGET", prefix + ":" + (bucket - 1), "h"));
+        assertEquals(null, Resp.command(server.port(), "HGET", prefix + ":" + bucket, "h"), "no -1 left behind");
+        await(store.refundHedge(org, Duration.ofMillis(windowMs)));
+        assertEquals("0", Resp.command(server.port(), "HGET", prefix + ":" + (bucket - 1), "h"), "no hedge: nothing");
+    }
 }
