@@ -242,11 +242,23 @@ public final class GatewayRoutes {
                 .flatMap(key -> h.catalog().current().callerForKeyHash(Keys.sha256Hex(key)));
     }
 
+    /**
+     * The 401 for a key that is no client key: one that is an admin key says so (it was "Incorrect API key", which sent
+     * its holder looking for a typo; the admin API answers a client key the other way round; found by hunt20).
+     */
+    private static ApiError unauthorized(Hedgerow h, HttpServerRequest req) {
+        boolean admin = Keys.bearer(req.getHeader("authorization"))
+                .flatMap(key -> h.catalog().current().orgForAdminKeyHash(Keys.sha256Hex(key))).isPresent();
+        return admin ? new ApiError(401, "invalid_request_error", "invalid_api_key", "This is an admin key, for the "
+                + "console and the admin API; the gateway needs a client key of your organization.", null, null)
+                : ApiError.unauthorized();
+    }
+
     /** The caller's org, or empty once the request was answered 401. */
     private Optional<Org> callerOrg(RoutingContext ctx) {
         Optional<Org> org = authenticate(core.get(), ctx.request()).map(Catalog.Caller::org);
         if (org.isEmpty()) {
-            JsonReplies.error(ctx.response(), ApiError.unauthorized());
+            JsonReplies.error(ctx.response(), unauthorized(core.get(), ctx.request()));
         } else {
             Tally.of(ctx).org = org.get();
         }
@@ -324,7 +336,7 @@ public final class GatewayRoutes {
         Tally tally = Tally.of(ctx);
         Optional<Catalog.Caller> caller = authenticate(h, httpReq);
         if (caller.isEmpty()) {
-            JsonReplies.error(resp, ApiError.unauthorized());
+            JsonReplies.error(resp, unauthorized(h, httpReq));
             return;
         }
         Org org = caller.get().org();

@@ -149,6 +149,19 @@ class AdminApiTest {
                 .body("error.code", equalTo("admin_key_required"));
     }
 
+    /** And the other way round: the gateway's 401 for an admin key says what it is (found by hunt20). */
+    @Test
+    void anAdminKeyIsNotAClientKey() {
+        given().auth().oauth2("a-acme").contentType("application/json")
+                .body("{\"model\":\"duo\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                .post("/v1/chat/completions").then().statusCode(401).body("error.code", equalTo("invalid_api_key"))
+                .body("error.message", org.hamcrest.Matchers.startsWith("This is an admin key"));
+        given().auth().oauth2("a-acme").get("/v1/models").then().statusCode(401)
+                .body("error.message", org.hamcrest.Matchers.startsWith("This is an admin key"));
+        given().auth().oauth2("nope").get("/v1/models").then().statusCode(401)
+                .body("error.message", org.hamcrest.Matchers.startsWith("Incorrect API key provided"));
+    }
+
     @Test
     void theKeyIsCheckedBeforeThePathMethodContentTypeOrBody() {
         for (String key : new String[]{null, "k-acme"}) {
