@@ -257,16 +257,12 @@ class GracefulShutdownTest {
      * {@code env} on top of an environment cleared of Hedgerow's and Quarkus' settings; its output goes to a log file.
      */
     private static Launched launch(String name, String catalogYaml, Map<String, String> env) throws IOException {
-        Path jar = PackagedApp.jar();
         Path dir = Files.createTempDirectory(name);
         Path catalog = dir.resolve("hedgerow.yaml");
         Files.writeString(catalog, catalogYaml);
         int port = freePort();
         Path log = dir.resolve("app.log");
-        ProcessBuilder pb = new ProcessBuilder(PackagedApp.javaBin(), "-Xmx256m", "-jar", jar.toString())
-                .redirectErrorStream(true).redirectOutput(log.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("HEDGEROW_") || k.startsWith("QUARKUS_")
-                || k.equals("REDIS_URL"));
+        ProcessBuilder pb = PackagedApp.process(log);
         pb.environment().put("QUARKUS_HTTP_PORT", Integer.toString(port));
         pb.environment().put("HEDGEROW_CONFIG", catalog.toString());
         pb.environment().put("REDIS_URL", redis.url());

@@ -95,10 +95,7 @@ class RedisModeMismatchTest {
                       - { alias: chat, provider: alpha, model: alpha-model }
                 """);
         Path log = dir.resolve("app.log");
-        ProcessBuilder pb = new ProcessBuilder(PackagedApp.javaBin(), "-Xmx256m", "-jar", PackagedApp.jar().toString())
-                .redirectErrorStream(true).redirectOutput(log.toFile());
-        pb.environment().keySet().removeIf(k -> k.startsWith("HEDGEROW_") || k.startsWith("QUARKUS_")
-                || k.equals("REDIS_URL"));
+        ProcessBuilder pb = PackagedApp.process(log);
         pb.environment().put("QUARKUS_HTTP_PORT", Integer.toString(GracefulShutdownTest.freePort()));
         pb.environment().put("HEDGEROW_CONFIG", catalog.toString());
         pb.environment().put("REDIS_URL", redisUrl);

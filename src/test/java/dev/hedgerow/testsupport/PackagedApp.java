@@ -40,6 +40,18 @@ public final class PackagedApp {
         return jar;
     }
 
+    /**
+     * A process of the packaged app ({@code -Xmx256m}), its output (both streams) to {@code log}, its environment
+     * cleared of Hedgerow's and Quarkus' settings and {@code REDIS_URL}: the caller sets what the test needs.
+     */
+    public static ProcessBuilder process(Path log) {
+        ProcessBuilder pb = new ProcessBuilder(javaBin(), "-Xmx256m", "-jar", jar().toString())
+                .redirectErrorStream(true).redirectOutput(log.toFile());
+        pb.environment().keySet().removeIf(k -> k.startsWith("HEDGEROW_") || k.startsWith("QUARKUS_")
+                || k.equals("REDIS_URL"));
+        return pb;
+    }
+
     /** The java executable of the running JVM. */
     public static String javaBin() {
         return Path.of(System.getProperty("java.home"), "bin", "java").toString();
