@@ -19,9 +19,10 @@ import java.time.ZoneOffset;
 import java.util.List;
 
 /**
- * The accounting side of a finished request: bills usage once into the org's ledger, each route's part of it into
- * that route's usage window (on the UTC day it finished, under its alias and client key name), keeps the attempt trail in the audit stream when anything but a clean single attempt happened, and
- * writes the request log line (499 for client cancels); a request refused in dispatch is one blocked event.
+ * The accounting side of a finished request: bills usage once into the org's ledger (on the UTC day it finished,
+ * under its alias and client key name) and each route's part of it into that route's usage window, keeps the attempt
+ * trail in the audit stream when anything but a clean single attempt happened, and writes the request log line (499
+ * for client cancels); a request refused in dispatch is one blocked event.
  * Thread-safe.
  */
 public final class RequestRecorder implements DispatchObserver {
