@@ -962,7 +962,9 @@ public final class AdminService {
 
     private static String requireAlias(Org org, String alias) {
         if (alias == null || org.routesOf(alias).isEmpty()) {
-            throw new RequestException(ApiError.notFound("No alias group '" + alias + "' in this organization."));
+            // param names it, as the route lookups name theirs (found by hunt20: GET /admin/health?alias=nope)
+            throw new RequestException(new ApiError(404, "invalid_request_error", "not_found", "No alias group '"
+                    + alias + "' in this organization.", "alias", null));
         }
         return alias;
     }

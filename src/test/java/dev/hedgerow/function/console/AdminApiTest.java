@@ -149,6 +149,15 @@ class AdminApiTest {
                 .body("error.code", equalTo("admin_key_required"));
     }
 
+    /** An alias the org has not, in a query or a path, is a 404 naming the alias as its param (found by hunt20). */
+    @Test
+    void anUnknownAliasIsA404NamingIt() {
+        for (String path : new String[]{"/admin/health?alias=nope", "/admin/groups/nope"}) {
+            given().auth().oauth2("a-acme").get(path).then().statusCode(404).body("error.code", equalTo("not_found"))
+                    .body("error.param", equalTo("alias"));
+        }
+    }
+
     /** And the other way round: the gateway's 401 for an admin key says what it is (found by hunt20). */
     @Test
     void anAdminKeyIsNotAClientKey() {
