@@ -49,7 +49,7 @@ public final class EmbeddingsRequest implements ApiRequest {
             }
             JsonNode dims = present("dimensions");
             if (dims != null && !(dims.isIntegralNumber() && dims.canConvertToInt() && dims.asInt() >= 1)) {
-                throw new RequestException(ApiError.invalidRequest("'dimensions' must be an integer of at least 1.",
+                throw new RequestException(ApiError.invalidRequest("'dimensions' must be an integer from 1 to 2147483647.",
                         "dimensions"));
             }
             JsonNode user = present("user");
@@ -137,8 +137,8 @@ public final class EmbeddingsRequest implements ApiRequest {
 
     private static void requireTokenId(JsonNode n, String p) {
         if (!n.isIntegralNumber() || !n.canConvertToInt() || n.asInt() < 0) {
-            throw new RequestException(ApiError.invalidRequest("'" + p + "' must be a token id (an integer of at "
-                    + "least 0).", p));
+            throw new RequestException(ApiError.invalidRequest("'" + p + "' must be a token id (an integer from 0 to "
+                    + "2147483647).", p));
         }
     }
 

@@ -496,6 +496,8 @@ class EmbeddingsTest {
                 {"{\"model\":\"emb\",\"input\":\"x\",\"dimensions\":0}", "dimensions"},
                 {"{\"model\":\"emb\",\"input\":\"x\",\"dimensions\":1.5}", "dimensions"},
                 {"{\"model\":\"emb\",\"input\":\"x\",\"dimensions\":\"8\"}", "dimensions"},
+                {"{\"model\":\"emb\",\"input\":\"x\",\"dimensions\":2147483648}", "dimensions"},
+                {"{\"model\":\"emb\",\"input\":[1,1099511627776]}", "input[1]"},
                 {"{\"model\":\"emb\",\"input\":\"x\",\"user\":5}", "user"},
                 {"{\"model\":\"emb\",\"input\":\"x\",\"provider\":\"openrouter\"}", "provider"},
                 {"{\"model\":\"emb\",\"input\":\"x\",\"provider\":{\"sort\":\"throughput\"}}", "provider.sort"},
@@ -509,6 +511,10 @@ class EmbeddingsTest {
             JsonNode err = json(r).path("error");
             assertEquals("invalid_request_error", err.path("type").asText(), what);
             assertEquals(c[1], err.path("param").asText(), what + " -> " + r.asString());
+            if (c[0].contains("2147483648") || c[0].contains("1099511627776")) {
+                // a number too large is told the range, not "at least 1" (found by hunt20)
+                assertTrue(err.path("message").asText().contains("2147483647"), err.toString());
+            }
         }
         for (String p : GroupKit.PROVIDERS) {
             assertEquals(0, gw.sim(p).stats("m-embed").received(), "nothing went upstream");
