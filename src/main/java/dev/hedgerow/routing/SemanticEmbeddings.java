@@ -59,10 +59,12 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
         }
         Route embedRoute = er.get();
         String embedKey = Router.key(q.org(), embedRoute);
-        GroupSettings.Breaker breaker = q.org().group(embedRoute.alias()).breaker();
+        GroupSettings embedGroup = q.org().group(embedRoute.alias());
+        GroupSettings.Breaker breaker = embedGroup.breaker();
         // a route its breaker, a provider's hold or the fleet's half-open probe keeps from traffic is not called: a
-        // hung embeddings model added its full timeout to every request of the group (found by hunt20)
-        return store.snapshot(List.of(embedKey), Duration.ZERO).flatMap(s -> {
+        // hung embeddings model added its full timeout to every request of the group (found by hunt20); read over
+        // its own group's usage window, as its router reads it (a cached read is kept for one window)
+        return store.snapshot(List.of(embedKey), embedGroup.balancer().usageWindow()).flatMap(s -> {
             RouteSnapshot health = s.getOrDefault(embedKey, RouteSnapshot.empty(embedKey));
             if (health.coolingDown() || health.retryAfterMillis() > 0 || health.probeTaken()) {
                 return Uni.createFrom().item(Map.<String, float[]>of());
