@@ -176,7 +176,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
      */
     List<String> seamStops;
     String seamTail;
-    final StringBuilder seamNew = new StringBuilder();
+    /** The resume's new text so far, while it may still complete a stop begun in {@link #seamTail}. */
+    StringBuilder seamNew;
     /** A stop sequence straddling the resume's seam was matched: the answer ends there, finish_reason stop. */
     boolean stoppedAtSeam;
     /** The gateway added {@code stream_options} to this attempt's stream; the client sent none. */

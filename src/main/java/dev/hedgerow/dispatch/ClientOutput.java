@@ -294,6 +294,7 @@ final class ClientOutput {
         }
         if (a.seamNew.length() >= reach) {
             a.seamTail = null;
+            a.seamNew = null;
         }
         return false;
     }

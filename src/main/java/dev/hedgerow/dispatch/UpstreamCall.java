@@ -70,6 +70,7 @@ final class UpstreamCall {
                 int reach = stops.stream().mapToInt(String::length).max().orElse(1) - 1;
                 a.seamStops = stops;
                 a.seamTail = transcript.content.substring(Math.max(0, transcript.content.length() - reach));
+                a.seamNew = new StringBuilder();
             }
             ObjectNode continued = a.method.apply(body, transcript);
             if (!a.method.exact()) {

@@ -126,9 +126,9 @@ public final class UpstreamReplies {
     /**
      * Why a 200 body is not a usable chat completion (malformed, an error, no content and no finish, or no content
      * while its usage counts more than {@code ending} tokens beyond its reasoning: {@link #lostContent}), or null when
-     * it is one.
+     * it is one. {@code ending} is asked only of an answer with nothing in it (it tokenizes the request's stops).
      */
-    static Failure unusableWhole(JsonNode node, int ending) {
+    static Failure unusableWhole(JsonNode node, java.util.function.IntSupplier ending) {
         if (node == null || !node.isObject() || !node.path("choices").isArray() || node.path("choices").isEmpty()) {
             return Failure.invalid("malformed_body", "200 without a chat completion");
         }
@@ -140,7 +140,8 @@ public final class UpstreamReplies {
                 && reasoning(msg).isEmpty();
         String finish = finishReason(node.path("choices").path(0));
         boolean unfinished = finish == null;
-        if (unfinished ? empty : nothingIn(node.path("choices")) && lostContent(finish, node.get("usage"), ending)) {
+        if (unfinished ? empty : nothingIn(node.path("choices"))
+                && lostContent(finish, node.get("usage"), ending.getAsInt())) {
             return Failure.invalid("zero_content", "200 with no content");
         }
         return null;

@@ -29,7 +29,7 @@ class UpstreamRepliesTest {
     static String zeroContent(String choices, String usage) {
         Attempt.Failure f = UpstreamReplies.unusableWhole(UpstreamReplies.parseWhole(("{\"id\":\"x\",\"object\":"
                 + "\"chat.completion\",\"choices\":" + choices + ",\"usage\":" + usage + "}").getBytes(
-                java.nio.charset.StandardCharsets.UTF_8)), 1);
+                java.nio.charset.StandardCharsets.UTF_8)), () -> 1);
         return f == null ? null : f.errorClass();
     }
 
