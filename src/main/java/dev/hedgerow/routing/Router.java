@@ -159,7 +159,9 @@ public final class Router {
 
         List<String> keys = capable.stream().map(r -> key(org, r)).toList();
         Uni<Map<String, float[]>> embeddings = extras.apply(new ExtrasQuery(org, alias, settings, facts, capable));
-        Uni<Long> position = cursor != null ? Uni.createFrom().item(cursor) : position(org, alias, members, capable);
+        // the request's preferences or needs took members out (capable within operated within allowed within members)
+        boolean narrowed = allowed.size() < members.size() || capable.size() < operated.size();
+        Uni<Long> position = cursor != null ? Uni.createFrom().item(cursor) : position(org, alias, capable, narrowed);
         return Uni.combine().all()
                 .unis(store.snapshot(keys, settings.balancer().usageWindow()), position,
                         affinity(org, settings, facts), embeddings)
@@ -169,20 +171,18 @@ public final class Router {
     }
 
     /**
-     * The rotation position a request ranks its candidates at. A request whose candidates are the group's whole
-     * serving set (every member an operator left in, none removed by its preferences or needs) takes the group's
-     * shared cursor; one that narrowed it ({@code provider.only}, tools, a large prompt) walks a rotation of its own
+     * The rotation position a request ranks its candidates at. A request whose candidates are every member an operator
+     * left in takes the group's shared cursor; one that {@code narrowed} them by its own preferences or needs
+     * ({@code provider.only}, tools, a large prompt) walks a rotation of its own
      * candidate set: sharing the one cursor, requests that alternate between two sets took every other position, and
      * the narrower set landed on one member every time (found by hunt20: ignoring one of three equal members, all went
      * to one of the other two). One capable route ranks the same at every position: no round trip.
      */
-    private Uni<Long> position(Org org, String alias, List<Route> members, List<Route> capable) {
+    private Uni<Long> position(Org org, String alias, List<Route> capable, boolean narrowed) {
         if (capable.size() == 1) {
             return Uni.createFrom().item(0L);
         }
-        boolean pinActive = members.stream().anyMatch(Route::pinned);
-        long serving = members.stream().filter(r -> !r.drained() && (!pinActive || r.pinned())).count();
-        if (capable.size() == serving) {
+        if (!narrowed) {
             return store.nextCursor(org.id(), alias);
         }
         return Uni.createFrom().item(subsetCursors.next(org.id() + '\n' + alias + '\n'
