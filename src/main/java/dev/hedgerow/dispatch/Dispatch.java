@@ -257,7 +257,7 @@ final class Dispatch {
         finished = true;
         endLive("client_cancelled");
         stopTimers();
-        finishedWith(499, deliveredBill(), served == null ? null : served.cand);
+        finishedCut(499);
     }
 
     /**
@@ -271,7 +271,7 @@ final class Dispatch {
         finished = true;
         stopTimers();
         endLive("cancelled");
-        finishedWith(500, deliveredBill(), served == null ? null : served.cand);
+        finishedCut(500);
     }
 
     /**
@@ -302,8 +302,7 @@ final class Dispatch {
         } else {
             output.exhausted(err, trail.toNode());
         }
-        finishedWith(err.status(), deliveredBill(),
-                served == null ? null : served.cand);
+        finishedCut(err.status());
     }
 
     /**
@@ -318,6 +317,11 @@ final class Dispatch {
                     u.usage()));
         }
         deps.observer().finished(req, status, trail.snapshot(), billed, last);
+    }
+
+    /** Reports a request that ended before its answer was whole: billed what the client received ({@link #deliveredBill}). */
+    private void finishedCut(int status) {
+        finishedWith(status, deliveredBill(), served == null ? null : served.cand);
     }
 
     /**
@@ -546,8 +550,7 @@ final class Dispatch {
         ApiError err = ApiError.requestTimeout(msg, retry);
         if (committed) {
             output.endWithError(err.toNode(), trail.toNode());
-            finishedWith(err.status(), deliveredBill(),
-                    served == null ? null : served.cand);
+            finishedCut(err.status());
             return;
         }
         output.exhausted(err, trail.toNode());
@@ -1232,7 +1235,7 @@ final class Dispatch {
             return;
         }
         JsonNode node = UpstreamReplies.parseWhole(bytes);
-        Failure unusable = UpstreamReplies.unusableWhole(node, 1 + stopTokens());
+        Failure unusable = UpstreamReplies.unusableWhole(node, () -> 1 + stopTokens());
         if (unusable != null) {
             attemptFailed(a, unusable);
             return;
@@ -1636,7 +1639,7 @@ final class Dispatch {
         stopTimers();
         endLive("cancelled");
         output.endWithError(code, message, trail.toNode());
-        finishedWith(502, deliveredBill(), served == null ? null : served.cand);
+        finishedCut(502);
     }
 
     /**
