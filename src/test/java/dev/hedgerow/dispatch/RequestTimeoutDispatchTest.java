@@ -45,10 +45,13 @@ class RequestTimeoutDispatchTest {
                   - { id: c, alias: late, provider: p, model: m-c }
                   - { id: d, alias: late, provider: p, model: m-d }
                   - { id: e, alias: gap, provider: p, model: m-e }
+                  - { id: f, alias: edge, provider: p, model: m-f }
+                  - { id: g, alias: edge, provider: p, model: m-g }
                 groups:
                   whole: { hedging: false, read_timeout: 5s, request_timeout: 20s }
                   late: { first_token_floor: 3s, read_timeout: 10s, request_timeout: 2s }
                   gap: { hedging: false, read_timeout: 10s, stall_floor: 5s, request_timeout: 2s }
+                  edge: { first_token_floor: 1950ms, read_timeout: 10s, request_timeout: 2s }
             """;
 
     final FakeTicker ticker = new FakeTicker();
@@ -59,6 +62,10 @@ class RequestTimeoutDispatchTest {
     final RecordingSink sink = new RecordingSink();
 
     private void start(String alias, boolean stream, Integer maxTokens, String... routes) {
+        start(alias, stream, maxTokens, TtftEstimate.UNKNOWN, routes);
+    }
+
+    private void start(String alias, boolean stream, Integer maxTokens, TtftEstimate estimate, String... routes) {
         Dispatcher dispatcher = new Dispatcher(DispatchFixture.deps(upstream, store, scheduler, ticker,
                 String::length, new DispatchObserver() { }));
         ChatRequest chat = ChatRequest.parse(("{\"model\":\"" + alias + "\",\"messages\":[{\"role\":\"user\","
@@ -67,7 +74,7 @@ class RequestTimeoutDispatchTest {
         RequestFacts facts = new RequestFacts(1, maxTokens, stream, false, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
         List<Candidate> cands = java.util.Arrays.stream(routes).map(id -> DispatchFixture.candidate(org, id,
-                RouteSnapshot.empty("acme/" + id), false, TtftEstimate.UNKNOWN)).toList();
+                RouteSnapshot.empty("acme/" + id), false, estimate)).toList();
         dispatcher.start(new DispatchRequest("req-1", 0, org, "app", alias, org.group(alias), chat, facts, cands,
                 RoutePlan.NEVER), sink);
     }
@@ -162,5 +169,36 @@ class RequestTimeoutDispatchTest {
         assertTrue(sink.ended, sink.text());
         assertTrue(!sink.text().contains("request_timeout"), sink.text());
         assertTrue(sink.text().contains("\"outcome\":\"success\""), sink.text());
+    }
+
+    /**
+     * An attempt the deadline stops before its own first-token window passed had no fair chance, and is not counted
+     * against its route: a hedge started 50 ms before the deadline was charged timeout_request, and with the default
+     * breaker (max_fails 1) its healthy route cooled down for 30 s (found by hunt21). The primary, silent past its
+     * window, still is.
+     */
+    @Test
+    void aHedgeTheDeadlineStoppedBeforeItsOwnWindowIsNotChargedAgainstItsRoute() {
+        // measured and fast: the window is the group's 1950 ms floor, the hedge starts 50 ms before the deadline
+        start("edge", true, null, new TtftEstimate(100, 150, true), "f", "g");
+        UpstreamHandler f = upstream.handlers.get(0);
+        f.onSent();
+        f.onHead(200, Map.of("content-type", "text/event-stream"));
+        scheduler.advance(Duration.ofMillis(1_950));
+        assertEquals(2, upstream.requests.size(), "the hedge to g at 1950 ms");
+        UpstreamHandler g = upstream.handlers.get(1);
+        g.onSent();
+        g.onHead(200, Map.of("content-type", "text/event-stream"));
+        scheduler.advance(Duration.ofMillis(50));
+        assertEquals(504, sink.status);
+        assertTrue(sink.headers.get("x-hedgerow-attempts").contains("timeout_request"), "the trail still says why");
+        RouteSnapshot gState = state("g");
+        assertTrue(!gState.coolingDown() && gState.fails() == 0, "the hedge's route is not charged: " + gState);
+        assertTrue(state("f").coolingDown(), "the primary, silent past its own window, is charged");
+    }
+
+    private RouteSnapshot state(String route) {
+        return store.snapshot(List.of("acme/" + route), Duration.ofMinutes(1)).await().indefinitely()
+                .get("acme/" + route);
     }
 }
