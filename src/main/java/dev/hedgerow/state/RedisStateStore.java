@@ -401,14 +401,10 @@ public final class RedisStateStore implements StateStore {
 
     @Override
     public Uni<Void> countRequests(String orgId, long n, Duration window) {
-        return addToHedgeBucket(orgId, window, Math.max(1, n), "r");
-    }
-
-    private Uni<Void> addToHedgeBucket(String orgId, Duration window, long n, String field) {
         long windowMs = Math.max(1, window.toMillis());
         long width = StateTuning.hedgeBucketMillis(windowMs);
         return eval(RedisScripts.HEDGE_COUNT, List.of(StateKeys.hedgePrefix(orgId, windowMs)),
-                Long.toString(width), Long.toString(windowMs + width), Long.toString(n), field)
+                Long.toString(width), Long.toString(windowMs + width), Long.toString(Math.max(1, n)), "r")
                 .replaceWithVoid();
     }
 
