@@ -50,7 +50,10 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
 
     @Override
     public Uni<Map<String, float[]>> apply(Router.ExtrasQuery q) {
-        if (q.settings().strategy() != Strategy.SEMANTIC || q.settings().balancer().embeddingsRoute() == null) {
+        // with one candidate left (the request's needs or preferences narrowed the group) there is nothing to choose:
+        // the embeddings call would only add its latency and its cost
+        if (q.settings().strategy() != Strategy.SEMANTIC || q.settings().balancer().embeddingsRoute() == null
+                || q.routes().size() < 2) {
             return Uni.createFrom().item(Map.of());
         }
         Optional<Route> er = q.org().route(q.settings().balancer().embeddingsRoute());

@@ -111,6 +111,11 @@ class KongBalancingTest {
                   - { id: dn-standby, alias: semdown, provider: sim, model: m-dn-standby, weight: 0,
                       description: "cooking recipe food kitchen baking bread" }
                   - { id: ud-short, alias: usagedef, provider: sim, model: m-ud-short }
+                  - { id: embedder-6, alias: embed6, provider: sim, model: m-embed-6, embeddings: true }
+                  - { id: one-coder, alias: semone, provider: sim, model: m-one-coder,
+                      description: "python java code software bug programming" }
+                  - { id: one-poet, alias: semone, provider: sim, model: m-one-poet, context_window: 300,
+                      description: "poetry poem verse rhyme sonnet" }
                   - { id: nw-a, alias: narrow, provider: sim, model: m-nw-a }
                   - { id: nw-b, alias: narrow, provider: sim, model: m-nw-b }
                   - { id: nw-small, alias: narrow, provider: sim, model: m-nw-small, context_window: 300 }
@@ -158,6 +163,7 @@ class KongBalancingTest {
                   semdown: { strategy: semantic, embeddings_route: embedder-5, threshold: 0.3, hedging: false }
                   unpriced: { strategy: lowest_usage, tokens_count_strategy: cost, hedging: false }
                   narrow: { strategy: weighted, hedging: false }
+                  semone: { strategy: semantic, embeddings_route: embedder-6, threshold: 0.3, hedging: false }
             """;
 
     static GatewayHarness gw;
@@ -173,7 +179,7 @@ class KongBalancingTest {
                 "m-embed-3", "m-near-coder", "m-near-poet", "m-embed-4", "m-fb-coder", "m-fb-chef-mid",
                 "m-fb-chef-low", "m-hf-a", "m-hf-b", "m-hf-c", "m-hf-d", "m-chw-1", "m-chw-2", "m-chw-3",
                 "m-lc-1", "m-lc-2", "m-lc-3", "m-free-1", "m-free-2", "m-free-3", "m-free-4", "m-dn-coder",
-                "m-dn-poet", "m-dn-standby", "m-nw-a", "m-nw-b", "m-nw-small")) {
+                "m-dn-poet", "m-dn-standby", "m-nw-a", "m-nw-b", "m-nw-small", "m-embed-6", "m-one-coder", "m-one-poet")) {
             sim = sim.withModel(m, instant);
         }
         // an embeddings model that answers every request with a 500: the semantic group has no prompt embedding
@@ -620,6 +626,22 @@ class KongBalancingTest {
         print("weighted, narrowed to two of three, alternating with whole-group requests", split, 24);
         assertEquals(Map.of("nw-a", 12, "nw-b", 12), split);
         assertEquals(Map.of("nw-a", 8, "nw-b", 8, "nw-small", 8), tally(whole));
+    }
+
+    /**
+     * A request whose needs leave one member of a semantic group (here a prompt too large for the poet's context
+     * window) has nothing to choose: the embeddings route is not called, where it added its latency and its cost to
+     * every such request. A short prompt, which both members could serve, is still matched.
+     */
+    @Test
+    void semanticDoesNotAskForEmbeddingsWhenOneCandidateIsLeft() {
+        String large = "please write a poem in verse that rhymes ".repeat(40);
+        for (int i = 0; i < 3; i++) {
+            assertEquals("one-coder", served("semone", large + i));
+        }
+        assertEquals(0, gw.sim("sim").stats("m-embed-6").received(), "the one candidate needed no embeddings");
+        assertEquals("one-poet", served("semone", "write a sonnet poem with rhyme"));
+        assertEquals(1, gw.sim("sim").stats("m-embed-6").received());
     }
 
     @Test
