@@ -1,6 +1,11 @@
 package dev.hedgerow.admin;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.SerializableString;
+import com.fasterxml.jackson.core.io.CharacterEscapes;
+import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -32,6 +37,20 @@ import java.util.Map;
 public final class OrgValidator {
     // the file's one environment switch that changes a rule: the metadata-URL opt-in (without it, an org loaded
     // with the opt-in could never be edited); nothing else is resolved, values are written literally
+    private static final ObjectWriter ASCII = Json.MAPPER.writer().with(JsonWriteFeature.ESCAPE_NON_ASCII)
+            .with(new CharacterEscapes() { // and DEL, which ESCAPE_NON_ASCII leaves raw
+                private final int[] ascii = withDel();
+
+                @Override
+                public int[] getEscapeCodesForAscii() {
+                    return ascii;
+                }
+
+                @Override
+                public SerializableString getEscapeSequence(int ch) {
+                    return null;
+                }
+            });
     private static final CatalogLoader LOADER = new CatalogLoader(name -> ProviderUrls.ALLOW_ENV.equals(name)
             ? System.getenv(name) : null);
 
@@ -53,7 +72,7 @@ public final class OrgValidator {
             }
         }
         try {
-            LOADER.parse(Json.write(document(org)));
+            LOADER.parse(yaml(document(org)));
         } catch (CatalogException e) {
             out.addAll(relative(e));
         }
@@ -73,11 +92,31 @@ public final class OrgValidator {
         ObjectNode groups = (ObjectNode) doc.get("orgs").get(0).get("groups");
         groups.set(esc(alias), literal(GroupYaml.edited(GroupYaml.write(org.group(alias)), edit)));
         try {
-            return LOADER.parse(Json.write(doc)).orgs().get(0).group(alias);
+            return LOADER.parse(yaml(doc)).orgs().get(0).group(alias);
         } catch (CatalogException e) {
             throw new InvalidEdit(relative(e), org.routes().stream().map(Route::id).toList(),
                     CatalogLoader.groupPath(alias));
         }
+    }
+
+    /**
+     * The document as the loader reads it: JSON, which is YAML, with every character past ASCII written as an escape.
+     * YAML refuses some characters JSON writes raw (DEL, the C1 controls) anywhere in its stream, so an edit holding
+     * one was refused as "not valid YAML" naming no field; escaped, it reaches the loader's own judgement of the field
+     * (found by hunt21).
+     */
+    private static String yaml(ObjectNode doc) {
+        try {
+            return ASCII.writeValueAsString(doc);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("a tree of plain nodes always serializes", e);
+        }
+    }
+
+    private static int[] withDel() {
+        int[] codes = CharacterEscapes.standardAsciiEscapesForJSON();
+        codes[0x7F] = CharacterEscapes.ESCAPE_STANDARD;
+        return codes;
     }
 
     private static List<CatalogError> relative(CatalogException e) {

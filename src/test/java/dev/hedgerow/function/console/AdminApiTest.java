@@ -295,6 +295,29 @@ class AdminApiTest {
         admin().get("/admin/groups/duo").then().body("members.weight", equalTo(List.of(100, 100)));
     }
 
+    /**
+     * Characters YAML refuses raw in its stream (DEL, the C1 controls), which JSON carries as they are: an edit that
+     * holds one is judged field by field, not refused as "not valid YAML" with no param (found by hunt21).
+     */
+    @Test
+    void anEditHoldingCharactersYamlRefusesRawIsJudgedByItsField() {
+        admin().body("{\"hash_on_header\": \"X-\\u007f\"}").put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("invalid_catalog"))
+                .body("error.param", equalTo("hash_on_header"))
+                .body("error.message", containsString("invalid header name"));
+        String prompt = "Score\u007f this \u0085 answer \ud83d\ude00";
+        try {
+            admin().body("{\"strategy\": \"lowest_usage\", \"tokens_count_strategy\": \"llm_accuracy\","
+                    + " \"judge\": {\"route\": \"duo-alpha\", \"prompt\": \"" + prompt + "\"}}").put("/admin/groups/duo").then().statusCode(200)
+                    .body("settings.judge.prompt", equalTo(prompt));
+            admin().get("/admin/groups/duo").then().statusCode(200)
+                    .body("settings.judge.prompt", equalTo(prompt));
+        } finally {
+            admin().body("{\"strategy\": \"rr_health\", \"tokens_count_strategy\": null, \"judge\": null}")
+                    .put("/admin/groups/duo").then().statusCode(200);
+        }
+    }
+
     @Test
     void anEditBasedOnAStaleRevisionIsRefusedAndTheOtherEditSurvives() {
         Response read = admin().get("/admin/groups/duo");
