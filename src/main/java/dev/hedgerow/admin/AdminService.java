@@ -694,7 +694,9 @@ public final class AdminService {
             m.put("verification_by", verificationBy);
         }
         int standard = Math.min(1000, settings.slo().standardPromptMaxTokens());
-        TtftEstimate std = models.ttft(s, facts(standard));
+        // a plain request's first visible token: a model that thinks unasked thinks first
+        RequestFacts plain = facts(standard);
+        TtftEstimate std = models.ttft(s, plain, plain.thinksOn(r));
         double decode = models.decodeSpeed(s);
         boolean measured = std.measured() || s.blob(LearnedModels.DECODE).isPresent();
         ObjectNode slo = m.putObject("slo");
@@ -708,7 +710,7 @@ public final class AdminService {
         m.put("measured", std.measured());
         ArrayNode predicted = m.putArray("predicted_ttft");
         for (int size : PREDICT_SIZES) {
-            TtftEstimate e = models.ttft(s, facts(size));
+            TtftEstimate e = models.ttft(s, facts(size), plain.thinksOn(r));
             predicted.addObject().put("prompt_tokens", size).put("mean_ms", round(e.meanMs()))
                     .put("p90_ms", round(e.p90Ms()));
         }

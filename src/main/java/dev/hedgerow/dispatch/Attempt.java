@@ -145,6 +145,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
      */
     long waitedNoContentMs = -1;
     long firstReasoningNanos = -1;
+    /** The pause from the first reasoning chunk to the first visible one (0 until then): thinking, not decode. */
+    long thinkingNanos;
     boolean visibleStarted;
     /** Chars of everything this attempt streamed (content, reasoning, tool calls...): the output guard's 4 MiB cap. */
     long outputChars;
@@ -222,9 +224,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
             gapsObserved++;
             deps.observer().gap(cand, gapMs);
         }
-        if (thinkingEnds && kind != Kind.RESUME) {
-            long thinkMs = (now - firstReasoningNanos) / 1_000_000L;
-            deps.models().learnThinking(cand.state(), thinkMs);
+        if (thinkingEnds) {
+            thinkingNanos = now - firstReasoningNanos;
+            if (kind != Kind.RESUME) {
+                deps.models().learnThinking(cand.state(), thinkingNanos / 1_000_000L);
+            }
         }
         if (reasoning && firstReasoningNanos < 0) {
             firstReasoningNanos = now;

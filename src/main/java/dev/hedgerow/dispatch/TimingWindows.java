@@ -145,14 +145,8 @@ final class TimingWindows {
         if (req.embeddings()) {
             return false;
         }
-        if (req.facts().reasoning()) {
-            return true;
-        }
-        if (req.facts().needs().contains("reasoning_off")) {
-            return false;
-        }
-        return c.route().can("reasoning", stream) || c.route().can("reasoning_off", stream)
-                || thinking(c).isMeasured();
+        return req.facts().thinksOn(c.route())
+                || !req.facts().needs().contains("reasoning_off") && thinking(c).isMeasured();
     }
 
     /** The route's allowed reasoning pause before its first visible token, the ceiling while unmeasured. */

@@ -115,12 +115,12 @@ public final class LearnedModels implements RouteModels {
     }
 
     @Override
-    public TtftEstimate ttft(RouteSnapshot state, RequestFacts facts) {
+    public TtftEstimate ttft(RouteSnapshot state, RequestFacts facts, boolean thinks) {
         String enc = blob(state, TTFT);
         TtftPredictor p = enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior);
         TtftPredictor.Prediction pr = p.predict(facts.inputTokens());
         double think = 0;
-        if (facts.reasoning()) {
+        if (thinks) {
             String t = blob(state, THINK);
             // learned from dispatch by learnThinking (first reasoning to first visible chunk)
             think = ThinkingTime.decode(t).meanMs();

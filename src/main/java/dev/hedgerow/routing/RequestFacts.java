@@ -33,6 +33,20 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
     }
 
     /**
+     * Whether {@code route}'s model thinks before its first visible token on this request: the request asks for
+     * reasoning, or the route declares a model that reasons ({@code reasoning}, always; {@code reasoning_off}, unless
+     * turned off) and the request does not turn reasoning off. Its first visible token is then predicted with its
+     * thinking on top.
+     */
+    public boolean thinksOn(dev.hedgerow.catalog.Route route) {
+        if (reasoning) {
+            return true;
+        }
+        return !needs.contains("reasoning_off")
+                && (route.can("reasoning", stream) || route.can("reasoning_off", stream));
+    }
+
+    /**
      * The facts of a parsed chat request: the one place the gateway and the console's explain derive needs,
      * parameters, prompt size and prefix hashes, so an explanation routes exactly what the gateway would.
      *

@@ -11,7 +11,16 @@ import java.util.Optional;
  */
 public interface RouteModels {
 
-    TtftEstimate ttft(RouteSnapshot state, RequestFacts facts);
+    /**
+     * The route's first visible token for the request's prompt size; with {@code thinks}, its learned thinking on top
+     * (the request asks for reasoning, or the route's model reasons unasked: {@link RequestFacts#thinksOn}).
+     */
+    TtftEstimate ttft(RouteSnapshot state, RequestFacts facts, boolean thinks);
+
+    /** {@link #ttft(RouteSnapshot, RequestFacts, boolean)} with thinking when the request asks for reasoning. */
+    default TtftEstimate ttft(RouteSnapshot state, RequestFacts facts) {
+        return ttft(state, facts, facts.reasoning());
+    }
 
     /** Measured decode tokens per second (0 when unknown). */
     double decodeSpeed(RouteSnapshot state);

@@ -283,7 +283,7 @@ public final class Router {
                     rank = i + 1;
                 }
             }
-            views.add(new Explanation.RouteView(r.id(), r.provider(), r.model(), rank, checks, models.ttft(s, facts),
+            views.add(new Explanation.RouteView(r.id(), r.provider(), r.model(), rank, checks, models.ttft(s, facts, facts.thinksOn(r)),
                     models.sloStatus(s, settings.slo()).name().toLowerCase(Locale.ROOT), models.decodeSpeed(s),
                     cap.orElse(null), affinityKeys.contains(key), rank > 0 ? placements.get(r.id()) : null,
                     Explanation.Accuracy.of(models.accuracyScores(s))));
@@ -380,7 +380,7 @@ public final class Router {
                 rejected.add(new RoutePlan.Rejection(r.id(), "half-open probe in flight"));
                 continue;
             }
-            Candidate c = new Candidate(key, r, p, s, halfOpen, models.ttft(s, facts));
+            Candidate c = new Candidate(key, r, p, s, halfOpen, models.ttft(s, facts, facts.thinksOn(r)));
             if (models.hasHeadroom(s)) {
                 healthy.add(c);
             } else {
