@@ -183,7 +183,7 @@ final class Dispatch {
             deps.store().countRequest(req.org().id(), req.org().hedgeBudget().window()).subscribe().with(v -> { },
                     t -> { });
         }
-        Candidate first = routes.next(false, null);
+        Candidate first = routes.next();
         if (first == null) {
             finalError();
             return;
@@ -389,7 +389,7 @@ final class Dispatch {
         if (kind != Kind.RESUME) {
             preCommitAttempts--;
         }
-        Candidate next = routes.next(kind == Kind.RESUME, null);
+        Candidate next = kind == Kind.RESUME ? resumeTarget(null) : routes.next();
         if (next == null && kind == Kind.HEDGE) {
             refundHedge();   // the hedge's route is probed elsewhere and no other is left: no hedge starts
         }
@@ -680,7 +680,7 @@ final class Dispatch {
 
     /** The untried route a failure of this criterion would fail over to now, or null. Asks, changes nothing. */
     private Candidate failoverRoute(Attempt a, FailoverCriterion criterion) {
-        return mayFailOver(criterion) ? routes.next(false, a.cand) : null;
+        return mayFailOver(criterion) ? routes.next() : null;
     }
 
     /** A keep-alive comment: life before the visible answer, no progress after it ({@link #alive}). */
@@ -1167,7 +1167,7 @@ final class Dispatch {
             endWithErrorEvent(end);
             return;
         }
-        Candidate next = routes.next(true, failed);
+        Candidate next = resumeTarget(failed);
         if (next == null) {
             endWithErrorEvent("The stream failed (" + cause + ") and no other route can resume it.");
             return;
@@ -1498,6 +1498,12 @@ final class Dispatch {
      * The route may take this request again: not a half-open probe, no 429 in this request nor a provider's hold it
      * set (a 503's wait), and its failures (the shared count plus this request's) still under {@code max_fails}.
      */
+    /** Where a broken stream resumes ({@link RouteChoice#nextForResume}). */
+    private Candidate resumeTarget(Candidate failed) {
+        return routes.nextForResume(failed, this::breakerStillClosed,
+                c -> !trail.rateLimited(c.route().id()) && !health.held(c));
+    }
+
     private boolean breakerStillClosed(Candidate c) {
         String id = c.route().id();
         return !c.halfOpen() && !trail.rateLimited(id) && !health.held(c)

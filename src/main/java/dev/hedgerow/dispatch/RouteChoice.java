@@ -44,27 +44,35 @@ final class RouteChoice {
         contextLimit = Math.max(contextLimit, contextWindow);
     }
 
-    /** The next route to try, in ranked order: untried first; for a resume, a tried one other than the last. */
-    Candidate next(boolean resume, Candidate failed) {
+    /** The next untried route, in ranked order, or null. */
+    Candidate next() {
         for (Candidate c : candidates) {
-            if (tried.contains(c.id())) {
-                continue;
-            }
-            if (fits(c)) {
+            if (!tried.contains(c.id()) && fits(c)) {
                 return c;
             }
         }
-        if (resume) {
-            // a tried route may continue the answer, except one that refused the prompt as too long: a resume sends
-            // that prompt and the text so far, longer still (the failed route served it, so it stays the last resort)
-            for (Candidate c : candidates) {
-                if ((failed == null || !c.id().equals(failed.id())) && fits(c)) {
-                    return c;
-                }
-            }
-            return failed;
-        }
         return null;
+    }
+
+    /**
+     * Where a broken stream resumes: the next untried route; else a tried one other than {@code failed} that may take
+     * the request again ({@code again}: as Kong's retries, one whose breaker this request's failures opened or that
+     * asked it to wait is not), never one that refused the prompt as too long (a resume sends that prompt and the text
+     * so far, longer still); else {@code failed} itself, the last resort, when {@code lastResort} allows it (it did
+     * not ask the request to wait). A resume went back to a route that had answered this request with a 429 and a
+     * 60 s Retry-After 150 ms before (found by hunt22).
+     */
+    Candidate nextForResume(Candidate failed, Predicate<Candidate> again, Predicate<Candidate> lastResort) {
+        Candidate untried = next();
+        if (untried != null) {
+            return untried;
+        }
+        for (Candidate c : candidates) {
+            if ((failed == null || !c.id().equals(failed.id())) && fits(c) && again.test(c)) {
+                return c;
+            }
+        }
+        return failed != null && lastResort.test(failed) ? failed : null;
     }
 
     /**
@@ -95,7 +103,7 @@ final class RouteChoice {
                 return c;
             }
         }
-        return next(false, null);
+        return next();
     }
 
     /** Whether {@code c} is of {@code slow}'s kind: its priority tier, and not a standby where weights share. */

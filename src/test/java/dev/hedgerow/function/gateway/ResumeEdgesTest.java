@@ -122,6 +122,22 @@ class ResumeEdgesTest {
         assertTrue(Sse.events(out).stream().noneMatch(e -> e.has("error")), out);
     }
 
+    /**
+     * A stream resumes on the route that just broke, its last resort, rather than on the route that answered the same
+     * request a 429 with a minute's Retry-After a moment before: the resume went back to it (found by hunt22).
+     */
+    @Test
+    void aResumeDoesNotGoBackToARouteThatAskedTheRequestToWait() {
+        String prompt = "limited then cut";
+        long limitedBefore = gw.sim("a").stats("m-text").received();
+        gw.sim("a").enqueue("m-text", Fault.rateLimited(60));
+        gw.sim("b").enqueue("m-text", Fault.dropAfter(5));
+        String out = stream("resume", prompt, "");
+        assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out));
+        assertEquals("stop", Sse.finishReason(out));
+        assertEquals(limitedBefore + 1, gw.sim("a").stats("m-text").received(), "asked once, answered 429");
+    }
+
     /** An instruction resume after a single short (< 4 chars) first token. */
     @Test
     void instructionResumeAfterAShortFirstTokenDoesNotRepeatIt() {
