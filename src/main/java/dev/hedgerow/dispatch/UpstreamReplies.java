@@ -211,7 +211,7 @@ public final class UpstreamReplies {
      * zero content, the Trifrost failure, then fails over as a truncation would; a model that truly answered nothing
      * (0 tokens, or no usage to tell) stays an empty but complete answer.
      */
-    static boolean lostContent(String finishReason, JsonNode usage, int ending) {
+    public static boolean lostContent(String finishReason, JsonNode usage, int ending) {
         if (announcesCall(finishReason)) {
             return true;
         }
@@ -227,7 +227,7 @@ public final class UpstreamReplies {
      * Whether a finish says the answer is a call ({@code tool_calls}, the legacy {@code function_call}): one with no call
      * in it lost the call on the way, whatever its usage counts (a tool loop given an empty turn; found by hunt20).
      */
-    static boolean announcesCall(String finishReason) {
+    public static boolean announcesCall(String finishReason) {
         return "tool_calls".equals(finishReason) || "function_call".equals(finishReason);
     }
 

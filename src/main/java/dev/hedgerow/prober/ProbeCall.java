@@ -68,6 +68,9 @@ final class ProbeCall implements UpstreamHandler {
     private InterTokenStats rhythm = InterTokenStats.FRESH;
     private int deltas;
     private int usageTokens = -1;
+    /** The stream's usage, as its last chunk that carried one gave it (null: none). */
+    private JsonNode usage;
+    private String finishReason;
     private String model;
     /** A {@code finish_reason} arrived: the answer is whole, whether or not the stream is closed after it. */
     private boolean finishSeen;
@@ -143,7 +146,7 @@ final class ProbeCall implements UpstreamHandler {
         } else if (finishSeen) {
             // finished but never closed: the answer is whole, as the gateway takes it (Dispatch.stallCheck); the
             // open stream is hung up on
-            finish(streamAnswer(lastLifeNanos));
+            finish(streamVerdict(lastLifeNanos));
             UpstreamClient.Exchange ex = exchange;
             if (ex != null) {
                 ex.cancel();
@@ -203,7 +206,8 @@ final class ProbeCall implements UpstreamHandler {
             model = n.get("model").asText();
         }
         if (n.path("usage").has("completion_tokens")) {
-            usageTokens = n.path("usage").path("completion_tokens").asInt();
+            usage = n.get("usage");
+            usageTokens = usage.path("completion_tokens").asInt();
         }
         UpstreamReplies.Delta d = UpstreamReplies.firstChoice(n);
         if (d == null) {
@@ -212,6 +216,7 @@ final class ProbeCall implements UpstreamHandler {
         long now = ticker.nanos();
         if (d.finish() != null) {
             finishSeen = true;
+            finishReason = d.finish();
             lastLifeNanos = now;
             if (firstNanos < 0) {
                 // a finish before any token is an empty but complete answer, as the gateway takes it: its first
@@ -277,7 +282,30 @@ final class ProbeCall implements UpstreamHandler {
             finish(failed(status, "stream ended with no content", null));
             return;
         }
-        finish(streamAnswer(now));
+        if (!finishSeen) {
+            // a clean close mid-answer: the gateway's eof_before_finish, a break it resumes and counts against the route
+            finish(failed(status, "stream ended before a finish_reason", null));
+            return;
+        }
+        finish(streamVerdict(now));
+    }
+
+    /**
+     * A finished stream, judged by the gateway's rule for one that finished with nothing before its finish
+     * ({@link UpstreamReplies#lostContent}, as {@code Dispatch.settleEmptyFinish} applies it: the probe asks for no stop
+     * sequence, so one end-of-sequence token): a finish announcing a call that never came, or a stop whose usage counts
+     * text that never came (the Trifrost failure, a 200 whose content was lost), is no answer and fails the probe, as
+     * it fails a live attempt. The prober passed both, closing the breaker of a route still losing its answers (found
+     * by hunt22).
+     */
+    private ProbeOutcome streamVerdict(long endNanos) {
+        if (deltas == 0 && UpstreamReplies.lostContent(finishReason, usage, 1)) {
+            return failed(status, UpstreamReplies.announcesCall(finishReason)
+                    ? "zero_content: the stream finished with " + finishReason + " and no call"
+                    : "zero_content: the stream finished with no content while its usage counts "
+                    + usage.path("completion_tokens").asLong() + " completion tokens", null);
+        }
+        return streamAnswer(endNanos);
     }
 
     /**

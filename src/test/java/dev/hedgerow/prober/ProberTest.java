@@ -265,6 +265,28 @@ class ProberTest {
     }
 
     /**
+     * A probe's stream is judged by the gateway's rules: one that finished with no content while its usage counts
+     * the text it lost (the Trifrost failure), or that closed mid-answer before its finish, is no answer. Both passed
+     * the probe, which closed the breaker of a route still losing its answers (found by hunt22).
+     */
+    @Test
+    void aHalfOpenProbeWhoseStreamLostItsTextOrEndedBeforeItsFinishFails() {
+        gw.core().store().recordFailure("acme/chat-alpha", 1, Duration.ofSeconds(30)).await().indefinitely();
+        Map<Fault, String> faults = new LinkedHashMap<>();
+        faults.put(new Fault.LostContent(), "failed: zero_content: the stream finished with no content while its"
+                + " usage counts");
+        faults.put(new Fault.EofBeforeFinish(3), "failed: stream ended before a finish_reason");
+        faults.forEach((fault, outcome) -> {
+            ticker.advance(Duration.ofSeconds(31));
+            sims.get("alpha").enqueue("alpha-model", fault);
+            RoundReport r = round();
+            assertEquals("half_open_probe", result(r, "chat-alpha").action(), fault.toString());
+            assertTrue(result(r, "chat-alpha").outcome().startsWith(outcome), result(r, "chat-alpha").outcome());
+            assertTrue(snapshot("chat-alpha").coolingDown(), "cooled down again after " + fault);
+        });
+    }
+
+    /**
      * A probe refused for capacity with a wait (a 429's Retry-After) holds the route for that wait, as a live
      * request's refusal does, in the same store write as its failure: the gateway passes the route over until then
      * (it was counted as a failure and nothing held it).
@@ -662,7 +684,8 @@ class ProberTest {
                         req.response().write("data: {\"model\":\"" + model + "\",\"choices\":[{\"delta\":{\"content\":\""
                                 + w + " \"}}]}\n\n");
                     }
-                    req.response().end("data: [DONE]\n\n");
+                    req.response().end("data: {\"model\":\"" + model + "\",\"choices\":[{\"delta\":{},"
+                            + "\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
                 } else {
                     req.response().putHeader("content-type", "application/json").end("{\"model\":\"" + model
                             + "\",\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":\"" + answer
