@@ -71,6 +71,8 @@ public final class Prober {
      * while it does (rounds never run back to back, whoever asks for them).
      */
     public static final String STARTED = "prober-round-started";
+    /** How long a round's one read of its routes' health stands for a probe about to start ({@link #current}). */
+    static final Duration SNAPSHOT_FRESH = Duration.ofSeconds(1);
 
     /**
      * The ports and state a prober works with; {@code clock} is the wall clock a provider's Retry-After date is read
@@ -185,10 +187,11 @@ public final class Prober {
         Uni<Map<String, RouteSnapshot>> snapshots = targets.isEmpty() ? Uni.createFrom().item(Map.of())
                 : deps.store().snapshot(targets.stream().map(Target::key).toList(), Duration.ofMinutes(1));
         return snapshots.onFailure().recoverWithItem(Map.of()).flatMap(states -> {
+            long readNanos = deps.ticker().nanos();
             Uni<List<RoundReport.RouteResult>> probes = targets.isEmpty() ? Uni.createFrom().item(List.of())
                     : Multi.createFrom().iterable(targets)
-                    .onItem().transformToUni(t -> probeRoute(t, states.getOrDefault(t.key(),
-                            RouteSnapshot.empty(t.key()))).onFailure().recoverWithItem(e ->
+                    .onItem().transformToUni(t -> Uni.createFrom().deferred(() -> current(t, states, readNanos))
+                            .flatMap(s -> probeRoute(t, s)).onFailure().recoverWithItem(e ->
                             new RoundReport.RouteResult(t.org.id(), t.route.id(), "probe", "failed: " + e, null,
                                     null, null, null)))
                     .merge(config.concurrency())
@@ -201,6 +204,23 @@ public final class Prober {
             return Uni.combine().all().unis(probes, scraped).asTuple()
                     .map(t -> new RoundReport(true, probedNote(t.getItem1()), t.getItem1(), t.getItem2()));
         });
+    }
+
+    /**
+     * The route's health as its probe starts: the round's snapshot while it is under {@link #SNAPSHOT_FRESH} old, read
+     * again after. A round probes {@code concurrency} routes at a time, each up to its timeout: a route its live traffic
+     * cooled down, or whose half-open probe a live request took, meanwhile was probed on the round's start-of-round
+     * view (a probe during its cooldown, or a second probe beside the live one; found by hunt22). Should that read fail,
+     * the round's view stands.
+     */
+    private Uni<RouteSnapshot> current(Target t, Map<String, RouteSnapshot> states, long readNanos) {
+        RouteSnapshot read = states.getOrDefault(t.key(), RouteSnapshot.empty(t.key()));
+        if (deps.ticker().nanos() - readNanos < SNAPSHOT_FRESH.toNanos()) {
+            return Uni.createFrom().item(read);
+        }
+        return deps.store().snapshot(List.of(t.key()), Duration.ofMinutes(1))
+                .map(m -> m.getOrDefault(t.key(), read))
+                .onFailure().recoverWithItem(read);
     }
 
     /**

@@ -287,6 +287,31 @@ class ProberTest {
     }
 
     /**
+     * A round probes a few routes at a time, each up to its timeout: a route whose live traffic cooled it down while
+     * the round was under way is skipped, as it would have been at the round's start. It was probed on the round's
+     * start-of-round view of its health, during its cooldown (found by hunt22).
+     */
+    @Test
+    void aRouteCooledDownWhileTheRoundIsUnderWayIsNotProbed() throws Exception {
+        Hedgerow core = gw.core();
+        Prober prober = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
+                core.upstream(), metrics, new VertxScheduler(vertx), ticker, core.clock(), core.tokens()::countInput,
+                "test"), ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5))
+                .withMinInterval(Duration.ZERO).withConcurrency(1));
+        sims.get("alpha").enqueue("alpha-model", new Fault.Gate(0, "round", -1));
+        java.util.concurrent.CompletableFuture<RoundReport> running = prober.runRound().subscribeAsCompletionStage();
+        eventually(() -> sims.get("alpha").gate("round").waiting() == 1, "the round's first probe is upstream");
+        // live traffic fails on chat-beta meanwhile, and time passes
+        core.store().recordFailure("acme/chat-beta", 1, Duration.ofSeconds(30)).await().indefinitely();
+        ticker.advance(Duration.ofSeconds(2));
+        sims.get("alpha").openGate("round");
+        RoundReport r = running.get(30, java.util.concurrent.TimeUnit.SECONDS);
+
+        assertEquals("skipped", result(r, "chat-beta").action(), result(r, "chat-beta").toString());
+        assertEquals("cooling down", result(r, "chat-beta").outcome());
+    }
+
+    /**
      * A probe refused for capacity with a wait (a 429's Retry-After) holds the route for that wait, as a live
      * request's refusal does, in the same store write as its failure: the gateway passes the route over until then
      * (it was counted as a failure and nothing held it).
