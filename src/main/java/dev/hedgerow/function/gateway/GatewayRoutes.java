@@ -32,6 +32,7 @@ import io.vertx.core.http.HttpConnection;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.http.HttpServerResponse;
+import io.vertx.core.http.HttpVersion;
 import io.vertx.core.http.impl.Http1xServerConnection;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
@@ -46,6 +47,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 
 /**
@@ -160,6 +162,7 @@ public final class GatewayRoutes {
         if (!ctx.request().method().equals(HttpMethod.OPTIONS)) {
             Tally t = new Tally();
             t.connection = ctx.request().connection();
+            t.http2 = ctx.request().version() == HttpVersion.HTTP_2;
             ctx.put(Tally.KEY, t);
             ctx.addEndHandler(ended -> {
                 if (t.dispatched) {
@@ -194,6 +197,8 @@ public final class GatewayRoutes {
         boolean goneWhilePending;
         /** The client's connection, which {@link ResponseSink#cutOff} closes (null for a request not tallied). */
         HttpConnection connection;
+        /** The request came over HTTP/2 ({@link ResponseSink#http2}). */
+        boolean http2;
 
         static Tally of(RoutingContext ctx) {
             Tally t = ctx.get(KEY);
@@ -501,7 +506,7 @@ public final class GatewayRoutes {
             h.dispatcher().clientGoneBeforeStart(dr);
             return;
         }
-        ResponseSink sink = new ResponseSink(resp, tally.connection);
+        ResponseSink sink = new ResponseSink(resp, tally.connection, tally.http2);
         Dispatcher.Handle handle = h.dispatcher().start(dr, sink);
         sink.gone = handle::clientGone;
         resp.closeHandler(v -> handle.clientGone());
@@ -594,14 +599,34 @@ public final class GatewayRoutes {
 
         private final HttpServerResponse resp;
         private final HttpConnection connection;
+        /**
+         * HTTP/2: the stream's write queue is full as soon as the client's flow-control window is (64 KiB by default),
+         * and Vert.x ignores the queue size set for it; so the bytes written since the stream last stopped taking
+         * them are counted here ({@link #behind}), and only {@link #MAX_UNREAD_BYTES} of them cut the client off. A
+         * client that fell a window behind for a second lost its answer (found by hunt22).
+         */
+        private final boolean http2;
+        private final AtomicLong behind = new AtomicLong();
         /** The request's hang-up, set once it is dispatched. */
         volatile Runnable gone = () -> { };
         private boolean cut;
 
-        ResponseSink(HttpServerResponse resp, HttpConnection connection) {
+        ResponseSink(HttpServerResponse resp, HttpConnection connection, boolean http2) {
             this.resp = resp;
             this.connection = connection;
+            this.http2 = http2;
             resp.setWriteQueueMaxSize(MAX_UNREAD_BYTES);
+            if (http2) {
+                resp.drainHandler(v -> behind.set(0));   // the client's window opened again: it is reading
+            }
+        }
+
+        /** Whether the client left {@link #MAX_UNREAD_BYTES} unread, once {@code written} more bytes were queued. */
+        private boolean tooFarBehind(int written) {
+            if (!resp.writeQueueFull()) {
+                return false;
+            }
+            return !http2 || behind.addAndGet(written) > MAX_UNREAD_BYTES;
         }
 
         private boolean open() {
@@ -624,7 +649,7 @@ public final class GatewayRoutes {
                     resp.setChunked(true);
                 }
                 resp.write(Buffer.buffer(bytes));
-                if (resp.writeQueueFull() && !cut) {
+                if (!cut && tooFarBehind(bytes.length)) {
                     cutOff();
                 }
             }

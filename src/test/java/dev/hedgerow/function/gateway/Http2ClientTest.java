@@ -136,6 +136,41 @@ class Http2ClientTest {
         }
     }
 
+    /**
+     * A client that stops reading for a moment fills its flow-control window (64 KiB, the client's default here) and
+     * has the rest of its answer wait at the gateway, as over HTTP/1.1: it is taken for gone only 8 MiB behind. Its
+     * stream was reset at the first window's end, its answer lost (found by hunt22).
+     */
+    @Test
+    void aClientAWindowBehindForAMomentStillGetsItsWholeAnswer() throws Exception {
+        io.vertx.core.http.HttpClient client = client();
+        dev.hedgerow.sim.ModelScript before = alpha().config().models().get("solo-a");
+        try {
+            // 1500 tokens at 3000 tokens/s: ~250 KB of events in half a second, four windows
+            alpha().script("solo-a", before.withLength(1500).withLatency(dev.hedgerow.sim.ModelScript.Latency.of(5, 3000)));
+            String prompt = "h2: a window behind";
+            HttpClientRequest req = post(client).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            Promise<String> body = Promise.promise();
+            Buffer got = Buffer.buffer();
+            req.response().onSuccess((HttpClientResponse resp) -> {
+                resp.pause();   // reads nothing for a second and a half: the window fills, the rest waits
+                vertx.setTimer(1500, t -> resp.resume());
+                resp.handler(got::appendBuffer);
+                resp.endHandler(v -> body.tryComplete(got.toString(StandardCharsets.UTF_8)));
+                resp.exceptionHandler(body::tryFail);
+            });
+            req.exceptionHandler(body::tryFail);
+            req.end(body(prompt, true));
+            String sse = body.future().toCompletionStage().toCompletableFuture().get(20, TimeUnit.SECONDS);
+            assertTrue(sse.length() > 4 * 65_535, "several windows' worth: " + sse.length());
+            assertEquals(alpha().expectedText(prompt, 1500), streamedText(sse));
+            assertTrue(sse.endsWith("data: [DONE]\n\n"), sse.substring(Math.max(0, sse.length() - 200)));
+        } finally {
+            alpha().script("solo-a", before);
+            client.close();
+        }
+    }
+
     @Test
     void aResetStreamIsAHangUpAndTheConnectionGoesOnServing() throws Exception {
         HttpClient client = client();
