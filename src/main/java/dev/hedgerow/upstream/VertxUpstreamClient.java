@@ -92,6 +92,16 @@ public final class VertxUpstreamClient implements UpstreamClient {
         return loopClients.computeIfAbsent(Thread.currentThread(), t -> newClient());
     }
 
+    /**
+     * Resets a request this exchange no longer wants, before any handler of its own was set: its end is already the
+     * exchange's (cancelled, or refused), and a request with no exception handler has Vert.x log its reset at ERROR,
+     * "Stream reset: 0" naming no request (found by hunt22).
+     */
+    private static void quietReset(HttpClientRequest request) {
+        request.exceptionHandler(t -> { });
+        request.reset();
+    }
+
     @Override
     public Exchange send(UpstreamRequest req, UpstreamHandler handler) {
         AtomicBoolean done = new AtomicBoolean();
@@ -104,7 +114,7 @@ public final class VertxUpstreamClient implements UpstreamClient {
         client().request(options).onComplete(ar -> {
             if (done.get()) {
                 if (ar.succeeded()) {
-                    ar.result().reset();
+                    quietReset(ar.result());
                 }
                 return;
             }
@@ -122,7 +132,7 @@ public final class VertxUpstreamClient implements UpstreamClient {
             HttpClientRequest request = ar.result();
             String blocked = blocked(request);
             if (blocked != null) {
-                request.reset();
+                quietReset(request);
                 if (done.compareAndSet(false, true)) {
                     handler.onError(new TransportFailure(TransportFailure.Kind.CONNECT, blocked));
                 }
@@ -133,7 +143,7 @@ public final class VertxUpstreamClient implements UpstreamClient {
             }
             if (done.get()) {
                 // cancelled (on another thread) since the check above, when cancel found no request to reset
-                request.reset();
+                quietReset(request);
                 return;
             }
             request.exceptionHandler(t -> {
