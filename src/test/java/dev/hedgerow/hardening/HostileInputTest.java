@@ -244,6 +244,32 @@ class HostileInputTest {
         assertEquals(200, plain.status(), plain.body());
     }
 
+    /**
+     * A transfer coding other than chunked: the server undoes only the chunked framing, so {@code gzip, chunked} was
+     * read as compressed bytes and refused for "a NUL byte", which named the wrong problem (found by hunt22).
+     */
+    @Test
+    void aGzipTransferCodingIs415NamingIt() throws java.io.IOException {
+        java.io.ByteArrayOutputStream zipped = new java.io.ByteArrayOutputStream();
+        try (java.util.zip.GZIPOutputStream gz = new java.util.zip.GZIPOutputStream(zipped)) {
+            gz.write(("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                    .getBytes(StandardCharsets.UTF_8));
+        }
+        java.io.ByteArrayOutputStream chunked = new java.io.ByteArrayOutputStream();
+        chunked.writeBytes((Integer.toHexString(zipped.size()) + "\r\n").getBytes(StandardCharsets.US_ASCII));
+        chunked.writeBytes(zipped.toByteArray());
+        chunked.writeBytes("\r\n0\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+        byte[] head = RawHttp.request("POST", "/v1/chat/completions", (new String(AUTH, StandardCharsets.US_ASCII)
+                + "Transfer-Encoding: gzip, chunked\r\n").getBytes(StandardCharsets.US_ASCII), null);
+        byte[] request = java.util.Arrays.copyOf(head, head.length + chunked.size());
+        System.arraycopy(chunked.toByteArray(), 0, request, head.length, chunked.size());
+        RawHttp.Response r = RawHttp.send(gw.port(), request);
+        JsonNode err = Envelope.assert4xx(r.status(), r.body(), "gzip transfer coding");
+        assertEquals(415, r.status(), r.body());
+        assertEquals("unsupported_transfer_encoding", err.path("code").asText());
+        assertTrue(err.path("message").asText().contains("Transfer-Encoding gzip"), r.body());
+    }
+
     @Test
     void missingMessagesIs400NamingMessages() {
         RawHttp.Response r = post("{\"model\":\"chat\"}".getBytes(StandardCharsets.UTF_8));

@@ -59,7 +59,8 @@ public class AdminGuard {
             org(app, ctx.getHeaderString(HttpHeaders.AUTHORIZATION));
             // a compressed edit was read as it came (a gzip body "not valid UTF-8", a plain one labelled gzip saved)
             // where /admin/explain and the gateway refuse it: every admin body is refused so (found by hunt5)
-            GatewayRoutes.refuseEncoded(ctx.getHeaderString(HttpHeaders.CONTENT_ENCODING));
+            GatewayRoutes.refuseEncoded(ctx.getHeaderString(HttpHeaders.CONTENT_ENCODING),
+                    ctx.getHeaderString("Transfer-Encoding"));
         } catch (RequestException e) {
             MetricsLabels.uriTemplate(MetricsLabels.REFUSED_ADMIN);
             return AdminResource.error(e.error(), null);

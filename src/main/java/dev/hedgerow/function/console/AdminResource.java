@@ -386,7 +386,8 @@ public class AdminResource {
             throw new RequestException(ApiError.tooLarge(gatewayBodyLimit));
         }
         GatewayRoutes.refuseMultipart(headers.getHeaderString(HttpHeaders.CONTENT_TYPE));
-        GatewayRoutes.refuseEncoded(headers.getHeaderString(HttpHeaders.CONTENT_ENCODING));
+        GatewayRoutes.refuseEncoded(headers.getHeaderString(HttpHeaders.CONTENT_ENCODING),
+                headers.getHeaderString("Transfer-Encoding"));
         Map<String, String> h = new HashMap<>();
         headers.getRequestHeaders().forEach((k, v) -> {
             if (!v.isEmpty()) {

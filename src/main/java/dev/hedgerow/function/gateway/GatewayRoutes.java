@@ -9,6 +9,7 @@ import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.EmbeddingsRequest;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.api.RequestException;
+import dev.hedgerow.api.Text;
 import dev.hedgerow.api.RetryAdvice;
 import dev.hedgerow.catalog.Catalog;
 import dev.hedgerow.catalog.Keys;
@@ -359,7 +360,7 @@ public final class GatewayRoutes {
         String alias = org.routing().alias(routed);
         tally.alias = alias;
         try {
-            refuseEncoded(httpReq.getHeader("content-encoding"));
+            refuseEncoded(httpReq.getHeader("content-encoding"), httpReq.getHeader("transfer-encoding"));
             Buffer b = ctx.body().buffer();
             if (b == null || b.length() == 0) {
                 // Vert.x decodes a multipart body into form attributes and leaves the body itself empty
@@ -416,14 +417,25 @@ public final class GatewayRoutes {
      * Refuses (415 {@code unsupported_content_encoding}) a body sent compressed ({@code Content-Encoding: gzip},
      * anything but {@code identity}): read as it came it was "not valid UTF-8", which named the wrong problem. It is
      * not decompressed: the size limit counts the bytes received, and a few kilobytes of gzip can inflate to
-     * gigabytes.
+     * gigabytes. Likewise a {@code Transfer-Encoding} naming a coding other than {@code chunked} (415
+     * {@code unsupported_transfer_encoding}): the server undoes the chunked framing only, so {@code gzip, chunked}
+     * was refused for "a NUL byte" (found by hunt22). 415 as for a Content-Encoding, not RFC 9112's 501: the OpenAI
+     * SDKs retry a 5xx, and this request can never succeed.
      */
-    public static void refuseEncoded(String contentEncoding) {
+    public static void refuseEncoded(String contentEncoding, String transferEncoding) {
         String coding = contentEncoding == null ? "" : contentEncoding.trim();
         if (!coding.isEmpty() && !coding.equalsIgnoreCase("identity")) {
             throw new RequestException(new ApiError(415, "invalid_request_error", "unsupported_content_encoding",
                     "The request body must be sent uncompressed; Content-Encoding " + coding + " is not accepted.",
                     null, null));
+        }
+        for (String c : (transferEncoding == null ? "" : transferEncoding).split(",")) {
+            String t = c.trim();
+            if (!t.isEmpty() && !t.equalsIgnoreCase("chunked")) {
+                throw new RequestException(new ApiError(415, "invalid_request_error", "unsupported_transfer_encoding",
+                        "The request body must be sent with no transfer coding but chunked; Transfer-Encoding "
+                        + Text.clip(t, 40, "...") + " is not accepted.", null, null));
+            }
         }
     }
 

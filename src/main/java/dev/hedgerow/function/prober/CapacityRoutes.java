@@ -46,7 +46,8 @@ public final class CapacityRoutes {
         // read as strictly as every edge reads a body (hunt20: trailing text, bad UTF-8, a route named twice, a
         // compressed body taken as plain were all "not a JSON object" or worse, accepted)
         Supplier<JsonNode> body = () -> {
-            GatewayRoutes.refuseEncoded(ctx.request().getHeader("content-encoding"));
+            GatewayRoutes.refuseEncoded(ctx.request().getHeader("content-encoding"),
+                    ctx.request().getHeader("transfer-encoding"));
             GatewayRoutes.refuseMultipart(ctx.request().getHeader("content-type"));
             Buffer b = ctx.body().buffer();
             return b == null || b.length() == 0 ? null : RequestJson.parseEdit(b.getBytes());
