@@ -153,6 +153,10 @@ public final class Router {
             }
         }
         if (capable.isEmpty()) {
+            ApiError tooLong = Shortfall.contextExceeded(alias, lacking, facts, operated.get(0).embeddings());
+            if (tooLong != null) {
+                return Uni.createFrom().item(new RoutePlan.Blocked(tooLong, tooLong.code(), rejected));
+            }
             ApiError err = ApiError.invalidRequest("no_capable_provider", Shortfall.message(alias, lacking), null);
             return Uni.createFrom().item(new RoutePlan.Blocked(err, "no_capable_provider", rejected));
         }

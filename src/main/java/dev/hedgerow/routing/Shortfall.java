@@ -1,5 +1,6 @@
 package dev.hedgerow.routing;
 
+import dev.hedgerow.api.ApiError;
 import dev.hedgerow.catalog.Route;
 
 import java.util.ArrayList;
@@ -96,6 +97,33 @@ final class Shortfall {
             reasons.add(what + " on " + scope(e.getValue(), lacking.size()));
         }
         return "No provider of '" + alias + "' can serve this request: missing " + String.join("; ", reasons) + ".";
+    }
+
+    /**
+     * OpenAI's refusal of a request too long for the model ({@code context_length_exceeded}, param {@code messages},
+     * or {@code input} for embeddings, in its words: "This model's maximum context length is ...") when what every
+     * route lacks is only its context window, the largest of them being the one to fit; null otherwise. Clients key
+     * on that code to trim a conversation and retry (LiteLLM's ContextWindowExceededError, agent frameworks), and a
+     * provider's own overflow reaches them so; the gateway's count gave them {@code no_capable_provider} (found by
+     * hunt23).
+     */
+    static ApiError contextExceeded(String alias, Map<String, List<Lack>> lacking, RequestFacts f,
+                                    boolean embeddings) {
+        long largest = 0;
+        for (List<Lack> lacks : lacking.values()) {
+            if (lacks.stream().anyMatch(l -> !l.isWindow())) {
+                return null;
+            }
+            for (Lack l : lacks) {
+                largest = Math.max(largest, l.available());
+            }
+        }
+        String message = "This model's maximum context length is " + largest + " tokens. However, you requested "
+                + f.contextNeeded() + " tokens" + (embeddings ? " in the input" : " (" + f.promptTokens()
+                + " in the messages, " + (f.maxTokens() == null ? 0 : f.maxTokens()) + " in the completion)")
+                + ". Please reduce the length of the " + (embeddings ? "input" : "messages or completion")
+                + " (no route of '" + alias + "' has a larger context window).";
+        return ApiError.invalidRequest("context_length_exceeded", message, embeddings ? "input" : "messages");
     }
 
     /**

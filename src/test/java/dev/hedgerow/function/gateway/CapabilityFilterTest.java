@@ -20,12 +20,14 @@ import java.util.Set;
 import static io.restassured.RestAssured.given;
 import static org.hamcrest.Matchers.containsString;
 import static org.hamcrest.Matchers.equalTo;
+import static org.hamcrest.Matchers.startsWith;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * The capability filter over real HTTP: before speed is weighed, the pool is narrowed to routes that can serve
  * the request (tools and JSON mode per transport, images, reasoning off, demanded parameters, context window
- * counted with a real tokenizer); when none can, 400 no_capable_provider naming what is missing (its one blocked
+ * counted with a real tokenizer); when none can, 400 no_capable_provider naming what is missing, or OpenAI's
+ * context_length_exceeded when only the context window is (its one blocked
  * audit event: {@link AuditTrailTest}).
  */
 class CapabilityFilterTest {
@@ -199,32 +201,39 @@ class CapabilityFilterTest {
         assertEquals(Set.of("tiny-only"), servedBy(body("tiny", true, prompt, ",\"max_tokens\":100")));
     }
 
+    /**
+     * A request too long for every route's window is refused as OpenAI refuses one too long for the model
+     * ({@code context_length_exceeded}, param {@code messages}, in its words, counted in real tokens): clients key on
+     * that code to trim a conversation and retry, and got {@code no_capable_provider} (found by hunt23).
+     */
     @Test
-    void noCapableRouteIsA400NamingTheMissingWindowInRealTokens() throws Exception {
+    void aPromptTooLongForEveryWindowIsContextLengthExceededInRealTokens() throws Exception {
         String body = body("tiny", true, "\"" + "hello ".repeat(2500) + "\"", ",\"max_tokens\":100");
-        long needed = TokenCounter.shared().countRequest(Json.parse(body)) + 100L;
+        long prompt = TokenCounter.shared().countRequest(Json.parse(body));
         send(body).then().statusCode(400)
                 .body("error.type", equalTo("invalid_request_error"))
-                .body("error.code", equalTo("no_capable_provider"))
-                .body("error.message", equalTo("No provider of 'tiny' can serve this request: missing context window ("
-                        + needed + " tokens needed, 2000 available) on tiny-only."));
+                .body("error.code", equalTo("context_length_exceeded"))
+                .body("error.param", equalTo("messages"))
+                .body("error.message", equalTo("This model's maximum context length is 2000 tokens. However, you"
+                        + " requested " + (prompt + 100) + " tokens (" + prompt + " in the messages, 100 in the"
+                        + " completion). Please reduce the length of the messages or completion (no route of 'tiny'"
+                        + " has a larger context window)."));
     }
 
-    /** Each reason once, naming its routes: the window of three routes was three reasons, one per route. */
+    /** The window to fit is the largest of the routes' (they were three reasons, one per route). */
     @Test
-    void aPromptLargerThanEveryWindowIsOneReasonForAllTheRoutes() throws Exception {
+    void aPromptLargerThanEveryWindowNamesTheLargestWindow() throws Exception {
         String body = body("windows", true, "\"" + "hello ".repeat(5000) + "\"", ",\"max_tokens\":100");
         long needed = TokenCounter.shared().countRequest(Json.parse(body)) + 100L;
         send(body).then().statusCode(400)
                 .body("error.type", equalTo("invalid_request_error"))
-                .body("error.code", equalTo("no_capable_provider"))
-                .body("error.param", equalTo(null))
-                .body("error.message", equalTo("No provider of 'windows' can serve this request: missing context "
-                        + "window (" + needed + " tokens needed, at most 4000 available) on all 3 routes."));
+                .body("error.code", equalTo("context_length_exceeded"))
+                .body("error.param", equalTo("messages"))
+                .body("error.message", startsWith("This model's maximum context length is 4000 tokens. However, you"
+                        + " requested " + needed + " tokens"));
         String same = body("same", true, "\"" + "hello ".repeat(5000) + "\"", ",\"max_tokens\":100");
         send(same).then().statusCode(400)
-                .body("error.message", equalTo("No provider of 'same' can serve this request: missing context "
-                        + "window (" + needed + " tokens needed, 2000 available) on both routes."));
+                .body("error.message", startsWith("This model's maximum context length is 2000 tokens."));
     }
 
     @Test

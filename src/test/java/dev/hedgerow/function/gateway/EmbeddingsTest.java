@@ -533,7 +533,8 @@ class EmbeddingsTest {
     void anInputLongerThanEveryContextWindowIsRefusedAndATokenArrayCountsItsLength() {
         Response r = embed("{\"model\":\"tiny\",\"input\":[\"short\",\"" + "many words ".repeat(20) + "\"]}");
         assertEquals(400, r.statusCode(), r.asString());
-        assertEquals("no_capable_provider", json(r).path("error").path("code").asText());
+        assertEquals("context_length_exceeded", json(r).path("error").path("code").asText());
+        assertEquals("input", json(r).path("error").path("param").asText());
         Response nine = embed("{\"model\":\"tiny\",\"input\":[1,2,3,4,5,6,7,8,9]}");
         assertEquals(400, nine.statusCode(), nine.asString());
         Response eight = embed("{\"model\":\"tiny\",\"input\":[1,2,3,4,5,6,7,8]}");
@@ -555,7 +556,7 @@ class EmbeddingsTest {
         }
         Response big = embed("{\"model\":\"emb\",\"input\":\"" + sb + "\"}");
         assertEquals(400, big.statusCode(), big.asString().substring(0, Math.min(500, big.asString().length())));
-        assertEquals("no_capable_provider", json(big).path("error").path("code").asText());
+        assertEquals("context_length_exceeded", json(big).path("error").path("code").asText());
     }
 
     @Test

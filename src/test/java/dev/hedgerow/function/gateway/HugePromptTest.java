@@ -60,7 +60,8 @@ class HugePromptTest {
         given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
                 .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"" + content + "\"}]}")
                 .post("/v1/chat/completions").then().statusCode(400)
-                .body("error.code", equalTo("no_capable_provider"))
-                .body("error.message", containsString("(" + expected + " tokens needed, 100000 available)"));
+                .body("error.code", equalTo("context_length_exceeded"))
+                .body("error.message", containsString("maximum context length is 100000 tokens. However, you"
+                        + " requested " + expected + " tokens"));
     }
 }
