@@ -145,8 +145,11 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
      */
     long waitedNoContentMs = -1;
     long firstReasoningNanos = -1;
-    /** The pause from the first reasoning chunk to the first visible one (0 until then): thinking, not decode. */
-    long thinkingNanos;
+    /**
+     * The silence between the last reasoning chunk and the first visible one (0 until then): a model's thought it
+     * does not stream, not decode (the streamed reasoning before it is decode, its tokens counted).
+     */
+    long thinkingPauseNanos;
     boolean visibleStarted;
     /** Chars of everything this attempt streamed (content, reasoning, tool calls...): the output guard's 4 MiB cap. */
     long outputChars;
@@ -225,9 +228,9 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
             deps.observer().gap(cand, gapMs);
         }
         if (thinkingEnds) {
-            thinkingNanos = now - firstReasoningNanos;
+            thinkingPauseNanos = now - lastContentNanos;
             if (kind != Kind.RESUME) {
-                deps.models().learnThinking(cand.state(), thinkingNanos / 1_000_000L);
+                deps.models().learnThinking(cand.state(), (now - firstReasoningNanos) / 1_000_000L);
             }
         }
         if (reasoning && firstReasoningNanos < 0) {

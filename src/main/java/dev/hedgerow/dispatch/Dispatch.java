@@ -109,6 +109,8 @@ final class Dispatch {
     private int resumes;
     private boolean committed;
     private Attempt winner;
+    /** The route whose break the stream's latest resume continues: that resume's last resort ({@link #resumeTarget}). */
+    private Candidate broken;
     /** The attempt whose content the client received last (the winner, kept after it fails): what a cut stream bills. */
     private Attempt served;
     /** Where in the transcript each attempt whose content the client received began: what each route is charged. */
@@ -389,7 +391,7 @@ final class Dispatch {
         if (kind != Kind.RESUME) {
             preCommitAttempts--;
         }
-        Candidate next = kind == Kind.RESUME ? resumeTarget(null) : routes.next();
+        Candidate next = kind == Kind.RESUME ? resumeTarget(broken) : routes.next();
         if (next == null && kind == Kind.HEDGE) {
             refundHedge();   // the hedge's route is probed elsewhere and no other is left: no hedge starts
         }
@@ -1167,6 +1169,7 @@ final class Dispatch {
             endWithErrorEvent(end);
             return;
         }
+        broken = failed;
         Candidate next = resumeTarget(failed);
         if (next == null) {
             endWithErrorEvent("The stream failed (" + cause + ") and no other route can resume it.");
@@ -1495,15 +1498,18 @@ final class Dispatch {
     }
 
     /**
-     * The route may take this request again: not a half-open probe, no 429 in this request nor a provider's hold it
-     * set (a 503's wait), and its failures (the shared count plus this request's) still under {@code max_fails}.
+     * Where a broken stream resumes ({@link RouteChoice#nextForResume}); {@code failed}, the route whose break it
+     * resumes, is its last resort.
      */
-    /** Where a broken stream resumes ({@link RouteChoice#nextForResume}). */
     private Candidate resumeTarget(Candidate failed) {
         return routes.nextForResume(failed, this::breakerStillClosed,
                 c -> !trail.rateLimited(c.route().id()) && !health.held(c));
     }
 
+    /**
+     * The route may take this request again: not a half-open probe, no 429 in this request nor a provider's hold it
+     * set (a 503's wait), and its failures (the shared count plus this request's) still under {@code max_fails}.
+     */
     private boolean breakerStillClosed(Candidate c) {
         String id = c.route().id();
         return !c.halfOpen() && !trail.rateLimited(id) && !health.held(c)
@@ -1697,10 +1703,11 @@ final class Dispatch {
         output.endStream(a, req.request().includeUsage() ? billed : null, Billing.upstreamBill(a, resumes > 0),
                 trail.toNode());
         stopTimers();
-        // its rhythm's time: from its first chunk, less the thinking pause before its first visible one (learnt as
-        // thinking, which first-token predictions add: counted as decode too, it judged a fast thinker below target)
+        // its rhythm's time: from its first chunk, less the silence between its streamed reasoning and its first
+        // visible chunk (part of the thinking first-token predictions add: counted as decode too, it judged a fast
+        // thinker below target; its streamed reasoning is decode, and its tokens are counted)
         long decodeMs = a.firstContentNanos < 0 ? 0
-                : (deps.ticker().nanos() - a.firstContentNanos - a.thinkingNanos) / 1_000_000L;
+                : (deps.ticker().nanos() - a.firstContentNanos - a.thinkingPauseNanos) / 1_000_000L;
         // a resume's bill counts every route's tokens: its own rhythm is its own deltas over its own time, its time
         // per output token its own latency over them, and its time no end-to-end latency (the answer began on another
         // route)

@@ -60,6 +60,8 @@ final class ProbeCall implements UpstreamHandler {
     private long lastNanos = -1;
     private long firstReasoningNanos = -1;
     private long firstVisibleNanos = -1;
+    /** The silence between the last reasoning chunk and the first visible one: thinking, not decode (as Attempt's). */
+    private long thinkingPauseNanos;
     /**
      * The last sign of life, as the gateway's stall watchdog counts it: before the first content any well-formed event
      * or keep-alive comment (garbage is none); after it only progress, a content delta or a finish.
@@ -231,15 +233,19 @@ final class ProbeCall implements UpstreamHandler {
             // its first token and its decode, as for live traffic; the pause before its first visible token is
             // its thinking time
             lastLifeNanos = now;
+            boolean visible = !d.content().isEmpty() || d.hasTools();
+            boolean thinkingEnds = visible && firstVisibleNanos < 0 && firstReasoningNanos >= 0;
             if (firstNanos < 0) {
                 firstNanos = now;
+            } else if (thinkingEnds) {
+                thinkingPauseNanos = now - lastNanos;   // the gateway keeps it out of the rhythm too
             } else if (deltas > 0) {
                 rhythm = rhythm.observe(ms(now - lastNanos));
             }
             if (!d.reasoning().isEmpty() && firstReasoningNanos < 0) {
                 firstReasoningNanos = now;
             }
-            if ((!d.content().isEmpty() || d.hasTools()) && firstVisibleNanos < 0) {
+            if (visible && firstVisibleNanos < 0) {
                 firstVisibleNanos = now;
             }
             lastNanos = now;
@@ -332,7 +338,7 @@ final class ProbeCall implements UpstreamHandler {
         int tokens = usageTokens > 0 ? usageTokens : deltas;
         long thinkMs = firstReasoningNanos >= 0 && firstVisibleNanos > firstReasoningNanos
                 ? ms(firstVisibleNanos - firstReasoningNanos) : -1;
-        return new ProbeOutcome.Answered(ms(firstNanos - start), tokens, ms(lastNanos - firstNanos),
+        return new ProbeOutcome.Answered(ms(firstNanos - start), tokens, ms(lastNanos - firstNanos - thinkingPauseNanos),
                 ms(endNanos - start), model, content.toString(), thinkMs);
     }
 

@@ -591,6 +591,12 @@ class CoreReviewFindingsTest {
         assertEquals(2, upstream.calls.size(), "precondition: b (a larger window) is tried next");
         upstream.last().head().content("Hello");
         scheduler.advance(Duration.ofSeconds(2));   // b stalls past the 1 s stall floor
+        // c is probed elsewhere and a's window is too small: b, the route that broke, is each resume's last resort,
+        // and it fails every time until max_resumes is spent
+        for (int i = 0; i < 5 && !Sse.endsWithDone(sink.text()); i++) {
+            assertTrue(upstream.last().body().contains("\"model\":\"mb\""), "the resume goes to b");
+            fail500(upstream.last());
+        }
         String out = sink.text();
         assertTrue(Sse.endsWithDone(out), out);
         com.fasterxml.jackson.databind.JsonNode last = Sse.events(out).get(Sse.events(out).size() - 1);
@@ -600,6 +606,30 @@ class CoreReviewFindingsTest {
         assertEquals(1, bills.size());
         assertTrue(bills.get(0) != null && bills.get(0).completionTokens() > 0,
                 "the text the client received is billed: " + bills.get(0));
+    }
+
+    /**
+     * a stalled after "Hello"; the resume goes to the untried b, half-open, whose probe another instance holds. The
+     * stream then resumes on a, the route that broke, its last resort, as it would have with b never in the group: it
+     * ended with an error, "no other route can resume it" (found by hunt23's review of hunt22's resume fix).
+     */
+    @Test
+    void aResumeWhoseHalfOpenTargetIsProbedElsewhereFallsBackToTheRouteThatBroke() {
+        String b = "acme/chat-b";
+        memory.recordFailure(b, 1, Duration.ofSeconds(30)).await().indefinitely();
+        ticker.advance(Duration.ofSeconds(30));
+        assertTrue(memory.tryAcquireProbe(b, 1, Duration.ofMinutes(5), "another-instance").await().indefinitely());
+        Candidate a = DispatchFixture.candidate(org, "chat-a", RouteSnapshot.empty("acme/chat-a"), false,
+                new TtftEstimate(150, 300, true));
+        Candidate halfOpenB = DispatchFixture.candidate(org, "chat-b",
+                new RouteSnapshot(b, false, 0, 1, false, 0, 0, UsageSample.ZERO, Map.of()), true,
+                new TtftEstimate(150, 300, true));
+        start(a, halfOpenB);
+        upstream.last().head().content("Hello");
+        scheduler.advance(Duration.ofMillis(1500));   // a stalls past the 1 s stall floor
+        assertEquals(2, upstream.calls.size(), sink.text());
+        assertTrue(upstream.last().body().contains("\"model\":\"ma\""), "the resume goes back to a");
+        assertFalse(Sse.endsWithDone(sink.text()), sink.text());
     }
 
     /**

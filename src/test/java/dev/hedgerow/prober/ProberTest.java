@@ -287,6 +287,21 @@ class ProberTest {
     }
 
     /**
+     * A probe of a thinking model learns its decode speed as live traffic does: the silence between its streamed
+     * reasoning and its first visible token is thinking, not decode (found by hunt23's review: the prober still
+     * counted it, judging a fast thinker below the decode target).
+     */
+    @Test
+    void aProbeOfAThinkingModelLeavesItsSilentThoughtOutOfItsDecodeSpeed() {
+        sims.get("alpha").script("alpha-model", ModelScript.defaults().withLength(24)
+                .withLatency(ModelScript.Latency.of(5, 400)).withReasoning(new ModelScript.Reasoning(3, 400, 100)));
+        round();
+        double decode = gw.core().models().decodeSpeed(snapshot("chat-alpha"));
+        // 27 tokens at 400 tokens/s: ~65 ms of decode; with the 400 ms thought counted, under 60 tokens/s
+        assertTrue(decode > 150, "decodes at ~400 tokens/s: " + decode);
+    }
+
+    /**
      * A round probes a few routes at a time, each up to its timeout: a route whose live traffic cooled it down while
      * the round was under way is skipped, as it would have been at the round's start. It was probed on the round's
      * start-of-round view of its health, during its cooldown (found by hunt22).
