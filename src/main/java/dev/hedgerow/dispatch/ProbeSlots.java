@@ -57,9 +57,17 @@ final class ProbeSlots {
             }
         }
 
-        /** A health verdict on the route was sent: that write frees the slot. */
-        void settledByVerdict() {
+        /**
+         * {@code verdict}, the health write on the route that frees the slot, followed by a release under this
+         * slot's owner token, whatever became of the write: a verdict the shared store did not take (an outage, the
+         * write kept on the local store) left the slot taken there until its TTL, every request for the route refused
+         * "half-open probe in flight" meanwhile (found by hunt23). The release is a no-op once the verdict freed the
+         * slot, and the outage guard keeps one it could not send and sends it when the store answers again.
+         */
+        <T> Uni<T> settledBy(Uni<T> verdict) {
             held = false;
+            return verdict.onTermination().call(() -> store.releaseProbe(routeId, owner)
+                    .onFailure().recoverWithNull());
         }
 
         /** The probe came to no verdict (hang-up, client error, lost race, ...): free the slot for the next one. */

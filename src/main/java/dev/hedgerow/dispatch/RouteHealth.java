@@ -80,15 +80,12 @@ final class RouteHealth {
         if (!f.routeFault()) {
             return;
         }
-        if (a.probe != null) {
-            a.probe.settledByVerdict();
-        }
         Written w = written.computeIfAbsent(a.cand.id(), k -> new Written());
         // the provider's hold goes with the failure in one write: between two, another instance (or this request's
         // next plan) could read the failure counted without the hold and send a request the provider refused ahead
         Duration hold = Duration.ofMillis(Math.max(0, f.retryAfterMillis()));
-        send(store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout(), hold)
-                .invoke(b -> w.stored(b, ticker.nanos())));
+        send(verdict(a, store.recordFailure(a.cand.id(), breaker.threshold(), breaker.failTimeout(), hold)
+                .invoke(b -> w.stored(b, ticker.nanos()))));
         // lowest_latency's measures take the failure as a latency penalty, with or without a breaker
         models.learnFailure(a.cand.state(), timeouts);
         long now = ticker.nanos();
@@ -140,11 +137,13 @@ final class RouteHealth {
         // Kong resets the counter on a success after fail_timeout, so a request that long must always report.
         if (a.cand.halfOpen() || a.cand.state().fails() > 0
                 || (ticker.nanos() - requestStartNanos) / 1_000_000L >= breaker.failTimeout().toMillis()) {
-            if (a.probe != null) {
-                a.probe.settledByVerdict();
-            }
-            send(store.recordSuccess(a.cand.id(), breaker.threshold(), breaker.failTimeout()));
+            send(verdict(a, store.recordSuccess(a.cand.id(), breaker.threshold(), breaker.failTimeout())));
         }
+    }
+
+    /** A health write on the attempt's route, which frees its half-open probe slot when it holds one. */
+    private static <T> Uni<T> verdict(Attempt a, Uni<T> write) {
+        return a.probe == null ? write : a.probe.settledBy(write);
     }
 
     /** Sends a health write, counted until the store answers it (or fails: it may have applied it). */

@@ -258,8 +258,11 @@ public final class Prober {
                                 null));
                     }
                     SlotRenewal renewal = new SlotRenewal(t.key(), owner, held, ttl);
-                    // the verdict (recordSuccess / recordFailure) frees the slot; any other end gives it back
-                    return probe(t, s, breaker, true, () -> held.set(false))
+                    // the verdict (recordSuccess / recordFailure) frees the slot, and the release under this owner's
+                    // token follows it whatever the probe's end: a no-op once the verdict freed the slot, and the
+                    // slot's release where the shared store did not take the verdict (an outage: the outage guard
+                    // keeps the release and sends it when the store answers; found by hunt23)
+                    return probe(t, s, breaker, true, renewal::stop)
                             .onTermination().invoke(renewal::stop)
                             .onTermination().call(() -> releaseProbe(t, owner, held));
                 });

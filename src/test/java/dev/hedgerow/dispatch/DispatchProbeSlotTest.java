@@ -141,7 +141,8 @@ class DispatchProbeSlotTest {
         RouteSnapshot s = snapshot();
         assertFalse(s.probeTaken(), "the verdict freed the slot");
         assertEquals(0, s.fails(), "the probe's success closed the breaker");
-        assertEquals(0, store.releases.size());
+        assertEquals(1, store.releases.size(), "the release under its token that follows every verdict (a no-op"
+                + " here): a verdict the shared store did not take left the slot taken (hunt23)");
     }
 
     @Test
@@ -190,7 +191,7 @@ class DispatchProbeSlotTest {
         RouteSnapshot s = snapshot();
         assertFalse(s.probeTaken());
         assertEquals(0, s.fails(), "the verdict closed the breaker");
-        assertEquals(List.of(), store.releases, "the verdict freed the slot: nothing to release");
+        assertEquals(1, store.releases.size(), "the verdict freed the slot; the release that follows it is a no-op");
     }
 
     @Test
@@ -204,7 +205,7 @@ class DispatchProbeSlotTest {
         assertFalse(s.probeTaken());
         assertTrue(s.coolingDown(), "the verdict re-armed the cooldown");
         assertEquals(2, s.fails());
-        assertEquals(List.of(), store.releases, "the verdict freed the slot: nothing to release");
+        assertEquals(1, store.releases.size(), "the verdict freed the slot; the release that follows it is a no-op");
     }
 
     @Test
@@ -227,7 +228,7 @@ class DispatchProbeSlotTest {
         instruction.head().content("Hello world").finish();
         assertEquals("Hello world", Sse.content(sink.text()));
         assertEquals(0, snapshot().fails(), "the resumed probe's success closed the breaker");
-        assertEquals(1, store.releases.size(), "only the refused prefill's slot was released");
+        assertEquals(2, store.releases.size(), "the refused prefill's slot, and the no-op release after the verdict");
     }
 
     // ---- acquisitions answered late, or not at all -----------------------------------------------------------

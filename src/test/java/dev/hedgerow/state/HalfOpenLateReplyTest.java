@@ -43,9 +43,13 @@ class HalfOpenLateReplyTest {
                   solo: { strategy: rr_health, breaker: { max_fails: 1, fail_timeout: 1s } }
             """;
 
-    /** Redis, whose reply to a probe acquisition arrives late once {@link #slowProbeReplies} is set. */
+    /**
+     * Redis, whose reply to a probe acquisition arrives late once {@link #slowProbeReplies} is set, and which takes
+     * no verdict and no release (as in an outage, the connection lost) while {@link #verdictsLost} is.
+     */
     static final class SlowReplies extends ForwardingStateStore {
         volatile boolean slowProbeReplies;
+        volatile boolean verdictsLost;
 
         SlowReplies(StateStore inner) {
             super(inner);
@@ -55,6 +59,20 @@ class HalfOpenLateReplyTest {
         public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
             Uni<Boolean> call = super.tryAcquireProbe(routeId, maxFails, ttl, owner);
             return slowProbeReplies ? call.onItem().delayIt().by(Duration.ofMillis(800)) : call;
+        }
+
+        @Override
+        public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
+            return verdictsLost ? lost() : super.recordSuccess(routeId, maxFails, failTimeout);
+        }
+
+        @Override
+        public Uni<Void> releaseProbe(String routeId, String owner) {
+            return verdictsLost ? lost() : super.releaseProbe(routeId, owner);
+        }
+
+        private static <T> Uni<T> lost() {
+            return Uni.createFrom().failure(new java.io.IOException("Connection reset (the link to Redis is down)"));
         }
     }
 
@@ -95,6 +113,33 @@ class HalfOpenLateReplyTest {
                 .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"solo\",\"stream\":false,"
                         + "\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}")).build(),
                 HttpResponse.BodyHandlers.ofString());
+    }
+
+    /**
+     * A half-open probe that succeeded while Redis took no write: its verdict went to the local store, and the slot
+     * stayed taken in Redis, the route refused "half-open probe in flight" until its TTL once Redis was back (found by
+     * hunt23). The slot's release under the probe's owner token follows the verdict, kept by the outage guard until
+     * Redis answers.
+     */
+    @Test
+    void aHalfOpenProbesVerdictLostInAnOutageStillFreesItsSlot() throws Exception {
+        assertEquals(200, chat("warm up").statusCode());
+        redisStore.store().recordFailure("acme/solo-alpha", 1, Duration.ofSeconds(1)).await().indefinitely();
+        eventually(() -> !redisStore.store().snapshot(java.util.List.of("acme/solo-alpha"), Duration.ofMinutes(1))
+                .await().indefinitely().get("acme/solo-alpha").coolingDown(), "the cooldown is over");
+
+        shared.verdictsLost = true;
+        HttpResponse<String> probe = chat("probe");
+        assertEquals(200, probe.statusCode(), probe.body());
+        // the verdict and the release go out once the answer is written: give them time to fail
+        Thread.sleep(500);
+        shared.verdictsLost = false;   // Redis is back
+        eventually(() -> !redisStore.store().snapshot(java.util.List.of("acme/solo-alpha"), Duration.ofMinutes(1))
+                .await().indefinitely().get("acme/solo-alpha").probeTaken(),
+                "the slot's kept release is sent when Redis answers, well before its 35 s TTL");
+
+        HttpResponse<String> next = chat("after");
+        assertEquals(200, next.statusCode(), next.body());
     }
 
     @Test
