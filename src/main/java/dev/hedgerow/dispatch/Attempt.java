@@ -82,6 +82,8 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     Cancellable probeTimer = Cancellable.NONE;
     /** Kong's write_timeout until the body is sent, then the head wait (read_timeout, or longer) until the head. */
     Cancellable ioTimer = Cancellable.NONE;
+    /** A connection was made for the request ({@link #onConnected}): write_timeout counts from here. */
+    boolean connected;
     boolean sent;
     boolean live = true;
     int status;
@@ -279,7 +281,13 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
             Duration head = dispatch.headWait(cand);
             ioTimer = deps.scheduler().schedule(head, () -> dispatch.ioTimedOut(this, "timeout_read",
                     "no response head within " + headLimit(head)));
+        } else if (exchange != null && exchange.reportsSent() && connected) {
+            // Kong's write_timeout: from the connection, not the attempt's start (the connect's unused time added to
+            // it: a write stalled at once took 6 s to fail with write_timeout 1s; found by hunt22)
+            ioTimer = deps.scheduler().schedule(t.write(), () -> dispatch.ioTimedOut(this,
+                    "timeout_write", "request not sent within write_timeout " + t.write().toMillis() + " ms"));
         } else if (exchange != null && exchange.reportsSent()) {
+            // no connection yet: the client's own connect_timeout fails it; this bounds the whole send meanwhile
             ioTimer = deps.scheduler().schedule(t.connect().plus(t.write()), () -> dispatch.ioTimedOut(this,
                     "timeout_write", "request not sent within connect_timeout + write_timeout"));
         } else if (exchange != null) {
@@ -375,6 +383,18 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
         ioTimer.cancel();
         long readMs = timeouts.read().toMillis();
         ioTimer = deps.scheduler().schedule(timeouts.read(), () -> dispatch.bodyTimedOut(this, readMs));
+    }
+
+    @Override
+    public void onConnected() {
+        synchronized (dispatch) {
+            if (live && !connected && !sent) {
+                connected = true;
+                if (status == 0) {
+                    armIoTimer();
+                }
+            }
+        }
     }
 
     @Override

@@ -3,11 +3,18 @@ package dev.hedgerow.upstream;
 import java.util.Map;
 
 /**
- * Receives one exchange's events in order: {@code onSent} at most once (when the client can tell), {@code onHead}
- * once, then {@code onData}* and exactly one of {@code onEnd} or {@code onError} (nothing at all after a cancel).
- * Calls for one exchange never overlap.
+ * Receives one exchange's events in order: {@code onConnected} and {@code onSent} at most once each (when the client
+ * can tell), {@code onHead} once, then {@code onData}* and exactly one of {@code onEnd} or {@code onError} (nothing
+ * at all after a cancel). Calls for one exchange never overlap.
  */
 public interface UpstreamHandler {
+    /**
+     * A connection was made (or taken from the pool) for the request, which is now being written: before
+     * {@code onSent}, by clients that report sending (they say so in the exchange).
+     */
+    default void onConnected() {
+    }
+
     /** The whole request body was written to the connection (clients that report it say so in the exchange). */
     default void onSent() {
     }

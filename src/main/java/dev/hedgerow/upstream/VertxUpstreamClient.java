@@ -151,6 +151,7 @@ public final class VertxUpstreamClient implements UpstreamClient {
                     handler.onError(TransportFailure.classify(t));
                 }
             });
+            handler.onConnected();
             request.response().onComplete(rar -> {
                 if (rar.failed()) {
                     if (done.compareAndSet(false, true)) {

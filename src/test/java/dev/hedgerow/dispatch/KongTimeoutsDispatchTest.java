@@ -146,6 +146,26 @@ class KongTimeoutsDispatchTest {
                 sink.headers.toString());
     }
 
+    /**
+     * Kong's write_timeout counts from the connection: a send that stalls right after it fails write_timeout later,
+     * not connect_timeout + write_timeout after the attempt's start (found by hunt22).
+     */
+    @Test
+    void writeTimeoutCountsFromTheConnection() {
+        start(RouteSnapshot.empty("acme/a"));
+        scheduler.advance(Duration.ofMillis(100));
+        upstream.handlers.get(0).onConnected();
+        scheduler.advance(Duration.ofMillis(1_900));
+        assertEquals(1, upstream.requests.size(), "connected 1.9 s ago: within write_timeout");
+        scheduler.advance(Duration.ofMillis(200));
+        assertEquals(2, upstream.requests.size(), "failed over 2 s after the connection, not at 3 s");
+        upstream.handlers.get(1).onSent();
+        upstream.answer(1);
+        assertEquals(200, sink.status);
+        String trail = sink.headers.get("x-hedgerow-attempts");
+        assertTrue(trail.contains("\"error\":\"timeout_write\"") && trail.contains("\"duration_ms\":2100"), trail);
+    }
+
     @Test
     void readTimeoutCountsFromTheSentBodyToAStreamsResponseHead() {
         start(RouteSnapshot.empty("acme/a"), null, true);
