@@ -96,7 +96,7 @@ final class RequestParameters {
         stop(body);
         logitBias(body);
         tools(body);
-        arrayOfObjects(body, "functions");
+        functions(body);
         toolChoice(body);
         responseFormat(body);
         JsonNode md = present(body, "metadata");
@@ -204,6 +204,42 @@ final class RequestParameters {
                 throw new RequestException(ApiError.invalidRequest("'tool_choice' names the function '"
                         + name.asText() + "', which 'tools' does not declare.", "tool_choice"));
             }
+        }
+    }
+
+    /**
+     * The legacy spelling of tools, as {@link #tools} and {@link #toolChoice} judge the current one: {@code functions}
+     * an array of objects each with a string {@code name}; {@code function_call} {@code none}, {@code auto} (which
+     * ask for nothing and pass, as tool_choice's do) or {@code {"name": ...}} naming one of {@code functions}. A
+     * forced call no answer could honour went upstream, and a lax provider answered it with plain text (found by
+     * hunt23; hunt13 fixed tool_choice).
+     */
+    private static void functions(ObjectNode body) {
+        arrayOfObjects(body, "functions");
+        JsonNode functions = present(body, "functions");
+        for (int i = 0; functions != null && i < functions.size(); i++) {
+            if (!functions.get(i).path("name").isTextual()) {
+                throw wrong("functions[" + i + "].name", "a string, the function's name");
+            }
+        }
+        JsonNode fc = present(body, "function_call");
+        if (fc == null) {
+            return;
+        }
+        boolean keyword = fc.isTextual() && (fc.asText().equals("none") || fc.asText().equals("auto"));
+        if (keyword) {
+            return;   // asks for nothing, with or without functions (as tool_choice's none and auto)
+        }
+        if (!fc.path("name").isTextual()) {
+            throw wrong("function_call", "'none', 'auto' or an object with a string 'name'");
+        }
+        boolean declared = false;
+        for (JsonNode f : functions == null ? List.<JsonNode>of() : functions) {
+            declared |= fc.get("name").asText().equals(f.path("name").asText(null));
+        }
+        if (!declared) {
+            throw new RequestException(ApiError.invalidRequest("'function_call' names the function '"
+                    + fc.get("name").asText() + "', which 'functions' does not declare.", "function_call"));
         }
     }
 

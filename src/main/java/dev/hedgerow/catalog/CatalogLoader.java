@@ -666,8 +666,14 @@ public final class CatalogLoader {
                 maxAttempts = g.integer("max_attempts", maxAttempts, 1);
             }
             if (maxAttempts > MAX_TRIES) {
-                (retries != null ? retriesAt : g).error(retries != null ? "retries" : "max_attempts",
-                        "at most " + MAX_TRIES + " attempts");
+                // the bound in the unit written: "at most 10 attempts" read as allowing the retries: 10 it refused
+                // (found by hunt22)
+                if (retries != null) {
+                    retriesAt.error("retries", "must be ≤ " + (MAX_TRIES - 1) + " (at most " + MAX_TRIES
+                            + " attempts), got " + retries);
+                } else {
+                    g.error("max_attempts", "must be ≤ " + MAX_TRIES + ", got " + maxAttempts);
+                }
                 maxAttempts = dr.maxAttempts();
             }
             int maxResumes = g.integer("max_resumes", dr.maxResumes(), 0);

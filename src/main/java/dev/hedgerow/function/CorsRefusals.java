@@ -43,6 +43,17 @@ public class CorsRefusals {
     @ConfigProperty(name = "quarkus.http.cors.methods")
     Optional<List<String>> methods;
 
+    /** Adds {@code Origin} to the response's {@code Vary} unless it is there already. */
+    static void varyOnOrigin(io.vertx.core.http.HttpServerResponse resp) {
+        String vary = resp.headers().get(HttpHeaders.VARY);
+        if (vary == null || vary.isBlank()) {
+            resp.putHeader(HttpHeaders.VARY, HttpHeaders.ORIGIN);
+        } else if (java.util.Arrays.stream(vary.split(",")).map(String::trim)
+                .noneMatch(v -> v.equalsIgnoreCase("origin") || v.equals("*"))) {
+            resp.putHeader(HttpHeaders.VARY, vary + ", " + HttpHeaders.ORIGIN);
+        }
+    }
+
     void mount(@Observes Router router) {
         if (!enabled) {
             return;
@@ -57,6 +68,11 @@ public class CorsRefusals {
             if (origin == null) {
                 ctx.next();
                 return;
+            }
+            if (!anyOrigin) {
+                // the answer depends on the origin (echoed, or refused): a shared cache must not give one origin's
+                // answer to another (found by hunt22)
+                ctx.addHeadersEndHandler(v -> varyOnOrigin(ctx.response()));
             }
             boolean listed = anyOrigin || origins.isPresent() && (origins.get().contains(origin)
                     || CORSFilter.isOriginAllowedByRegex(patterns, origin));

@@ -382,14 +382,18 @@ class CatalogValidationTest {
                 "orgs[0].groups.kimi3.max_attempts: give retries or max_attempts, not both "
                         + "(retries = max_attempts - 1)");
         assertOnlyError(withGroup("{ balancer: { retries: 10 } }"),
-                "orgs[0].groups.kimi3.balancer.retries: at most 10 attempts");
+                "orgs[0].groups.kimi3.balancer.retries: must be ≤ 9 (at most 10 attempts), got 10");
     }
 
     @Test
     void retriesPastTheBoundAreRefusedEvenAtTheLargestInt() {
-        assertOnlyError(withGroup("{ retries: 10 }"), "orgs[0].groups.kimi3.retries: at most 10 attempts");
+        // the bound in the unit written (found by hunt22: "at most 10 attempts" read as allowing retries: 10)
+        assertOnlyError(withGroup("{ retries: 10 }"),
+                "orgs[0].groups.kimi3.retries: must be ≤ 9 (at most 10 attempts), got 10");
+        assertOnlyError(withGroup("{ max_attempts: 11 }"), "orgs[0].groups.kimi3.max_attempts: must be ≤ 10, got 11");
         // the largest int once overflowed retries + 1 into a negative attempt count that passed the check
-        assertOnlyError(withGroup("{ retries: 2147483647 }"), "orgs[0].groups.kimi3.retries: at most 10 attempts");
+        assertOnlyError(withGroup("{ retries: 2147483647 }"),
+                "orgs[0].groups.kimi3.retries: must be ≤ 9 (at most 10 attempts), got 2147483647");
     }
 
     /** The base org with a judge route ({@code judge-r}) and an embeddings route ({@code emb}), and kimi3's group. */

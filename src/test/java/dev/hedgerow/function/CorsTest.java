@@ -46,6 +46,7 @@ class CorsTest {
                 .options("/v1/chat/completions");
         assertEquals(200, r.statusCode(), r.asString());
         assertEquals(APP, r.header("Access-Control-Allow-Origin"));
+        assertTrue(lower(r.header("Vary")).contains("origin"), r.headers().toString());
         assertTrue(lower(r.header("Access-Control-Allow-Methods")).contains("post"), r.headers().toString());
         assertTrue(lower(r.header("Access-Control-Allow-Headers")).contains("authorization"), r.headers().toString());
     }
@@ -58,6 +59,8 @@ class CorsTest {
                     .post("/v1/chat/completions");
             assertEquals(200, r.statusCode(), r.asString());
             assertEquals(APP, r.header("Access-Control-Allow-Origin"), "stream " + stream);
+            // the answer echoes the caller's origin: caches must key it by origin (found by hunt22)
+            assertTrue(lower(r.header("Vary")).contains("origin"), "stream " + stream + ": " + r.headers());
             List<String> exposed = List.of(lower(r.header("Access-Control-Expose-Headers")).split("\\s*,\\s*"));
             for (String h : new String[]{"x-hedgerow-request-id", "x-request-id", "x-hedgerow-route",
                     "x-hedgerow-attempts", "retry-after", "retry-after-ms", "x-should-retry"}) {

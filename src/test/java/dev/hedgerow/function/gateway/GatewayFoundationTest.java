@@ -707,16 +707,23 @@ class GatewayFoundationTest {
         long before = gw.sim("alpha").stats("alpha-model").received();
         String tools = "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"get_w\",\"parameters\":"
                 + "{\"type\":\"object\"}}}],";
-        Map<String, String> bad = Map.of(
-                "\"tool_choice\":\"sometimes\",", "tool_choice",
-                "\"tool_choice\":\"required\",", "tool_choice",
-                "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_w\"}},", "tool_choice",
-                tools + "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"other\"}},", "tool_choice",
-                tools + "\"tool_choice\":{\"type\":\"function\",\"function\":{}},", "tool_choice.function.name",
-                "\"response_format\":{\"type\":\"yaml\"},", "response_format",
-                "\"response_format\":{\"type\":\"json_schema\"},", "response_format.json_schema",
-                "\"metadata\":\"x\",", "metadata",
-                "\"metadata\":{\"a\":1},", "metadata");
+        Map<String, String> bad = Map.ofEntries(
+                Map.entry("\"tool_choice\":\"sometimes\",", "tool_choice"),
+                Map.entry("\"tool_choice\":\"required\",", "tool_choice"),
+                Map.entry("\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_w\"}},", "tool_choice"),
+                Map.entry(tools + "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"other\"}},",
+                        "tool_choice"),
+                Map.entry(tools + "\"tool_choice\":{\"type\":\"function\",\"function\":{}},", "tool_choice.function.name"),
+                Map.entry("\"response_format\":{\"type\":\"yaml\"},", "response_format"),
+                Map.entry("\"response_format\":{\"type\":\"json_schema\"},", "response_format.json_schema"),
+                Map.entry("\"metadata\":\"x\",", "metadata"),
+                Map.entry("\"metadata\":{\"a\":1},", "metadata"),
+                // the legacy spelling of tools, judged as tools are (found by hunt23)
+                Map.entry("\"functions\":[{\"name\":\"f\"}],\"function_call\":{\"name\":\"g\"},", "function_call"),
+                Map.entry("\"function_call\":{\"name\":\"g\"},", "function_call"),
+                Map.entry("\"functions\":[{\"name\":\"f\"}],\"function_call\":\"bogus\",", "function_call"),
+                Map.entry("\"functions\":[{}],", "functions[0].name"),
+                Map.entry("\"functions\":[{\"name\":5}],", "functions[0].name"));
         bad.forEach((fields, param) -> given().auth().oauth2("k-acme").contentType("application/json")
                 .body(body("chat", "x", false).replace("{\"model\"", "{" + fields + "\"model\""))
                 .post("/v1/chat/completions").then().statusCode(400)
