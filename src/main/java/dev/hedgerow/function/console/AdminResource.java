@@ -398,8 +398,14 @@ public class AdminResource {
         return service().explain(org, body == null ? new byte[0] : body, h);
     }
 
-    /** {@code ?limit=}: an integer from 1 to 1000 (a 400 otherwise, not the 404 JAX-RS gives an unparsable one). */
+    /**
+     * {@code ?limit=}: an integer from 1 to 1000 (a 400 otherwise, not the 404 JAX-RS gives an unparsable one); left
+     * blank, the default 50, as a blank {@code type}, {@code alias} or {@code reason} is no filter.
+     */
     private static int limit(String raw) {
+        if (blank(raw) == null) {
+            return 50;
+        }
         try {
             int n = Integer.parseInt(raw.trim());
             if (n >= 1 && n <= 1000) {

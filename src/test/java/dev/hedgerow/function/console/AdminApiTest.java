@@ -318,6 +318,14 @@ class AdminApiTest {
         }
     }
 
+    /** A blank limit is the default, as a blank type, alias or reason is no filter (it was a 400). */
+    @Test
+    void aBlankAuditLimitIsTheDefault() {
+        for (String blank : List.of("", " ")) {
+            admin().queryParam("limit", blank).queryParam("alias", " ").get("/admin/audit").then().statusCode(200);
+        }
+    }
+
     @Test
     void anEditBasedOnAStaleRevisionIsRefusedAndTheOtherEditSurvives() {
         Response read = admin().get("/admin/groups/duo");
