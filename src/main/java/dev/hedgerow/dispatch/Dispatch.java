@@ -109,7 +109,7 @@ final class Dispatch {
     private int resumes;
     private boolean committed;
     private Attempt winner;
-    /** The route whose break the stream's latest resume continues: that resume's last resort ({@link #resumeTarget}). */
+    /** The route whose break the latest resume continues: that resume's last resort ({@link #resumeTarget}). */
     private Candidate broken;
     /** The attempt whose content the client received last (the winner, kept after it fails): what a cut stream bills. */
     private Attempt served;

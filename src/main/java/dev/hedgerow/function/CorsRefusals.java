@@ -43,14 +43,14 @@ public class CorsRefusals {
     @ConfigProperty(name = "quarkus.http.cors.methods")
     Optional<List<String>> methods;
 
-    /** Adds {@code Origin} to the response's {@code Vary} unless it is there already. */
+    /** Adds {@code Origin} to the response's {@code Vary} (all its lines, joined) unless it is there already. */
     static void varyOnOrigin(io.vertx.core.http.HttpServerResponse resp) {
-        String vary = resp.headers().get(HttpHeaders.VARY);
-        if (vary == null || vary.isBlank()) {
-            resp.putHeader(HttpHeaders.VARY, HttpHeaders.ORIGIN);
-        } else if (java.util.Arrays.stream(vary.split(",")).map(String::trim)
-                .noneMatch(v -> v.equalsIgnoreCase("origin") || v.equals("*"))) {
-            resp.putHeader(HttpHeaders.VARY, vary + ", " + HttpHeaders.ORIGIN);
+        List<String> vary = resp.headers().getAll(HttpHeaders.VARY).stream()
+                .flatMap(line -> java.util.Arrays.stream(line.split(","))).map(String::trim)
+                .filter(v -> !v.isEmpty()).collect(Collectors.toList());
+        if (vary.stream().noneMatch(v -> v.equalsIgnoreCase("origin") || v.equals("*"))) {
+            vary.add(HttpHeaders.ORIGIN.toString());
+            resp.headers().set(HttpHeaders.VARY, String.join(", ", vary));
         }
     }
 
@@ -64,15 +64,13 @@ public class CorsRefusals {
         Set<HttpMethod> allowedMethods = CORSFilter.isConfiguredWithWildcard(methods) ? null
                 : methods.get().stream().map(HttpMethod::valueOf).collect(Collectors.toUnmodifiableSet());
         router.route().order(ORDER).handler(ctx -> {
+            // every answer depends on the origin (the filter echoes the caller's, even under '*'; a refusal; none
+            // without one): a shared cache must not give one origin's answer to another (found by hunt22)
+            ctx.addHeadersEndHandler(v -> varyOnOrigin(ctx.response()));
             String origin = ctx.request().getHeader(HttpHeaders.ORIGIN);
             if (origin == null) {
                 ctx.next();
                 return;
-            }
-            if (!anyOrigin) {
-                // the answer depends on the origin (echoed, or refused): a shared cache must not give one origin's
-                // answer to another (found by hunt22)
-                ctx.addHeadersEndHandler(v -> varyOnOrigin(ctx.response()));
             }
             boolean listed = anyOrigin || origins.isPresent() && (origins.get().contains(origin)
                     || CORSFilter.isOriginAllowedByRegex(patterns, origin));

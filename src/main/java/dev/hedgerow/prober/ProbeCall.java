@@ -289,7 +289,8 @@ final class ProbeCall implements UpstreamHandler {
             return;
         }
         if (!finishSeen) {
-            // a clean close mid-answer: the gateway's eof_before_finish, a break it resumes and counts against the route
+            // a clean close mid-answer: the gateway's eof_before_finish, a break it resumes and counts against the
+            // route
             finish(failed(status, "stream ended before a finish_reason", null));
             return;
         }
@@ -298,11 +299,11 @@ final class ProbeCall implements UpstreamHandler {
 
     /**
      * A finished stream, judged by the gateway's rule for one that finished with nothing before its finish
-     * ({@link UpstreamReplies#lostContent}, as {@code Dispatch.settleEmptyFinish} applies it: the probe asks for no stop
-     * sequence, so one end-of-sequence token): a finish announcing a call that never came, or a stop whose usage counts
-     * text that never came (the Trifrost failure, a 200 whose content was lost), is no answer and fails the probe, as
-     * it fails a live attempt. The prober passed both, closing the breaker of a route still losing its answers (found
-     * by hunt22).
+     * ({@link UpstreamReplies#lostContent}, as {@code Dispatch.settleEmptyFinish} applies it: the probe asks for no
+     * stop sequence, so one end-of-sequence token): a finish announcing a call that never came, or a stop whose usage
+     * counts text that never came (the Trifrost failure, a 200 whose content was lost), is no answer and fails the
+     * probe, as it fails a live attempt. The prober passed both, closing the breaker of a route still losing its
+     * answers (found by hunt22).
      */
     private ProbeOutcome streamVerdict(long endNanos) {
         if (deltas == 0 && UpstreamReplies.lostContent(finishReason, usage, 1)) {
@@ -338,8 +339,9 @@ final class ProbeCall implements UpstreamHandler {
         int tokens = usageTokens > 0 ? usageTokens : deltas;
         long thinkMs = firstReasoningNanos >= 0 && firstVisibleNanos > firstReasoningNanos
                 ? ms(firstVisibleNanos - firstReasoningNanos) : -1;
-        return new ProbeOutcome.Answered(ms(firstNanos - start), tokens, ms(lastNanos - firstNanos - thinkingPauseNanos),
-                ms(endNanos - start), model, content.toString(), thinkMs);
+        long decodeMs = ms(lastNanos - firstNanos - thinkingPauseNanos);
+        return new ProbeOutcome.Answered(ms(firstNanos - start), tokens, decodeMs, ms(endNanos - start), model,
+                content.toString(), thinkMs);
     }
 
     @Override

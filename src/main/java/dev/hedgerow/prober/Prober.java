@@ -37,6 +37,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import java.util.function.ToIntFunction;
+import java.util.function.UnaryOperator;
 
 /**
  * One probe round over every route of every org, chat and embeddings (what a schedule triggers):
@@ -207,11 +208,11 @@ public final class Prober {
     }
 
     /**
-     * The route's health as its probe starts: the round's snapshot while it is under {@link #SNAPSHOT_FRESH} old, read
-     * again after. A round probes {@code concurrency} routes at a time, each up to its timeout: a route its live traffic
-     * cooled down, or whose half-open probe a live request took, meanwhile was probed on the round's start-of-round
-     * view (a probe during its cooldown, or a second probe beside the live one; found by hunt22). Should that read fail,
-     * the round's view stands.
+     * The route's health as its probe starts: the round's snapshot while it is under {@link #SNAPSHOT_FRESH} old,
+     * read again after. A round probes {@code concurrency} routes at a time, each up to its timeout: a route its live
+     * traffic cooled down, or whose half-open probe a live request took, meanwhile was probed on the round's
+     * start-of-round view (a probe during its cooldown, or a second probe beside the live one; found by hunt22).
+     * Should that read fail, the round's view stands.
      */
     private Uni<RouteSnapshot> current(Target t, Map<String, RouteSnapshot> states, long readNanos) {
         RouteSnapshot read = states.getOrDefault(t.key(), RouteSnapshot.empty(t.key()));
@@ -245,7 +246,7 @@ public final class Prober {
         }
         boolean halfOpen = s.fails() >= breaker.threshold();
         if (!halfOpen) {
-            return probe(t, s, breaker, false, () -> { });
+            return probe(t, s, breaker, false, write -> write);
         }
         String owner = deps.instanceId() + "/" + HexFormat.of().toHexDigits(random.nextLong());
         AtomicBoolean held = new AtomicBoolean(true);
@@ -258,11 +259,17 @@ public final class Prober {
                                 null));
                     }
                     SlotRenewal renewal = new SlotRenewal(t.key(), owner, held, ttl);
-                    // the verdict (recordSuccess / recordFailure) frees the slot, and the release under this owner's
-                    // token follows it whatever the probe's end: a no-op once the verdict freed the slot, and the
-                    // slot's release where the shared store did not take the verdict (an outage: the outage guard
-                    // keeps the release and sends it when the store answers; found by hunt23)
-                    return probe(t, s, breaker, true, renewal::stop)
+                    // the verdict (recordSuccess / recordFailure) frees the slot, and a release under this owner's
+                    // token follows its answer: a no-op once the verdict freed the slot, and the slot's release where
+                    // the shared store did not take the verdict (an outage: the outage guard keeps the release and
+                    // sends it when the store answers; found by hunt23). After the answer, not at the round's end: a
+                    // cancelled round's release could overtake a verdict in flight. Any other end gives it back
+                    return probe(t, s, breaker, true, write -> {
+                        held.set(false);
+                        renewal.stop();
+                        return write.onItemOrFailure().call((v, e) -> deps.store().releaseProbe(t.key(), owner)
+                                .onFailure().recoverWithNull());
+                    })
                             .onTermination().invoke(renewal::stop)
                             .onTermination().call(() -> releaseProbe(t, owner, held));
                 });
@@ -306,17 +313,18 @@ public final class Prober {
     }
 
     /**
-     * The speed probe and the breaker write of its outcome; {@code verdictSent} runs just before that write, which
-     * also frees a half-open probe slot. Deferred, so that anything thrown while preparing it fails this Uni (and is
-     * reported for this route) instead of escaping to the round.
+     * The speed probe and the breaker write of its outcome; {@code verdictSent} is given that write before it is sent
+     * (it also frees a half-open probe slot) and answers the write to send (a half-open probe's releases its slot
+     * after it). Deferred, so that anything thrown while preparing it fails this Uni (and is reported for this route)
+     * instead of escaping to the round.
      */
     private Uni<RoundReport.RouteResult> probe(Target t, RouteSnapshot s, GroupSettings.Breaker breaker,
-                                               boolean halfOpen, Runnable verdictSent) {
+                                               boolean halfOpen, UnaryOperator<Uni<?>> verdictSent) {
         return Uni.createFrom().deferred(() -> probeNow(t, s, breaker, halfOpen, verdictSent));
     }
 
     private Uni<RoundReport.RouteResult> probeNow(Target t, RouteSnapshot s, GroupSettings.Breaker breaker,
-                                                  boolean halfOpen, Runnable verdictSent) {
+                                                  boolean halfOpen, UnaryOperator<Uni<?>> verdictSent) {
         String action = halfOpen ? "half_open_probe" : "probe";
         ObjectNode body = t.route.embeddings() ? embeddingsProbe(t.route) : speedProbe(t.route);
         int promptTokens = deps.countPrompt().applyAsInt(body);
@@ -355,11 +363,10 @@ public final class Prober {
                 // and the same latency penalty on Kong's peak EWMAs as a live one; a capacity refusal's wait holds
                 // the route as a live one's does, written with the failure in one step
                 deps.models().learnFailure(s, t.org.group(t.route.alias()).timeouts());
-                verdictSent.run();
                 String failed = "failed: " + f.reason() + (f.holdMillis() > 0
                         ? ", held " + f.holdMillis() + " ms by its retry headers" : "");
-                return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout(),
-                                Duration.ofMillis(f.holdMillis()))
+                return verdictSent.apply(deps.store().recordFailure(t.key(), breaker.threshold(),
+                                breaker.failTimeout(), Duration.ofMillis(f.holdMillis())))
                         .onFailure().recoverWithNull()
                         .flatMap(x -> failedCheck(t, s, f))
                         .map(verdict -> result(t, action, failed, null, null, verdict));
@@ -387,9 +394,8 @@ public final class Prober {
             }
             Uni<?> breakerWrite = Uni.createFrom().voidItem();
             if (halfOpen || s.fails() > 0) {
-                verdictSent.run();
-                breakerWrite = deps.store().recordSuccess(t.key(), breaker.threshold(), breaker.failTimeout())
-                        .onFailure().recoverWithNull();
+                breakerWrite = verdictSent.apply(deps.store().recordSuccess(t.key(), breaker.threshold(),
+                        breaker.failTimeout())).onFailure().recoverWithNull();
             }
             return breakerWrite.flatMap(x -> verificationDue(t, s) ? check.get() : Uni.createFrom().<String>nullItem())
                     .map(verdict -> new RoundReport.RouteResult(t.org.id(), t.route.id(), action, "ok", ttft, tps,
@@ -418,7 +424,7 @@ public final class Prober {
      */
     private Uni<RoundReport.RouteResult> unfinished(Target t, RouteSnapshot s, GroupSettings.Breaker breaker,
                                                     String action, int promptTokens, ProbeOutcome.Unfinished u,
-                                                    Runnable verdictSent) {
+                                                    UnaryOperator<Uni<?>> verdictSent) {
         GroupSettings group = t.org.group(t.route.alias());
         deps.models().learnFirstToken(s, promptTokens, u.ttftMs(), group.slo());
         long floor = group.timeouts().stallFloor().toMillis();
@@ -426,8 +432,7 @@ public final class Prober {
                 InterTokenStats.decode(s.blob(LearnedModels.GAP).orElse(null)).stallGapMillis(floor));
         if (u.silentMs() >= allowed) {
             deps.models().learnFailure(s, group.timeouts());
-            verdictSent.run();
-            return deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout())
+            return verdictSent.apply(deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout()))
                     .onFailure().recoverWithNull()
                     .replaceWith(result(t, action, "failed: stalled after " + u.tokens() + " token(s): no progress for "
                             + u.silentMs() + " ms", u.ttftMs(), null));

@@ -3,6 +3,7 @@ package dev.hedgerow.routing;
 import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.EmbeddingsRequest;
 import dev.hedgerow.api.ProviderPrefs;
+import dev.hedgerow.catalog.Route;
 
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -38,7 +39,7 @@ public record RequestFacts(int promptTokens, Integer maxTokens, boolean stream, 
      * turned off) and the request does not turn reasoning off. Its first visible token is then predicted with its
      * thinking on top.
      */
-    public boolean thinksOn(dev.hedgerow.catalog.Route route) {
+    public boolean thinksOn(Route route) {
         if (reasoning) {
             return true;
         }

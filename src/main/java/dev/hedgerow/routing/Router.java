@@ -287,7 +287,8 @@ public final class Router {
                     rank = i + 1;
                 }
             }
-            views.add(new Explanation.RouteView(r.id(), r.provider(), r.model(), rank, checks, models.ttft(s, facts, facts.thinksOn(r)),
+            views.add(new Explanation.RouteView(r.id(), r.provider(), r.model(), rank, checks,
+                    models.ttft(s, facts, facts.thinksOn(r)),
                     models.sloStatus(s, settings.slo()).name().toLowerCase(Locale.ROOT), models.decodeSpeed(s),
                     cap.orElse(null), affinityKeys.contains(key), rank > 0 ? placements.get(r.id()) : null,
                     Explanation.Accuracy.of(models.accuracyScores(s))));

@@ -69,6 +69,18 @@ class CorsTest {
         }
     }
 
+    /**
+     * An answer to a request without an Origin varies on it too: cached, it must not be handed to a browser's
+     * cross-origin request, whose answer carries the origin (found by hunt22's review).
+     */
+    @Test
+    void anAnswerWithoutAnOriginVariesOnItToo() {
+        Response r = given().auth().oauth2("k-acme").get("/v1/models");
+        assertEquals(200, r.statusCode(), r.asString());
+        assertNull(r.header("Access-Control-Allow-Origin"));
+        assertTrue(lower(r.header("Vary")).contains("origin"), r.headers().toString());
+    }
+
     /** An OPTIONS that is no preflight goes past the filter to the path's own answer, readable by the page. */
     @Test
     void aPlainOptionsFromAnAllowedOriginGetsThePathsMethods() {

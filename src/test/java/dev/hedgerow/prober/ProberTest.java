@@ -327,6 +327,33 @@ class ProberTest {
     }
 
     /**
+     * A half-open probe whose verdict the shared store did not take (an outage: the outage guard keeps such a write on
+     * the local store) still frees its slot: a release under its owner token follows the verdict. The slot stayed
+     * taken until its TTL, the route refused "half-open probe in flight" meanwhile (found by hunt23).
+     */
+    @Test
+    void aHalfOpenProbesVerdictTheStoreDidNotTakeStillFreesItsSlot() {
+        Hedgerow core = gw.core();
+        dev.hedgerow.state.StateStore lossy = new dev.hedgerow.state.ForwardingStateStore(core.store()) {
+            @Override
+            public io.smallrye.mutiny.Uni<dev.hedgerow.state.BreakerState> recordSuccess(String routeId, int maxFails,
+                                                                                        Duration failTimeout) {
+                return io.smallrye.mutiny.Uni.createFrom().failure(new java.io.IOException("the verdict was lost"));
+            }
+        };
+        core.store().recordFailure("acme/chat-alpha", 1, Duration.ofSeconds(30)).await().indefinitely();
+        ticker.advance(Duration.ofSeconds(31));
+        Prober prober = new Prober(new Prober.Deps(lossy, () -> core.catalog().current(), core.models(),
+                core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(),
+                core.tokens()::countInput, "test"), ProberConfig.defaults().withProbeTimeout(Duration.ofSeconds(5))
+                .withMinInterval(Duration.ZERO));
+        RoundReport r = prober.runRound().await().atMost(Duration.ofSeconds(30));
+        assertEquals("half_open_probe", result(r, "chat-alpha").action());
+        assertEquals("ok", result(r, "chat-alpha").outcome());
+        assertFalse(snapshot("chat-alpha").probeTaken(), "the release after the lost verdict freed the slot");
+    }
+
+    /**
      * A probe refused for capacity with a wait (a 429's Retry-After) holds the route for that wait, as a live
      * request's refusal does, in the same store write as its failure: the gateway passes the route over until then
      * (it was counted as a failure and nothing held it).

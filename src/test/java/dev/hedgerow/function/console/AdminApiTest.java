@@ -308,7 +308,8 @@ class AdminApiTest {
         String prompt = "Score\u007f this \u0085 answer \ud83d\ude00";
         try {
             admin().body("{\"strategy\": \"lowest_usage\", \"tokens_count_strategy\": \"llm_accuracy\","
-                    + " \"judge\": {\"route\": \"duo-alpha\", \"prompt\": \"" + prompt + "\"}}").put("/admin/groups/duo").then().statusCode(200)
+                    + " \"judge\": {\"route\": \"duo-alpha\", \"prompt\": \"" + prompt + "\"}}")
+                    .put("/admin/groups/duo").then().statusCode(200)
                     .body("settings.judge.prompt", equalTo(prompt));
             admin().get("/admin/groups/duo").then().statusCode(200)
                     .body("settings.judge.prompt", equalTo(prompt));

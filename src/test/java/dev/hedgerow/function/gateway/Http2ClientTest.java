@@ -147,7 +147,8 @@ class Http2ClientTest {
         dev.hedgerow.sim.ModelScript before = alpha().config().models().get("solo-a");
         try {
             // 1500 tokens at 3000 tokens/s: ~250 KB of events in half a second, four windows
-            alpha().script("solo-a", before.withLength(1500).withLatency(dev.hedgerow.sim.ModelScript.Latency.of(5, 3000)));
+            alpha().script("solo-a", before.withLength(1500)
+                    .withLatency(dev.hedgerow.sim.ModelScript.Latency.of(5, 3000)));
             String prompt = "h2: a window behind";
             HttpClientRequest req = post(client).toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
             Promise<String> body = Promise.promise();

@@ -179,7 +179,8 @@ class KongBalancingTest {
                 "m-embed-3", "m-near-coder", "m-near-poet", "m-embed-4", "m-fb-coder", "m-fb-chef-mid",
                 "m-fb-chef-low", "m-hf-a", "m-hf-b", "m-hf-c", "m-hf-d", "m-chw-1", "m-chw-2", "m-chw-3",
                 "m-lc-1", "m-lc-2", "m-lc-3", "m-free-1", "m-free-2", "m-free-3", "m-free-4", "m-dn-coder",
-                "m-dn-poet", "m-dn-standby", "m-nw-a", "m-nw-b", "m-nw-small", "m-embed-6", "m-one-coder", "m-one-poet")) {
+                "m-dn-poet", "m-dn-standby", "m-nw-a", "m-nw-b", "m-nw-small", "m-embed-6", "m-one-coder",
+                "m-one-poet")) {
             sim = sim.withModel(m, instant);
         }
         // an embeddings model that answers every request with a 500: the semantic group has no prompt embedding

@@ -75,7 +75,8 @@ class ThinkingAndDecodeTest {
                 .withModel("spare", quick));
         cfg.put("beta", SimConfig.of(5)
                 // no thinking: its first visible token after 120 ms
-                .withModel("plain", ModelScript.defaults().withLength(12).withLatency(ModelScript.Latency.of(120, 1000)))
+                .withModel("plain", ModelScript.defaults().withLength(12)
+                        .withLatency(ModelScript.Latency.of(120, 1000)))
                 .withModel("other", quick).withModel("spare", quick));
         sims = GatewayHarness.startSims(vertx, cfg);
         gw = GatewayHarness.start(vertx, YAML, sims, new MemoryStateStore(Ticker.system()));
