@@ -115,8 +115,12 @@ final class Dispatch {
     private Attempt served;
     /** Where in the transcript each attempt whose content the client received began: what each route is charged. */
     private final List<Billing.Part> servedParts = new ArrayList<>(1);
-    /** An attempt is being sent again without stream_options ({@link #sendWithoutStreamOptions}). */
-    private boolean resending;
+    /**
+     * The routes a hedge of this request went to, each counted as fired once: a hedge only goes to an untried route,
+     * so a second launch of one is the same hedge sent again (without stream_options; found by hunt20), also when it
+     * starts later, once a half-open route's probe slot is granted.
+     */
+    private final Set<String> hedgedRoutes = new HashSet<>();
     private boolean finished;
     private Attempt contextError;
     /**
@@ -418,7 +422,7 @@ final class Dispatch {
             a.choices = new Choices(req.request().choices());
         }
         attempts.add(a);
-        if (kind == Kind.HEDGE && !resending) {
+        if (kind == Kind.HEDGE && hedgedRoutes.add(c.id())) {
             deps.observer().hedge(req, true);
         }
         UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript,
@@ -1397,12 +1401,7 @@ final class Dispatch {
         if (a.kind != Kind.RESUME) {
             preCommitAttempts--;   // launch counts it again
         }
-        resending = true;   // the same attempt again: a hedge is not counted as fired twice (found by hunt20)
-        try {
-            launch(a.cand, a.kind, a.method);
-        } finally {
-            resending = false;
-        }
+        launch(a.cand, a.kind, a.method);
     }
 
     /**
