@@ -429,7 +429,10 @@ public final class GatewayRoutes {
                     "The request body must be sent uncompressed; Content-Encoding " + coding + " is not accepted.",
                     null, null));
         }
-        for (String c : (transferEncoding == null ? "" : transferEncoding).split(",")) {
+        if (transferEncoding == null || transferEncoding.equalsIgnoreCase("chunked")) {
+            return;   // the common cases, on every request: nothing to split
+        }
+        for (String c : transferEncoding.split(",")) {
             String t = c.trim();
             if (!t.isEmpty() && !t.equalsIgnoreCase("chunked")) {
                 throw new RequestException(new ApiError(415, "invalid_request_error", "unsupported_transfer_encoding",
