@@ -294,11 +294,12 @@ class ProberTest {
     @Test
     void aProbeOfAThinkingModelLeavesItsSilentThoughtOutOfItsDecodeSpeed() {
         sims.get("alpha").script("alpha-model", ModelScript.defaults().withLength(24)
-                .withLatency(ModelScript.Latency.of(5, 400)).withReasoning(new ModelScript.Reasoning(3, 400, 100)));
+                .withLatency(ModelScript.Latency.of(5, 400)).withReasoning(new ModelScript.Reasoning(3, 1000, 250)));
         round();
         double decode = gw.core().models().decodeSpeed(snapshot("chat-alpha"));
-        // 27 tokens at 400 tokens/s: ~65 ms of decode; with the 400 ms thought counted, under 60 tokens/s
-        assertTrue(decode > 150, "decodes at ~400 tokens/s: " + decode);
+        // 27 tokens at 400 tokens/s: ~65 ms of decode; with the 1 s thought counted, ~25 tokens/s (a loaded host only
+        // stretches the gaps, lowering the true figure towards this bound)
+        assertTrue(decode > 100, "decodes at ~400 tokens/s: " + decode);
     }
 
     /**

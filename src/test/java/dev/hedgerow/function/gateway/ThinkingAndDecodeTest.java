@@ -66,9 +66,9 @@ class ThinkingAndDecodeTest {
                 .withModel("thinker", quick.withReasoning(new ModelScript.Reasoning(3, 400, 100)))
                 // the first token after 300 ms, then 1000 tokens/s: a whole answer of 12 tokens takes ~310 ms
                 .withModel("late", ModelScript.defaults().withLength(12).withLatency(ModelScript.Latency.of(300, 1000)))
-                // 40 tokens at 1000 tokens/s after a 400 ms thought its request did not ask for
+                // 40 tokens at 1000 tokens/s after a 1.5 s thought its request did not ask for
                 .withModel("pauser", ModelScript.defaults().withLength(40).withLatency(ModelScript.Latency.of(2, 1000))
-                        .withReasoning(new ModelScript.Reasoning(3, 400, 100)))
+                        .withReasoning(new ModelScript.Reasoning(3, 1500, 250)))
                 // 60 reasoning tokens streamed at 200 tokens/s, then 20 visible ones: no silent thought
                 .withModel("reasoner", ModelScript.defaults().withLength(20).withLatency(ModelScript.Latency.of(2, 200))
                         .withReasoning(new ModelScript.Reasoning(60, 0, 0)))
@@ -151,10 +151,11 @@ class ThinkingAndDecodeTest {
         for (int i = 0; i < 4; i++) {
             chat("pause", true, only("alpha"));
         }
-        // 40 tokens at 1000 tokens/s after a 400 ms thought: ~90 tokens/s with the thought counted as decode
+        // 40 tokens at 1000 tokens/s after a 1.5 s thought: ~27 tokens/s with the thought counted as decode
         double decode = settledDecode("pause", "s-pauser");
         assertEquals("meets", view("pause", "s-pauser").slo());
-        assertTrue(decode > 200, "decodes at ~1000 tokens/s: " + decode);
+        // a loaded host only stretches the gaps: the bound is far below 1000 and far above the ~27 the bug gave
+        assertTrue(decode > 100, "decodes at ~1000 tokens/s: " + decode);
     }
 
     /**
@@ -168,7 +169,8 @@ class ThinkingAndDecodeTest {
             chat("reasoned", true, only("alpha"));
         }
         double decode = settledDecode("reasoned", "r-reasoner");
-        assertTrue(decode > 100 && decode < 400, "decodes at ~200 tokens/s: " + decode);
+        // the bug gave ~800 (the reasoning's time left out, its tokens counted); a loaded host only lowers it
+        assertTrue(decode > 0 && decode < 400, "decodes at ~200 tokens/s: " + decode);
     }
 
     /**
