@@ -440,8 +440,7 @@ final class Dispatch {
             }
         }
         if (probe != null) {
-            Duration ttl = probeTtl(c);
-            a.probeTimer = deps.scheduler().schedule(ttl.dividedBy(2), () -> renewProbe(a, ttl));
+            a.probeTimer = probe.keep(deps.scheduler(), probeTtl(c));
         }
     }
 
@@ -452,14 +451,6 @@ final class Dispatch {
     private Duration probeTtl(Candidate c) {
         Duration silence = windows.abandonAfter(c);
         return (silence.compareTo(MAX_PROBE_TTL) > 0 ? MAX_PROBE_TTL : silence).plus(Duration.ofSeconds(5));
-    }
-
-    private synchronized void renewProbe(Attempt a, Duration ttl) {
-        if (!a.live) {
-            return;
-        }
-        a.probe.renew(ttl);
-        a.probeTimer = deps.scheduler().schedule(ttl.dividedBy(2), () -> renewProbe(a, ttl));
     }
 
     // ---- windows ---------------------------------------------------------------------------------------------

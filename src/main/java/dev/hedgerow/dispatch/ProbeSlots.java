@@ -1,6 +1,9 @@
 package dev.hedgerow.dispatch;
 
+import dev.hedgerow.state.ProbeRenewal;
 import dev.hedgerow.state.StateStore;
+import dev.hedgerow.time.Cancellable;
+import dev.hedgerow.time.Scheduler;
 import io.smallrye.mutiny.Uni;
 
 import java.time.Duration;
@@ -44,17 +47,22 @@ final class ProbeSlots {
         final String owner;
         /** Taken, or still being taken: cleared when the store refuses it or when it is given back. */
         boolean held = true;
+        /** The renewal keeping the slot while its probe runs, stopped when the slot is given back. */
+        private Cancellable renewal = Cancellable.NONE;
 
         Slot(String routeId, String owner) {
             this.routeId = routeId;
             this.owner = owner;
         }
 
-        /** Extends the slot while its probe runs (a long stream is judged when it ends); nothing once given back. */
-        void renew(Duration ttl) {
-            if (held) {
-                store.renewProbe(routeId, owner, ttl).subscribe().with(v -> { }, t -> { });
-            }
+        /**
+         * Keeps the slot taken while its probe runs (a long stream is judged when it ends), until it is given back
+         * or the returned renewal is cancelled.
+         */
+        Cancellable keep(Scheduler scheduler, Duration ttl) {
+            renewal.cancel();
+            renewal = held ? ProbeRenewal.start(store, scheduler, routeId, owner, ttl) : Cancellable.NONE;
+            return renewal;
         }
 
         /**
@@ -66,6 +74,7 @@ final class ProbeSlots {
          */
         <T> Uni<T> settledBy(Uni<T> verdict) {
             held = false;
+            renewal.cancel();
             return verdict.onTermination().call(() -> store.releaseProbe(routeId, owner)
                     .onFailure().recoverWithNull());
         }
@@ -76,6 +85,7 @@ final class ProbeSlots {
                 return;
             }
             held = false;
+            renewal.cancel();
             released = released.onItemOrFailure()
                     .transformToUni((v, t) -> store.releaseProbe(routeId, owner))
                     .onFailure().recoverWithNull().memoize().indefinitely();

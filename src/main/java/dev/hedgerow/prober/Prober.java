@@ -14,9 +14,9 @@ import dev.hedgerow.routing.Generation;
 import dev.hedgerow.routing.CapacityIntake;
 import dev.hedgerow.routing.PrometheusCapacity;
 import dev.hedgerow.routing.Router;
+import dev.hedgerow.state.ProbeRenewal;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
-import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
 import dev.hedgerow.upstream.UpstreamClient;
@@ -258,7 +258,7 @@ public final class Prober {
                         return Uni.createFrom().item(result(t, "skipped", "half-open probe taken elsewhere", null,
                                 null));
                     }
-                    SlotRenewal renewal = new SlotRenewal(t.key(), owner, held, ttl);
+                    ProbeRenewal renewal = ProbeRenewal.start(deps.store(), deps.scheduler(), t.key(), owner, ttl);
                     // the verdict (recordSuccess / recordFailure) frees the slot, and a release under this owner's
                     // token follows its answer: a no-op once the verdict freed the slot, and the slot's release where
                     // the shared store did not take the verdict (an outage: the outage guard keeps the release and
@@ -266,50 +266,13 @@ public final class Prober {
                     // cancelled round's release could overtake a verdict in flight. Any other end gives it back
                     return probe(t, s, breaker, true, write -> {
                         held.set(false);
-                        renewal.stop();
+                        renewal.cancel();
                         return write.onItemOrFailure().call((v, e) -> deps.store().releaseProbe(t.key(), owner)
                                 .onFailure().recoverWithNull());
                     })
-                            .onTermination().invoke(renewal::stop)
+                            .onTermination().invoke(renewal::cancel)
                             .onTermination().call(() -> releaseProbe(t, owner, held));
                 });
-    }
-
-    /**
-     * Keeps a half-open probe's slot while the probe runs, renewed every half of its TTL as a live probe's is: a probe
-     * is one call more than the refused parameters it adapts to (max_tokens, temperature, stream_options), each up to
-     * the probe timeout, and outlived a slot taken once for one timeout plus 5 s, so another instance or a live
-     * request took the slot and probed the same half-open route at the same time (hunt19). A prober that dies
-     * mid-probe leaves the slot for one TTL at most. Thread-safe.
-     */
-    private final class SlotRenewal {
-        private final String routeId;
-        private final String owner;
-        private final AtomicBoolean held;
-        private final Duration ttl;
-        private volatile boolean stopped;
-        private volatile Cancellable next;
-
-        SlotRenewal(String routeId, String owner, AtomicBoolean held, Duration ttl) {
-            this.routeId = routeId;
-            this.owner = owner;
-            this.held = held;
-            this.ttl = ttl;
-            next = deps.scheduler().schedule(ttl.dividedBy(2), this::renew);
-        }
-
-        private void renew() {
-            if (stopped || !held.get()) {
-                return;
-            }
-            deps.store().renewProbe(routeId, owner, ttl).subscribe().with(v -> { }, e -> { });
-            next = deps.scheduler().schedule(ttl.dividedBy(2), this::renew);
-        }
-
-        void stop() {
-            stopped = true;
-            next.cancel();
-        }
     }
 
     /**
