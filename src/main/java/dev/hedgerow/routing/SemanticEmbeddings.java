@@ -27,18 +27,23 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.function.Function;
 
 /**
  * Fetches the semantic strategy's embeddings through the group's embeddings route (an OpenAI {@code /embeddings}
  * endpoint of the catalog): the prompt's on every request, each member description's once (cached in the state
  * store, keyed by model and description hash). A failure yields no embeddings, and the semantic balancer falls
- * back to rotation: embeddings never fail a request. A failure or timeout counts against the embeddings route's
- * breaker, and a route out of traffic (cooling down, held, its half-open probe in flight) is not called. Thread-safe.
+ * back to rotation: embeddings never fail a request. Each call's outcome counts for the embeddings route's breaker
+ * as a live attempt's does (a failure or timeout against it, a success for it); a route out of traffic (cooling
+ * down, held, its half-open probe in flight) is not called, and a half-open one is called only under its probe slot,
+ * as its probe. Thread-safe.
  */
 public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Uni<Map<String, float[]>>> {
     private static final Duration TIMEOUT = Duration.ofSeconds(5);
     private static final Duration CACHE_TTL = Duration.ofDays(30);
+    /** A half-open probe slot outlives the call it lets through (its timeout) by a margin, as a live probe's does. */
+    private static final Duration PROBE_TTL = TIMEOUT.plusSeconds(5);
 
     private final UpstreamClient upstream;
     private final StateStore store;
@@ -72,12 +77,42 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
             if (health.coolingDown() || health.retryAfterMillis() > 0 || health.probeTaken()) {
                 return Uni.createFrom().item(Map.<String, float[]>of());
             }
-            return embeddings(q, embedRoute, texts -> embed(q.org().provider(embedRoute.provider()).orElseThrow(),
-                    embedRoute.model(), texts).ifNoItem().after(TIMEOUT).fail()
-                    .onFailure().call(t -> store.recordFailure(embedKey, breaker.threshold(), breaker.failTimeout())
-                            .onFailure().recoverWithNull()));
+            if (health.fails() < breaker.threshold()) {
+                return embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, false));
+            }
+            // half-open: this call is the route's probe, under the fleet's one probe slot as a live request's is, and
+            // its verdict closes or re-opens the breaker (it was called beside another probe and its success never
+            // recorded, so the route stayed half-open: a session 38 leftover). The verdict frees the slot; the
+            // release under its owner's token after it covers an end with none
+            String owner = "semantic/" + UUID.randomUUID();
+            return store.tryAcquireProbe(embedKey, breaker.threshold(), PROBE_TTL, owner).flatMap(acquired -> acquired
+                    ? embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, true))
+                            .onTermination().call(() -> store.releaseProbe(embedKey, owner)
+                                    .onFailure().recoverWithNull())
+                    : Uni.createFrom().item(Map.<String, float[]>of()));
         }).ifNoItem().after(TIMEOUT.plusSeconds(1)).recoverWithItem(Map.of())
                 .onFailure().recoverWithItem(Map.of());
+    }
+
+    /**
+     * The embeddings call with its outcome counted for the route's breaker: a failure or timeout against it (waited
+     * for), a success for it (sent on, unless the call is the route's half-open probe, whose slot's release must not
+     * overtake its verdict).
+     */
+    private Function<List<String>, Uni<List<float[]>>> judged(Org org, Route embedRoute, String embedKey,
+                                                              GroupSettings.Breaker breaker, boolean probe) {
+        Provider provider = org.provider(embedRoute.provider()).orElseThrow();
+        return texts -> {
+            Uni<List<float[]>> call = embed(provider, embedRoute.model(), texts).ifNoItem().after(TIMEOUT).fail()
+                    .onFailure().call(t -> store.recordFailure(embedKey, breaker.threshold(), breaker.failTimeout())
+                            .onFailure().recoverWithNull());
+            if (probe) {
+                return call.call(v -> store.recordSuccess(embedKey, breaker.threshold(), breaker.failTimeout())
+                        .onFailure().recoverWithNull());
+            }
+            return call.invoke(v -> store.recordSuccess(embedKey, breaker.threshold(), breaker.failTimeout())
+                    .subscribe().with(x -> { }, e -> { }));
+        };
     }
 
     /**

@@ -7,6 +7,9 @@ import dev.hedgerow.catalog.Org;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.state.RouteSnapshot;
+import dev.hedgerow.state.StateStore;
+import dev.hedgerow.testsupport.Eventually;
 import dev.hedgerow.testsupport.GatewayHarness;
 import io.restassured.response.Response;
 import io.restassured.specification.RequestSpecification;
@@ -22,9 +25,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -116,6 +121,11 @@ class KongBalancingTest {
                       description: "python java code software bug programming" }
                   - { id: one-poet, alias: semone, provider: sim, model: m-one-poet, context_window: 300,
                       description: "poetry poem verse rhyme sonnet" }
+                  - { id: embedder-7, alias: embed7, provider: sim, model: m-embed-7, embeddings: true }
+                  - { id: ho-coder, alias: semhalf, provider: sim, model: m-ho-coder, weight: 1,
+                      description: "python java code software bug programming" }
+                  - { id: ho-poet, alias: semhalf, provider: sim, model: m-ho-poet, weight: 3,
+                      description: "poetry poem verse rhyme sonnet" }
                   - { id: nw-a, alias: narrow, provider: sim, model: m-nw-a }
                   - { id: nw-b, alias: narrow, provider: sim, model: m-nw-b }
                   - { id: nw-small, alias: narrow, provider: sim, model: m-nw-small, context_window: 300 }
@@ -164,13 +174,16 @@ class KongBalancingTest {
                   unpriced: { strategy: lowest_usage, tokens_count_strategy: cost, hedging: false }
                   narrow: { strategy: weighted, hedging: false }
                   semone: { strategy: semantic, embeddings_route: embedder-6, threshold: 0.3, hedging: false }
+                  semhalf: { strategy: semantic, embeddings_route: embedder-7, threshold: 0.3, hedging: false }
+                  embed7: { breaker: { max_fails: 2 } }
             """;
 
+    static final ModelScript INSTANT = ModelScript.defaults().withLength(8).withLatency(ModelScript.Latency.INSTANT);
     static GatewayHarness gw;
 
     @BeforeAll
     static void start() {
-        ModelScript instant = ModelScript.defaults().withLength(8).withLatency(ModelScript.Latency.INSTANT);
+        ModelScript instant = INSTANT;
         SimConfig sim = SimConfig.of(11).withApiKey("sk-sim");
         for (String m : List.of("m-wrr-a", "m-wrr-b", "m-wrr-c", "m-ch-a", "m-ch-b", "m-ch-c",
                 "m-kh-a", "m-kh-b", "m-kh-c", "m-p1-a", "m-p1-b", "m-p2-c", "m-embed", "m-coder", "m-poet",
@@ -180,7 +193,7 @@ class KongBalancingTest {
                 "m-fb-chef-low", "m-hf-a", "m-hf-b", "m-hf-c", "m-hf-d", "m-chw-1", "m-chw-2", "m-chw-3",
                 "m-lc-1", "m-lc-2", "m-lc-3", "m-free-1", "m-free-2", "m-free-3", "m-free-4", "m-dn-coder",
                 "m-dn-poet", "m-dn-standby", "m-nw-a", "m-nw-b", "m-nw-small", "m-embed-6", "m-one-coder",
-                "m-one-poet")) {
+                "m-one-poet", "m-embed-7", "m-ho-coder", "m-ho-poet")) {
             sim = sim.withModel(m, instant);
         }
         // an embeddings model that answers every request with a 500: the semantic group has no prompt embedding
@@ -643,6 +656,82 @@ class KongBalancingTest {
         assertEquals(0, gw.sim("sim").stats("m-embed-6").received(), "the one candidate needed no embeddings");
         assertEquals("one-poet", served("semone", "write a sonnet poem with rhyme"));
         assertEquals(1, gw.sim("sim").stats("m-embed-6").received());
+    }
+
+    /**
+     * An embeddings answer counts for its route's breaker as a live attempt's does: a success resets a failure count
+     * whose last failure is past `fail_timeout`, as Kong's does. Its successes were never recorded, so failures
+     * months apart added up to a cooldown (a session 38 leftover).
+     */
+    @Test
+    void anEmbeddingsSuccessCountsForItsRoutesBreaker() throws InterruptedException {
+        StateStore store = gw.core().store();
+        String key = "acme/embedder-7";
+        store.resetHealth(key).await().indefinitely();
+        // one failure of the two its breaker allows (embed7's group: max_fails 2), its fail_timeout past at once
+        store.recordFailure(key, 2, Duration.ofMillis(1)).await().indefinitely();
+        Thread.sleep(20);
+        assertEquals("ho-poet", served("semhalf", "write a sonnet poem with rhyme"), "matched by its embedding");
+        Eventually.eventually(() -> snapshot(store, key).fails() == 0, "the success reset the failure count");
+    }
+
+    /**
+     * A half-open embeddings route is called only under its probe slot, as its probe: while another probe holds the
+     * slot it is not called (the group shares the prompt by weight), and a call under the slot holds it, and closes
+     * the breaker when it succeeds or cools the route down again when it fails. It was called beside the other probe
+     * and its success never recorded, so the route stayed half-open (a session 38 leftover).
+     */
+    @Test
+    void aHalfOpenEmbeddingsRouteIsCalledAsItsProbeAndItsVerdictCounts() throws InterruptedException {
+        StateStore store = gw.core().store();
+        String key = "acme/embedder-7";
+        store.resetHealth(key).await().indefinitely();
+        halfOpen(store, key);
+        assertTrue(store.tryAcquireProbe(key, 2, Duration.ofSeconds(30), "another-instance").await().indefinitely());
+        long asked = gw.sim("sim").stats("m-embed-7").received();
+        List<String> routes = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            routes.add(served("semhalf", "please fix this python code bug"));
+        }
+        assertEquals(Map.of("ho-coder", 1, "ho-poet", 3), tally(routes), "no embeddings: shared by weight");
+        assertEquals(asked, gw.sim("sim").stats("m-embed-7").received(), "not called beside the other probe");
+
+        store.releaseProbe(key, "another-instance").await().indefinitely();
+        // the embeddings model answers in 1 s this time: while it answers, the fleet sees the probe slot taken
+        gw.sim("sim").script("m-embed-7", INSTANT.withLatency(ModelScript.Latency.of(1000, 0)));
+        CompletableFuture<String> probing = CompletableFuture.supplyAsync(
+                () -> served("semhalf", "please fix this python code bug"));
+        Eventually.eventually(() -> gw.sim("sim").stats("m-embed-7").received() == asked + 1,
+                "the embeddings call began");
+        assertTrue(snapshot(store, key).probeTaken(), "the call holds the route's probe slot");
+        assertEquals("ho-coder", probing.join(), "matched by its embedding");
+        gw.sim("sim").script("m-embed-7", INSTANT);
+        RouteSnapshot health = snapshot(store, key);
+        assertEquals(0, health.fails(), "the probe's success closed the breaker");
+        assertFalse(health.probeTaken(), "its slot was freed");
+
+        // half-open again, and this time the probe fails: the route cools down again
+        halfOpen(store, key);
+        gw.sim("sim").enqueue("m-embed-7", Fault.status(500));
+        assertEquals(200, given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body(body("semhalf", "write a sonnet poem with rhyme", false)).post("/v1/chat/completions")
+                .statusCode());
+        health = snapshot(store, key);
+        assertEquals(3, health.fails(), "the failed probe counted");
+        assertTrue(health.coolingDown(), "and cooled the route down again");
+        assertFalse(health.probeTaken(), "its slot was freed");
+    }
+
+    /** Two failures (embed7's max_fails) with a 1 ms cooldown, waited out: the route is half-open. */
+    static void halfOpen(StateStore store, String key) throws InterruptedException {
+        for (int i = 0; i < 2; i++) {
+            store.recordFailure(key, 2, Duration.ofMillis(1)).await().indefinitely();
+        }
+        Thread.sleep(20);
+    }
+
+    static RouteSnapshot snapshot(StateStore store, String key) {
+        return store.snapshot(List.of(key), Duration.ofMinutes(1)).await().indefinitely().get(key);
     }
 
     @Test
