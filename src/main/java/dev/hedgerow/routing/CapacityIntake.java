@@ -114,7 +114,7 @@ public final class CapacityIntake {
         for (int i = 0; i < providers.size(); i++) {
             Org o = orgs.get(i);
             for (Route r : o.routes()) {
-                if (r.provider().equals(providers.get(i).id()) && !r.embeddings()
+                if (r.provider().equals(providers.get(i).id())
                         && (route != null ? r.id().equals(route) : r.model().equals(model))) {
                     keys.add(Router.key(o, r));
                     ids.add(r.id());

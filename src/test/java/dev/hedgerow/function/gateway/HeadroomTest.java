@@ -53,6 +53,8 @@ class HeadroomTest {
                   - { id: chat-beta, alias: chat, provider: beta, model: m-b }
                   - { id: solo-alpha, alias: solo, provider: alpha, model: m-a }
                   - { id: idle-alpha, alias: idle, provider: alpha, model: m-idle }
+                  - { id: emb-alpha, alias: emb, provider: alpha, model: m-emb-a, embeddings: true }
+                  - { id: emb-beta, alias: emb, provider: beta, model: m-emb-b, embeddings: true }
             """;
 
     static final FakeTicker TICKER = new FakeTicker();
@@ -64,8 +66,8 @@ class HeadroomTest {
         ModelScript fast = ModelScript.defaults().withLength(6).withLatency(ModelScript.Latency.of(2, 0));
         ModelScript slower = ModelScript.defaults().withLength(6).withLatency(ModelScript.Latency.of(40, 0));
         gw = GatewayHarness.start(YAML, Map.of(
-                "alpha", SimConfig.of(1).withApiKey("sk-alpha").withModel("m-a", fast),
-                "beta", SimConfig.of(1).withApiKey("sk-beta").withModel("m-b", slower)),
+                "alpha", SimConfig.of(1).withApiKey("sk-alpha").withModel("m-a", fast).withModel("m-emb-a", fast),
+                "beta", SimConfig.of(1).withApiKey("sk-beta").withModel("m-b", slower).withModel("m-emb-b", fast)),
                 new MemoryStateStore(TICKER), (router, core) -> new CapacityRoutes(core).mount(router));
         RestAssured.baseURI = gw.baseUrl();
         Set<String> seen = new HashSet<>();
@@ -124,6 +126,34 @@ class HeadroomTest {
 
     static Response report(String key, String body) {
         return given().auth().oauth2(key).contentType("application/json").body(body).post("/v1/capacity");
+    }
+
+    static Set<String> embeddingsRoutes(int n) {
+        Set<String> out = new HashSet<>();
+        for (int i = 0; i < n; i++) {
+            Response r = given().auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"emb\",\"input\":\"hello " + i + "\"}").post("/v1/embeddings");
+            assertEquals(200, r.statusCode(), r.asString());
+            out.add(r.header("x-hedgerow-route"));
+        }
+        return out;
+    }
+
+    /**
+     * An operator reports on its embeddings routes as on its chat routes, by route or by model, and the report steers
+     * embeddings requests: they were refused 403 "No route ... is served by the provider of this capacity key" while
+     * the prober's metrics scrape reported on the same routes (found by hunt25).
+     */
+    @Test
+    void anEmbeddingsRouteTakesItsOperatorsReportAsAChatRouteDoes() {
+        report("cap-alpha", "{\"route\":\"emb-alpha\",\"healthy\":false}").then().statusCode(200)
+                .body("routes", equalTo(List.of("emb-alpha"))).body("has_headroom", equalTo(false));
+        assertEquals(Set.of("emb-beta"), embeddingsRoutes(4));
+        report("cap-alpha", "{\"model\":\"m-emb-a\",\"healthy\":true}").then().statusCode(200)
+                .body("routes", equalTo(List.of("emb-alpha")));
+        report("cap-beta", "{\"model\":\"m-emb-b\",\"queue_depth\":8,\"max_queue\":8}").then().statusCode(200)
+                .body("routes", equalTo(List.of("emb-beta")));
+        assertEquals(Set.of("emb-alpha"), embeddingsRoutes(4));
     }
 
     @Test
