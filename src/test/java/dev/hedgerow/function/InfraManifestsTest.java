@@ -324,6 +324,20 @@ class InfraManifestsTest {
         assertTrue(appEnvNames().containsAll(hedgerowNames), "only variables the app reads: " + hedgerowNames);
     }
 
+    /**
+     * A probe round waits out hanging probes, (ceil(routes / 4) * 2 + 2) probe timeouts (10 s) at worst: both
+     * platforms let the prober run one over 100 routes (520 s). Knative's 120 s cut a round of more than about 20
+     * routes with a 504 and the pod scaled to zero with the round in it (found by hunt25).
+     */
+    @Test
+    void theProberMayWaitOutARoundOverAHundredRoutesOnBothPlatforms() {
+        long worstRound = ((100 + 3) / 4 * 2 + 2) * 10;
+        assertTrue(knativeService("prober").path("spec").path("template").path("spec").path("timeoutSeconds").asInt()
+                >= worstRound, "Knative");
+        assertTrue(sam().path("Resources").path(samFunctionId("prober")).path("Properties").path("Timeout").asInt()
+                >= worstRound, "Lambda");
+    }
+
     @Test
     void samGatewayStreamsSseThroughAFunctionUrl() {
         String id = samFunctionId("gateway");
