@@ -198,6 +198,10 @@ final class Dispatch {
             deadlineTimer = deps.scheduler().schedule(settings.timeouts().request(), this::deadlineCheck);
         }
         launch(first, Kind.PRIMARY, null);
+        if (finished) {
+            // refused at once (its one route's probe slot taken elsewhere, ...): the timers below would outlive it
+            return;
+        }
         leaseTimer = deps.scheduler().schedule(LEASE_RENEW_EVERY, this::renewLeases);
         if (stream && !settings.headHold().isZero()) {
             silenceTimer = deps.scheduler().schedule(settings.headHold(), this::headHoldPassed);
@@ -425,10 +429,17 @@ final class Dispatch {
         if (kind == Kind.HEDGE && hedgedRoutes.add(c.id())) {
             deps.observer().hedge(req, true);
         }
-        UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript,
-                refusedStreamOptions.contains(c.id()) || streamOptionsRefusals.refuses(c));
-        a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
-        a.exchange = deps.upstream().send(ur, a);
+        try {
+            UpstreamRequest ur = UpstreamCall.build(req, stream, a, transcript,
+                    refusedStreamOptions.contains(c.id()) || streamOptionsRefusals.refuses(c));
+            a.leaseWrite(() -> deps.store().acquireLease(c.id(), a.leaseId, LEASE_TTL));
+            a.exchange = deps.upstream().send(ur, a);
+        } catch (RuntimeException e) {
+            // a bug in building or sending it fails this attempt (logged, failed over), not the one whose callback
+            // launched it, which has ended: the new one, live with no exchange nor timer, left the client waiting
+            callbackFailed(a, e);
+            return;
+        }
         a.armIoTimer();
         a.abandonTimer = deps.scheduler().schedule(windows.abandonAfter(c, resumePrompt(a)), () -> abandon(a));
         // no hedge for embeddings: one short whole answer, where failover on a failed or silent attempt does what a

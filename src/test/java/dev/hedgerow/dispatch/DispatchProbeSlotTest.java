@@ -125,6 +125,19 @@ class DispatchProbeSlotTest {
         return out;
     }
 
+    /**
+     * A request refused inside its start (its one route half-open, the probe slot held elsewhere) leaves no timer
+     * behind: the lease renewal and head hold were armed after the refusal and kept the finished request for up to
+     * 30 s (found by hunt25).
+     */
+    @Test
+    void aRequestRefusedAtItsStartLeavesNoTimer() {
+        assertTrue(memory.tryAcquireProbe(B, 1, Duration.ofSeconds(60), "another-instance").await().indefinitely());
+        start(halfOpen());
+        assertEquals(503, sink.status);
+        assertEquals(0, scheduler.pending(), "no timer left");
+    }
+
     @Test
     void aProbeStreamingPastItsSlotsTtlKeepsTheSlotUntilItsVerdict() {
         start(halfOpen(), healthy("chat-a"));

@@ -132,9 +132,14 @@ class DispatchTimingTest {
 
     static final class ScriptedUpstream implements UpstreamClient {
         final List<Call> calls = new ArrayList<>();
+        /** Thrown by every send while set (a bug in sending), nothing sent. */
+        RuntimeException throwing;
 
         @Override
         public Exchange send(UpstreamRequest request, UpstreamHandler handler) {
+            if (throwing != null) {
+                throw throwing;
+            }
             Call c = new Call(request, handler);
             calls.add(c);
             return () -> c.cancelled = true;
@@ -212,6 +217,27 @@ class DispatchTimingTest {
             m.put(kv[i], kv[i + 1]);
         }
         return m;
+    }
+
+    /**
+     * A failover whose launch throws (a bug in building or sending the next attempt) fails that attempt and ends the
+     * request with an error, its lease and timers gone: it was left live with no exchange nor timer, the client
+     * waiting with nothing to drive it and its lease renewed (found by hunt25).
+     */
+    @Test
+    void aFailoverWhoseLaunchThrowsEndsTheRequestInsteadOfLeavingItWaiting() {
+        start(false, candidate("chat-a", 800, Map.of()), candidate("chat-b", 800, Map.of()));
+        Call a = upstream.last();
+        upstream.throwing = new IllegalStateException("a bug in sending the next attempt");
+        a.handler.onHead(500, Map.of("content-type", "application/json"));
+        a.data("{}");
+        a.handler.onEnd();
+        assertTrue(sink.ended, "the request ended");
+        assertEquals(502, sink.status);
+        assertEquals(0, scheduler.pending(), "no timer left");
+        long leases = store.snapshot(List.of("acme/chat-b", "acme/chat-c"), Duration.ofMinutes(1)).await()
+                .indefinitely().values().stream().mapToLong(RouteSnapshot::inflight).sum();
+        assertEquals(0, leases, "no lease left");
     }
 
     // ---- hedging ---------------------------------------------------------------------------------------------
