@@ -79,6 +79,14 @@ public final class CatalogLoader {
             "stall_floor", "request_timeout", "hash_on_header", "latency_strategy", "tokens_count_strategy",
             "usage_window",
             "embeddings_route", "distance_metric", "threshold", "slow_bar", "slo", "balancer", "judge");
+    /**
+     * Kong's {@code config.balancer} keys with no flat form on a group: a Kong config ported flat put them there and
+     * was told "unknown field; did you mean "slo"?".
+     */
+    private static final Map<String, String> GROUP_PLACED = Map.of(
+            "max_fails", "\"breaker\" (or Kong's \"balancer\")",
+            "fail_timeout", "\"breaker\" (or Kong's \"balancer\")",
+            "slots", "Kong's \"balancer\"");
     /** A group's {@code judge}: Kong's AI LLM as Judge settings, for {@code tokens_count_strategy: llm_accuracy}. */
     private static final Set<String> JUDGE_FIELDS = Set.of("route", "prompt", "sampling_rate", "message_countback",
             "ignore_system_prompts", "ignore_assistant_prompts", "ignore_tool_prompts", "max_tokens", "timeout");
@@ -628,7 +636,7 @@ public final class CatalogLoader {
             if (node instanceof YamlTree.Scalar s && s.isNull()) {
                 return GroupSettings.defaults();
             }
-            ConfigMap g = ConfigMap.of(node, groups.path(alias), errors, GROUP_FIELDS);
+            ConfigMap g = ConfigMap.of(node, groups.path(alias), errors, GROUP_FIELDS, GROUP_PLACED);
             if (g == null) {
                 return null;
             }

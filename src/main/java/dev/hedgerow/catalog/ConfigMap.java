@@ -10,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -39,6 +40,15 @@ final class ConfigMap {
 
     /** The mapping at {@code path}, or null (with an error) when {@code node} is something else. */
     static ConfigMap of(Node node, String path, List<CatalogError> errors, Set<String> allowed) {
+        return of(node, path, errors, allowed, Map.of());
+    }
+
+    /**
+     * As {@link #of(Node, String, List, Set)}, where a key of {@code placed} is a setting that belongs elsewhere:
+     * its unknown-field error says where (e.g. {@code goes under "breaker"}) instead of guessing a near name.
+     */
+    static ConfigMap of(Node node, String path, List<CatalogError> errors, Set<String> allowed,
+                        Map<String, String> placed) {
         if (!(node instanceof MapNode m)) {
             errors.add(new CatalogError(path, "must be a mapping", node == null ? 0 : node.line()));
             return null;
@@ -46,8 +56,9 @@ final class ConfigMap {
         for (String k : m.entries().keySet()) {
             if (!allowed.contains(k)) {
                 String hint = closest(k, allowed);
-                errors.add(new CatalogError(YamlTree.key(path, k),
-                        CatalogError.UNKNOWN_FIELD + (hint == null ? "" : "; did you mean \"" + hint + "\"?"),
+                String where = placed.get(k);
+                errors.add(new CatalogError(YamlTree.key(path, k), CatalogError.UNKNOWN_FIELD + (where != null
+                        ? "; it goes under " + where : hint == null ? "" : "; did you mean \"" + hint + "\"?"),
                         m.keyLines().get(k)));
             }
         }

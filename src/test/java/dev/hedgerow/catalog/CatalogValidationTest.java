@@ -133,6 +133,17 @@ class CatalogValidationTest {
                 "orgs[0].groups.kimi3.stratgy: unknown field; did you mean \"strategy\"?");
     }
 
+    /** Kong's balancer keys with no flat form say where they go (slots was told "did you mean "slo"?"; hunt25). */
+    @Test
+    void kongBalancerKeysWrittenFlatOnTheGroupSayWhereTheyGo() {
+        assertOnlyError(withGroup("{ slots: 100 }"),
+                "orgs[0].groups.kimi3.slots: unknown field; it goes under Kong's \"balancer\"");
+        assertOnlyError(withGroup("{ max_fails: 3 }"),
+                "orgs[0].groups.kimi3.max_fails: unknown field; it goes under \"breaker\" (or Kong's \"balancer\")");
+        assertEquals(3, new CatalogLoader(k -> null).parse(withGroup("{ balancer: { max_fails: 3, slots: 100 } }"))
+                .orgs().get(0).group("kimi3").breaker().threshold(), "nested, as Kong writes them");
+    }
+
     @Test
     void unknownFieldIsReportedAtEveryLevel() {
         List<CatalogError> errors = errors("""

@@ -543,6 +543,10 @@ class AdminApiTest {
         admin().body("{\"breaker\": {\"max_fail\": 3}}").put("/admin/groups/duo").then().statusCode(400)
                 .body("error.code", equalTo("unknown_field")).body("error.param", equalTo("breaker.max_fail"))
                 .body("error.message", containsString("did you mean \"max_fails\""));
+        // Kong's fail_timeout written flat: where it goes
+        admin().body("{\"fail_timeout\": 10000}").put("/admin/groups/duo").then().statusCode(400)
+                .body("error.code", equalTo("unknown_field")).body("error.param", equalTo("fail_timeout"))
+                .body("error.message", containsString("goes under \"breaker\" (or Kong's \"balancer\")"));
         // balancer takes Kong's keys only, as in the file
         admin().body("{\"balancer\": {\"strategy\": \"weighted\"}}").put("/admin/groups/duo").then().statusCode(400)
                 .body("error.code", equalTo("unknown_field")).body("error.param", equalTo("balancer.strategy"));
