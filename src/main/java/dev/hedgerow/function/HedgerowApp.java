@@ -422,10 +422,25 @@ public class HedgerowApp {
                 .setTrustOptions(new io.vertx.core.net.PemTrustOptions().addCertPath(ca)));
         for (String url : urls.split(",")) {
             if (!url.isBlank()) {
-                options.addConnectionString(url.trim());
+                options.addConnectionString(plusKept(url.trim()));
             }
         }
         return options;
+    }
+
+    /**
+     * The URL with each {@code +} of its user and password written {@code %2B}: Vert.x decodes them with
+     * {@link java.net.URLDecoder}, which reads a {@code +} as a space (a form's rule, not a URL's), so a generated
+     * password holding one ({@code openssl rand -base64}) was refused and the instance served on local state for good
+     * (found by hunt25).
+     */
+    static String plusKept(String url) {
+        int from = url.indexOf("://");
+        int at = url.lastIndexOf('@');
+        if (from < 0 || at <= from) {
+            return url;
+        }
+        return url.substring(0, from + 3) + url.substring(from + 3, at).replace("+", "%2B") + url.substring(at);
     }
 
     /**

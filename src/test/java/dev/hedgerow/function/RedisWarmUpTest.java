@@ -10,6 +10,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -93,6 +94,26 @@ class RedisWarmUpTest {
             starter.join();
         } finally {
             late.close();
+        }
+    }
+
+    /**
+     * A password holding a {@code +} (as base64 ones do) logs in written as is or percent-encoded: Vert.x read the
+     * {@code +} as a space, and the instance served on local state for good (found by hunt25).
+     */
+    @Test
+    void aPasswordHoldingAPlusLogsIn() throws Exception {
+        RedisServer locked = RedisServer.start();
+        Resp.command(locked.port(), "CONFIG", "SET", "requirepass", "Ab+cd=ef");
+        try {
+            for (String password : List.of("Ab+cd=ef", "Ab%2Bcd%3Def")) {
+                ResilientStateStore store = HedgerowApp.redisStore(vertx,
+                        "redis://:" + password + "@127.0.0.1:" + locked.port(), false);
+                assertEquals("", store.warmUp(Duration.ofSeconds(3)).await().atMost(WAIT), password);
+                assertEquals("CLOSED", store.breakerState(), password);
+            }
+        } finally {
+            locked.close();
         }
     }
 
