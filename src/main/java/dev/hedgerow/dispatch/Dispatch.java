@@ -640,24 +640,24 @@ final class Dispatch {
                 a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(next), () -> abandon(a));
                 return;
             }
-            learnWaited(a);
+            learnAbandoned(a, waitMs);
             attemptFailed(a, Failure.timeout("timeout_first_token", "the upstream was silent for " + silentMs
                     + " ms (read_timeout " + readMs + " ms)"));
             return;
         }
+        long limitMs = windows.abandonAfter(a.cand, resumePrompt(a)).toMillis();
         if (a.status == 0) {
-            learnWaited(a);
+            learnAbandoned(a, limitMs);
             attemptFailed(a, Failure.timeout("timeout_no_response", "no response head within "
                     + elapsedMs(a.startNanos) + " ms"));
             return;
         }
-        long limitMs = windows.abandonAfter(a.cand, resumePrompt(a)).toMillis();
         long left = limitMs - elapsedMs(a.startNanos);
         if (left > 0) {
             // the head came within the read limit: the first-token limit runs on
             a.abandonTimer = deps.scheduler().schedule(Duration.ofMillis(left), () -> abandon(a));
         } else {
-            learnWaited(a);
+            learnAbandoned(a, limitMs);
             attemptFailed(a, Failure.timeout("timeout_first_token", "no first token within " + limitMs + " ms"));
         }
     }
@@ -1015,6 +1015,21 @@ final class Dispatch {
      * left.
      */
     private void learnWaited(Attempt a) {
+        learnWaited(a, Long.MAX_VALUE);
+    }
+
+    /**
+     * {@link #learnWaited(Attempt)} for an attempt abandoned at {@code limitMs}, its give-up limit: the TTFT line
+     * learns at most a third of it, the first-token window whose three the limit is ({@code TimingWindows.abandonAfter}),
+     * so the next attempt on the route is given up on no later. Learnt whole, the wait raised the line, the line the
+     * next limit, and each hang of a route that hangs now and then was waited out longer than the last (2 s, 2.7 s ...
+     * 6 s with a 2 s ceiling; up to 50 s after a few slow samples; found by hunt25). The route still learns it is slow.
+     */
+    private void learnAbandoned(Attempt a, long limitMs) {
+        learnWaited(a, Math.max(1, limitMs / 3));
+    }
+
+    private void learnWaited(Attempt a, long lineMs) {
         if (a.hasContent) {
             return;
         }
@@ -1024,11 +1039,11 @@ final class Dispatch {
             a.waitedNoContentMs = waitedMs;
         }
         if (stream) {
-            deps.models().learnFirstTokenAtLeast(a.cand.state(), a.promptTokens, waitedMs, settings.slo(),
+            deps.models().learnFirstTokenAtLeast(a.cand.state(), a.promptTokens, waitedMs, lineMs, settings.slo(),
                     wholeAnswer);
         } else if (req.embeddings()) {
-            deps.models().learnFirstTokenAtLeast(a.cand.state(), req.facts().inputTokens(), waitedMs, settings.slo(),
-                    true);
+            deps.models().learnFirstTokenAtLeast(a.cand.state(), req.facts().inputTokens(), waitedMs, lineMs,
+                    settings.slo(), true);
         } else if (wholeAnswer) {
             deps.models().learnEndToEndAtLeast(a.cand.state(), waitedMs);
         }

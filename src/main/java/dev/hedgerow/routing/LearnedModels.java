@@ -274,12 +274,23 @@ public final class LearnedModels implements RouteModels {
      */
     public void learnFirstTokenAtLeast(RouteSnapshot base, int promptTokens, long waitedMs, GroupSettings.Slo slo,
                                        boolean wholeAnswer) {
+        learnFirstTokenAtLeast(base, promptTokens, waitedMs, waitedMs, slo, wholeAnswer);
+    }
+
+    /**
+     * As {@link #learnFirstTokenAtLeast(RouteSnapshot, int, long, GroupSettings.Slo, boolean)}, the TTFT line taking
+     * at most {@code lineMs} of the wait (a weaker bound, still true): an attempt abandoned when its silence outlasted
+     * a limit the line itself sets gives the line only the part that would not lengthen the next limit.
+     */
+    public void learnFirstTokenAtLeast(RouteSnapshot base, int promptTokens, long waitedMs, long lineMs,
+                                       GroupSettings.Slo slo, boolean wholeAnswer) {
         List<StateStore.RouteBlob> writes = new ArrayList<>(4);
+        long lineBound = Math.min(waitedMs, lineMs);
         // each step returns its input when the wait says nothing new (the line predicts that much already, the EMA
         // is above it), and update then writes nothing
         update(base, TTFT, MODEL_TTL, enc -> {
             TtftPredictor p = enc == null ? TtftPredictor.fresh(prior) : TtftPredictor.decode(enc, prior);
-            TtftPredictor next = p.updateAtLeast(promptTokens, waitedMs);
+            TtftPredictor next = p.updateAtLeast(promptTokens, lineBound);
             return next == p ? enc : next.encode();
         }, writes);
         emaAtLeast(base, waitedMs, writes);

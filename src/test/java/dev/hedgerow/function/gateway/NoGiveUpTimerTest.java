@@ -17,6 +17,7 @@ import java.util.Map;
 
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The first-token limit over real HTTP. Keln's "no give-up timer": a silent attempt is abandoned for another route,
@@ -49,12 +50,16 @@ class NoGiveUpTimerTest {
                   - { alias: s, provider: b, model: m, priority: 2, capabilities: [prefill] }
                   - { id: cold-a, alias: cold, provider: a, model: m-cold, priority: 1, context_window: 131072 }
                   - { id: cold-b, alias: cold, provider: b, model: m, priority: 2, context_window: 131072 }
+                  - { id: hang-a, alias: hang, provider: a, model: m-hang, priority: 1 }
+                  - { id: hang-b, alias: hang, provider: b, model: m, priority: 2 }
                 groups:
                   prefill: { first_token_floor: 100ms, first_token_ceiling: 300ms }
                   r: { strategy: priority, stall_floor: 300ms, first_token_ceiling: 2s }
                   q: { strategy: priority, hedging: false, first_token_ceiling: 2s }
                   s: { strategy: priority, hedging: false, first_token_ceiling: 2s }
                   cold: { strategy: priority, hedging: false, first_token_floor: 100ms, first_token_ceiling: 300ms }
+                  hang: { strategy: priority, hedging: false, breaker: { max_fails: 0 }, first_token_floor: 100ms,
+                          first_token_ceiling: 300ms }
             """;
 
     static GatewayHarness gw;
@@ -70,7 +75,7 @@ class NoGiveUpTimerTest {
         ModelScript text = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 2000));
         gw = GatewayHarness.start(YAML, Map.of(
                 "a", SimConfig.of(SEED).withModel("m-prefill", prefill).withModel("m", text)
-                        .withModel("m-cold", cold),
+                        .withModel("m-cold", cold).withModel("m-hang", text),
                 "b", SimConfig.of(SEED).withModel("m", text),
                 "c", SimConfig.of(SEED).withModel("m", text)));
         RestAssured.baseURI = gw.baseUrl();
@@ -119,6 +124,34 @@ class NoGiveUpTimerTest {
         JsonNode trail = Sse.trail(out);
         assertEquals(1, trail.size(), trail.toString());
         assertEquals("cold-a", trail.get(0).path("route").asText(), trail.toString());
+    }
+
+    /**
+     * A route that now and then never answers is given up on after the same wait each time: an abandoned attempt's
+     * wait, learnt as a lower bound of the route's time to first token, raised the next attempt's wait, which was
+     * learnt in turn, so each hang was waited out longer than the last (2 s, 2.7 s ... 6 s with a 2 s ceiling, and up
+     * to 50 s on an instance with slow samples; found by hunt25). The route still learns it is slow.
+     */
+    @Test
+    void aRouteThatHangsNowAndThenIsGivenUpOnAfterTheSameWaitEachTime() {
+        for (int i = 0; i < 3; i++) {
+            assertEquals("hang-a", Sse.trail(stream("hang", "warm " + i)).get(0).path("route").asText());
+        }
+        java.util.List<Long> waits = new java.util.ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            gw.sim("a").enqueue("m-hang", Fault.noResponse());
+            String prompt = "hang " + i;
+            String out = stream("hang", prompt);
+            assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out), out);
+            JsonNode first = Sse.trail(out).get(0);
+            assertEquals("hang-a", first.path("route").asText(), out);
+            assertEquals("timeout_no_response", first.path("error").asText(), out);
+            waits.add(first.path("duration_ms").asLong());
+            stream("hang", "between " + i);   // a fast answer between hangs, as a route that mostly works gives
+        }
+        System.out.println("[hang] give-up waits (ms), first_token_ceiling 300 ms: " + waits);
+        // a loaded host only lengthens a wait by its own delay, never by a growing multiple of the ceiling
+        assertTrue(waits.get(waits.size() - 1) < waits.get(0) + 300, "waits grew: " + waits);
     }
 
     /**
