@@ -1,10 +1,13 @@
 package dev.hedgerow.state;
 
+import dev.hedgerow.time.Cancellable;
+import dev.hedgerow.time.Scheduler;
 import dev.hedgerow.time.Ticker;
 import io.smallrye.faulttolerance.api.CircuitBreakerState;
 import io.smallrye.faulttolerance.api.Guard;
 import io.smallrye.mutiny.Multi;
 import io.smallrye.mutiny.Uni;
+import io.smallrye.mutiny.infrastructure.Infrastructure;
 import io.smallrye.mutiny.subscription.UniEmitter;
 import jakarta.enterprise.util.TypeLiteral;
 
@@ -27,9 +30,13 @@ import java.util.Set;
 import java.util.SortedMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -38,8 +45,8 @@ import java.util.function.Supplier;
  * a Redis outage degrades the fleet to per-instance state but never fails a request (DESIGN.md, "State").
  *
  * <p>Every call to the shared store goes through one SmallRye Fault Tolerance {@link Guard} (programmatic API, so
- * this stays a plain class usable outside CDI): a timeout, then one circuit breaker for the whole store, since
- * Redis is down as a whole, not per key. A call that fails, times out or is refused by the open breaker is answered by
+ * this stays a plain class usable outside CDI): one circuit breaker for the whole store, since Redis is down as a
+ * whole, not per key, around a timeout of this class's own ({@link #timed}) that is not fooled by a paused process. A call that fails, times out or is refused by the open breaker is answered by
  * the local store instead. The breaker's state is the degraded signal: {@link #degraded()} is true while it is open
  * or half-open. When Redis answers again the half-open trial calls succeed, the breaker closes and every call goes
  * back to shared state; what was written locally meanwhile (cursors, usage, leases) is simply left behind, as all of
@@ -114,9 +121,17 @@ public final class ResilientStateStore implements StateStore {
     private static final TypeLiteral<Uni<Object>> UNI = new TypeLiteral<Uni<Object>>() {
     };
 
+    /**
+     * A timeout's timer firing this late means the process did not run meanwhile (paused: Lambda freezes an
+     * environment between invocations, or a long GC pause), not that the store was slow.
+     */
+    static final Duration PAUSE = Duration.ofMillis(200);
+
     private final StateStore shared;
     private final StateStore local;
     private final Guard guard;
+    private final Duration timeout;
+    private final Scheduler scheduler;
     /** The breaker's window: this many failed calls in a row open it ({@link #warmUp}). */
     private final int window;
     private final Map<String, VersionedDoc> catalogMirror = new ConcurrentHashMap<>();
@@ -174,13 +189,23 @@ public final class ResilientStateStore implements StateStore {
 
     /** @param ticker times the operator flags set while the shared store does not answer ({@link PendingFlag}) */
     public ResilientStateStore(StateStore shared, StateStore local, Settings settings, Ticker ticker) {
+        this(shared, local, settings, ticker, ResilientStateStore::onWorkerPool);
+    }
+
+    /**
+     * @param ticker    times calls ({@link #timed}) and the operator flags set while the shared store does not answer
+     * @param scheduler runs the calls' timeouts
+     */
+    public ResilientStateStore(StateStore shared, StateStore local, Settings settings, Ticker ticker,
+                               Scheduler scheduler) {
         this.ticker = Objects.requireNonNull(ticker, "ticker");
+        this.scheduler = Objects.requireNonNull(scheduler, "scheduler");
         this.shared = Objects.requireNonNull(shared, "shared");
         this.local = Objects.requireNonNull(local, "local");
         this.window = settings.window();
+        this.timeout = settings.timeout();
         this.guard = Guard.create()
                 .withDescription("hedgerow shared state")
-                .withTimeout().duration(settings.timeout().toMillis(), ChronoUnit.MILLIS).done()
                 .withCircuitBreaker()
                 .requestVolumeThreshold(settings.window())
                 .failureRatio(settings.failureRatio())
@@ -285,7 +310,7 @@ public final class ResilientStateStore implements StateStore {
         return Uni.createFrom().deferred(() -> {
             callsInFlight.incrementAndGet();
             CircuitBreakerState at = breaker;
-            Uni<Object> guarded = guard.get(() -> (Uni<Object>) (Uni<?>) onShared.get(), UNI);
+            Uni<Object> guarded = guard.get(() -> (Uni<Object>) (Uni<?>) timed(onShared), UNI);
             return ((Uni<T>) (Uni<?>) guarded).onFailure().recoverWithUni(e -> {
                 fallbacks.incrementAndGet();
                 if (at != CircuitBreakerState.OPEN
@@ -296,6 +321,68 @@ public final class ResilientStateStore implements StateStore {
                 }
                 return onLocal.apply(e);
             }).onTermination().invoke(callsInFlight::decrementAndGet);
+        });
+    }
+
+    /** The default timer: Mutiny's worker pool, whose scheduled executor its own timeouts use. */
+    private static Cancellable onWorkerPool(Duration delay, Runnable task) {
+        ScheduledFuture<?> f = Infrastructure.getDefaultWorkerPool().schedule(task, delay.toNanos(),
+                TimeUnit.NANOSECONDS);
+        return () -> f.cancel(false);
+    }
+
+    /**
+     * {@code call}, failed with a {@link TimeoutException} when it has not answered within the timeout, unless the
+     * timer fired {@link #PAUSE} or more late: then the process was paused, not the store slow, and the call gets the
+     * timeout again from now. Lambda freezes an environment as soon as a response ends, with the request's last
+     * writes often still waiting for Redis's replies; on thaw the timers fired before the event loop read the replies
+     * already in the socket, each counted against the breaker, and half of 8 opened it: the instance served on local
+     * state for at least 2 s after every such freeze, its degraded alert raised (found by hunt25). A store that is
+     * really down still fails the call after one timeout of the process running.
+     */
+    private <T> Uni<T> timed(Supplier<Uni<T>> call) {
+        return Uni.createFrom().emitter(em -> {
+            AtomicBoolean over = new AtomicBoolean();
+            AtomicReference<Cancellable> timer = new AtomicReference<>(Cancellable.NONE);
+            AtomicReference<io.smallrye.mutiny.subscription.Cancellable> subscription = new AtomicReference<>();
+            Runnable[] check = new Runnable[1];
+            long[] due = {ticker.nanos() + timeout.toNanos()};
+            check[0] = () -> {
+                long now = ticker.nanos();
+                if (now - due[0] >= PAUSE.toNanos()) {
+                    due[0] = now + timeout.toNanos();
+                    timer.set(scheduler.schedule(timeout, check[0]));
+                    if (over.get()) {
+                        timer.get().cancel();
+                    }
+                } else if (over.compareAndSet(false, true)) {
+                    // the call is left to land (a write sent may still reach the store: the outage guard's kept
+                    // releases count on it); only its answer is no longer waited for
+                    em.fail(new TimeoutException("hedgerow shared state timed out after " + timeout.toMillis()
+                            + " ms"));
+                }
+            };
+            timer.set(scheduler.schedule(timeout, check[0]));
+            em.onTermination(() -> {
+                if (over.compareAndSet(false, true)) {
+                    io.smallrye.mutiny.subscription.Cancellable sub = subscription.get();
+                    if (sub != null) {
+                        sub.cancel();
+                    }
+                }
+                timer.get().cancel();
+            });
+            subscription.set(call.get().subscribe().with(item -> {
+                if (over.compareAndSet(false, true)) {
+                    timer.get().cancel();
+                    em.complete(item);
+                }
+            }, e -> {
+                if (over.compareAndSet(false, true)) {
+                    timer.get().cancel();
+                    em.fail(e);
+                }
+            }));
         });
     }
 
