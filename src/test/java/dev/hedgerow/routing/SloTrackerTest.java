@@ -89,4 +89,18 @@ class SloTrackerTest {
             assertEquals(SloTracker.fresh(SLO).encode(), SloTracker.decode(s, SLO).encode(), String.valueOf(s));
         }
     }
+
+    /**
+     * Recovery reseeds the EWMA with the good run's mean, not its last sample, so one ordinary dip after it does not
+     * flip the route straight back (untested; found by hunt25's mutation testing).
+     */
+    @Test
+    void recoveryReseedsWithTheMeanOfTheGoodRun() {
+        SloTracker t = SloTracker.fresh(Slo.defaults()).observeDecode(5);   // BELOW (target 50)
+        t = t.observeDecode(80).observeDecode(60).observeDecode(52);                       // three good: MEETS
+        assertEquals(Status.MEETS, t.status());
+        assertEquals(64, t.decodeTokensPerSecond(), 1e-9, "mean of 80, 60, 52");
+        // 64 + 0.3 (45 - 64) = 58.3: still meets; reseeded from the last sample, 52, it fell to 49.9
+        assertEquals(Status.MEETS, t.observeDecode(45).status());
+    }
 }

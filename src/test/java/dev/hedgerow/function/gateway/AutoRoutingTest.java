@@ -391,4 +391,23 @@ class AutoRoutingTest {
         return gw.core().router().explain(org, "pair", facts).await().indefinitely().routes().stream()
                 .filter(r -> r.routeId().equals("pair-fast")).findFirst().orElseThrow().predicted().meanMs();
     }
+
+    /**
+     * A conversation goes back to the route that served its longest prefix, even when a faster route
+     * also holds a shorter prefix of it (the shared opening both served): the affinity set is the longest served
+     * prefix's holders, not the shortest's.
+     */
+    @Test
+    void theHolderOfTheLongestServedPrefixGoesFirstNotTheFastestHolderOfAShorterOne() {
+        String conv = "Earlier turns: " + "a slow river bends around the old mill and the miller sleeps ".repeat(25);
+        chat("aff", withPrefix("glaciers", "hello?"), ",\"provider\":{\"only\":[\"alpha\"]}");   // a-one: opening
+        chat("aff", withPrefix("glaciers", conv + " first?"), ",\"provider\":{\"only\":[\"beta\"]}"); // a-two: all
+        awaitAffinity("aff", withPrefix("glaciers", "again?"), "a-one");
+        awaitAffinity("aff", withPrefix("glaciers", conv + " next?"), "a-two");
+        List<String> same = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            same.add(chat("aff", withPrefix("glaciers", conv + " and then " + i + "?"), ""));
+        }
+        assertEquals(List.of("a-two", "a-two", "a-two", "a-two"), same);
+    }
 }

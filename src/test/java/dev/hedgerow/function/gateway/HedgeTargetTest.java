@@ -90,4 +90,24 @@ class HedgeTargetTest {
         assertEquals(List.of("wp-a", "wp-c"), tried("shared"), "wp-c has a share; wp-b is the standby");
         assertEquals(List.of("wz-a", "wz-b"), tried("standby"), "no other member: the standby");
     }
+
+    /**
+     * The routes a hedged request tried when the client's order ranks the next tier, or a standby, before the slow
+     * route's peer (untested; found by hunt25's mutation testing).
+     */
+    static List<String> tried(String alias, String order) {
+        Response r = GroupKit.chat(gw, alias, "hedge me", true, "{\"order\":" + order + "}");
+        assertEquals(200, r.statusCode(), r.asString());
+        return GroupKit.trailRoutes(GroupKit.trail(r));
+    }
+
+    @Test
+    void aHedgeStaysInTheSlowRoutesTierWhenTheClientsOrderRanksTheNextTierFirst() {
+        assertEquals(List.of("pr-a", "pr-b"), tried("tiers", "[\"p1\",\"p3\"]"));
+    }
+
+    @Test
+    void aHedgeGoesToAMemberWithAShareWhenTheClientsOrderRanksTheStandbyFirst() {
+        assertEquals(List.of("wp-a", "wp-c"), tried("shared", "[\"p1\",\"p2\"]"));
+    }
 }

@@ -101,6 +101,28 @@ class ProviderPreferencesTest {
         assertEquals(0, total(), "a typo never silently re-routes");
     }
 
+    /**
+     * {@code max_price} leaves out the routes priced above either cap (a route at the cap stays), and failover stays
+     * within what is left; a cap no member meets is 400 {@code provider_excluded_all}. Nothing tested that a cap
+     * leaves a route out (found by hunt25's mutation testing).
+     */
+    @Test
+    void maxPriceLeavesOutTheRoutesPricedAboveEitherCap() {
+        failAll();
+        Response r = chat(gw, "kimi3", "capped prompt", false, "{\"max_price\":{\"prompt\":0.55}}");
+        assertEquals(502, r.statusCode());
+        assertEquals(Set.of("kimi3-digitalocean", "kimi3-fireworks"), Set.copyOf(trailRoutes(trail(r))),
+                "0.55 at the cap stays; 0.6 and 1.0 are left out");
+        GroupKit.reset(gw);
+        failAll();
+        r = chat(gw, "kimi3", "capped completion", false, "{\"max_price\":{\"completion\":2.2}}");
+        assertEquals(502, r.statusCode());
+        assertEquals(Set.of("kimi3-digitalocean", "kimi3-fireworks"), Set.copyOf(trailRoutes(trail(r))));
+        r = chat(gw, "kimi3", "capped below all", false, "{\"max_price\":{\"prompt\":0.1}}");
+        assertEquals(400, r.statusCode(), r.asString());
+        assertEquals("provider_excluded_all", r.jsonPath().getString("error.code"));
+    }
+
     @Test
     void anUnknownProviderFieldIs400NamingItWithOneBlockedEvent() {
         long before = GroupKit.blocked(gw.core().store(), "unknown_field");
