@@ -3,6 +3,7 @@ package dev.hedgerow.dispatch;
 import dev.hedgerow.api.ChatRequest;
 import dev.hedgerow.api.ProviderPrefs;
 import dev.hedgerow.catalog.CatalogLoader;
+import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
 import dev.hedgerow.dispatch.DispatchTimingTest.RecordingSink;
 import dev.hedgerow.routing.Candidate;
@@ -97,6 +98,10 @@ class KongTimeoutsDispatchTest {
     }
 
     private void start(RouteSnapshot aState, Integer maxTokens, boolean stream) {
+        start(aState, maxTokens, stream, org.group("kt"));
+    }
+
+    private void start(RouteSnapshot aState, Integer maxTokens, boolean stream, GroupSettings settings) {
         Dispatcher dispatcher = new Dispatcher(DispatchFixture.deps(upstream, store, scheduler, ticker,
                 String::length, new DispatchObserver() { }));
         ChatRequest chat = ChatRequest.parse(("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
@@ -105,7 +110,7 @@ class KongTimeoutsDispatchTest {
         RequestFacts facts = new RequestFacts(1, maxTokens, stream, false, Set.of(), Set.of(), ProviderPrefs.NONE,
                 List.of(), Map.of(), "hi");
         List<Candidate> cands = List.of(candidate("a", aState), candidate("b", RouteSnapshot.empty("acme/b")));
-        dispatcher.start(new DispatchRequest("req-1", 0, org, "app", "kt", org.group("kt"), chat, facts, cands,
+        dispatcher.start(new DispatchRequest("req-1", 0, org, "app", "kt", settings, chat, facts, cands,
                 RoutePlan.NEVER), sink);
     }
 
@@ -241,6 +246,29 @@ class KongTimeoutsDispatchTest {
     }
 
     /** As nginx's proxy_read_timeout: a body that stops arriving for read_timeout is a dead upstream. */
+    /**
+     * With request_timeout set, read_timeout bounds every silence of an attempt, as Kong's does: a stream whose head
+     * came and then only keep-alive comments is given up on at read_timeout (5 s), not at first_token_ceiling (30 s).
+     * Nothing tested it (found by hunt25's mutation testing).
+     */
+    @Test
+    void withARequestTimeoutAStreamSilentBehindKeepAlivesIsGivenUpOnAtReadTimeout() {
+        GroupSettings bounded = new CatalogLoader(n -> null).parse(YAML.replace("read_timeout: 5s,",
+                "read_timeout: 5s, request_timeout: 60s, first_token_ceiling: 30s,")).orgs().get(0).group("kt");
+        start(RouteSnapshot.empty("acme/a"), null, true, bounded);
+        UpstreamHandler h = upstream.handlers.get(0);
+        h.onSent();
+        h.onHead(200, Map.of("content-type", "text/event-stream"));
+        for (int i = 0; i < 4; i++) {
+            scheduler.advance(Duration.ofSeconds(1));
+            h.onData(": keep-alive\n\n".getBytes(StandardCharsets.UTF_8));
+        }
+        scheduler.advance(Duration.ofMillis(900));
+        assertEquals(1, upstream.requests.size(), "still waited for within read_timeout");
+        scheduler.advance(Duration.ofMillis(200));
+        assertEquals(2, upstream.requests.size(), "given up on at read_timeout for the other route");
+    }
+
     @Test
     void aBodySilentForReadTimeoutAfterItsHeadFailsOver() {
         start(RouteSnapshot.empty("acme/a"));
