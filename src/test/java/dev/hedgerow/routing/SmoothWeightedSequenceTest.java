@@ -115,6 +115,17 @@ class SmoothWeightedSequenceTest {
         assertTrue(Math.abs(counts.get("a") - counts.get("b")) <= 1);
     }
 
+    /**
+     * Weights too far apart for one period keep every positive weight at least one turn in it: the member of weight 1
+     * beside 200 000 is still picked (scaled to 0 it never was; untested, found by hunt25's mutation testing).
+     */
+    @Test
+    void aTinyPositiveWeightBesideAHugeOneStillGetsATurn() {
+        SmoothWeightedSequence skewed = SmoothWeightedSequence.of(weights("a", 200_000, "b", 1));
+        Map<String, Integer> counts = countOver(skewed, 0, skewed.period());
+        assertEquals(1, counts.get("b"), counts.toString());
+    }
+
     @Test
     void negativeCursorsWrapAround() {
         assertEquals(SEQ.pick(SEQ.period() - 1, m -> true), SEQ.pick(-1, m -> true));

@@ -133,6 +133,21 @@ class TtftPredictorTest {
         assertEquals(40, back.samples());
     }
 
+    /**
+     * A heavy-tail sample is clipped once a few samples are in (five), not only after many: one 20x answer among the
+     * first dozen nudges the line (untested past fifty samples; found by hunt25's mutation testing).
+     */
+    @Test
+    void aHeavyTailSampleIsClippedOnceAFewSamplesAreIn() {
+        TtftPredictor p = TtftPredictor.fresh(PRIOR);
+        for (int i = 0; i < 8; i++) {
+            p = p.update(300, 100 + i % 3);
+        }
+        p = p.update(300, 2000);
+        // learnt in full, the line would stand near 300 ms (the mean of the nine)
+        assertTrue(p.predict(300).meanMs() < 200, "one 20x answer among eight: clipped, " + p);
+    }
+
     @Test
     void aRouteThatTurnsFiftyTimesSlowerIsPredictedSlowAfterThreeSamples() {
         TtftPredictor p = TtftPredictor.fresh(PRIOR);
