@@ -259,11 +259,11 @@ class KongLowestLatencyTest {
         assertTrue(r.asString().contains("data: [DONE]") && r.asString().contains("\"kind\":\"resume\""),
                 r.asString());
         eventually(() -> pewma("resumes", LearnedModels.PEWMA_TPOT).isMeasured(), "the resuming route's tpot learnt");
-        // its own latency (its request sent to its last token: 500 ms + 19 gaps of 40 ms) over its own 20 tokens, at
-        // least ~63 ms a token (a busy host only adds); neither its gaps alone (40 ms) nor its time spread over all 80
-        // tokens the client got (~16 ms)
+        // its own latency (its request sent to its last token: 500 ms + 19 gaps of 40 ms) over its own 20 tokens,
+        // ~63 ms a token; neither its gaps alone (40 ms) nor its time spread over all 80 tokens the client got (~16 ms).
+        // Bounded at 45: a loaded host once saw the continuation count 23 tokens for the same time (54.9 ms a token)
         double tpot = pewma("resumes", LearnedModels.PEWMA_TPOT).cost();
-        assertTrue(tpot >= 60, "time per output token of the resuming route: " + tpot + " ms");
+        assertTrue(tpot >= 45, "time per output token of the resuming route: " + tpot + " ms");
         // and its time is no end-to-end latency: the answer began on the other route
         assertEquals(0, pewma("resumes", LearnedModels.PEWMA_E2E).count());
     }
