@@ -1378,7 +1378,7 @@ final class Dispatch {
         }
         Failure f = new Failure("http_" + status, UpstreamReplies.shorten(new String(bytes, StandardCharsets.UTF_8)),
                 status, criterion, routeFault, UpstreamReplies.holdMillis(status, retryAfter));
-        if (!failsOver) {
+        if (!failsOver && routeFault) {
             // not a failover criterion for this group (a 429, or a 5xx, where Kong's list leaves them out): it still
             // counts against the route, with a 429's hold, as Kong's passive health check counts them, and is reported
             // after this one attempt (a 429 passed through was not counted; found by hunt25's mutation testing)

@@ -158,6 +158,23 @@ class FailoverTest {
         }
     }
 
+    /**
+     * A redirect or another non-error status (a base URL that moved, http to https) is no answer: it fails over, not
+     * charged to the route. The 429 fix passed it to the client as its answer (found by hunt26's review).
+     */
+    @Test
+    void aRedirectOrAnotherNonErrorStatusFailsOverWithoutChargingTheRoute() {
+        for (int status : new int[]{302, 307, 204}) {
+            GroupKit.reset(gw);
+            gw.sim("digitalocean").enqueue("kimi-k2", Fault.status(status));
+            String prompt = "status " + status;
+            JsonNode t = assertSeamlessFailover(chat(gw, "kimi3", prompt, true, ORDER_DO), prompt,
+                    "kimi3-digitalocean");
+            assertEquals(status, t.get(0).path("status").asInt());
+            assertFalse(health(gw.core().store(), "kimi3-digitalocean").coolingDown(), "after " + status);
+        }
+    }
+
     @Test
     void aConnectionResetBeforeTheHeadFailsOver() {
         gw.sim("digitalocean").enqueue("kimi-k2", Fault.reset());
