@@ -1020,13 +1020,13 @@ final class Dispatch {
 
     /**
      * {@link #learnWaited(Attempt)} for an attempt abandoned at {@code limitMs}, its give-up limit: the TTFT line
-     * learns at most a third of it, the first-token window whose three the limit is ({@code TimingWindows.abandonAfter}),
-     * so the next attempt on the route is given up on no later. Learnt whole, the wait raised the line, the line the
-     * next limit, and each hang of a route that hangs now and then was waited out longer than the last (2 s, 2.7 s ...
-     * 6 s with a 2 s ceiling; up to 50 s after a few slow samples; found by hunt25). The route still learns it is slow.
+     * learns at most the first-token window the limit is made of ({@code TimingWindows.learnableWait}), so the next
+     * attempt on the route is given up on no later. Learnt whole, the wait raised the line, the line the next limit,
+     * and each hang of a route that hangs now and then was waited out longer than the last (2 s, 2.7 s ... 6 s with a
+     * 2 s ceiling; up to 50 s after a few slow samples; found by hunt25). The route still learns it is slow.
      */
     private void learnAbandoned(Attempt a, long limitMs) {
-        learnWaited(a, Math.max(1, limitMs / 3));
+        learnWaited(a, windows.learnableWait(a.cand, limitMs));
     }
 
     private void learnWaited(Attempt a, long lineMs) {

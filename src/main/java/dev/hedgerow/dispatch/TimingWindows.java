@@ -114,6 +114,16 @@ final class TimingWindows {
     }
 
     /**
+     * The part of a give-up limit from {@link #abandonAfter} that the route's TTFT line may learn from an attempt
+     * abandoned at it: the first-token window whose three make the limit (whose six, for a model that may think,
+     * whose wait is doubled), so the next limit is no longer than this one. Learnt whole, each hang's wait lengthened
+     * the next (found by hunt25; the thinking case by hunt26's review).
+     */
+    long learnableWait(Candidate c, long limitMs) {
+        return Math.max(1, limitMs / (mayThink(c) ? 6 : 3));
+    }
+
+    /**
      * How long an attempt waits for its response head once its request is sent. A stream's head comes at once, so
      * Kong's read_timeout bounds it. Most providers send a non-streamed answer's head only with the whole answer, so
      * its head is waited for as long as the answer is ({@link #abandonAfter}, when longer than read_timeout): the

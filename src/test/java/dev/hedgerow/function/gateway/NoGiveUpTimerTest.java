@@ -52,6 +52,9 @@ class NoGiveUpTimerTest {
                   - { id: cold-b, alias: cold, provider: b, model: m, priority: 2, context_window: 131072 }
                   - { id: hang-a, alias: hang, provider: a, model: m-hang, priority: 1 }
                   - { id: hang-b, alias: hang, provider: b, model: m, priority: 2 }
+                  - { id: think-a, alias: thinkhang, provider: a, model: m-think-hang, priority: 1,
+                      capabilities: [reasoning] }
+                  - { id: think-b, alias: thinkhang, provider: b, model: m, priority: 2, capabilities: [reasoning] }
                 groups:
                   prefill: { first_token_floor: 100ms, first_token_ceiling: 300ms }
                   r: { strategy: priority, stall_floor: 300ms, first_token_ceiling: 2s }
@@ -60,6 +63,8 @@ class NoGiveUpTimerTest {
                   cold: { strategy: priority, hedging: false, first_token_floor: 100ms, first_token_ceiling: 300ms }
                   hang: { strategy: priority, hedging: false, breaker: { max_fails: 0 }, first_token_floor: 100ms,
                           first_token_ceiling: 300ms }
+                  thinkhang: { strategy: priority, hedging: false, breaker: { max_fails: 0 }, first_token_floor: 100ms,
+                               first_token_ceiling: 300ms }
             """;
 
     static GatewayHarness gw;
@@ -75,7 +80,7 @@ class NoGiveUpTimerTest {
         ModelScript text = ModelScript.defaults().withLength(LENGTH).withLatency(ModelScript.Latency.of(5, 2000));
         gw = GatewayHarness.start(YAML, Map.of(
                 "a", SimConfig.of(SEED).withModel("m-prefill", prefill).withModel("m", text)
-                        .withModel("m-cold", cold).withModel("m-hang", text),
+                        .withModel("m-cold", cold).withModel("m-hang", text).withModel("m-think-hang", text),
                 "b", SimConfig.of(SEED).withModel("m", text),
                 "c", SimConfig.of(SEED).withModel("m", text)));
         RestAssured.baseURI = gw.baseUrl();
@@ -134,22 +139,32 @@ class NoGiveUpTimerTest {
      */
     @Test
     void aRouteThatHangsNowAndThenIsGivenUpOnAfterTheSameWaitEachTime() {
+        assertGivenUpOnAfterTheSameWait("hang", "hang-a", "m-hang");
+    }
+
+    /** The same for a route that may think, whose give-up wait is doubled (hunt26's review). */
+    @Test
+    void aThinkingRouteThatHangsNowAndThenIsGivenUpOnAfterTheSameWaitEachTime() {
+        assertGivenUpOnAfterTheSameWait("thinkhang", "think-a", "m-think-hang");
+    }
+
+    static void assertGivenUpOnAfterTheSameWait(String alias, String route, String model) {
         for (int i = 0; i < 3; i++) {
-            assertEquals("hang-a", Sse.trail(stream("hang", "warm " + i)).get(0).path("route").asText());
+            assertEquals(route, Sse.trail(stream(alias, "warm " + i)).get(0).path("route").asText());
         }
         java.util.List<Long> waits = new java.util.ArrayList<>();
         for (int i = 0; i < 8; i++) {
-            gw.sim("a").enqueue("m-hang", Fault.noResponse());
+            gw.sim("a").enqueue(model, Fault.noResponse());
             String prompt = "hang " + i;
-            String out = stream("hang", prompt);
+            String out = stream(alias, prompt);
             assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out), out);
             JsonNode first = Sse.trail(out).get(0);
-            assertEquals("hang-a", first.path("route").asText(), out);
+            assertEquals(route, first.path("route").asText(), out);
             assertEquals("timeout_no_response", first.path("error").asText(), out);
             waits.add(first.path("duration_ms").asLong());
-            stream("hang", "between " + i);   // a fast answer between hangs, as a route that mostly works gives
+            stream(alias, "between " + i);   // a fast answer between hangs, as a route that mostly works gives
         }
-        System.out.println("[hang] give-up waits (ms), first_token_ceiling 300 ms: " + waits);
+        System.out.println("[" + alias + "] give-up waits (ms), first_token_ceiling 300 ms: " + waits);
         // a loaded host only lengthens a wait by its own delay, never by a growing multiple of the ceiling
         assertTrue(waits.get(waits.size() - 1) < waits.get(0) + 300, "waits grew: " + waits);
     }
