@@ -78,7 +78,8 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
                 return Uni.createFrom().item(Map.<String, float[]>of());
             }
             if (health.fails() < breaker.threshold()) {
-                return embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, false));
+                return embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, false,
+                        health.fails() > 0));
             }
             // half-open: this call is the route's probe, under the fleet's one probe slot as a live request's is, and
             // its verdict closes or re-opens the breaker (it was called beside another probe and its success never
@@ -86,7 +87,7 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
             // release under its owner's token after it covers an end with none
             String owner = "semantic/" + UUID.randomUUID();
             return store.tryAcquireProbe(embedKey, breaker.threshold(), PROBE_TTL, owner).flatMap(acquired -> acquired
-                    ? embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, true))
+                    ? embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, true, true))
                             .onTermination().call(() -> store.releaseProbe(embedKey, owner)
                                     .onFailure().recoverWithNull())
                     : Uni.createFrom().item(Map.<String, float[]>of()));
@@ -96,11 +97,13 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
 
     /**
      * The embeddings call with its outcome counted for the route's breaker: a failure or timeout against it (waited
-     * for), a success for it (sent on, unless the call is the route's half-open probe, whose slot's release must not
-     * overtake its verdict).
+     * for), a success for it when {@code successCounts} (the route has failures to reset, or the call is its
+     * half-open probe; otherwise there is nothing to write, as a live attempt's success writes nothing then), sent on
+     * unless the call is the probe, whose slot's release must not overtake its verdict.
      */
     private Function<List<String>, Uni<List<float[]>>> judged(Org org, Route embedRoute, String embedKey,
-                                                              GroupSettings.Breaker breaker, boolean probe) {
+                                                              GroupSettings.Breaker breaker, boolean probe,
+                                                              boolean successCounts) {
         Provider provider = org.provider(embedRoute.provider()).orElseThrow();
         return texts -> {
             Uni<List<float[]>> call = embed(provider, embedRoute.model(), texts).ifNoItem().after(TIMEOUT).fail()
@@ -110,8 +113,8 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
                 return call.call(v -> store.recordSuccess(embedKey, breaker.threshold(), breaker.failTimeout())
                         .onFailure().recoverWithNull());
             }
-            return call.invoke(v -> store.recordSuccess(embedKey, breaker.threshold(), breaker.failTimeout())
-                    .subscribe().with(x -> { }, e -> { }));
+            return !successCounts ? call : call.invoke(v -> store.recordSuccess(embedKey, breaker.threshold(),
+                    breaker.failTimeout()).subscribe().with(x -> { }, e -> { }));
         };
     }
 
