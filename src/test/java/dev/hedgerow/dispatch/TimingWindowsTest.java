@@ -25,24 +25,20 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * windows pass the ceiling. Both untested (found by hunt25's mutation testing). SLO decode 50 tokens/s, ceiling 30 s.
  */
 class TimingWindowsTest {
-    static final String YAML = """
-            orgs:
-              - id: acme
-                keys: [{ name: app, key: "k" }]
-                providers:
-                  - { id: p, base_url: "http://127.0.0.1:9/v1" }
-                routes:
-                  - { id: a, alias: tw, provider: p, model: m-a }
-            """;
-    final Org org = new CatalogLoader(n -> null).parse(YAML).orgs().get(0);
+    /** KongTimeoutsDispatchTest's catalog: group kt sets no first-token or SLO setting, so both are the defaults. */
+    final Org org = new CatalogLoader(n -> null).parse(KongTimeoutsDispatchTest.YAML).orgs().get(0);
 
     TimingWindows windows(boolean stream, Integer maxTokens) {
-        ChatRequest chat = ChatRequest.parse(("{\"model\":\"tw\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+        return windows(stream, maxTokens, false);
+    }
+
+    TimingWindows windows(boolean stream, Integer maxTokens, boolean reasoning) {
+        ChatRequest chat = ChatRequest.parse(("{\"model\":\"kt\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
                 + (maxTokens == null ? "" : ",\"max_tokens\":" + maxTokens) + (stream ? ",\"stream\":true" : "")
                 + "}").getBytes(StandardCharsets.UTF_8), null);
-        RequestFacts facts = new RequestFacts(1, maxTokens, stream, false, Set.of(), Set.of(), ProviderPrefs.NONE,
-                List.of(), Map.of(), "hi");
-        return new TimingWindows(new DispatchRequest("req-1", 0, org, "app", "tw", org.group("tw"), chat, facts,
+        RequestFacts facts = new RequestFacts(1, maxTokens, stream, reasoning, Set.of(), Set.of(),
+                ProviderPrefs.NONE, List.of(), Map.of(), "hi");
+        return new TimingWindows(new DispatchRequest("req-1", 0, org, "app", "kt", org.group("kt"), chat, facts,
                 List.of(), RoutePlan.NEVER), stream);
     }
 
@@ -57,6 +53,16 @@ class TimingWindowsTest {
         assertEquals(300 + 20_480, windows(false, 32_000).firstTokenWindow(route(300)).toMillis());
         assertEquals(300 + 2_000, windows(false, 100).firstTokenWindow(route(300)).toMillis());
         assertEquals(300 + 5_120, windows(false, null).firstTokenWindow(route(300)).toMillis(), "256 by default");
+    }
+
+    /**
+     * An abandoned attempt teaches its route's line the window its give-up limit is made of: a third of it, a sixth
+     * for a model that may think, whose limit is doubled (hunt26's review: a third still grew a thinker's waits).
+     */
+    @Test
+    void anAbandonedWaitTeachesTheWindowItsLimitIsMadeOf() {
+        assertEquals(10_000, windows(true, null, false).learnableWait(route(300), 30_000));
+        assertEquals(10_000, windows(true, null, true).learnableWait(route(300), 60_000), "asking for reasoning");
     }
 
     @Test
