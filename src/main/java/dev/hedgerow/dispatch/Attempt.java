@@ -78,8 +78,6 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
     /** The hedge budget refused this attempt a hedge at least once: it asks again within the re-ask share. */
     boolean hedgeRefused;
     Cancellable abandonTimer = Cancellable.NONE;
-    /** Renews the half-open probe slot this attempt holds while it runs (none for other attempts). */
-    Cancellable probeTimer = Cancellable.NONE;
     /** Kong's write_timeout until the body is sent, then the head wait (read_timeout, or longer) until the head. */
     Cancellable ioTimer = Cancellable.NONE;
     /** A connection was made for the request ({@link #onConnected}): write_timeout counts from here. */
@@ -303,11 +301,10 @@ final class Attempt implements UpstreamHandler, SseDecoder.Listener {
                 : head.toMillis() + " ms (the whole answer's wait, longer than read_timeout)";
     }
 
-    /** Cancels the first-token window, abandon, probe-slot renewal and Kong I/O timers. */
+    /** Cancels the first-token window, abandon and Kong I/O timers (a probe slot's renewal stops with the slot). */
     void cancelTimers() {
         windowTimer.cancel();
         abandonTimer.cancel();
-        probeTimer.cancel();
         ioTimer.cancel();
     }
 

@@ -451,7 +451,7 @@ final class Dispatch {
             }
         }
         if (probe != null) {
-            a.probeTimer = probe.keep(deps.scheduler(), probeTtl(c));
+            probe.keep(deps.scheduler(), probeTtl(c));
         }
     }
 

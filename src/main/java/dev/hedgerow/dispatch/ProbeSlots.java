@@ -57,12 +57,11 @@ final class ProbeSlots {
 
         /**
          * Keeps the slot taken while its probe runs (a long stream is judged when it ends), until it is given back
-         * or the returned renewal is cancelled.
+         * ({@link #settledBy} or {@link #release}, one of which every end of the attempt calls).
          */
-        Cancellable keep(Scheduler scheduler, Duration ttl) {
+        void keep(Scheduler scheduler, Duration ttl) {
             renewal.cancel();
             renewal = held ? ProbeRenewal.start(store, scheduler, routeId, owner, ttl) : Cancellable.NONE;
-            return renewal;
         }
 
         /**

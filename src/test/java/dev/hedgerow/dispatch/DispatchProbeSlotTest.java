@@ -156,6 +156,7 @@ class DispatchProbeSlotTest {
         assertEquals(0, s.fails(), "the probe's success closed the breaker");
         assertEquals(1, store.releases.size(), "the release under its token that follows every verdict (a no-op"
                 + " here): a verdict the shared store did not take left the slot taken (hunt23)");
+        assertEquals(0, scheduler.pending(), "the slot's renewal stopped with its verdict");
     }
 
     @Test
@@ -170,6 +171,7 @@ class DispatchProbeSlotTest {
         assertEquals(List.of("chat-b:lost_race", "chat-a:success"), outcomes(Sse.trail(sink.text())));
         assertEquals(1, store.releases.size());
         assertSlotFreeAndBreakerUntouched();
+        assertEquals(0, scheduler.pending(), "the slot's renewal stopped with its release");
     }
 
     @Test
