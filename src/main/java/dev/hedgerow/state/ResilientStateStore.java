@@ -36,7 +36,6 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -341,49 +340,60 @@ public final class ResilientStateStore implements StateStore {
      * really down still fails the call after one timeout of the process running.
      */
     private <T> Uni<T> timed(Supplier<Uni<T>> call) {
-        return Uni.createFrom().emitter(em -> {
-            AtomicBoolean over = new AtomicBoolean();
-            AtomicReference<Cancellable> timer = new AtomicReference<>(Cancellable.NONE);
-            AtomicReference<io.smallrye.mutiny.subscription.Cancellable> subscription = new AtomicReference<>();
-            Runnable[] check = new Runnable[1];
-            long[] due = {ticker.nanos() + timeout.toNanos()};
-            check[0] = () -> {
-                long now = ticker.nanos();
-                if (now - due[0] >= PAUSE.toNanos()) {
-                    due[0] = now + timeout.toNanos();
-                    timer.set(scheduler.schedule(timeout, check[0]));
-                    if (over.get()) {
-                        timer.get().cancel();
-                    }
-                } else if (over.compareAndSet(false, true)) {
-                    // the call is left to land (a write sent may still reach the store: the outage guard's kept
-                    // releases count on it); only its answer is no longer waited for
-                    em.fail(new TimeoutException("hedgerow shared state timed out after " + timeout.toMillis()
-                            + " ms"));
-                }
-            };
-            timer.set(scheduler.schedule(timeout, check[0]));
+        return Uni.createFrom().<T>emitter(em -> new TimedCall<T>(em).start(call.get()));
+    }
+
+    /** One call under {@link #timed}: the first of its answer, its failure, its timeout or a cancel ends it. */
+    private final class TimedCall<T> {
+        private final UniEmitter<? super T> em;
+        private final AtomicBoolean over = new AtomicBoolean();
+        private volatile Cancellable timer = Cancellable.NONE;
+        private volatile io.smallrye.mutiny.subscription.Cancellable subscription;
+        private volatile long dueNanos;
+
+        TimedCall(UniEmitter<? super T> em) {
+            this.em = em;
+        }
+
+        void start(Uni<T> call) {
+            arm(ticker.nanos());
             em.onTermination(() -> {
-                if (over.compareAndSet(false, true)) {
-                    io.smallrye.mutiny.subscription.Cancellable sub = subscription.get();
-                    if (sub != null) {
-                        sub.cancel();
-                    }
+                if (over.compareAndSet(false, true) && subscription != null) {
+                    subscription.cancel();   // cancelled by its caller
                 }
-                timer.get().cancel();
+                timer.cancel();
             });
-            subscription.set(call.get().subscribe().with(item -> {
+            subscription = call.subscribe().with(item -> {
                 if (over.compareAndSet(false, true)) {
-                    timer.get().cancel();
+                    timer.cancel();
                     em.complete(item);
                 }
             }, e -> {
                 if (over.compareAndSet(false, true)) {
-                    timer.get().cancel();
+                    timer.cancel();
                     em.fail(e);
                 }
-            }));
-        });
+            });
+        }
+
+        private void arm(long nowNanos) {
+            dueNanos = nowNanos + timeout.toNanos();
+            timer = scheduler.schedule(timeout, this::timerFired);
+            if (over.get()) {
+                timer.cancel();   // answered while this timer was being set
+            }
+        }
+
+        private void timerFired() {
+            long now = ticker.nanos();
+            if (now - dueNanos >= PAUSE.toNanos()) {
+                arm(now);   // late: the process was paused, the call gets its timeout again
+            } else if (over.compareAndSet(false, true)) {
+                // the call is left to land (a write sent may still reach the store: the outage guard's kept releases
+                // count on it); only its answer is no longer waited for
+                em.fail(new TimeoutException("hedgerow shared state timed out after " + timeout.toMillis() + " ms"));
+            }
+        }
     }
 
     /**
