@@ -11,6 +11,7 @@ import dev.hedgerow.catalog.Org;
 import dev.hedgerow.catalog.Provider;
 import dev.hedgerow.catalog.Route;
 import dev.hedgerow.catalog.Strategy;
+import dev.hedgerow.state.BreakerState;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.upstream.TransportFailure;
@@ -29,6 +30,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * Fetches the semantic strategy's embeddings through the group's embeddings route (an OpenAI {@code /embeddings}
@@ -78,8 +80,8 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
                 return Uni.createFrom().item(Map.<String, float[]>of());
             }
             if (health.fails() < breaker.threshold()) {
-                return embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, false,
-                        health.fails() > 0));
+                return embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker,
+                        health.fails() > 0 ? SuccessWrite.SENT : SuccessWrite.NONE));
             }
             // half-open: this call is the route's probe, under the fleet's one probe slot as a live request's is, and
             // its verdict closes or re-opens the breaker (it was called beside another probe and its success never
@@ -87,7 +89,7 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
             // release under its owner's token after it covers an end with none
             String owner = "semantic/" + UUID.randomUUID();
             return store.tryAcquireProbe(embedKey, breaker.threshold(), PROBE_TTL, owner).flatMap(acquired -> acquired
-                    ? embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, true, true))
+                    ? embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, SuccessWrite.AWAITED))
                             .onTermination().call(() -> store.releaseProbe(embedKey, owner)
                                     .onFailure().recoverWithNull())
                     : Uni.createFrom().item(Map.<String, float[]>of()));
@@ -95,26 +97,34 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
                 .onFailure().recoverWithItem(Map.of());
     }
 
+    /** How an embeddings call's success is written for its route's breaker. */
+    private enum SuccessWrite {
+        /** Not at all: the route has no failure to reset (as a live attempt's success writes nothing then). */
+        NONE,
+        /** Sent on: it resets the route's failures. */
+        SENT,
+        /** Waited for: the call is the route's half-open probe, whose slot's release must not overtake its verdict. */
+        AWAITED
+    }
+
     /**
      * The embeddings call with its outcome counted for the route's breaker: a failure or timeout against it (waited
-     * for), a success for it when {@code successCounts} (the route has failures to reset, or the call is its
-     * half-open probe; otherwise there is nothing to write, as a live attempt's success writes nothing then), sent on
-     * unless the call is the probe, whose slot's release must not overtake its verdict.
+     * for), a success as {@code success} says.
      */
     private Function<List<String>, Uni<List<float[]>>> judged(Org org, Route embedRoute, String embedKey,
-                                                              GroupSettings.Breaker breaker, boolean probe,
-                                                              boolean successCounts) {
+                                                              GroupSettings.Breaker breaker, SuccessWrite success) {
         Provider provider = org.provider(embedRoute.provider()).orElseThrow();
         return texts -> {
             Uni<List<float[]>> call = embed(provider, embedRoute.model(), texts).ifNoItem().after(TIMEOUT).fail()
                     .onFailure().call(t -> store.recordFailure(embedKey, breaker.threshold(), breaker.failTimeout())
                             .onFailure().recoverWithNull());
-            if (probe) {
-                return call.call(v -> store.recordSuccess(embedKey, breaker.threshold(), breaker.failTimeout())
-                        .onFailure().recoverWithNull());
-            }
-            return !successCounts ? call : call.invoke(v -> store.recordSuccess(embedKey, breaker.threshold(),
-                    breaker.failTimeout()).subscribe().with(x -> { }, e -> { }));
+            Supplier<Uni<BreakerState>> write = () -> store.recordSuccess(embedKey, breaker.threshold(),
+                    breaker.failTimeout());
+            return switch (success) {
+                case NONE -> call;
+                case SENT -> call.invoke(v -> write.get().subscribe().with(x -> { }, e -> { }));
+                case AWAITED -> call.call(v -> write.get().onFailure().recoverWithNull());
+            };
         };
     }
 
