@@ -925,10 +925,14 @@ final class Dispatch {
      * that broke (resumed elsewhere once it is the winner, else failed over), so the exception neither vanishes into
      * the HTTP client, losing the rest of the read, nor leaves the client waiting on an attempt nothing drives. It is
      * logged with its stack trace and classed {@code internal_error}, and its route is not charged: a bug of the
-     * gateway's must not cool down a provider for every request.
+     * gateway's must not cool down a provider for every request. A throw in an attempt already ended is only logged.
      */
     synchronized void callbackFailed(Attempt a, RuntimeException e) {
         if (!a.live) {
+            // Already ended (cut, lost its race, or the request finished): nothing to fail, but the throw is a bug
+            // all the same, and must not vanish.
+            LOG.log(System.Logger.Level.ERROR, "request " + req.requestId() + ": handling a late reply of route "
+                    + a.cand.id() + " threw after its attempt ended", e);
             return;
         }
         LOG.log(System.Logger.Level.ERROR, "request " + req.requestId() + ": handling the reply of route "

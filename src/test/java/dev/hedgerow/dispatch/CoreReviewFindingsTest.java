@@ -317,6 +317,43 @@ class CoreReviewFindingsTest {
                 .get("acme/chat-a").fails(), "a bug of the gateway's is not charged to the route");
     }
 
+    /**
+     * A callback that throws once its attempt has ended (here the client's sink, on the stream's last write, after
+     * the winner's attempt was settled) has no attempt to fail, but the throw is a bug all the same: it is logged, not
+     * dropped in silence (hunt25-b).
+     */
+    @Test
+    void anExceptionAfterTheAttemptEndedIsLogged() {
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger("dev.hedgerow.dispatch");
+        List<java.util.logging.LogRecord> records = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                records.add(r);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        jul.addHandler(handler);
+        try {
+            throwOnce = "[DONE]";
+            start(healthy("chat-a"), healthy("chat-b"));
+            Call a = upstream.last().head().content("Hello");
+            assertDoesNotThrow(a::finish);
+            assertEquals(1, upstream.calls.size(), "nothing is resumed after the answer ended");
+            assertTrue(records.stream().anyMatch(r -> r.getThrown() instanceof IllegalStateException
+                    && String.valueOf(r.getMessage()).contains("threw")), "the throw is logged: " + records);
+        } finally {
+            jul.removeHandler(handler);
+        }
+    }
+
     // ---- 4. billing a streamed tool call without the provider's usage ---------------------------------------
 
     /**
