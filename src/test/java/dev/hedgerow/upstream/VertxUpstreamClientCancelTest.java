@@ -1,5 +1,6 @@
 package dev.hedgerow.upstream;
 
+import dev.hedgerow.testsupport.IgnoringHandler;
 import dev.hedgerow.testsupport.LogCapture;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpServer;
@@ -10,7 +11,6 @@ import org.junit.jupiter.api.Test;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -48,23 +48,7 @@ class VertxUpstreamClientCancelTest {
                 vertx.runOnContext(v -> {
                     UpstreamClient.Exchange ex = client.send(UpstreamRequest.post("http://127.0.0.1:"
                                     + server.actualPort(), "/chat", null, false, "{}".getBytes(StandardCharsets.UTF_8),
-                            Duration.ofSeconds(5)), new UpstreamHandler() {
-                                @Override
-                                public void onHead(int status, Map<String, String> headers) {
-                                }
-
-                                @Override
-                                public void onData(byte[] bytes) {
-                                }
-
-                                @Override
-                                public void onEnd() {
-                                }
-
-                                @Override
-                                public void onError(TransportFailure failure) {
-                                }
-                            });
+                            Duration.ofSeconds(5)), new IgnoringHandler());
                     ex.cancel();   // on the loop, before the request object can have come
                     cancelled.complete(null);
                 });

@@ -3,6 +3,7 @@ package dev.hedgerow.upstream;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
+import dev.hedgerow.testsupport.IgnoringHandler;
 import io.vertx.core.Vertx;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -115,23 +116,7 @@ class VertxUpstreamClientPeerTest {
             byte[] body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
                     .getBytes(StandardCharsets.UTF_8);
             first.set(client.send(UpstreamRequest.post("http://localhost:" + sim.port() + "/v1", "/chat/completions",
-                    null, false, body, Duration.ofSeconds(5)), new UpstreamHandler() {
-                        @Override
-                        public void onHead(int s, Map<String, String> headers) {
-                        }
-
-                        @Override
-                        public void onData(byte[] bytes) {
-                        }
-
-                        @Override
-                        public void onEnd() {
-                        }
-
-                        @Override
-                        public void onError(TransportFailure failure) {
-                        }
-                    }));
+                    null, false, body, Duration.ofSeconds(5)), new IgnoringHandler()));
             assertEquals(new Outcome(200, null), send(client));
             assertEquals(before + 1, sim.stats("m").received(), "only the second request reached the upstream");
         } finally {
