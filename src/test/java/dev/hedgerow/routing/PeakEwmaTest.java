@@ -65,6 +65,8 @@ class PeakEwmaTest {
         PeakEwma p = PeakEwma.fresh(TAU).observe(800, T0);
         assertEquals(800, p.value(T0 - 5_000), 1e-9);
         assertEquals(T0, p.observe(100, T0 - 5_000).stampMillis());
+        assertEquals(T0, p.observe(900, T0 - 5_000).stampMillis(),
+                "a new peak from an instance whose clock is behind keeps the later stamp too");
     }
 
     @Test
