@@ -12,7 +12,9 @@ import java.util.stream.StreamSupport;
 
 /**
  * How a resumed attempt asks a route to continue the text already delivered. Prefill methods continue exactly;
- * {@link #INSTRUCTION} asks in words and needs overlap trimming.
+ * {@link #INSTRUCTION} asks in words and needs overlap trimming. A JSON mode ({@code response_format} json_object or
+ * json_schema) is left out of a continuation: its grammar would start a new object instead of finishing the one
+ * delivered.
  */
 public enum ContinuationMethod {
     /** vLLM / SGLang: {@code continue_final_message: true, add_generation_prompt: false}. */
@@ -67,6 +69,13 @@ public enum ContinuationMethod {
             if (t.reasoning.length() > 0) {
                 assistant.put("reasoning_content", ChatRequest.contentText(assistant.get("reasoning_content")) + t.reasoning);
             }
+        }
+        // a JSON mode's grammar (vLLM's and SGLang's guided decoding, strict structured outputs) constrains only the
+        // tokens generated now, from the grammar's start: the continuation would open a second object after the half
+        // delivered (found by hunt27). Without it the model continues the object its prefill holds
+        JsonNode format = body.path("response_format").path("type");
+        if ("json_object".equals(format.asText()) || "json_schema".equals(format.asText())) {
+            body.remove("response_format");
         }
         switch (this) {
             case CONTINUE_FINAL_MESSAGE -> {

@@ -100,7 +100,9 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
      * thinks its pause, then writes the whole content. Tokens wholly inside the partial count as already written,
      * so {@code max_tokens} caps the content at (written + max_tokens), as if the first answer had gone on;
      * reasoning is never capped, as in a first answer. A partial that is not a prefix of the full text is still
-     * continued from its length. An instruction-style continuation re-emits the partial's last
+     * continued from its length, and under a JSON mode ({@code response_format}) it is not continued at all: the mode's
+     * grammar writes a whole object again, as a grammar-constrained server does; a partial that opened the JSON-mode
+     * object, asked without the mode, is continued as that object. An instruction-style continuation re-emits the partial's last
      * {@code overlapChars} code points first, in the channel it continues.
      */
     private static Plan continuation(ChatRequest req, ModelScript script, long textSeed) {
@@ -127,11 +129,17 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
             }
         }
         List<String> full = contentTokens(req, script, textSeed, script.length());
+        String partial = prefill.partial();
         if (req.jsonMode()) {
-            // the same JSON object as a first answer's, continued after the partial like any text
+            // a JSON mode's grammar constrains what is generated now, from its start (vLLM's guided decoding, strict
+            // structured outputs): a whole object again, after the partial one
+            full = jsonPieces(full);
+            partial = "";
+        } else if (partial.startsWith(JSON_OPEN)) {
+            // no grammar: the model goes on with the object its prefill opened, the same as a first answer's
             full = jsonPieces(full);
         }
-        Rest c = rest(full, prefill.partial(), req.maxTokens());
+        Rest c = rest(full, partial, req.maxTokens());
         mismatch |= c.mismatch();
         List<String> rest = c.tokens();
         if (instruction && !thinking) {
@@ -145,10 +153,12 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
     private record Rest(List<String> tokens, int end, boolean mismatch) {
     }
 
+    private static final String JSON_OPEN = "{\"text\":\"";
+
     /** A JSON-mode answer: a valid JSON object streamed in pieces, {"text":"<tokens, escaped>"}. */
     private static List<String> jsonPieces(List<String> tokens) {
         List<String> out = new ArrayList<>();
-        out.add("{\"text\":\"");
+        out.add(JSON_OPEN);
         for (String t : tokens) {
             String quoted = JsonNodeFactory.instance.textNode(t).toString();
             out.add(quoted.substring(1, quoted.length() - 1));

@@ -487,7 +487,11 @@ class ResumeTest {
         }
     }
 
-    /** A JSON-mode stream broken mid-object is resumed into the same valid JSON an unbroken stream gives. */
+    /**
+     * A JSON-mode stream broken mid-object is resumed into the same valid JSON an unbroken stream gives: the
+     * continuation is asked without the JSON mode, whose grammar would open a second object after the half delivered
+     * (the simulator's JSON mode does, as a grammar-constrained server; found by hunt27).
+     */
     @Test
     void aJsonModeStreamBrokenMidObjectResumesIntoTheSameValidJson() throws Exception {
         String prompt = "json then gone";
@@ -500,7 +504,7 @@ class ResumeTest {
         assertTrue(trailHas(out, "resume", "success"), Sse.trail(out).toString());
         assertEquals(clean, Sse.content(out));
         dev.hedgerow.api.Json.parse(Sse.content(out).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        assertTrue(lastBody("b", "m-text").contains("\"response_format\""), lastBody("b", "m-text"));
+        assertFalse(lastBody("b", "m-text").contains("\"response_format\""), lastBody("b", "m-text"));
     }
 
 
