@@ -330,7 +330,7 @@ final class ClientOutput {
             if (completes && finishSent) {
                 ObjectNode held = choice.deepCopy();
                 held.putObject("delta");
-                held.remove("logprobs");
+                held.putNull("logprobs");   // this chunk's logprobs go with its text, sent now
                 a.choices.heldFinishes.add(held);
                 choice.putNull("finish_reason");
                 choice.remove("stop_reason");
@@ -472,7 +472,7 @@ final class ClientOutput {
     private static void holdFinish(Attempt a, ObjectNode choice) {
         ObjectNode held = choice.deepCopy();
         held.putObject("delta");
-        held.remove("logprobs");
+        held.putNull("logprobs");   // this chunk's logprobs go with its text, sent now
         a.heldFinish = held;
         choice.putNull("finish_reason");
         choice.remove("stop_reason");
@@ -490,6 +490,10 @@ final class ClientOutput {
                 if (!a.trimReasoning) {
                     releaseLogprobs(a, choice);
                 }
+                if (!choice.has("logprobs")) {
+                    choice.putNull("logprobs");
+                }
+                choice.putNull("finish_reason");
                 (a.trimReasoning ? transcript.reasoning : transcript.content).append(rest);
                 writeChunk(a, chunk);
             }
@@ -517,6 +521,7 @@ final class ClientOutput {
         }
         if (billed != null) {
             if (!chunk.path("choices").isEmpty()) {   // a stream of fewer choices than asked has no finish held
+                usageOfAChunk(chunk);
                 write(Sse.data(chunk));
             }
             chunk = baseChunk(a);
@@ -549,8 +554,24 @@ final class ClientOutput {
         sink.write(bytes);
     }
 
-    /** Gives a chunk or whole answer the gateway's identity: request id, creation time, model and provider. */
-    void rewriteIdentity(Attempt a, ObjectNode node) {
+    /**
+     * A chunk before the usage one: the provider's usage is the gateway's to report (once, in the last chunk); with
+     * {@code include_usage} every other chunk says {@code usage: null}, as OpenAI's do.
+     */
+    private void usageOfAChunk(ObjectNode node) {
+        if (req.request().includeUsage()) {
+            node.putNull("usage");
+        } else {
+            node.remove("usage");
+        }
+    }
+
+    /**
+     * Gives a chunk or whole answer the gateway's identity: request id, its {@code object} type
+     * ({@code chat.completion.chunk} or {@code chat.completion}, whatever the provider wrote), creation time, model and
+     * provider.
+     */
+    void rewriteIdentity(Attempt a, ObjectNode node, String object) {
         for (String field : KEPT_FROM_UPSTREAM) {
             if (node.hasNonNull(field)) {
                 if (a.keptFields == null) {
@@ -560,6 +581,7 @@ final class ClientOutput {
             }
         }
         node.put("id", req.requestId());
+        node.put("object", object);
         node.put("created", req.createdEpochSeconds());
         node.put("model", a.cand.route().model());
         node.put("provider", a.cand.route().provider());
@@ -678,8 +700,8 @@ final class ClientOutput {
     }
 
     private void writeChunk(Attempt a, ObjectNode node) {
-        node.remove("usage");
-        rewriteIdentity(a, node);
+        usageOfAChunk(node);
+        rewriteIdentity(a, node, "chat.completion.chunk");
         write(Sse.data(node));
     }
 

@@ -64,7 +64,10 @@ final class Dispatch {
     private static final Duration LEASE_RENEW_EVERY = LEASE_TTL.dividedBy(3);
     /** The share of the org's hedge budget a request refused once may use when it asks again. */
     static final double REASK_SHARE = 0.8;
-    /** Content-less chunks held before the first content: a stream of only those is garbage, not a preamble. */
+    /**
+     * Content-less chunks held before the first content, beyond one per choice asked (each choice's role chunk, which
+     * vLLM and the simulator send all first): a stream of only those is garbage, not a preamble.
+     */
     private static final int MAX_PENDING = 64;
     /**
      * The longest a half-open probe slot is taken for at once (a live probe renews it every half TTL): a dead
@@ -791,7 +794,7 @@ final class Dispatch {
         }
         if (!a.hasContent) {
             if (!d.substantive() && finish == null) {
-                if (a.kind != Kind.RESUME && a.pending.size() < MAX_PENDING) {
+                if (a.kind != Kind.RESUME && a.pending.size() < MAX_PENDING + req.request().choices()) {
                     a.pending.add((ObjectNode) node);
                 }
                 return;
@@ -1280,7 +1283,7 @@ final class Dispatch {
                 ClientOutput.noBlankFinish(c, UpstreamReplies.finishReason(c));
             }
         }
-        output.rewriteIdentity(a, out);
+        output.rewriteIdentity(a, out, "chat.completion");
         UsageSample billed = billing.usageOf(a, resumes > 0, node.path("choices"));
         Billing.putUsage(out, billed, Billing.upstreamBill(a, resumes > 0));
         finished = true;

@@ -300,6 +300,80 @@ class WireCompatibilityTest {
         }
     }
 
+    /**
+     * The chunks' fixed fields are OpenAI's whatever the provider wrote (hunt27): {@code object} is
+     * {@code chat.completion.chunk} on every chunk (here the provider wrote {@code chat.completion}, then null), with
+     * {@code include_usage} every chunk but the usage one says {@code usage: null}, and the closing chunk's choice
+     * says {@code logprobs: null} (it was removed with the logprobs its text took).
+     */
+    @Test
+    void chunksCarryOpenAisFixedFieldsWhateverTheProviderWrote() {
+        raw.scripts.clear();
+        raw.scripts.add(req -> Raw.sse(req, true,
+                chunk("\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null")
+                        .replace("chat.completion.chunk", "chat.completion").replace("\"choices\"", "\"usage\":null,\"choices\""),
+                chunk("\"delta\":{\"content\":\"ok\"},\"logprobs\":null,\"finish_reason\":null")
+                        .replace("\"chat.completion.chunk\"", "null").replace("\"choices\"", "\"usage\":null,\"choices\""),
+                chunk("\"delta\":{},\"logprobs\":null,\"finish_reason\":\"stop\"")
+                        .replace("\"choices\"", "\"usage\":null,\"choices\""),
+                "{\"id\":\"up\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[],"
+                        + "\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":1,\"total_tokens\":11}}"));
+        String s = post("{\"model\":\"rawr\",\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}").asString();
+        List<JsonNode> ev = Sse.events(s);
+        assertTrue(ev.size() >= 3, s);
+        for (JsonNode e : ev) {
+            assertEquals("chat.completion.chunk", e.path("object").asText(null), s);
+        }
+        for (JsonNode e : ev.subList(0, ev.size() - 1)) {
+            assertTrue(e.has("usage") && e.get("usage").isNull(), "usage: null before the usage chunk: " + e);
+        }
+        JsonNode closing = ev.get(ev.size() - 2).path("choices").path(0);
+        assertEquals("stop", closing.path("finish_reason").asText(), s);
+        assertTrue(closing.has("logprobs") && closing.get("logprobs").isNull(), closing.toString());
+        assertEquals(1, ev.get(ev.size() - 1).path("usage").path("completion_tokens").asInt(), s);
+
+        raw.scripts.add(req -> Raw.sse(req, true, chunk("\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"")
+                .replace("\"choices\"", "\"usage\":null,\"choices\"")));
+        String plain = post("{\"model\":\"rawr\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                .asString();
+        for (JsonNode e : Sse.events(plain)) {
+            assertTrue(!e.has("usage"), "no usage field without include_usage: " + e);
+        }
+
+        raw.scripts.add(req -> req.response().putHeader("content-type", "application/json").end(
+                "{\"id\":\"up\",\"object\":\"text_completion\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"
+                + "\"message\":{\"role\":\"assistant\",\"content\":\"Hello\"},\"finish_reason\":\"stop\"}]}"));
+        Response whole = post("{\"model\":\"rawr\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+        assertEquals("chat.completion", whole.jsonPath().getString("object"), whole.asString());
+    }
+
+    /**
+     * Every choice gets its role, however many were asked: the simulator sends each choice's role chunk first (as
+     * vLLM does), and those past the 64 content-less chunks held before the first content were dropped, so the SDKs'
+     * stream assembly failed on choice 64 ("missing role"; found by hunt27).
+     */
+    @Test
+    void everyChoiceOfAManyChoiceStreamGetsItsRole() {
+        String s = post("{\"model\":\"pdf\",\"stream\":true,\"n\":70,"
+                + "\"messages\":[{\"role\":\"user\",\"content\":\"seventy answers\"}]}").asString();
+        Set<Integer> withRole = new java.util.HashSet<>();
+        for (JsonNode e : Sse.events(s)) {
+            for (JsonNode c : e.path("choices")) {
+                if ("assistant".equals(c.path("delta").path("role").asText(null))) {
+                    withRole.add(c.path("index").asInt());
+                }
+            }
+        }
+        assertEquals(70, withRole.size(), s.length() > 2000 ? s.substring(0, 2000) : s);
+        List<JsonNode> ev = Sse.events(s);
+        JsonNode closing = ev.get(ev.size() - 1).path("choices");
+        assertTrue(closing.size() >= 1, "the closing chunk holds the last choice's finish: " + closing);
+        for (JsonNode c : closing) {
+            assertTrue(c.has("logprobs") && c.get("logprobs").isNull(), c.toString());
+        }
+    }
+
     /** SGLang 0.4.3 / Ollama send finish_reason "" on every chunk: that is not a finish. */
     @Test
     void emptyStringFinishReasonIsNotAFinish() {
