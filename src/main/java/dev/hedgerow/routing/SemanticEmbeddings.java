@@ -37,9 +37,11 @@ import java.util.function.Supplier;
  * endpoint of the catalog): the prompt's on every request, each member description's once (cached in the state
  * store, keyed by model and description hash). A failure yields no embeddings, and the semantic balancer falls
  * back to rotation: embeddings never fail a request. Each call's outcome counts for the embeddings route's breaker
- * as a live attempt's does (a failure or timeout against it, a success for it); a route out of traffic (cooling
+ * as a live attempt's does (a transport failure, timeout or route fault against it, a success for it; a refusal of
+ * the text itself, a 400, counts nothing, as a live 400 passed through does); a route out of traffic (cooling
  * down, held, its half-open probe in flight) is not called, and a half-open one is called only under its probe slot,
- * as its probe. Thread-safe.
+ * as its probe. A prompt with no user text is not embedded, and one longer than the embeddings route's
+ * {@code context_window} is embedded by its head within it. Thread-safe.
  */
 public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Uni<Map<String, float[]>>> {
     private static final Duration TIMEOUT = Duration.ofSeconds(5);
@@ -64,7 +66,9 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
             return Uni.createFrom().item(Map.of());
         }
         Optional<Route> er = q.org().route(q.settings().balancer().embeddingsRoute());
-        if (er.isEmpty()) {
+        String prompt = q.facts().lastUserText();
+        if (er.isEmpty() || prompt == null || prompt.isBlank()) {
+            // nothing to match: an empty input is refused by OpenAI's endpoint (found by hunt27)
             return Uni.createFrom().item(Map.of());
         }
         Route embedRoute = er.get();
@@ -80,7 +84,7 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
                 return Uni.createFrom().item(Map.<String, float[]>of());
             }
             if (health.fails() < breaker.threshold()) {
-                return embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker,
+                return embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, embedGroup,
                         health.fails() > 0 ? SuccessWrite.SENT : SuccessWrite.NONE));
             }
             // half-open: this call is the route's probe, under the fleet's one probe slot as a live request's is, and
@@ -89,7 +93,7 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
             // release under its owner's token after it covers an end with none
             String owner = "semantic/" + UUID.randomUUID();
             return store.tryAcquireProbe(embedKey, breaker.threshold(), PROBE_TTL, owner).flatMap(acquired -> acquired
-                    ? embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, breaker, SuccessWrite.AWAITED))
+                    ? embeddings(q, embedRoute, judged(q.org(), embedRoute, embedKey, embedGroup, SuccessWrite.AWAITED))
                             .onTermination().call(() -> store.releaseProbe(embedKey, owner)
                                     .onFailure().recoverWithNull())
                     : Uni.createFrom().item(Map.<String, float[]>of()));
@@ -107,16 +111,29 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
         AWAITED
     }
 
+    /** An answer of the embeddings endpoint other than a 200. */
+    private static final class Refused extends IllegalStateException {
+        final int status;
+
+        Refused(int status) {
+            super("embeddings answered " + status);
+            this.status = status;
+        }
+    }
+
     /**
-     * The embeddings call with its outcome counted for the route's breaker: a failure or timeout against it (waited
-     * for), a success as {@code success} says.
+     * The embeddings call with its outcome counted for the route's breaker: a failure against it (waited for) when it
+     * is the route's fault (a transport failure, a timeout, a reply that is not embeddings, a status
+     * {@link GroupSettings.Retry#routeFault} names), a success as {@code success} says.
      */
     private Function<List<String>, Uni<List<float[]>>> judged(Org org, Route embedRoute, String embedKey,
-                                                              GroupSettings.Breaker breaker, SuccessWrite success) {
+                                                              GroupSettings embedGroup, SuccessWrite success) {
         Provider provider = org.provider(embedRoute.provider()).orElseThrow();
+        GroupSettings.Breaker breaker = embedGroup.breaker();
         return texts -> {
             Uni<List<float[]>> call = embed(provider, embedRoute.model(), texts).ifNoItem().after(TIMEOUT).fail()
-                    .onFailure().call(t -> store.recordFailure(embedKey, breaker.threshold(), breaker.failTimeout())
+                    .onFailure(t -> !(t instanceof Refused r) || embedGroup.retry().routeFault(r.status))
+                    .call(t -> store.recordFailure(embedKey, breaker.threshold(), breaker.failTimeout())
                             .onFailure().recoverWithNull());
             Supplier<Uni<BreakerState>> write = () -> store.recordSuccess(embedKey, breaker.threshold(),
                     breaker.failTimeout());
@@ -148,7 +165,7 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
             Map<String, float[]> out = new HashMap<>();
             List<String> missingIds = new ArrayList<>();
             List<String> texts = new ArrayList<>();
-            texts.add(q.facts().lastUserText());
+            texts.add(TokenCounter.shared().head(q.facts().lastUserText(), embedRoute.contextWindow()));
             int i = 0;
             for (Map.Entry<String, String> e : cacheKeys.entrySet()) {
                 Optional<String> hit = hits.get(i++);
@@ -201,7 +218,7 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
                     if (status[0] == 200) {
                         em.complete(buf.toByteArray());
                     } else {
-                        em.fail(new IllegalStateException("embeddings answered " + status[0]));
+                        em.fail(new Refused(status[0]));
                     }
                 }
 

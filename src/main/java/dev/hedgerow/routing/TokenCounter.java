@@ -3,6 +3,7 @@ package dev.hedgerow.routing;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.knuddels.jtokkit.Encodings;
 import com.knuddels.jtokkit.api.Encoding;
+import com.knuddels.jtokkit.api.EncodingResult;
 import com.knuddels.jtokkit.api.EncodingType;
 import com.knuddels.jtokkit.api.IntArrayList;
 
@@ -112,6 +113,28 @@ public final class TokenCounter {
             from = to;
         }
         return tokens;
+    }
+
+    /**
+     * The longest head of {@code text} that is at most {@code maxTokens} tokens (cut between two tokens), tokenized in
+     * slices as {@link #countText} is, so a huge text costs no more than its head; {@code text} itself when it fits.
+     */
+    public String head(String text, int maxTokens) {
+        if (text == null || (long) text.length() * 3 <= maxTokens) {
+            return text;   // a token is at least one UTF-8 byte, a char at most three
+        }
+        int left = Math.max(0, maxTokens);
+        int from = 0;
+        while (from < text.length()) {
+            int to = sliceEnd(text, from);
+            EncodingResult r = encoding.encodeOrdinary(text.substring(from, to), left);
+            if (r.isTruncated()) {
+                return text.substring(0, from + r.getLastProcessedCharacterIndex() + 1);
+            }
+            left -= r.getTokens().size();
+            from = to;
+        }
+        return text;
     }
 
     /** Where the slice from {@code from} ends: before a word's leading space near {@link #SLICE}, else at it. */

@@ -48,6 +48,33 @@ class TokenCounterTest {
     }
 
     /**
+     * The head of a text within a token budget (what semantic routing embeds of a long prompt): whole tokens, as many
+     * as fit, across slices; the text itself when it fits; a spaceless run costs no more than its head.
+     */
+    @Test
+    void aHeadWithinATokenBudgetTakesAsManyTokensAsFit() {
+        StringBuilder sb = new StringBuilder();
+        java.util.Random r = new java.util.Random(11);
+        String[] words = {"the", "gateway", "routes", "42", "requests,", "résumé", "日本語の", "text.\n", "naïve"};
+        while (sb.length() < 3 * TokenCounter.SLICE) {
+            sb.append(words[r.nextInt(words.length)]).append(' ');
+        }
+        String text = sb.toString();
+        int whole = counter.countText(text);
+        assertEquals(text, counter.head(text, whole));
+        assertEquals("Hello world", counter.head("Hello world", 2));
+        assertEquals("Hello", counter.head("Hello world", 1));
+        for (int max : new int[] {1, 700, 2500, whole - 1}) {
+            String head = counter.head(text, max);
+            assertTrue(text.startsWith(head));
+            int tokens = counter.countText(head);
+            assertTrue(tokens <= max && tokens >= max - 1, max + " -> " + tokens);
+        }
+        String spaceless = "x".repeat(8 * 1024 * 1024);
+        assertEquals(8191, counter.countText(counter.head(spaceless, 8191)), 1);
+    }
+
+    /**
      * The inputs of one embeddings request share one exact budget, as a chat request's messages do: past
      * {@link TokenCounter#MAX_EXACT_CHARS} chars, an input is estimated at the tokens per char counted so far
      * (found by review6: every input was counted exactly, however large the batch).

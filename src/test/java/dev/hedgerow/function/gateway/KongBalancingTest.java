@@ -4,9 +4,11 @@ import dev.hedgerow.admin.AdminService;
 import dev.hedgerow.api.Json;
 import dev.hedgerow.catalog.GroupSettings;
 import dev.hedgerow.catalog.Org;
+import dev.hedgerow.routing.TokenCounter;
 import dev.hedgerow.sim.Fault;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
+import dev.hedgerow.sim.SimStats;
 import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.testsupport.Eventually;
@@ -121,7 +123,8 @@ class KongBalancingTest {
                       description: "python java code software bug programming" }
                   - { id: one-poet, alias: semone, provider: sim, model: m-one-poet, context_window: 300,
                       description: "poetry poem verse rhyme sonnet" }
-                  - { id: embedder-7, alias: embed7, provider: sim, model: m-embed-7, embeddings: true }
+                  - { id: embedder-7, alias: embed7, provider: sim, model: m-embed-7, embeddings: true,
+                      context_window: 64 }
                   - { id: ho-coder, alias: semhalf, provider: sim, model: m-ho-coder, weight: 1,
                       description: "python java code software bug programming" }
                   - { id: ho-poet, alias: semhalf, provider: sim, model: m-ho-poet, weight: 3,
@@ -720,6 +723,43 @@ class KongBalancingTest {
         assertEquals(3, health.fails(), "the failed probe counted");
         assertTrue(health.coolingDown(), "and cooled the route down again");
         assertFalse(health.probeTaken(), "its slot was freed");
+    }
+
+    /**
+     * What the semantic strategy sends its embeddings model is the prompt's, and a refusal of it is not the route's
+     * fault (hunt27): a 400 (a prompt past the model's context, say) counts nothing against the embeddings route, as a
+     * live 400 passed through does, where it cooled the route down and took `/v1/embeddings` of its alias with it; a
+     * prompt with no user text is not embedded (OpenAI refuses an empty input); a prompt longer than the embeddings
+     * route's `context_window` (embedder-7: 64) is embedded by its head within it.
+     */
+    @Test
+    void aRefusalOfThePromptsTextIsNotTheEmbeddingsRoutesFault() throws Exception {
+        StateStore store = gw.core().store();
+        String key = "acme/embedder-7";
+        store.resetHealth(key).await().indefinitely();
+        gw.sim("sim").enqueue("m-embed-7", Fault.status(400));
+        served("semhalf", "please fix this python code bug");
+        assertEquals(0, snapshot(store, key).fails(), "the 400 counted nothing");
+        assertEquals("ho-coder", served("semhalf", "please fix this python code bug"), "matched by its embedding");
+
+        long asked = gw.sim("sim").stats("m-embed-7").received();
+        assertEquals(200, given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"semhalf\",\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"}]}")
+                .post("/v1/chat/completions").statusCode());
+        assertEquals(asked, gw.sim("sim").stats("m-embed-7").received(), "no user text: nothing to embed");
+
+        String longPrompt = "please fix this python code bug ".repeat(100);
+        assertEquals("ho-coder", served("semhalf", longPrompt), "matched by the head of its text");
+        List<SimStats.RecordedRequest> recent = gw.sim("sim").stats("m-embed-7").recent();
+        String sent = Json.parse(recent.get(recent.size() - 1).body()).path("input").path(0).asText();
+        assertTrue(longPrompt.startsWith(sent), sent);
+        int tokens = TokenCounter.shared().countText(sent);
+        assertTrue(tokens <= 64 && tokens >= 60, tokens + " tokens: " + sent);
+
+        gw.sim("sim").enqueue("m-embed-7", Fault.status(500));
+        served("semhalf", "please fix this python code bug");
+        assertEquals(1, snapshot(store, key).fails(), "a 500 is the route's fault");
+        store.resetHealth(key).await().indefinitely();
     }
 
     /** Two failures (embed7's max_fails) with a 1 ms cooldown, waited out: the route is half-open. */
