@@ -31,12 +31,15 @@ public class MetricsLabels {
     /** The {@code uri} label of a request refused before it was matched to a path Hedgerow serves. */
     public static final String REFUSED_ADMIN = "/admin/{refused}";
     public static final String URI_TOO_LONG = "/{uri-too-long}";
+    /** An admin API preflight (OPTIONS) answered before matching. */
+    public static final String ADMIN_PREFLIGHT = "/admin/{options}";
 
     /**
      * Tags the current request's {@code uri} with {@code template}: for a request answered before Quarkus matched it
      * to a resource, whose label was otherwise the path as sent. Any client could add a series per made-up path (an
      * admin path refused for its missing key, a path over 8 KiB refused as too long: up to 64 KiB a label), until
-     * Quarkus' cap of 100 URI labels stopped real paths from getting theirs (found by hunt8). Quarkus' binder reads
+     * Quarkus' cap of 100 URI labels stopped real paths from getting theirs (found by hunt8; hunt27 found the same with
+     * a POST to made-up dashboard files and an admin path refused for its method, content type or Accept). Quarkus' binder reads
      * the template from the request's context (its key {@code UrlPathTemplate}, which Quarkus REST sets on a match).
      */
     public static void uriTemplate(String template) {

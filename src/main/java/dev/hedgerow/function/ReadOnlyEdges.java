@@ -26,6 +26,8 @@ public class ReadOnlyEdges {
                     ctx.next();
                     return;
                 }
+                // answered here, before any match: labelled with the route, not the path as sent
+                MetricsLabels.uriTemplate(path);
                 if (m.equals(HttpMethod.OPTIONS)) {
                     JsonReplies.options(ctx.response(), ALLOW);
                     return;

@@ -175,6 +175,16 @@ class RequestMetricsTest {
             given().get("/admin/attack" + i + "XYZZY").then().statusCode(401);
             given().auth().oauth2("k-acme").get("/admin/attack" + i + "XYZZY").then().statusCode(403);
             given().get("/nothing" + i + "XYZZY" + "B".repeat(9000)).then().statusCode(414);
+            // hunt27: a made-up dashboard file sent another method, and an admin path refused for its method,
+            // content type or Accept, or asked its methods
+            given().post("/console/x" + i + "XYZZY").then().statusCode(405);
+            given().options("/console/x" + i + "XYZZY").then().statusCode(204);
+            given().auth().oauth2("a-acme").contentType("text/plain").body("x")
+                    .put("/admin/groups/g" + i + "XYZZY").then().statusCode(415);
+            given().auth().oauth2("a-acme").accept("text/html").get("/admin/groups/g" + i + "XYZZY")
+                    .then().statusCode(406);
+            given().auth().oauth2("a-acme").delete("/admin/groups/g" + i + "XYZZY").then().statusCode(405);
+            given().auth().oauth2("a-acme").options("/admin/groups/g" + i + "XYZZY").then().statusCode(204);
         }
         String scrape = MetricsScrape.text();
         assertTrue(!scrape.contains("XYZZY"), "no series names the path");

@@ -69,7 +69,10 @@ public class AdminGuard {
             return null;
         }
         return AdminMethods.allow(path)
-                .map(a -> Response.noContent().header(HttpHeaders.ALLOW, a + ", OPTIONS").build())
+                .map(a -> {
+                    MetricsLabels.uriTemplate(MetricsLabels.ADMIN_PREFLIGHT);
+                    return Response.noContent().header(HttpHeaders.ALLOW, a + ", OPTIONS").build();
+                })
                 .orElseGet(() -> {
                     MetricsLabels.uriTemplate(MetricsLabels.REFUSED_ADMIN);
                     return AdminResource.error(ApiError.notFound(NO_ADMIN_PATH), null);
@@ -86,6 +89,10 @@ public class AdminGuard {
     public Response refused(WebApplicationException e, HttpServerRequest request) {
         int status = e.getResponse().getStatus();
         boolean admin = isAdmin(request.path());
+        if (admin) {
+            // refused for its method, content type or Accept before Quarkus set the path's template
+            MetricsLabels.uriTemplate(MetricsLabels.REFUSED_ADMIN);
+        }
         // RFC 9110: a 405 names the methods the path answers, in Allow
         Optional<String> allow = status == 405 ? AdminMethods.allow(request.path()) : Optional.empty();
         ApiError err = switch (status) {
