@@ -143,6 +143,8 @@ public final class ResilientStateStore implements StateStore {
     private final AtomicBoolean auditReplaying = new AtomicBoolean();
     private final AtomicLong droppedAudit = new AtomicLong();
     static final int MAX_PENDING_AUDIT = 10_000;
+    /** The most audit events kept when operators' actions fill {@link #MAX_PENDING_AUDIT}. */
+    static final int MAX_PENDING_OPERATOR_AUDIT = 2 * MAX_PENDING_AUDIT;
     /**
      * Lease and probe-slot releases the shared store has not taken yet; see {@link #releaseLease},
      * {@link #releaseProbe} and {@link #tryAcquireProbe}.
@@ -1074,8 +1076,8 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
-        return call(() -> shared.appendAudit(orgId, event, maxLen), () -> {
-            pendAudit(new PendingAudit(orgId, event, maxLen));
+        return call(() -> shared.appendAudit(orgId, event, maxLen), e -> {
+            pendAudit(new PendingAudit(orgId, event, maxLen, mayHaveLanded(e)));
             return local.appendAudit(orgId, event, maxLen);
         });
     }
@@ -1083,50 +1085,83 @@ public final class ResilientStateStore implements StateStore {
     /** As {@link #appendAudit}: what the shared stream may hold already is no concern of the local store. */
     @Override
     public Uni<String> appendAuditOnce(String orgId, Map<String, String> event, int maxLen) {
-        return call(() -> shared.appendAuditOnce(orgId, event, maxLen), () -> {
-            pendAudit(new PendingAudit(orgId, event, maxLen));
+        return call(() -> shared.appendAuditOnce(orgId, event, maxLen), e -> {
+            pendAudit(new PendingAudit(orgId, event, maxLen, mayHaveLanded(e)));
             return local.appendAuditOnce(orgId, event, maxLen);
         });
     }
 
-    /** An audit event the shared stream did not take, to be written there when it answers. */
-    private record PendingAudit(String orgId, Map<String, String> event, int maxLen) {
+    /**
+     * Whether a write that failed so may have been applied all the same: not when it was never sent (the guard's
+     * breaker refused it, or no connection could be made), else yes (a timeout, a connection lost under it).
+     */
+    private static boolean mayHaveLanded(Throwable e) {
+        return !isBreakerRefusal(e) && !(e instanceof java.net.ConnectException);
+    }
+
+    /**
+     * An audit event the shared stream did not take, to be written there when it answers; {@code mayHaveLanded}: its
+     * write's outcome is unknown, so its replay looks for it first.
+     */
+    private record PendingAudit(String orgId, Map<String, String> event, int maxLen, AtomicBoolean mayHaveLanded) {
+        PendingAudit(String orgId, Map<String, String> event, int maxLen, boolean mayHaveLanded) {
+            this(orgId, event, maxLen, new AtomicBoolean(mayHaveLanded));
+        }
+
         boolean admin() {
             return "admin".equals(event.get("type"));
         }
     }
 
     /**
-     * Keeps an event for the shared stream: an operator's action always (the admin API's record of who changed what),
-     * any other up to {@link #MAX_PENDING_AUDIT} events in all, the oldest of those dropped first.
+     * Keeps an event for the shared stream: any event up to {@link #MAX_PENDING_AUDIT} in all; past that an operator's
+     * action still (the admin API's record of who changed what) and another's in place of the oldest other one, up to
+     * {@link #MAX_PENDING_OPERATOR_AUDIT} in all, past which the oldest event goes, whatever it is: a script calling
+     * the admin API through a long outage grew the heap without bound (found by hunt27).
      */
     private void pendAudit(PendingAudit p) {
         pendingAudit.addLast(p);
-        if (pendingAuditCount.incrementAndGet() > MAX_PENDING_AUDIT) {
-            for (Iterator<PendingAudit> it = pendingAudit.iterator(); it.hasNext(); ) {
-                if (!it.next().admin()) {
-                    it.remove();
-                    pendingAuditCount.decrementAndGet();
-                    droppedAudit.incrementAndGet();
-                    break;
-                }
+        int count = pendingAuditCount.incrementAndGet();
+        if (count <= MAX_PENDING_AUDIT) {
+            return;
+        }
+        for (Iterator<PendingAudit> it = pendingAudit.iterator(); it.hasNext(); ) {
+            if (!it.next().admin()) {
+                it.remove();
+                pendingAuditCount.decrementAndGet();
+                droppedAudit.incrementAndGet();
+                return;
             }
+        }
+        if (count > MAX_PENDING_OPERATOR_AUDIT && pendingAudit.pollFirst() != null) {
+            pendingAuditCount.decrementAndGet();
+            droppedAudit.incrementAndGet();
         }
     }
 
     /**
      * Writes the audit events kept during an outage to the shared stream, oldest first, one at a time (each keeps its
      * own {@code time}); one replay at a time, stopping at the first the store does not take (the rest wait for the
-     * next poll). Each is written once ({@link StateStore#appendAuditOnce}): an event whose call timed out may have
-     * landed late, and was in the stream twice after its replay (hunt19).
+     * next poll). Each is written once: an event whose call timed out may have landed late, and was in the stream
+     * twice after its replay (hunt19), so its replay looks for it first ({@link StateStore#appendAuditOnce}); one that
+     * was never sent (most of an outage's: its breaker refuses them) is appended as it is. Each search scans up to
+     * 10 000 entries of the stream: searched for every event, a 10 000-event backlog took three minutes to replay and
+     * slowed Redis for everyone meanwhile (found by hunt27).
      */
     private void replayAudit() {
         if (pendingAudit.isEmpty() || !auditReplaying.compareAndSet(false, true)) {
             return;
         }
         Multi.createFrom().iterable(List.copyOf(pendingAudit))
-                .onItem().transformToUniAndConcatenate(p -> guarded(() -> shared.appendAuditOnce(p.orgId(), p.event(),
-                        p.maxLen()), e -> Uni.createFrom().<String>failure(e)).invoke(() -> {
+                .onItem().transformToUniAndConcatenate(p -> guarded(() -> p.mayHaveLanded().get()
+                        ? shared.appendAuditOnce(p.orgId(), p.event(), p.maxLen())
+                        : shared.appendAudit(p.orgId(), p.event(), p.maxLen()),
+                        e -> {
+                            if (mayHaveLanded(e)) {
+                                p.mayHaveLanded().set(true);   // this replay's own write may land late
+                            }
+                            return Uni.createFrom().<String>failure(e);
+                        }).invoke(() -> {
                             if (pendingAudit.remove(p)) {
                                 pendingAuditCount.decrementAndGet();
                             }
@@ -1140,7 +1175,7 @@ public final class ResilientStateStore implements StateStore {
         return pendingAuditCount.get();
     }
 
-    /** Audit events other than an operator's dropped because more than {@link #MAX_PENDING_AUDIT} were kept. */
+    /** Audit events dropped because too many were kept ({@link #pendAudit}). */
     public long droppedAudit() {
         return droppedAudit.get();
     }

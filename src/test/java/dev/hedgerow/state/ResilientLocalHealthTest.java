@@ -26,6 +26,8 @@ class ResilientLocalHealthTest {
     /** The shared store, refusing every call used here while {@link #up} is false, as an unreachable Redis does. */
     static class Shared extends ForwardingStateStore {
         volatile boolean up = true;
+        /** How a call fails while down. */
+        volatile java.util.function.Supplier<Throwable> refusal = () -> new IOException("connection refused");
 
         Shared(StateStore inner) {
             super(inner);
@@ -33,7 +35,7 @@ class ResilientLocalHealthTest {
 
         /** The call, made only while up (the memory store applies a write when called, not when subscribed). */
         private <T> Uni<T> or(java.util.function.Supplier<Uni<T>> call) {
-            return up ? call.get() : Uni.createFrom().failure(new IOException("connection refused"));
+            return up ? call.get() : Uni.createFrom().failure(refusal.get());
         }
 
         @Override
@@ -54,6 +56,17 @@ class ResilientLocalHealthTest {
         @Override
         public Uni<String> appendAudit(String orgId, Map<String, String> event, int maxLen) {
             return or(() -> super.appendAudit(orgId, event, maxLen));
+        }
+
+        /** Audit writes that searched the stream for the event first. */
+        final java.util.concurrent.atomic.AtomicInteger searchedAppends = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override
+        public Uni<String> appendAuditOnce(String orgId, Map<String, String> event, int maxLen) {
+            return or(() -> {
+                searchedAppends.incrementAndGet();
+                return super.appendAuditOnce(orgId, event, maxLen);
+            });
         }
 
         @Override
@@ -359,5 +372,39 @@ class ResilientLocalHealthTest {
         assertEquals(0, store.pendingAudit());
         await(store.catalogVersions());
         assertEquals(2, await(shared.readAudit("acme", 10)).size(), "each is written once");
+        assertEquals(2, shared.searchedAppends.get(), "a write that failed so may have landed: searched for first");
+    }
+
+    /**
+     * An event whose write was never sent (no connection could be made; the same for a call the guard's open breaker
+     * refused) cannot be in the stream: its replay appends it without searching the stream for it, a scan of up to
+     * 10 000 entries per event that made a 10 000-event backlog take three minutes (hunt27).
+     */
+    @Test
+    void anEventNeverSentIsReplayedWithoutASearch() {
+        shared.refusal = () -> new java.net.ConnectException("Connection refused");
+        shared.up = false;
+        await(store.appendAudit("acme", Map.of("type", "admin", "action", "drain", "time", "t1"), 100));
+        await(store.appendAudit("acme", Map.of("type", "request", "status", "200", "time", "t2"), 100));
+        shared.up = true;
+        await(store.catalogVersions());
+        assertEquals(0, store.pendingAudit());
+        assertEquals(2, await(shared.readAudit("acme", 10)).size(), "each is written once");
+        assertEquals(0, shared.searchedAppends.get(), "no search");
+    }
+
+    /**
+     * Operators' actions are kept past the cap on other events, but not without bound: past twice that cap the oldest
+     * event goes, counted as dropped (hunt27: 12 000 admin calls during an outage were all kept).
+     */
+    @Test
+    void operatorsEventsKeptDuringAnOutageAreBounded() {
+        shared.up = false;
+        int extra = 5;
+        for (int i = 0; i < ResilientStateStore.MAX_PENDING_OPERATOR_AUDIT + extra; i++) {
+            await(store.appendAudit("acme", Map.of("type", "admin", "action", "reset", "time", "t" + i), 100));
+        }
+        assertEquals(ResilientStateStore.MAX_PENDING_OPERATOR_AUDIT, store.pendingAudit());
+        assertEquals(extra, store.droppedAudit());
     }
 }
