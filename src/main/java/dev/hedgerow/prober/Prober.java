@@ -319,7 +319,7 @@ public final class Prober {
                 String refused = "refused: http " + f.status()
                         + (f.refused() == null ? "" : " naming " + clipField(f.refused()))
                         + ": the probe's request was refused, not counted against the route";
-                return failedCheck(t, s, f).map(verdict -> result(t, action, refused, null, null, verdict));
+                return failedCheck(t, f).map(verdict -> result(t, action, refused, null, null, verdict));
             }
             if (outcome instanceof ProbeOutcome.Failed f) {
                 // a breaker failure (by the live rule: transport, 401, 429, 5xx, a listed 403/404, an unusable 200),
@@ -331,7 +331,7 @@ public final class Prober {
                 return verdictSent.apply(deps.store().recordFailure(t.key(), breaker.threshold(),
                                 breaker.failTimeout(), Duration.ofMillis(f.holdMillis())))
                         .onFailure().recoverWithNull()
-                        .flatMap(x -> failedCheck(t, s, f))
+                        .flatMap(x -> failedCheck(t, f))
                         .map(verdict -> result(t, action, failed, null, null, verdict));
             }
             Long ttft;
@@ -367,12 +367,15 @@ public final class Prober {
     }
 
     /**
-     * The verdict a failed probe gives an embeddings route, whose probe is its known-answer check, when a check is
-     * due: a status that fails verification ({@link #failedVerdict}), written; else none (null). A chat route's
-     * failed speed probe judges nothing: its check is a request of its own.
+     * The verdict a failed probe gives: a status that fails verification ({@link #failedVerdict}), written, whether a
+     * check was due or not (a passing verdict is not trusted past such an answer); else none (null). An embeddings
+     * route's probe is its known-answer check; a chat route's speed probe answered so, naming no field of its request
+     * it refused, is answered what its check would be (its key refused or forbidden, its model not found): the check
+     * is not sent after a failed probe, so a route whose model was gone kept its passing verdict and its share of live
+     * traffic, each request answered 404 (found by hunt28).
      */
-    private Uni<String> failedCheck(Target t, RouteSnapshot s, ProbeOutcome.Failed f) {
-        String verdict = t.route.embeddings() && verificationDue(t, s) ? failedVerdict(f) : null;
+    private Uni<String> failedCheck(Target t, ProbeOutcome.Failed f) {
+        String verdict = t.route.embeddings() || f.refused() == null ? failedVerdict(f) : null;
         return verdict == null ? Uni.createFrom().nullItem() : write(t, verdict);
     }
 
@@ -479,9 +482,17 @@ public final class Prober {
             if (outcome instanceof ProbeOutcome.Failed f) {
                 // the route's key refused or forbidden, its model not found, its server timing requests out: it
                 // cannot serve. Unreachable, overloaded, a 200 that was no usable answer (empty, malformed), or a
-                // refusal of the probe's own request (another 4xx): no verdict
+                // refusal of the probe's own request (another 4xx): no verdict. A failure of the route's (by the live
+                // rule) counts against its breaker as a live one's does, with a capacity refusal's hold: a 429 with
+                // Retry-After was dropped, and live requests and the next round went straight back (found by hunt28)
                 String verdict = failedVerdict(f);
-                return verdict == null ? Uni.createFrom().nullItem() : write(t, verdict);
+                Uni<?> counted = Uni.createFrom().voidItem();
+                if (f.status() / 100 != 4 || t.org.group(t.route.alias()).retry().routeFault(f.status())) {
+                    GroupSettings.Breaker breaker = t.org.group(t.route.alias()).breaker();
+                    counted = deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout(),
+                            Duration.ofMillis(f.holdMillis())).onFailure().recoverWithNull();
+                }
+                return counted.flatMap(x -> verdict == null ? Uni.createFrom().<String>nullItem() : write(t, verdict));
             }
             ProbeOutcome.Answered a = (ProbeOutcome.Answered) outcome;
             return write(t, KnownAnswer.judge(nonce, t.route.model(), a.model(), a.content()));

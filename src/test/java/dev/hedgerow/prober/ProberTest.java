@@ -464,6 +464,39 @@ class ProberTest {
         assertNull(result(r, "chat-beta").verification(), "no answer in time: no verdict");
     }
 
+    /**
+     * A chat route whose provider answers its speed probe 404 (its model gone) or 403 fails verification, as its
+     * check would: the check is not sent after a failed probe, so the route kept its passing verdict and its share of
+     * live traffic, every request answered 404 (found by hunt28). A 400 naming a field of the probe's own request
+     * judges nothing.
+     */
+    @Test
+    void aChatRouteWhoseSpeedProbeIsAnswered404FailsVerification() {
+        assertEquals("pass", result(round(), "chat-alpha").verification(), "precondition: passing");
+        sims.get("alpha").enqueue("alpha-model", Fault.status(404));
+        RoundReport r = round();
+        assertEquals("fail:http 404", result(r, "chat-alpha").verification(), result(r, "chat-alpha").toString());
+        assertEquals("fail:http 404", snapshot("chat-alpha").blob(Router.VERIFICATION).orElseThrow());
+        assertEquals(0, snapshot("chat-alpha").fails(), "not counted against the breaker");
+        assertEquals("pass", result(round(), "chat-alpha").verification(), "back once it answers");
+    }
+
+    /**
+     * A known-answer check answered 429 with Retry-After holds the route as a live 429 does, and counts against its
+     * breaker: it was dropped, and live requests and the next round went straight back (found by hunt28).
+     */
+    @Test
+    void aKnownAnswerCheckAnswered429HoldsTheRoute() {
+        sims.get("alpha").enqueue("alpha-model", new Fault.IgnoreN());
+        sims.get("alpha").enqueue("alpha-model", Fault.rateLimited(30));
+        RoundReport r = round();
+        assertEquals("ok", result(r, "chat-alpha").outcome(), "the speed probe was answered");
+        assertNull(result(r, "chat-alpha").verification(), "a 429 judges nothing");
+        RouteSnapshot s = snapshot("chat-alpha");
+        assertTrue(s.retryAfterMillis() > 25_000, "held for the provider's 30 s: " + s.retryAfterMillis());
+        assertEquals(1, s.fails(), "counted as a live 429 is");
+    }
+
     @Test
     void aProbeThatTimesOutBeforeTheFirstTokenNeverMakesTheRouteLookFasterNorMeetTheTarget() {
         // beta takes 3 s to its first token; the probe has 800 ms, under both its prior (1 s) and the 5 s target.
