@@ -1185,9 +1185,8 @@ final class Dispatch {
         winner = null;
         stallTimer.cancel();
         String cause = resumeCause == null ? cls : resumeCause;
-        if (req.request().maxTokens() != null) {
-            transcript.counted(deps.tokens());   // once a break: what the deltas did not count (several tokens a chunk)
-        }
+        // once a break: what the deltas did not count (several tokens a chunk), for a resume's max_tokens and context
+        transcript.counted(deps.tokens());
         if (served != null && answerLeft() <= 0 && !transcript.toolCallStarted && !transcript.otherStarted) {
             endAtLength();   // whole at its length, resumable or not (review19)
             return;
@@ -1456,6 +1455,13 @@ final class Dispatch {
                     true, UpstreamReplies.holdMillis(status, retryAfter)));
         }
         endAttempt(a, "failed", cls, false);
+        if (status == 400 && "context_length_exceeded".equals(code)) {
+            // no route of a window this small takes it, and the route that broke the stream stays the last resort
+            // (the refuser became it, and every resume left went to it; found by hunt27)
+            routes.contextExceeded(a.cand.route().contextWindow());
+            resumeOrEnd(broken == null ? a.cand : broken, cls, "resume attempt answered " + status);
+            return;
+        }
         resumeOrEnd(a.cand, cls, "resume attempt answered " + status);
     }
 
@@ -1527,8 +1533,18 @@ final class Dispatch {
      * resumes, is its last resort.
      */
     private Candidate resumeTarget(Candidate failed) {
-        return routes.nextForResume(failed, this::breakerStillClosed,
+        return routes.nextForResume(failed, resumeContextNeeded(), this::breakerStillClosed,
                 c -> !trail.rateLimited(c.route().id()) && !health.held(c));
+    }
+
+    /**
+     * The context a resume needs: the prompt, the text delivered (reasoning too: it is sent back), and what is left
+     * of {@code max_tokens} (none asked: nothing more is counted, as the router counts a first attempt's need).
+     */
+    private long resumeContextNeeded() {
+        Integer max = req.request().maxTokens();
+        return (long) req.facts().promptTokens() + transcript.deltas + transcript.deltaUndercount
+                + (max == null ? 0 : Math.max(0, max - transcript.answerTokens()));
     }
 
     /**

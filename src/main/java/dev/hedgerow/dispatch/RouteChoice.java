@@ -46,8 +46,13 @@ final class RouteChoice {
 
     /** The next untried route, in ranked order, or null. */
     Candidate next() {
+        return next(0);
+    }
+
+    /** The next untried route whose declared context window takes {@code needed} tokens, in ranked order, or null. */
+    private Candidate next(long needed) {
         for (Candidate c : candidates) {
-            if (!tried.contains(c.id()) && fits(c)) {
+            if (!tried.contains(c.id()) && fits(c, needed)) {
                 return c;
             }
         }
@@ -60,19 +65,22 @@ final class RouteChoice {
      * asked it to wait is not), never one that refused the prompt as too long (a resume sends that prompt and the text
      * so far, longer still); else {@code failed} itself, the last resort, when {@code lastResort} allows it (it did
      * not ask the request to wait). A resume went back to a route that had answered this request with a 429 and a
-     * 60 s Retry-After 150 ms before (found by hunt22).
+     * 60 s Retry-After 150 ms before (found by hunt22). Each must declare a context window that takes the resume's
+     * {@code needed} tokens (the prompt, the text so far, and what is left of {@code max_tokens}): a resume went to a
+     * route of a 600-token window with an 808-token prefill (found by hunt27).
      */
-    Candidate nextForResume(Candidate failed, Predicate<Candidate> again, Predicate<Candidate> lastResort) {
-        Candidate untried = next();
+    Candidate nextForResume(Candidate failed, long needed, Predicate<Candidate> again,
+                            Predicate<Candidate> lastResort) {
+        Candidate untried = next(needed);
         if (untried != null) {
             return untried;
         }
         for (Candidate c : candidates) {
-            if ((failed == null || !c.id().equals(failed.id())) && fits(c) && again.test(c)) {
+            if ((failed == null || !c.id().equals(failed.id())) && fits(c, needed) && again.test(c)) {
                 return c;
             }
         }
-        return failed != null && lastResort.test(failed) ? failed : null;
+        return failed != null && fits(failed, needed) && lastResort.test(failed) ? failed : null;
     }
 
     /**
@@ -117,5 +125,10 @@ final class RouteChoice {
     /** Whether the route's context window is larger than any a route refused the prompt at. */
     private boolean fits(Candidate c) {
         return contextLimit < 0 || c.route().contextWindow() > contextLimit;
+    }
+
+    /** {@link #fits(Candidate)}, and its declared window takes {@code needed} tokens. */
+    private boolean fits(Candidate c, long needed) {
+        return fits(c) && needed <= c.route().contextWindow();
     }
 }

@@ -84,6 +84,13 @@ class ResumeTest {
                   - { alias: capped, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
                   - { alias: capped, provider: plain, model: m-text, priority: 2 }
                   - { alias: capped, provider: b, model: m-text, priority: 3, capabilities: [prefill] }
+                  - { alias: smallwin, provider: a, model: m-text, priority: 1, capabilities: [prefill] }
+                  - { alias: smallwin, provider: b, model: m-text, priority: 2, capabilities: [prefill],
+                      context_window: 25 }
+                  - { alias: smallwin, provider: anth, model: m-text, priority: 3, capabilities: [prefill] }
+                  - { alias: ctxres, provider: a, model: m-text, priority: 1, capabilities: [prefill],
+                      context_window: 200000 }
+                  - { alias: ctxres, provider: b, model: m-text, priority: 2, capabilities: [prefill] }
                 groups:
                   resume: { strategy: priority }
                   think: { strategy: priority }
@@ -99,6 +106,8 @@ class ResumeTest {
                   prefixed: { strategy: priority }
                   trailing: { strategy: priority }
                   capped: { strategy: priority }
+                  smallwin: { strategy: priority, hedging: false }
+                  ctxres: { strategy: priority, hedging: false }
             """;
 
     static GatewayHarness gw;
@@ -128,7 +137,7 @@ class ResumeTest {
     @BeforeEach
     void healthy() {
         for (String alias : List.of("resume", "think", "refuse", "plain", "nores", "bill", "tools", "norestools",
-                "noresumetools", "heldtools", "json", "prefixed", "trailing", "capped")) {
+                "noresumetools", "heldtools", "json", "prefixed", "trailing", "capped", "smallwin", "ctxres")) {
             for (String p : List.of("a", "b", "plain", "refuser", "pfx", "anth")) {
                 gw.core().store().resetHealth("acme/" + alias + "-" + p).await().atMost(Duration.ofSeconds(5));
             }
@@ -507,6 +516,43 @@ class ResumeTest {
         assertFalse(lastBody("b", "m-text").contains("\"response_format\""), lastBody("b", "m-text"));
     }
 
+
+    /**
+     * A resume goes only to a route whose declared context window takes what it sends, the prompt and the text so
+     * far: b declares 25 tokens, which the prompt alone fits (it was a candidate) but not with 20 tokens delivered;
+     * the resume passed over it to anth. It went to b, whose model would have truncated or refused the prompt
+     * (found by hunt27).
+     */
+    @Test
+    void aResumeSkipsARouteWhoseContextWindowCannotTakeTheTextSoFar() {
+        long bBefore = gw.sim("b").stats("m-text").received();
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(20));
+        String out = stream("smallwin", "window too small", "");
+        assertEquals(expected("window too small"), Sse.content(out));
+        assertOneResponse(out);
+        assertEquals(bBefore, gw.sim("b").stats("m-text").received(), "b's window is too small for the resume");
+        assertEquals("smallwin-anth", Sse.trail(out).get(1).path("route").asText(), Sse.trail(out).toString());
+    }
+
+    /**
+     * A resume refused as too long by its route (b: a model whose real window is smaller than declared) is not sent
+     * there again: the route that broke the stream, of a larger window, stays the last resort. The refuser became the
+     * last resort, and every resume left went to it (found by hunt27).
+     */
+    @Test
+    void aResumeRefusedAsTooLongGoesBackToTheRouteThatBrokeNotToTheRefuser() {
+        gw.sim("a").enqueue("m-text", Fault.dropAfter(5));
+        for (int i = 0; i < 3; i++) {
+            gw.sim("b").enqueue("m-text", Fault.contextLengthExceeded());
+        }
+        String out = stream("ctxres", "refused as too long", "");
+        assertEquals(expected("refused as too long"), Sse.content(out), Sse.trail(out).toString());
+        assertOneResponse(out);
+        List<String> routes = new java.util.ArrayList<>();
+        Sse.trail(out).forEach(t -> routes.add(t.path("route").asText() + ":" + t.path("outcome").asText()));
+        assertEquals(List.of("ctxres-a:failed", "ctxres-b:failed", "ctxres-a:success"), routes);
+        gw.sim("b").clearFaults();   // the two refusals left
+    }
 
     @Test
     void aResumedStreamIsBilledOnce() {
