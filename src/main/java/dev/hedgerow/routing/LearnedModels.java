@@ -91,7 +91,32 @@ public final class LearnedModels implements RouteModels {
      */
     private final Map<String, AtomicReference<Local>> latest = new ConcurrentHashMap<>();
 
-    private record Local(String value, long atMillis) {
+    private record Local(String value, long atMillis, List<String> before) {
+        Local(String value, long atMillis) {
+            this(value, atMillis, List.of());
+        }
+
+        /** A value this instance stepped from on the way to this one (a snapshot showing it predates this write). */
+        boolean after(String shown) {
+            return before.contains(shown);
+        }
+
+        /** The values this one was stepped over: {@code from}, then (chained from own) own's. */
+        static List<String> chain(String from, Local own) {
+            List<String> out = new ArrayList<>(8);
+            if (from != null) {
+                out.add(from);
+            }
+            if (own != null && own.value().equals(from)) {
+                for (String v : own.before()) {
+                    if (out.size() >= 8) {
+                        break;
+                    }
+                    out.add(v);
+                }
+            }
+            return List.copyOf(out);
+        }
     }
 
     public LearnedModels(StateStore store, InstantSource clock, TtftPredictor.Prior prior) {
@@ -505,7 +530,7 @@ public final class LearnedModels implements RouteModels {
             if (value == from) { // the step changed nothing: nothing to keep or write
                 return;
             }
-            next = new Local(value, clock.millis());
+            next = new Local(value, clock.millis(), Local.chain(from, current));
             steppedFrom = from;
         } while (!ref.compareAndSet(current, next));
         AtomicReference<Local> copy = ref;
@@ -513,7 +538,9 @@ public final class LearnedModels implements RouteModels {
         UnaryOperator<String> again = held -> {
             String value = step.apply(held);
             Local mine = ours.get();
-            Local merged = new Local(value, clock.millis());
+            List<String> was = new ArrayList<>(Local.chain(held, null));
+            mine.before().stream().limit(7).forEach(was::add);
+            Local merged = new Local(value, clock.millis(), List.copyOf(was));
             if (value != held && copy.compareAndSet(mine, merged)) { // unless this instance stepped it since
                 ours.compareAndSet(mine, merged);
             }
@@ -531,7 +558,10 @@ public final class LearnedModels implements RouteModels {
             return true;
         }
         String shown = base.blob(name).orElse(null);
-        return shown == null || shown.equals(own.value());   // none shown: Redis lost it, or the write is late
+        // none shown: Redis lost it, or the write is late; one this instance stepped over: the snapshot was read before
+        // its write (a stream's planning snapshot at its end, the prober's after its probe): one instance conflicted
+        // with itself on most streams, each conflict a second Redis call and a dropped cache copy (found by hunt28)
+        return shown == null || shown.equals(own.value()) || own.after(shown);
     }
 
     /** One store call for all the models one observation moved (one round trip on Redis instead of one each). */
