@@ -165,7 +165,8 @@ final class Dispatch {
         this.progressNanos = startNanos;
         // the plan's candidates are the routes this request may use, best first (allow_fallbacks: false already
         // left only its order's providers, or its first choice): failover, hedges and resumes stay among them
-        this.routes = new RouteChoice(req.candidates(), settings.strategy());
+        this.routes = new RouteChoice(req.candidates(), settings.strategy(),
+                c -> deps.stillRouted().test(req.org(), c.route()));
         this.health = new RouteHealth(deps.store(), deps.models(), settings, deps.ticker(), startNanos);
         this.probes = new ProbeSlots(deps.store());
         this.windows = new TimingWindows(req, stream);

@@ -1,6 +1,8 @@
 package dev.hedgerow.dispatch;
 
 import dev.hedgerow.api.ApiError;
+import dev.hedgerow.catalog.Org;
+import dev.hedgerow.catalog.Route;
 import dev.hedgerow.routing.LearnedModels;
 import dev.hedgerow.state.StateStore;
 import dev.hedgerow.time.Scheduler;
@@ -12,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiPredicate;
 import java.util.function.ToIntFunction;
 
 /**
@@ -27,10 +30,19 @@ public final class Dispatcher {
      * @param models    the instance's one learned-model store: dispatch learns TTFT, decode, gaps and thinking here
      * @param clock     the wall clock, what a provider's {@code Retry-After} HTTP-date is relative to (the ticker
      *                  measures every interval)
+     * @param stillRouted whether a route a request planned on is still one the catalog lets it take now (an operator
+     *                  may have drained, moved or removed it since, or pinned another): asked before each hedge,
+     *                  failover and resume
      */
     public record Deps(UpstreamClient upstream, StateStore store, Scheduler scheduler, Ticker ticker,
                        ToIntFunction<String> tokens, DispatchObserver observer, LearnedModels models,
-                       InstantSource clock) {
+                       InstantSource clock, BiPredicate<Org, Route> stillRouted) {
+        /** Deps whose catalog never changes under a request. */
+        public Deps(UpstreamClient upstream, StateStore store, Scheduler scheduler, Ticker ticker,
+                    ToIntFunction<String> tokens, DispatchObserver observer, LearnedModels models,
+                    InstantSource clock) {
+            this(upstream, store, scheduler, ticker, tokens, observer, models, clock, (org, route) -> true);
+        }
     }
 
     /** Lets the edge report a client hang-up. */

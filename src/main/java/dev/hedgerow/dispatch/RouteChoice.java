@@ -16,12 +16,24 @@ import java.util.function.Predicate;
 final class RouteChoice {
     private final List<Candidate> candidates;
     private final Strategy strategy;
+    /** Whether a candidate is still one the catalog lets the request take (not drained, moved or removed since). */
+    private final Predicate<Candidate> stillRouted;
     private final Set<String> tried = new HashSet<>();
     private int contextLimit = -1;
 
     RouteChoice(List<Candidate> candidates, Strategy strategy) {
+        this(candidates, strategy, c -> true);
+    }
+
+    /**
+     * {@code stillRouted} is asked at each choice: a stream's resume minutes after an operator drained, suspended by
+     * edit, moved or removed a route went to it all the same, from the list made when the request began (found by
+     * hunt28).
+     */
+    RouteChoice(List<Candidate> candidates, Strategy strategy, Predicate<Candidate> stillRouted) {
         this.candidates = candidates;
         this.strategy = strategy;
+        this.stillRouted = stillRouted;
     }
 
     /** The route is being tried. */
@@ -122,9 +134,12 @@ final class RouteChoice {
         return !strategy.sharesByWeight() || c.route().weight() > 0;
     }
 
-    /** Whether the route's context window is larger than any a route refused the prompt at. */
+    /**
+     * Whether the route's context window is larger than any a route refused the prompt at, and the catalog still lets
+     * the request take it.
+     */
     private boolean fits(Candidate c) {
-        return contextLimit < 0 || c.route().contextWindow() > contextLimit;
+        return (contextLimit < 0 || c.route().contextWindow() > contextLimit) && stillRouted.test(c);
     }
 
     /** {@link #fits(Candidate)}, and its declared window takes {@code needed} tokens. */

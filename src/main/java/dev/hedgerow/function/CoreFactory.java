@@ -90,7 +90,8 @@ public final class CoreFactory {
                 });
         DispatchObserver observers = chain(accounting, new JudgeAnswers(judge));
         Dispatcher dispatcher = new Dispatcher(new Dispatcher.Deps(upstream, store, scheduler, ticker,
-                tokens::countText, observers, models, clock));
+                tokens::countText, observers, models, clock,
+                (org, route) -> Router.stillRouted(catalog.current(), org, route)));
         return new Hedgerow(store, catalog, router, dispatcher, audit, tokens, prefixes, clock, models, upstream);
     }
 

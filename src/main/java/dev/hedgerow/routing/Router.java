@@ -342,6 +342,21 @@ public final class Router {
         return org.id() + "/" + r.id();
     }
 
+    /**
+     * Whether {@code planned}, a member of its alias when a request of {@code org} was planned, is one the catalog
+     * {@code now} lets the request take: still in that alias with the same provider and model, not drained, and not
+     * held out by another member's pin (the filters {@link #plan} applies first).
+     */
+    public static boolean stillRouted(dev.hedgerow.catalog.Catalog now, Org org, Route planned) {
+        Org current = now.org(org.id()).orElse(null);
+        Route r = current == null ? null : current.route(planned.id()).orElse(null);
+        if (r == null || !r.alias().equals(planned.alias()) || !r.provider().equals(planned.provider())
+                || !r.model().equals(planned.model()) || r.drained()) {
+            return false;
+        }
+        return r.pinned() || current.routesOf(r.alias()).stream().noneMatch(Route::pinned);
+    }
+
     /** The routes that served the longest prefix any route served (none if no route served one). */
     private static Set<String> affinityRoutes(Map<String, List<String>> byHash, List<String> hashes) {
         for (int i = hashes.size() - 1; i >= 0; i--) {
