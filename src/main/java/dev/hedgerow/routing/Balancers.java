@@ -42,8 +42,13 @@ public final class Balancers {
 
     /** Smooth weighted round-robin on the shared cursor; failover by weight descending (Trifrost, Kong). */
     static List<Candidate> weighted(List<Candidate> cs, Balancer.BalanceContext ctx) {
+        return weighted(cs, ctx.cursor());
+    }
+
+    /** {@link #weighted(List, Balancer.BalanceContext)} at {@code cursor}. */
+    static List<Candidate> weighted(List<Candidate> cs, long cursor) {
         List<String> order = SmoothWeightedSequence.of(ids(cs), id -> find(cs, id).route().weight())
-                .orderFrom(ctx.cursor(), id -> true);
+                .orderFrom(cursor, id -> true);
         List<Candidate> out = new ArrayList<>(byIds(cs, order));
         // zero-weight members never take traffic first, but still serve as a last resort
         cs.stream().filter(c -> !out.contains(c)).forEach(out::add);

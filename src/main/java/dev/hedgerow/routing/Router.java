@@ -165,12 +165,15 @@ public final class Router {
         Uni<Map<String, float[]>> embeddings = extras.apply(new ExtrasQuery(org, alias, settings, facts, capable));
         // the request's preferences or needs took members out (capable within operated within allowed within members)
         boolean narrowed = allowed.size() < members.size() || capable.size() < operated.size();
-        Uni<Long> position = cursor != null ? Uni.createFrom().item(cursor) : position(org, alias, capable, narrowed);
+        Uni<Long> position = cursor != null ? Uni.createFrom().item(cursor)
+                : position(org, alias, settings, facts, capable, narrowed);
+        java.util.function.ToLongFunction<String> rotation = cursor != null ? name -> cursor
+                : ownRotations(org.id() + '\n' + alias + '\n');
         return Uni.combine().all()
                 .unis(store.snapshot(keys, settings.balancer().usageWindow()), position,
                         affinity(org, settings, facts), embeddings)
                 .asTuple()
-                .map(t -> rank(org, alias, settings, facts, capable, t.getItem1(), t.getItem2(), rejected,
+                .map(t -> rank(org, alias, settings, facts, capable, t.getItem1(), t.getItem2(), rotation, rejected,
                         affinityRoutes(t.getItem3(), facts.prefixHashes()), t.getItem4(), placements));
     }
 
@@ -180,10 +183,17 @@ public final class Router {
      * ({@code provider.only}, tools, a large prompt) walks a rotation of its own
      * candidate set: sharing the one cursor, requests that alternate between two sets took every other position, and
      * the narrower set landed on one member every time (found by hunt20: ignoring one of three equal members, all went
-     * to one of the other two). One capable route ranks the same at every position: no round trip.
+     * to one of the other two). One capable route ranks the same at every position: no round trip. Nor does a request
+     * the group's cursor does not rank: a semantic group's (its balancer rotates each kind of request on its own,
+     * {@link Balancer.BalanceContext#rotation}), a consistent-hashing request with its key (the cursor shares only the
+     * requests without one; moved by the keyed ones too, a 3:1 pair went 50/50; found by hunt27).
      */
-    private Uni<Long> position(Org org, String alias, List<Route> capable, boolean narrowed) {
-        if (capable.size() == 1) {
+    private Uni<Long> position(Org org, String alias, GroupSettings settings, RequestFacts facts, List<Route> capable,
+                               boolean narrowed) {
+        if (capable.size() == 1 || settings.strategy() == dev.hedgerow.catalog.Strategy.SEMANTIC
+                || settings.strategy() == dev.hedgerow.catalog.Strategy.CONSISTENT_HASHING
+                && !facts.headers().getOrDefault(settings.balancer().hashOnHeader().toLowerCase(java.util.Locale.ROOT),
+                "").isEmpty()) {
             return Uni.createFrom().item(0L);
         }
         if (!narrowed) {
@@ -212,6 +222,16 @@ public final class Router {
                     k -> new long[] {java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 16)});
             return p[0]++;
         }
+    }
+
+    /**
+     * A request's rotations of the group's own ({@link Balancer.BalanceContext#rotation}), on this instance's
+     * {@link SubsetCursors} under {@code prefix} (the org and alias): each is moved at most once a request, whatever
+     * number of times the balancer asks for it.
+     */
+    private java.util.function.ToLongFunction<String> ownRotations(String prefix) {
+        Map<String, Long> taken = new java.util.HashMap<>(4);
+        return name -> taken.computeIfAbsent(name, n -> subsetCursors.next(prefix + n));
     }
 
     /** Prefix affinity is the auto strategy's; a store failure only loses the preference. */
@@ -373,7 +393,8 @@ public final class Router {
     }
 
     private RoutePlan rank(Org org, String alias, GroupSettings settings, RequestFacts facts, List<Route> capable,
-                           Map<String, RouteSnapshot> states, long cursor, List<RoutePlan.Rejection> rejected,
+                           Map<String, RouteSnapshot> states, long cursor,
+                           java.util.function.ToLongFunction<String> rotation, List<RoutePlan.Rejection> rejected,
                            Set<String> affinity, Map<String, float[]> embeddings, Map<String, String> placements) {
         List<Candidate> healthy = new ArrayList<>();
         List<Candidate> lowHeadroom = new ArrayList<>();
@@ -415,7 +436,7 @@ public final class Router {
                     rejected);
         }
         Balancer.BalanceContext ctx = new Balancer.BalanceContext(facts, cursor, settings, clock.millis(), affinity,
-                embeddings);
+                embeddings, rotation);
         Balancer balancer = balancers.apply(settings);
         // the request's soft preferences reorder each part, never across them: a route without real headroom is
         // passed over while others have it, whatever the sort, but still serves as a last resort

@@ -13,7 +13,7 @@ import java.util.Optional;
  * embedding under the group's {@link DistanceMetric}: the {@link Cosine cosine similarity} (higher is closer) or the
  * {@link Euclidean Euclidean distance} (lower is closer). Members with identical descriptions form one group (they
  * serve the same domain); groups rank closest first. Within a group, members are ordered by
- * {@link SmoothWeightedSequence} at the group's cursor (weights below 1 count as 1 here), so the caller
+ * {@link SmoothWeightedSequence} at the group's rotation (a weight-0 member is a standby, last), so the caller
  * round-robins among equivalent members and the weights decide who follows as fallback. The best group is a
  * <em>match</em> only if it is within the threshold: a similarity of at least it (cosine) or a distance of at most
  * it (euclidean); the full order is returned either way so the caller can decide what an unmatched prompt gets.
@@ -40,8 +40,19 @@ public final class SemanticMatcher {
     public record Match(Optional<String> best, double bestScore, List<String> order) {
     }
 
+    /** As below, every group rotated at {@code cursor}. */
     public static Match match(float[] prompt, List<Candidate> candidates, DistanceMetric metric, double threshold,
                               long cursor) {
+        return match(prompt, candidates, metric, threshold, group -> cursor);
+    }
+
+    /**
+     * The match, the best group rotated at {@code rotation} of its members' names (joined by newlines, in the
+     * candidates' order) when it is within the threshold: only a request matched to a group moves that group's
+     * rotation. Every other group is ordered at position 0, by weight (its fallback order).
+     */
+    public static Match match(float[] prompt, List<Candidate> candidates, DistanceMetric metric, double threshold,
+                              java.util.function.ToLongFunction<String> rotation) {
         // closeness: higher is closer whatever the metric (a distance is negated), so one ranking serves both
         boolean distance = metric == DistanceMetric.EUCLIDEAN;
         Map<String, Group> groups = new LinkedHashMap<>();
@@ -61,13 +72,15 @@ public final class SemanticMatcher {
         ranked.sort((x, y) -> Double.compare(y.closeness, x.closeness));   // stable: first seen wins ties
         ranked.addAll(incomparable);
 
-        List<String> order = new ArrayList<>(candidates.size());
-        for (Group g : ranked) {
-            order.addAll(g.order(cursor));
-        }
         double bestCloseness = ranked.isEmpty() ? Double.NaN : ranked.get(0).closeness;
-        Optional<String> best = !order.isEmpty() && bestCloseness >= (distance ? -threshold : threshold)
-                ? Optional.of(order.get(0)) : Optional.empty();
+        boolean matched = !ranked.isEmpty() && bestCloseness >= (distance ? -threshold : threshold);
+        List<String> order = new ArrayList<>(candidates.size());
+        for (int i = 0; i < ranked.size(); i++) {
+            Group g = ranked.get(i);
+            order.addAll(g.order(i == 0 && matched && g.weights.size() > 1
+                    ? rotation.applyAsLong(String.join("\n", g.weights.keySet())) : 0));
+        }
+        Optional<String> best = matched && !order.isEmpty() ? Optional.of(order.get(0)) : Optional.empty();
         return new Match(best, distance ? -bestCloseness : bestCloseness, List.copyOf(order));
     }
 
@@ -86,15 +99,29 @@ public final class SemanticMatcher {
         double closeness = Double.NEGATIVE_INFINITY;
 
         void add(Candidate c, double s) {
-            weights.put(c.member(), Math.max(1, c.weight()));
+            weights.put(c.member(), c.weight());
             closeness = Double.isNaN(s) ? s : Math.max(closeness, s);
         }
 
+        /**
+         * Smooth weighted at {@code cursor} over the members with a weight, then the weight-0 ones (standbys, as
+         * everywhere else: it counted as 1 here, and a standby took half the traffic beside a weight-1 member;
+         * found by hunt27); all standbys: in the given order.
+         */
         List<String> order(long cursor) {
             if (weights.size() == 1) {
                 return List.copyOf(weights.keySet());
             }
-            return SmoothWeightedSequence.of(weights).orderFrom(cursor, m -> true);
+            List<String> out = new ArrayList<>(weights.size());
+            if (weights.values().stream().anyMatch(w -> w > 0)) {
+                out.addAll(SmoothWeightedSequence.of(weights).orderFrom(cursor, m -> true));
+            }
+            weights.forEach((m, w) -> {
+                if (!out.contains(m)) {
+                    out.add(m);
+                }
+            });
+            return out;
         }
     }
 }

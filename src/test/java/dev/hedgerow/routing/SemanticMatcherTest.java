@@ -70,6 +70,24 @@ class SemanticMatcherTest {
         assertEquals(Map.of("big", 6, "small", 2), firsts);
     }
 
+    /**
+     * A weight-0 member sharing a description is a standby, as everywhere else: never first while a member with a
+     * weight is there, and last of its group (it counted as weight 1, and took half the traffic beside a weight-1
+     * member; found by hunt27). A group of standbys only keeps the given order.
+     */
+    @Test
+    void aWeightZeroMemberOfAGroupIsAStandby() {
+        List<Candidate> group = List.of(new Candidate("standby", CODE_DESC, CODE, 0),
+                new Candidate("serving", CODE_DESC, CODE, 1));
+        for (long cursor = 0; cursor < 4; cursor++) {
+            assertEquals(List.of("serving", "standby"),
+                    SemanticMatcher.match(CODE, group, COSINE, 0.5, cursor).order());
+        }
+        List<Candidate> standbys = List.of(new Candidate("s1", CODE_DESC, CODE, 0),
+                new Candidate("s2", CODE_DESC, CODE, 0));
+        assertEquals(List.of("s1", "s2"), SemanticMatcher.match(CODE, standbys, COSINE, 0.5, 3).order());
+    }
+
     @Test
     void membersThatCannotBeComparedComeLastAndNeverMatch() {
         List<Candidate> c = List.of(new Candidate("nodesc", null, null, 1),

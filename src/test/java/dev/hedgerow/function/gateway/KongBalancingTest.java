@@ -135,6 +135,8 @@ class KongBalancingTest {
                   - { id: ud-long, alias: usagedef, provider: sim, model: m-ud-long }
                   - { id: up-short, alias: usageprompt, provider: sim, model: m-up-short, weight: 3 }
                   - { id: up-long, alias: usageprompt, provider: sim, model: m-up-long, weight: 1 }
+                  - { id: mix-a, alias: chmix, provider: sim, model: m-mix-a, weight: 3 }
+                  - { id: mix-b, alias: chmix, provider: sim, model: m-mix-b, weight: 1 }
                   - { id: hf-a, alias: stickyfall, provider: sim, model: m-hf-a }
                   - { id: hf-b, alias: stickyfall, provider: sim, model: m-hf-b }
                   - { id: hf-c, alias: stickyfall, provider: sim, model: m-hf-c }
@@ -169,6 +171,7 @@ class KongBalancingTest {
                              breaker: { max_fails: 0 } }
                   usagedef: { strategy: lowest_usage, hedging: false }
                   usageprompt: { strategy: lowest_usage, tokens_count_strategy: prompt_tokens, hedging: false }
+                  chmix: { strategy: consistent_hashing, hash_on_header: X-Session, hedging: false }
                   stickyfall: { strategy: consistent_hashing, hash_on_header: X-User, hedging: false,
                                 breaker: { max_fails: 0 } }
                   chweights: { strategy: consistent_hashing, hash_on_header: X-Session, hedging: false }
@@ -196,7 +199,7 @@ class KongBalancingTest {
                 "m-fb-chef-low", "m-hf-a", "m-hf-b", "m-hf-c", "m-hf-d", "m-chw-1", "m-chw-2", "m-chw-3",
                 "m-lc-1", "m-lc-2", "m-lc-3", "m-free-1", "m-free-2", "m-free-3", "m-free-4", "m-dn-coder",
                 "m-dn-poet", "m-dn-standby", "m-nw-a", "m-nw-b", "m-nw-small", "m-embed-6", "m-one-coder",
-                "m-one-poet", "m-embed-7", "m-ho-coder", "m-ho-poet")) {
+                "m-one-poet", "m-embed-7", "m-ho-coder", "m-ho-poet", "m-mix-a", "m-mix-b")) {
             sim = sim.withModel(m, instant);
         }
         // an embeddings model that answers every request with a 500: the semantic group has no prompt embedding
@@ -540,6 +543,29 @@ class KongBalancingTest {
         assertEquals(60, gw.sim("sim").stats("m-embed").received());
         gw.sim("sim").stats("m-embed").recent().forEach(r -> assertTrue(!r.body().contains("sonnet\",")
                 && !r.body().contains("bread\","), r.body()));
+    }
+
+    /**
+     * Each kind of request rotates on its own (hunt27): cooking prompts alternating with code prompts still share the
+     * two cooks evenly, and requests without the hash key alternating with keyed ones still share a 3:1 pair by
+     * weight. On the group's one cursor, moved by every request, the cooking prompts saw only every other position
+     * (all to one cook) and the keyless requests went 4/4.
+     */
+    @Test
+    void requestsOfOneKindRotateOnTheirOwnWhateverComesBetween() {
+        Map<String, Integer> food = new HashMap<>();
+        for (int i = 0; i < 8; i++) {
+            assertEquals("sem-coder", served("sem", "please fix this python code bug"));
+            food.merge(served("sem", "a recipe for baking bread in my kitchen"), 1, Integer::sum);
+        }
+        assertEquals(Map.of("sem-chef-1", 4, "sem-chef-2", 4), food);
+
+        Map<String, Integer> keyless = new HashMap<>();
+        for (int i = 0; i < 8; i++) {
+            served("chmix", "hello", false, Map.of("X-Session", "user-" + i));
+            keyless.merge(served("chmix", "hello"), 1, Integer::sum);
+        }
+        assertEquals(Map.of("mix-a", 6, "mix-b", 2), keyless);
     }
 
     @Test
