@@ -543,7 +543,9 @@ public final class AdminService {
     private static String resetMessage(Route r, String by, ObjectNode before) {
         StringBuilder b = new StringBuilder("Health of ").append(r.id()).append(" reset by ").append(keyWords(by))
                 .append(": it was ").append(before.path("state").asText()).append(" (").append(before.path("fails")
-                        .asLong()).append('/').append(before.path("max_fails").asInt()).append(" failures");
+                        .asLong());
+        int maxFails = before.path("max_fails").asInt();
+        b.append(maxFails > 0 ? "/" + maxFails + " failures" : " failures, no breaker");
         long cool = before.path("cooldown_remaining_ms").asLong();
         long hold = before.path("retry_after_ms").asLong();
         if (cool > 0) {
@@ -652,8 +654,7 @@ public final class AdminService {
     private ObjectNode memberHealth(Route r, GroupSettings settings, RouteSnapshot s) {
         LearnedModels models = core.models();
         ObjectNode m = member(r);
-        int maxFails = settings.breaker().threshold();
-        boolean halfOpen = !s.coolingDown() && s.fails() >= maxFails;
+        boolean halfOpen = !s.coolingDown() && s.fails() >= settings.breaker().threshold();
         String verification = Router.verification(s).orElse(null);
         String verificationBy = Router.operatorVerification(s).isPresent() ? "operator"
                 : verification == null ? null : "prober";
@@ -680,7 +681,8 @@ public final class AdminService {
         m.put("half_open", halfOpen);
         m.put("probe_in_flight", s.probeTaken());
         m.put("fails", s.fails());
-        m.put("max_fails", maxFails);
+        // as configured: 0 is no breaker (its threshold, the largest int, read "1 / 2147483647 fails"; hunt28)
+        m.put("max_fails", settings.breaker().maxFails());
         m.put("retry_after_ms", s.retryAfterMillis());
         m.put("inflight", s.inflight());
         m.putObject("usage").put("prompt_tokens", s.usage().promptTokens())

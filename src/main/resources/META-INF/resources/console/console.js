@@ -775,7 +775,8 @@ async function refresh() {
         c.state.className = 'state state-' + m.state;
         c.state.dataset.state = m.state;
         asOf(c.state, null);
-        c.breaker.textContent = m.fails + ' / ' + m.max_fails + ' fails';
+        c.breaker.textContent = m.max_fails > 0 ? m.fails + ' / ' + m.max_fails + ' fails'
+          : m.fails + ' fails (no breaker)';
         // out for its health, whatever else holds it (a drained route cooling down is reset as well)
         c.reset.hidden = !(m.cooling_down || m.half_open || m.retry_after_ms > 0);
         c.inflight.textContent = String(m.inflight);

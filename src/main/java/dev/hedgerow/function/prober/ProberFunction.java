@@ -178,8 +178,11 @@ public class ProberFunction {
 
     /** One round, unless this instance is still running the previous one; counted by whether it ran. */
     private io.smallrye.mutiny.Uni<RoundReport> round() {
+        // deferred: a round that throws as it is built ends as a failed round, and still frees the flag (thrown
+        // before its Uni existed, it left every later round "still running"; hunt28)
         io.smallrye.mutiny.Uni<RoundReport> round = running.compareAndSet(false, true)
-                ? prober().runRound().eventually(() -> running.set(false))
+                ? io.smallrye.mutiny.Uni.createFrom().deferred(() -> prober().runRound())
+                        .eventually(() -> running.set(false))
                 : io.smallrye.mutiny.Uni.createFrom().item(
                         RoundReport.skipped("the previous round on this instance is still running"));
         return round.invoke(r -> meters.counter("hedgerow_prober_rounds", "result", r.ran() ? "ran" : "skipped")
