@@ -339,9 +339,11 @@ public final class AdminService {
     public Uni<ObjectNode> pin(Org org, String routeId, String by) {
         Route target = requireRoute(org, routeId, "route");
         AtomicReference<String> before = new AtomicReference<>();
+        AtomicReference<Boolean> wasDrained = new AtomicReference<>(false);
         return edit(org, target.alias(), o -> {
             stillMember(o, routeId, target.alias());
             before.set(pinned(o, target.alias()));
+            wasDrained.set(o.route(routeId).map(Route::drained).orElse(false));
             return retag(o, target.alias(), r -> {
                 Set<String> tags = new LinkedHashSet<>(r.tags());
                 tags.remove(Route.PINNED);
@@ -351,7 +353,9 @@ public final class AdminService {
                 }
                 return List.copyOf(tags);
             });
-        }).call(answer -> audit(org, AuditLog.PIN, target.alias(), routeId, by, before.get(), "Pinned " + routeId
+        }).call(answer -> before.get().equals(routeId) && !wasDrained.get()
+                ? Uni.createFrom().voidItem()   // pinned already: no change, no event, as a drain (hunt28)
+                : audit(org, AuditLog.PIN, target.alias(), routeId, by, before.get(), "Pinned " + routeId
                 + " by " + keyWords(by) + ": only it takes " + target.alias() + "'s traffic (pinned before: "
                 + before.get() + ")."));
     }
@@ -363,7 +367,9 @@ public final class AdminService {
         return edit(org, alias, o -> {
             before.set(pinned(o, alias));
             return retag(o, alias, r -> r.tags().stream().filter(t -> !t.equals(Route.PINNED)).toList());
-        }).call(answer -> audit(org, AuditLog.UNPIN, alias, "", by, before.get(), "Unpinned " + alias + " by "
+        }).call(answer -> before.get().equals("none")
+                ? Uni.createFrom().voidItem()   // nothing was pinned: no change, no event, as a drain (hunt28)
+                : audit(org, AuditLog.UNPIN, alias, "", by, before.get(), "Unpinned " + alias + " by "
                 + keyWords(by) + " (pinned before: " + before.get() + ")."));
     }
 

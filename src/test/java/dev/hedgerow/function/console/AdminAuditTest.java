@@ -69,6 +69,15 @@ class AdminAuditTest {
         assertAction("pin", "duo-alpha", "duo-beta", "(pinned before: duo-beta)");
         admin("a-acme").body("{\"alias\":\"duo\"}").post("/admin/members/unpin").then().statusCode(200);
         assertAction("unpin", "", "duo-alpha", "Unpinned duo by admin key 'ops' (pinned before: duo-alpha)");
+        // unpinning an alias with nothing pinned, or pinning the pinned member again, changes nothing and records
+        // nothing ("Unpinned duo ... (pinned before: none)"; hunt28), as a drain of a drained member
+        String id = newest().get("id");
+        admin("a-acme").body("{\"alias\":\"duo\"}").post("/admin/members/unpin").then().statusCode(200);
+        assertEquals(id, newest().get("id"));
+        pin("duo-beta");
+        id = newest().get("id");
+        pin("duo-beta");
+        assertEquals(id, newest().get("id"));
     }
 
     @Test
