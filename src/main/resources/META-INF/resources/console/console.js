@@ -787,7 +787,8 @@ async function refresh() {
       slo.append(el('tr', { 'data-route': m.route },
         el('th', { scope: 'row', text: g.alias + ' / ' + m.route }),
         el('td', { class: 'slo-' + m.slo.status, text: m.slo.status }),
-        el('td', { text: m.slo.decode_tokens_per_second.toFixed(1) }),
+        // never measured (no answer of two tokens or more yet, nor a capacity report): no speed, as the TTFT cell
+        el('td', { text: m.slo.decode_tokens_per_second > 0 ? m.slo.decode_tokens_per_second.toFixed(1) : '—' }),
         el('td', { text: '≥ ' + m.slo.target_decode_tokens_per_second }),
         el('td', { text: m.measured ? m.slo.ttft_standard_ms.toFixed(0) : '—' }),
         el('td', { text: '≤ ' + m.slo.target_first_token_ms }),
