@@ -543,6 +543,16 @@ await run(browser, 'console', 'failure.png', async () => {
     + 'admin key \'ops\' (it was \'fail:browser operator\')' }).first().waitFor({ timeout: 5000 });
   ok('the audit log shows the operator\'s verdict cleared');
 
+  // an embeddings member has no speed targets but a verdict, drawn with its Clear button as a chat member's (hunt28)
+  const vectorsVerdict = page.locator('#slo-table td[data-cell="verification"][data-route="vectors-alpha"]');
+  await adminPut('/admin/routes/verification', { route: 'vectors-alpha', verification: 'fail:browser vectors' });
+  await vectorsVerdict.filter({ hasText: 'fail:browser vectors (set by an operator)' }).waitFor({ timeout: 8000 });
+  await page.getByRole('button', { name: 'Clear the operator\'s verification of vectors-alpha' }).click();
+  await page.locator('#status').filter({ hasText: 'Cleared the operator\'s verification of vectors-alpha' })
+    .waitFor({ timeout: 5000 });
+  await vectorsVerdict.filter({ hasNotText: 'fail:browser vectors' }).waitFor({ timeout: 5000 });
+  ok('an embeddings member\'s verdict is shown and cleared in the SLO table');
+
   // explain: the prefilled body for the first chat alias, a body that keeps panel-beta out, then bad JSON
   const groups = await (await fetch(base + '/admin/groups', { headers: { authorization: 'Bearer a-acme' } })).json();
   const firstChat = groups.groups.find(g => g.members.some(m => !m.embeddings));

@@ -783,7 +783,16 @@ async function refresh() {
         c.usage.textContent = (m.usage.prompt_tokens + m.usage.completion_tokens).toLocaleString();
         c.accuracy.textContent = accuracyText(ed.current, m);
       }
-      if (m.embeddings) continue;
+      if (m.embeddings) {
+        // no speed targets (no decode, no first token), but a verdict: the prober's known-answer check of its vectors
+        // or an operator's, with its Clear button (it was drawn nowhere; hunt28)
+        slo.append(el('tr', { 'data-route': m.route },
+          el('th', { scope: 'row', text: g.alias + ' / ' + m.route }),
+          el('td', { colspan: '5', class: 'slo-embeddings', text: 'embeddings: no speed targets' }),
+          verificationCell(m),
+          el('td', { text: m.standing })));
+        continue;
+      }
       slo.append(el('tr', { 'data-route': m.route },
         el('th', { scope: 'row', text: g.alias + ' / ' + m.route }),
         el('td', { class: 'slo-' + m.slo.status, text: m.slo.status }),
