@@ -13,8 +13,8 @@ import java.util.stream.StreamSupport;
 /**
  * How a resumed attempt asks a route to continue the text already delivered. Prefill methods continue exactly;
  * {@link #INSTRUCTION} asks in words and needs overlap trimming. A JSON mode ({@code response_format} json_object or
- * json_schema) is left out of a continuation: its grammar would start a new object instead of finishing the one
- * delivered.
+ * json_schema) is left out of a continuation, as are vLLM's and SGLang's own constraints ({@link #GRAMMARS}): a
+ * grammar would start a new object instead of finishing the one delivered.
  */
 public enum ContinuationMethod {
     /** vLLM / SGLang: {@code continue_final_message: true, add_generation_prompt: false}. */
@@ -25,6 +25,10 @@ public enum ContinuationMethod {
     TRAILING_ASSISTANT,
     /** No prefill: the partial answer plus an instruction to continue; the re-emitted overlap is trimmed. */
     INSTRUCTION;
+
+    /** vLLM's and SGLang's constrained-decoding parameters: each constrains a continuation from its start. */
+    static final List<String> GRAMMARS = List.of("guided_json", "guided_regex", "guided_choice", "guided_grammar",
+            "structured_outputs", "regex", "ebnf", "json_schema");
 
     static final String INSTRUCTION_TEXT = "Continue exactly where your previous message stopped, mid-word if "
             + "needed. Do not repeat any of it and do not add any preamble.";
@@ -77,6 +81,7 @@ public enum ContinuationMethod {
         if ("json_object".equals(format.asText()) || "json_schema".equals(format.asText())) {
             body.remove("response_format");
         }
+        body.remove(GRAMMARS);   // vLLM's own constraints, restarted the same way (review27)
         switch (this) {
             case CONTINUE_FINAL_MESSAGE -> {
                 body.put("continue_final_message", true);

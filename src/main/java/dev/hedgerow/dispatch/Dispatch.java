@@ -165,8 +165,7 @@ final class Dispatch {
         this.progressNanos = startNanos;
         // the plan's candidates are the routes this request may use, best first (allow_fallbacks: false already
         // left only its order's providers, or its first choice): failover, hedges and resumes stay among them
-        this.routes = new RouteChoice(req.candidates(), settings.strategy(),
-                c -> deps.stillRouted().test(req.org(), c.route()));
+        this.routes = new RouteChoice(req.candidates(), settings.strategy(), this::stillRouted);
         this.health = new RouteHealth(deps.store(), deps.models(), settings, deps.ticker(), startNanos);
         this.probes = new ProbeSlots(deps.store());
         this.windows = new TimingWindows(req, stream);
@@ -1564,10 +1563,13 @@ final class Dispatch {
             return false;
         }
         int failuresHere = trail.failuresOn(a.cand.route().id());
-        PriorityRetry.Decision d = PriorityRetry.afterFailure(settings, req.candidates(), routes.triedIds(), a.cand,
+        // among the routes the catalog still lets the request take (review27: the tier's retry went to a route an
+        // operator had pinned another over since the request began)
+        PriorityRetry.Decision d = PriorityRetry.afterFailure(settings,
+                req.candidates().stream().filter(this::stillRouted).toList(), routes.triedIds(), a.cand,
                 failuresHere, id -> (int) attempts.stream().filter(x -> x.cand.id().equals(id)).count(), f.status(),
                 f.retryAfterMillis());
-        if (!(d instanceof PriorityRetry.Decision.Stay stay)) {
+        if (!(d instanceof PriorityRetry.Decision.Stay stay) || !stillRouted(stay.target())) {
             return false;
         }
         if (stay.delay().isZero()) {
@@ -1583,8 +1585,23 @@ final class Dispatch {
         if (finished || committed || liveCount() > 0) {
             return;
         }
+        if (!stillRouted(c)) {
+            // taken out by an operator during the wait: the next route the request may take, if any
+            Candidate next = routes.next();
+            if (next != null) {
+                launch(next, Kind.FAILOVER, null);
+            } else {
+                exhausted();
+            }
+            return;
+        }
         routes.untried(c);
         launch(c, Kind.FAILOVER, null);
+    }
+
+    /** Whether the catalog still lets this request take the route ({@link Dispatcher.Deps#stillRouted}). */
+    private boolean stillRouted(Candidate c) {
+        return deps.stillRouted().test(req.org(), c.route());
     }
 
     /**
@@ -1667,7 +1684,9 @@ final class Dispatch {
         long earliest = req.othersBackInMillis() == RoutePlan.NEVER ? RoutePlan.NEVER
                 : Math.max(0, req.othersBackInMillis() - elapsedMs(startNanos));
         for (Candidate c : req.candidates()) {
-            earliest = Math.min(earliest, health.backInMillis(c, now));
+            if (stillRouted(c)) {   // a route taken out by an operator since is not back for this alias at all
+                earliest = Math.min(earliest, health.backInMillis(c, now));
+            }
         }
         return RetryAdvice.after(earliest == 0 || earliest == RoutePlan.NEVER ? 1000 : earliest);
     }

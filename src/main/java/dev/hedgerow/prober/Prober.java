@@ -369,13 +369,14 @@ public final class Prober {
     /**
      * The verdict a failed probe gives: a status that fails verification ({@link #failedVerdict}), written, whether a
      * check was due or not (a passing verdict is not trusted past such an answer); else none (null). An embeddings
-     * route's probe is its known-answer check; a chat route's speed probe answered so, naming no field of its request
-     * it refused, is answered what its check would be (its key refused or forbidden, its model not found): the check
+     * route's probe is its known-answer check; a chat route's speed probe answered 401, 403 or 404, naming no field of
+     * its request it refused, is answered what its check would be (its key refused or forbidden, its model not found): the check
      * is not sent after a failed probe, so a route whose model was gone kept its passing verdict and its share of live
      * traffic, each request answered 404 (found by hunt28).
      */
     private Uni<String> failedCheck(Target t, ProbeOutcome.Failed f) {
-        String verdict = t.route.embeddings() || f.refused() == null ? failedVerdict(f) : null;
+        // a chat probe's 408 (a proxy or queue timing it out, most often for a moment) is left to the check
+        String verdict = t.route.embeddings() || f.refused() == null && f.status() != 408 ? failedVerdict(f) : null;
         return verdict == null ? Uni.createFrom().nullItem() : write(t, verdict);
     }
 
@@ -487,7 +488,10 @@ public final class Prober {
                 // Retry-After was dropped, and live requests and the next round went straight back (found by hunt28)
                 String verdict = failedVerdict(f);
                 Uni<?> counted = Uni.createFrom().voidItem();
-                if (f.status() / 100 != 4 || t.org.group(t.route.alias()).retry().routeFault(f.status())) {
+                // an answer's status only: a check not answered in time (status 0) is slow, not broken, as a speed
+                // probe's is (review27: a slow check cooled down a route whose probe had just answered)
+                if (f.status() > 0
+                        && (f.status() / 100 != 4 || t.org.group(t.route.alias()).retry().routeFault(f.status()))) {
                     GroupSettings.Breaker breaker = t.org.group(t.route.alias()).breaker();
                     counted = deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout(),
                             Duration.ofMillis(f.holdMillis())).onFailure().recoverWithNull();

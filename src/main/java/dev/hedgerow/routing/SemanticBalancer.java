@@ -18,8 +18,11 @@ final class SemanticBalancer implements Balancer {
 
     @Override
     public List<Candidate> order(List<Candidate> candidates, BalanceContext ctx) {
+        if (candidates.size() <= 1) {
+            return candidates;
+        }
         float[] prompt = ctx.embeddings().get("");
-        if (prompt == null || candidates.size() <= 1) {
+        if (prompt == null) {
             return unmatched(candidates, ctx);
         }
         List<SemanticMatcher.Candidate> members = new ArrayList<>(candidates.size());

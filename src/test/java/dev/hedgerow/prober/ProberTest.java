@@ -497,6 +497,22 @@ class ProberTest {
         assertEquals(1, s.fails(), "counted as a live 429 is");
     }
 
+    /**
+     * A known-answer check still being written when its time runs out is slow, not broken, as a speed probe is: it
+     * counts nothing against the route (review27: the check's breaker write cooled down a route whose speed probe had
+     * just answered).
+     */
+    @Test
+    void aSlowKnownAnswerCheckIsNotABreakerFailure() {
+        sims.get("alpha").enqueue("alpha-model", new Fault.IgnoreN());     // the speed probe: answered
+        sims.get("alpha").enqueue("alpha-model", Fault.stall(1, 3_000));   // the check: answered after ~3 s
+        RoundReport r = round(ProberConfig.defaults().withProbeTimeout(Duration.ofMillis(1500))
+                .withMinInterval(Duration.ZERO));
+        RouteSnapshot s = snapshot("chat-alpha");
+        assertEquals(0, s.fails(), "a slow check is no breaker failure: " + result(r, "chat-alpha"));
+        assertFalse(s.coolingDown(), "slow, not broken");
+    }
+
     @Test
     void aProbeThatTimesOutBeforeTheFirstTokenNeverMakesTheRouteLookFasterNorMeetTheTarget() {
         // beta takes 3 s to its first token; the probe has 800 ms, under both its prior (1 s) and the 5 s target.

@@ -19,9 +19,9 @@ import java.util.Map;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * A stream's resume goes only to a route the catalog lets the request take when it resumes: one an operator drained
- * (acknowledged) after the stream began is passed over. The resume took it from the list made
- * when the request began (found by hunt28, with suspensions by edit, moves and removals alike).
+ * A stream's resume, and a priority tier's retry, go only to a route the catalog lets the request take then: one an
+ * operator drained, or held out by pinning another, after the request began is passed over. Each took it from the list
+ * made when the request began (found by hunt28 and review27, with moves and removals alike).
  */
 class ResumeAfterEditTest {
     static final String YAML = """
@@ -35,15 +35,18 @@ class ResumeAfterEditTest {
                   - { id: r1, alias: chat, provider: alpha, model: m1, priority: 1 }
                   - { id: r2, alias: chat, provider: alpha, model: m2, priority: 2 }
                   - { id: r3, alias: chat, provider: alpha, model: m3, priority: 3 }
+                  - { id: t1, alias: tiers, provider: alpha, model: m1, priority: 1 }
+                  - { id: t2, alias: tiers, provider: alpha, model: m2, priority: 1 }
+                  - { id: t3, alias: tiers, provider: alpha, model: m3, priority: 2 }
                 groups:
                   chat: { strategy: priority, hedging: false, stall_floor: 1s }
+                  tiers: { strategy: priority, hedging: false, breaker: { max_fails: 5 } }
             """;
 
     @Test
     void aResumeAfterADrainWasAcknowledgedPassesOverTheDrainedRoute() {
         ModelScript m = ModelScript.defaults().withLength(30).withLatency(ModelScript.Latency.of(5, 200));
-        try (GatewayHarness gw = GatewayHarness.start(YAML, Map.of("alpha", SimConfig.of(1).withModel("m1", m)
-                .withModel("m2", m).withModel("m3", m)))) {
+        try (GatewayHarness gw = start(m)) {
             gw.sim("alpha").enqueue("m1", Fault.stall(3, 10_000));   // r1 goes silent after 3 tokens: resumed
             try (SseReader s = SseReader.post(gw.baseUrl() + "/v1/chat/completions", "k-acme",
                     "{\"model\":\"chat\",\"stream\":true,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
@@ -63,6 +66,40 @@ class ResumeAfterEditTest {
                 assertEquals(List.of("r3:success"), resumedOn, out);
                 assertEquals(0, gw.sim("alpha").stats("m2").received(), "nothing reached the drained route");
             }
+        }
+    }
+
+    static GatewayHarness start(ModelScript m) {
+        return GatewayHarness.start(YAML, Map.of("alpha", SimConfig.of(1).withModel("m1", m).withModel("m2", m)
+                .withModel("m3", m)));
+    }
+
+    /**
+     * Under {@code priority}, a failed top-tier attempt is retried on its tier (Kong) while its breaker allows: both
+     * top-tier routes answer 503 after 1.5 s, and meanwhile an operator pins the second tier's t3. The tier's retry
+     * went to t1 all the same, twice, and the answer came from a route pinned away (review27); now the request goes to
+     * t3.
+     */
+    @Test
+    void aTierRetryAfterAnotherRouteWasPinnedGoesToThePinnedRoute() throws Exception {
+        try (GatewayHarness gw = start(ModelScript.defaults().withLength(5))) {
+            Fault slow503 = new Fault.HttpError(503, "server_error", "overloaded", "busy", null, 1500);
+            gw.sim("alpha").enqueue("m1", slow503);
+            gw.sim("alpha").enqueue("m2", slow503);
+            java.util.concurrent.CompletableFuture<io.restassured.response.Response> answer =
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> io.restassured.RestAssured.given()
+                            .baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                            .body("{\"model\":\"tiers\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
+                            .post("/v1/chat/completions"));
+            dev.hedgerow.testsupport.Eventually.eventually(() -> gw.sim("alpha").stats("m1").received()
+                    + gw.sim("alpha").stats("m2").received() > 0, "the first attempt was sent");
+            Org org = gw.core().catalog().current().org("acme").orElseThrow();
+            new AdminService(gw.core()).pin(org, "t3", "ops").await().atMost(Duration.ofSeconds(5));
+            io.restassured.response.Response r = answer.get(20, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(200, r.statusCode(), r.asString());
+            assertEquals(1, gw.sim("alpha").stats("m1").received() + gw.sim("alpha").stats("m2").received(),
+                    "only the first attempt went to the top tier: " + r.header("x-hedgerow-attempts"));
+            assertEquals(1, gw.sim("alpha").stats("m3").received(), r.header("x-hedgerow-attempts"));
         }
     }
 }
