@@ -488,10 +488,10 @@ public final class Prober {
                 // Retry-After was dropped, and live requests and the next round went straight back (found by hunt28)
                 String verdict = failedVerdict(f);
                 Uni<?> counted = Uni.createFrom().voidItem();
-                // an answer's status only: a check not answered in time (status 0) is slow, not broken, as a speed
-                // probe's is (review27: a slow check cooled down a route whose probe had just answered)
-                if (f.status() > 0
-                        && (f.status() / 100 != 4 || t.org.group(t.route.alias()).retry().routeFault(f.status()))) {
+                // an error status only: a check not answered in time (status 0) is slow, not broken, as a speed
+                // probe's is (review27: a slow check cooled down a route whose probe had just answered), and a 200
+                // that is no usable answer (a thinking model's budget spent on its reasoning) is no failure either
+                if (f.status() >= 400 && t.org.group(t.route.alias()).retry().routeFault(f.status())) {
                     GroupSettings.Breaker breaker = t.org.group(t.route.alias()).breaker();
                     counted = deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout(),
                             Duration.ofMillis(f.holdMillis())).onFailure().recoverWithNull();
