@@ -192,7 +192,7 @@ final class Dispatch {
             deps.store().countRequest(req.org().id(), req.org().hedgeBudget().window()).subscribe().with(v -> { },
                     t -> { });
         }
-        Candidate first = routes.next();
+        Candidate first = routes.first();
         if (first == null) {
             finalError();
             return;

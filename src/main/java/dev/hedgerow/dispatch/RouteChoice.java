@@ -61,6 +61,20 @@ final class RouteChoice {
         return next(0);
     }
 
+    /**
+     * The first attempt's route: the best-ranked one, as planned moments ago. Not asked of the catalog: an edit that
+     * landed between the plan and this start refused the request with a misleading "half-open probe in flight"
+     * (the first full run's PartitionedEditTest); the plan was right when made, and later choices ask.
+     */
+    Candidate first() {
+        for (Candidate c : candidates) {
+            if (!tried.contains(c.id()) && fitsContext(c)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
     /** The next untried route whose declared context window takes {@code needed} tokens, in ranked order, or null. */
     private Candidate next(long needed) {
         for (Candidate c : candidates) {
@@ -139,7 +153,12 @@ final class RouteChoice {
      * the request take it.
      */
     private boolean fits(Candidate c) {
-        return (contextLimit < 0 || c.route().contextWindow() > contextLimit) && stillRouted.test(c);
+        return fitsContext(c) && stillRouted.test(c);
+    }
+
+    /** Whether the route's context window is larger than any a route refused the prompt at. */
+    private boolean fitsContext(Candidate c) {
+        return contextLimit < 0 || c.route().contextWindow() > contextLimit;
     }
 
     /** {@link #fits(Candidate)}, and its declared window takes {@code needed} tokens. */

@@ -163,6 +163,24 @@ class CoreReviewFindingsTest {
         return start(true, "", cands);
     }
 
+    /**
+     * An operator's edit that lands between a request's plan and its start (the catalog no longer lets it take the
+     * route it planned on) does not refuse it: the first attempt goes where the plan said, and only later choices ask
+     * the catalog. It was refused "half-open probe in flight" with no attempt made (the first full run's
+     * PartitionedEditTest, while an instance took another's edit).
+     */
+    @Test
+    void anEditBetweenThePlanAndTheStartDoesNotRefuseTheRequest() {
+        Dispatcher.Deps base = DispatchFixture.deps(upstream, store.proxy, scheduler, ticker, s -> s.length() / 4,
+                observer);
+        Dispatcher d = new Dispatcher(new Dispatcher.Deps(base.upstream(), base.store(), base.scheduler(),
+                base.ticker(), base.tokens(), base.observer(), base.models(), base.clock(), (o, r) -> false));
+        d.start(request(true, "", healthy("chat-a"), healthy("chat-b")), client);
+        assertEquals(1, upstream.calls.size(), "the planned route was called");
+        upstream.last().head().content("Hello").finish();
+        assertEquals("Hello", Sse.content(sink.text()));
+    }
+
     // ---- 1. a hedge whose half-open slot is granted after the race was decided ------------------------------
 
     /**
