@@ -47,12 +47,9 @@ public final class Balancers {
 
     /** {@link #weighted(List, Balancer.BalanceContext)} at {@code cursor}. */
     static List<Candidate> weighted(List<Candidate> cs, long cursor) {
-        List<String> order = SmoothWeightedSequence.of(ids(cs), id -> find(cs, id).route().weight())
-                .orderFrom(cursor, id -> true);
-        List<Candidate> out = new ArrayList<>(byIds(cs, order));
         // zero-weight members never take traffic first, but still serve as a last resort
-        cs.stream().filter(c -> !out.contains(c)).forEach(out::add);
-        return out;
+        return byIds(cs, SmoothWeightedSequence.of(ids(cs), id -> find(cs, id).route().weight())
+                .orderWithStandbys(cursor));
     }
 
     /**

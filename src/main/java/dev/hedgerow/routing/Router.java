@@ -227,7 +227,8 @@ public final class Router {
     /**
      * A request's rotations of the group's own ({@link Balancer.BalanceContext#rotation}), on this instance's
      * {@link SubsetCursors} under {@code prefix} (the org and alias): each is moved at most once a request, whatever
-     * number of times the balancer asks for it.
+     * number of times the balancer asks for it (a HashMap makes its table at the first put: only the semantic balancer
+     * asks, so other requests pay for the empty map alone).
      */
     private java.util.function.ToLongFunction<String> ownRotations(String prefix) {
         Map<String, Long> taken = new java.util.HashMap<>(4);

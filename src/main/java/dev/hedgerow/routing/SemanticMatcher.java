@@ -109,19 +109,8 @@ public final class SemanticMatcher {
          * found by hunt27); all standbys: in the given order.
          */
         List<String> order(long cursor) {
-            if (weights.size() == 1) {
-                return List.copyOf(weights.keySet());
-            }
-            List<String> out = new ArrayList<>(weights.size());
-            if (weights.values().stream().anyMatch(w -> w > 0)) {
-                out.addAll(SmoothWeightedSequence.of(weights).orderFrom(cursor, m -> true));
-            }
-            weights.forEach((m, w) -> {
-                if (!out.contains(m)) {
-                    out.add(m);
-                }
-            });
-            return out;
+            return weights.size() == 1 ? List.copyOf(weights.keySet())
+                    : SmoothWeightedSequence.of(weights).orderWithStandbys(cursor);
         }
     }
 }

@@ -123,6 +123,20 @@ public final class SmoothWeightedSequence {
     }
 
     /**
+     * {@link #orderFrom} over every member, then the members with no share (weight ≤ 0: standbys, never first but a
+     * last resort) in their given order: the whole order a weighted group fails over in.
+     */
+    public List<String> orderWithStandbys(long cursor) {
+        List<String> out = new ArrayList<>(orderFrom(cursor, m -> true));
+        weights.keySet().forEach(m -> {
+            if (!out.contains(m)) {
+                out.add(m);
+            }
+        });
+        return out;
+    }
+
+    /**
      * The failover order for this request: {@link #pick} first, then the other available positive-weight members
      * by weight descending (the given order on ties), as Trifrost's {@code weighted} strategy orders failover.
      */
