@@ -491,8 +491,9 @@ public final class Prober {
                 // an error status only: a check not answered in time (status 0) is slow, not broken, as a speed
                 // probe's is (review27: a slow check cooled down a route whose probe had just answered), and a 200
                 // that is no usable answer (a thinking model's budget spent on its reasoning) is no failure either
-                if (f.status() >= 400 && t.org.group(t.route.alias()).retry().routeFault(f.status())) {
-                    GroupSettings.Breaker breaker = t.org.group(t.route.alias()).breaker();
+                GroupSettings group = t.org.group(t.route.alias());
+                if (group.retry().routeFault(f.status())) {   // an error status: never 0 (a timeout) nor a 200
+                    GroupSettings.Breaker breaker = group.breaker();
                     counted = deps.store().recordFailure(t.key(), breaker.threshold(), breaker.failTimeout(),
                             Duration.ofMillis(f.holdMillis())).onFailure().recoverWithNull();
                 }

@@ -101,20 +101,13 @@ public final class LearnedModels implements RouteModels {
             return before.contains(shown);
         }
 
-        /** The values this one was stepped over: {@code from}, then (chained from own) own's. */
-        static List<String> chain(String from, Local own) {
+        /** The values a value stepped from {@code from} was stepped over: {@code from}, then {@code earlier}; 8 at most. */
+        static List<String> over(String from, List<String> earlier) {
             List<String> out = new ArrayList<>(8);
             if (from != null) {
                 out.add(from);
             }
-            if (own != null && own.value().equals(from)) {
-                for (String v : own.before()) {
-                    if (out.size() >= 8) {
-                        break;
-                    }
-                    out.add(v);
-                }
-            }
+            earlier.stream().limit(8 - out.size()).forEach(out::add);
             return List.copyOf(out);
         }
     }
@@ -530,7 +523,9 @@ public final class LearnedModels implements RouteModels {
             if (value == from) { // the step changed nothing: nothing to keep or write
                 return;
             }
-            next = new Local(value, clock.millis(), Local.chain(from, current));
+            // chained from its own copy, it carries that copy's history on; from the snapshot, none of it
+            next = new Local(value, clock.millis(), Local.over(from,
+                    current != null && current.value().equals(from) ? current.before() : List.of()));
             steppedFrom = from;
         } while (!ref.compareAndSet(current, next));
         AtomicReference<Local> copy = ref;
@@ -538,9 +533,7 @@ public final class LearnedModels implements RouteModels {
         UnaryOperator<String> again = held -> {
             String value = step.apply(held);
             Local mine = ours.get();
-            List<String> was = new ArrayList<>(Local.chain(held, null));
-            mine.before().stream().limit(7).forEach(was::add);
-            Local merged = new Local(value, clock.millis(), List.copyOf(was));
+            Local merged = new Local(value, clock.millis(), Local.over(held, mine.before()));
             if (value != held && copy.compareAndSet(mine, merged)) { // unless this instance stepped it since
                 ours.compareAndSet(mine, merged);
             }
