@@ -60,6 +60,7 @@ public class StateHealth implements AsyncHealthCheck {
                     .withData("dropped_releases", r.droppedReleases())
                     .withData("lost_edits", r.lostEdits())
                     .withData("restored_flags", r.restoredFlags())
+                    .withData("restored_orgs", r.restoredOrgs())
                     .withData("learned_conflicts", r.learnedConflicts())
                     .withData("learned_dropped", r.learnedDropped());
             if (r.degraded()) {

@@ -365,7 +365,8 @@ final class RedisScripts {
 
     /**
      * Catalog compare-and-set. KEYS: catalog hash, version. ARGV: expected, json, source, hasSource (1/0), the
-     * file's revision (0: none, and no field), the org's own source hash ("": none, and no field). Returns the new
+     * file's revision (0: none, and no field), the org's own source hash ("": none, and no field), the version a
+     * written-back org had before the store lost it (0: not a write-back, and no field). Returns the new
      * version, or -1 when the stored version is not the expected one. A first write takes the server's clock in
      * milliseconds as its version (see {@link StateStore#putOrgCatalog}).
      */
@@ -392,6 +393,11 @@ final class RedisScripts {
               redis.call('HSET', KEYS[1], 'org_source', ARGV[6])
             else
               redis.call('HDEL', KEYS[1], 'org_source')
+            end
+            if ARGV[7] ~= '0' then
+              redis.call('HSET', KEYS[1], 'restored_from', ARGV[7])
+            else
+              redis.call('HDEL', KEYS[1], 'restored_from')
             end
             redis.call('SET', KEYS[2], nv)
             return nv

@@ -99,7 +99,7 @@ public final class RedisStateStore implements StateStore {
     @Override
     public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
         Request req = Request.cmd(Command.HMGET).arg(StateKeys.catalog(orgId)).arg("json").arg("source").arg("version")
-                .arg("revision").arg("org_source");
+                .arg("revision").arg("org_source").arg("restored_from");
         return send(req).map(r -> {
             if (r == null || r.get(0) == null || r.get(2) == null) {
                 return Optional.empty();
@@ -107,8 +107,9 @@ public final class RedisStateStore implements StateStore {
             String source = r.get(1) == null ? null : r.get(1).toString();
             long revision = r.get(3) == null ? 0 : r.get(3).toLong(); // none: stored before revisions, or no revision
             String orgSource = r.get(4) == null ? null : r.get(4).toString();
+            long restoredFrom = r.get(5) == null ? 0 : r.get(5).toLong();
             return Optional.of(new VersionedDoc(r.get(0).toString(), source, orgSource, revision,
-                    r.get(2).toLong()));
+                    r.get(2).toLong(), restoredFrom));
         });
     }
 
@@ -121,7 +122,8 @@ public final class RedisStateStore implements StateStore {
                         List.of(StateKeys.catalog(orgId), StateKeys.catalogVersion(orgId)),
                         Long.toString(expectedVersion), doc.json(),
                         doc.sourceHash() == null ? "" : doc.sourceHash(), doc.sourceHash() == null ? "0" : "1",
-                        Long.toString(doc.revision()), doc.orgHash() == null ? "" : doc.orgHash()))
+                        Long.toString(doc.revision()), doc.orgHash() == null ? "" : doc.orgHash(),
+                        Long.toString(doc.restoredFrom())))
                 .map(r -> r.toLong() < 0 ? Optional.<Long>empty() : Optional.of(r.toLong()));
     }
 

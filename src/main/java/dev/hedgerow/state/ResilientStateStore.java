@@ -59,7 +59,9 @@ import java.util.function.Supplier;
  * read or written. During an outage catalog reads answer from the mirror (the instance keeps its orgs instead of
  * seeing an empty store), and when the store comes back without an org the mirror holds (a restarted Redis without
  * persistence), {@link #catalogVersions()} writes the org back before answering, so no instance ever drops an org
- * because Redis forgot it. An admin edit made during an outage is written to the mirror and kept as pending; before the
+ * because Redis forgot it. A write-back is marked with the version the org had before the loss, and an instance
+ * holding a later one (an edit the first instance to write back had not read yet) writes its own over it, counted in
+ * {@link #restoredOrgs()}. An admin edit made during an outage is written to the mirror and kept as pending; before the
  * next catalog read from the shared store it is written there, compare-and-set, if the stored org is still the one
  * the edit was made on (by content: a Redis that restarted empty and was re-seeded by another instance holds the same
  * org under another version) or one this instance made on the way (a write the store did not answer in time may have
@@ -167,6 +169,7 @@ public final class ResilientStateStore implements StateStore {
     /** Flags being written back ({@link #restoreLost}), so that concurrent snapshots write each once. */
     private final Set<FlagKey> restoring = ConcurrentHashMap.newKeySet();
     private final AtomicLong restoredFlags = new AtomicLong();
+    private final AtomicLong restoredOrgs = new AtomicLong();
     private volatile java.util.function.Consumer<LostEdit> lostEditListener = lost -> { };
     /** Times the operator flags set during an outage ({@link PendingFlag}). */
     private final Ticker ticker;
@@ -279,6 +282,14 @@ public final class ResilientStateStore implements StateStore {
     /** Operator flags the shared store had lost that this instance wrote back (see the class comment). */
     public long restoredFlags() {
         return restoredFlags.get();
+    }
+
+    /**
+     * Orgs this instance wrote back over an older copy of them that another instance had written back first, after the
+     * shared store lost them (see {@link #orgCatalog}).
+     */
+    public long restoredOrgs() {
+        return restoredOrgs.get();
     }
 
     /** Learned writes the shared store found changed under them ({@link RedisStateStore#learnedConflicts()}). */
@@ -465,10 +476,39 @@ public final class ResilientStateStore implements StateStore {
 
     /**
      * Writes a mirrored org back: a CAS on version 0, so when several instances do it one wins, and the store gives it
-     * a version no instance holds (see {@link StateStore#putOrgCatalog}), so every other instance reloads it.
+     * a version no instance holds (see {@link StateStore#putOrgCatalog}), so every other instance reloads it. It is
+     * marked with the version it had here ({@link VersionedDoc#writtenBack}): the instance that won may have held an
+     * older copy than another (an edit made less than a poll before the loss), which that one then writes over it
+     * ({@link #newerThanWrittenBack}).
      */
     private Uni<Optional<Long>> reseed(String orgId, VersionedDoc held) {
-        return shared.putOrgCatalog(orgId, held, 0);
+        return shared.putOrgCatalog(orgId, held.writtenBack(), 0);
+    }
+
+    /**
+     * The stored org {@code stored} as this instance takes it: when another instance wrote it back after the store
+     * lost it, from a copy older than this instance's mirror (an admin edit acknowledged here less than a poll before
+     * the loss, which that instance had not read yet), this instance's copy is written over it, compare-and-set on the
+     * written-back version, and the store read again. The edit was lost otherwise, every instance reloading the older
+     * copy, with nothing said (found by hunt28-b: 2 of 5 restarts). Only a write-back no one edited since is replaced
+     * (an edit clears the mark): an operator's edit of the older copy is a later edit, and holds.
+     */
+    private Uni<Optional<VersionedDoc>> newerThanWrittenBack(String orgId, Optional<VersionedDoc> stored) {
+        VersionedDoc held = catalogMirror.get(orgId);
+        if (stored.isEmpty() || stored.get().restoredFrom() <= 0 || held == null || held.version() <= 0
+                || held.lineage() <= stored.get().restoredFrom() || held.json().equals(stored.get().json())) {
+            return Uni.createFrom().item(stored);
+        }
+        long older = stored.get().restoredFrom();
+        return shared.putOrgCatalog(orgId, held.writtenBack(), stored.get().version()).flatMap(written -> {
+            if (written.isPresent()) {
+                restoredOrgs.incrementAndGet();
+                log.log(System.Logger.Level.WARNING, "org " + orgId + " was written back to the shared state store "
+                        + "(a Redis restarted without its data?) from an older copy (version " + older + ") than this "
+                        + "instance's (version " + held.lineage() + "): this one is written over it");
+            }
+            return shared.orgCatalog(orgId);
+        });
     }
 
     private Uni<Map<String, Long>> mirrorVersions() {
@@ -485,7 +525,7 @@ public final class ResilientStateStore implements StateStore {
     public Uni<Optional<VersionedDoc>> orgCatalog(String orgId) {
         return call(() -> writePendingEdits().flatMap(v -> shared.orgCatalog(orgId)).flatMap(d -> {
                     VersionedDoc held = catalogMirror.get(orgId);
-                    return d.isPresent() || held == null ? Uni.createFrom().item(d)
+                    return d.isPresent() || held == null ? newerThanWrittenBack(orgId, d)
                             : reseed(orgId, held).flatMap(v -> shared.orgCatalog(orgId));
                 }).map(d -> new Answer<>(d, true)),
                 () -> Uni.createFrom().item(new Answer<>(Optional.ofNullable(catalogMirror.get(orgId)), false)))

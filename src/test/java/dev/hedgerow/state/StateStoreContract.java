@@ -957,6 +957,17 @@ abstract class StateStoreContract {
         assertEquals(Optional.of(new VersionedDoc("{}", "h", 0, v + 1)), await(store().orgCatalog(org)));
     }
 
+    /** A write-back's mark (the version the org had before a loss) is kept, and dropped by the next write. */
+    @Test
+    void catalogKeepsAWriteBacksMarkUntilTheNextWrite() {
+        String org = id("org");
+        long v = created(org, new VersionedDoc("{}", "h", null, 0, 41, 0).writtenBack());
+        assertEquals(Optional.of(new VersionedDoc("{}", "h", null, 0, v, 41)), await(store().orgCatalog(org)));
+        assertEquals(41, await(store().orgCatalog(org)).orElseThrow().lineage());
+        await(store().putOrgCatalog(org, new VersionedDoc("{\"e\":1}", "h", 0, 0), v));
+        assertEquals(Optional.of(new VersionedDoc("{\"e\":1}", "h", 0, v + 1)), await(store().orgCatalog(org)));
+    }
+
     @Test
     void catalogVersionsListEveryStoredOrg() {
         String a = id("org");
