@@ -14,6 +14,7 @@ import dev.hedgerow.dispatch.Attempt.Kind;
 import dev.hedgerow.routing.Candidate;
 import dev.hedgerow.routing.Generation;
 import dev.hedgerow.routing.RoutePlan;
+import dev.hedgerow.state.RouteSnapshot;
 import dev.hedgerow.state.UsageSample;
 import dev.hedgerow.time.Cancellable;
 import dev.hedgerow.upstream.SseEvent;
@@ -1197,6 +1198,33 @@ final class Dispatch {
             return;
         }
         broken = failed;
+        // the state the request planned on may be minutes old: read it again before choosing (found by hunt28)
+        List<String> ids = req.candidates().stream().map(Candidate::id).toList();
+        deps.store().snapshot(ids, settings.balancer().usageWindow()).subscribe().with(
+                states -> resumeOn(failed, cause, cls, states),
+                t -> resumeOn(failed, cause, cls, java.util.Map.of()));
+    }
+
+    /**
+     * Resumes the stream that broke on {@code failed}, choosing with the routes' state read now ({@code states}; none
+     * when it could not be read): a route an operator suspended, that failed verification, or whose breaker opened or
+     * provider asked for a wait since the request began is not taken (the broken route's own cooldown, most likely
+     * opened by this break, leaves it the last resort it was). A resume went to such a route from the state read when
+     * the request began (found by hunt28: the gap left when resumes began asking the catalog).
+     */
+    private synchronized void resumeOn(Candidate failed, String cause, String cls,
+                                       java.util.Map<String, RouteSnapshot> states) {
+        if (finished) {
+            return;
+        }
+        Set<String> out = new HashSet<>();
+        states.forEach((id, s) -> {
+            if (dev.hedgerow.routing.Router.standing(s) != null
+                    || (!id.equals(failed.id()) && (s.coolingDown() || s.retryAfterMillis() > 0))) {
+                out.add(id);
+            }
+        });
+        routes.heldOut(out);
         Candidate next = resumeTarget(failed);
         if (next == null) {
             endWithErrorEvent("The stream failed (" + cause + ") and no other route can resume it.");

@@ -20,6 +20,8 @@ final class RouteChoice {
     private final Predicate<Candidate> stillRouted;
     private final Set<String> tried = new HashSet<>();
     private int contextLimit = -1;
+    /** Routes the shared state held out when last read (at a resume), whatever the plan saw. */
+    private Set<String> heldOut = Set.of();
 
     RouteChoice(List<Candidate> candidates, Strategy strategy) {
         this(candidates, strategy, c -> true);
@@ -54,6 +56,14 @@ final class RouteChoice {
     /** A route refused the prompt as too long: only routes with a larger context window are tried from now on. */
     void contextExceeded(int contextWindow) {
         contextLimit = Math.max(contextLimit, contextWindow);
+    }
+
+    /**
+     * The routes the state read now holds out (an operator's suspension, a failed verification, a cooldown or a
+     * provider's wait given since the plan): no choice from now on takes them.
+     */
+    void heldOut(Set<String> ids) {
+        heldOut = Set.copyOf(ids);
     }
 
     /** The next untried route, in ranked order, or null. */
@@ -149,11 +159,11 @@ final class RouteChoice {
     }
 
     /**
-     * Whether the route's context window is larger than any a route refused the prompt at, and the catalog still lets
-     * the request take it.
+     * Whether the route's context window is larger than any a route refused the prompt at, the state last read does not
+     * hold it out, and the catalog still lets the request take it.
      */
     private boolean fits(Candidate c) {
-        return fitsContext(c) && stillRouted.test(c);
+        return fitsContext(c) && !heldOut.contains(c.id()) && stillRouted.test(c);
     }
 
     /** Whether the route's context window is larger than any a route refused the prompt at. */

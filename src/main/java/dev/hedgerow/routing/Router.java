@@ -471,7 +471,7 @@ public final class Router {
     }
 
     /** Why the route's standing excludes it (failing verification, operator not in good standing), or null. */
-    static String standing(RouteSnapshot s) {
+    public static String standing(RouteSnapshot s) {
         if (failingVerification(s)) {
             return "failing verification";
         }
