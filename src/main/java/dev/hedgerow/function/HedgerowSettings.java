@@ -96,6 +96,7 @@ public final class HedgerowSettings implements ConfigSourceInterceptorFactory {
             new Setting("hedgerow.jit.idle-priority", Kind.FLAG),
             new Setting("hedgerow.jit.warm-requests", Kind.LONG),
             new Setting("hedgerow.gateway.body-limit", Kind.LONG),
+            new Setting("hedgerow.gateway.body-timeout", Kind.DURATION),
             new Setting("hedgerow.prober.interval", Kind.DURATION),
             new Setting("hedgerow.prober.concurrency", Kind.INT),
             new Setting("hedgerow.prober.timeout", Kind.DURATION),

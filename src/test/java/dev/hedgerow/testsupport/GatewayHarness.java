@@ -107,6 +107,15 @@ public final class GatewayHarness implements AutoCloseable {
                 null, ProviderUrls::metadataReason, bodyLimit, Clock.systemUTC());
     }
 
+    /** Like {@link #start(String, Map)} with another request body timeout than production's 60 s. */
+    public static GatewayHarness startWithBodyTimeout(String yaml, Map<String, SimConfig> providers,
+                                                      Duration bodyTimeout) {
+        Vertx vertx = Vertx.vertx();
+        return start(vertx, true, yaml, startSims(vertx, providers), true, new MemoryStateStore(Ticker.system()),
+                null, ProviderUrls::metadataReason, BODY_LIMIT, SecretBox.ephemeral(), Clock.systemUTC(),
+                Ticker.system(), bodyTimeout);
+    }
+
     public static GatewayHarness start(Vertx vertx, String yaml, Map<String, SimServer> sims, StateStore store) {
         return start(vertx, yaml, sims, store, ProviderUrls::metadataReason);
     }
@@ -174,6 +183,15 @@ public final class GatewayHarness implements AutoCloseable {
                                         BiConsumer<Router, Supplier<Hedgerow>> mounts,
                                         Function<String, String> blockedPeer, int bodyLimit, SecretBox secrets,
                                         InstantSource clock, Ticker ticker) {
+        return start(vertx, ownsVertx, yaml, sims, ownsSims, store, mounts, blockedPeer, bodyLimit, secrets, clock,
+                ticker, Duration.ofSeconds(60));
+    }
+
+    private static GatewayHarness start(Vertx vertx, boolean ownsVertx, String yaml, Map<String, SimServer> sims,
+                                        boolean ownsSims, StateStore store,
+                                        BiConsumer<Router, Supplier<Hedgerow>> mounts,
+                                        Function<String, String> blockedPeer, int bodyLimit, SecretBox secrets,
+                                        InstantSource clock, Ticker ticker, Duration bodyTimeout) {
         Map<String, String> env = new HashMap<>();
         sims.forEach((id, s) -> {
             String name = "SIM_" + id.toUpperCase(Locale.ROOT).replace('-', '_');
@@ -192,7 +210,7 @@ public final class GatewayHarness implements AutoCloseable {
         core.catalog().publish(loaded).await().atMost(Duration.ofSeconds(10));
         core.catalog().startPolling(new VertxScheduler(vertx), Duration.ofMillis(200));
         Router router = Router.router(vertx);
-        new GatewayRoutes(() -> core, () -> metrics, bodyLimit).mount(router);
+        new GatewayRoutes(() -> core, () -> metrics, bodyLimit, bodyTimeout).mount(router);
         if (mounts != null) {
             mounts.accept(router, () -> core);
         }

@@ -19,9 +19,12 @@ public class GatewayFunction {
     @ConfigProperty(name = "hedgerow.gateway.body-limit", defaultValue = DEFAULT_BODY_LIMIT)
     long bodyLimit;
 
+    @ConfigProperty(name = "hedgerow.gateway.body-timeout", defaultValue = GatewayRoutes.DEFAULT_BODY_TIMEOUT)
+    java.time.Duration bodyTimeout;
+
     void mount(@Observes Router router) {
         if (app.functions().has("gateway")) {
-            new GatewayRoutes(app::core, app::metrics, bodyLimit).mount(router);
+            new GatewayRoutes(app::core, app::metrics, bodyLimit, bodyTimeout).mount(router);
         }
     }
 }

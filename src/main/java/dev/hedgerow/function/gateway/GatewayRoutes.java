@@ -84,12 +84,30 @@ public final class GatewayRoutes {
     private final Supplier<Hedgerow> core;
     private final Supplier<GatewayMetrics> metrics;
     private final long bodyLimit;
+    private final java.time.Duration bodyTimeout;
+
+    /** The default of {@code hedgerow.gateway.body-timeout}. */
+    public static final String DEFAULT_BODY_TIMEOUT = "60s";
 
     public GatewayRoutes(Supplier<Hedgerow> core, Supplier<GatewayMetrics> metrics, long bodyLimit) {
+        this(core, metrics, bodyLimit, java.time.Duration.ofSeconds(60));
+    }
+
+    /**
+     * @param bodyLimit   the largest request body read, in bytes
+     * @param bodyTimeout the longest a caller may take to send its body, from its head (a body sent slower holds
+     *                    a connection and up to {@code bodyLimit} of memory: answered 408 and closed)
+     */
+    public GatewayRoutes(Supplier<Hedgerow> core, Supplier<GatewayMetrics> metrics, long bodyLimit,
+                         java.time.Duration bodyTimeout) {
         this.core = core;
         this.metrics = metrics;
         this.bodyLimit = bodyLimit;
+        this.bodyTimeout = bodyTimeout;
     }
+
+    /** Where the key guard leaves the caller it found, for the handler after the body. */
+    private static final String CALLER = "hedgerow.caller";
 
     public void mount(Router router) {
         for (String path : new String[]{"/v1/*", "/models/*"}) {
@@ -104,18 +122,21 @@ public final class GatewayRoutes {
         // the guard first (a platform handler may precede the body handler): an oversized header block is refused
         // before its body is read
         PlatformHandler guard = GatewayRoutes::headerGuard;
+        // then the key, still before the body: an unknown caller's body is never read (130 unauthenticated 8 MiB
+        // bodies held open filled a 1 GiB heap for good; found by hunt29-d), and a known one's must come in time
+        PlatformHandler key = this::keyGuard;
         // a declared length over the limit is refused before anything else reads the request (Quarkus' own check of
         // its larger limit would answer a bare 413)
         JsonReplies.refuseDeclaredOversize(router, JsonReplies.EDGE_SIZE_GUARD_ORDER, bodyLimit,
                 "/v1/chat/completions", "/models/:alias/v1/chat/completions", "/v1/embeddings",
                 "/models/:alias/v1/embeddings");
-        router.post("/v1/chat/completions").handler(guard).handler(body)
+        router.post("/v1/chat/completions").handler(guard).handler(key).handler(body)
                 .handler(ctx -> serve(ctx, null, false)).failureHandler(failure);
-        router.post("/models/:alias/v1/chat/completions").handler(guard).handler(body)
+        router.post("/models/:alias/v1/chat/completions").handler(guard).handler(key).handler(body)
                 .handler(ctx -> serve(ctx, ctx.pathParam("alias"), false)).failureHandler(failure);
-        router.post("/v1/embeddings").handler(guard).handler(body)
+        router.post("/v1/embeddings").handler(guard).handler(key).handler(body)
                 .handler(ctx -> serve(ctx, null, true)).failureHandler(failure);
-        router.post("/models/:alias/v1/embeddings").handler(guard).handler(body)
+        router.post("/models/:alias/v1/embeddings").handler(guard).handler(key).handler(body)
                 .handler(ctx -> serve(ctx, ctx.pathParam("alias"), true)).failureHandler(failure);
         router.get("/v1/models").handler(guard).handler(this::models)
                 .failureHandler(failure);
@@ -243,6 +264,41 @@ public final class GatewayRoutes {
         ctx.next();
     }
 
+    /**
+     * Refuses a request whose key is no client key with its 401 before its body is read ({@link
+     * JsonReplies#refuseUnread}), and gives a known caller {@link #bodyTimeout} to send the body: one still coming
+     * then is answered 408 and its connection closed (a body trickled in held its connection, and its memory, for
+     * Quarkus' 30-minute idle timeout; hunt29-d).
+     */
+    private void keyGuard(RoutingContext ctx) {
+        Hedgerow h = core.get();
+        Optional<Catalog.Caller> caller = authenticate(h, ctx.request());
+        if (caller.isEmpty()) {
+            JsonReplies.refuseUnread(ctx, unauthorized(h, ctx.request()));
+            return;
+        }
+        ctx.put(CALLER, caller.get());
+        if (!ctx.request().isEnded()) {
+            long timer = ctx.vertx().setTimer(Math.max(1, bodyTimeout.toMillis()), id -> bodyTooSlow(ctx));
+            ctx.put(BODY_TIMER, timer);
+        }
+        ctx.next();
+    }
+
+    private static final String BODY_TIMER = "hedgerow.body-timer";
+
+    /** The body did not come within {@link #bodyTimeout}: 408 in the envelope, and the connection closed. */
+    private void bodyTooSlow(RoutingContext ctx) {
+        if (ctx.request().isEnded() || ctx.response().headWritten()) {
+            return;
+        }
+        ctx.response().putHeader("connection", "close");
+        JsonReplies.error(ctx.response(), new ApiError(408, "invalid_request_error", "request_timeout",
+                "The request body did not arrive within " + bodyTimeout.toSeconds() + " s.", null, null));
+        ctx.response().endHandler(v -> ctx.request().connection().close());
+        ctx.vertx().setTimer(1000, id -> ctx.request().connection().close());
+    }
+
     private static Optional<Catalog.Caller> authenticate(Hedgerow h, HttpServerRequest req) {
         return Keys.bearer(req.getHeader("authorization"))
                 .flatMap(key -> h.catalog().current().callerForKeyHash(Keys.sha256Hex(key)));
@@ -340,7 +396,12 @@ public final class GatewayRoutes {
         // every answer carries the id (requestId), refusals too: it is the one a blocked audit event records
         String requestId = resp.headers().get("x-hedgerow-request-id");
         Tally tally = Tally.of(ctx);
-        Optional<Catalog.Caller> caller = authenticate(h, httpReq);
+        Long bodyTimer = ctx.get(BODY_TIMER);
+        if (bodyTimer != null) {
+            ctx.vertx().cancelTimer(bodyTimer);
+        }
+        Catalog.Caller guarded = ctx.get(CALLER);
+        Optional<Catalog.Caller> caller = guarded != null ? Optional.of(guarded) : authenticate(h, httpReq);
         if (caller.isEmpty()) {
             JsonReplies.error(resp, unauthorized(h, httpReq));
             return;
