@@ -420,6 +420,7 @@ public final class GatewayRoutes {
         String routed = org.routing().routedAlias(pathAlias, httpReq::getHeader);
         String alias = org.routing().alias(routed);
         tally.alias = alias;
+        String[] named = {alias};   // the body's alias once parsed: what a refusal is audited under
         try {
             refuseEncoded(httpReq.getHeader("content-encoding"), httpReq.getHeader("transfer-encoding"));
             Buffer b = ctx.body().buffer();
@@ -428,39 +429,56 @@ public final class GatewayRoutes {
                 refuseMultipart(httpReq.getHeader("content-type"));
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
-            ApiRequest request = embeddings ? EmbeddingsRequest.parse(b.getBytes(), routed, org.routing()::alias)
-                    : ChatRequest.parse(b.getBytes(), routed, org.routing()::alias);
-            alias = request.model();
-            tally.alias = alias;
-            if (embeddings) {
-                dev.hedgerow.routing.Router.requireEmbeddingsAlias(org, alias);
-            } else {
-                dev.hedgerow.routing.Router.requireChatAlias(org, alias);
-            }
-            Map<String, String> headers = routingHeaders(httpReq, keyName);
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
-                RequestFacts facts = facts(h, org, request, headers);
+                ApiRequest request = parsed(h, org, b, routed, embeddings, named);
+                tally.alias = request.model();
+                RequestFacts facts = facts(h, org, request, routingHeaders(httpReq, keyName));
                 tally.pending = true;
                 route(h, org, keyName, request, facts, requestId, tally, resp);
             } else {
+                Map<String, String> headers = routingHeaders(httpReq, keyName);
                 tally.pending = true;
-                // a long prompt's BPE costs ~0.5 µs per character: megabytes of it would hold this event loop, and
-                // every other request on it, for seconds; a worker counts it and the loop carries on from there
-                ctx.vertx().executeBlocking(() -> facts(h, org, request, headers), false).onComplete(counted -> {
-                    if (counted.succeeded()) {
-                        route(h, org, keyName, request, counted.result(), requestId, tally, resp);
-                    } else if (counted.cause() instanceof RequestException e) {
+                // parsing megabytes of JSON (millions of nodes, each string checked for lone surrogates) and a long
+                // prompt's BPE (~0.5 µs per character) would hold this event loop, and every other org's requests on
+                // it, for seconds (found by hunt29-d: 5.7 s with four 8 MiB bodies of empty objects): a worker does
+                // both and the loop carries on from there
+                ctx.vertx().executeBlocking(() -> {
+                    ApiRequest request = parsed(h, org, b, routed, embeddings, named);
+                    return Map.entry(request, facts(h, org, request, headers));
+                }, false).onComplete(done -> {
+                    if (done.succeeded()) {
+                        tally.alias = done.result().getKey().model();
+                        route(h, org, keyName, done.result().getKey(), done.result().getValue(), requestId, tally,
+                                resp);
+                    } else if (done.cause() instanceof RequestException e) {
                         settle(tally);
-                        refuse(h, org, request.model(), requestId, resp, e);
+                        refuse(h, org, named[0] != null ? named[0] : e.alias(), requestId, resp, e);
                     } else {
                         settle(tally);
-                        internalError(resp, counted.cause());
+                        internalError(resp, done.cause());
                     }
                 });
             }
         } catch (RequestException e) {
-            refuse(h, org, alias != null ? alias : e.alias(), requestId, resp, e);
+            refuse(h, org, named[0] != null ? named[0] : e.alias(), requestId, resp, e);
         }
+    }
+
+    /**
+     * The request the body holds, its alias one the org serves for this kind of request; {@code named[0]} becomes the
+     * body's alias as soon as it is read.
+     */
+    private static ApiRequest parsed(Hedgerow h, Org org, Buffer b, String routed, boolean embeddings,
+                                     String[] named) {
+        ApiRequest request = embeddings ? EmbeddingsRequest.parse(b.getBytes(), routed, org.routing()::alias)
+                : ChatRequest.parse(b.getBytes(), routed, org.routing()::alias);
+        named[0] = request.model();
+        if (embeddings) {
+            dev.hedgerow.routing.Router.requireEmbeddingsAlias(org, request.model());
+        } else {
+            dev.hedgerow.routing.Router.requireChatAlias(org, request.model());
+        }
+        return request;
     }
 
     /**

@@ -64,4 +64,30 @@ class HugePromptTest {
                 .body("error.message", containsString("maximum context length is 100000 tokens. However, you"
                         + " requested " + expected + " tokens"));
     }
+
+    /**
+     * A body over the size the event loop parses itself is parsed on a worker (megabytes of JSON held a loop, and
+     * every other org's requests on it, for seconds; hunt29-d), and its refusals are the same as a small body's.
+     */
+    @Test
+    void aLargeBodyParsedOffTheLoopIsRefusedAsASmallOneIs() {
+        String pad = "x".repeat(64 * 1024);
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"nope\",\"messages\":[{\"role\":\"user\",\"content\":\"" + pad + "\"}]}")
+                .post("/v1/chat/completions").then().statusCode(404)
+                .body("error.code", equalTo("model_not_found"))
+                .body("error.message", containsString("nope"));
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"chat\",\"temperature\":3,\"messages\":[{\"role\":\"user\",\"content\":\""
+                        + pad + "\"}]}")
+                .post("/v1/chat/completions").then().statusCode(400)
+                .body("error.param", equalTo("temperature"));
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"" + pad
+                        + "\\ud83d\"}]}")
+                .post("/v1/chat/completions").then().statusCode(400);
+        given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                .body("{\"model\":\"chat\",\"messages\":[{\"role\":\"user\",\"content\":\"" + pad + "\"}]}")
+                .post("/v1/chat/completions").then().statusCode(200);
+    }
 }
