@@ -47,7 +47,20 @@ class InfraManifestsTest {
     static final List<String> FUNCTIONS = List.of("gateway", "prober", "console");
     /** Variables every function must be given on every platform. */
     static final Set<String> REQUIRED_ENV = Set.of("REDIS_URL", "HEDGEROW_CONFIG", "HEDGEROW_FUNCTION",
-            "HEDGEROW_REDIS_CLUSTER", "QUARKUS_HTTP_PORT");
+            "HEDGEROW_REDIS_CLUSTER", "QUARKUS_HTTP_PORT", "HEDGEROW_SECRET_KEY");
+
+    /**
+     * What each function's environment lists beyond {@link #REQUIRED_ENV}: the prober runs its rounds on the
+     * platform's schedule only (both platforms set it; a port from function.env without it got the in-process timer
+     * too; found by hunt29-a).
+     */
+    static Set<String> requiredEnv(String function) {
+        Set<String> out = new HashSet<>(REQUIRED_ENV);
+        if (function.equals("prober")) {
+            out.add("HEDGEROW_PROBER_INTERVAL");
+        }
+        return out;
+    }
 
     static Properties appProperties;
     static String portVariable;
@@ -144,7 +157,7 @@ class InfraManifestsTest {
     @ValueSource(strings = {"gateway", "prober", "console"})
     void functionEnvNamesAreOnesTheAppReads(String function) {
         Map<String, String> env = functionEnv(function);
-        assertEquals(REQUIRED_ENV, env.keySet());
+        assertEquals(requiredEnv(function), env.keySet());
         assertTrue(appEnvNames().containsAll(env.keySet()), appEnvNames() + " vs " + env.keySet());
         assertEquals(Functions.parse(function), Functions.parse(env.get("HEDGEROW_FUNCTION")));
         assertEquals(Integer.toString(appPort), env.get(portVariable));
@@ -182,6 +195,18 @@ class InfraManifestsTest {
         return env;
     }
 
+    /** The variables a container takes from the example Secret it names in {@code envFrom}. */
+    static Set<String> secretEnv(JsonNode container) {
+        JsonNode secret = yaml("infra/knative/secret.example.yaml");
+        Set<String> out = new HashSet<>();
+        container.path("envFrom").forEach(e -> {
+            if (e.path("secretRef").path("name").asText().equals(secret.path("metadata").path("name").asText())) {
+                secret.path("stringData").fieldNames().forEachRemaining(out::add);
+            }
+        });
+        return out;
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"gateway", "prober", "console"})
     void knativeServiceRunsTheFunctionOnTheAppsPortWithItsHealthPaths(String function) {
@@ -191,8 +216,9 @@ class InfraManifestsTest {
         assertEquals(healthPath("readiness"), c.path("readinessProbe").path("httpGet").path("path").asText());
         assertEquals(healthPath("liveness"), c.path("livenessProbe").path("httpGet").path("path").asText());
         Map<String, String> env = containerEnv(c);
+        Set<String> secrets = secretEnv(c);
         functionEnv(function).forEach((k, v) -> {
-            assertTrue(env.containsKey(k), function + " sets " + k);
+            assertTrue(env.containsKey(k) || v.isEmpty() && secrets.contains(k), function + " sets " + k);
             if (!v.isEmpty()) {
                 assertEquals(v, env.get(k), k);
             }
@@ -302,6 +328,22 @@ class InfraManifestsTest {
         assertEquals(Integer.toString(appPort), env.path("AWS_LWA_PORT").asText());
         assertEquals(Integer.toString(appPort), env.path(portVariable).asText());
         assertEquals(healthPath("readiness"), env.path("AWS_LWA_READINESS_CHECK_PATH").asText());
+    }
+
+    /**
+     * A Lambda runtime AWS still creates functions on: java17 (Amazon Linux 2) stopped taking creations on 2026-07-31
+     * and updates on 2026-08-31, and the template's deployment failed (cfn-lint E2533; found by hunt29-a). The jar is
+     * Java 17 bytecode, which both newer runtimes run.
+     */
+    @org.junit.jupiter.api.Test
+    void samFunctionsRunOnARuntimeLambdaStillCreates() {
+        String runtime = sam().path("Globals").path("Function").path("Runtime").asText();
+        assertTrue(Set.of("java21", "java25").contains(runtime), runtime);
+        sam().path("Resources").forEach(r -> {
+            if (r.path("Type").asText().equals("AWS::Serverless::Function")) {
+                assertTrue(r.path("Properties").path("Runtime").isMissingNode(), "every function takes the global one");
+            }
+        });
     }
 
     @ParameterizedTest
