@@ -51,7 +51,10 @@ import java.util.function.Supplier;
  * back to shared state; what was written locally meanwhile (cursors, usage, leases) is simply left behind, as all of
  * it is rebuilt from traffic, but a lease's release the shared store did not take is sent again there
  * ({@link #releaseLease}). Route health written locally (failure counts, cooldowns, probe slots, Retry-After holds)
- * is dropped from the local store as soon as the shared store answers a call again: from then on the routes are
+ * is dropped from the local store as soon as the shared store takes a health write of the route again (any answer is
+ * not enough: a Redis at its memory limit answers reads and refuses writes, and until it takes them the local
+ * cooldowns are laid over its snapshots, {@link #withLocalHealth}), or once it is no longer in force: from then on
+ * the routes are
  * judged there, and a verdict left behind would be out of date, yet back in force at the next outage (a route that has
  * served since, kept out for the rest of a cooldown from the last one).
  *
@@ -313,7 +316,7 @@ public final class ResilientStateStore implements StateStore {
 
     /** As {@link #call(Supplier, Supplier)}, the fallback told why the shared store did not answer. */
     private <T> Uni<T> call(Supplier<Uni<T>> onShared, Function<Throwable, Uni<T>> onLocal) {
-        return guarded(() -> onShared.get().invoke(this::sharedAnswered), onLocal);
+        return guarded(onShared, onLocal);
     }
 
     /** The shared store's call under the guard, or the local answer when it fails or the guard refuses it. */
@@ -418,22 +421,21 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
-     * The shared store answered: the route health the local store took meanwhile is dropped there (see the class
-     * comment). A route is forgotten before its reset is sent, and a local write adds its route only once it is done,
-     * so a write racing this is dropped at the next answer instead of being left behind.
+     * The shared store took a health write of the route: the health the local store took for it meanwhile is dropped
+     * there (see the class comment). Not any answer of the shared store: a Redis at its memory limit
+     * ({@code noeviction}) answers reads, and some writes (a lease's release), and refuses the rest, and each answer
+     * dropped the cooldowns its refused writes had left in the local store: a failing route took traffic every 2 s
+     * instead of once per {@code fail_timeout} (found by hunt29-c). A route is forgotten before its reset is sent,
+     * and a local write adds its route only once it is done, so a write racing this is dropped at the route's next
+     * write instead of being left behind.
      */
-    private void sharedAnswered() {
-        if (localHealth.isEmpty()) {
-            return;
-        }
-        for (String routeId : localHealth) {
-            if (localHealth.remove(routeId)) {
-                local.resetHealth(routeId).subscribe().with(v -> { }, t -> { });
-            }
+    private void healthTaken(String routeId) {
+        if (localHealth.remove(routeId)) {
+            local.resetHealth(routeId).subscribe().with(v -> { }, t -> { });
         }
     }
 
-    /** A health write on the local store, its route remembered once it is done (see {@link #sharedAnswered}). */
+    /** A health write on the local store, its route remembered once it is done (see {@link #healthTaken}). */
     private <T> Uni<T> localHealthWrite(String routeId, Uni<T> write) {
         return write.invoke(() -> localHealth.add(routeId));
     }
@@ -680,7 +682,42 @@ public final class ResilientStateStore implements StateStore {
     public Uni<Map<String, RouteSnapshot>> snapshot(Collection<String> routeIds, Duration usageWindow) {
         return call(() -> shared.snapshot(routeIds, usageWindow).map(s -> new Answer<>(s, true)),
                 () -> local.snapshot(routeIds, usageWindow).map(s -> new Answer<>(withFlagsHeld(s), false)))
-                .map(a -> a.shared() ? withFlagsKept(a.value()) : a.value());
+                .flatMap(a -> a.shared() ? withLocalHealth(withFlagsKept(a.value()), usageWindow)
+                        : Uni.createFrom().item(a.value()));
+    }
+
+    /**
+     * The shared store's snapshots with the route health this instance wrote locally since the shared store last took
+     * a write ({@link #localHealth}) laid over them while it is in force: a cooldown or a provider's hold the shared
+     * store did not take (it refused the write: a Redis at its memory limit answers reads all the same) still keeps
+     * the route out (hunt29-c). A route whose local health is no longer in force is dropped from the local store.
+     */
+    private Uni<Map<String, RouteSnapshot>> withLocalHealth(Map<String, RouteSnapshot> snapshots,
+                                                           Duration usageWindow) {
+        if (localHealth.isEmpty()) {
+            return Uni.createFrom().item(snapshots);
+        }
+        List<String> ids = snapshots.keySet().stream().filter(localHealth::contains).toList();
+        if (ids.isEmpty()) {
+            return Uni.createFrom().item(snapshots);
+        }
+        return local.snapshot(ids, usageWindow).map(held -> {
+            Map<String, RouteSnapshot> out = new HashMap<>(snapshots);
+            held.forEach((routeId, mine) -> {
+                if (!mine.coolingDown() && mine.retryAfterMillis() <= 0) {
+                    if (localHealth.remove(routeId)) {
+                        local.resetHealth(routeId).subscribe().with(v -> { }, t -> { });
+                    }
+                    return;
+                }
+                RouteSnapshot s = out.get(routeId);
+                out.put(routeId, new RouteSnapshot(routeId, s.coolingDown() || mine.coolingDown(),
+                        Math.max(s.cooldownRemainingMillis(), mine.cooldownRemainingMillis()),
+                        Math.max(s.fails(), mine.fails()), s.probeTaken(),
+                        Math.max(s.retryAfterMillis(), mine.retryAfterMillis()), s.inflight(), s.usage(), s.blobs()));
+            });
+            return out;
+        });
     }
 
     /**
@@ -835,13 +872,13 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
-        return call(() -> shared.recordFailure(routeId, maxFails, failTimeout, hold),
+        return call(() -> shared.recordFailure(routeId, maxFails, failTimeout, hold).invoke(() -> healthTaken(routeId)),
                 () -> localHealthWrite(routeId, local.recordFailure(routeId, maxFails, failTimeout, hold)));
     }
 
     @Override
     public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
-        return call(() -> shared.recordSuccess(routeId, maxFails, failTimeout),
+        return call(() -> shared.recordSuccess(routeId, maxFails, failTimeout).invoke(() -> healthTaken(routeId)),
                 () -> localHealthWrite(routeId, local.recordSuccess(routeId, maxFails, failTimeout)));
     }
 
@@ -854,7 +891,8 @@ public final class ResilientStateStore implements StateStore {
      */
     @Override
     public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
-        return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl, owner), e -> {
+        return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl, owner).invoke(() -> healthTaken(routeId)),
+                e -> {
             if (!isBreakerRefusal(e)) {
                 keepRelease(new ProbeRelease(routeId, owner));
             }
@@ -884,7 +922,10 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<Long> cooldownRemainingMillis(String routeId) {
-        return call(() -> shared.cooldownRemainingMillis(routeId), () -> local.cooldownRemainingMillis(routeId));
+        // as a snapshot: a cooldown the shared store did not take is in force all the same (withLocalHealth)
+        return call(() -> shared.cooldownRemainingMillis(routeId).flatMap(ms -> !localHealth.contains(routeId)
+                        ? Uni.createFrom().item(ms) : local.cooldownRemainingMillis(routeId).map(l -> Math.max(ms, l))),
+                () -> local.cooldownRemainingMillis(routeId));
     }
 
     @Override
@@ -1511,13 +1552,12 @@ public final class ResilientStateStore implements StateStore {
     @Override
     public Uni<Boolean> ping() {
         // Redis's ping answers false when Redis does not: for the guard that is a failed call (a success would count
-        // towards closing it, so readiness polls alone closed it during an outage), and no answer to drop local
-        // health on
+        // towards closing it, so readiness polls alone closed it during an outage); an answer leaves the local route
+        // health as it is (see healthTaken)
         return guarded(() -> shared.ping().map(up -> {
             if (!up) {
                 throw new IllegalStateException(pingFailure());
             }
-            sharedAnswered();
             return true;
         }), e -> Uni.createFrom().item(false));
     }

@@ -26,6 +26,8 @@ class ResilientLocalHealthTest {
     /** The shared store, refusing every call used here while {@link #up} is false, as an unreachable Redis does. */
     static class Shared extends ForwardingStateStore {
         volatile boolean up = true;
+        /** Refusing every write while reads are answered, as a Redis at its memory limit ({@code noeviction}) does. */
+        volatile boolean full;
         /** How a call fails while down. */
         volatile java.util.function.Supplier<Throwable> refusal = () -> new IOException("connection refused");
 
@@ -38,9 +40,20 @@ class ResilientLocalHealthTest {
             return up ? call.get() : Uni.createFrom().failure(refusal.get());
         }
 
+        /** A write: made only while up and not full. */
+        private <T> Uni<T> orWrite(java.util.function.Supplier<Uni<T>> call) {
+            return full ? Uni.createFrom().failure(new IOException("OOM command not allowed when used memory > "
+                    + "'maxmemory'")) : or(call);
+        }
+
+        @Override
+        public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
+            return orWrite(() -> super.recordSuccess(routeId, maxFails, failTimeout));
+        }
+
         @Override
         public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
-            return or(() -> super.recordFailure(routeId, maxFails, failTimeout, hold));
+            return orWrite(() -> super.recordFailure(routeId, maxFails, failTimeout, hold));
         }
 
         @Override
@@ -133,7 +146,10 @@ class ResilientLocalHealthTest {
         assertTrue(await(store.cooldownRemainingMillis("acme/alpha")) > 0, "precondition: open in the outage");
 
         shared.up = true;
-        await(store.snapshot(List.of("acme/beta"), MINUTE));   // any call the shared store answers
+        assertTrue(await(store.snapshot(List.of("acme/alpha"), MINUTE)).get("acme/alpha").coolingDown(),
+                "in force until its cooldown ends");
+        ticker.advance(MINUTE.plusSeconds(1));
+        await(store.snapshot(List.of("acme/alpha"), MINUTE));   // the read that finds it no longer in force
 
         shared.up = false;
         assertEquals(0L, await(store.cooldownRemainingMillis("acme/alpha")), "the next outage starts without it");
@@ -153,17 +169,20 @@ class ResilientLocalHealthTest {
         assertTrue(s.retryAfterMillis() > MINUTE.toMillis(), "held " + s.retryAfterMillis());
 
         shared.up = true;
-        await(store.cooldownRemainingMillis("acme/alpha"));
-        assertEquals(0L, localSnapshot("acme/alpha").retryAfterMillis(), "dropped once the shared store answers");
+        await(store.recordSuccess("acme/beta", 5, MINUTE));
+        assertTrue(localSnapshot("acme/alpha").retryAfterMillis() > 0, "another route's write drops nothing here");
+        await(store.recordSuccess("acme/alpha", 5, MINUTE));
+        assertEquals(0L, localSnapshot("acme/alpha").retryAfterMillis(), "dropped once the shared store takes the "
+                + "route's health");
         assertEquals(0L, localSnapshot("acme/alpha").fails());
     }
 
     /**
-     * Readiness pings the shared store during an outage too: a ping it answers false (as Redis's does when Redis is
-     * down) drops nothing, one it answers is an answer like any other.
+     * Readiness pings the shared store during an outage too: a ping, answered or not, drops nothing (an answer is no
+     * write: a Redis at its memory limit answers pings); the route's first health write the shared store takes does.
      */
     @Test
-    void onlyAPingTheSharedStoreAnswersDropsTheOutagesVerdicts() {
+    void aPingDropsNothingAndTheRoutesHealthWriteTheSharedStoreTakesDropsTheOutagesVerdicts() {
         shared.up = false;
         await(store.recordFailure("acme/alpha", 1, MINUTE));
 
@@ -172,7 +191,32 @@ class ResilientLocalHealthTest {
 
         shared.up = true;
         assertTrue(await(store.ping()));
+        assertTrue(localSnapshot("acme/alpha").coolingDown(), "a ping is no write");
+        await(store.recordSuccess("acme/alpha", 1, MINUTE));
         assertFalse(localSnapshot("acme/alpha").coolingDown());
+    }
+
+    /**
+     * A Redis at its memory limit answers reads and refuses writes: a failure it refused is counted locally, and its
+     * cooldown keeps the route out of the snapshots Redis answers until it ends. Each read Redis answered dropped it,
+     * and a failing route took traffic every 2 s instead of once per fail_timeout (found by hunt29-c).
+     */
+    @Test
+    void aCooldownTheSharedStoreRefusedKeepsTheRouteOutOfItsSnapshotsUntilItEnds() {
+        shared.full = true;
+        await(store.recordFailure("acme/alpha", 1, MINUTE));
+        RouteSnapshot s = await(store.snapshot(List.of("acme/alpha", "acme/beta"), MINUTE)).get("acme/alpha");
+        assertTrue(s.coolingDown(), "out, though the shared store never took the failure");
+        assertEquals(1L, s.fails());
+        assertFalse(await(shared.snapshot(List.of("acme/alpha"), MINUTE)).get("acme/alpha").coolingDown(),
+                "precondition: the shared store answers without it");
+        assertTrue(await(store.snapshot(List.of("acme/alpha"), MINUTE)).get("acme/alpha").coolingDown(),
+                "still out at the next read");
+
+        ticker.advance(MINUTE.plusSeconds(1));
+        assertFalse(await(store.snapshot(List.of("acme/alpha"), MINUTE)).get("acme/alpha").coolingDown(),
+                "back once the cooldown ended");
+        assertEquals(0L, localSnapshot("acme/alpha").fails(), "and the local copy is dropped then");
     }
 
     // ---- operator flags set during an outage -----------------------------------------------------------------

@@ -238,12 +238,13 @@ class ResetAcrossOutagesTest {
         assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "passed over in the outage")));
 
         // 2. Redis back. The outage guard closes after its trial calls and every read and write goes to Redis again;
-        // the local store is not consulted (its health verdicts are dropped there: see the next test) nor copied over,
-        // and this Redis restarted empty (no persistence), so it has no breaker for duo-alpha: the gateway sees the
-        // route healthy. Then alpha fails again, now in Redis, and the operator sees that breaker and resets it.
+        // this Redis restarted empty (no persistence), so it has no breaker for duo-alpha, but the one the instance
+        // saw open in the outage is in force until it ends or Redis takes the route's health again (a Redis at its
+        // memory limit answers reads and refuses writes, and dropping it at the first answer let a failing route take
+        // traffic every 2 s; hunt29-c)
         redisUp();
-        assertEquals("healthy", alphaState(), "the restarted Redis holds no breaker; the local one is not read");
-        alphaFails("alpha fails once Redis is back");
+        assertEquals("cooling_down", alphaState(), "the outage's breaker holds until it ends");
+        assertEquals(List.of("duo-beta"), tried(alphaFirst(null, "passed over once Redis is back")));
 
         // 3. the operator puts the route back into service
         reset("a-acme", "duo-alpha").then().statusCode(200)
@@ -257,17 +258,23 @@ class ResetAcrossOutagesTest {
     }
 
     /**
-     * A breaker the local store kept from one outage is not back at the next: once Redis answers again the route is
-     * judged there (it serves, as here, or fails and cools down in Redis), so the local verdict is out of date by the
-     * next outage, which starts from a clean local store instead.
+     * A breaker the local store kept from one outage is not back at the next: once its cooldown has ended (or Redis
+     * took the route's health again) the route is judged on Redis (it serves, as here, or fails and cools down
+     * there), so the local verdict is out of date by the next outage, which starts from a clean local store instead.
      */
     @Test
     void aLocalBreakerFromAnEarlierOutageIsNotBackAtTheNext() {
+        admin("a-acme").body("{\"breaker\": {\"max_fails\": 1, \"fail_timeout\": \"2s\"}}")
+                .put("/admin/groups/duo").then().statusCode(200);
         redisDown();
         alphaFails("alpha fails in the first outage");
 
         redisUp();
-        assertEquals(List.of("duo-alpha"), tried(alphaFirst(null, "alpha serves between the outages")));
+        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+        while (!List.of("duo-alpha").equals(tried(alphaFirst(null, "alpha serves between the outages")))) {
+            assertTrue(System.nanoTime() < deadline, "alpha never served once its 2 s cooldown ended");
+            pause(Duration.ofMillis(200));
+        }
 
         redisDown();
         assertEquals("healthy", alphaState(), "not cooling down on the breaker the first outage left locally");
