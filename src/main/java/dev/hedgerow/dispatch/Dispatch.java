@@ -1783,6 +1783,16 @@ final class Dispatch {
         if (finished) {
             return;
         }
+        if (a.kind == Kind.RESUME && a.continuesContent && a.choices == null && a.answerTokens == 0
+                && a.outputTokens > 0 && "stop".equals(a.finishReason)) {
+            // a resume of the answer's text that wrote only reasoning, which the client is not shown (ClientOutput),
+            // and stopped: a parser that takes all it reads for reasoning until the end of the thinking (vLLM's
+            // deepseek_r1) streams a prefill's whole continuation there; taken as it came, the answer ended cut short
+            // with "stop" (found by hunt29-b), so it is a failed resume, tried again elsewhere
+            midStreamFailure(a, "zero_content", "the resume wrote " + a.outputTokens + " deltas of reasoning and "
+                    + "none of the answer it continues");
+            return;
+        }
         output.flushTrimmer(a);
         finished = true;
         health.success(a);

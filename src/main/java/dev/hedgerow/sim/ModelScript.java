@@ -299,7 +299,13 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
      * @param field   the delta field reasoning is streamed in: {@code reasoning_content} (DeepSeek, older vLLM; the
      *                default) or {@code reasoning} (newer vLLM, OpenRouter)
      */
-    public record Reasoning(int tokens, long pauseMs, long keepAliveMs, boolean counted, String field) {
+    /**
+     * @param continuationAsReasoning a reasoning parser that takes what the model writes for reasoning until it writes
+     *                                the end of its thinking (vLLM's {@code deepseek_r1}): a prefill continuation of
+     *                                visible content never writes it, so the whole continuation comes as reasoning
+     */
+    public record Reasoning(int tokens, long pauseMs, long keepAliveMs, boolean counted, String field,
+                            boolean continuationAsReasoning) {
         public static final Reasoning NONE = new Reasoning(0, 0, 0);
         public static final String REASONING_CONTENT = "reasoning_content";
 
@@ -311,6 +317,10 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
             }
         }
 
+        public Reasoning(int tokens, long pauseMs, long keepAliveMs, boolean counted, String field) {
+            this(tokens, pauseMs, keepAliveMs, counted, field, false);
+        }
+
         /** Reasoning the request's token budget does not cap, in {@code reasoning_content}. */
         public Reasoning(int tokens, long pauseMs, long keepAliveMs) {
             this(tokens, pauseMs, keepAliveMs, false, null);
@@ -318,12 +328,17 @@ public record ModelScript(int length, long seed, Latency latency, Capabilities c
 
         /** The same reasoning, counted against the request's token budget. */
         public Reasoning capped() {
-            return new Reasoning(tokens, pauseMs, keepAliveMs, true, field);
+            return new Reasoning(tokens, pauseMs, keepAliveMs, true, field, continuationAsReasoning);
         }
 
         /** The same reasoning, streamed in {@code delta.<name>}. */
         public Reasoning inField(String name) {
-            return new Reasoning(tokens, pauseMs, keepAliveMs, counted, name);
+            return new Reasoning(tokens, pauseMs, keepAliveMs, counted, name, continuationAsReasoning);
+        }
+
+        /** The same reasoning, behind a parser that streams a prefill's continuation as reasoning. */
+        public Reasoning continuingAsReasoning() {
+            return new Reasoning(tokens, pauseMs, keepAliveMs, counted, field, true);
         }
     }
 

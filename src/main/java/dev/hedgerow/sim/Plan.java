@@ -145,7 +145,16 @@ record Plan(List<Unit> units, String finishReason, int promptTokens, int complet
         if (instruction && !thinking) {
             withOverlap(rest, lastCodePoints(prefill.partial(), overlapChars));
         }
-        rest.stream().filter(t -> !t.isEmpty()).forEach(t -> units.add(new Unit(Kind.CONTENT, t)));
+        // a parser that reads everything before the end of the thinking as reasoning streams a prefill's continuation
+        // of visible content there, as it never writes that end (ModelScript.Reasoning#continuationAsReasoning)
+        Kind kind = !instruction && !thinking && script.reasoning().continuationAsReasoning() ? Kind.REASONING
+                : Kind.CONTENT;
+        for (String t : rest) {
+            if (!t.isEmpty()) {
+                units.add(new Unit(kind, t));
+                reasoning += kind == Kind.REASONING ? 1 : 0;
+            }
+        }
         String finish = c.end() < full.size() ? "length" : "stop";
         return new Plan(units, finish, req.promptTokens(), units.size(), reasoning, null, mismatch, !thinking);
     }
