@@ -30,31 +30,43 @@ final class Transcript {
     /** Of {@link #deltas}, those of reasoning alone: a resume's {@code max_tokens} counts the answer's only. */
     int reasoningDeltas;
     /**
-     * How many more tokens than deltas the answer's text held when a stream last broke, by the gateway's tokenizer
+     * How many more tokens than deltas the answer's text held at the breaks so far, by the gateway's tokenizer
      * ({@link #counted}): a provider that streams several tokens a chunk (Anthropic's and Gemini's OpenAI endpoints,
      * vLLM's speculative decoding or stream interval) delivers more tokens than deltas, and a resume asked for the
      * rest by deltas ran past max_tokens (found by hunt19 and hunt20).
      */
     int deltaUndercount;
 
-    /** The answer's tokens delivered, reasoning not counted: its deltas, and the undercount the last break found. */
+    /** The answer's tokens delivered, reasoning not counted: its deltas, and the undercount the breaks found. */
     int answerTokens() {
         return deltas - reasoningDeltas + deltaUndercount;
     }
 
+    /** The answer's text and deltas the last break counted up to ({@link #counted}). */
+    private int countedChars;
+    private int countedDeltas;
+
     /**
-     * At a break: counts the answer's text with {@code tokens} and keeps how far its deltas fall short of that, when
-     * the text holds at least {@value #SEVERAL} tokens a delta. The gateway's tokenizer is not the provider's, and
-     * counts some text a little differently (Chinese text about 8 % more): a count near the deltas is the mismatch,
-     * and believing it ended a resumed answer short of max_tokens (hunt18); several tokens a chunk count twice the
-     * deltas or more. A count under the deltas is never believed (one delta is at least one token).
+     * At a break: counts the answer's text delivered since the last break with {@code tokens} and adds how far its
+     * deltas fall short of that, when that part holds at least {@value #SEVERAL} tokens a delta. Part by part, as each
+     * came from one route: counted over the whole text, a first route's one-token deltas hid a resuming route's
+     * three-token chunks, and a second resume asked for 7 tokens where 1 was left (26 tokens delivered for
+     * {@code max_tokens: 20}; found by hunt29-b). The gateway's tokenizer is not the provider's, and counts some text
+     * a little differently (Chinese text about 8 % more): a count near the deltas is the mismatch, and believing it
+     * ended a resumed answer short of max_tokens (hunt18); several tokens a chunk count twice the deltas or more. A
+     * count under the deltas is never believed (one delta is at least one token).
      */
     void counted(java.util.function.ToIntFunction<String> tokens) {
         int answerDeltas = deltas - reasoningDeltas;
-        int counted = tokens.applyAsInt(content.toString());
-        if (counted >= SEVERAL * answerDeltas) {
-            deltaUndercount = Math.max(deltaUndercount, counted - answerDeltas);
+        int partDeltas = answerDeltas - countedDeltas;
+        if (content.length() > countedChars && partDeltas >= 0) {
+            int part = tokens.applyAsInt(content.substring(countedChars));
+            if (part >= SEVERAL * partDeltas) {
+                deltaUndercount += part - partDeltas;
+            }
         }
+        countedChars = content.length();
+        countedDeltas = answerDeltas;
     }
 
     /** Tokens a delta from which a stream is taken to send several tokens a chunk ({@link #counted}). */

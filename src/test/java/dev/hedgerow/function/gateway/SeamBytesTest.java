@@ -392,6 +392,30 @@ class SeamBytesTest {
         assertEquals("length", Sse.finishReason(out));
     }
 
+    /**
+     * Two resumes from routes that chunk differently: x streams one token a chunk and breaks after 10, z (the first
+     * resume) three a chunk and breaks after 3 chunks (9 tokens), and z resumes again. Counted over the whole text,
+     * x's one-token deltas hid z's three-token chunks (19 tokens in 13 deltas, under 1.5 a delta): the second resume
+     * (z again, the last resort) was asked for 7 tokens where 1 was left, and the client got 26 for max_tokens 20
+     * (found by hunt29-b). Each part is counted on its own now.
+     */
+    @Test
+    void aSecondResumeCountsEachRoutesPartOnItsOwn() {
+        script("x", new Script(oneEach(WORDS.toArray(String[]::new)), 10, false));
+        List<List<String>> threes = new ArrayList<>();
+        for (int i = 10; i < 19; i += 3) {
+            threes.add(WORDS.subList(i, i + 3));
+        }
+        threes.add(WORDS.subList(19, 20));
+        script("z", new Script(threes, 3, false));
+        script("z", new Script(oneEach(" twenty", " and", " then", " some", " more", " words", " here"), -1,
+                false));
+        String out = stream("pref", ",\"max_tokens\":20");
+        assertEquals(String.join("", WORDS), Sse.content(out), Sse.trail(out) + " the second resume was asked for "
+                + bodies.get("z").stream().skip(1).findFirst().map(b -> b.path("max_tokens").toString()).orElse("?"));
+        assertEquals("length", Sse.finishReason(out));
+    }
+
     // ---- logprobs across an inexact trim -----------------------------------------------------------------------
 
     /**
