@@ -651,6 +651,18 @@ public final class ResilientStateStore implements StateStore {
                         + "unreachable, is left to the catalog's next poll, which publishes the file again");
                 return Uni.createFrom().voidItem();
             }
+            if (storedJson != null && edit.baseJson() == null) {
+                // made on no org: this instance's publication of its file, made while the store was unreachable
+                // before it had read the org (an instance started during an outage; an admin edit needs the org),
+                // and another instance's publication is there: the file's publication rules judge it at the next
+                // poll, as they would have at startup. It was dropped as an admin edit lost to another, and audited
+                // as one (an edit_dropped event at every cold start during an outage; found by hunt29-a)
+                pendingEdits.remove(orgId, edit);
+                log.log(System.Logger.Level.INFO, "the publication of org " + orgId + ", made while the shared state "
+                        + "store was unreachable, found the org stored by another instance: left to the catalog's "
+                        + "next poll");
+                return Uni.createFrom().voidItem();
+            }
             if (storedJson != null && !edit.madeOn(storedJson)) {
                 pendingEdits.remove(orgId, edit);
                 lostEdits.incrementAndGet();

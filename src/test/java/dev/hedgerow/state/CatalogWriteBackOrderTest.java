@@ -219,4 +219,33 @@ class CatalogWriteBackOrderTest {
         String v = Resp.command(redis.port(), "HGET", StateKeys.catalog(orgId), "restored_from");
         return v == null ? "" : v;
     }
+
+    /**
+     * An instance that starts while Redis is unreachable publishes its file to its own mirror; when Redis answers, it
+     * finds the org stored by another instance (the same file, sealed differently). That is no admin edit lost to
+     * another: it was counted in lost_edits and audited as edit_dropped at every cold start during an outage (found
+     * by hunt29-a).
+     */
+    @Test
+    void anInstanceStartedDuringAnOutageRecordsNoDroppedEdit() throws IOException {
+        TcpLink linkC = TcpLink.to(vertx, redis.port());
+        linkC.cut();
+        ResilientStateStore storeC = resilient(linkC.redisUrl());
+        try (GatewayHarness c = GatewayHarness.start(vertx, YAML, sims, storeC)) {
+            eventually(() -> {
+                served(c, "one", 1);
+                return storeC.degraded();
+            }, "C starts on local state");
+            linkC.restore();
+            eventually(() -> {
+                served(c, "one", 1);
+                return !storeC.degraded() && storeC.pendingEdits() == 0;
+            }, "C is back on shared state with nothing pending");
+            assertEquals(0, storeC.lostEdits());
+            assertFalse(storeB.readAudit("one", 200).await().atMost(Duration.ofSeconds(5)).stream()
+                    .anyMatch(e -> "edit_dropped".equals(e.fields().get("action"))), "no edit_dropped event");
+        } finally {
+            linkC.close();
+        }
+    }
 }
