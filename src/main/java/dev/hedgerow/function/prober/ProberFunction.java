@@ -227,7 +227,8 @@ public class ProberFunction {
     private synchronized Prober prober() {
         if (prober == null) {
             Hedgerow core = app.core();
-            metrics = new VertxMetricsSource(vertx);
+            metrics = new VertxMetricsSource(vertx, dev.hedgerow.catalog.ProviderUrls.metadataAllowed(System::getenv)
+                    ? ip -> null : dev.hedgerow.catalog.ProviderUrls::metadataReason);
             prober = new Prober(new Prober.Deps(core.store(), () -> core.catalog().current(), core.models(),
                     core.upstream(), metrics, new VertxScheduler(vertx), Ticker.system(), core.clock(),
                     core.tokens()::countInput, "hedgerow-" + UUID.randomUUID()), config());

@@ -18,9 +18,22 @@ import java.time.Duration;
 public final class VertxMetricsSource implements MetricsSource, AutoCloseable {
     private static final int MAX_BYTES = 1024 * 1024;
     private final HttpClient client;
+    /** Why a resolved peer address is refused (a cloud metadata address), or null: the upstream client's rule. */
+    private final java.util.function.Function<String, String> blockedPeer;
 
+    /** A source that scrapes any address (tests). */
     public VertxMetricsSource(Vertx vertx) {
+        this(vertx, ip -> null);
+    }
+
+    /**
+     * A source that sends nothing to a peer {@code blockedPeer} refuses, checked on the connection's resolved address
+     * as the upstream client checks a provider's: a {@code metrics_url} whose name resolves (or is re-pointed) to
+     * 169.254.169.254 got a GET from the prober every round (found by hunt29-d).
+     */
+    public VertxMetricsSource(Vertx vertx, java.util.function.Function<String, String> blockedPeer) {
         this.client = vertx.createHttpClient(new HttpClientOptions().setKeepAlive(true).setDecompressionSupported(true));
+        this.blockedPeer = blockedPeer;
     }
 
     @Override
@@ -34,6 +47,14 @@ public final class VertxMetricsSource implements MetricsSource, AutoCloseable {
                     // composition of send()'s future, a small page could have ended before them ("Response already
                     // ended", seen in a loaded full-suite run)
                     Promise<String> done = Promise.promise();
+                    String ip = req.connection() == null || req.connection().remoteAddress() == null ? null
+                            : req.connection().remoteAddress().hostAddress();
+                    String why = ip == null ? null : blockedPeer.apply(ip);
+                    if (why != null) {
+                        req.reset();
+                        return io.vertx.core.Future.failedFuture("refused to scrape " + req.getHost() + " (" + ip
+                                + "): " + why);
+                    }
                     req.response(head -> {
                         if (head.failed()) {
                             done.tryFail(head.cause());

@@ -18,12 +18,14 @@ class VertxMetricsSourceTest {
     static Vertx vertx;
     static HttpServer server;
     static VertxMetricsSource source;
+    static final java.util.concurrent.atomic.AtomicInteger requests = new java.util.concurrent.atomic.AtomicInteger();
 
     @BeforeAll
     static void start() {
         vertx = Vertx.vertx();
         Buffer kib = Buffer.buffer("x".repeat(1024));
         server = vertx.createHttpServer().requestHandler(req -> {
+            requests.incrementAndGet();
             if (req.path().equals("/small")) {
                 req.response().end("vllm:num_requests_waiting 3\n");
                 return;
@@ -64,5 +66,21 @@ class VertxMetricsSourceTest {
         RuntimeException e = assertThrows(RuntimeException.class,
                 () -> source.fetch(url("/endless"), Duration.ofSeconds(30)).await().atMost(Duration.ofSeconds(20)));
         assertTrue(String.valueOf(e.getMessage()).contains("larger than"), String.valueOf(e));
+    }
+
+    /** A peer the rule refuses (production's: a cloud metadata address) is sent nothing: the scrape fails. */
+    @Test
+    void aRefusedPeerIsSentNothing() {
+        VertxMetricsSource refusing = new VertxMetricsSource(vertx, ip -> ip.equals("127.0.0.1") ? "a test's rule"
+                : null);
+        try {
+            int before = requests.get();
+            RuntimeException e = assertThrows(RuntimeException.class, () -> refusing.fetch(url("/small"),
+                    Duration.ofSeconds(5)).await().atMost(Duration.ofSeconds(10)));
+            assertTrue(String.valueOf(e.getMessage()).contains("refused to scrape"), String.valueOf(e));
+            assertEquals(before, requests.get(), "nothing reached the server");
+        } finally {
+            refusing.close();
+        }
     }
 }
