@@ -144,6 +144,23 @@ final class Billing {
     }
 
     /**
+     * The breakdowns the client's usage carries ({@link #putUsage}): the provider's when its usage is the bill
+     * ({@link #upstreamBill}); else, for an answer with reasoning, {@code completion_tokens_details.reasoning_tokens}
+     * counted with the tokenizer, as the bill is. After a resume it was dropped, and a client that counts the visible
+     * tokens as completion less reasoning counted the reasoning as visible (found by hunt29-b).
+     */
+    JsonNode usageDetails(Attempt a, boolean resumed) {
+        JsonNode upstream = upstreamBill(a, resumed);
+        if (upstream != null || transcript.reasoning.length() == 0) {
+            return upstream;
+        }
+        ObjectNode details = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+        details.putObject("completion_tokens_details").put("reasoning_tokens",
+                tokens.applyAsInt(transcript.reasoning.toString()));
+        return details;
+    }
+
+    /**
      * The most tokens one request's usage may report: a provider's figure beyond it (or negative, or not a whole
      * number) is not believed, and the request is counted as one that reported none.
      */

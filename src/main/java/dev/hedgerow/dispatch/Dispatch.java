@@ -1770,7 +1770,8 @@ final class Dispatch {
         a.heldTools.clear();   // a call cut short is not sent
         a.finishReason = "length";
         UsageSample billed = deliveredBill();
-        output.endStream(a, req.request().includeUsage() ? billed : null, null, trail.toNode());
+        output.endStream(a, req.request().includeUsage() ? billed : null, billing.usageDetails(a, true),
+                trail.toNode());
         finishedWith(200, billed, a.cand);
     }
 
@@ -1799,7 +1800,7 @@ final class Dispatch {
         endAttempt(a, "success", null, hangUp);
         endLive("cancelled");
         UsageSample billed = billing.usageOf(a, resumes > 0, null);
-        output.endStream(a, req.request().includeUsage() ? billed : null, Billing.upstreamBill(a, resumes > 0),
+        output.endStream(a, req.request().includeUsage() ? billed : null, billing.usageDetails(a, resumes > 0),
                 trail.toNode());
         stopTimers();
         // its rhythm's time: from its first chunk, less the silence between its streamed reasoning and its first

@@ -455,7 +455,8 @@ public final class ResilientStateStore implements StateStore {
         resendHeldLedger();
         return call(() -> writePendingEdits().flatMap(v -> writePendingFlags())
                         .invoke(this::resendReleases).invoke(this::replayAudit)
-                        .flatMap(v -> shared.catalogVersions()).flatMap(this::reseedMissing),
+                        .flatMap(v -> shared.catalogVersions()).invoke(this::forgetSpentLocalHealth)
+                        .flatMap(this::reseedMissing),
                 this::mirrorVersions);
     }
 
@@ -704,6 +705,30 @@ public final class ResilientStateStore implements StateStore {
      * store did not take (it refused the write: a Redis at its memory limit answers reads all the same) still keeps
      * the route out (hunt29-c). A route whose local health is no longer in force is dropped from the local store.
      */
+    /** Drops the route's local health when it is no longer in force (no cooldown, no hold); true if it did. */
+    private boolean forgotIfSpent(String routeId, RouteSnapshot mine) {
+        if (mine.coolingDown() || mine.retryAfterMillis() > 0) {
+            return false;
+        }
+        if (localHealth.remove(routeId)) {
+            local.resetHealth(routeId).subscribe().with(v -> { }, t -> { });
+        }
+        return true;
+    }
+
+    /**
+     * At a catalog poll the shared store answered: the local health no longer in force is dropped for every route, not
+     * only those read since (an outage's failure count of a route nothing read again was in force at the next outage,
+     * which then began with the route half-open; review28).
+     */
+    private void forgetSpentLocalHealth() {
+        if (localHealth.isEmpty()) {
+            return;
+        }
+        local.snapshot(List.copyOf(localHealth), Duration.ofMinutes(1)).subscribe().with(
+                held -> held.forEach(this::forgotIfSpent), t -> { });
+    }
+
     private Uni<Map<String, RouteSnapshot>> withLocalHealth(Map<String, RouteSnapshot> snapshots,
                                                            Duration usageWindow) {
         if (localHealth.isEmpty()) {
@@ -716,10 +741,7 @@ public final class ResilientStateStore implements StateStore {
         return local.snapshot(ids, usageWindow).map(held -> {
             Map<String, RouteSnapshot> out = new HashMap<>(snapshots);
             held.forEach((routeId, mine) -> {
-                if (!mine.coolingDown() && mine.retryAfterMillis() <= 0) {
-                    if (localHealth.remove(routeId)) {
-                        local.resetHealth(routeId).subscribe().with(v -> { }, t -> { });
-                    }
+                if (forgotIfSpent(routeId, mine)) {
                     return;
                 }
                 RouteSnapshot s = out.get(routeId);

@@ -113,6 +113,8 @@ class BodyDeadlineTest {
         assertEquals("request_timeout", err.path("code").asText(), r.body());
         assertEquals("close", r.headers().get("connection"));
         assertTrue(System.nanoTime() - t0 >= Duration.ofMillis(900).toNanos(), "not before the timeout");
+        dev.hedgerow.testsupport.Eventually.eventually(
+                () -> gw.metric("hedgerow_requests", "org", "acme", "status", "408") >= 1, "counted for its org");
     }
 
     @Test
@@ -121,5 +123,40 @@ class BodyDeadlineTest {
                 "Authorization: Bearer k-acme\r\nContent-Type: application/json\r\n".getBytes(StandardCharsets.UTF_8),
                 HostileInputTest.withContent("hello")));
         assertEquals(200, r.status(), r.body());
+    }
+
+    /**
+     * Over HTTP/2 the 408 answers the slow stream alone: "connection: close" is no HTTP/2 header (the client saw a
+     * protocol error instead of the 408; review28), and the connection's other streams go on.
+     */
+    @Test
+    void overHttp2TheSlowStreamIsAnswered408AndItsConnectionServesOn() throws Exception {
+        io.vertx.core.Vertx vertx = io.vertx.core.Vertx.vertx();
+        try {
+            io.vertx.core.http.HttpClient client = vertx.createHttpClient(new io.vertx.core.http.HttpClientOptions()
+                    .setProtocolVersion(io.vertx.core.http.HttpVersion.HTTP_2).setHttp2ClearTextUpgrade(false)
+                    .setDefaultHost("127.0.0.1").setDefaultPort(gw.port()).setHttp2MaxPoolSize(1));
+            io.vertx.core.http.RequestOptions post = new io.vertx.core.http.RequestOptions()
+                    .setMethod(io.vertx.core.http.HttpMethod.POST).setURI("/v1/chat/completions")
+                    .addHeader("Authorization", "Bearer k-acme").addHeader("Content-Type", "application/json");
+            java.util.concurrent.CompletableFuture<String> slow = new java.util.concurrent.CompletableFuture<>();
+            client.request(post).onSuccess(req -> {
+                req.response().onSuccess(r -> r.body().onSuccess(b -> slow.complete(r.statusCode() + " " + b))
+                        .onFailure(slow::completeExceptionally)).onFailure(slow::completeExceptionally);
+                req.setChunked(true);
+                req.write("{\"model\":\"chat\",\"messages\":[");   // and nothing more
+            }).onFailure(slow::completeExceptionally);
+            String answer = slow.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            assertTrue(answer.startsWith("408 "), answer);
+            assertTrue(answer.contains("request_timeout"), answer);
+
+            java.util.concurrent.CompletableFuture<Integer> next = new java.util.concurrent.CompletableFuture<>();
+            client.request(post).compose(req -> req.send(new String(HostileInputTest.withContent("hello"),
+                    StandardCharsets.UTF_8))).onSuccess(r -> next.complete(r.statusCode()))
+                    .onFailure(next::completeExceptionally);
+            assertEquals(200, next.get(10, java.util.concurrent.TimeUnit.SECONDS));
+        } finally {
+            vertx.close().toCompletionStage().toCompletableFuture().get(10, java.util.concurrent.TimeUnit.SECONDS);
+        }
     }
 }

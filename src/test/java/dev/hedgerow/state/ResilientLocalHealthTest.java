@@ -197,6 +197,21 @@ class ResilientLocalHealthTest {
     }
 
     /**
+     * An outage's failure count of a route nothing reads again (not cooling: under max_fails) is dropped at the first
+     * catalog poll the shared store answers: it was in force at the next outage, which began with the route one
+     * failure from its cooldown (review28).
+     */
+    @Test
+    void aCatalogPollDropsLocalHealthNoLongerInForce() {
+        shared.up = false;
+        await(store.recordFailure("acme/alpha", 2, MINUTE));
+        assertEquals(1L, localSnapshot("acme/alpha").fails(), "precondition: counted locally");
+        shared.up = true;
+        await(store.catalogVersions());
+        assertEquals(0L, localSnapshot("acme/alpha").fails(), "dropped at the poll");
+    }
+
+    /**
      * A Redis at its memory limit answers reads and refuses writes: a failure it refused is counted locally, and its
      * cooldown keeps the route out of the snapshots Redis answers until it ends. Each read Redis answered dropped it,
      * and a failing route took traffic every 2 s instead of once per fail_timeout (found by hunt29-c).

@@ -278,25 +278,33 @@ public final class GatewayRoutes {
             return;
         }
         ctx.put(CALLER, caller.get());
+        Tally.of(ctx).org = caller.get().org();
         if (!ctx.request().isEnded()) {
             long timer = ctx.vertx().setTimer(Math.max(1, bodyTimeout.toMillis()), id -> bodyTooSlow(ctx));
             ctx.put(BODY_TIMER, timer);
+            // a request that ends otherwise (its client hung up, its body refused) lets go of the timer, which held
+            // the request and the body read so far for the whole timeout (review28: ~9 MiB a hang-up for 60 s)
+            ctx.addEndHandler(v -> ctx.vertx().cancelTimer(timer));
         }
         ctx.next();
     }
 
     private static final String BODY_TIMER = "hedgerow.body-timer";
 
-    /** The body did not come within {@link #bodyTimeout}: 408 in the envelope, and the connection closed. */
+    /**
+     * The body did not come within {@link #bodyTimeout}: 408 in the envelope, the rest of the body not kept (HTTP/1.x:
+     * the connection closes; HTTP/2: only this stream is answered, the connection's other streams go on, as
+     * {@link JsonReplies#refuseUnread} answers; review28 found "connection: close" refused there as a protocol error).
+     */
     private void bodyTooSlow(RoutingContext ctx) {
-        if (ctx.request().isEnded() || ctx.response().headWritten()) {
+        if (ctx.request().isEnded() || ctx.response().headWritten() || ctx.response().closed()) {
             return;
         }
-        ctx.response().putHeader("connection", "close");
-        JsonReplies.error(ctx.response(), new ApiError(408, "invalid_request_error", "request_timeout",
+        if (ctx.request().version() == HttpVersion.HTTP_2) {
+            ctx.request().handler(chunk -> { });   // what still comes is dropped, not buffered
+        }
+        JsonReplies.refuseUnread(ctx, new ApiError(408, "invalid_request_error", "request_timeout",
                 "The request body did not arrive within " + bodyTimeout.toSeconds() + " s.", null, null));
-        ctx.response().endHandler(v -> ctx.request().connection().close());
-        ctx.vertx().setTimer(1000, id -> ctx.request().connection().close());
     }
 
     private static Optional<Catalog.Caller> authenticate(Hedgerow h, HttpServerRequest req) {
@@ -393,6 +401,9 @@ public final class GatewayRoutes {
         Hedgerow h = core.get();
         HttpServerRequest httpReq = ctx.request();
         HttpServerResponse resp = ctx.response();
+        if (resp.ended()) {
+            return;   // answered while its body came (bodyTooSlow, over HTTP/2, whose stream may still end)
+        }
         // every answer carries the id (requestId), refusals too: it is the one a blocked audit event records
         String requestId = resp.headers().get("x-hedgerow-request-id");
         Tally tally = Tally.of(ctx);
@@ -430,8 +441,12 @@ public final class GatewayRoutes {
                 throw new RequestException(ApiError.invalidRequest("invalid_json", "The request body is empty.", null));
             }
             if (b.length() <= COUNT_ON_LOOP_MAX_BYTES) {
-                ApiRequest request = parsed(h, org, b, routed, embeddings, named);
-                tally.alias = request.model();
+                ApiRequest request;
+                try {
+                    request = parsed(h, org, b, routed, embeddings, named);
+                } finally {
+                    tally.alias = named[0];   // a wrong kind of model is labelled with it, as before the parse moved
+                }
                 RequestFacts facts = facts(h, org, request, routingHeaders(httpReq, keyName));
                 tally.pending = true;
                 route(h, org, keyName, request, facts, requestId, tally, resp);
@@ -451,6 +466,7 @@ public final class GatewayRoutes {
                         route(h, org, keyName, done.result().getKey(), done.result().getValue(), requestId, tally,
                                 resp);
                     } else if (done.cause() instanceof RequestException e) {
+                        tally.alias = named[0];
                         settle(tally);
                         refuse(h, org, named[0] != null ? named[0] : e.alias(), requestId, resp, e);
                     } else {

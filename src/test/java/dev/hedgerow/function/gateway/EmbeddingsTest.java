@@ -656,4 +656,23 @@ class EmbeddingsTest {
         eventually(() -> gw.ledger("acme").containsKey("nousage"), "billed");
         assertEquals(tokens, gw.ledger("acme").get("nousage").usage().promptTokens());
     }
+
+    /**
+     * A chat request naming an embeddings alias is refused 404 and counted under that alias, whether its body is parsed
+     * on the event loop or, over 32 KiB, on a worker (it was counted under "_none" once the alias check moved before
+     * the label was set; review28).
+     */
+    @Test
+    void aChatRequestNamingAnEmbeddingsAliasIsCountedUnderIt() {
+        double before = gw.metric("hedgerow_requests", "alias", "emb", "status", "404");
+        for (String content : new String[]{"hi", "x".repeat(40 * 1024)}) {
+            given().baseUri(gw.baseUrl()).auth().oauth2("k-acme").contentType("application/json")
+                    .body("{\"model\":\"emb\",\"messages\":[{\"role\":\"user\",\"content\":\"" + content + "\"}]}")
+                    .post("/v1/chat/completions").then().statusCode(404)
+                    .body("error.code", org.hamcrest.Matchers.equalTo("not_a_chat_model"));
+        }
+        dev.hedgerow.testsupport.Eventually.eventually(
+                () -> gw.metric("hedgerow_requests", "alias", "emb", "status", "404") == before + 2,
+                "both refusals counted under the alias");
+    }
 }

@@ -20,6 +20,7 @@ import java.util.Set;
 
 import static io.restassured.RestAssured.given;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -192,6 +193,30 @@ class ResumeEdgesTest {
         String out = stream("think", prompt, "");
         assertEquals(String.join("", SimText.reasoningTokens(SEED, prompt, REASONING)), Sse.reasoning(out));
         assertEquals(SimText.expected(SEED, prompt, LENGTH), Sse.content(out));
+    }
+
+    /**
+     * The usage after a resume keeps the reasoning's share, {@code completion_tokens_details.reasoning_tokens}, as the
+     * provider's usage carries it without one: it was dropped, and a client that counts the visible tokens as the
+     * completion less the reasoning counted the reasoning as visible (found by hunt29-b).
+     */
+    @Test
+    void theUsageAfterAResumeSaysHowManyTokensWereReasoning() {
+        String prompt = "think fully and count";
+        gw.sim("a").enqueue("m-think", Fault.dropInReasoning(REASONING));
+        String out = stream("think", prompt, ",\"stream_options\":{\"include_usage\":true}");
+        assertTrue(Sse.trail(out).toString().contains("\"kind\":\"resume\""), out);
+        JsonNode usage = null;
+        for (JsonNode e : Sse.events(out)) {
+            if (e.path("usage").isObject()) {
+                usage = e.path("usage");
+            }
+        }
+        assertNotNull(usage, out);
+        int reasoning = dev.hedgerow.routing.TokenCounter.shared().countText(Sse.reasoning(out));
+        assertEquals(reasoning, usage.path("completion_tokens_details").path("reasoning_tokens").asInt(-1),
+                usage.toString());
+        assertTrue(usage.path("completion_tokens").asInt() > reasoning, usage.toString());
     }
 
     /** Max_tokens across an instruction resume, break exactly at max. */
