@@ -1784,14 +1784,17 @@ final class Dispatch {
         if (finished) {
             return;
         }
-        if (a.kind == Kind.RESUME && a.continuesContent && a.choices == null && a.answerTokens == 0
-                && a.outputTokens > 0 && "stop".equals(a.finishReason)) {
-            // a resume of the answer's text that wrote only reasoning, which the client is not shown (ClientOutput),
-            // and stopped: a parser that takes all it reads for reasoning until the end of the thinking (vLLM's
-            // deepseek_r1) streams a prefill's whole continuation there; taken as it came, the answer ended cut short
-            // with "stop" (found by hunt29-b), so it is a failed resume, tried again elsewhere
-            midStreamFailure(a, "zero_content", "the resume wrote " + a.outputTokens + " deltas of reasoning and "
-                    + "none of the answer it continues");
+        if (a.kind == Kind.RESUME && a.method != null && a.method.exact() && a.continuesContent
+                && a.choices == null && a.answerChars == 0 && a.outputTokens > 0 && "stop".equals(a.finishReason)) {
+            // a prefill resume of the answer's text that wrote only reasoning, which the client is not shown
+            // (ClientOutput), and stopped: a parser that takes all it reads for reasoning until the end of the thinking
+            // (vLLM's deepseek_r1) streams a prefill's whole continuation there; taken as it came, the answer ended
+            // cut short with "stop" (found by hunt29-b), so it is a failed resume, tried again elsewhere. Its route is
+            // not charged: it serves fresh requests well. Not an instruction-style resume, whose model may think and
+            // then stop, the answer being whole already, nor one that wrote a tool call (review29: both ended in an
+            // error, their routes cooled down)
+            midStreamFailure(a, new Failure("zero_content", "the resume wrote " + a.outputTokens + " deltas of "
+                    + "reasoning and none of the answer it continues", a.status, FailoverCriterion.ERROR, false, 0));
             return;
         }
         output.flushTrimmer(a);

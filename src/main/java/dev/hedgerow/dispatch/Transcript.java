@@ -61,13 +61,20 @@ final class Transcript {
         int partDeltas = answerDeltas - countedDeltas;
         if (content.length() > countedChars && partDeltas >= 0) {
             int part = tokens.applyAsInt(content.substring(countedChars));
-            if (part >= SEVERAL * partDeltas) {
+            if (part >= SEVERAL * partDeltas && part - partDeltas >= MIN_UNDERCOUNT) {
                 deltaUndercount += part - partDeltas;
             }
         }
         countedChars = content.length();
         countedDeltas = answerDeltas;
     }
+
+    /**
+     * The fewest tokens a part's count must exceed its deltas by to be believed ({@link #counted}): a short part of
+     * two CJK words, one token each to the provider and two to the gateway's tokenizer, counts twice its deltas, and
+     * the next resume was asked for 2 tokens too few (review29).
+     */
+    static final int MIN_UNDERCOUNT = 3;
 
     /** Tokens a delta from which a stream is taken to send several tokens a chunk ({@link #counted}). */
     static final double SEVERAL = 1.5;

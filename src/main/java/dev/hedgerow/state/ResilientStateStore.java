@@ -585,7 +585,9 @@ public final class ResilientStateStore implements StateStore {
             }
             written[0] = -(Math.abs(current) + 1);
             VersionedDoc next = doc.withVersion(written[0]);
-            pendingEdits.merge(orgId, new PendingEdit(held == null ? null : held.json(), Set.of(), next),
+            // with no copy held, the write is the org's first here: this instance's publication of its file, as an
+            // admin edit needs the org (a later write merged into it is an edit of it, and no longer only that)
+            pendingEdits.merge(orgId, new PendingEdit(held == null ? null : held.json(), Set.of(), next, held == null),
                     (first, latest) -> first.alsoOwn(first.doc().json()).then(latest.doc()));
             return next;
         });
@@ -596,7 +598,7 @@ public final class ResilientStateStore implements StateStore {
      * An edit made on the mirror: the org's document it was made on ({@code null}: none), the documents this
      * instance made of it on the way there (see {@link #putMirror}), and the result.
      */
-    private record PendingEdit(String baseJson, Set<String> ownJson, VersionedDoc doc) {
+    private record PendingEdit(String baseJson, Set<String> ownJson, VersionedDoc doc, boolean publicationOnly) {
         /** The most documents made on the way that are kept: the latest ones. */
         static final int MAX_OWN = 16;
 
@@ -611,11 +613,11 @@ public final class ResilientStateStore implements StateStore {
                 // set grew with every edit of a long outage)
                 own.remove(own.iterator().next());
             }
-            return new PendingEdit(baseJson, Collections.unmodifiableSet(own), doc);
+            return new PendingEdit(baseJson, Collections.unmodifiableSet(own), doc, publicationOnly);
         }
 
         PendingEdit then(VersionedDoc latest) {
-            return new PendingEdit(baseJson, ownJson, latest);
+            return new PendingEdit(baseJson, ownJson, latest, false);
         }
 
         /** Whether the shared store holding {@code storedJson} holds the org this edit was made on, or on the way. */
@@ -652,12 +654,13 @@ public final class ResilientStateStore implements StateStore {
                         + "unreachable, is left to the catalog's next poll, which publishes the file again");
                 return Uni.createFrom().voidItem();
             }
-            if (storedJson != null && edit.baseJson() == null) {
-                // made on no org: this instance's publication of its file, made while the store was unreachable
-                // before it had read the org (an instance started during an outage; an admin edit needs the org),
-                // and another instance's publication is there: the file's publication rules judge it at the next
-                // poll, as they would have at startup. It was dropped as an admin edit lost to another, and audited
-                // as one (an edit_dropped event at every cold start during an outage; found by hunt29-a)
+            if (storedJson != null && edit.publicationOnly()) {
+                // this instance's publication of its file and nothing more, made while the store was unreachable
+                // before it had read the org (an instance started during an outage), and another instance's
+                // publication is there: the file's publication rules judge it at the next poll, as they would have at
+                // startup. It was dropped as an admin edit lost to another, and audited as one (an edit_dropped event
+                // at every cold start during an outage; found by hunt29-a). An admin edit made on it since is one
+                // (review29: it was dropped with nothing said)
                 pendingEdits.remove(orgId, edit);
                 log.log(System.Logger.Level.INFO, "the publication of org " + orgId + ", made while the shared state "
                         + "store was unreachable, found the org stored by another instance: left to the catalog's "

@@ -248,4 +248,34 @@ class CatalogWriteBackOrderTest {
             linkC.close();
         }
     }
+
+    /**
+     * An admin edit made on an instance started during the outage, over its own publication, is an admin edit: when
+     * Redis answers with the org another instance stored, it cannot be kept (it was made on another copy) and is
+     * counted and audited as dropped, not dropped with nothing said (review29).
+     */
+    @Test
+    void anAdminEditOnAnInstanceStartedDuringAnOutageIsReportedWhenDropped() throws IOException {
+        TcpLink linkC = TcpLink.to(vertx, redis.port());
+        linkC.cut();
+        ResilientStateStore storeC = resilient(linkC.redisUrl());
+        try (GatewayHarness c = GatewayHarness.start(vertx, YAML, sims, storeC)) {
+            eventually(() -> {
+                served(c, "two", 1);
+                return storeC.degraded();
+            }, "C starts on local state");
+            drain(c, "two", "chat-beta");
+            assertEquals(Set.of("chat-alpha"), served(c, "two", 4), "precondition: the drain holds on C");
+            linkC.restore();
+            eventually(() -> {
+                served(c, "two", 1);
+                return !storeC.degraded() && storeC.pendingEdits() == 0;
+            }, "C is back on shared state with nothing pending");
+            assertEquals(1, storeC.lostEdits());
+            eventually(() -> storeB.readAudit("two", 200).await().atMost(Duration.ofSeconds(5)).stream()
+                    .anyMatch(e -> "edit_dropped".equals(e.fields().get("action"))), "audited as dropped");
+        } finally {
+            linkC.close();
+        }
+    }
 }
