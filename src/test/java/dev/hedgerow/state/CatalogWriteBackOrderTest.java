@@ -2,7 +2,6 @@ package dev.hedgerow.state;
 
 import dev.hedgerow.admin.AdminService;
 import dev.hedgerow.api.Json;
-import dev.hedgerow.catalog.Org;
 import dev.hedgerow.sim.ModelScript;
 import dev.hedgerow.sim.SimConfig;
 import dev.hedgerow.sim.SimServer;
@@ -19,17 +18,15 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 
+import static dev.hedgerow.state.PartitionedEditTest.drain;
+import static dev.hedgerow.state.PartitionedEditTest.org;
+import static dev.hedgerow.state.PartitionedEditTest.served;
 import static dev.hedgerow.testsupport.Eventually.eventually;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -45,8 +42,7 @@ class CatalogWriteBackOrderTest {
     static final String YAML = """
             orgs:
             %s""".formatted(String.join("", org("one"), org("two")));
-    static final ResilientStateStore.Settings SETTINGS =
-            new ResilientStateStore.Settings(Duration.ofMillis(500), 4, 0.5, Duration.ofMillis(200), 1);
+    static final ResilientStateStore.Settings SETTINGS = PartitionedEditTest.SETTINGS;
 
     static RedisServer redis;
     static Vertx vertx;
@@ -58,22 +54,6 @@ class CatalogWriteBackOrderTest {
     static ResilientStateStore storeB;
     static GatewayHarness a;
     static GatewayHarness b;
-    static final HttpClient http = HttpClient.newHttpClient();
-
-    static String org(String id) {
-        return """
-                  - id: %1$s
-                    keys: [{ name: app, key: "k-%1$s" }]
-                    providers:
-                      - { id: alpha, base_url: "${SIM_ALPHA_URL}", api_key: "sk-alpha" }
-                      - { id: beta, base_url: "${SIM_BETA_URL}", api_key: "sk-beta" }
-                    routes:
-                      - { alias: chat, provider: alpha, model: alpha-model }
-                      - { alias: chat, provider: beta, model: beta-model }
-                    groups:
-                      chat: { strategy: rr_health }
-                """.formatted(id);
-    }
 
     @BeforeAll
     static void start() {
@@ -118,34 +98,6 @@ class CatalogWriteBackOrderTest {
             served(b, "one", 1);
             return !storeA.degraded() && !storeB.degraded();
         }, "both instances are back on shared state");
-    }
-
-    /** The routes that answered {@code n} chat requests of {@code orgId} on one instance. */
-    static Set<String> served(GatewayHarness gw, String orgId, int n) {
-        Set<String> routes = new TreeSet<>();
-        for (int i = 0; i < n; i++) {
-            try {
-                HttpResponse<String> r = http.send(HttpRequest.newBuilder(
-                                URI.create(gw.baseUrl() + "/v1/chat/completions"))
-                        .header("Authorization", "Bearer k-" + orgId).header("Content-Type", "application/json")
-                        .POST(HttpRequest.BodyPublishers.ofString("{\"model\":\"chat\",\"messages\":[{\"role\":"
-                                + "\"user\",\"content\":\"write-back " + i + "\"}]}")).build(),
-                        HttpResponse.BodyHandlers.ofString());
-                assertEquals(200, r.statusCode(), r.body());
-                routes.add(r.headers().firstValue("x-hedgerow-route").orElseThrow());
-            } catch (IOException | InterruptedException e) {
-                throw new IllegalStateException(e);
-            }
-        }
-        return routes;
-    }
-
-    static Org org(GatewayHarness gw, String id) {
-        return gw.core().catalog().current().org(id).orElseThrow();
-    }
-
-    static void drain(GatewayHarness gw, String orgId, String routeId) {
-        new AdminService(gw.core()).drain(org(gw, orgId), routeId, true, "ops").await().atMost(Duration.ofSeconds(10));
     }
 
     static void cut(TcpLink link, GatewayHarness gw, ResilientStateStore store) {
