@@ -1220,7 +1220,7 @@ final class Dispatch {
         Set<String> out = new HashSet<>();
         states.forEach((id, s) -> {
             if (dev.hedgerow.routing.Router.standing(s) != null
-                    || (!id.equals(failed.id()) && (s.coolingDown() || s.retryAfterMillis() > 0))) {
+                    || (!id.equals(failed.id()) && s.heldOut())) {
                 out.add(id);
             }
         });

@@ -410,7 +410,7 @@ public final class Router {
                 rejected.add(new RoutePlan.Rejection(r.id(), standing));
                 continue;
             }
-            if (s.coolingDown() || s.retryAfterMillis() > 0) {
+            if (s.heldOut()) {
                 minCooldown = Math.min(minCooldown,
                         backInMillis(s.coolingDown(), s.cooldownRemainingMillis(), s.retryAfterMillis()));
                 rejected.add(new RoutePlan.Rejection(r.id(), s.coolingDown() ? "cooling down" : "retry-after hold"));

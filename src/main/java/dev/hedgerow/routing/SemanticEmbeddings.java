@@ -80,7 +80,7 @@ public final class SemanticEmbeddings implements Function<Router.ExtrasQuery, Un
         // its own group's usage window, as its router reads it (a cached read is kept for one window)
         return store.snapshot(List.of(embedKey), embedGroup.balancer().usageWindow()).flatMap(s -> {
             RouteSnapshot health = s.getOrDefault(embedKey, RouteSnapshot.empty(embedKey));
-            if (health.coolingDown() || health.retryAfterMillis() > 0 || health.probeTaken()) {
+            if (health.heldOut() || health.probeTaken()) {
                 return Uni.createFrom().item(Map.<String, float[]>of());
             }
             if (health.fails() < breaker.threshold()) {

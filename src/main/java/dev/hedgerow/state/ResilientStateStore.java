@@ -421,21 +421,21 @@ public final class ResilientStateStore implements StateStore {
     }
 
     /**
-     * The shared store took a health write of the route: the health the local store took for it meanwhile is dropped
-     * there (see the class comment). Not any answer of the shared store: a Redis at its memory limit
+     * Drops the route's health from the local store: once the shared store took a health write of the route, or once
+     * the local health is no longer in force ({@link #forgotIfSpent}; see the class comment). Not any answer of the shared store: a Redis at its memory limit
      * ({@code noeviction}) answers reads, and some writes (a lease's release), and refuses the rest, and each answer
      * dropped the cooldowns its refused writes had left in the local store: a failing route took traffic every 2 s
      * instead of once per {@code fail_timeout} (found by hunt29-c). A route is forgotten before its reset is sent,
      * and a local write adds its route only once it is done, so a write racing this is dropped at the route's next
      * write instead of being left behind.
      */
-    private void healthTaken(String routeId) {
+    private void forgetLocalHealth(String routeId) {
         if (localHealth.remove(routeId)) {
             local.resetHealth(routeId).subscribe().with(v -> { }, t -> { });
         }
     }
 
-    /** A health write on the local store, its route remembered once it is done (see {@link #healthTaken}). */
+    /** A health write on the local store, its route remembered once it is done (see {@link #forgetLocalHealth}). */
     private <T> Uni<T> localHealthWrite(String routeId, Uni<T> write) {
         return write.invoke(() -> localHealth.add(routeId));
     }
@@ -702,20 +702,12 @@ public final class ResilientStateStore implements StateStore {
                         : Uni.createFrom().item(a.value()));
     }
 
-    /**
-     * The shared store's snapshots with the route health this instance wrote locally since the shared store last took
-     * a write ({@link #localHealth}) laid over them while it is in force: a cooldown or a provider's hold the shared
-     * store did not take (it refused the write: a Redis at its memory limit answers reads all the same) still keeps
-     * the route out (hunt29-c). A route whose local health is no longer in force is dropped from the local store.
-     */
     /** Drops the route's local health when it is no longer in force (no cooldown, no hold); true if it did. */
     private boolean forgotIfSpent(String routeId, RouteSnapshot mine) {
-        if (mine.coolingDown() || mine.retryAfterMillis() > 0) {
+        if (mine.heldOut()) {
             return false;
         }
-        if (localHealth.remove(routeId)) {
-            local.resetHealth(routeId).subscribe().with(v -> { }, t -> { });
-        }
+        forgetLocalHealth(routeId);
         return true;
     }
 
@@ -732,6 +724,12 @@ public final class ResilientStateStore implements StateStore {
                 held -> held.forEach(this::forgotIfSpent), t -> { });
     }
 
+    /**
+     * The shared store's snapshots with the route health this instance wrote locally since the shared store last took
+     * a write ({@link #localHealth}) laid over them while it is in force: a cooldown or a provider's hold the shared
+     * store did not take (it refused the write: a Redis at its memory limit answers reads all the same) still keeps
+     * the route out (hunt29-c). A route whose local health is no longer in force is dropped from the local store.
+     */
     private Uni<Map<String, RouteSnapshot>> withLocalHealth(Map<String, RouteSnapshot> snapshots,
                                                            Duration usageWindow) {
         if (localHealth.isEmpty()) {
@@ -909,13 +907,13 @@ public final class ResilientStateStore implements StateStore {
 
     @Override
     public Uni<BreakerState> recordFailure(String routeId, int maxFails, Duration failTimeout, Duration hold) {
-        return call(() -> shared.recordFailure(routeId, maxFails, failTimeout, hold).invoke(() -> healthTaken(routeId)),
+        return call(() -> shared.recordFailure(routeId, maxFails, failTimeout, hold).invoke(() -> forgetLocalHealth(routeId)),
                 () -> localHealthWrite(routeId, local.recordFailure(routeId, maxFails, failTimeout, hold)));
     }
 
     @Override
     public Uni<BreakerState> recordSuccess(String routeId, int maxFails, Duration failTimeout) {
-        return call(() -> shared.recordSuccess(routeId, maxFails, failTimeout).invoke(() -> healthTaken(routeId)),
+        return call(() -> shared.recordSuccess(routeId, maxFails, failTimeout).invoke(() -> forgetLocalHealth(routeId)),
                 () -> localHealthWrite(routeId, local.recordSuccess(routeId, maxFails, failTimeout)));
     }
 
@@ -928,7 +926,7 @@ public final class ResilientStateStore implements StateStore {
      */
     @Override
     public Uni<Boolean> tryAcquireProbe(String routeId, int maxFails, Duration ttl, String owner) {
-        return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl, owner).invoke(() -> healthTaken(routeId)),
+        return call(() -> shared.tryAcquireProbe(routeId, maxFails, ttl, owner).invoke(() -> forgetLocalHealth(routeId)),
                 e -> {
             if (!isBreakerRefusal(e)) {
                 keepRelease(new ProbeRelease(routeId, owner));
@@ -1590,7 +1588,7 @@ public final class ResilientStateStore implements StateStore {
     public Uni<Boolean> ping() {
         // Redis's ping answers false when Redis does not: for the guard that is a failed call (a success would count
         // towards closing it, so readiness polls alone closed it during an outage); an answer leaves the local route
-        // health as it is (see healthTaken)
+        // health as it is (see forgetLocalHealth)
         return guarded(() -> shared.ping().map(up -> {
             if (!up) {
                 throw new IllegalStateException(pingFailure());

@@ -23,6 +23,11 @@ public record RouteSnapshot(String routeId, boolean coolingDown, long cooldownRe
         return new RouteSnapshot(routeId, false, 0, 0, false, 0, 0, UsageSample.ZERO, Map.of());
     }
 
+    /** Out of rotation on its health: inside a breaker cooldown, or held by a provider's wait (Retry-After). */
+    public boolean heldOut() {
+        return coolingDown || retryAfterMillis > 0;
+    }
+
     public Optional<String> blob(String name) {
         return Optional.ofNullable(blobs.get(name));
     }
