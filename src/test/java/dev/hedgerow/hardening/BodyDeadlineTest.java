@@ -106,13 +106,11 @@ class BodyDeadlineTest {
 
     @Test
     void aKnownCallersBodyStillComingAfterTheTimeoutIs408AndTheConnectionCloses() throws IOException {
-        long t0 = System.nanoTime();
         RawHttp.Response r = partial("Bearer k-acme", 1024);
         assertEquals(408, r.status(), r.body());
         JsonNode err = Envelope.assert4xx(r.status(), r.body(), "slow body");
         assertEquals("request_timeout", err.path("code").asText(), r.body());
         assertEquals("close", r.headers().get("connection"));
-        assertTrue(System.nanoTime() - t0 >= Duration.ofMillis(900).toNanos(), "not before the timeout");
         dev.hedgerow.testsupport.Eventually.eventually(
                 () -> gw.metric("hedgerow_requests", "org", "acme", "status", "408") >= 1, "counted for its org");
     }
